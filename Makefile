@@ -1,0 +1,75 @@
+# txnlab: one virtual environment in $(VENV), nothing installed or registered outside it.
+#
+#   make lab            install if needed, then JupyterLab on notebooks/ (127.0.0.1 only)
+#   make test           install if needed, then every test: tests/ and the notebooks
+#   make bench          install if needed, then the benchmarks (writes bench/results.json)
+#   make browser-deps   Debian's Chromium for the real-browser tests and PNG export
+#   make clean          remove the venv and build/test leftovers
+#
+# Knobs: VENV=path, PYTHON=interpreter used to create the venv, NO_BROWSER=1 (or the
+# environment variable LAB_NO_BROWSER=1) for `make lab` without opening a browser.
+
+VENV   ?= .venv
+PYTHON ?= python3
+
+VENV_DIR := $(abspath $(VENV))
+VENV_PY  := $(VENV_DIR)/bin/python
+STAMP    := $(VENV)/.installed
+
+# Everything that runs Python code of the lab gets this environment:
+# - the venv's bin first on PATH, so the `python3` kernelspec (which runs plain `python`)
+#   starts the venv's interpreter in nbclient/nbmake and in JupyterLab;
+# - Spark on loopback, and Spark's Python workers on the venv's interpreter.
+RUN_ENV := PATH="$(VENV_DIR)/bin:$$PATH" \
+           SPARK_LOCAL_IP=127.0.0.1 \
+           PYSPARK_PYTHON="$(VENV_PY)"
+
+# Notebooks are tested once there are any; until then only tests/ runs.
+NOTEBOOKS := $(sort $(wildcard notebooks/*.ipynb))
+NBMAKE    := $(if $(NOTEBOOKS),--nbmake $(NOTEBOOKS))
+
+# `make lab` flags: loopback only; --allow-root when run as root (JupyterLab refuses otherwise);
+# --no-browser on request (NO_BROWSER=1 on the command line or LAB_NO_BROWSER=1 in the env).
+LAB_FLAGS := --ip 127.0.0.1
+ifeq ($(shell id -u),0)
+LAB_FLAGS += --allow-root
+endif
+ifneq ($(filter 1 true yes,$(NO_BROWSER) $(LAB_NO_BROWSER)),)
+LAB_FLAGS += --no-browser
+endif
+
+.PHONY: install lab test bench browser-deps clean
+
+# ---- install -----------------------------------------------------------------------------
+# The stamp is redone when pyproject.toml changes, and when a top-level package gains its
+# __init__.py: the editable install only maps packages that existed when it ran.
+$(STAMP): pyproject.toml $(wildcard txnlab/__init__.py widgets/__init__.py)
+	test -x "$(VENV_PY)" || $(PYTHON) -m venv "$(VENV)"
+	"$(VENV_PY)" -m pip install --upgrade pip
+	"$(VENV_PY)" -m pip install -e '.[test]'
+	touch "$@"
+
+install: $(STAMP)
+
+# ---- run ---------------------------------------------------------------------------------
+lab: $(STAMP)
+	$(RUN_ENV) "$(VENV_DIR)/bin/jupyter" lab $(LAB_FLAGS) notebooks/
+
+test: $(STAMP)
+	$(RUN_ENV) "$(VENV_PY)" -m pytest tests/ $(NBMAKE)
+
+bench: $(STAMP)
+	$(RUN_ENV) "$(VENV_PY)" -m bench
+
+# ---- system packages ---------------------------------------------------------------------
+# Chromium from apt (root only; says so and succeeds when it cannot). Never `playwright install`.
+browser-deps:
+	bash scripts/install-chromium.sh
+
+# ---- housekeeping ------------------------------------------------------------------------
+# bench/results.json is tracked on purpose and stays.
+clean:
+	rm -rf "$(VENV)" build dist *.egg-info .pytest_cache .hypothesis \
+	       tests/artifacts spark-warehouse metastore_db derby.log
+	find . -path ./.git -prune -o -type d \
+	       \( -name __pycache__ -o -name .ipynb_checkpoints \) -print0 | xargs -0 rm -rf

@@ -1,0 +1,148 @@
+"""``python -m bench [FILTER ...]``: run the benchmarks, merge their numbers into
+``bench/results.json`` and print engine vs. reference.
+
+A FILTER runs only the benchmarks whose key contains it (``python -m bench mock_`` runs the
+reference side only). Each benchmark is repeated up to 5 times and reports the median; once a
+benchmark has used ``BUDGET_S`` it stops repeating, which keeps the whole run near two minutes
+even when the engine is slow. A benchmark that raises (for instance ImportError while the engine
+does not exist yet) is recorded as ``null`` with its error text, and the run goes on.
+
+results.json keeps every key it already had; a run overwrites only the keys it measured. Top-level
+keys hold the headline numbers; ``details`` holds, per key, the runs, n, unit, error and date.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import platform
+import statistics
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+from bench import engine, reference
+
+RESULTS = Path(__file__).with_name("results.json")
+REPEATS = 5
+BUDGET_S = 20.0
+
+
+@dataclass(frozen=True)
+class Benchmark:
+    key: str
+    fn: Callable[[int], float]
+    n: int          # records (idempotent) or transactions (txn*) per run
+    unit: str
+
+
+BENCHMARKS = [
+    Benchmark("mock_idempotent_records_per_s", reference.mock_idempotent_records_per_s,
+              100_000, "records/s"),
+    Benchmark("mock_txn1_per_s", reference.mock_txn1_per_s, 300, "txn/s"),
+    Benchmark("mock_txn1000_records_per_s", reference.mock_txn1000_records_per_s,
+              50, "records/s"),
+    Benchmark("idempotent_records_per_s", engine.idempotent_records_per_s, 20_000, "records/s"),
+    Benchmark("txn1_per_s", engine.txn1_per_s, 200, "txn/s"),
+    Benchmark("txn1000_records_per_s", engine.txn1000_records_per_s, 20, "records/s"),
+]
+
+# Derived numbers: key -> (numerator key, denominator key).
+RATIOS = {
+    "txn_vs_idempotent_ratio": ("txn1000_records_per_s", "idempotent_records_per_s"),
+    "mock_txn_vs_idempotent_ratio": ("mock_txn1000_records_per_s",
+                                     "mock_idempotent_records_per_s"),
+}
+
+# The printed table: (label, engine key, reference key).
+ROWS = [
+    ("idempotent, records/s", "idempotent_records_per_s", "mock_idempotent_records_per_s"),
+    ("1 record per txn, txn/s", "txn1_per_s", "mock_txn1_per_s"),
+    ("1000 x 100 B per txn, records/s", "txn1000_records_per_s", "mock_txn1000_records_per_s"),
+    ("txn1000 / idempotent records/s", "txn_vs_idempotent_ratio", "mock_txn_vs_idempotent_ratio"),
+]
+
+
+def measure(b: Benchmark) -> dict:
+    """Median of up to REPEATS runs of one benchmark, or its error."""
+    runs: list[float] = []
+    started = time.perf_counter()
+    try:
+        while len(runs) < REPEATS and (not runs or time.perf_counter() - started < BUDGET_S):
+            runs.append(b.fn(b.n))
+    except Exception as e:  # noqa: BLE001 - any failure is a result to record, not a crash
+        return {"value": None, "error": f"{type(e).__name__}: {e}", "runs": runs,
+                "n": b.n, "unit": b.unit}
+    return {"value": statistics.median(runs), "error": None, "runs": runs,
+            "n": b.n, "unit": b.unit}
+
+
+def derive(fresh: dict[str, dict]) -> dict[str, dict]:
+    """The ratios whose both operands were measured in this run."""
+    out = {}
+    for key, (num, den) in RATIOS.items():
+        if num in fresh and den in fresh:
+            a, b = fresh[num]["value"], fresh[den]["value"]
+            ok = a is not None and b
+            out[key] = {"value": a / b if ok else None, "unit": "ratio",
+                        "error": None if ok else f"needs both {num} and {den}"}
+    return out
+
+
+def merge(fresh: dict[str, dict]) -> dict:
+    results = json.loads(RESULTS.read_text()) if RESULTS.exists() else {}
+    details = results.setdefault("details", {})
+    stamp = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
+    for key, d in fresh.items():
+        results[key] = d["value"]
+        details[key] = {**d, "measured_at": stamp, "python": platform.python_version()}
+    RESULTS.write_text(json.dumps(results, indent=2, sort_keys=True) + "\n")
+    return results
+
+
+def fmt(value) -> str:
+    if value is None:
+        return "-"
+    return f"{value:.3f}" if value < 10 else f"{value:,.0f}"
+
+
+def table(results: dict) -> str:
+    lines = [f"{'benchmark':<34}{'engine':>14}{'mock (ref)':>14}{'engine/ref':>12}"]
+    for label, eng, ref in ROWS:
+        e, r = results.get(eng), results.get(ref)
+        ratio = f"{e / r:.3f}" if e is not None and r else "-"
+        lines.append(f"{label:<34}{fmt(e):>14}{fmt(r):>14}{ratio:>12}")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__.split("\n\n")[0])
+    parser.add_argument("filters", nargs="*", help="run only benchmarks whose key contains one")
+    args = parser.parse_args(argv)
+
+    fresh = {}
+    for b in BENCHMARKS:
+        if args.filters and not any(f in b.key for f in args.filters):
+            continue
+        print(f"{b.key} (n={b.n}) ...", end=" ", flush=True)
+        fresh[b.key] = measure(b)
+        print(fmt(fresh[b.key]["value"]) if fresh[b.key]["error"] is None else "failed")
+    fresh.update(derive(fresh))
+
+    results = merge(fresh)
+    print()
+    print(table(results))
+    errors = {k: d["error"] for k, d in fresh.items() if d["error"]}
+    if errors:
+        print("\nnot measured:")
+        for key, err in errors.items():
+            print(f"  {key}: {err}")
+    print(f"\nwritten to {RESULTS}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,203 @@
+"""The controller (Kafka's KRaft ``QuorumController``, modelled as one always-up node).
+
+Owns the cluster's partition states (replicas, leader, leader epoch, ISR,
+partition epoch), broker liveness (registration, heartbeats, fencing after
+``broker.session.timeout.ms``), leader election from the ISR (unclean election
+only when enabled), ISR changes requested by leaders (AlterPartition), topic
+creation, and producer-id blocks (AllocateProducerIds, blocks of 1000).
+It tells brokers what changed with LeaderAndIsr.
+"""
+from __future__ import annotations
+
+from ..protocol import messages as m
+from ..protocol.errors import Errors
+from ..sim.node import Node
+
+PRODUCER_ID_BLOCK_SIZE = 1000
+
+
+class Controller(Node):
+    def __init__(self, kernel, cluster) -> None:
+        super().__init__(kernel, "controller")
+        self.cluster = cluster
+        self.states: dict[tuple, m.PartitionState] = {}
+        self.topic_configs: dict[str, dict] = {}
+        self.registered: dict[int, int] = {}       # broker id -> broker epoch (alive, unfenced)
+        self.session_timers: dict[int, object] = {}
+        self.next_broker_epoch = 1
+        self.next_producer_id_block = 0
+        self.controller_epoch = 1
+        self._next_replica_start = 0
+
+    def narrate(self, text: str) -> None:
+        self.kernel.narrate(text)
+
+    @property
+    def live_brokers(self) -> tuple:
+        return tuple(sorted(self.registered))
+
+    def handle_request(self, msg):
+        return getattr(self, "handle_" + msg.api)(msg)
+
+    # ---------------------------------------------------------- brokers
+    def handle_BrokerRegistration(self, msg):
+        req = msg.payload
+        epoch = self.next_broker_epoch
+        self.next_broker_epoch += 1
+        self.registered[req.broker_id] = epoch
+        self._reset_session(req.broker_id)
+        self.narrate(f"controller registered broker {req.broker_id} (broker epoch {epoch})")
+        self._on_broker_up(req.broker_id)
+        return m.BrokerRegistrationResponse(Errors.NONE, epoch)
+
+    def handle_BrokerHeartbeat(self, msg):
+        req = msg.payload
+        if self.registered.get(req.broker_id) != req.broker_epoch:
+            return m.BrokerHeartbeatResponse(Errors.NONE, is_fenced=True)
+        self._reset_session(req.broker_id)
+        return m.BrokerHeartbeatResponse(Errors.NONE)
+
+    def _reset_session(self, broker_id: int) -> None:
+        self.cancel_timer(self.session_timers.get(broker_id))
+        timeout = self.cluster.broker_config["broker.session.timeout.ms"]
+        self.session_timers[broker_id] = self.set_timer(
+            timeout, f"session of broker {broker_id} expires", lambda: self._fence(broker_id, "missed heartbeats"),
+            background=True)
+
+    def _fence(self, broker_id: int, why: str) -> None:
+        if broker_id not in self.registered:
+            return
+        del self.registered[broker_id]
+        self.narrate(f"controller fenced broker {broker_id}: {why} for broker.session.timeout.ms="
+                     f"{self.cluster.broker_config['broker.session.timeout.ms']}")
+        self.kernel.current.background = False
+        changed = []
+        for tp, s in sorted(self.states.items()):
+            if s.leader == broker_id:
+                changed.append(self._elect(tp, exclude=broker_id))
+            elif broker_id in s.isr and len(s.isr) > 1:
+                changed.append(self._with(s, isr=tuple(r for r in s.isr if r != broker_id)))
+        self._publish(changed)
+
+    def handle_ControlledShutdown(self, msg):
+        bid = msg.payload.broker_id
+        changed = []
+        for tp, s in sorted(self.states.items()):
+            if s.leader == bid:
+                changed.append(self._elect(tp, exclude=bid))
+        self._publish(changed)
+        return m.ControlledShutdownResponse(Errors.NONE)
+
+    def _on_broker_up(self, broker_id: int) -> None:
+        changed = []
+        for tp, s in sorted(self.states.items()):
+            if s.leader < 0 and broker_id in s.replicas:
+                ns = self._elect(tp, exclude=None)
+                if ns.leader >= 0:
+                    changed.append(ns)
+        self._publish(changed)
+        # a (re)started broker learns every partition state
+        self._send(broker_id, tuple(self.states[tp] for tp in sorted(self.states)))
+
+    # --------------------------------------------------------- election
+    def _with(self, s: m.PartitionState, **kw) -> m.PartitionState:
+        d = dict(topic=s.topic, partition=s.partition, leader=s.leader, leader_epoch=s.leader_epoch,
+                 isr=s.isr, replicas=s.replicas, partition_epoch=s.partition_epoch + 1, config=s.config)
+        d.update(kw)
+        ns = m.PartitionState(**d)
+        self.states[(s.topic, s.partition)] = ns
+        return ns
+
+    def _unclean_allowed(self, topic: str) -> bool:
+        v = self.topic_configs.get(topic, {}).get("unclean.leader.election.enable")
+        if v is None:
+            v = self.cluster.broker_config["unclean.leader.election.enable"]
+        return bool(v) or "unclean-election" in self.cluster.mutations
+
+    def _elect(self, tp, exclude) -> m.PartitionState:
+        s = self.states[tp]
+        live = set(self.registered) - ({exclude} if exclude is not None else set())
+        candidates = [r for r in s.replicas if r in s.isr and r in live]
+        name = f"{tp[0]}-{tp[1]}"
+        if candidates:
+            leader = candidates[0]
+            isr = tuple(r for r in s.isr if r in live) or (leader,)
+            self.narrate(f"controller elected broker {leader} leader of {name} from the ISR "
+                         f"(leader epoch {s.leader_epoch + 1})")
+            return self._with(s, leader=leader, leader_epoch=s.leader_epoch + 1, isr=isr)
+        unclean = [r for r in s.replicas if r in live]
+        if unclean and self._unclean_allowed(tp[0]) and not tp[0].startswith("__transaction_state"):
+            leader = unclean[0]
+            self.narrate(f"controller elected broker {leader} leader of {name} UNCLEANLY: no ISR member is alive "
+                         f"and unclean.leader.election.enable=true (acknowledged data may be lost)")
+            return self._with(s, leader=leader, leader_epoch=s.leader_epoch + 1, isr=(leader,))
+        self.narrate(f"{name} has no leader: no ISR member ({list(s.isr)}) is alive"
+                     + ("" if not unclean else " and unclean.leader.election.enable=false"))
+        keep_isr = s.isr if exclude is None else (tuple(r for r in s.isr if r != exclude) or s.isr)
+        return self._with(s, leader=-1, leader_epoch=s.leader_epoch + 1 if s.leader >= 0 else s.leader_epoch,
+                          isr=keep_isr)
+
+    def _publish(self, changed) -> None:
+        if not changed:
+            return
+        for b in self.live_brokers:
+            self._send(b, tuple(changed))
+
+    def _send(self, broker_id: int, states) -> None:
+        from .broker import broker_name
+        req = m.LeaderAndIsrRequest(self.controller_epoch, tuple(states), self.live_brokers)
+        self.send_request(broker_name(broker_id), req, lambda r, e: None, timeout_ms=30_000)
+
+    # -------------------------------------------------------------- ISR
+    def handle_AlterPartition(self, msg):
+        req = msg.payload
+        tp = (req.topic, req.partition)
+        s = self.states.get(tp)
+        if s is None:
+            return m.AlterPartitionResponse(Errors.UNKNOWN_TOPIC_OR_PARTITION)
+        if s.leader != req.broker_id or s.leader_epoch != req.leader_epoch:
+            return m.AlterPartitionResponse(Errors.FENCED_LEADER_EPOCH)
+        new_isr = tuple(r for r in req.new_isr if r in self.registered or r == s.leader)
+        ns = self._with(s, isr=new_isr)
+        self.narrate(f"controller changed the ISR of {req.topic}-{req.partition} to {list(new_isr)}")
+        others = [b for b in self.live_brokers if b != req.broker_id]
+        for b in others:
+            self._send(b, (ns,))
+        return m.AlterPartitionResponse(Errors.NONE, ns)
+
+    # ---------------------------------------------------------- topics
+    def create_topic(self, name: str, partitions: int, rf: int, config: dict) -> Errors:
+        if any(t == name for t, _ in self.states):
+            return Errors.TOPIC_ALREADY_EXISTS
+        brokers = sorted(self.cluster.broker_ids)
+        if rf > len(brokers) or rf < 1:
+            return Errors.INVALID_REPLICATION_FACTOR
+        if partitions < 1:
+            return Errors.INVALID_PARTITIONS
+        self.topic_configs[name] = dict(config)
+        live = set(self.registered)
+        start = self._next_replica_start
+        self._next_replica_start += 1
+        new = []
+        items = tuple(sorted(config.items()))
+        for i in range(partitions):
+            replicas = tuple(brokers[(start + i + j) % len(brokers)] for j in range(rf))
+            alive = [r for r in replicas if r in live]
+            leader = alive[0] if alive else -1
+            s = m.PartitionState(name, i, leader, 0, tuple(alive) or replicas[:1], replicas, 0, items)
+            self.states[(name, i)] = s
+            new.append(s)
+        self.narrate(f"controller created topic {name}: {partitions} partition(s), replication factor {rf}")
+        self._publish(new)
+        return Errors.NONE
+
+    def handle_CreateTopics(self, msg):
+        req = msg.payload
+        err = self.create_topic(req.name, req.num_partitions, req.replication_factor, dict(req.config))
+        return m.CreateTopicsResponse(err)
+
+    # ------------------------------------------------------ producer ids
+    def handle_AllocateProducerIds(self, msg):
+        start = self.next_producer_id_block
+        self.next_producer_id_block += PRODUCER_ID_BLOCK_SIZE
+        return m.AllocateProducerIdsResponse(Errors.NONE, start, PRODUCER_ID_BLOCK_SIZE)

@@ -1,0 +1,207 @@
+"""One partition as seen by one broker (Kafka's ``Partition``): leader or follower.
+
+Owns the replication state the leader keeps: the ISR (and the maximal ISR
+while an ISR change is pending at the controller), every follower's LEO and
+last caught-up time, the High Watermark rule (min LEO over the ISR, never
+while under min.insync.replicas), and the produce requests waiting for acks=all
+(Kafka's DelayedProduce).  The log itself is the ``UnifiedLog`` on disk.
+"""
+from __future__ import annotations
+
+from typing import Callable, Optional
+
+from ..protocol.errors import Errors
+
+
+class FollowerState:
+    __slots__ = ("broker_id", "leo", "last_caught_up_ms", "last_fetch_ms", "last_sent_hw")
+
+    def __init__(self, broker_id: int, now: int) -> None:
+        self.broker_id = broker_id
+        self.leo = -1                 # unknown until it fetches
+        self.last_caught_up_ms = now
+        self.last_fetch_ms = now
+        self.last_sent_hw = -1
+
+
+class DelayedProduce:
+    __slots__ = ("required_offset", "callback", "timer")
+
+    def __init__(self, required_offset: int, callback, timer) -> None:
+        self.required_offset = required_offset
+        self.callback = callback
+        self.timer = timer
+
+
+class Partition:
+    def __init__(self, broker, topic: str, partition: int, log) -> None:
+        self.broker = broker
+        self.topic = topic
+        self.partition = partition
+        self.tp = (topic, partition)
+        self.log = log
+        self.leader = -1
+        self.leader_epoch = -1
+        self.partition_epoch = -1
+        self.replicas: tuple = ()
+        self.isr: tuple = ()
+        self.pending_isr: Optional[tuple] = None
+        self.followers: dict[int, FollowerState] = {}
+        self.delayed: list[DelayedProduce] = []
+        self.config: dict = {}
+        self.epoch_start_offset = 0
+
+    @property
+    def name(self) -> str:
+        return f"{self.topic}-{self.partition}"
+
+    @property
+    def is_leader(self) -> bool:
+        return self.leader == self.broker.broker_id
+
+    @property
+    def min_insync_replicas(self) -> int:
+        v = self.config.get("min.insync.replicas")
+        return v if v is not None else self.broker.config["min.insync.replicas"]
+
+    @property
+    def maximal_isr(self) -> tuple:
+        if self.pending_isr is None:
+            return self.isr
+        return tuple(sorted(set(self.isr) | set(self.pending_isr)))
+
+    # ------------------------------------------------------------ leadership
+    def make_leader(self, state, now: int) -> None:
+        was_leader = self.is_leader and self.leader_epoch == state.leader_epoch
+        self._apply(state)
+        if was_leader:
+            return
+        self.log.assign_epoch_start_offset(self.leader_epoch, self.log.log_end_offset)
+        self.epoch_start_offset = self.log.log_end_offset
+        self.followers = {r: FollowerState(r, now) for r in self.replicas if r != self.broker.broker_id}
+        self.pending_isr = None
+        self.broker.narrate(f"broker {self.broker.broker_id} is now leader of {self.name} "
+                            f"(leader epoch {self.leader_epoch}, ISR {list(self.isr)}, LEO {self.log.log_end_offset}, "
+                            f"HW {self.log.high_watermark})")
+        self.maybe_increment_hw(now)
+
+    def make_follower(self, state) -> None:
+        was_leader = self.is_leader
+        self._apply(state)
+        if was_leader:
+            self.fail_delayed(Errors.NOT_LEADER_OR_FOLLOWER, "leadership moved")
+            self.followers = {}
+            self.pending_isr = None
+
+    def _apply(self, state) -> None:
+        self.leader = state.leader
+        self.leader_epoch = state.leader_epoch
+        self.partition_epoch = state.partition_epoch
+        self.isr = tuple(state.isr)
+        self.replicas = tuple(state.replicas)
+        self.config = dict(state.config)
+
+    # ------------------------------------------------------------------- HW
+    def maybe_increment_hw(self, now: int) -> bool:
+        """HW = min LEO over the (maximal) ISR; never advanced while under min ISR."""
+        if not self.is_leader:
+            return False
+        log = self.log
+        isr = self.maximal_isr
+        if len(isr) < self.min_insync_replicas:
+            return False
+        new_hw = log.log_end_offset
+        me = self.broker.broker_id
+        for r in isr:
+            if r == me:
+                continue
+            f = self.followers.get(r)
+            if f is None or f.leo < 0:
+                return False
+            if f.leo < new_hw:
+                new_hw = f.leo
+        if new_hw <= log.high_watermark:
+            return False
+        old = log.high_watermark
+        log.update_high_watermark(new_hw)
+        self.broker.narrate(f"{self.name} HW {old} -> {log.high_watermark}")
+        self.complete_delayed(now)
+        self.broker.on_high_watermark(self)
+        return True
+
+    # -------------------------------------------------------- acks=all waits
+    def add_delayed(self, required_offset: int, timeout_ms: int, callback: Callable) -> None:
+        """callback(error) once HW >= required_offset, or on failure/timeout."""
+        d = DelayedProduce(required_offset, callback, None)
+
+        def expire():
+            if d in self.delayed:
+                self.delayed.remove(d)
+                self.broker.narrate(f"{self.name}: acks=all wait expired before HW reached {required_offset}")
+                d.callback(Errors.REQUEST_TIMED_OUT)
+
+        d.timer = self.broker.set_timer(timeout_ms, f"DelayedProduce expiry {self.name}", expire, background=True)
+        self.delayed.append(d)
+
+    def complete_delayed(self, now: int) -> None:
+        if not self.delayed:
+            return
+        hw = self.log.high_watermark
+        done = [d for d in self.delayed if d.required_offset <= hw]
+        if not done:
+            return
+        self.delayed = [d for d in self.delayed if d.required_offset > hw]
+        for d in done:
+            self.broker.cancel_timer(d.timer)
+            d.callback(Errors.NONE)
+
+    def fail_delayed(self, error: Errors, why: str) -> None:
+        pending, self.delayed = self.delayed, []
+        for d in pending:
+            self.broker.cancel_timer(d.timer)
+            self.broker.narrate(f"{self.name}: a write waiting for acks=all fails with {error.name} ({why})")
+            d.callback(error)
+
+    # ------------------------------------------------------------------- ISR
+    def update_follower(self, replica: int, fetch_offset: int, now: int) -> None:
+        f = self.followers.get(replica)
+        if f is None:
+            f = self.followers[replica] = FollowerState(replica, now)
+        leo = self.log.log_end_offset
+        f.leo = fetch_offset
+        f.last_fetch_ms = now
+        if fetch_offset >= leo:
+            f.last_caught_up_ms = now
+        self.maybe_expand_isr(replica, now)
+        self.maybe_increment_hw(now)
+
+    def maybe_expand_isr(self, replica: int, now: int) -> None:
+        if replica in self.isr or self.pending_isr is not None:
+            return
+        f = self.followers[replica]
+        # Kafka: caught up to the HW and to the start of the current leader epoch
+        if f.leo >= max(self.log.high_watermark, self.epoch_start_offset) and f.leo >= 0:
+            new_isr = tuple(sorted(set(self.isr) | {replica}))
+            self.broker.narrate(f"follower {replica} caught up on {self.name} (LEO {f.leo}); "
+                                f"leader asks the controller to add it to the ISR")
+            self.broker.alter_partition(self, new_isr)
+
+    def check_isr_shrink(self, now: int) -> None:
+        if not self.is_leader or self.pending_isr is not None:
+            return
+        lag = self.broker.config["replica.lag.time.max.ms"]
+        me = self.broker.broker_id
+        out = [r for r in self.isr if r != me and now - self.followers.get(r, FollowerState(r, now)).last_caught_up_ms > lag]
+        if out:
+            new_isr = tuple(r for r in self.isr if r not in out)
+            self.broker.narrate(f"{self.name}: replica(s) {out} have not caught up for more than "
+                                f"replica.lag.time.max.ms={lag}; leader asks the controller to shrink the ISR to {list(new_isr)}")
+            self.broker.alter_partition(self, new_isr)
+
+    def isr_changed(self, state, now: int) -> None:
+        self._apply(state)
+        self.pending_isr = None
+        if len(self.isr) < self.min_insync_replicas:
+            self.fail_delayed(Errors.NOT_ENOUGH_REPLICAS_AFTER_APPEND,
+                              f"ISR {list(self.isr)} is below min.insync.replicas={self.min_insync_replicas}")
+        self.maybe_increment_hw(now)

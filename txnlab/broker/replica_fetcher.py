@@ -1,0 +1,101 @@
+"""Follower-side replication (Kafka's ``ReplicaFetcherThread``): one per source leader.
+
+Owns the fetch loop a follower runs against one leader broker: a Fetch with
+``replica_id`` = this broker, its LEO and last fetched leader epoch per
+partition; truncation when the leader says the follower's log has diverged
+(KIP-101/KIP-595), appending what the leader sent, and following the leader's
+High Watermark (follower HW = min(leader HW, own LEO)).
+"""
+from __future__ import annotations
+
+from ..protocol import messages as m
+from ..protocol.errors import Errors
+
+
+class ReplicaFetcher:
+    def __init__(self, broker, leader_id: int) -> None:
+        self.broker = broker
+        self.leader_id = leader_id
+        self.partitions: dict = {}
+        self.in_flight = False
+        self._last_offsets: dict = {}
+        self._backoff_timer = None
+
+    def add_partition(self, p) -> None:
+        self.partitions[p.tp] = p
+        self.maybe_fetch()
+
+    def remove_partition(self, tp) -> None:
+        self.partitions.pop(tp, None)
+        self._last_offsets.pop(tp, None)
+
+    def maybe_fetch(self) -> None:
+        if self.in_flight or not self.partitions or self._backoff_timer is not None:
+            return
+        b = self.broker
+        parts = {}
+        news = False
+        for tp, p in self.partitions.items():
+            log = p.log
+            leo = log.log_end_offset
+            parts[tp] = m.FetchPartition(leo, b.config["replica.fetch.max.bytes"], p.leader_epoch,
+                                         log.latest_epoch if log.latest_epoch is not None else -1)
+            if self._last_offsets.get(tp) != leo:
+                news = True
+            self._last_offsets[tp] = leo
+        req = m.FetchRequest(b.broker_id, b.config["replica.fetch.wait.max.ms"], 1, m.READ_UNCOMMITTED, parts)
+        self.in_flight = True
+        from .broker import broker_name
+        b.send_request(broker_name(self.leader_id), req, self._on_response, timeout_ms=30_000,
+                       background=not news)
+
+    def _backoff(self) -> None:
+        def again():
+            self._backoff_timer = None
+            self.maybe_fetch()
+        self._backoff_timer = self.broker.set_timer(1_000, f"replica fetch backoff (leader {self.leader_id})",
+                                                    again, background=True)
+
+    def _on_response(self, resp, err) -> None:
+        self.in_flight = False
+        if err is not None:
+            self._backoff()
+            return
+        b = self.broker
+        now = b.kernel.now
+        trouble = False
+        for tp, d in resp.partitions.items():
+            p = self.partitions.get(tp)
+            if p is None or p.is_leader:
+                continue
+            log = p.log
+            if d.error != Errors.NONE:
+                trouble = True
+                continue
+            if d.diverging_epoch is not None:
+                epoch, end = d.diverging_epoch
+                target = end if end >= 0 else log.high_watermark
+                if epoch >= 0:
+                    own_epoch, own_end = log.end_offset_for_epoch(epoch)
+                    if own_epoch == epoch and own_end >= 0:
+                        target = min(target, own_end)
+                target = min(target, log.log_end_offset)
+                lost = log.log_end_offset - target
+                log.truncate_to(target)
+                b.narrate(f"{p.name}: follower {b.broker_id} truncated its log to offset {target} "
+                          f"({lost} offset(s) the new leader does not have were removed)")
+                self._last_offsets.pop(tp, None)
+                continue
+            if d.records:
+                for batch in d.records:
+                    if log.latest_epoch is None or batch.partition_leader_epoch > log.latest_epoch:
+                        log.assign_epoch_start_offset(batch.partition_leader_epoch, batch.base_offset)
+                log.append_as_follower(list(d.records), now)
+                b.narrate(f"{p.name}: follower {b.broker_id} appended up to offset {log.log_end_offset - 1}")
+            hw = min(d.high_watermark, log.log_end_offset)
+            if hw > log.high_watermark:
+                log.update_high_watermark(hw)
+        if trouble:
+            self._backoff()
+        else:
+            self.maybe_fetch()

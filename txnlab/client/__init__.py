@@ -1,0 +1,1 @@
+"""Clients with confluent-kafka's Python surface: Producer, Consumer, AdminClient."""

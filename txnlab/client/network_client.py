@@ -1,0 +1,103 @@
+"""A client process on the simulated network (Kafka's ``NetworkClient`` + ``Metadata``).
+
+Owns what every client needs: its node on the network, the cluster metadata
+it has learned (topics, partition leaders, live brokers) and its refresh,
+coordinator lookup (FindCoordinator), and "which broker should I ask".
+Clients speak only the protocol: they never import broker, coordinator or log.
+"""
+from __future__ import annotations
+
+from typing import Callable, Optional
+
+from ..protocol import messages as m
+from ..protocol.errors import Errors
+from ..sim.node import Node
+
+
+def broker_node(broker_id: int) -> str:
+    return f"broker-{broker_id}"
+
+
+class ClientNode(Node):
+    def __init__(self, kernel, name: str, bootstrap: list[str], owner) -> None:
+        super().__init__(kernel, name)
+        self.owner = owner
+        self.bootstrap = list(bootstrap)
+        self.live_brokers: list[str] = list(bootstrap)
+        self.topics: dict[str, list] = {}            # topic -> [PartitionMetadata]
+        self.topic_errors: dict[str, Errors] = {}
+        self._metadata_in_flight = False
+        self._metadata_waiters: list[Callable[[], None]] = []
+        self._rr = 0
+        self.crashed = False
+
+    def handle_request(self, msg):
+        return None
+
+    def on_crash(self) -> None:
+        self.crashed = True
+        self.owner._on_process_crash()
+
+    # ------------------------------------------------------------ metadata
+    def any_broker(self) -> str:
+        pool = self.live_brokers or self.bootstrap
+        self._rr = (self._rr + 1) % len(pool)
+        return pool[self._rr]
+
+    def leader_for(self, tp) -> Optional[str]:
+        parts = self.topics.get(tp[0])
+        if not parts or tp[1] >= len(parts):
+            return None
+        pm = parts[tp[1]]
+        return broker_node(pm.leader) if pm.leader >= 0 else None
+
+    def leader_epoch_for(self, tp) -> int:
+        parts = self.topics.get(tp[0])
+        if not parts or tp[1] >= len(parts):
+            return -1
+        return parts[tp[1]].leader_epoch
+
+    def num_partitions(self, topic: str) -> Optional[int]:
+        parts = self.topics.get(topic)
+        return len(parts) if parts else None
+
+    def request_metadata(self, topics=None, then: Optional[Callable[[], None]] = None, retry_ms: int = 100) -> None:
+        """Ask some broker for metadata; ``then()`` runs after the answer is applied."""
+        if then is not None:
+            self._metadata_waiters.append(then)
+        if self._metadata_in_flight:
+            return
+        self._metadata_in_flight = True
+        want = tuple(sorted(set(self.topics) | set(topics or ())))
+
+        def done(resp, err):
+            self._metadata_in_flight = False
+            if err is None:
+                self.live_brokers = [broker_node(b) for b in resp.brokers] or self.live_brokers
+                for t, (e, parts) in resp.topics.items():
+                    if e == Errors.NONE and parts:
+                        self.topics[t] = parts
+                        self.topic_errors.pop(t, None)
+                    else:
+                        self.topic_errors[t] = Errors(e)
+            waiters, self._metadata_waiters = self._metadata_waiters, []
+            if err is not None:
+                self.set_timer(retry_ms, "metadata retry backoff",
+                               lambda: self.request_metadata(topics, None, retry_ms))
+                self._metadata_waiters = waiters
+                return
+            for w in waiters:
+                w()
+
+        self.send_request(self.any_broker(), m.MetadataRequest(want), done, timeout_ms=5_000)
+
+    def find_coordinator(self, key: str, key_type: int, then: Callable[[Optional[str], Optional[Errors]], None],
+                         retry_ms: int = 100) -> None:
+        def done(resp, err):
+            if err is not None:
+                then(None, err)
+            elif resp.error != Errors.NONE:
+                then(None, Errors(resp.error))
+            else:
+                then(broker_node(resp.node_id), None)
+        self.send_request(self.any_broker(), m.FindCoordinatorRequest(key, key_type), done, timeout_ms=5_000)

@@ -1,0 +1,297 @@
+"""``Producer``: confluent-kafka's producer surface over Kafka's producer machinery.
+
+The public face (``produce``, ``poll``, ``flush``, ``len``, and the
+transactional calls) over a ``RecordAccumulator``, a ``Sender`` and a
+``TransactionManager``, all running on a simulated client process.  Blocking
+calls drive the simulation until they are done, and their timeouts are in
+simulated seconds.
+"""
+from __future__ import annotations
+
+import zlib
+from typing import Callable, Optional
+
+from ..errors import KafkaError, KafkaException, KafkaStateError
+from ..protocol.hashing import murmur2_partition
+from ..protocol.record_batch import Record
+from .config import producer_config
+from .message import Message
+from .record_accumulator import RecordAccumulator
+from .sender import Sender
+from .transaction_manager import State, TransactionManager
+
+
+def _to_bytes(v, what: str):
+    if v is None or isinstance(v, bytes):
+        return v
+    if isinstance(v, str):
+        return v.encode("utf-8")
+    if isinstance(v, (bytearray, memoryview)):
+        return bytes(v)
+    raise TypeError(f"{what} must be bytes or str, not {type(v).__name__}")
+
+
+class Producer:
+    """A Kafka producer (idempotent by default; transactional with ``transactional.id``)."""
+
+    def __init__(self, config: dict, **kwargs) -> None:
+        from ..cluster import Cluster
+
+        conf = dict(config or {})
+        conf.update(kwargs)
+        self._config = cfg = producer_config(conf)
+        cluster = Cluster.lookup(cfg["bootstrap.servers"])
+        self._cluster = cluster
+        self._kernel = cluster.kernel
+        name = cfg["client.id"] or cluster.next_client_name("producer")
+        self.name = name
+        self._node = cluster.new_client_node(name, self)
+        self._acks = cfg["acks"]
+        self._idempotent = cfg["enable.idempotence"]
+        self._txn = TransactionManager(cfg["transactional.id"], cfg["transaction.timeout.ms"])
+        self._acc = RecordAccumulator(cfg["batch.size"], cfg["batch.num.messages"])
+        self._default_cb = cfg["on_delivery"]
+        self._reports: list = []               # (callback, err, msg) waiting for poll()
+        self._unacked = 0                      # records produced, delivery not yet reported
+        self._sticky: dict = {}
+        self._closed: Optional[KafkaError] = None
+        self._partitioner = cfg["partitioner"]
+        self.sender = Sender(self)
+
+    # --------------------------------------------------------------- helpers
+    def __repr__(self) -> str:
+        return f"<Producer {self.name}>"
+
+    @property
+    def transaction_manager(self) -> TransactionManager:
+        return self._txn
+
+    def _check_alive(self) -> None:
+        if self._node.crashed:
+            raise KafkaException(KafkaError(KafkaError._FATAL, f"{self.name}'s process has crashed", fatal=True))
+        if self._txn.state == State.FATAL_ERROR:
+            raise KafkaException(self._txn.last_error)
+
+    def _on_process_crash(self) -> None:
+        self.sender.on_crash()
+
+    def _note(self, text: str) -> None:
+        self._kernel.record("call", self.name, text)
+
+    # ---------------------------------------------------------------- produce
+    def produce(self, topic: str, value=None, key=None, partition: int = -1, on_delivery: Optional[Callable] = None,
+                timestamp: int = 0, headers=None, callback: Optional[Callable] = None) -> None:
+        self._check_alive()
+        txn = self._txn
+        if txn.is_transactional and txn.state != State.IN_TRANSACTION:
+            if txn.state == State.ABORTABLE_ERROR:
+                raise KafkaException(txn.last_error)
+            raise KafkaStateError(f"produce() outside a transaction: a transactional producer must call "
+                                  f"begin_transaction() first (state {txn.state.name})")
+        if not isinstance(topic, str) or not topic:
+            raise TypeError("topic must be a non-empty str")
+        value = _to_bytes(value, "value")
+        key = _to_bytes(key, "key")
+        if headers:
+            if isinstance(headers, dict):
+                headers = tuple((k, _to_bytes(v, "header value")) for k, v in headers.items())
+            else:
+                headers = tuple((k, _to_bytes(v, "header value")) for k, v in headers)
+        else:
+            headers = ()
+        n = self._node.num_partitions(topic)
+        if n is None:
+            n = self._await_metadata(topic)
+        if partition is None or partition < 0:
+            partition = self._partition_for(topic, key, n)
+        elif partition >= n:
+            raise KafkaException(KafkaError(3, f"partition {partition} of {topic} does not exist ({n} partitions)"))
+        tp = (topic, partition)
+        size = 10 + (len(value) if value else 0) + (len(key) if key else 0)
+        if size > self._config["message.max.bytes"]:
+            raise KafkaException(KafkaError(10, f"message of {size} bytes is larger than message.max.bytes"))
+        rec = Record(key, value, headers, timestamp or self._kernel.now)
+        cb = on_delivery or callback or self._default_cb
+        batch, created, full = self._acc.append(tp, rec, size, cb, self._kernel.now)
+        self._unacked += 1
+        if txn.is_transactional and tp not in txn.partitions_in_txn:
+            txn.pending_partitions.add(tp)
+        if full:
+            self._sticky.pop(topic, None)
+            self.sender.wakeup(0)
+        elif created:
+            self.sender.wakeup(self._config["linger.ms"])
+
+    def _partition_for(self, topic: str, key, n: int) -> int:
+        if key is None:
+            p = self._sticky.get(topic)
+            if p is None or p >= n:
+                p = self._sticky[topic] = self._kernel.rng.randrange(n)
+            return p
+        if self._partitioner in ("murmur2", "murmur2_random"):
+            return murmur2_partition(key, n)
+        if self._partitioner == "random":
+            return self._kernel.rng.randrange(n)
+        return zlib.crc32(key) % n
+
+    def _await_metadata(self, topic: str) -> int:
+        node = self._node
+        deadline = 60_000
+        while True:
+            node.request_metadata((topic,))
+            ok = self._kernel.run_until(lambda: node.num_partitions(topic) is not None
+                                        or not node._metadata_in_flight, timeout_ms=deadline)
+            n = node.num_partitions(topic)
+            if n is not None:
+                return n
+            if not ok or deadline <= 0:
+                raise KafkaException(KafkaError(3, f"topic {topic!r} is not known to the cluster"))
+            err = node.topic_errors.get(topic)
+            if err is not None and err.name == "UNKNOWN_TOPIC_OR_PARTITION":
+                raise KafkaException(KafkaError(3, f"topic {topic!r} does not exist"))
+            deadline -= 100
+            self._kernel.advance(100)
+
+    # ---------------------------------------------------------- poll / flush
+    def _serve_reports(self) -> int:
+        served = 0
+        while self._reports:
+            cb, err, msg = self._reports.pop(0)
+            served += 1
+            if cb is not None:
+                cb(err, msg)
+        return served
+
+    def deliver(self, cb, err, msg) -> None:
+        self._unacked -= 1
+        if cb is not None:
+            self._reports.append((cb, err, msg))
+
+    def poll(self, timeout: Optional[float] = None) -> int:
+        """Serve delivery reports; wait up to ``timeout`` simulated seconds for one."""
+        self._check_alive()
+        if not self._reports and timeout != 0:
+            ms = None if timeout is None or timeout < 0 else int(timeout * 1000)
+            self._kernel.run_until(lambda: bool(self._reports) or self._unacked == 0, timeout_ms=ms)
+        return self._serve_reports()
+
+    def flush(self, timeout: Optional[float] = None) -> int:
+        """Send everything now and wait for every delivery report.  Returns the number still waiting."""
+        self._check_alive()
+        self.sender.flushing += 1
+        try:
+            self.sender.wakeup(0)
+            ms = None if timeout is None or timeout < 0 else int(timeout * 1000)
+            self._kernel.run_until(lambda: self._unacked == 0 or self._node.crashed, timeout_ms=ms)
+        finally:
+            self.sender.flushing -= 1
+        self._serve_reports()
+        return self._unacked
+
+    def __len__(self) -> int:
+        return self._unacked + len(self._reports)
+
+    def purge(self, in_queue: bool = True, in_flight: bool = True, blocking: bool = True) -> None:
+        if in_queue:
+            self.sender.purge_queued(KafkaError(KafkaError._PURGE_QUEUE, "purged"))
+
+    def list_topics(self, topic: Optional[str] = None, timeout: float = -1):
+        from .admin import cluster_metadata
+        return cluster_metadata(self._node, self._kernel, topic)
+
+    # ------------------------------------------------------- transactions
+    def _wait(self, pred: Callable[[], bool], timeout: Optional[float], default_ms: int) -> bool:
+        ms = default_ms if timeout is None or timeout < 0 else int(timeout * 1000)
+        return self._kernel.run_until(lambda: pred() or self._node.crashed, timeout_ms=ms)
+
+    def _require_transactional(self, call: str) -> None:
+        self._check_alive()
+        if not self._txn.is_transactional:
+            raise KafkaStateError(f"{call}() needs a transactional producer: set transactional.id")
+
+    def init_transactions(self, timeout: Optional[float] = None) -> None:
+        self._require_transactional("init_transactions")
+        txn = self._txn
+        self._note(f"{self.name} calls init_transactions()")
+        if txn.state == State.UNINITIALIZED:
+            txn.transition(State.INITIALIZING)
+            self.sender.send_init_producer_id()
+        elif txn.state != State.INITIALIZING:
+            raise KafkaStateError(f"init_transactions() was already called (state {txn.state.name})")
+        done = self._wait(lambda: txn.state != State.INITIALIZING, timeout, 2 * txn.transaction_timeout_ms)
+        self._check_alive()
+        if not done:
+            raise KafkaException(KafkaError(KafkaError._TIMED_OUT, "init_transactions() timed out; call it again",
+                                            retriable=True))
+
+    def begin_transaction(self) -> None:
+        self._require_transactional("begin_transaction")
+        txn = self._txn
+        if txn.state != State.READY:
+            if txn.state == State.ABORTABLE_ERROR:
+                raise KafkaException(txn.last_error)
+            raise KafkaStateError(f"begin_transaction() needs state READY, the producer is {txn.state.name}"
+                                  + (" (call init_transactions() first)" if txn.state == State.UNINITIALIZED else ""))
+        self._note(f"{self.name} calls begin_transaction()")
+        txn.transition(State.IN_TRANSACTION)
+        txn.transaction_started = False
+
+    def send_offsets_to_transaction(self, positions, group_metadata, timeout: Optional[float] = None) -> None:
+        self._require_transactional("send_offsets_to_transaction")
+        txn = self._txn
+        if txn.state == State.ABORTABLE_ERROR:
+            raise KafkaException(txn.last_error)
+        if txn.state != State.IN_TRANSACTION:
+            raise KafkaStateError(f"send_offsets_to_transaction() needs an open transaction (state {txn.state.name})")
+        if group_metadata is None:
+            raise KafkaException(KafkaError(KafkaError._INVALID_ARG, "group_metadata is required"))
+        offsets = {}
+        for tp in positions:
+            if tp.offset < 0:
+                raise KafkaException(KafkaError(KafkaError._INVALID_ARG,
+                                                f"invalid offset {tp.offset} for {tp.topic}-{tp.partition}"))
+            offsets[(tp.topic, tp.partition)] = (tp.offset, tp.metadata or "")
+        self._note(f"{self.name} calls send_offsets_to_transaction(group {group_metadata.group_id!r})")
+        op = self.sender.send_offsets(offsets, group_metadata)
+        done = self._wait(lambda: op.done, timeout, txn.transaction_timeout_ms)
+        self._check_alive()
+        if not done:
+            raise KafkaException(KafkaError(KafkaError._TIMED_OUT, "send_offsets_to_transaction() timed out",
+                                            retriable=True))
+        if op.error is not None:
+            raise KafkaException(op.error)
+
+    def commit_transaction(self, timeout: Optional[float] = None) -> None:
+        self._end_transaction(True, timeout)
+
+    def abort_transaction(self, timeout: Optional[float] = None) -> None:
+        self._end_transaction(False, timeout)
+
+    def _end_transaction(self, commit: bool, timeout: Optional[float]) -> None:
+        call = "commit_transaction" if commit else "abort_transaction"
+        self._require_transactional(call)
+        txn = self._txn
+        ending = State.COMMITTING_TRANSACTION if commit else State.ABORTING_TRANSACTION
+        if commit and txn.state == State.ABORTABLE_ERROR:
+            raise KafkaException(txn.last_error)
+        if txn.state == ending:
+            pass   # a retry after a timeout: keep waiting for the same outcome
+        elif txn.state == State.IN_TRANSACTION or (not commit and txn.state == State.ABORTABLE_ERROR):
+            self._note(f"{self.name} calls {call}()")
+            self.sender.begin_end_txn(commit)
+        else:
+            raise KafkaStateError(f"{call}() needs an open transaction (state {txn.state.name})"
+                                  + ("; begin_transaction() was not called" if txn.state == State.READY else ""))
+        done = self._wait(lambda: txn.state not in (State.COMMITTING_TRANSACTION, State.ABORTING_TRANSACTION,
+                                                    State.INITIALIZING),
+                          timeout, txn.transaction_timeout_ms)
+        self._serve_reports()
+        self._check_alive()
+        if not done:
+            raise KafkaException(KafkaError(KafkaError._TIMED_OUT, f"{call}() timed out; call it again to wait "
+                                            f"for the outcome", retriable=True))
+        if txn.state == State.ABORTABLE_ERROR:
+            raise KafkaException(txn.last_error)
+
+    def close(self) -> None:
+        self.flush()

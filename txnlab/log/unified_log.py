@@ -1,0 +1,613 @@
+"""Kafka's ``UnifiedLog``: one replica of one partition (segments, offsets, HW, LSO).
+
+Owns the batches (split into segments), the log start/end offsets, the high
+watermark and last stable offset, the aborted-transaction index, the leader epoch
+cache, producer snapshots, and the producer state that decides which appends are
+accepted. What survives ``crash()`` is the "disk": segments, snapshots, the txn
+index, the leader-epoch checkpoint and the HW checkpoint. ``recover()`` rebuilds
+the memory the way Kafka's log loading does.
+"""
+from __future__ import annotations
+
+from bisect import bisect_right
+from collections.abc import Sequence
+from itertools import islice
+from typing import Iterator, NamedTuple
+
+from txnlab.protocol.errors import Errors, ProtocolError
+
+from .leader_epoch_cache import UNDEFINED_EPOCH, UNDEFINED_EPOCH_OFFSET, LeaderEpochFileCache
+from .producer_state import (TV_UNKNOWN, AppendOrigin, BatchMetadata, CompletedTxn,
+                             ProducerAppendInfo, ProducerStateManager, ProducerStateSnapshot)
+from .record_batch import NO_TIMESTAMP, ControlRecordType, RecordBatch
+from .txn_index import AbortedTxn, TransactionIndex
+from .verification import VerificationGuard
+
+DEFAULT_CONFIG: dict[str, object] = {
+    "segment.bytes": 1_073_741_824,
+    "producer.id.expiration.ms": 86_400_000,
+    "max.message.bytes": 1_048_588,
+    "message.timestamp.type": "CreateTime",
+    # Kafka's broker default is true (since 3.6). The log layer defaults to false so
+    # that appends need no VerificationGuard unless the broker turns KIP-890 on.
+    "transaction.partition.verification.enable": False,
+}
+
+_CLIENT = AppendOrigin.CLIENT
+_REPLICATION = AppendOrigin.REPLICATION
+
+
+class LogAppendInfo(NamedTuple):
+    """What an append did (Kafka's ``LogAppendInfo``, the fields a Produce response needs).
+
+    For a duplicate, the offsets and ``log_append_time`` are those of the ORIGINAL
+    batch (its cached timestamp, as Kafka answers) and nothing was appended;
+    ``num_records`` always counts the records that were offered.
+    """
+    first_offset: int
+    last_offset: int
+    log_append_time: int = NO_TIMESTAMP
+    duplicate: bool = False
+    num_records: int = 0
+    num_batches: int = 0
+    log_start_offset: int = 0
+
+
+class ProducerDescription(NamedTuple):
+    """One row of a DescribeProducers answer."""
+    producer_id: int
+    producer_epoch: int
+    last_sequence: int
+    last_timestamp: int
+    coordinator_epoch: int
+    current_txn_start_offset: int  # -1 when no transaction is open
+
+
+class LogSegment:
+    """A segment: its base offset, where its batches start in the log, and its size."""
+
+    __slots__ = ("base_offset", "first_index", "size_in_bytes")
+
+    def __init__(self, base_offset: int, first_index: int, size_in_bytes: int = 0):
+        self.base_offset = base_offset
+        self.first_index = first_index
+        self.size_in_bytes = size_in_bytes
+
+
+class BatchesView(Sequence):
+    """Read-only, copy-free view of the log's batches (for pictures and checkers)."""
+
+    __slots__ = ("_batches",)
+
+    def __init__(self, batches: list[RecordBatch]):
+        self._batches = batches
+
+    def __getitem__(self, index):  # type: ignore[override]
+        return self._batches[index]
+
+    def __len__(self) -> int:
+        return len(self._batches)
+
+    def __iter__(self) -> Iterator[RecordBatch]:
+        return iter(self._batches)
+
+    def __repr__(self) -> str:
+        return f"BatchesView({self._batches!r})"
+
+
+class UnifiedLog:
+    """One replica of one partition."""
+
+    __slots__ = ("topic", "partition", "topic_partition", "config", "mutations",
+                 "_segment_bytes", "_max_message_bytes", "_expiration_ms", "_log_append_time",
+                 "_verification_enabled",
+                 # durable ("disk")
+                 "_batches", "_base_offsets", "_segments", "_snapshots", "_txn_index",
+                 "_epoch_cache", "_hw_checkpoint", "_log_start_offset", "_log_end_offset",
+                 # memory
+                 "_psm", "_high_watermark", "_first_unstable_offset", "_online")
+
+    def __init__(self, topic: str, partition: int, config: dict | None = None):
+        self.topic = topic
+        self.partition = partition
+        self.topic_partition = f"{topic}-{partition}"
+        cfg = dict(DEFAULT_CONFIG)
+        cfg.update(config or {})
+        self.config = cfg
+        self.mutations: set[str] = set()
+        self._segment_bytes = int(cfg["segment.bytes"])  # type: ignore[arg-type]
+        self._max_message_bytes = int(cfg["max.message.bytes"])  # type: ignore[arg-type]
+        self._expiration_ms = int(cfg["producer.id.expiration.ms"])  # type: ignore[arg-type]
+        self._log_append_time = cfg["message.timestamp.type"] == "LogAppendTime"
+        self._verification_enabled = bool(cfg["transaction.partition.verification.enable"])
+        self._batches: list[RecordBatch] = []
+        self._base_offsets: list[int] = []
+        self._segments: list[LogSegment] = [LogSegment(0, 0)]
+        self._snapshots: dict[int, ProducerStateSnapshot] = {}
+        self._txn_index = TransactionIndex()
+        self._epoch_cache = LeaderEpochFileCache()
+        self._hw_checkpoint = 0
+        self._log_start_offset = 0
+        self._log_end_offset = 0
+        self._psm = ProducerStateManager(self.topic_partition, self._expiration_ms, self._snapshots)
+        self._high_watermark = 0
+        self._first_unstable_offset: int | None = None
+        self._online = True
+
+    # -- offsets --------------------------------------------------------------
+    @property
+    def log_start_offset(self) -> int:
+        return self._log_start_offset
+
+    @property
+    def log_end_offset(self) -> int:
+        return self._log_end_offset
+
+    @property
+    def high_watermark(self) -> int:
+        return self._high_watermark
+
+    @property
+    def first_unstable_offset(self) -> int | None:
+        return self._first_unstable_offset
+
+    @property
+    def last_stable_offset(self) -> int:
+        """§3.2: the first unstable offset if it is below the HW, else the HW."""
+        fuo = self._first_unstable_offset
+        hw = self._high_watermark
+        return fuo if fuo is not None and fuo < hw else hw
+
+    @property
+    def high_watermark_checkpoint(self) -> int:
+        return self._hw_checkpoint
+
+    @property
+    def is_online(self) -> bool:
+        return self._online
+
+    # -- views ------------------------------------------------------------------
+    @property
+    def batches(self) -> BatchesView:
+        return BatchesView(self._batches)
+
+    @property
+    def producer_state(self) -> ProducerStateManager:
+        return self._psm
+
+    @property
+    def txn_index(self) -> TransactionIndex:
+        return self._txn_index
+
+    @property
+    def leader_epoch_cache(self) -> LeaderEpochFileCache:
+        return self._epoch_cache
+
+    @property
+    def segments(self) -> list[tuple[int, int, int]]:
+        """(base offset, batch count, size in bytes) of every segment, oldest first."""
+        segs = self._segments
+        out = []
+        for i, seg in enumerate(segs):
+            end = segs[i + 1].first_index if i + 1 < len(segs) else len(self._batches)
+            out.append((seg.base_offset, end - seg.first_index, seg.size_in_bytes))
+        return out
+
+    @property
+    def snapshot_offsets(self) -> list[int]:
+        return sorted(self._snapshots)
+
+    def describe(self) -> str:
+        return (f"{self.topic_partition}: logStart={self._log_start_offset} LEO={self._log_end_offset} "
+                f"HW={self._high_watermark} LSO={self.last_stable_offset} "
+                f"firstUnstable={self._first_unstable_offset} batches={len(self._batches)} "
+                f"segments={len(self._segments)}" + ("" if self._online else " OFFLINE"))
+
+    __repr__ = describe
+
+    def _ensure_online(self) -> None:
+        if not self._online:
+            raise RuntimeError(f"log {self.topic_partition} has crashed or was closed: call recover() first")
+
+    # -- appends --------------------------------------------------------------
+    def append_as_leader(self, batches: Sequence[RecordBatch] | RecordBatch, leader_epoch: int, now: int,
+                         origin: AppendOrigin = _CLIENT,
+                         verification_guard: VerificationGuard | None = None) -> LogAppendInfo:
+        """Validate every batch, then assign offsets and append them all (or nothing)."""
+        self._ensure_online()
+        if isinstance(batches, RecordBatch):
+            batches = (batches,)
+        if not batches:
+            return LogAppendInfo(-1, -1, log_start_offset=self._log_start_offset)
+        size = self._validate_leader_batches(batches, origin)
+        append_time = now if self._log_append_time else None
+        offset = self._log_end_offset
+        assigned = []
+        for batch in batches:
+            assigned.append(batch.with_base_offset(offset, leader_epoch, append_time))
+            offset += len(batch.records)
+        return self._append(assigned, origin, TV_UNKNOWN, verification_guard, size,
+                            NO_TIMESTAMP if append_time is None else append_time)
+
+    def append_control_as_leader(self, control_type: ControlRecordType, producer_id: int,
+                                 producer_epoch: int, coordinator_epoch: int, leader_epoch: int,
+                                 now: int, transaction_version: int = 0) -> int:
+        """Write a COMMIT/ABORT marker (WriteTxnMarkers); returns the marker's offset."""
+        self._ensure_online()
+        marker = RecordBatch.control(control_type, producer_id, producer_epoch, coordinator_epoch, now)
+        marker = marker.with_base_offset(self._log_end_offset, leader_epoch,
+                                         now if self._log_append_time else None)
+        info = self._append([marker], AppendOrigin.COORDINATOR, transaction_version, None,
+                            marker.size_in_bytes, NO_TIMESTAMP)
+        return info.first_offset
+
+    def append_as_follower(self, batches: Sequence[RecordBatch], now: int) -> LogAppendInfo:
+        """Copy batches fetched from the leader; they already carry offsets and leader epochs."""
+        self._ensure_online()
+        if isinstance(batches, RecordBatch):
+            batches = (batches,)
+        if not batches:
+            return LogAppendInfo(-1, -1, log_start_offset=self._log_start_offset)
+        expected = self._log_end_offset
+        size = 0
+        for batch in batches:
+            if batch.base_offset < expected:
+                raise ValueError(f"{self.topic_partition}: follower append of {batch!r} would go below "
+                                 f"offset {expected} (log end offset or previous batch)")
+            expected = batch.next_offset
+            size += batch.size_in_bytes
+        # Followers do not enforce max.message.bytes / segment.bytes (Kafka's ignoreRecordSize).
+        return self._append(batches, _REPLICATION, TV_UNKNOWN, None, size, NO_TIMESTAMP)
+
+    def _validate_leader_batches(self, batches: Sequence[RecordBatch], origin: AppendOrigin) -> int:
+        """LogValidator + the request-level checks; returns the total size."""
+        tp = self.topic_partition
+        total = 0
+        txn_pid = None
+        for batch in batches:
+            if not batch.records:
+                raise ProtocolError(Errors.INVALID_RECORD, f"a record batch with no records was sent to {tp}")
+            size = batch.size_in_bytes
+            if size > self._max_message_bytes:
+                raise ProtocolError(Errors.MESSAGE_TOO_LARGE,
+                                    f"a batch of {size} bytes is larger than max.message.bytes="
+                                    f"{self._max_message_bytes} of {tp}")
+            if origin is _CLIENT:
+                if batch.is_control:
+                    raise ProtocolError(Errors.INVALID_RECORD,
+                                        f"clients are not allowed to write control records to {tp}: "
+                                        f"COMMIT/ABORT markers come only from the transaction coordinator")
+                if batch.producer_id >= 0 and batch.base_sequence < 0:
+                    raise ProtocolError(Errors.INVALID_RECORD,
+                                        f"batch from producer {batch.producer_id} to {tp} has sequence "
+                                        f"{batch.base_sequence}: an idempotent producer must number its batches")
+            if batch.is_transactional and batch.producer_id >= 0:
+                if txn_pid is None:
+                    txn_pid = batch.producer_id
+                elif txn_pid != batch.producer_id:
+                    raise ProtocolError(Errors.INVALID_PRODUCER_ID_MAPPING,
+                                        f"transactional batches to {tp} carry more than one producer id "
+                                        f"({txn_pid} and {batch.producer_id})")
+            total += size
+        if total > self._segment_bytes:
+            raise ProtocolError(Errors.RECORD_LIST_TOO_LARGE,
+                                f"the request's {total} bytes do not fit in one segment "
+                                f"(segment.bytes={self._segment_bytes}) of {tp}")
+        return total
+
+    def _append(self, batches: Sequence[RecordBatch], origin: AppendOrigin, transaction_version: int,
+                verification_guard: VerificationGuard | None, size: int,
+                log_append_time: int) -> LogAppendInfo:
+        infos, completed, duplicate = self._analyze_and_validate_producer_state(
+            batches, origin, verification_guard, transaction_version)
+        num_records = 0
+        for batch in batches:
+            num_records += len(batch.records)
+        if duplicate is not None:
+            return LogAppendInfo(duplicate.first_offset, duplicate.last_offset, duplicate.timestamp,
+                                 True, num_records, len(batches), self._log_start_offset)
+        first = batches[0]
+        active = self._segments[-1]
+        if active.size_in_bytes > 0 and active.size_in_bytes + size > self._segment_bytes:
+            self._roll(max(first.base_offset, self._log_end_offset))
+            active = self._segments[-1]
+        self._batches.extend(batches)
+        self._base_offsets.extend([b.base_offset for b in batches])
+        active.size_in_bytes += size
+        self._log_end_offset = batches[-1].next_offset
+        cache = self._epoch_cache
+        for batch in batches:
+            if batch.partition_leader_epoch >= 0:
+                cache.assign(batch.partition_leader_epoch, batch.base_offset)
+        self._apply_producer_state(infos, completed)
+        return LogAppendInfo(first.base_offset, batches[-1].last_offset, log_append_time, False,
+                             num_records, len(batches), self._log_start_offset)
+
+    def _analyze_and_validate_producer_state(
+            self, batches: Sequence[RecordBatch], origin: AppendOrigin,
+            verification_guard: VerificationGuard | None, transaction_version: int
+    ) -> tuple[dict[int, ProducerAppendInfo], list[CompletedTxn], BatchMetadata | None]:
+        psm = self._psm
+        infos: dict[int, ProducerAppendInfo] = {}
+        completed: list[CompletedTxn] = []
+        mutations = self.mutations
+        check_duplicates = origin is _CLIENT and "no-dedup" not in mutations
+        check_sequence = "no-sequence-check" not in mutations
+        verify = self._verification_enabled and origin is not _REPLICATION
+        for batch in batches:
+            pid = batch.producer_id
+            if pid < 0:
+                continue
+            if check_duplicates:
+                entry = psm.producers.get(pid)
+                if entry is not None:
+                    duplicate = entry.find_duplicate_batch(batch)
+                    if duplicate is not None:  # §1.3 step 1: answer with the original offsets
+                        return infos, completed, duplicate
+            if verify and batch.is_transactional and not batch.is_control \
+                    and not self.has_ongoing_transaction(pid, batch.producer_epoch) \
+                    and not self.verification_guard(pid).verify(verification_guard):
+                raise ProtocolError(
+                    Errors.INVALID_TXN_STATE,
+                    f"producer {pid} has no open transaction on {self.topic_partition} and this "
+                    f"transactional batch was not verified with the transaction coordinator (KIP-890)")
+            info = infos.get(pid)
+            if info is None:
+                info = infos[pid] = psm.prepare_update(pid, origin)
+            txn = info.append(batch, origin, transaction_version, check_sequence)
+            if batch.is_transactional:
+                psm.clear_verification_state_entry(pid)
+            if txn is not None:
+                completed.append(txn)
+        return infos, completed, None
+
+    def _apply_producer_state(self, infos: dict[int, ProducerAppendInfo],
+                              completed: list[CompletedTxn]) -> None:
+        psm = self._psm
+        for info in infos.values():
+            psm.update(info)
+        for txn in completed:
+            # LSO is computed before completing the txn, with the txns this append opened.
+            lso = psm.last_stable_offset(txn)
+            if txn.is_aborted:
+                self._txn_index.append(AbortedTxn(txn.producer_id, txn.first_offset, txn.last_offset, lso))
+            psm.complete_txn(txn)
+        psm.last_map_offset = self._log_end_offset
+        self._update_first_unstable_offset()
+
+    def _roll(self, new_base_offset: int) -> None:
+        """Start a new segment; snapshot the producer state at its base offset."""
+        self._segments.append(LogSegment(new_base_offset, len(self._batches)))
+        self._psm.update_map_end_offset(new_base_offset)
+        self._psm.take_snapshot()
+
+    def roll(self) -> None:
+        """Force a segment roll at the log end offset (handy for pictures and tests)."""
+        self._ensure_online()
+        if self._segments[-1].first_index < len(self._batches):
+            self._roll(self._log_end_offset)
+
+    # -- reads ----------------------------------------------------------------
+    def _index_of_offset(self, offset: int) -> int:
+        """Index of the first batch whose last offset is >= ``offset``."""
+        i = bisect_right(self._base_offsets, offset) - 1
+        if i < 0:
+            return 0
+        return i + 1 if self._batches[i].last_offset < offset else i
+
+    def read(self, fetch_offset: int, max_offset: int, max_bytes: int = 1_048_576) -> list[RecordBatch]:
+        """Whole batches from the one holding ``fetch_offset`` with base offset < ``max_offset``.
+
+        At least one batch is returned when one qualifies, even if it exceeds ``max_bytes``.
+        """
+        self._ensure_online()
+        if fetch_offset > self._log_end_offset or fetch_offset < self._log_start_offset:
+            raise ProtocolError(Errors.OFFSET_OUT_OF_RANGE,
+                                f"fetch offset {fetch_offset} is outside {self.topic_partition}'s log "
+                                f"[{self._log_start_offset}, {self._log_end_offset}]")
+        batches = self._batches
+        result: list[RecordBatch] = []
+        total = 0
+        for i in range(self._index_of_offset(fetch_offset), len(batches)):
+            batch = batches[i]
+            if batch.base_offset >= max_offset:
+                break
+            size = batch.size_in_bytes
+            if result and total + size > max_bytes:
+                break
+            result.append(batch)
+            total += size
+        return result
+
+    def collect_aborted_transactions(self, fetch_offset: int, upper_bound: int) -> list[tuple[int, int]]:
+        """(producer_id, first_offset) of aborted txns overlapping [fetch_offset, upper_bound)."""
+        return [(t.producer_id, t.first_offset)
+                for t in self._txn_index.collect_aborted_txns(fetch_offset, upper_bound)]
+
+    # -- high watermark and LSO ---------------------------------------------
+    def update_high_watermark(self, hw: int) -> bool:
+        """Set the HW, clamped to [log start, LEO]; returns whether it changed."""
+        self._ensure_online()
+        if hw < self._log_start_offset:
+            hw = self._log_start_offset
+        elif hw > self._log_end_offset:
+            hw = self._log_end_offset
+        changed = hw != self._high_watermark
+        self._high_watermark = hw
+        self._psm.on_high_watermark_updated(hw)
+        self._update_first_unstable_offset()
+        return changed
+
+    def maybe_increment_high_watermark(self, hw: int) -> bool:
+        """Advance the HW only forward (the leader's rule); a HW above the LEO is a bug."""
+        self._ensure_online()
+        if hw > self._log_end_offset:
+            raise ValueError(f"high watermark {hw} would be above the log end offset "
+                             f"{self._log_end_offset} of {self.topic_partition}")
+        if hw > self._high_watermark:
+            return self.update_high_watermark(hw)
+        return False
+
+    def checkpoint_high_watermark(self) -> None:
+        """Write the replication-offset-checkpoint entry for this partition."""
+        self._hw_checkpoint = self._high_watermark
+
+    def _update_first_unstable_offset(self) -> None:
+        fuo = self._psm.first_unstable_offset()
+        if fuo is not None and fuo < self._log_start_offset:
+            fuo = self._log_start_offset
+        self._first_unstable_offset = fuo
+
+    # -- leader epoch cache (KIP-101) -----------------------------------------
+    def assign_epoch_start_offset(self, epoch: int, start_offset: int) -> None:
+        self._epoch_cache.assign(epoch, start_offset)
+
+    @property
+    def latest_epoch(self) -> int | None:
+        return self._epoch_cache.latest_epoch
+
+    def end_offset_for_epoch(self, epoch: int) -> tuple[int, int]:
+        """OffsetsForLeaderEpoch for this replica: (epoch found, its end offset) or (-1, -1)."""
+        found_epoch, end_offset = self._epoch_cache.end_offset_for(epoch, self._log_end_offset)
+        if end_offset == UNDEFINED_EPOCH_OFFSET:
+            return UNDEFINED_EPOCH, UNDEFINED_EPOCH_OFFSET
+        return found_epoch, end_offset
+
+    # -- producers --------------------------------------------------------------
+    def remove_expired_producers(self, now: int) -> list[int]:
+        """Forget producers idle for producer.id.expiration.ms; returns their ids."""
+        self._ensure_online()
+        return self._psm.remove_expired_producers(now)
+
+    def describe_producers(self) -> list[ProducerDescription]:
+        return [ProducerDescription(pid, e.producer_epoch, e.last_seq, e.last_timestamp,
+                                    e.coordinator_epoch,
+                                    -1 if e.current_txn_first_offset is None else e.current_txn_first_offset)
+                for pid, e in sorted(self._psm.producers.items())]
+
+    def has_ongoing_transaction(self, producer_id: int, producer_epoch: int) -> bool:
+        entry = self._psm.producers.get(producer_id)
+        return entry is not None and entry.current_txn_first_offset is not None \
+            and entry.producer_epoch == producer_epoch
+
+    def maybe_start_transaction_verification(self, producer_id: int, sequence: int, epoch: int,
+                                             now: int, supports_epoch_bump: bool = False
+                                             ) -> VerificationGuard:
+        """KIP-890: the guard a produce must carry; SENTINEL if the txn is already open here."""
+        self._ensure_online()
+        if self.has_ongoing_transaction(producer_id, epoch):
+            return VerificationGuard.SENTINEL
+        return self._psm.maybe_create_verification_state_entry(
+            producer_id, sequence, epoch, now, supports_epoch_bump).verification_guard
+
+    def verification_guard(self, producer_id: int) -> VerificationGuard:
+        entry = self._psm.verification_state_entry(producer_id)
+        return entry.verification_guard if entry is not None else VerificationGuard.SENTINEL
+
+    # -- truncation -------------------------------------------------------------
+    def truncate_to(self, target_offset: int, now: int | None = None) -> bool:
+        """Drop everything at or above ``target_offset``; returns whether anything was dropped.
+
+        A target inside a batch drops that whole batch (the log then ends at its base).
+        """
+        self._ensure_online()
+        if target_offset < 0:
+            raise ValueError(f"cannot truncate {self.topic_partition} to negative offset {target_offset}")
+        if target_offset >= self._log_end_offset:
+            # A leader may have assigned an epoch start at the LEO without appending.
+            self._epoch_cache.truncate_from_end(self._log_end_offset)
+            return False
+        if self._segments[0].base_offset > target_offset:
+            self.truncate_fully_and_start_at(target_offset)
+            return True
+        k = self._index_of_offset(target_offset)
+        if k < len(self._batches):
+            target_offset = min(target_offset, self._batches[k].base_offset)
+        del self._batches[k:]
+        del self._base_offsets[k:]
+        self._log_end_offset = target_offset
+        segs = self._segments
+        while len(segs) > 1 and segs[-1].base_offset > target_offset:
+            segs.pop()
+        active = segs[-1]
+        active.size_in_bytes = sum(b.size_in_bytes for b in islice(self._batches, active.first_index, None))
+        self._epoch_cache.truncate_from_end(target_offset)
+        self._txn_index.truncate_to(target_offset)
+        self._log_start_offset = min(target_offset, self._log_start_offset)
+        self._rebuild_producer_state(target_offset, now, rebuild_txn_index=False)
+        self._high_watermark = min(self._high_watermark, self._log_end_offset)
+        self._psm.on_high_watermark_updated(self._high_watermark)
+        self._update_first_unstable_offset()
+        return True
+
+    def truncate_fully_and_start_at(self, new_offset: int) -> None:
+        """Delete the whole log and restart it empty at ``new_offset`` (log start = LEO = HW)."""
+        self._ensure_online()
+        self._batches.clear()
+        self._base_offsets.clear()
+        self._segments = [LogSegment(new_offset, 0)]
+        self._epoch_cache.clear()
+        self._txn_index.truncate_to(-1)
+        self._psm.truncate_fully_and_start_at(new_offset)
+        self._log_start_offset = self._log_end_offset = new_offset
+        self._high_watermark = new_offset
+        self._update_first_unstable_offset()
+
+    # -- crash, shutdown, recovery ----------------------------------------------
+    def crash(self) -> None:
+        """Hard crash: lose every in-memory structure; keep what is on disk."""
+        self._psm = ProducerStateManager(self.topic_partition, self._expiration_ms, self._snapshots)
+        self._high_watermark = 0
+        self._first_unstable_offset = None
+        self._online = False
+
+    def close(self) -> None:
+        """Clean shutdown: snapshot the producer state at the LEO, checkpoint the HW, stop."""
+        if self._online:
+            self._psm.update_map_end_offset(self._log_end_offset)
+            self._psm.take_snapshot()
+            self.checkpoint_high_watermark()
+        self.crash()
+
+    def recover(self, now: int | None = None) -> None:
+        """Log loading: newest snapshot <= LEO, replay the batches after it, HW from checkpoint.
+
+        ``now`` (if given) drops expired producers while loading the snapshot, as Kafka does.
+        """
+        self._psm = ProducerStateManager(self.topic_partition, self._expiration_ms, self._snapshots)
+        self._rebuild_producer_state(self._log_end_offset, now, rebuild_txn_index=True)
+        hw = min(max(self._hw_checkpoint, self._log_start_offset), self._log_end_offset)
+        self._online = True
+        self._high_watermark = hw
+        self._psm.on_high_watermark_updated(hw)
+        self._update_first_unstable_offset()
+
+    def _rebuild_producer_state(self, last_offset: int, now: int | None, rebuild_txn_index: bool) -> None:
+        psm = self._psm
+        was_empty = psm.is_empty() and psm.map_end_offset >= last_offset
+        psm.truncate_and_reload(self._log_start_offset, last_offset, now)
+        if last_offset > psm.map_end_offset and not was_empty:
+            start = max(psm.map_end_offset, self._log_start_offset)
+            if rebuild_txn_index:
+                self._txn_index.truncate_to(start)
+            self._replay(start, last_offset, rebuild_txn_index)
+        psm.update_map_end_offset(last_offset)
+        psm.take_snapshot()
+
+    def _replay(self, start: int, end: int, rebuild_txn_index: bool) -> None:
+        """Re-apply batches to the producer state, one at a time (origin REPLICATION)."""
+        psm = self._psm
+        index = self._txn_index
+        for batch in islice(self._batches, self._index_of_offset(start), None):
+            if batch.base_offset >= end:
+                break
+            if batch.producer_id < 0:
+                continue
+            info = psm.prepare_update(batch.producer_id, _REPLICATION)
+            txn = info.append(batch)
+            psm.update(info)
+            if txn is not None:
+                if rebuild_txn_index and txn.is_aborted:
+                    index.append(AbortedTxn(txn.producer_id, txn.first_offset, txn.last_offset,
+                                            psm.last_stable_offset(txn)))
+                psm.complete_txn(txn)

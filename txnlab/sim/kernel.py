@@ -1,0 +1,204 @@
+"""The deterministic kernel: simulated clock, one seeded RNG, the event queue.
+
+Owns time and order.  ``step()`` takes exactly one event (deliver one message,
+fire one timer, apply one fault), lets the receiving node handle it to
+completion, and records one ``TraceEvent``.  Nothing here reads the wall clock
+or the global ``random`` module: same seed, same calls, same faults -> the same
+trace, byte for byte.
+"""
+from __future__ import annotations
+
+import heapq
+from random import Random
+from typing import Callable, Optional
+
+from .trace import Trace, TraceEvent
+
+
+class Event:
+    """A scheduled event: a message delivery or a timer (faults are applied at once)."""
+
+    __slots__ = ("time", "seq", "kind", "node", "name", "fn", "msg", "background",
+                 "cancelled", "incarnation")
+
+    def __init__(self, time, seq, kind, node, name, fn=None, msg=None, background=False,
+                 incarnation=0):
+        self.time = time
+        self.seq = seq
+        self.kind = kind
+        self.node = node
+        self.name = name
+        self.fn = fn
+        self.msg = msg
+        self.background = background
+        self.cancelled = False
+        self.incarnation = incarnation
+
+    def __lt__(self, other: "Event") -> bool:
+        return (self.time, self.seq) < (other.time, other.seq)
+
+
+class SimulationStuck(RuntimeError):
+    """run_until_idle() took more steps than allowed: something loops forever."""
+
+
+class Kernel:
+    """Clock + RNG + queue + trace.  One per cluster."""
+
+    def __init__(self, seed: int = 0, latency_ms: int = 1, jitter_ms: int = 0) -> None:
+        from .network import Network
+
+        self.seed = seed
+        self.now = 0
+        self.rng = Random(seed)
+        self.step_count = 0
+        self.trace = Trace()
+        self.nodes: dict[str, "Node"] = {}
+        self._queue: list[Event] = []
+        self._seq = 0
+        self._foreground = 0
+        self.current: Optional[TraceEvent] = None
+        self.network = Network(self, latency_ms=latency_ms, jitter_ms=jitter_ms)
+        self.observers: list[Callable[[TraceEvent], None]] = []
+        # A stepper may install a gate: blocking client calls then wait for Step
+        # clicks instead of driving the scheduler themselves.
+        self.driver: Optional[Callable[[Callable[[], bool], Optional[int]], bool]] = None
+
+    # ----------------------------------------------------------------- nodes
+    def register(self, node: "Node") -> None:
+        if node.name in self.nodes:
+            raise ValueError(f"a node named {node.name!r} already exists")
+        self.nodes[node.name] = node
+
+    # ------------------------------------------------------------- scheduling
+    def schedule(self, delay: int, kind: str, node: str, name: str, fn=None, msg=None,
+                 background: bool = False, incarnation: int = 0) -> Event:
+        self._seq += 1
+        ev = Event(self.now + max(0, int(delay)), self._seq, kind, node, name, fn, msg,
+                   background, incarnation)
+        heapq.heappush(self._queue, ev)
+        if not background:
+            self._foreground += 1
+        return ev
+
+    def cancel(self, ev: Optional[Event]) -> None:
+        if ev is not None and not ev.cancelled:
+            ev.cancelled = True
+            if not ev.background:
+                self._foreground -= 1
+
+    def cancel_timers_of(self, node: str) -> None:
+        for ev in self._queue:
+            if ev.node == node and ev.kind == "timer":
+                self.cancel(ev)
+
+    def pending_events(self) -> list[Event]:
+        return sorted(e for e in self._queue if not e.cancelled)
+
+    @property
+    def idle(self) -> bool:
+        """True when only background work (heartbeats, parked fetches, reapers) is left."""
+        return self._foreground <= 0
+
+    def next_event_time(self) -> Optional[int]:
+        q = self._queue
+        while q and q[0].cancelled:
+            heapq.heappop(q)
+        return q[0].time if q else None
+
+    # ------------------------------------------------------------------- trace
+    def record(self, kind: str, node: str, text: str, **kw) -> TraceEvent:
+        ev = TraceEvent(step=self.step_count, time=self.now, kind=kind, node=node, text=text, **kw)
+        self.trace.append(ev)
+        for obs in self.observers:
+            obs(ev)
+        return ev
+
+    def narrate(self, text: str) -> None:
+        """Add a line to what the current step did (the rule that decided says why)."""
+        if self.current is not None:
+            self.current.details.append(text)
+
+    def begin_step(self, kind: str, node: str, text: str, **kw) -> TraceEvent:
+        """A step that is not a queued event (a fault applied from the API)."""
+        self.step_count += 1
+        self.current = self.record(kind, node, text, **kw)
+        return self.current
+
+    # -------------------------------------------------------------------- step
+    def step(self) -> Optional[TraceEvent]:
+        """Execute exactly one event.  Returns its trace entry, or None if nothing is queued."""
+        q = self._queue
+        while q:
+            ev = heapq.heappop(q)
+            if ev.cancelled:
+                continue
+            node = self.nodes.get(ev.node)
+            if node is not None and node.paused_until > ev.time and node.alive:
+                # A paused process handles nothing until it wakes: hold the event.
+                ev.time = node.paused_until
+                self._seq += 1
+                ev.seq = self._seq
+                heapq.heappush(q, ev)
+                continue
+            if not ev.background:
+                self._foreground -= 1
+            if ev.time > self.now:
+                self.now = ev.time
+            self.step_count += 1
+            if ev.kind == "deliver":
+                tev = self.network.deliver(ev.msg)
+            else:
+                tev = self._fire_timer(ev, node)
+            self.current = None
+            return tev
+        return None
+
+    def _fire_timer(self, ev: Event, node) -> TraceEvent:
+        if node is not None and (not node.alive or node.incarnation != ev.incarnation):
+            # timers of a crashed incarnation never fire
+            self.current = self.record("timer", ev.node, f"timer {ev.name} of a crashed process discarded",
+                                       background=True)
+            return self.current
+        self.current = self.record("timer", ev.node, f"{ev.node}: {ev.name}", background=ev.background)
+        ev.fn()
+        return self.current
+
+    # --------------------------------------------------------------- running
+    def run_until(self, predicate: Callable[[], bool], timeout_ms: Optional[int] = None,
+                  max_steps: int = 5_000_000) -> bool:
+        """Step until predicate() holds.  With a timeout (simulated ms), stop when the
+        clock would pass it; the clock then stands at the deadline.  Returns predicate()."""
+        if self.driver is not None:
+            return self.driver(predicate, timeout_ms)
+        deadline = None if timeout_ms is None else self.now + int(timeout_ms)
+        steps = 0
+        while not predicate():
+            t = self.next_event_time()
+            if t is None or (deadline is not None and t > deadline):
+                if deadline is not None and deadline > self.now:
+                    self.now = deadline
+                return predicate()
+            self.step()
+            steps += 1
+            if steps > max_steps:
+                raise SimulationStuck(f"no progress after {max_steps} steps")
+        return True
+
+    def run_until_idle(self, max_steps: int = 5_000_000) -> int:
+        """Step until only background work is left.  Returns the number of steps."""
+        n = 0
+        while not self.idle:
+            if self.step() is None:
+                break
+            n += 1
+            if n > max_steps:
+                raise SimulationStuck(f"still busy after {max_steps} steps")
+        return n
+
+    def advance(self, ms: int) -> None:
+        """Let ``ms`` of simulated time pass, handling every event due in it."""
+        self.run_until(lambda: False, timeout_ms=ms)
+
+
+from .node import Node  # noqa: E402  (type reference only)

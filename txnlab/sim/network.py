@@ -1,0 +1,204 @@
+"""The simulated network: every request and response is a visible message in flight.
+
+Owns ``Message`` (id, source, destination, API name, payload, send and delivery
+time), delivery, and the network faults: drop / delay / duplicate the next
+matching message, and partitions between groups of nodes.  Random delay, when
+configured, comes from the cluster's seeded RNG.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Optional
+
+from .trace import TraceEvent
+
+
+class Message:
+    __slots__ = ("id", "src", "dst", "api", "payload", "sent_at", "deliver_at", "is_response",
+                 "correlation_id", "state", "background", "note", "event", "sent_step")
+
+    def __init__(self, id, src, dst, api, payload, sent_at, deliver_at, is_response,
+                 correlation_id, background, sent_step):
+        self.id = id
+        self.src = src
+        self.dst = dst
+        self.api = api
+        self.payload = payload
+        self.sent_at = sent_at
+        self.deliver_at = deliver_at
+        self.is_response = is_response
+        self.correlation_id = correlation_id
+        self.state = "in-flight"   # in-flight | delivered | dropped
+        self.background = background
+        self.note = ""
+        self.event = None
+        self.sent_step = sent_step
+
+    @property
+    def kind(self) -> str:
+        return "response" if self.is_response else "request"
+
+    def describe(self) -> str:
+        d = getattr(self.payload, "describe", None)
+        return d() if d else ""
+
+    def __repr__(self) -> str:
+        return (f"Message(#{self.id} {self.api} {self.kind} {self.src}->{self.dst} "
+                f"sent {self.sent_at}ms due {self.deliver_at}ms {self.state})")
+
+
+@dataclass
+class FaultRule:
+    """Applies to the next ``count`` messages that match."""
+
+    action: str            # drop | delay | duplicate
+    api: str
+    response: bool = False
+    src: Optional[str] = None
+    dst: Optional[str] = None
+    ms: int = 0
+    count: int = 1
+
+    def matches(self, m: Message) -> bool:
+        return (self.api in (m.api, "*") and self.response == m.is_response
+                and (self.src is None or self.src == m.src)
+                and (self.dst is None or self.dst == m.dst))
+
+    def describe(self) -> str:
+        what = f"{self.api} {'response' if self.response else 'request'}"
+        if self.src:
+            what += f" from {self.src}"
+        if self.dst:
+            what += f" to {self.dst}"
+        extra = f" by {self.ms}ms" if self.action == "delay" else ""
+        return f"{self.action} the next {what}{extra}"
+
+
+class Network:
+    def __init__(self, kernel, latency_ms: int = 1, jitter_ms: int = 0) -> None:
+        self.kernel = kernel
+        self.latency_ms = latency_ms
+        self.jitter_ms = jitter_ms
+        self.rules: list[FaultRule] = []
+        self.cuts: set[tuple[str, str]] = set()
+        self.messages: dict[int, Message] = {}
+        self.keep_history = True
+        self._next_id = 0
+
+    # ---------------------------------------------------------------- faults
+    def add_rule(self, rule: FaultRule) -> None:
+        self.rules.append(rule)
+
+    def partition(self, a: list[str], b: list[str]) -> None:
+        for x in a:
+            for y in b:
+                self.cuts.add((x, y))
+                self.cuts.add((y, x))
+
+    def heal(self) -> None:
+        self.cuts.clear()
+
+    def is_cut(self, src: str, dst: str) -> bool:
+        return (src, dst) in self.cuts
+
+    # ------------------------------------------------------------------ send
+    def send(self, src: str, dst: str, api: str, payload: Any, is_response: bool,
+             correlation_id: int, background: bool = False) -> Message:
+        k = self.kernel
+        self._next_id += 1
+        delay = self.latency_ms
+        if self.jitter_ms:
+            delay += k.rng.randint(0, self.jitter_ms)
+        m = Message(self._next_id, src, dst, api, payload, k.now, k.now + delay, is_response,
+                    correlation_id, background, k.step_count)
+        if self.keep_history:
+            self.messages[m.id] = m
+        cur = k.current
+        if cur is not None:
+            cur.sent.append(m.id)
+        action = None
+        if self.rules:
+            for rule in self.rules:
+                if rule.matches(m):
+                    action = rule
+                    rule.count -= 1
+                    if rule.count <= 0:
+                        self.rules.remove(rule)
+                    break
+        if action is not None and action.action == "drop":
+            m.state = "dropped"
+            m.note = "dropped by an injected fault"
+            k.narrate(f"the network dropped {api} {m.kind} #{m.id} ({src} -> {dst}) [injected fault]")
+            return m
+        if action is not None and action.action == "delay":
+            m.deliver_at += action.ms
+            m.note = f"delayed {action.ms}ms by an injected fault"
+            k.narrate(f"{api} {m.kind} #{m.id} will be delayed by {action.ms}ms [injected fault]")
+        m.event = k.schedule(m.deliver_at - k.now, "deliver", dst, api, msg=m, background=background)
+        if action is not None and action.action == "duplicate":
+            self._next_id += 1
+            d = Message(self._next_id, src, dst, api, payload, k.now, m.deliver_at + 1, is_response,
+                        correlation_id, background, k.step_count)
+            d.note = f"duplicate of #{m.id} [injected fault]"
+            if self.keep_history:
+                self.messages[d.id] = d
+            if cur is not None:
+                cur.sent.append(d.id)
+            d.event = k.schedule(d.deliver_at - k.now, "deliver", dst, api, msg=d, background=background)
+            k.narrate(f"the network duplicated {api} {m.kind} #{m.id} as #{d.id} [injected fault]")
+        return m
+
+    def in_flight(self) -> list[Message]:
+        return sorted((m for m in self.messages.values() if m.state == "in-flight"),
+                      key=lambda m: (m.deliver_at, m.id))
+
+    def drop(self, m: Message, reason: str) -> None:
+        """Drop a message that is already in flight (a fault applied to a chosen message)."""
+        if m.state != "in-flight":
+            raise ValueError(f"message #{m.id} is not in flight ({m.state})")
+        self.kernel.cancel(m.event)
+        m.state = "dropped"
+        m.note = reason
+
+    def delay(self, m: Message, ms: int) -> None:
+        if m.state != "in-flight":
+            raise ValueError(f"message #{m.id} is not in flight ({m.state})")
+        k = self.kernel
+        k.cancel(m.event)
+        m.deliver_at += ms
+        m.note = f"delayed {ms}ms"
+        m.event = k.schedule(m.deliver_at - k.now, "deliver", m.dst, m.api, msg=m, background=m.background)
+
+    def drop_all_for(self, node: str, reason: str) -> int:
+        n = 0
+        for m in list(self.messages.values()):
+            if m.state == "in-flight" and (m.dst == node or m.src == node):
+                self.drop(m, reason)
+                n += 1
+        return n
+
+    # --------------------------------------------------------------- deliver
+    def deliver(self, m: Message) -> TraceEvent:
+        k = self.kernel
+        dst = k.nodes.get(m.dst)
+        common = dict(api=m.api, src=m.src, dst=m.dst, msg_id=m.id, is_response=m.is_response,
+                      background=m.background)
+        if dst is None or not dst.alive:
+            m.state = "dropped"
+            m.note = f"{m.dst} is down"
+            k.current = k.record("drop", m.dst, f"{m.api} {m.kind} #{m.id} from {m.src} lost: {m.dst} is down", **common)
+            return k.current
+        if self.is_cut(m.src, m.dst):
+            m.state = "dropped"
+            m.note = "network partition"
+            k.current = k.record("drop", m.dst,
+                                 f"{m.api} {m.kind} #{m.id} from {m.src} lost: network partition between {m.src} and {m.dst}",
+                                 **common)
+            return k.current
+        m.state = "delivered"
+        desc = m.describe()
+        verb = f"got the {m.api} response" if m.is_response else f"got {m.api}"
+        text = f"{m.dst} {verb} from {m.src}" + (f" ({desc})" if desc else "")
+        k.current = k.record("deliver", m.dst, text, **common)
+        dst.on_message(m)
+        return k.current

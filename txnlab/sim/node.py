@@ -1,0 +1,132 @@
+"""A process of the simulation (a broker, the controller, or a client).
+
+Owns the request/response plumbing every process shares: sending a request
+with a correlation id and a timeout, matching the response, answering a
+request, timers, and what a crash does to all of that (the memory is gone,
+outstanding requests are forgotten, timers of the old incarnation never fire).
+"""
+from __future__ import annotations
+
+from typing import Any, Callable, Optional
+
+from ..protocol.errors import Errors
+from .kernel import Event, Kernel
+from .network import Message
+
+ResponseCallback = Callable[[Any, Optional[Errors]], None]
+
+
+class _Pending:
+    __slots__ = ("dst", "api", "callback", "timeout_event", "msg")
+
+    def __init__(self, dst, api, callback, timeout_event, msg):
+        self.dst = dst
+        self.api = api
+        self.callback = callback
+        self.timeout_event = timeout_event
+        self.msg = msg
+
+
+class Node:
+    """Base class of every simulated process."""
+
+    def __init__(self, kernel: Kernel, name: str) -> None:
+        self.kernel = kernel
+        self.name = name
+        self.alive = True
+        self.incarnation = 0
+        self.paused_until = 0
+        self._pending: dict[int, _Pending] = {}
+        self._next_correlation = 0
+        kernel.register(self)
+
+    # ----------------------------------------------------------- messaging
+    def send_request(self, dst: str, request: Any, callback: ResponseCallback,
+                     timeout_ms: int = 30_000, background: bool = False) -> Message:
+        """Send ``request`` to ``dst``; ``callback(response, error)`` runs exactly once:
+        with the response, or with (None, REQUEST_TIMED_OUT / NETWORK_EXCEPTION)."""
+        self._next_correlation += 1
+        cid = self._next_correlation
+        m = self.kernel.network.send(self.name, dst, request.API, request, False, cid, background)
+        tev = self.kernel.schedule(timeout_ms, "timer", self.name, f"request timeout ({request.API} #{m.id})",
+                                   fn=lambda: self._on_timeout(cid), background=True,
+                                   incarnation=self.incarnation)
+        self._pending[cid] = _Pending(dst, request.API, callback, tev, m)
+        return m
+
+    def respond(self, request_msg: Message, response: Any, background: bool = False) -> Message:
+        return self.kernel.network.send(self.name, request_msg.src, request_msg.api, response, True,
+                                        request_msg.correlation_id, background)
+
+    def in_flight_to(self, dst: str) -> int:
+        return sum(1 for p in self._pending.values() if p.dst == dst)
+
+    def _on_timeout(self, cid: int) -> None:
+        p = self._pending.pop(cid, None)
+        if p is None:
+            return
+        self.kernel.narrate(f"{self.name} gave up waiting for the {p.api} response from {p.dst} "
+                            f"(request timed out)")
+        p.callback(None, Errors.REQUEST_TIMED_OUT)
+
+    def on_message(self, msg: Message) -> None:
+        if msg.is_response:
+            p = self._pending.pop(msg.correlation_id, None)
+            if p is None:
+                self.kernel.narrate(f"{self.name} ignored it: no request of this incarnation is waiting for it")
+                return
+            self.kernel.cancel(p.timeout_event)
+            p.callback(msg.payload, None)
+        else:
+            response = self.handle_request(msg)
+            if response is not None:
+                self.respond(msg, response, background=msg.background and self._quiet(response))
+
+    @staticmethod
+    def _quiet(response: Any) -> bool:
+        q = getattr(response, "is_quiet", None)
+        return bool(q()) if q else True
+
+    def handle_request(self, msg: Message) -> Any:
+        """Handle a request; return the response, or None to answer later with respond()."""
+        raise NotImplementedError
+
+    def disconnected(self, peer: str) -> None:
+        """The connection to ``peer`` broke (it crashed): fail what waits on it."""
+        for cid, p in list(self._pending.items()):
+            if p.dst == peer:
+                del self._pending[cid]
+                self.kernel.cancel(p.timeout_event)
+                self.kernel.narrate(f"{self.name} lost its connection to {peer}; "
+                                    f"{p.api} fails with NETWORK_EXCEPTION")
+                p.callback(None, Errors.NETWORK_EXCEPTION)
+
+    # --------------------------------------------------------------- timers
+    def set_timer(self, delay_ms: int, name: str, fn: Callable[[], None],
+                  background: bool = False) -> Event:
+        return self.kernel.schedule(delay_ms, "timer", self.name, name, fn=fn, background=background,
+                                    incarnation=self.incarnation)
+
+    def cancel_timer(self, ev: Optional[Event]) -> None:
+        self.kernel.cancel(ev)
+
+    # --------------------------------------------------------------- faults
+    def crash(self) -> None:
+        self.alive = False
+        self.incarnation += 1
+        for p in self._pending.values():
+            self.kernel.cancel(p.timeout_event)
+        self._pending.clear()
+        self.kernel.cancel_timers_of(self.name)
+        self.on_crash()
+
+    def restart(self) -> None:
+        self.alive = True
+        self.paused_until = 0
+        self.on_restart()
+
+    def on_crash(self) -> None:
+        pass
+
+    def on_restart(self) -> None:
+        pass

@@ -1,0 +1,124 @@
+"""The trace: every step of the simulation, in order, with a one-line narration.
+
+Owns ``TraceEvent`` (one scheduler step, or a note such as a client call) and
+``Trace`` (the ordered list).  ``str(event)`` is a stable text form with no
+memory addresses, so two runs compare as text.  Pictures, narration and
+checkers read the trace; they never reach into the engine.
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Iterator
+
+
+@dataclass(slots=True)
+class TraceEvent:
+    """One entry of the trace.
+
+    kind: ``deliver`` (a message reached its destination), ``timer``, ``fault``,
+    ``drop`` (a message was lost), ``call`` (a client API call, not a step) or
+    ``note``.  ``details`` holds extra lines added by the handlers during the step
+    (what was appended, which rule decided).  ``sent`` lists ids of messages sent
+    while handling this step, so a space-time diagram can draw the arrows.
+    """
+
+    step: int
+    time: int
+    kind: str
+    node: str
+    text: str
+    api: str = ""
+    src: str = ""
+    dst: str = ""
+    msg_id: int = -1
+    is_response: bool = False
+    background: bool = False
+    details: list[str] = field(default_factory=list)
+    sent: list[int] = field(default_factory=list)
+    attrs: dict = field(default_factory=dict)
+
+    @property
+    def narration(self) -> str:
+        if not self.details:
+            return self.text
+        return self.text + "; " + "; ".join(self.details)
+
+    def __str__(self) -> str:
+        head = f"#{self.step} t={self.time}ms {self.kind}"
+        if self.api:
+            head += f" {self.api}{' response' if self.is_response else ''}"
+        return f"{head} [{self.node}] {self.narration}"
+
+    def to_dict(self) -> dict:
+        return {
+            "step": self.step, "time": self.time, "kind": self.kind, "node": self.node,
+            "text": self.text, "api": self.api, "src": self.src, "dst": self.dst,
+            "msg_id": self.msg_id, "is_response": self.is_response,
+            "background": self.background, "details": list(self.details),
+            "sent": list(self.sent), "attrs": dict(self.attrs),
+        }
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "TraceEvent":
+        return cls(**d)
+
+
+class Trace:
+    """The ordered list of trace events of one cluster."""
+
+    def __init__(self) -> None:
+        self.events: list[TraceEvent] = []
+        self.enabled = True
+
+    def append(self, event: TraceEvent) -> TraceEvent:
+        if self.enabled:
+            self.events.append(event)
+        return event
+
+    def __iter__(self) -> Iterator[TraceEvent]:
+        return iter(self.events)
+
+    def __len__(self) -> int:
+        return len(self.events)
+
+    def __getitem__(self, i):
+        return self.events[i]
+
+    def text(self, include_background: bool = True) -> str:
+        return "\n".join(str(e) for e in self.events if include_background or not e.background)
+
+    def __str__(self) -> str:
+        return self.text()
+
+    def filter(self, api: str | None = None, node: str | None = None, kind: str | None = None,
+               contains: str | None = None, include_background: bool = False) -> list[TraceEvent]:
+        out = []
+        for e in self.events:
+            if e.background and not include_background:
+                continue
+            if api and e.api != api:
+                continue
+            if node and node not in (e.node, e.src, e.dst):
+                continue
+            if kind and e.kind != kind:
+                continue
+            if contains and contains not in e.narration:
+                continue
+            out.append(e)
+        return out
+
+    def tail(self, n: int = 20, include_background: bool = False) -> str:
+        evs = [e for e in self.events if include_background or not e.background]
+        return "\n".join(str(e) for e in evs[-n:])
+
+    def to_jsonl(self) -> str:
+        return "\n".join(json.dumps(e.to_dict(), sort_keys=True) for e in self.events)
+
+    @classmethod
+    def from_jsonl(cls, text: str) -> "Trace":
+        t = cls()
+        for line in text.splitlines():
+            if line.strip():
+                t.events.append(TraceEvent.from_dict(json.loads(line)))
+        return t
