@@ -85,9 +85,28 @@ class Partition:
                             f"HW {self.log.high_watermark})")
         self.maybe_increment_hw(now)
 
+    def check_replication_hold(self) -> None:
+        """Keep the simulation busy while followers in the ISR lag behind this leader."""
+        key = (self.broker.name, "replicate", self.tp)
+        k = self.broker.kernel
+        if self.is_leader:
+            leo, hw = self.log.log_end_offset, self.log.high_watermark
+            me = self.broker.broker_id
+            for r in self.isr:
+                if r == me:
+                    continue
+                f = self.followers.get(r)
+                if f is None or f.leo < leo or f.last_sent_hw != hw:
+                    if self.broker.kernel.nodes.get(f"broker-{r}") is not None and \
+                            self.broker.kernel.nodes[f"broker-{r}"].alive:
+                        k.hold(key)
+                        return
+        k.release(key)
+
     def make_follower(self, state) -> None:
         was_leader = self.is_leader
         self._apply(state)
+        self.check_replication_hold()
         if was_leader:
             self.fail_delayed(Errors.NOT_LEADER_OR_FOLLOWER, "leadership moved")
             self.followers = {}
@@ -174,6 +193,7 @@ class Partition:
             f.last_caught_up_ms = now
         self.maybe_expand_isr(replica, now)
         self.maybe_increment_hw(now)
+        self.check_replication_hold()
 
     def maybe_expand_isr(self, replica: int, now: int) -> None:
         if replica in self.isr or self.pending_isr is not None:
@@ -201,6 +221,7 @@ class Partition:
     def isr_changed(self, state, now: int) -> None:
         self._apply(state)
         self.pending_isr = None
+        self.check_replication_hold()
         if len(self.isr) < self.min_insync_replicas:
             self.fail_delayed(Errors.NOT_ENOUGH_REPLICAS_AFTER_APPEND,
                               f"ISR {list(self.isr)} is below min.insync.replicas={self.min_insync_replicas}")

@@ -38,6 +38,11 @@ class ProducerIdManager:
         self.broker.send_request("controller", m.AllocateProducerIdsRequest(self.broker.broker_id), done,
                                  timeout_ms=5_000)
 
+    def prefetch(self) -> None:
+        """Ask for a first block as soon as the broker is up."""
+        if self.next_id < 0:
+            self._request_block()
+
     def generate(self) -> int:
         """Return a fresh producer id, or raise LookupError if a block is still being fetched."""
         if self.next_id < 0 or self.next_id >= self.block_end:

@@ -1,33 +1,429 @@
-"""Transaction coordinator (Kafka's ``TransactionCoordinator``): placeholder for idempotent InitProducerId."""
+"""``TransactionCoordinator``: the request handlers for transactions (KAFKA-EOS §2).
+
+Owns InitProducerId (new ids, epoch bumps, fencing, epoch exhaustion, retries
+recognised), AddPartitionsToTxn (incl. KIP-890 VerifyOnly), AddOffsetsToTxn,
+EndTxn (classic rules and transaction.version 2), the periodic abort of
+timed-out transactions and the expiration of idle transactional ids, and
+DescribeTransactions / ListTransactions.  Every state change is written to
+``__transaction_state`` (TransactionStateManager) before it is acted on;
+markers go out through the TransactionMarkerChannelManager.
+"""
 from __future__ import annotations
+
+from typing import Callable, Optional
 
 from ..protocol import messages as m
 from ..protocol.errors import Errors
+from ..protocol.hashing import partition_for
 from .producer_id_manager import ProducerIdManager
+from .transaction_marker_channel_manager import TransactionMarkerChannelManager
+from .transaction_metadata import (EXPIRATION_ALLOWED, MAX_EPOCH, IllegalTransition, TransactionMetadata,
+                                   TransactionState)
+from .transaction_state_manager import TransactionStateManager
+
+S = TransactionState
+OFFSETS_TOPIC = "__consumer_offsets"
 
 
 class TransactionCoordinator:
     def __init__(self, broker) -> None:
         self.broker = broker
         self.producer_id_manager = ProducerIdManager(broker)
+        self.state_manager = TransactionStateManager(broker)
+        self.state_manager.on_loaded = self._on_loaded
+        self.markers = TransactionMarkerChannelManager(self)
 
-    def on_elected(self, partition, epoch):
+    @property
+    def transaction_version(self) -> int:
+        return self.broker.config["transaction.version"]
+
+    @property
+    def now(self) -> int:
+        return self.broker.kernel.now
+
+    def narrate(self, text: str) -> None:
+        self.broker.narrate(text)
+
+    def start(self) -> None:
+        c = self.broker.config
+        self.broker.set_timer(c["transaction.abort.timed.out.transaction.cleanup.interval.ms"],
+                              "abort timed-out transactions", self._abort_timed_out, background=True)
+        self.broker.set_timer(c["transaction.remove.expired.transaction.cleanup.interval.ms"],
+                              "remove expired transactional ids", self._remove_expired, background=True)
+
+    # ------------------------------------------------------------ elections
+    def on_elected(self, partition: int, epoch: int) -> None:
+        self.state_manager.on_elected(partition, epoch)
+
+    def on_resigned(self, partition: int, epoch: int) -> None:
+        self.state_manager.on_resigned(partition, epoch)
+        self.markers.drop_partition(partition)
+
+    def on_high_watermark(self, p) -> None:
         pass
 
-    def on_resigned(self, partition, epoch):
-        pass
+    def _on_loaded(self, partition: int, cache) -> None:
+        for tid, md in sorted(cache.metadata.items()):
+            if md.state in (S.PrepareCommit, S.PrepareAbort):
+                if "no-coordinator-reload" in self.broker.mutations:
+                    self.narrate(f"[mutation no-coordinator-reload] {tid!r} is {md.state.name} but its markers are "
+                                 f"NOT resent")
+                    continue
+                target = S.CompleteCommit if md.state == S.PrepareCommit else S.CompleteAbort
+                self.narrate(f"{tid!r} was {md.state.name} when the old coordinator stopped: the decision is durable, "
+                             f"so the new coordinator finishes it (resends the markers)")
+                transit = md.prepare_transition(target, self.now)
+                self.markers.add_txn_markers(md, transit, cache.coordinator_epoch, partition, md.producer_epoch)
 
-    def on_high_watermark(self, p):
-        pass
+    def describe(self, transactional_id: str) -> Optional[dict]:
+        err, cache = self.state_manager.lookup(transactional_id)
+        if err != Errors.NONE:
+            return None
+        md = cache.metadata.get(transactional_id)
+        if md is None:
+            return None
+        d = md.describe()
+        d["coordinator"] = self.broker.broker_id
+        d["coordinator_epoch"] = cache.coordinator_epoch
+        d["transaction_state_partition"] = self.state_manager.partition_for(transactional_id)
+        return d
 
+    # -------------------------------------------------------- InitProducerId
     def handle_init_producer_id(self, msg):
         req = msg.payload
-        if req.transactional_id is None:
+        tid = req.transactional_id
+        R = m.InitProducerIdResponse
+        if tid is None:
             try:
                 pid = self.producer_id_manager.generate()
             except LookupError:
-                self.broker.narrate("no producer id block yet; asked the controller for one -> COORDINATOR_LOAD_IN_PROGRESS")
-                return m.InitProducerIdResponse(Errors.COORDINATOR_LOAD_IN_PROGRESS)
-            self.broker.narrate(f"new idempotent producer id {pid}, epoch 0 (nothing is persisted)")
-            return m.InitProducerIdResponse(Errors.NONE, pid, 0)
-        return m.InitProducerIdResponse(Errors.UNKNOWN_SERVER_ERROR)
+                self.narrate("no producer id block yet; asked the controller for one -> COORDINATOR_LOAD_IN_PROGRESS")
+                return R(Errors.COORDINATOR_LOAD_IN_PROGRESS)
+            self.narrate(f"new idempotent producer id {pid}, epoch 0 (nothing is persisted)")
+            return R(Errors.NONE, pid, 0)
+        if tid == "":
+            return R(Errors.INVALID_REQUEST)
+        max_timeout = self.broker.config["transaction.max.timeout.ms"]
+        if req.transaction_timeout_ms <= 0 or req.transaction_timeout_ms > max_timeout:
+            self.narrate(f"transaction.timeout.ms={req.transaction_timeout_ms} is not in (0, "
+                         f"transaction.max.timeout.ms={max_timeout}] -> INVALID_TRANSACTION_TIMEOUT")
+            return R(Errors.INVALID_TRANSACTION_TIMEOUT)
+        if (req.producer_id < 0) != (req.producer_epoch < 0):
+            return R(Errors.INVALID_REQUEST)
+        err, cache = self.state_manager.lookup(tid)
+        if err != Errors.NONE:
+            self.narrate(f"{tid!r}: {err.name}")
+            return R(err)
+        md = cache.metadata.get(tid)
+        if md is None:
+            try:
+                pid = self.producer_id_manager.generate()
+            except LookupError:
+                return R(Errors.COORDINATOR_LOAD_IN_PROGRESS)
+            md = TransactionMetadata(tid, pid, txn_timeout_ms=req.transaction_timeout_ms,
+                                     txn_last_update_timestamp=self.now)
+            cache.metadata[tid] = md
+            self.narrate(f"{tid!r} is new: producer id {pid}")
+        if md.pending_state is not None:
+            self.narrate(f"{tid!r} has a pending transition to {md.pending_state.name} -> CONCURRENT_TRANSACTIONS")
+            return R(Errors.CONCURRENT_TRANSACTIONS)
+        supplied = req.producer_id >= 0
+        if supplied and not (md.producer_epoch < 0 or req.producer_id == md.producer_id or (
+                req.producer_id == md.previous_producer_id and md.is_producer_epoch_exhausted(req.producer_epoch))):
+            return R(Errors.PRODUCER_FENCED)
+        state = md.state
+        if state in (S.PrepareCommit, S.PrepareAbort):
+            self.narrate(f"{tid!r} is {state.name}: its markers are still going out -> CONCURRENT_TRANSACTIONS")
+            return R(Errors.CONCURRENT_TRANSACTIONS)
+        if state == S.Ongoing:
+            if "no-fencing" in self.broker.mutations:
+                self.narrate(f"[mutation no-fencing] {tid!r} has an open transaction; the new instance gets the SAME "
+                             f"epoch {md.producer_epoch} and nothing is aborted")
+                return R(Errors.NONE, md.producer_id, md.producer_epoch)
+            self.narrate(f"{tid!r} has an open transaction: fence the old producer (epoch {md.producer_epoch} -> "
+                         f"{md.producer_epoch + (0 if md.has_failed_epoch_fence else 1)}) and abort it; "
+                         f"the new instance must retry -> CONCURRENT_TRANSACTIONS")
+            md.prepare_fence_producer_epoch()
+            self._end_transaction(tid, md.producer_id, md.producer_epoch, False, from_client=False, respond=None)
+            return R(Errors.CONCURRENT_TRANSACTIONS)
+        # Empty / CompleteCommit / CompleteAbort
+        kw = dict(topic_partitions=frozenset(), txn_start_timestamp=-1, txn_timeout_ms=req.transaction_timeout_ms)
+        if md.is_epoch_exhausted and (not supplied or req.producer_epoch == md.producer_epoch):
+            try:
+                new_pid = self.producer_id_manager.generate()
+            except LookupError:
+                return R(Errors.COORDINATOR_LOAD_IN_PROGRESS)
+            self.narrate(f"{tid!r}: epoch {md.producer_epoch} is exhausted -> new producer id {new_pid}, epoch 0")
+            kw.update(producer_id=new_pid, producer_epoch=0, previous_producer_id=md.producer_id,
+                      last_producer_epoch=md.producer_epoch if supplied else -1)
+        elif not supplied:
+            if "no-fencing" in self.broker.mutations and md.producer_epoch >= 0:
+                self.narrate(f"[mutation no-fencing] {tid!r} keeps epoch {md.producer_epoch}: the old instance is "
+                             f"NOT fenced")
+                kw.update(producer_epoch=md.producer_epoch, last_producer_epoch=-1)
+            else:
+                kw.update(producer_epoch=md.producer_epoch + 1, last_producer_epoch=-1)
+        elif req.producer_epoch == md.producer_epoch or md.producer_epoch < 0:
+            kw.update(producer_epoch=md.producer_epoch + 1, last_producer_epoch=md.producer_epoch)
+        elif req.producer_epoch == md.last_producer_epoch:
+            self.narrate(f"{tid!r}: a retry of an epoch bump that already succeeded; answering with the current epoch")
+            return R(Errors.NONE, md.producer_id, md.producer_epoch)
+        else:
+            return R(Errors.PRODUCER_FENCED)
+        transit = md.prepare_transition(S.Empty, self.now, self.transaction_version, **kw)
+        self.narrate(f"{tid!r}: producer id {transit.producer_id}, epoch {md.producer_epoch} -> {transit.producer_epoch}"
+                     + (" (an older instance with this transactional.id is now fenced)" if md.producer_epoch >= 0 else ""))
+
+        def done(error):
+            if error == Errors.NONE:
+                self.broker.respond(msg, R(Errors.NONE, md.producer_id, md.producer_epoch))
+            else:
+                self.broker.respond(msg, R(error))
+        self.state_manager.append_transition(md, transit, cache.coordinator_epoch, done)
+        return None
+
+    # ---------------------------------------------------- AddPartitionsToTxn
+    def _validate_txn_request(self, tid, pid, epoch):
+        """Common checks: returns (error, cache, md)."""
+        err, cache = self.state_manager.lookup(tid)
+        if err != Errors.NONE:
+            return err, None, None
+        md = cache.metadata.get(tid)
+        if md is None or md.producer_id != pid:
+            self.narrate(f"{tid!r}: producer id {pid} does not belong to it -> INVALID_PRODUCER_ID_MAPPING")
+            return Errors.INVALID_PRODUCER_ID_MAPPING, cache, md
+        if md.producer_epoch != epoch:
+            self.narrate(f"{tid!r}: request epoch {epoch} but the current epoch is {md.producer_epoch} -> "
+                         f"PRODUCER_FENCED")
+            return Errors.PRODUCER_FENCED, cache, md
+        if md.pending_state is not None or md.state in (S.PrepareCommit, S.PrepareAbort):
+            self.narrate(f"{tid!r} is finishing its previous transaction ({md.pending_state.name if md.pending_state else md.state.name}) "
+                         f"-> CONCURRENT_TRANSACTIONS")
+            return Errors.CONCURRENT_TRANSACTIONS, cache, md
+        return Errors.NONE, cache, md
+
+    def handle_AddPartitionsToTxn(self, msg):
+        req = msg.payload
+        tps = tuple(req.partitions)
+        R = m.AddPartitionsToTxnResponse
+        err, cache, md = self._validate_txn_request(req.transactional_id, req.producer_id, req.producer_epoch)
+        if err != Errors.NONE:
+            return R({tp: err for tp in tps})
+        unknown = [tp for tp in tps if tp not in self.broker.metadata.partitions]
+        if unknown:
+            return R({tp: (Errors.UNKNOWN_TOPIC_OR_PARTITION if tp in unknown else Errors.OPERATION_NOT_ATTEMPTED)
+                      for tp in tps})
+        if req.verify_only:
+            res = {tp: (Errors.NONE if md.state == S.Ongoing and tp in md.topic_partitions
+                        else Errors.TRANSACTION_ABORTABLE) for tp in tps}
+            bad = [f"{t}-{p}" for (t, p), e in res.items() if e]
+            self.narrate(f"verification for {req.transactional_id!r}: " +
+                         ("all partitions are in the current transaction" if not bad else
+                          f"{', '.join(bad)} not in the current transaction -> TRANSACTION_ABORTABLE"))
+            return R(res)
+        return self._add_partitions(msg, md, cache, tps, lambda e: R({tp: e for tp in tps}))
+
+    def _add_partitions(self, msg, md, cache, tps, make_response: Callable):
+        if md.state == S.Ongoing and set(tps) <= md.topic_partitions:
+            return make_response(Errors.NONE)
+        new = md.topic_partitions | set(tps)
+        start = self.now if md.state in (S.Empty, S.CompleteCommit, S.CompleteAbort) else md.txn_start_timestamp
+        transit = md.prepare_transition(S.Ongoing, self.now, self.transaction_version,
+                                        topic_partitions=frozenset(new), txn_start_timestamp=start)
+        self.narrate(f"{md.transactional_id!r} adds {', '.join(f'{t}-{p}' for t, p in sorted(set(tps) - md.topic_partitions))}"
+                     f" to its transaction")
+
+        def done(error):
+            self.broker.respond(msg, make_response(error))
+        self.state_manager.append_transition(md, transit, cache.coordinator_epoch, done)
+        return None
+
+    def handle_AddOffsetsToTxn(self, msg):
+        req = msg.payload
+        R = m.AddOffsetsToTxnResponse
+        err, cache, md = self._validate_txn_request(req.transactional_id, req.producer_id, req.producer_epoch)
+        if err != Errors.NONE:
+            return R(err)
+        tp = (OFFSETS_TOPIC, partition_for(req.group_id, self.broker.config["offsets.topic.num.partitions"]))
+        self.narrate(f"group {req.group_id!r} lives on {tp[0]}-{tp[1]}; that partition joins the transaction")
+        return self._add_partitions(msg, md, cache, (tp,), lambda e: R(e))
+
+    # ----------------------------------------------------------------- EndTxn
+    def handle_EndTxn(self, msg):
+        req = msg.payload
+
+        def respond(error, pid=-1, epoch=-1):
+            self.broker.respond(msg, m.EndTxnResponse(error, pid, epoch))
+        self._end_transaction(req.transactional_id, req.producer_id, req.producer_epoch, req.committed,
+                              from_client=True, respond=respond)
+        return None
+
+    def _end_transaction(self, tid: str, pid: int, epoch: int, commit: bool, from_client: bool,
+                         respond: Optional[Callable]) -> None:
+        reply = respond or (lambda *a: None)
+        if self.transaction_version >= 2 and from_client:
+            return self._end_transaction_tv2(tid, pid, epoch, commit, reply)
+        err, cache = self.state_manager.lookup(tid)
+        if err != Errors.NONE:
+            return reply(err)
+        md = cache.metadata.get(tid)
+        if md is None or md.producer_id != pid:
+            return reply(Errors.INVALID_PRODUCER_ID_MAPPING)
+        if (from_client and md.producer_epoch != epoch) or (not from_client and epoch < md.producer_epoch):
+            self.narrate(f"{tid!r}: EndTxn with epoch {epoch} but the current epoch is {md.producer_epoch} -> "
+                         f"PRODUCER_FENCED")
+            return reply(Errors.PRODUCER_FENCED)
+        fencing = md.pending_state == S.PrepareEpochFence
+        if md.pending_state is not None and not fencing:
+            return reply(Errors.CONCURRENT_TRANSACTIONS)
+        st = md.state
+        if st == S.Ongoing:
+            target = S.PrepareCommit if commit else S.PrepareAbort
+        elif st == S.PrepareCommit:
+            return reply(Errors.CONCURRENT_TRANSACTIONS if commit else Errors.INVALID_TXN_STATE)
+        elif st == S.PrepareAbort:
+            return reply(Errors.INVALID_TXN_STATE if commit else Errors.CONCURRENT_TRANSACTIONS)
+        elif st == S.CompleteCommit:
+            if commit:
+                self.narrate(f"{tid!r}: the commit already finished (a retried EndTxn) -> NONE")
+            return reply(Errors.NONE if commit else Errors.INVALID_TXN_STATE)
+        elif st == S.CompleteAbort:
+            return reply(Errors.INVALID_TXN_STATE if commit else Errors.NONE)
+        else:
+            self.narrate(f"{tid!r} is {st.name}: there is no transaction to end -> INVALID_TXN_STATE")
+            return reply(Errors.INVALID_TXN_STATE)
+        if fencing:
+            md.pending_state = None
+        transit = md.prepare_transition(target, self.now, self.transaction_version)
+        self._write_prepare(md, cache, transit, reply, fencing)
+
+    def _write_prepare(self, md, cache, transit, reply, fencing: bool, tv2_response: bool = False) -> None:
+        tid = md.transactional_id
+        self.narrate(f"{tid!r}: {transit.txn_state.name} is written first; once it is durable the outcome is decided")
+
+        def done(error):
+            if error != Errors.NONE:
+                if fencing:
+                    md.has_failed_epoch_fence = True
+                return reply(error)
+            target = S.CompleteCommit if transit.txn_state == S.PrepareCommit else S.CompleteAbort
+            complete = md.prepare_transition(target, self.now, self.transaction_version)
+            self.narrate(f"{tid!r}: decided ({transit.txn_state.name} is durable); the client is answered now, "
+                         f"markers follow")
+            if tv2_response:
+                reply(Errors.NONE, md.producer_id, md.producer_epoch)
+            else:
+                reply(Errors.NONE)
+            self.markers.add_txn_markers(md, complete, cache.coordinator_epoch,
+                                         self.state_manager.partition_for(tid), md.producer_epoch)
+        self.state_manager.append_transition(md, transit, cache.coordinator_epoch, done)
+
+    def _end_transaction_tv2(self, tid, pid, epoch, commit, reply) -> None:
+        err, cache = self.state_manager.lookup(tid)
+        if err != Errors.NONE:
+            return reply(err)
+        md = cache.metadata.get(tid)
+        if md is None:
+            return reply(Errors.INVALID_PRODUCER_ID_MAPPING)
+        retry = md.producer_id == pid and md.producer_epoch == epoch + 1
+        if md.producer_id != pid and not retry:
+            return reply(Errors.INVALID_PRODUCER_ID_MAPPING)
+        if md.pending_state is not None and md.pending_state != S.PrepareEpochFence:
+            return reply(Errors.CONCURRENT_TRANSACTIONS)
+        st = md.state
+        current = md.producer_epoch == epoch
+        if st == S.Ongoing:
+            if not current:
+                return reply(Errors.PRODUCER_FENCED)
+            target = S.PrepareCommit if commit else S.PrepareAbort
+        elif st in (S.PrepareCommit, S.PrepareAbort):
+            if not retry:
+                return reply(Errors.PRODUCER_FENCED)
+            same = (st == S.PrepareCommit) == commit
+            return reply(Errors.CONCURRENT_TRANSACTIONS if same else Errors.INVALID_TXN_STATE)
+        elif st in (S.CompleteCommit, S.CompleteAbort, S.Empty):
+            finished_commit = st == S.CompleteCommit
+            if retry:
+                if st == S.Empty:
+                    return reply(Errors.PRODUCER_FENCED)
+                if finished_commit == commit:
+                    return reply(Errors.NONE, md.producer_id, md.producer_epoch)
+                return reply(Errors.INVALID_TXN_STATE)
+            if not current:
+                return reply(Errors.PRODUCER_FENCED)
+            if commit:
+                return reply(Errors.INVALID_TXN_STATE)
+            target = S.PrepareAbort     # EB: abort with nothing open, to obtain a fresh epoch
+        else:
+            return reply(Errors.INVALID_TXN_STATE)
+        if md.producer_epoch + 1 >= MAX_EPOCH:
+            return reply(Errors.INVALID_TXN_STATE)
+        md.pending_state = None
+        kw = dict(producer_epoch=md.producer_epoch + 1, last_producer_epoch=md.producer_epoch)
+        if st != S.Ongoing:
+            kw["topic_partitions"] = frozenset()
+        transit = md.prepare_transition(target, self.now, 2, **kw)
+        self.narrate(f"{tid!r} (transaction.version 2): the epoch is bumped on every EndTxn: "
+                     f"{md.producer_epoch} -> {transit.producer_epoch}")
+        self._write_prepare(md, cache, transit, reply, False, tv2_response=True)
+
+    # ------------------------------------------------------------- periodic
+    def _abort_timed_out(self) -> None:
+        now = self.now
+        for part, cache, md in list(self.state_manager.all_metadata()):
+            if md.state == S.Ongoing and md.pending_state is None and \
+                    md.txn_start_timestamp + md.txn_timeout_ms < now:
+                self.broker.kernel.current.background = False
+                self.narrate(f"{md.transactional_id!r} has been open since {md.txn_start_timestamp}ms, longer than "
+                             f"its transaction.timeout.ms={md.txn_timeout_ms}: the coordinator fences the producer "
+                             f"(epoch {md.producer_epoch} -> {md.producer_epoch + 1}) and aborts it")
+                try:
+                    md.prepare_fence_producer_epoch()
+                except IllegalTransition:
+                    continue
+                self._end_transaction(md.transactional_id, md.producer_id, md.producer_epoch, False,
+                                      from_client=False, respond=None)
+        self.broker.set_timer(self.broker.config["transaction.abort.timed.out.transaction.cleanup.interval.ms"],
+                              "abort timed-out transactions", self._abort_timed_out, background=True)
+
+    def _remove_expired(self) -> None:
+        now = self.now
+        ttl = self.broker.config["transactional.id.expiration.ms"]
+        for part, cache, md in list(self.state_manager.all_metadata()):
+            if md.state in EXPIRATION_ALLOWED and md.pending_state is None and \
+                    md.txn_last_update_timestamp + ttl <= now:
+                self.broker.kernel.current.background = False
+                self.narrate(f"{md.transactional_id!r} was idle for transactional.id.expiration.ms={ttl}: "
+                             f"it expires (a tombstone is written)")
+                transit = md.prepare_transition(S.Dead, now)
+                self.state_manager.append_transition(md, transit, cache.coordinator_epoch, lambda e: None)
+        self.broker.set_timer(self.broker.config["transaction.remove.expired.transaction.cleanup.interval.ms"],
+                              "remove expired transactional ids", self._remove_expired, background=True)
+
+    # ---------------------------------------------------------------- admin
+    def handle_DescribeTransactions(self, msg):
+        out = []
+        for tid in msg.payload.transactional_ids:
+            err, cache = self.state_manager.lookup(tid)
+            md = cache.metadata.get(tid) if cache else None
+            if err != Errors.NONE:
+                out.append({"transactional_id": tid, "error": int(err)})
+            elif md is None:
+                out.append({"transactional_id": tid, "error": int(Errors.TRANSACTIONAL_ID_NOT_FOUND)})
+            else:
+                d = md.describe()
+                d["error"] = 0
+                d["coordinator"] = self.broker.broker_id
+                out.append(d)
+        return m.DescribeTransactionsResponse(tuple(out))
+
+    def handle_ListTransactions(self, msg):
+        req = msg.payload
+        rows = []
+        for part, cache, md in self.state_manager.all_metadata():
+            if req.state_filters and md.state.name not in req.state_filters:
+                continue
+            if req.producer_id_filters and md.producer_id not in req.producer_id_filters:
+                continue
+            rows.append((md.transactional_id, md.producer_id, md.state.name))
+        return m.ListTransactionsResponse(Errors.NONE, tuple(rows))

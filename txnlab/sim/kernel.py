@@ -57,6 +57,7 @@ class Kernel:
         self._queue: list[Event] = []
         self._seq = 0
         self._foreground = 0
+        self._holds: set = set()
         self.current: Optional[TraceEvent] = None
         self.network = Network(self, latency_ms=latency_ms, jitter_ms=jitter_ms)
         self.observers: list[Callable[[TraceEvent], None]] = []
@@ -97,8 +98,19 @@ class Kernel:
 
     @property
     def idle(self) -> bool:
-        """True when only background work (heartbeats, parked fetches, reapers) is left."""
-        return self._foreground <= 0
+        """True when only background work (heartbeats, parked fetches, reapers) is left
+        and no node holds outstanding work (e.g. a leader waiting for followers to catch up)."""
+        return self._foreground <= 0 and not self._holds
+
+    def hold(self, key: tuple) -> None:
+        """A node has work in progress that background events will finish (replication)."""
+        self._holds.add(key)
+
+    def release(self, key: tuple) -> None:
+        self._holds.discard(key)
+
+    def release_holds_of(self, node: str) -> None:
+        self._holds = {h for h in self._holds if h[0] != node}
 
     def next_event_time(self) -> Optional[int]:
         q = self._queue

@@ -118,6 +118,7 @@ class Node:
             self.kernel.cancel(p.timeout_event)
         self._pending.clear()
         self.kernel.cancel_timers_of(self.name)
+        self.kernel.release_holds_of(self.name)
         self.on_crash()
 
     def restart(self) -> None:

@@ -1,0 +1,73 @@
+"""The record format of ``__transaction_state`` (Kafka's ``TransactionLog``).
+
+Key: int16 version 0 + {TransactionalId}.  Value: int16 version + the fields of
+``TransactionLogValue`` (ProducerId, ProducerEpoch, TransactionTimeoutMs,
+TransactionStatus, TransactionPartitions, timestamps, PreviousProducerId,
+NextProducerId, ClientTransactionVersion).  A null value is a tombstone (an
+expired transactional.id).  The field payload is compact JSON so that a
+learner can read the records in the pictures.
+"""
+from __future__ import annotations
+
+import json
+import struct
+from typing import Optional
+
+from .transaction_metadata import TransactionState, TxnTransitMetadata
+
+_VERSION = struct.Struct(">h")
+
+
+def key_bytes(transactional_id: str) -> bytes:
+    return _VERSION.pack(0) + json.dumps({"TransactionalId": transactional_id}, separators=(",", ":")).encode()
+
+
+def value_bytes(t: TxnTransitMetadata) -> bytes:
+    parts: dict = {}
+    for topic, p in sorted(t.topic_partitions):
+        parts.setdefault(topic, []).append(p)
+    body = {
+        "ProducerId": t.producer_id,
+        "ProducerEpoch": t.producer_epoch,
+        "TransactionTimeoutMs": t.txn_timeout_ms,
+        "TransactionStatus": int(t.txn_state),
+        "TransactionPartitions": None if t.txn_state == TransactionState.Empty else
+        [{"Topic": k, "PartitionIds": v} for k, v in parts.items()],
+        "TransactionLastUpdateTimestampMs": t.txn_last_update_timestamp,
+        "TransactionStartTimestampMs": t.txn_start_timestamp,
+        "PreviousProducerId": t.previous_producer_id,
+        "NextProducerId": t.next_producer_id,
+        "ClientTransactionVersion": t.client_transaction_version,
+    }
+    return _VERSION.pack(1) + json.dumps(body, separators=(",", ":")).encode()
+
+
+def decode_key(b: bytes) -> str:
+    return json.loads(b[2:])["TransactionalId"]
+
+
+def decode_value(b: Optional[bytes]) -> Optional[TxnTransitMetadata]:
+    if b is None:
+        return None
+    d = json.loads(b[2:])
+    parts = frozenset((p["Topic"], i) for p in (d["TransactionPartitions"] or []) for i in p["PartitionIds"])
+    return TxnTransitMetadata(
+        producer_id=d["ProducerId"], previous_producer_id=d.get("PreviousProducerId", -1),
+        next_producer_id=d.get("NextProducerId", -1), producer_epoch=d["ProducerEpoch"],
+        last_producer_epoch=-1, txn_timeout_ms=d["TransactionTimeoutMs"],
+        txn_state=TransactionState(d["TransactionStatus"]), topic_partitions=parts,
+        txn_start_timestamp=d["TransactionStartTimestampMs"],
+        txn_last_update_timestamp=d["TransactionLastUpdateTimestampMs"],
+        client_transaction_version=d.get("ClientTransactionVersion", 0))
+
+
+def describe_record(key: bytes, value: Optional[bytes]) -> dict:
+    """A readable row for pictures: transactional.id, state, pid, epoch, partitions."""
+    tid = decode_key(key)
+    t = decode_value(value)
+    if t is None:
+        return {"transactional_id": tid, "state": "(tombstone)"}
+    return {"transactional_id": tid, "state": t.txn_state.name, "producer_id": t.producer_id,
+            "producer_epoch": t.producer_epoch, "partitions": sorted(t.topic_partitions),
+            "timeout_ms": t.txn_timeout_ms, "start_ms": t.txn_start_timestamp,
+            "last_update_ms": t.txn_last_update_timestamp}
