@@ -9,11 +9,9 @@ from .cluster import MUTATIONS, Cluster
 from .errors import ConfigException, KafkaError, KafkaException, KafkaStateError
 from .protocol.errors import Errors
 
-try:  # the consumer and admin client arrive with their modules
-    from .client.consumer import Consumer, ConsumerGroupMetadata  # noqa: F401
-except ImportError:  # pragma: no cover
-    pass
-try:
+from .client.consumer import Consumer, ConsumerGroupMetadata  # noqa: F401
+
+try:  # the admin client arrives with its module
     from .client.admin import AdminClient  # noqa: F401
 except ImportError:  # pragma: no cover
     pass

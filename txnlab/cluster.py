@@ -96,8 +96,12 @@ class Cluster:
 
     def new_log(self, topic: str, partition: int, topic_config: dict) -> UnifiedLog:
         seg = topic_config.get("segment.bytes") or self.broker_config["log.segment.bytes"]
-        log = UnifiedLog(topic, partition, {"segment.bytes": seg,
-                                            "producer.id.expiration.ms": self.broker_config["producer.id.expiration.ms"]})
+        log = UnifiedLog(topic, partition, {
+            "segment.bytes": seg,
+            "producer.id.expiration.ms": self.broker_config["producer.id.expiration.ms"],
+            "transaction.partition.verification.enable":
+                self.broker_config["transaction.partition.verification.enable"]
+                or self.broker_config["transaction.version"] >= 2})
         log.mutations = self.mutations
         return log
 
@@ -231,7 +235,25 @@ class Cluster:
         self.kernel.advance(ms)
 
     def in_flight(self):
+        """Messages on the wire now, soonest first."""
         return self.kernel.network.in_flight()
+
+    def network_messages(self):
+        """Every message sent so far (delivered, dropped or in flight), in send order."""
+        return [self.kernel.network.messages[i] for i in sorted(self.kernel.network.messages)]
+
+    def drop_message(self, msg_id: int) -> None:
+        """Drop one chosen message that is in flight now."""
+        msg = self.kernel.network.messages[msg_id]
+        self.kernel.begin_step("fault", "network", f"the network drops {msg.api} {msg.kind} #{msg_id} "
+                               f"({msg.src} -> {msg.dst})")
+        self.kernel.network.drop(msg, "dropped by a fault")
+
+    def delay_message(self, msg_id: int, ms: int) -> None:
+        """Delay one chosen message that is in flight now by ``ms``."""
+        msg = self.kernel.network.messages[msg_id]
+        self.kernel.begin_step("fault", "network", f"the network delays {msg.api} {msg.kind} #{msg_id} by {ms}ms")
+        self.kernel.network.delay(msg, ms)
 
     # ----------------------------------------------------------------- faults
     def _node(self, ref: NodeRef) -> Node:

@@ -93,6 +93,19 @@ def test_unknown_producer_is_accepted_with_any_sequence(psm):
     assert psm.last_entry(PID).last_seq == 12345 and psm.last_entry(OTHER_PID).producer_epoch == 3
 
 
+def test_unknown_producer_is_unchecked_for_its_whole_first_request(psm):
+    # Kafka compares with the STORED entry's epoch: with no state, even a gap inside the
+    # first request is accepted.
+    info = psm.prepare_update(PID, CLIENT)
+    info.append(data(1, seq=100).with_base_offset(0))
+    info.append(data(1, seq=500).with_base_offset(1))
+    psm.update(info)
+    assert psm.last_entry(PID).last_seq == 500
+    info = psm.prepare_update(PID, CLIENT)
+    info.append(data(1, seq=501).with_base_offset(2))
+    expect_error(Errors.OUT_OF_ORDER_SEQUENCE_NUMBER, info.append, data(1, seq=600).with_base_offset(3))
+
+
 def test_lower_epoch_is_rejected_for_clients_but_replicated(psm):
     append(psm, 0, epoch=2, seq=0)
     error = expect_error(Errors.INVALID_PRODUCER_EPOCH, append, psm, 1, epoch=1, seq=1)

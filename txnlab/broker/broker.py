@@ -432,7 +432,8 @@ class Broker(Node):
                 self.parked.remove(pf)
                 resp, _ = self._read_fetch(msg.payload)
                 self._note_sent(msg.payload, resp)
-                self.respond(msg, resp)
+                # an empty answer to a background long-poll stays background (run_until_idle ignores it)
+                self.respond(msg, resp, background=msg.background and self._quiet(resp))
                 return
 
     def _complete_parked_for(self, tp) -> None:

@@ -171,8 +171,11 @@ class Producer:
         """Serve delivery reports; wait up to ``timeout`` simulated seconds for one."""
         self._check_alive()
         if not self._reports and timeout != 0:
-            ms = None if timeout is None or timeout < 0 else int(timeout * 1000)
-            self._kernel.run_until(lambda: bool(self._reports) or self._unacked == 0, timeout_ms=ms)
+            if timeout is None or timeout < 0:   # block until a report, as long as one can still come
+                self._kernel.run_until(lambda: bool(self._reports) or self._unacked == 0 or self._node.crashed)
+            else:
+                self._kernel.run_until(lambda: bool(self._reports) or self._node.crashed,
+                                       timeout_ms=int(timeout * 1000))
         return self._serve_reports()
 
     def flush(self, timeout: Optional[float] = None) -> int:

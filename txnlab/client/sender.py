@@ -161,7 +161,7 @@ class Sender:
                     b.producer_epoch = txn.producer_epoch
                     b.is_transactional = txn.is_transactional
                     s.next_sequence += len(b.records)
-                if p._idempotent and not b.in_flight:
+                if p._idempotent:
                     txn.add_in_flight(tp, b)
                 b.in_flight = True
                 b.retry = False
@@ -242,7 +242,7 @@ class Sender:
         p, txn, tp = self.p, self.txn, b.tp
         name = f"{tp[0]}-{tp[1]}"
         if error in (Errors.NOT_LEADER_OR_FOLLOWER, Errors.UNKNOWN_TOPIC_OR_PARTITION, Errors.NETWORK_EXCEPTION,
-                     Errors.LEADER_NOT_AVAILABLE, Errors.FENCED_LEADER_EPOCH):
+                     Errors.LEADER_NOT_AVAILABLE, Errors.FENCED_LEADER_EPOCH, Errors.REQUEST_TIMED_OUT):
             self.node.request_metadata()
         stale_epoch = p._idempotent and (b.producer_epoch != txn.producer_epoch or b.producer_id != txn.producer_id)
         if error == Errors.OUT_OF_ORDER_SEQUENCE_NUMBER and p._idempotent and not stale_epoch:
@@ -261,7 +261,8 @@ class Sender:
         if self._can_retry(b, error):
             b.in_flight = False
             b.retry = True
-            b.next_attempt_ms = self.kernel.now + self.cfg["retry.backoff.ms"]
+            backoff = min(self.cfg["retry.backoff.max.ms"], self.cfg["retry.backoff.ms"] * 2 ** min(b.attempts - 1, 16))
+            b.next_attempt_ms = self.kernel.now + backoff   # exponential backoff (KIP-580)
             if stale_epoch or (txn.epoch_bump_required and not txn.is_transactional):
                 pass   # renumbered when the bump happens
             p._acc.reenqueue(b)

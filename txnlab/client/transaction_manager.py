@@ -120,13 +120,15 @@ class TransactionManager:
 
     def add_in_flight(self, tp, batch) -> None:
         s = self.seq(tp)
+        if any(b is batch for b in s.in_flight):
+            return
         s.in_flight.append(batch)
         s.in_flight.sort(key=lambda b: b.base_sequence)
 
     def remove_in_flight(self, tp, batch) -> None:
         s = self.partitions.get(tp)
-        if s and batch in s.in_flight:
-            s.in_flight.remove(batch)
+        if s:
+            s.in_flight = [b for b in s.in_flight if b is not batch]
 
     def has_in_flight(self) -> bool:
         return any(s.in_flight for s in self.partitions.values())

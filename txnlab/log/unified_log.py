@@ -12,11 +12,12 @@ from __future__ import annotations
 from bisect import bisect_right
 from collections.abc import Sequence
 from itertools import islice
-from typing import Iterator, NamedTuple
+from typing import NamedTuple
 
 from txnlab.protocol.errors import Errors, ProtocolError
 
 from .leader_epoch_cache import UNDEFINED_EPOCH, UNDEFINED_EPOCH_OFFSET, LeaderEpochFileCache
+from .log_segment import BatchesView, LogSegment
 from .producer_state import (TV_UNKNOWN, AppendOrigin, BatchMetadata, CompletedTxn,
                              ProducerAppendInfo, ProducerStateManager, ProducerStateSnapshot)
 from .record_batch import NO_TIMESTAMP, ControlRecordType, RecordBatch
@@ -61,38 +62,6 @@ class ProducerDescription(NamedTuple):
     last_timestamp: int
     coordinator_epoch: int
     current_txn_start_offset: int  # -1 when no transaction is open
-
-
-class LogSegment:
-    """A segment: its base offset, where its batches start in the log, and its size."""
-
-    __slots__ = ("base_offset", "first_index", "size_in_bytes")
-
-    def __init__(self, base_offset: int, first_index: int, size_in_bytes: int = 0):
-        self.base_offset = base_offset
-        self.first_index = first_index
-        self.size_in_bytes = size_in_bytes
-
-
-class BatchesView(Sequence):
-    """Read-only, copy-free view of the log's batches (for pictures and checkers)."""
-
-    __slots__ = ("_batches",)
-
-    def __init__(self, batches: list[RecordBatch]):
-        self._batches = batches
-
-    def __getitem__(self, index):  # type: ignore[override]
-        return self._batches[index]
-
-    def __len__(self) -> int:
-        return len(self._batches)
-
-    def __iter__(self) -> Iterator[RecordBatch]:
-        return iter(self._batches)
-
-    def __repr__(self) -> str:
-        return f"BatchesView({self._batches!r})"
 
 
 class UnifiedLog:

@@ -178,7 +178,7 @@ class Kernel:
 
     # --------------------------------------------------------------- running
     def run_until(self, predicate: Callable[[], bool], timeout_ms: Optional[int] = None,
-                  max_steps: int = 5_000_000) -> bool:
+                  max_steps: int = 2_000_000) -> bool:
         """Step until predicate() holds.  With a timeout (simulated ms), stop when the
         clock would pass it; the clock then stands at the deadline.  Returns predicate()."""
         if self.driver is not None:

@@ -187,6 +187,9 @@ class Network:
             m.state = "dropped"
             m.note = f"{m.dst} is down"
             k.current = k.record("drop", m.dst, f"{m.api} {m.kind} #{m.id} from {m.src} lost: {m.dst} is down", **common)
+            src = k.nodes.get(m.src)
+            if not m.is_response and src is not None and src.alive:
+                src.connection_refused(m)       # a dead process refuses connections at once
             return k.current
         if self.is_cut(m.src, m.dst):
             m.state = "dropped"

@@ -91,6 +91,17 @@ class Node:
         """Handle a request; return the response, or None to answer later with respond()."""
         raise NotImplementedError
 
+    def connection_refused(self, msg: Message) -> None:
+        p = self._pending.pop(msg.correlation_id, None)
+        if p is None or p.msg is not msg:
+            if p is not None:
+                self._pending[msg.correlation_id] = p
+            return
+        self.kernel.cancel(p.timeout_event)
+        self.kernel.narrate(f"{self.name} could not reach {msg.dst} (connection refused); "
+                            f"{p.api} fails with NETWORK_EXCEPTION")
+        p.callback(None, Errors.NETWORK_EXCEPTION)
+
     def disconnected(self, peer: str) -> None:
         """The connection to ``peer`` broke (it crashed): fail what waits on it."""
         for cid, p in list(self._pending.items()):

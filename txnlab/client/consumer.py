@@ -1,0 +1,574 @@
+"""``Consumer``: confluent-kafka's consumer surface over Kafka's consumer machinery.
+
+The public face (``subscribe``, ``poll``, ``commit``, ``seek``, ...) over a
+``ConsumerCoordinator`` (group membership and offsets in the group
+coordinator) and a ``Fetcher`` (fetching with ``isolation.level`` and
+read_committed filtering), all running on a simulated client process.
+Blocking calls drive the simulation until they are done; their timeouts are
+simulated seconds, so a ``poll(1.0)`` that finds nothing moves the clock on by
+one second.  Rebalance and commit callbacks run inside ``poll()``, never in the
+middle of a simulation step.
+"""
+from __future__ import annotations
+
+from typing import Callable, Optional
+
+from ..errors import KafkaError, KafkaException
+from ..protocol.errors import Errors
+from .config import consumer_config
+from .consumer_coordinator import ConsumerCoordinator, MemberState
+from .fetcher import LIST_EARLIEST, LIST_LATEST, Fetcher, PartitionState
+from .message import OFFSET_BEGINNING, OFFSET_END, OFFSET_INVALID, OFFSET_STORED, Message, TopicPartition
+
+
+class ConsumerGroupMetadata:
+    """What ``Producer.send_offsets_to_transaction`` needs to fence zombies (KIP-447)."""
+
+    __slots__ = ("group_id", "generation_id", "member_id", "group_instance_id")
+
+    def __init__(self, group_id: str, generation_id: int = -1, member_id: str = "",
+                 group_instance_id: Optional[str] = None) -> None:
+        self.group_id = group_id
+        self.generation_id = generation_id
+        self.member_id = member_id
+        self.group_instance_id = group_instance_id
+
+    def __repr__(self) -> str:
+        return (f"ConsumerGroupMetadata(group_id={self.group_id!r}, generation_id={self.generation_id}, "
+                f"member_id={self.member_id!r}, group_instance_id={self.group_instance_id!r})")
+
+
+def _tp_list(tps) -> list[TopicPartition]:
+    return [TopicPartition(t, p) for t, p in sorted(tps)]
+
+
+class Consumer:
+    """A Kafka consumer (group member with ``subscribe``, or manual with ``assign``)."""
+
+    def __init__(self, config: dict, **kwargs) -> None:
+        from ..cluster import Cluster
+
+        conf = dict(config or {})
+        conf.update(kwargs)
+        self._config = cfg = consumer_config(conf)
+        cluster = Cluster.lookup(cfg["bootstrap.servers"])
+        self._cluster = cluster
+        self._kernel = cluster.kernel
+        self.name = cfg["client.id"] or cluster.next_client_name("consumer")
+        self._node = cluster.new_client_node(self.name, self)
+        self.name = self._node.name
+        self._subscription: set = set()
+        self._on_assign: Optional[Callable] = None
+        self._on_revoke: Optional[Callable] = None
+        self._on_lost: Optional[Callable] = None
+        self._assignment: dict[tuple, PartitionState] = {}
+        self._manual = False
+        self._assign_called = False
+        self._closed = False
+        self._changed = False
+        self._in_poll = False
+        self._last_poll = self._kernel.now
+        self._commit_reports: list = []
+        self._coordinator = ConsumerCoordinator(self)
+        self._fetcher = Fetcher(self)
+        self._committing = False
+        self._committing_fetch = False
+        self._auto_commit_timer = None
+        self._note(f"{self.name} created (group {cfg['group.id']!r}, isolation.level={cfg['isolation.level']})")
+
+    # --------------------------------------------------------------- helpers
+    def __repr__(self) -> str:
+        return f"<Consumer {self.name}>"
+
+    @property
+    def fetcher(self) -> Fetcher:
+        return self._fetcher
+
+    @property
+    def coordinator(self) -> ConsumerCoordinator:
+        return self._coordinator
+
+    def _note(self, text: str) -> None:
+        self._kernel.record("call", self.name, text)
+
+    def _say(self, text: str) -> None:
+        self._kernel.record("note", self.name, text)
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise RuntimeError("Consumer closed")
+        if self._node.crashed:
+            raise KafkaException(KafkaError(KafkaError._FATAL, f"{self.name}'s process has crashed", fatal=True))
+
+    def _require_group(self, call: str) -> None:
+        if not self._config["group.id"]:
+            raise KafkaException(KafkaError(KafkaError._INVALID_ARG,
+                                            f"{call}() needs a consumer group: set group.id"))
+
+    def _on_process_crash(self) -> None:
+        self._fetcher.in_flight.clear()
+
+    def _poll_interval_exceeded(self) -> bool:
+        return not self._in_poll and self._kernel.now - self._last_poll > self._config["max.poll.interval.ms"]
+
+    def _wait(self, pred: Callable[[], bool], timeout_ms: Optional[int]) -> bool:
+        """Drive the simulation until pred() (checked whenever something happened for this consumer)."""
+        deadline = None if timeout_ms is None else self._kernel.now + timeout_ms
+        while not pred():
+            if self._node.crashed:
+                return False
+            remaining = None if deadline is None else deadline - self._kernel.now
+            if remaining is not None and remaining <= 0:
+                return False
+            self._changed = False
+            self._kernel.run_until(lambda: self._changed or pred() or self._node.crashed, timeout_ms=remaining)
+        return True
+
+    @staticmethod
+    def _timeout_ms(timeout: Optional[float]) -> Optional[int]:
+        return None if timeout is None or timeout < 0 else int(round(timeout * 1000))
+
+    # ------------------------------------------------------------ subscribe
+    def subscribe(self, topics: list, on_assign: Optional[Callable] = None, on_revoke: Optional[Callable] = None,
+                  on_lost: Optional[Callable] = None) -> None:
+        self._check_open()
+        self._require_group("subscribe")
+        if isinstance(topics, str) or not all(isinstance(t, str) and t for t in topics):
+            raise TypeError("topics must be a list of topic names")
+        self._note(f"{self.name} calls subscribe({sorted(set(topics))})")
+        self._subscription = set(topics)
+        self._on_assign, self._on_revoke, self._on_lost = on_assign, on_revoke, on_lost
+        self._manual = False
+        self._node.request_metadata(tuple(sorted(self._subscription)))
+        self._coordinator.request_rejoin(f"subscribe({sorted(self._subscription)})")
+
+    def unsubscribe(self) -> None:
+        self._check_open()
+        self._note(f"{self.name} calls unsubscribe()")
+        self._revoke()
+        self._subscription = set()
+        if self._coordinator.member_id:
+            self._coordinator.leave_group("unsubscribe()")
+        self._coordinator.rejoin_needed = False
+
+    # --------------------------------------------------------------- assign
+    def assign(self, partitions: list) -> None:
+        """Consume exactly these partitions (offsets: >=0, OFFSET_BEGINNING, OFFSET_END, or committed)."""
+        self._check_open()
+        self._assign_called = True
+        if not self._subscription:
+            self._manual = True
+        self._note(f"{self.name} calls assign({[f'{tp.topic}-{tp.partition}' for tp in partitions]})")
+        self._set_assignment(partitions)
+
+    def _set_assignment(self, partitions: list) -> None:
+        self._assignment = {}
+        self._fetcher.clear_buffer()
+        for tp in partitions:
+            key = (tp.topic, tp.partition)
+            st = self._assignment[key] = PartitionState()
+            self._init_position(key, st, tp.offset)
+        self._node.request_metadata(tuple(sorted({t for t, _ in self._assignment})))
+        self._start_auto_commit()
+        self._changed = True
+
+    def _init_position(self, tp: tuple, st: PartitionState, offset: int) -> None:
+        st.position = None
+        st.reset_strategy = None
+        st.awaiting_committed = False
+        if offset is not None and offset >= 0:
+            st.position = offset
+        elif offset == OFFSET_BEGINNING:
+            st.reset_strategy = "earliest"
+        elif offset == OFFSET_END:
+            st.reset_strategy = "latest"
+        elif self._config["group.id"]:
+            st.awaiting_committed = True
+        else:
+            st.reset_strategy = self._reset_policy()
+
+    def _reset_policy(self) -> str:
+        p = self._config["auto.offset.reset"]
+        return p if p in ("earliest", "latest") else "latest"
+
+    def unassign(self) -> None:
+        self._check_open()
+        self._assign_called = True
+        self._note(f"{self.name} calls unassign()")
+        self._assignment = {}
+        self._fetcher.clear_buffer()
+
+    def assignment(self) -> list[TopicPartition]:
+        self._check_open()
+        return _tp_list(self._assignment)
+
+    def pause(self, partitions: list) -> None:
+        for tp in partitions:
+            st = self._assignment.get((tp.topic, tp.partition))
+            if st is not None:
+                st.paused = True
+
+    def resume(self, partitions: list) -> None:
+        for tp in partitions:
+            st = self._assignment.get((tp.topic, tp.partition))
+            if st is not None:
+                st.paused = False
+        self._changed = True
+
+    # ------------------------------------------------------------ rebalance
+    def _revoke(self) -> None:
+        """Give up the current group assignment (callbacks run here, in the application's thread)."""
+        coord = self._coordinator
+        parts = _tp_list(self._assignment)
+        lost = coord.lost
+        if self._manual or not parts:
+            return
+        self._say(f"{self.name} gives up {[f'{tp.topic}-{tp.partition}' for tp in parts]}"
+                  + (" (lost: it is no longer a member, so nothing is committed)" if lost else ""))
+        self._assign_called = False
+        before = self._stored_offsets()
+        cb = self._on_lost if lost and self._on_lost is not None else self._on_revoke
+        if cb is not None:
+            cb(self, parts)
+        if self._config["enable.auto.commit"] and not lost and coord.generation_id >= 0:
+            # librdkafka commits the stored offsets of the partitions it gives up
+            self._commit_stored(sync=True, offsets={**before, **self._stored_offsets()})
+        if not self._assign_called:
+            self._assignment = {}
+            self._fetcher.clear_buffer()
+
+    def _handle_group(self) -> None:
+        coord = self._coordinator
+        if coord.fatal is not None:
+            err, coord.fatal = coord.fatal, None
+            raise KafkaException(err)
+        if not self._subscription or self._manual:
+            return
+        if coord.need_rejoin():
+            if coord.coordinator is None:
+                coord.ensure_coordinator()
+                return
+            self._revoke()
+            coord.start_join()
+        assignment = coord.take_assignment()
+        if assignment is not None:
+            parts = _tp_list(assignment)
+            self._say(f"{self.name} is assigned {[f'{tp.topic}-{tp.partition}' for tp in parts] or 'nothing'} "
+                      f"(group {coord.group_id!r} generation {coord.generation_id})")
+            self._assign_called = False
+            if self._on_assign is not None:
+                self._on_assign(self, parts)
+            if not self._assign_called:
+                self._set_assignment(parts)
+
+    def _update_positions(self) -> None:
+        waiting = [tp for tp, st in self._assignment.items() if st.awaiting_committed]
+        if waiting and not self._committing_fetch:
+            self._committing_fetch = True
+            gen = self._assignment
+
+            def done(err, offsets):
+                self._committing_fetch = False
+                if gen is not self._assignment:
+                    return
+                for tp in waiting:
+                    st = self._assignment.get(tp)
+                    if st is None or not st.awaiting_committed:
+                        continue
+                    st.awaiting_committed = False
+                    off = offsets.get(tp, (-1, ""))[0] if err is None else -1
+                    if off >= 0:
+                        st.position = st.committed = off
+                        self._kernel.narrate(f"{self.name} resumes {tp[0]}-{tp[1]} at its committed offset {off}")
+                    else:
+                        st.reset_strategy = self._reset_policy()
+                        self._kernel.narrate(f"{self.name}: no committed offset for {tp[0]}-{tp[1]} -> "
+                                             f"auto.offset.reset={self._config['auto.offset.reset']}")
+                self._fetcher.reset_offsets()
+                self._fetcher.send_fetches()
+            self._coordinator.fetch_committed(waiting, done)
+        self._fetcher.reset_offsets()
+
+    # ------------------------------------------------------------------ poll
+    def poll(self, timeout: Optional[float] = None) -> Optional[Message]:
+        """The next message, or None if none arrived within ``timeout`` simulated seconds."""
+        self._check_open()
+        ms = self._timeout_ms(timeout)
+        deadline = None if ms is None else self._kernel.now + ms
+        self._in_poll = True
+        try:
+            while True:
+                msg = self._poll_once()
+                if msg is not None:
+                    return msg
+                remaining = None if deadline is None else deadline - self._kernel.now
+                if remaining is not None and remaining <= 0:
+                    return None
+                self._changed = False
+                self._kernel.run_until(lambda: self._changed or self._node.crashed, timeout_ms=remaining)
+                self._check_open()
+        finally:
+            self._in_poll = False
+            self._last_poll = self._kernel.now
+
+    def _poll_once(self) -> Optional[Message]:
+        self._last_poll = self._kernel.now
+        self._serve_commit_reports()
+        self._handle_group()
+        self._update_positions()
+        msg = self._fetcher.next_message()
+        self._fetcher.send_fetches()
+        if msg is not None and msg.error() is None and self._config["enable.auto.offset.store"]:
+            st = self._assignment.get((msg.topic(), msg.partition()))
+            if st is not None:
+                st.stored_offset = msg.offset() + 1
+        return msg
+
+    def consume(self, num_messages: int = 1, timeout: float = -1) -> list[Message]:
+        """Up to ``num_messages`` messages, waiting at most ``timeout`` simulated seconds for them."""
+        self._check_open()
+        if not isinstance(num_messages, int) or not 0 <= num_messages <= 1_000_000:
+            raise ValueError("num_messages must be between 0 and 1000000 (1M)")
+        ms = self._timeout_ms(timeout)
+        deadline = None if ms is None else self._kernel.now + ms
+        out: list[Message] = []
+        while len(out) < num_messages:
+            remaining = None if deadline is None else max(0, deadline - self._kernel.now)
+            msg = self.poll(None if remaining is None else remaining / 1000)
+            if msg is None:
+                break
+            out.append(msg)
+        return out
+
+    # -------------------------------------------------------------- offsets
+    def position(self, partitions: list) -> list[TopicPartition]:
+        self._check_open()
+        out = []
+        for tp in partitions:
+            st = self._assignment.get((tp.topic, tp.partition))
+            pos = st.position if st is not None and st.position is not None else OFFSET_INVALID
+            out.append(TopicPartition(tp.topic, tp.partition, pos))
+        return out
+
+    def seek(self, partition: TopicPartition) -> None:
+        self._check_open()
+        key = (partition.topic, partition.partition)
+        st = self._assignment.get(key)
+        if st is None:
+            raise KafkaException(KafkaError(KafkaError._STATE,
+                                            f"seek: {partition.topic}-{partition.partition} is not assigned"))
+        self._note(f"{self.name} calls seek({partition.topic}-{partition.partition}, {partition.offset})")
+        self._fetcher.clear_buffer(key)
+        self._init_position(key, st, partition.offset if partition.offset != OFFSET_INVALID else OFFSET_STORED)
+        st.eof_at = None
+        self._changed = True
+
+    def store_offsets(self, message: Optional[Message] = None, offsets: Optional[list] = None) -> None:
+        self._check_open()
+        if self._config["enable.auto.offset.store"]:
+            raise KafkaException(KafkaError(KafkaError._INVALID_ARG,
+                                            "store_offsets() requires enable.auto.offset.store=false"))
+        if message is not None and offsets is not None:
+            raise ValueError("message and offsets are mutually exclusive")
+        items = [((message.topic(), message.partition()), message.offset() + 1)] if message is not None else \
+            [((tp.topic, tp.partition), tp.offset) for tp in offsets or []]
+        for key, off in items:
+            st = self._assignment.get(key)
+            if st is None:
+                raise KafkaException(KafkaError(KafkaError._STATE, f"{key[0]}-{key[1]} is not assigned"))
+            st.stored_offset = off
+
+    def _stored_offsets(self) -> dict:
+        return {tp: (st.stored_offset, "") for tp, st in self._assignment.items()
+                if st.stored_offset is not None and st.stored_offset != st.committed}
+
+    def commit(self, message: Optional[Message] = None, offsets: Optional[list] = None,
+               asynchronous: bool = True) -> Optional[list[TopicPartition]]:
+        """Commit the message's offset+1, the given offsets, or the stored offsets of the assignment."""
+        self._check_open()
+        self._require_group("commit")
+        if message is not None and offsets is not None:
+            raise ValueError("message and offsets are mutually exclusive")
+        if message is not None:
+            to_commit = {(message.topic(), message.partition()): (message.offset() + 1, "")}
+        elif offsets is not None:
+            to_commit = {(tp.topic, tp.partition): (tp.offset, tp.metadata or "") for tp in offsets}
+        else:
+            to_commit = self._stored_offsets()
+        if not to_commit:
+            raise KafkaException(KafkaError(KafkaError._NO_OFFSET, "Commit failed: Local: No offset stored"))
+        self._note(f"{self.name} calls commit({', '.join(f'{t}-{p}={o}' for (t, p), (o, _) in sorted(to_commit.items()))}"
+                   f"{', asynchronous=False' if not asynchronous else ''})")
+        box: dict = {}
+
+        def done(err, errors):
+            box["err"] = err
+            self._after_commit(to_commit, err, errors, report=asynchronous)
+        self._coordinator.commit(to_commit, done)
+        if asynchronous:
+            return None
+        if not self._wait(lambda: "err" in box, None):
+            self._check_open()
+        if box["err"] is not None:
+            raise KafkaException(box["err"])
+        return [TopicPartition(t, p, o) for (t, p), (o, _) in sorted(to_commit.items())]
+
+    def _after_commit(self, to_commit: dict, err, errors: dict, report: bool) -> None:
+        if err is None:
+            for tp, (off, _) in to_commit.items():
+                st = self._assignment.get(tp)
+                if st is not None:
+                    st.committed = off
+            self._kernel.narrate(f"{self.name}: commit acknowledged: "
+                                 + ", ".join(f"{t}-{p}={o}" for (t, p), (o, _) in sorted(to_commit.items())))
+        else:
+            self._kernel.narrate(f"{self.name}: commit failed: {err.name()}")
+        if report and self._config["on_commit"] is not None:
+            parts = []
+            for (t, p), (o, _) in sorted(to_commit.items()):
+                tp = TopicPartition(t, p, o)
+                e = errors.get((t, p))
+                if e is not None and e != Errors.NONE:
+                    tp.error = KafkaError(e)
+                parts.append(tp)
+            self._commit_reports.append((err, parts))
+
+    def _serve_commit_reports(self) -> None:
+        while self._commit_reports:
+            err, parts = self._commit_reports.pop(0)
+            self._config["on_commit"](err, parts)
+
+    def _commit_stored(self, sync: bool, offsets: Optional[dict] = None) -> None:
+        offsets = self._stored_offsets() if offsets is None else offsets
+        if not offsets or not self._config["group.id"]:
+            return
+        if self._committing and not sync:
+            return
+        box: dict = {}
+        self._committing = True
+
+        def done(err, errors):
+            self._committing = False
+            box["err"] = err
+            self._after_commit(offsets, err, errors, report=True)
+        self._coordinator.commit(offsets, done)
+        if sync:
+            self._wait(lambda: "err" in box, self._config["request.timeout.ms"])
+
+    def _start_auto_commit(self) -> None:
+        if not self._config["enable.auto.commit"] or not self._config["group.id"] or self._auto_commit_timer:
+            return
+
+        def tick():
+            self._auto_commit_timer = None
+            if self._closed or self._node.crashed:
+                return
+            if self._assignment and (self._manual or self._coordinator.in_group):
+                if self._stored_offsets():
+                    self._kernel.narrate(f"{self.name}: auto-commit (every auto.commit.interval.ms="
+                                         f"{self._config['auto.commit.interval.ms']})")
+                    self._commit_stored(sync=False)
+            self._start_auto_commit()
+        self._auto_commit_timer = self._node.set_timer(self._config["auto.commit.interval.ms"], "auto-commit",
+                                                       tick, background=True)
+
+    def committed(self, partitions: list, timeout: Optional[float] = None) -> list[TopicPartition]:
+        """The group's committed offsets (OffsetFetch with RequireStable: waits out open transactions)."""
+        self._check_open()
+        self._require_group("committed")
+        tps = [(tp.topic, tp.partition) for tp in partitions]
+        box: dict = {}
+
+        def done(err, offsets):
+            box["err"], box["offsets"] = err, offsets
+        self._coordinator.fetch_committed(tps, done)
+        if not self._wait(lambda: "err" in box, self._timeout_ms(timeout)):
+            self._check_open()
+            raise KafkaException(KafkaError(KafkaError._TIMED_OUT, "committed() timed out"))
+        if box["err"] is not None:
+            raise KafkaException(box["err"])
+        out = []
+        for t, p in tps:
+            off, meta = box["offsets"].get((t, p), (-1, ""))
+            out.append(TopicPartition(t, p, off if off >= 0 else OFFSET_INVALID, meta or None))
+        return out
+
+    def get_watermark_offsets(self, partition: TopicPartition, timeout: Optional[float] = None,
+                              cached: bool = False) -> Optional[tuple]:
+        """(low, high): the log start offset, and the LSO (read_committed) or HW (read_uncommitted)."""
+        self._check_open()
+        key = (partition.topic, partition.partition)
+        if cached:
+            st = self._assignment.get(key)
+            if st is None:
+                return (OFFSET_INVALID, OFFSET_INVALID)
+            high = st.last_stable_offset if self._fetcher.read_committed else st.high_watermark
+            return (st.log_start_offset, high)
+        box: dict = {}
+
+        def ask(name, ts):
+            def go():
+                self._fetcher.list_offsets(key, ts, lambda e, off: box.__setitem__(name, (e, off)))
+            if self._node.leader_for(key) is None:
+                self._node.request_metadata((key[0],), then=go)
+            else:
+                go()
+        ask("low", LIST_EARLIEST)
+        ask("high", LIST_LATEST)
+        if not self._wait(lambda: "low" in box and "high" in box, self._timeout_ms(timeout)):
+            self._check_open()
+            return None
+        for name in ("low", "high"):
+            e, _ = box[name]
+            if e != Errors.NONE:
+                raise KafkaException(KafkaError(e, f"get_watermark_offsets: {Errors(e).name}"))
+        return (box["low"][1], box["high"][1])
+
+    def consumer_group_metadata(self) -> ConsumerGroupMetadata:
+        self._check_open()
+        self._require_group("consumer_group_metadata")
+        c = self._coordinator
+        return ConsumerGroupMetadata(self._config["group.id"], c.generation_id, c.member_id, c.group_instance_id)
+
+    def memberid(self) -> Optional[str]:
+        self._check_open()
+        return self._coordinator.member_id or None
+
+    def list_topics(self, topic: Optional[str] = None, timeout: float = -1):
+        self._check_open()
+        from .admin import cluster_metadata
+        return cluster_metadata(self._node, self._kernel, topic)
+
+    # ---------------------------------------------------------------- close
+    def close(self) -> None:
+        """Revoke (committing stored offsets if enable.auto.commit), leave the group, stop."""
+        if self._closed:
+            return
+        self._note(f"{self.name} calls close()")
+        if self._node.crashed:
+            self._closed = True
+            return
+        coord = self._coordinator
+        if self._subscription and not self._manual:
+            self._revoke()
+            if coord.member_id:
+                box: dict = {}
+                coord.leave_group("close()", then=lambda: box.__setitem__("done", True))
+                self._wait(lambda: "done" in box, self._config["request.timeout.ms"])
+        elif self._assignment and self._config["enable.auto.commit"]:
+            self._commit_stored(sync=True)
+        coord.rejoin_needed = False
+        coord.stop_heartbeats()
+        self._node.cancel_timer(self._auto_commit_timer)
+        self._assignment = {}
+        self._fetcher.clear_buffer()
+        self._closed = True
+
+    def __enter__(self) -> "Consumer":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
+__all__ = ["Consumer", "ConsumerGroupMetadata", "MemberState"]

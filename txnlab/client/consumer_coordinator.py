@@ -1,0 +1,392 @@
+"""The consumer's side of the group protocol (Kafka's ``ConsumerCoordinator`` / ``AbstractCoordinator``).
+
+Owns finding the group coordinator (FindCoordinator, key type 0), the member
+id and generation, JoinGroup / SyncGroup (the leader runs the assignor on the
+client), heartbeats every ``heartbeat.interval.ms`` with the reaction to each
+answer, leaving the group (LeaveGroup, or when ``max.poll.interval.ms``
+passes without a poll), and the offset requests that go to the coordinator:
+OffsetCommit and OffsetFetch (always with RequireStable, retrying
+UNSTABLE_OFFSET_COMMIT).  Application callbacks never run here: the consumer
+runs them inside ``poll()``.
+"""
+from __future__ import annotations
+
+from enum import Enum
+from typing import Callable, Optional
+
+from ..errors import KafkaError
+from ..protocol import messages as m
+from ..protocol.errors import Errors
+from .assignors import ASSIGNORS
+
+PROTOCOL_TYPE = "consumer"
+COORDINATOR_ERRORS = {Errors.NOT_COORDINATOR, Errors.COORDINATOR_NOT_AVAILABLE, Errors.NETWORK_EXCEPTION,
+                      Errors.REQUEST_TIMED_OUT}
+
+
+class MemberState(Enum):
+    UNJOINED = "UNJOINED"
+    JOINING = "JOINING"          # JoinGroup sent
+    SYNCING = "SYNCING"          # SyncGroup sent
+    STABLE = "STABLE"            # assignment received
+
+
+class ConsumerCoordinator:
+    def __init__(self, consumer) -> None:
+        self.c = consumer
+        self.node = consumer._node
+        self.kernel = consumer._kernel
+        self.cfg = consumer._config
+        self.group_id: Optional[str] = self.cfg["group.id"]
+        self.group_instance_id: Optional[str] = self.cfg["group.instance.id"]
+        self.strategy = self.cfg["partition.assignment.strategy"]
+        self.coordinator: Optional[str] = None
+        self.finding = False
+        self._find_not_before = 0
+        self.member_id = ""
+        self.generation_id = -1
+        self.protocol: Optional[str] = None
+        self.leader_id = ""
+        self.state = MemberState.UNJOINED
+        self.rejoin_needed = True
+        self.lost = False                       # membership was lost: revoke without committing
+        self.pending_assignment: Optional[tuple] = None
+        self.join_not_before = 0
+        self.fatal: Optional[KafkaError] = None
+        self._heartbeat_timer = None
+        self._heartbeat_in_flight = False
+        self._coordinator_waiters: list[Callable[[], None]] = []
+
+    def narrate(self, text: str) -> None:
+        self.kernel.narrate(text)
+
+    def _changed(self) -> None:
+        self.c._changed = True
+
+    # --------------------------------------------------------- coordinator
+    def ensure_coordinator(self, then: Optional[Callable[[], None]] = None) -> None:
+        """Find the coordinator if unknown; ``then()`` runs once it is known."""
+        if self.coordinator is not None:
+            if then is not None:
+                then()
+            return
+        if then is not None:
+            self._coordinator_waiters.append(then)
+        if self.finding or self.node.crashed or self.kernel.now < self._find_not_before:
+            return
+        self.finding = True
+
+        def found(node, err):
+            self.finding = False
+            self._changed()
+            if err is not None:
+                self.narrate(f"{self.c.name}: FindCoordinator for group {self.group_id!r} failed ({err.name}); "
+                             f"retrying after retry.backoff.ms")
+                self._find_not_before = self.kernel.now + self.cfg["retry.backoff.ms"]
+                self.node.set_timer(self.cfg["retry.backoff.ms"], "FindCoordinator retry backoff",
+                                    lambda: self.ensure_coordinator())
+                return
+            self.coordinator = node
+            self.narrate(f"{self.c.name}: the coordinator of group {self.group_id!r} is {node}")
+            waiters, self._coordinator_waiters = self._coordinator_waiters, []
+            for w in waiters:
+                w()
+        self.node.find_coordinator(self.group_id, m.COORDINATOR_GROUP, found)
+
+    def coordinator_dead(self, why: str) -> None:
+        if self.coordinator is not None:
+            self.narrate(f"{self.c.name}: forgets coordinator {self.coordinator} ({why}) and will look it up again")
+        self.coordinator = None
+
+    # ----------------------------------------------------------------- join
+    @property
+    def in_group(self) -> bool:
+        return self.state == MemberState.STABLE and self.generation_id >= 0
+
+    def need_rejoin(self) -> bool:
+        return self.rejoin_needed and self.state in (MemberState.UNJOINED, MemberState.STABLE)
+
+    def request_rejoin(self, why: str, lost: bool = False) -> None:
+        if not self.rejoin_needed:
+            self.narrate(f"{self.c.name} must rejoin group {self.group_id!r}: {why}")
+        self.rejoin_needed = True
+        self.lost = self.lost or lost
+        self._changed()
+
+    def start_join(self) -> None:
+        """Send JoinGroup (the caller already revoked the old assignment)."""
+        if self.fatal is not None or self.node.crashed or self.kernel.now < self.join_not_before:
+            return
+        if self.coordinator is None:
+            self.ensure_coordinator()
+            return
+        self.stop_heartbeats()
+        self.state = MemberState.JOINING
+        self.rejoin_needed = False
+        self.lost = False
+        topics = tuple(sorted(self.c._subscription))
+        req = m.JoinGroupRequest(self.group_id, self.cfg["session.timeout.ms"], self.cfg["max.poll.interval.ms"],
+                                 self.member_id, self.group_instance_id, PROTOCOL_TYPE, ((self.strategy, topics),))
+        self.node.send_request(self.coordinator, req, self._on_join_response,
+                               timeout_ms=max(self.cfg["request.timeout.ms"], self.cfg["max.poll.interval.ms"] + 5_000))
+
+    def _retry_join(self, why: str, backoff: bool = True) -> None:
+        self.state = MemberState.UNJOINED
+        self.rejoin_needed = True
+        if backoff:
+            delay = self.cfg["retry.backoff.ms"]
+            self.join_not_before = self.kernel.now + delay
+            self.node.set_timer(delay, "JoinGroup retry backoff", self._changed)
+        self.narrate(f"{self.c.name}: {why}; it will send JoinGroup again")
+        self._changed()
+
+    def _on_join_response(self, resp, err) -> None:
+        self._changed()
+        if err is not None:
+            self.coordinator_dead(f"JoinGroup failed with {err.name}")
+            self._retry_join(f"JoinGroup got no answer ({err.name})")
+            return
+        e = Errors(resp.error)
+        if e == Errors.NONE:
+            self.member_id = resp.member_id
+            self.generation_id = resp.generation_id
+            self.protocol = resp.protocol_name
+            self.leader_id = resp.leader
+            if resp.leader == resp.member_id:
+                self.narrate(f"{self.c.name} is the leader of group {self.group_id!r} generation "
+                             f"{resp.generation_id}: it computes the {resp.protocol_name} assignment")
+                self._assign_as_leader(resp)
+            else:
+                self._send_sync(())
+            self.start_heartbeats()
+            return
+        if e == Errors.MEMBER_ID_REQUIRED:
+            self.member_id = resp.member_id
+            self.state = MemberState.UNJOINED
+            self.rejoin_needed = True
+            self.start_join()
+            return
+        if e == Errors.UNKNOWN_MEMBER_ID:
+            self.member_id = ""
+            self.generation_id = -1
+            self._retry_join("the coordinator does not know its member id (UNKNOWN_MEMBER_ID)", backoff=False)
+        elif e in COORDINATOR_ERRORS:
+            self.coordinator_dead(f"JoinGroup -> {e.name}")
+            self._retry_join(f"JoinGroup -> {e.name}")
+        elif e in (Errors.COORDINATOR_LOAD_IN_PROGRESS, Errors.REBALANCE_IN_PROGRESS):
+            self._retry_join(f"JoinGroup -> {e.name}")
+        else:
+            self._set_fatal(e, "JoinGroup")
+
+    def _set_fatal(self, e: Errors, where: str) -> None:
+        self.state = MemberState.UNJOINED
+        self.stop_heartbeats()
+        self.fatal = KafkaError(e, f"{where}: {e.description}", fatal=e == Errors.FENCED_INSTANCE_ID)
+        self.narrate(f"{self.c.name}: {where} failed with {e.name}; the consumer reports it from poll()")
+
+    def _assign_as_leader(self, resp) -> None:
+        subscriptions = {mid: tuple(meta) for mid, _, meta in resp.members}
+        topics = sorted({t for ts in subscriptions.values() for t in ts})
+        generation = resp.generation_id
+
+        def ready():
+            if self.generation_id != generation or self.state != MemberState.JOINING:
+                return
+            counts = {t: self.node.num_partitions(t) for t in topics if self.node.num_partitions(t)}
+            plan = ASSIGNORS.get(resp.protocol_name, ASSIGNORS["range"])(subscriptions, counts)
+            self.narrate(f"{self.c.name} ({resp.protocol_name} assignor) assigns "
+                         + "; ".join(f"{mid}: {m._tps(tps) or 'nothing'}" for mid, tps in plan.items()))
+            self._send_sync(tuple((mid, tuple(tps)) for mid, tps in plan.items()))
+        self.node.request_metadata(tuple(topics), then=ready)
+
+    def _send_sync(self, assignments: tuple) -> None:
+        self.state = MemberState.SYNCING
+        req = m.SyncGroupRequest(self.group_id, self.generation_id, self.member_id, self.group_instance_id,
+                                 assignments)
+        self.node.send_request(self.coordinator, req, self._on_sync_response,
+                               timeout_ms=max(self.cfg["request.timeout.ms"], self.cfg["max.poll.interval.ms"] + 5_000))
+
+    def _on_sync_response(self, resp, err) -> None:
+        self._changed()
+        if self.state != MemberState.SYNCING:
+            return
+        if err is not None:
+            self.coordinator_dead(f"SyncGroup failed with {err.name}")
+            self._retry_join(f"SyncGroup got no answer ({err.name})")
+            return
+        e = Errors(resp.error)
+        if e == Errors.NONE:
+            self.state = MemberState.STABLE
+            self.pending_assignment = tuple(resp.assignment)
+            return
+        if e == Errors.UNKNOWN_MEMBER_ID:
+            self.member_id, self.generation_id = "", -1
+        elif e == Errors.ILLEGAL_GENERATION:
+            self.generation_id = -1
+        elif e in COORDINATOR_ERRORS:
+            self.coordinator_dead(f"SyncGroup -> {e.name}")
+        elif e not in (Errors.REBALANCE_IN_PROGRESS, Errors.COORDINATOR_LOAD_IN_PROGRESS):
+            self._set_fatal(e, "SyncGroup")
+            return
+        self._retry_join(f"SyncGroup -> {e.name}", backoff=e != Errors.REBALANCE_IN_PROGRESS)
+
+    def take_assignment(self) -> Optional[tuple]:
+        a, self.pending_assignment = self.pending_assignment, None
+        return a
+
+    # ------------------------------------------------------------ heartbeats
+    def start_heartbeats(self) -> None:
+        self.stop_heartbeats()
+        self._heartbeat_timer = self.node.set_timer(self.cfg["heartbeat.interval.ms"], "Heartbeat", self._heartbeat_tick,
+                                                    background=True)
+
+    def stop_heartbeats(self) -> None:
+        self.node.cancel_timer(self._heartbeat_timer)
+        self._heartbeat_timer = None
+
+    def _heartbeat_tick(self) -> None:
+        self._heartbeat_timer = None
+        if self.c._closed or self.node.crashed or self.generation_id < 0 or not self.member_id:
+            return
+        if self.c._poll_interval_exceeded():
+            self.kernel.current.background = False
+            gap = self.kernel.now - self.c._last_poll
+            self.narrate(f"{self.c.name} has not called poll() for {gap} ms, more than max.poll.interval.ms="
+                         f"{self.cfg['max.poll.interval.ms']}: it leaves group {self.group_id!r} so the others can "
+                         f"take over its partitions")
+            self.leave_group("max.poll.interval.ms exceeded")
+            return
+        self.start_heartbeats()
+        if self.coordinator is None:
+            self.ensure_coordinator()
+            return
+        if self._heartbeat_in_flight or self.state not in (MemberState.SYNCING, MemberState.STABLE):
+            return
+        self._heartbeat_in_flight = True
+        req = m.HeartbeatRequest(self.group_id, self.generation_id, self.member_id, self.group_instance_id)
+        self.node.send_request(self.coordinator, req, self._on_heartbeat_response,
+                               timeout_ms=self.cfg["request.timeout.ms"], background=True)
+
+    def _on_heartbeat_response(self, resp, err) -> None:
+        self._heartbeat_in_flight = False
+        if self.c._closed or self.node.crashed:
+            return
+        if err is not None:
+            self.coordinator_dead(f"Heartbeat failed with {err.name}")
+            return
+        e = Errors(resp.error)
+        if e == Errors.NONE:
+            return
+        if e == Errors.REBALANCE_IN_PROGRESS:
+            self.request_rejoin("the group is rebalancing (Heartbeat -> REBALANCE_IN_PROGRESS)")
+        elif e == Errors.ILLEGAL_GENERATION:
+            self.generation_id = -1
+            self.stop_heartbeats()
+            self.request_rejoin(f"its generation is over (Heartbeat -> ILLEGAL_GENERATION); its partitions "
+                                f"are lost", lost=True)
+        elif e == Errors.UNKNOWN_MEMBER_ID:
+            self.member_id, self.generation_id = "", -1
+            self.stop_heartbeats()
+            self.request_rejoin(f"the coordinator removed it from the group (Heartbeat -> UNKNOWN_MEMBER_ID); "
+                                f"its partitions are lost", lost=True)
+        elif e in COORDINATOR_ERRORS or e == Errors.COORDINATOR_LOAD_IN_PROGRESS:
+            if e != Errors.COORDINATOR_LOAD_IN_PROGRESS:
+                self.coordinator_dead(f"Heartbeat -> {e.name}")
+        else:
+            self._set_fatal(e, "Heartbeat")
+            self._changed()
+
+    # ---------------------------------------------------------------- leave
+    def leave_group(self, why: str, then: Optional[Callable[[], None]] = None) -> None:
+        """LeaveGroup (static members do not send it: their session timeout decides)."""
+        self.stop_heartbeats()
+        member = self.member_id
+        self.member_id, self.generation_id = "", -1
+        self.state = MemberState.UNJOINED
+        self.rejoin_needed = True
+        self.lost = True
+        self._changed()
+        if not member or self.coordinator is None or self.group_instance_id is not None:
+            if then is not None:
+                then()
+            return
+
+        def done(resp, err):
+            self._changed()
+            if then is not None:
+                then()
+        self.node.send_request(self.coordinator, m.LeaveGroupRequest(self.group_id, member), done,
+                               timeout_ms=self.cfg["request.timeout.ms"])
+
+    # --------------------------------------------------------------- offsets
+    def commit(self, offsets: dict, done: Callable[[Optional[KafkaError], dict], None], attempts: int = 5) -> None:
+        """OffsetCommit of {tp: (offset, metadata)}; done(error, {tp: error}) in the event loop."""
+        def send():
+            generation, member = (self.generation_id, self.member_id) if self.generation_id >= 0 else (-1, "")
+            req = m.OffsetCommitRequest(self.group_id, generation, member, self.group_instance_id, dict(offsets))
+            self.node.send_request(self.coordinator, req, on_resp, timeout_ms=self.cfg["request.timeout.ms"])
+
+        def on_resp(resp, err):
+            self._changed()
+            errors = {tp: Errors(e) for tp, e in (resp.errors.items() if resp else ())}
+            bad = err if err is not None else next((e for e in errors.values() if e != Errors.NONE), None)
+            if bad is None:
+                done(None, errors)
+                return
+            if (bad in COORDINATOR_ERRORS or bad == Errors.COORDINATOR_LOAD_IN_PROGRESS) and attempts > 1:
+                if bad != Errors.COORDINATOR_LOAD_IN_PROGRESS:
+                    self.coordinator_dead(f"OffsetCommit -> {bad.name}")
+                self.node.set_timer(self.cfg["retry.backoff.ms"], "OffsetCommit retry backoff",
+                                    lambda: self.commit(offsets, done, attempts - 1))
+                return
+            if bad == Errors.UNKNOWN_MEMBER_ID:
+                self.member_id, self.generation_id = "", -1
+                self.request_rejoin("OffsetCommit -> UNKNOWN_MEMBER_ID", lost=True)
+            elif bad == Errors.ILLEGAL_GENERATION:
+                self.generation_id = -1
+                self.request_rejoin("OffsetCommit -> ILLEGAL_GENERATION", lost=True)
+            elif bad == Errors.REBALANCE_IN_PROGRESS:
+                self.request_rejoin("OffsetCommit -> REBALANCE_IN_PROGRESS")
+            done(KafkaError(bad, f"Commit failed: {Errors(bad).description}"), errors)
+        self.ensure_coordinator(send)
+
+    def fetch_committed(self, tps: list, done: Callable[[Optional[KafkaError], dict], None]) -> None:
+        """OffsetFetch(require_stable=True); retries UNSTABLE_OFFSET_COMMIT and coordinator errors until
+        ``done(error, {tp: (offset, metadata)})`` can be called with stable offsets."""
+        def send():
+            req = m.OffsetFetchRequest(self.group_id, tuple(sorted(tps)), require_stable=True)
+            self.node.send_request(self.coordinator, req, on_resp, timeout_ms=self.cfg["request.timeout.ms"])
+
+        def retry(why: str, refind: bool) -> None:
+            if refind:
+                self.coordinator_dead(why)
+            self.node.set_timer(self.cfg["retry.backoff.ms"], "OffsetFetch retry backoff",
+                                lambda: self.fetch_committed(tps, done))
+
+        def on_resp(resp, err):
+            self._changed()
+            if self.c._closed or self.node.crashed:
+                return
+            if err is not None:
+                retry(f"OffsetFetch failed with {err.name}", True)
+                return
+            e = Errors(resp.error)
+            if e in COORDINATOR_ERRORS or e == Errors.COORDINATOR_LOAD_IN_PROGRESS:
+                retry(f"OffsetFetch -> {e.name}", e != Errors.COORDINATOR_LOAD_IN_PROGRESS)
+                return
+            if e != Errors.NONE:
+                done(KafkaError(e, f"OffsetFetch: {e.description}"), {})
+                return
+            unstable = sorted(tp for tp, (_, _, pe) in resp.offsets.items() if pe == Errors.UNSTABLE_OFFSET_COMMIT)
+            if unstable:
+                self.narrate(f"{self.c.name}: OffsetFetch -> UNSTABLE_OFFSET_COMMIT for {m._tps(unstable)}: a "
+                             f"transaction holding offsets for them has no marker yet; asking again after "
+                             f"retry.backoff.ms={self.cfg['retry.backoff.ms']}")
+                retry("", False)
+                return
+            other = next((Errors(pe) for _, _, pe in resp.offsets.values() if pe != Errors.NONE), None)
+            if other is not None:
+                done(KafkaError(other, f"OffsetFetch: {other.description}"), {})
+                return
+            done(None, {tp: (off, meta) for tp, (off, meta, _) in resp.offsets.items()})
+        self.ensure_coordinator(send)

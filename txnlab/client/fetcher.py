@@ -1,0 +1,398 @@
+"""The consumer's ``Fetcher`` and ``CompletedFetch`` (Kafka's consumer internals, KAFKA-EOS §4).
+
+Owns the per-partition fetch state (position, stored offset, last seen HW /
+LSO / log start, a pending offset reset), one Fetch request per leader broker
+with the consumer's ``isolation.level`` and long-poll ``fetch.wait.max.ms``,
+the fetch buffer, read_committed filtering of aborted transactions exactly as
+``CompletedFetch.nextFetchedRecord`` does it, offset resets with ListOffsets
+(``auto.offset.reset``), and the reaction to fetch errors (metadata refresh
+and retry, OFFSET_OUT_OF_RANGE -> reset).
+"""
+from __future__ import annotations
+
+import heapq
+from collections import deque
+from typing import Callable, Optional
+
+from ..errors import KafkaError
+from ..protocol import messages as m
+from ..protocol.errors import Errors
+from ..protocol.record_batch import ControlRecordType
+from .message import OFFSET_INVALID, TIMESTAMP_CREATE_TIME, TIMESTAMP_LOG_APPEND_TIME, Message
+
+LIST_EARLIEST = -2
+LIST_LATEST = -1
+REFRESH_METADATA = {Errors.NOT_LEADER_OR_FOLLOWER, Errors.FENCED_LEADER_EPOCH, Errors.UNKNOWN_LEADER_EPOCH,
+                    Errors.UNKNOWN_TOPIC_OR_PARTITION, Errors.LEADER_NOT_AVAILABLE,
+                    Errors.NETWORK_EXCEPTION, Errors.REQUEST_TIMED_OUT, Errors.KAFKA_STORAGE_ERROR}
+
+
+class CompletedFetch:
+    """The batches one Fetch returned for one partition, drained record by record.
+
+    ``next_record()`` is Kafka's ``nextFetchedRecord``: for read_committed it keeps a
+    min-heap of the aborted transactions (by first offset) and a set of aborted
+    producer ids; a batch with a producer id first moves every aborted transaction
+    that starts at or before its last offset from the heap to the set; an ABORT
+    marker takes its producer id out of the set (that aborted span ends); a
+    transactional batch of a producer in the set is skipped whole.  Control
+    records are never returned.  ``next_fetch_offset`` is where the consumer's
+    position goes: past returned records, skipped batches and markers.
+    """
+
+    def __init__(self, tp: tuple, fetch_offset: int, batches, aborted_transactions, read_committed: bool) -> None:
+        self.tp = tp
+        self.fetch_offset = fetch_offset
+        self.next_fetch_offset = fetch_offset
+        self.read_committed = read_committed
+        self._batches = deque(batches)
+        self._batch = None
+        self._records: Optional[deque] = None
+        self._aborted: list = []
+        if read_committed and aborted_transactions:
+            self._aborted = [(first, pid) for pid, first in aborted_transactions]
+            heapq.heapify(self._aborted)
+        self.aborted_pids: set = set()
+        self.skipped: list = []            # (base offset, last offset, why) for narration
+        self.drained = False
+
+    def _consume_aborted_up_to(self, offset: int) -> None:
+        heap = self._aborted
+        while heap and heap[0][0] <= offset:
+            _, pid = heapq.heappop(heap)
+            self.aborted_pids.add(pid)
+
+    def _next_batch(self) -> bool:
+        """Move to the next batch that has records to return; False at the end of the data."""
+        while True:
+            if not self._batches:
+                if self._batch is not None:
+                    # v2 batches keep their last offset even if compaction removed records
+                    self.next_fetch_offset = max(self.next_fetch_offset, self._batch.next_offset)
+                self.drained = True
+                self._records = None
+                return False
+            batch = self._batches.popleft()
+            self._batch = batch
+            if self.read_committed and batch.producer_id >= 0:
+                self._consume_aborted_up_to(batch.last_offset)
+                if batch.is_control and batch.control_type == ControlRecordType.ABORT:
+                    self.aborted_pids.discard(batch.producer_id)
+                elif batch.is_transactional and batch.producer_id in self.aborted_pids:
+                    self.skipped.append((batch.base_offset, batch.last_offset,
+                                         f"aborted transaction of producer {batch.producer_id}"))
+                    self.next_fetch_offset = max(self.next_fetch_offset, batch.next_offset)
+                    continue
+            if batch.is_control:
+                ctype = batch.control_type
+                self.skipped.append((batch.base_offset, batch.last_offset,
+                                     f"{ctype.name if ctype is not None else 'control'} marker"))
+                self.next_fetch_offset = max(self.next_fetch_offset, batch.next_offset)
+                continue
+            self._records = deque(enumerate(batch.records))
+            return True
+
+    def next_record(self):
+        """(offset, Record, batch) of the next record to return, or None when drained."""
+        if self.drained:
+            return None
+        while True:
+            if not self._records:
+                if not self._next_batch():
+                    return None
+            i, record = self._records.popleft()
+            offset = self._batch.base_offset + i
+            if offset >= self.next_fetch_offset:       # a fetch returns whole batches: skip what we had
+                self.next_fetch_offset = offset + 1
+                return offset, record, self._batch
+
+
+class PartitionState:
+    """What the consumer knows about one assigned partition (Kafka's ``TopicPartitionState``)."""
+
+    __slots__ = ("position", "reset_strategy", "awaiting_committed", "stored_offset", "committed",
+                 "high_watermark", "last_stable_offset", "log_start_offset", "paused", "eof_at",
+                 "retry_at")
+
+    def __init__(self) -> None:
+        self.position: Optional[int] = None
+        self.reset_strategy: Optional[str] = None       # "earliest" / "latest" while a reset is due
+        self.awaiting_committed = False
+        self.stored_offset: Optional[int] = None        # librdkafka's stored offset (what commit() sends)
+        self.committed: Optional[int] = None
+        self.high_watermark = OFFSET_INVALID
+        self.last_stable_offset = OFFSET_INVALID
+        self.log_start_offset = OFFSET_INVALID
+        self.paused = False
+        self.eof_at: Optional[int] = None
+        self.retry_at = 0
+
+    @property
+    def has_position(self) -> bool:
+        return self.position is not None
+
+
+class Fetcher:
+    def __init__(self, consumer) -> None:
+        self.c = consumer
+        self.node = consumer._node
+        self.kernel = consumer._kernel
+        self.cfg = consumer._config
+        self.read_committed = self.cfg["isolation.level"] == "read_committed"
+        self.isolation = m.READ_COMMITTED if self.read_committed else m.READ_UNCOMMITTED
+        self.buffer: deque[CompletedFetch] = deque()
+        self.events: deque = deque()                   # error/EOF messages for poll()
+        self.in_flight: set = set()                    # broker nodes with a Fetch outstanding
+        self.resetting: set = set()                    # tps with a ListOffsets outstanding
+        self._retry_timer = None
+
+    @property
+    def states(self) -> dict:
+        return self.c._assignment
+
+    def narrate(self, text: str) -> None:
+        self.kernel.narrate(text)
+
+    # ------------------------------------------------------------- buffer
+    def clear_buffer(self, tp: Optional[tuple] = None) -> None:
+        if tp is None:
+            self.buffer.clear()
+        else:
+            self.buffer = deque(cf for cf in self.buffer if cf.tp != tp)
+
+    def has_buffered(self, tp: tuple) -> bool:
+        return any(cf.tp == tp for cf in self.buffer)
+
+    def next_message(self) -> Optional[Message]:
+        """The next record for the application, moving positions past whatever was skipped."""
+        if self.events:
+            return self.events.popleft()
+        for cf in list(self.buffer):
+            st = self.states.get(cf.tp)
+            if st is None or st.position != cf.next_fetch_offset:
+                self.buffer.remove(cf)          # unassigned or seeked since: stale data
+                continue
+            if st.paused:
+                continue
+            got = cf.next_record()
+            self._note_skipped(cf)
+            if got is None:
+                self.buffer.remove(cf)
+                st.position = cf.next_fetch_offset
+                continue
+            offset, record, batch = got
+            st.position = cf.next_fetch_offset
+            if batch.log_append_time >= 0:
+                ts = (TIMESTAMP_LOG_APPEND_TIME, batch.log_append_time)
+            else:
+                ts = (TIMESTAMP_CREATE_TIME, record.timestamp)
+            return Message(cf.tp[0], cf.tp[1], offset, record.key, record.value,
+                           list(record.headers) if record.headers else None, ts)
+        return None
+
+    def _note_skipped(self, cf: CompletedFetch) -> None:
+        if not cf.skipped:
+            return
+        for base, last, why in cf.skipped:
+            span = f"offset {base}" if base == last else f"offsets {base}..{last}"
+            self.c._say(f"{self.c.name} skips {span} of {cf.tp[0]}-{cf.tp[1]} ({why}); its position moves past it")
+        cf.skipped = []
+
+    # -------------------------------------------------------------- fetches
+    def fetchable(self, tp: tuple, st: PartitionState) -> bool:
+        return st.has_position and not st.paused and not self.has_buffered(tp) \
+            and st.retry_at <= self.kernel.now
+
+    def send_fetches(self) -> None:
+        if self.c._closed or self.node.crashed:
+            return
+        by_node: dict = {}
+        need_metadata = False
+        for tp, st in self.states.items():
+            if not self.fetchable(tp, st):
+                continue
+            leader = self.node.leader_for(tp)
+            if leader is None:
+                need_metadata = True
+                continue
+            if leader in self.in_flight:
+                continue
+            by_node.setdefault(leader, {})[tp] = m.FetchPartition(
+                st.position, self.cfg["max.partition.fetch.bytes"], self.node.leader_epoch_for(tp))
+        if need_metadata:
+            self.node.request_metadata(tuple(sorted({t for t, _ in self.states})), then=self._metadata_ready)
+        for leader, parts in sorted(by_node.items()):
+            req = m.FetchRequest(m.CONSUMER_REPLICA_ID, self.cfg["fetch.wait.max.ms"], 1, self.isolation, parts)
+            self.in_flight.add(leader)
+            self.node.send_request(leader, req, self._on_fetch_response(leader, req),
+                                   timeout_ms=self.cfg["request.timeout.ms"] + self.cfg["fetch.wait.max.ms"],
+                                   background=True)
+
+    def _metadata_ready(self) -> None:
+        self.c._changed = True
+        self.send_fetches()
+
+    def _on_fetch_response(self, leader: str, req) -> Callable:
+        def cb(resp, err):
+            self.in_flight.discard(leader)
+            if self.c._closed or self.node.crashed:
+                return
+            if err is not None:
+                self.narrate(f"{self.c.name}: Fetch to {leader} failed ({err.name}); refreshing metadata and "
+                             f"retrying after retry.backoff.ms")
+                self._backoff(req.partitions)
+                self.node.request_metadata(tuple(sorted({t for t, _ in req.partitions})))
+                return
+            retry = []
+            for tp, data in sorted(resp.partitions.items()):
+                if self._handle_partition(tp, req.partitions[tp].fetch_offset, data):
+                    retry.append(tp)
+            if retry:
+                self._backoff(retry)
+                self.node.request_metadata(tuple(sorted({t for t, _ in retry})))
+            self.send_fetches()
+        return cb
+
+    def _backoff(self, tps) -> None:
+        at = self.kernel.now + self.cfg["retry.backoff.ms"]
+        for tp in tps:
+            st = self.states.get(tp)
+            if st is not None:
+                st.retry_at = at
+        self.c._changed = True
+        if self._retry_timer is None or self._retry_timer.cancelled:
+            def fire():
+                self._retry_timer = None
+                self.send_fetches()
+            self._retry_timer = self.node.set_timer(self.cfg["retry.backoff.ms"], "fetch retry backoff", fire,
+                                                    background=True)
+
+    def _handle_partition(self, tp: tuple, fetch_offset: int, data) -> bool:
+        """Apply one partition's fetch result; True if it must be retried after a metadata refresh."""
+        st = self.states.get(tp)
+        if st is None or st.position != fetch_offset:
+            return False          # unassigned or seeked while the fetch was out: discard
+        err = Errors(data.error)
+        if err == Errors.NONE:
+            st.high_watermark = data.high_watermark
+            st.last_stable_offset = data.last_stable_offset
+            st.log_start_offset = data.log_start_offset
+            if data.records:
+                self.buffer.append(CompletedFetch(tp, fetch_offset, data.records, data.aborted_transactions,
+                                                  self.read_committed))
+                self.c._changed = True
+                if data.aborted_transactions:
+                    self.narrate(f"{self.c.name}: {tp[0]}-{tp[1]} fetch carries aborted transactions "
+                                 f"{[(pid, first) for pid, first in data.aborted_transactions]} "
+                                 f"(producer id, first offset): their batches will be skipped")
+            else:
+                self._maybe_eof(tp, st)
+            return False
+        if err in REFRESH_METADATA:
+            self.narrate(f"{self.c.name}: fetching {tp[0]}-{tp[1]} failed with {err.name}: refresh metadata "
+                         f"to find the current leader, then retry")
+            return True
+        if err == Errors.OFFSET_OUT_OF_RANGE:
+            self._out_of_range(tp, st, data)
+            return False
+        self.narrate(f"{self.c.name}: fetching {tp[0]}-{tp[1]} failed with {err.name}")
+        self.events.append(self._error_message(tp, KafkaError(err, f"Fetch {tp[0]}-{tp[1]}: {err.name}")))
+        self.c._changed = True
+        return True
+
+    def _maybe_eof(self, tp: tuple, st: PartitionState) -> None:
+        if not self.cfg["enable.partition.eof"]:
+            return
+        end = st.last_stable_offset if self.read_committed else st.high_watermark
+        if st.position >= end and st.eof_at != st.position:
+            st.eof_at = st.position
+            self.events.append(self._error_message(
+                tp, KafkaError(KafkaError._PARTITION_EOF, f"Fetch from broker reached end of partition at "
+                                                          f"offset {st.position}"), st.position))
+            self.c._changed = True
+
+    @staticmethod
+    def _error_message(tp: tuple, error: KafkaError, offset: int = OFFSET_INVALID) -> Message:
+        return Message(tp[0], tp[1], offset, None, None, error=error)
+
+    def _out_of_range(self, tp: tuple, st: PartitionState, data) -> None:
+        policy = self.cfg["auto.offset.reset"]
+        if policy == "error":
+            self.narrate(f"{self.c.name}: offset {st.position} is out of range for {tp[0]}-{tp[1]} (log "
+                         f"starts at {data.log_start_offset}, HW {data.high_watermark}) and auto.offset.reset="
+                         f"error")
+            self.events.append(self._error_message(tp, KafkaError(
+                Errors.OFFSET_OUT_OF_RANGE, f"fetch offset {st.position} is out of range"), st.position))
+            st.position = None
+        else:
+            self.narrate(f"{self.c.name}: offset {st.position} is out of range for {tp[0]}-{tp[1]} (log starts "
+                         f"at {data.log_start_offset}, HW {data.high_watermark}) -> auto.offset.reset={policy}")
+            st.position = None
+            st.reset_strategy = policy
+        self.c._changed = True
+
+    # -------------------------------------------------------------- resets
+    def reset_offsets(self) -> None:
+        """Send ListOffsets for every partition whose position must come from auto.offset.reset."""
+        by_node: dict = {}
+        need_metadata = False
+        for tp, st in self.states.items():
+            if st.reset_strategy is None or tp in self.resetting or st.retry_at > self.kernel.now:
+                continue
+            leader = self.node.leader_for(tp)
+            if leader is None:
+                need_metadata = True
+                continue
+            by_node.setdefault(leader, {})[tp] = LIST_EARLIEST if st.reset_strategy == "earliest" else LIST_LATEST
+        if need_metadata:
+            self.node.request_metadata(tuple(sorted({t for t, _ in self.states})), then=self._metadata_ready)
+        for leader, parts in sorted(by_node.items()):
+            self.resetting.update(parts)
+            self.node.send_request(leader, m.ListOffsetsRequest(self.isolation, parts),
+                                   self._on_list_offsets(parts), timeout_ms=self.cfg["request.timeout.ms"])
+
+    def _on_list_offsets(self, parts: dict) -> Callable:
+        def cb(resp, err):
+            self.resetting.difference_update(parts)
+            self.c._changed = True
+            if err is not None:
+                self._backoff(parts)
+                self.node.request_metadata(tuple(sorted({t for t, _ in parts})))
+                return
+            retry = []
+            for tp, (e, offset) in sorted(resp.partitions.items()):
+                st = self.states.get(tp)
+                if st is None or st.reset_strategy is None:
+                    continue
+                if e != Errors.NONE:
+                    retry.append(tp)
+                    continue
+                where = "log start" if parts[tp] == LIST_EARLIEST else \
+                    ("last stable offset" if self.read_committed else "high watermark")
+                self.narrate(f"{self.c.name}: {tp[0]}-{tp[1]} starts at offset {offset} (auto.offset.reset="
+                             f"{st.reset_strategy}: the {where})")
+                st.position = offset
+                st.reset_strategy = None
+            if retry:
+                self._backoff(retry)
+                self.node.request_metadata(tuple(sorted({t for t, _ in retry})))
+            self.send_fetches()
+        return cb
+
+    # ------------------------------------------------------------ watermarks
+    def list_offsets(self, tp: tuple, timestamp: int, done: Callable) -> None:
+        """One ListOffsets for one partition; done(error, offset)."""
+        leader = self.node.leader_for(tp)
+        if leader is None:
+            self.node.request_metadata((tp[0],), then=lambda: done(Errors.LEADER_NOT_AVAILABLE, -1))
+            return
+
+        def cb(resp, err):
+            self.c._changed = True
+            if err is not None:
+                done(err, -1)
+                return
+            e, off = resp.partitions.get(tp, (Errors.UNKNOWN_TOPIC_OR_PARTITION, -1))
+            done(Errors(e), off)
+        self.node.send_request(leader, m.ListOffsetsRequest(self.isolation, {tp: timestamp}), cb,
+                               timeout_ms=self.cfg["request.timeout.ms"])
