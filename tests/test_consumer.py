@@ -10,6 +10,8 @@ from txnlab.protocol.record_batch import ControlRecordType, Record, RecordBatch
 from helpers import RawClient
 
 FAST = {"offsets.topic.num.partitions": 5, "group.initial.rebalance.delay.ms": 0}
+# tests that write transactional batches by hand (made-up producer ids) turn KIP-890 verification off
+UNVERIFIED = {"transaction.partition.verification.enable": False}
 
 
 def cluster(partitions=1, **cfg):
@@ -204,7 +206,7 @@ def test_close_with_auto_commit_commits_what_was_consumed():
 
 
 def test_get_watermark_offsets_high_is_the_lso_for_read_committed_and_the_hw_otherwise():
-    c = cluster()
+    c = cluster(**UNVERIFIED)
     produce(c, [b"a", b"b"], partition=0)
     raw = RawClient(c)
     resp = raw.produce("t", 0, [b"open-1", b"open-2"], pid=900, epoch=0, seq=0, txn=True)
@@ -221,7 +223,7 @@ def test_get_watermark_offsets_high_is_the_lso_for_read_committed_and_the_hw_oth
 
 
 def test_read_committed_skips_an_aborted_transaction_and_the_markers():
-    c = cluster()
+    c = cluster(**UNVERIFIED)
     raw = RawClient(c)
     leader = c.leader("t", 0)
     raw.produce("t", 0, [b"plain"])                                                  # offset 0
@@ -325,3 +327,33 @@ def test_position_jumps_past_markers_and_skipped_batches_at_the_end_of_a_fetch()
 def test_a_fetch_from_the_middle_of_a_batch_skips_the_records_before_the_position():
     cf = CompletedFetch(("t", 0), 2, [batch(0, [b"0", b"1", b"2", b"3"])], None, read_committed=True)
     assert drain_fetch(cf) == [(2, b"2"), (3, b"3")]
+
+
+# ------------------------------------------------------- with the transactional producer
+def test_read_committed_never_returns_an_aborted_transaction_and_waits_for_open_ones():
+    c = cluster(**{"transaction.state.log.num.partitions": 5})
+    p = Producer({"bootstrap.servers": c.bootstrap, "transactional.id": "tx-1"})
+    p.init_transactions()
+    p.begin_transaction()
+    p.produce("t", value=b"kept-1", partition=0)
+    p.commit_transaction()
+    p.begin_transaction()
+    p.produce("t", value=b"aborted", partition=0)
+    p.flush()                                                  # in the log before the abort
+    p.abort_transaction()
+    p.begin_transaction()
+    p.produce("t", value=b"open", partition=0)
+    p.flush()                                                  # written, transaction still open
+
+    tp = TopicPartition("t", 0)
+    rc = consumer(c, **{"group.id": "rc"})
+    ru = consumer(c, **{"group.id": "ru", "isolation.level": "read_uncommitted"})
+    for cons in (rc, ru):
+        cons.assign([tp])
+    assert [msg.value() for msg in drain(rc)] == [b"kept-1"]
+    assert [msg.value() for msg in drain(ru)] == [b"kept-1", b"aborted", b"open"]
+    lso = c.partition_state("t", 0)["lso"]
+    assert rc.position([tp])[0].offset == lso                  # stopped at the open transaction
+    p.commit_transaction()
+    assert [msg.value() for msg in drain(rc)] == [b"open"]
+    assert rc.position([tp])[0].offset == c.partition_state("t", 0)["hw"]   # past the COMMIT marker

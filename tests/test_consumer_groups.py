@@ -32,11 +32,16 @@ def owned(cons):
 
 
 def poll_until(c, consumers, pred, max_ms=120_000):
+    """Poll every consumer in turn until pred() holds; returns the messages they got meanwhile."""
     deadline = c.now + max_ms
+    got = []
     while not pred():
         for cons in consumers:
-            cons.poll(0.1)
+            msg = cons.poll(0.1)
+            if msg is not None:
+                got.append(msg)
         assert c.now < deadline, "the group did not settle in time"
+    return got
 
 
 def stable_pair(c, **cfg):
@@ -191,9 +196,8 @@ def test_committed_offsets_survive_a_crash_of_the_group_coordinator():
     assert c.group_coordinator("g") not in (old, -1)
     b = member(c, **{"enable.auto.commit": False})
     b.subscribe(["t"])
-    poll_until(c, [b], lambda: len(owned(b)) == 4)
+    rest = poll_until(c, [b], lambda: len(owned(b)) == 4)
     assert {tp.partition: tp.offset for tp in b.committed(b.assignment())} == committed
-    rest = []
     while (msg := b.poll(1.0)) is not None:
         rest.append(msg)
     assert len(rest) == 30
@@ -216,6 +220,11 @@ def test_offset_commit_from_a_stale_generation_is_rejected():
 
 
 # ------------------------------------------------------- transactional offsets
+# Tests that play the producer with hand-made TxnOffsetCommit requests turn KIP-890 verification
+# off (the transaction coordinator does not know their made-up producer ids).
+UNVERIFIED = {"transaction.partition.verification.enable": False}
+
+
 def txn_offset_commit(raw, c, group, offsets, pid=500, epoch=0, generation=-1, member_id=""):
     req = m.TxnOffsetCommitRequest("tx", group, pid, epoch, generation, member_id, None, offsets)
     return raw.call(c.group_coordinator(group), req)
@@ -236,7 +245,7 @@ def ready_group(c, group="g"):
 
 
 def test_offset_fetch_says_unstable_offset_commit_while_transactional_offsets_are_pending():
-    c = cluster()
+    c = cluster(**UNVERIFIED)
     reader = ready_group(c)
     raw = RawClient(c)
     resp = txn_offset_commit(raw, c, "g", {("t", 0): (5, "")})
@@ -258,7 +267,7 @@ def test_offset_fetch_says_unstable_offset_commit_while_transactional_offsets_ar
 
 
 def test_abort_marker_discards_pending_transactional_offsets():
-    c = cluster()
+    c = cluster(**UNVERIFIED)
     reader = ready_group(c)
     raw = RawClient(c)
     txn_offset_commit(raw, c, "g", {("t", 0): (5, ""), ("t", 3): (9, "")})
@@ -269,7 +278,7 @@ def test_abort_marker_discards_pending_transactional_offsets():
 
 
 def test_txn_offset_commit_checks_member_and_generation_kip_447():
-    c = cluster()
+    c = cluster(**UNVERIFIED)
     a, b = stable_pair(c)
     raw = RawClient(c)
     meta = a.consumer_group_metadata()
@@ -287,7 +296,7 @@ def test_txn_offset_commit_checks_member_and_generation_kip_447():
 
 
 def test_transactional_offset_commit_is_a_transactional_batch_of_the_producer():
-    c = cluster()
+    c = cluster(**UNVERIFIED)
     ready_group(c)
     raw = RawClient(c)
     txn_offset_commit(raw, c, "g", {("t", 0): (5, "")}, pid=777, epoch=3)
@@ -300,7 +309,7 @@ def test_transactional_offset_commit_is_a_transactional_batch_of_the_producer():
 
 
 def test_a_new_coordinator_reloads_pending_transactional_offsets_and_completes_them_on_the_marker():
-    c = cluster()
+    c = cluster(**UNVERIFIED)
     ready_group(c)
     raw = RawClient(c)
     txn_offset_commit(raw, c, "g", {("t", 0): (7, "")}, pid=600)
@@ -319,7 +328,7 @@ def test_a_new_coordinator_reloads_pending_transactional_offsets_and_completes_t
 
 
 def test_a_committed_transaction_does_not_overwrite_a_newer_plain_commit():
-    c = cluster()
+    c = cluster(**UNVERIFIED)
     reader = ready_group(c)
     raw = RawClient(c)
     txn_offset_commit(raw, c, "g", {("t", 3): (5, "")}, pid=800)    # older record
@@ -329,7 +338,7 @@ def test_a_committed_transaction_does_not_overwrite_a_newer_plain_commit():
 
 
 def test_requests_reach_only_the_coordinator_and_wait_while_it_loads():
-    c = cluster()
+    c = cluster(**UNVERIFIED)
     ready_group(c)
     raw = RawClient(c)
     coord = c.group_coordinator("g")
@@ -366,3 +375,45 @@ def test_consume_transform_produce_commits_offsets_with_the_transaction():
         other.committed([TopicPartition("t", 0)], timeout=0.5)     # UNSTABLE until the marker
     p.commit_transaction()
     assert other.committed([TopicPartition("t", 0)], timeout=5.0)[0].offset == msg.offset() + 1
+
+
+def test_an_unverified_txn_offset_commit_is_refused_when_verification_is_on():
+    c = cluster()                                              # transaction.partition.verification.enable=true
+    ready_group(c)
+    real = Producer({"bootstrap.servers": c.bootstrap, "transactional.id": "tx"})
+    real.init_transactions()                                   # 'tx' exists, but not with producer id 4242
+    raw = RawClient(c)
+    resp = txn_offset_commit(raw, c, "g", {("t", 0): (5, "")}, pid=4242)
+    assert resp.errors[("t", 0)] == Errors.INVALID_PRODUCER_ID_MAPPING
+    assert coordinator_of(c, "g").pending_transactional_offsets == {}
+    assert any("KIP-890" in e.narration for e in c.trace)
+
+
+def test_members_keep_their_generation_and_partitions_when_the_coordinator_fails_over():
+    c = cluster()
+    a, b = stable_pair(c)
+    generation = a.consumer_group_metadata().generation_id
+    before = (owned(a), owned(b))
+    old = c.group_coordinator("g")
+    c.crash(old)
+    crashed_at = c.now
+    poll_until(c, [a, b], lambda: c.now - crashed_at >= 30_000)     # failover, then well past session.timeout.ms
+    assert c.group_coordinator("g") not in (old, -1)
+    new = coordinator_of(c, "g").describe_group("g")
+    assert new["state"] == "Stable" and new["generation_id"] == generation
+    assert (owned(a), owned(b)) == before
+    assert a.consumer_group_metadata().generation_id == generation
+
+
+def group_scenario(seed):
+    c = Cluster(brokers=3, seed=seed, config={**FAST, "sim.network.jitter.ms": 3})
+    c.create_topic("t", partitions=4, replication_factor=3)
+    Producer({"bootstrap.servers": c.bootstrap}).produce("t", value=b"x")
+    a, b = stable_pair(c)
+    c.crash(b)
+    poll_until(c, [a], lambda: len(owned(a)) == 4)
+    return c.trace.to_jsonl()
+
+
+def test_same_seed_gives_the_same_group_trace_byte_for_byte():
+    assert group_scenario(4) == group_scenario(4)

@@ -11,11 +11,8 @@ from .protocol.errors import Errors
 
 from .client.consumer import Consumer, ConsumerGroupMetadata  # noqa: F401
 
-try:  # the admin client arrives with its module
-    from .client.admin import AdminClient  # noqa: F401
-except ImportError:  # pragma: no cover
-    pass
+from .client.admin import AbortTransactionSpec, AdminClient, NewTopic  # noqa: F401
 
-__all__ = ["Cluster", "Producer", "Consumer", "AdminClient", "TopicPartition", "Message", "KafkaError",
-           "KafkaException", "KafkaStateError", "ConfigException", "Errors", "MUTATIONS",
+__all__ = ["Cluster", "Producer", "Consumer", "ConsumerGroupMetadata", "AdminClient", "NewTopic",
+           "AbortTransactionSpec", "TopicPartition", "Message", "KafkaError", "KafkaException", "KafkaStateError", "ConfigException", "Errors", "MUTATIONS",
            "OFFSET_BEGINNING", "OFFSET_END", "OFFSET_INVALID", "OFFSET_STORED"]

@@ -60,6 +60,9 @@ class Cluster:
         self._brokers = {i: Broker(self.kernel, i, self.broker_config, self) for i in range(brokers)}
         self._client_counts: dict = {}
         self.clients: dict = {}
+        self.principals: dict = {}
+        from .broker.authorizer import Authorizer
+        self.authorizer = Authorizer() if self.broker_config["authorizer.class.name"] else None
         self.kernel.begin_step("admin", "cluster", f"cluster of {brokers} broker(s) starts (seed {seed})")
         for b in self._brokers.values():
             b.start()
@@ -82,7 +85,18 @@ class Cluster:
         self._client_counts[kind] = n
         return f"{kind}-{n}"
 
-    def new_client_node(self, name: str, owner):
+    def principal_of(self, node_name: str) -> str:
+        return self.principals.get(node_name, "User:ANONYMOUS")
+
+    def add_acl(self, principal: str, resource_type: str, resource_name: str, operation: str,
+                pattern_type: str = "LITERAL", permission: str = "ALLOW") -> None:
+        """Add an ACL (needs ``authorizer.class.name`` set in the cluster config)."""
+        from .broker.authorizer import AclBinding
+        if self.authorizer is None:
+            raise ConfigException("authorizer.class.name", "set it (e.g. 'StandardAuthorizer') to use ACLs")
+        self.authorizer.add(AclBinding(principal, resource_type, resource_name, operation, pattern_type, permission))
+
+    def new_client_node(self, name: str, owner, principal: Optional[str] = None):
         from .client.network_client import ClientNode
         if name in self.kernel.nodes:
             old = self.kernel.nodes[name]
@@ -92,6 +106,8 @@ class Cluster:
                 name = self.next_client_name(name)
         node = ClientNode(self.kernel, name, [broker_name(i) for i in self.broker_ids], owner)
         self.clients[name] = owner
+        if principal:
+            self.principals[name] = principal
         return node
 
     def new_log(self, topic: str, partition: int, topic_config: dict) -> UnifiedLog:

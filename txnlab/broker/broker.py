@@ -17,6 +17,7 @@ from ..protocol import messages as m
 from ..protocol.errors import Errors, ProtocolError
 from ..protocol.hashing import partition_for
 from ..sim.node import Node
+from .authorizer import check_request
 from .partition import Partition
 from .replica_fetcher import ReplicaFetcher
 
@@ -173,6 +174,11 @@ class Broker(Node):
 
     # ------------------------------------------------------------- dispatch
     def handle_request(self, msg):
+        authz = self.cluster.authorizer
+        if authz is not None and not msg.src.startswith("broker-") and msg.src != "controller":
+            denied = check_request(authz, self.cluster.principal_of(msg.src), msg, self.narrate)
+            if denied is not None:
+                return denied
         name = "handle_" + msg.api
         handler = getattr(self, name, None) or getattr(self.group_coordinator, name, None) \
             or getattr(self.txn_coordinator, name, None)
@@ -390,8 +396,10 @@ class Broker(Node):
         p.check_replication_hold()
         return info
 
-    def append_internal(self, tp, batches, callback, timeout_ms: int = 30_000, origin_client=False) -> None:
-        """Append for a coordinator (acks=-1): callback(error, info) after replication."""
+    def append_internal(self, tp, batches, callback, timeout_ms: int = 30_000, origin_client=False,
+                        verification_guard=None) -> None:
+        """Append for a coordinator (acks=-1): callback(error, info) after replication.
+        ``verification_guard``: the KIP-890 guard of a verified transactional write (TxnOffsetCommit)."""
         p = self.partitions.get(tp)
         if p is None or not p.is_leader:
             callback(Errors.NOT_LEADER_OR_FOLLOWER, None)
@@ -400,8 +408,10 @@ class Broker(Node):
             callback(Errors.NOT_ENOUGH_REPLICAS, None)
             return
         try:
-            info = self.append_to_leader(p, batches, self.kernel.now, origin_client=origin_client)
+            info = self.append_to_leader(p, batches, self.kernel.now, origin_client=origin_client,
+                                         verification_guard=verification_guard)
         except ProtocolError as e:
+            self.narrate(f"{p.name}: rejected -> {e.error.name}: {e.message}")
             callback(e.error, None)
             return
         p.add_delayed(info.last_offset + 1, timeout_ms, lambda err: callback(err, info))
@@ -573,6 +583,12 @@ class Broker(Node):
             return m.FindCoordinatorResponse(Errors.COORDINATOR_NOT_AVAILABLE)
         self.narrate(f"{req.key!r} hashes to {topic} partition {part}, led by broker {leader}")
         return m.FindCoordinatorResponse(Errors.NONE, leader)
+
+    def handle_ApiVersions(self, msg):
+        keys = tuple(sorted((c.API, c.API_KEY) for c in vars(m).values()
+                            if isinstance(c, type) and hasattr(c, "API_KEY")))
+        return m.ApiVersionsResponse(Errors.NONE, keys,
+                                     (("transaction.version", self.config["transaction.version"]),))
 
     def handle_InitProducerId(self, msg):
         return self.txn_coordinator.handle_init_producer_id(msg)

@@ -33,6 +33,8 @@ PRODUCER = defs(
     key("on_delivery", object, None),
     key("error_cb", object, None),
     key("sim.naive.client", bool, False),
+    key("sasl.username", str, None),
+    key("sasl.password", str, None),
 )
 
 CONSUMER = defs(
@@ -58,7 +60,21 @@ CONSUMER = defs(
     key("enable.partition.eof", bool, False),
     key("on_commit", object, None),
     key("error_cb", object, None),
+    key("sasl.username", str, None),
+    key("sasl.password", str, None),
 )
+
+ADMIN = defs(
+    key("bootstrap.servers", str, None),
+    key("client.id", str, None),
+    key("request.timeout.ms", int, 30_000, at_least(1)),
+    key("sasl.username", str, None),
+    key("sasl.password", str, None),
+)
+
+
+def principal(cfg: dict):
+    return f"User:{cfg['sasl.username']}" if cfg.get("sasl.username") else None
 
 IDEMPOTENCE_RETRIES = "Must set retries to non-zero when using the idempotent producer."
 IDEMPOTENCE_ACKS = ("Must set acks to all in order to use the idempotent producer. "

@@ -15,7 +15,7 @@ from typing import Callable, Optional
 
 from ..errors import KafkaError, KafkaException
 from ..protocol.errors import Errors
-from .config import consumer_config
+from .config import consumer_config, principal
 from .consumer_coordinator import ConsumerCoordinator, MemberState
 from .fetcher import LIST_EARLIEST, LIST_LATEST, Fetcher, PartitionState
 from .message import OFFSET_BEGINNING, OFFSET_END, OFFSET_INVALID, OFFSET_STORED, Message, TopicPartition
@@ -55,7 +55,7 @@ class Consumer:
         self._cluster = cluster
         self._kernel = cluster.kernel
         self.name = cfg["client.id"] or cluster.next_client_name("consumer")
-        self._node = cluster.new_client_node(self.name, self)
+        self._node = cluster.new_client_node(self.name, self, principal(self._config))
         self.name = self._node.name
         self._subscription: set = set()
         self._on_assign: Optional[Callable] = None

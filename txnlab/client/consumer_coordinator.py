@@ -282,13 +282,13 @@ class ConsumerCoordinator:
         elif e == Errors.ILLEGAL_GENERATION:
             self.generation_id = -1
             self.stop_heartbeats()
-            self.request_rejoin(f"its generation is over (Heartbeat -> ILLEGAL_GENERATION); its partitions "
-                                f"are lost", lost=True)
+            self.request_rejoin("its generation is over (Heartbeat -> ILLEGAL_GENERATION); its partitions "
+                                "are lost", lost=True)
         elif e == Errors.UNKNOWN_MEMBER_ID:
             self.member_id, self.generation_id = "", -1
             self.stop_heartbeats()
-            self.request_rejoin(f"the coordinator removed it from the group (Heartbeat -> UNKNOWN_MEMBER_ID); "
-                                f"its partitions are lost", lost=True)
+            self.request_rejoin("the coordinator removed it from the group (Heartbeat -> UNKNOWN_MEMBER_ID); "
+                                "its partitions are lost", lost=True)
         elif e in COORDINATOR_ERRORS or e == Errors.COORDINATOR_LOAD_IN_PROGRESS:
             if e != Errors.COORDINATOR_LOAD_IN_PROGRESS:
                 self.coordinator_dead(f"Heartbeat -> {e.name}")

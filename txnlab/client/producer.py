@@ -14,7 +14,7 @@ from typing import Callable, Optional
 from ..errors import KafkaError, KafkaException, KafkaStateError
 from ..protocol.hashing import murmur2_partition
 from ..protocol.record_batch import Record
-from .config import producer_config
+from .config import principal, producer_config
 from .message import Message
 from .record_accumulator import RecordAccumulator
 from .sender import Sender
@@ -45,7 +45,7 @@ class Producer:
         self._kernel = cluster.kernel
         name = cfg["client.id"] or cluster.next_client_name("producer")
         self.name = name
-        self._node = cluster.new_client_node(name, self)
+        self._node = cluster.new_client_node(name, self, principal(cfg))
         self._acks = cfg["acks"]
         self._idempotent = cfg["enable.idempotence"]
         self._txn = TransactionManager(cfg["transactional.id"], cfg["transaction.timeout.ms"])

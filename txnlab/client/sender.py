@@ -58,6 +58,8 @@ class Sender:
         self._end_commit = False
         self._bump_after_end = False
         self._failed_in_txn = False
+        self.features: Optional[dict] = None     # learned from ApiVersions
+        self._features_requested = False
 
     def on_crash(self) -> None:
         self._wakeup_ev = None
@@ -97,7 +99,13 @@ class Sender:
             if not txn.has_producer_id or txn.state in (State.UNINITIALIZED, State.INITIALIZING):
                 return
             if txn.pending_partitions and txn.state in (State.IN_TRANSACTION, State.COMMITTING_TRANSACTION):
-                self._add_partitions()
+                if self.transaction_version >= 2:
+                    # KIP-890 part 2: the partition leader adds the partition on our behalf
+                    txn.partitions_in_txn.update(txn.pending_partitions)
+                    txn.pending_partitions.clear()
+                    txn.transaction_started = True
+                else:
+                    self._add_partitions()
         next_wake = None
         by_node: dict = {}
         linger = self.cfg["linger.ms"]
@@ -230,6 +238,8 @@ class Sender:
     def _can_retry(self, b, error: Errors) -> bool:
         if b.attempts > self.cfg["retries"]:
             return False
+        if self.cfg["sim.naive.client"] and error in (Errors.REQUEST_TIMED_OUT, Errors.NETWORK_EXCEPTION):
+            return False     # a naive client gives up on a request that timed out and moves on
         if self.kernel.now - b.created_ms >= self.cfg["delivery.timeout.ms"]:
             return False
         if error.retriable:
@@ -415,9 +425,34 @@ class Sender:
             self.txn.transition(State.ABORTABLE_ERROR, kerr)
         return kerr
 
+    # ---------------------------------------------------------- ApiVersions
+    @property
+    def transaction_version(self) -> int:
+        return (self.features or {}).get("transaction.version", 0)
+
+    def _learn_features(self, then: Callable[[], None]) -> None:
+        """ApiVersions first, as every Kafka client does on a new connection: it tells which
+        transaction.version the cluster has finalized (KIP-890's protocol depends on it)."""
+        if self._features_requested:
+            return
+        self._features_requested = True
+
+        def done(resp, err):
+            self._features_requested = False
+            if err is not None or resp.error:
+                self.node.set_timer(self.cfg["retry.backoff.ms"], "retry ApiVersions", lambda: self._learn_features(then))
+                return
+            self.features = dict(resp.finalized_features)
+            then()
+        self.node.send_request(self.node.any_broker(), m.ApiVersionsRequest(), done,
+                               timeout_ms=self.cfg["request.timeout.ms"])
+
     # ------------------------------------------------------ InitProducerId
     def send_init_producer_id(self, bump: bool = False) -> None:
         txn = self.txn
+        if self.features is None:
+            self._learn_features(lambda: self.send_init_producer_id(bump))
+            return
         if self._pid_requested:
             return
         self._pid_requested = True
@@ -509,7 +544,7 @@ class Sender:
     def send_offsets(self, offsets: dict, group_metadata) -> PendingOp:
         txn = self.txn
         op = PendingOp()
-        tv2 = self.p._cluster.broker_config["transaction.version"] >= 2
+        tv2 = self.transaction_version >= 2
 
         def commit_offsets():
             def build():
@@ -593,7 +628,7 @@ class Sender:
             self.narrate(f"{self.p.name}: nothing was added to the transaction; no EndTxn needed")
             self._finish_txn()
             return
-        tv2 = self.p._cluster.broker_config["transaction.version"] >= 2
+        tv2 = self.transaction_version >= 2
 
         def build():
             return m.EndTxnRequest(txn.transactional_id, txn.producer_id, txn.producer_epoch, commit)
@@ -626,7 +661,7 @@ class Sender:
         txn.partitions_in_txn.clear()
         txn.pending_partitions.clear()
         txn.transaction_started = False
-        if self._bump_after_end and self.p._cluster.broker_config["transaction.version"] < 2:
+        if self._bump_after_end and self.transaction_version < 2:
             self._bump_after_end = False
             txn.transition(State.INITIALIZING)
             self.narrate(f"{self.p.name}: asking the coordinator for an epoch bump (InitProducerId with the current "
@@ -634,9 +669,7 @@ class Sender:
             self.send_init_producer_id(bump=True)
             return
         self._bump_after_end = False
-        txn.transition(State.READY)
-        if self.p._cluster.broker_config["transaction.version"] < 2:
-            pass   # TV0/TV1: sequences continue across transactions
+        txn.transition(State.READY)     # TV0/TV1: sequences continue across transactions
 
 
 def _noop(err, msg) -> None:

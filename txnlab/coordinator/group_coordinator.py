@@ -6,7 +6,8 @@ OffsetCommit, OffsetFetch and TxnOffsetCommit for the groups whose
 (joins parked until every member rejoined or the rebalance timeout passed,
 the initial rebalance delay of an empty group, generations, the leader's
 assignment), session timeouts, and the member/generation checks of KIP-447.
-Storage and loading live in ``group_metadata_manager``.
+The offset requests are in ``group_offsets``; storage and loading in
+``group_metadata_manager``.
 """
 from __future__ import annotations
 
@@ -16,11 +17,12 @@ from ..protocol import messages as m
 from ..protocol.errors import Errors
 from .group_metadata import GroupMetadata, GroupState, MemberMetadata
 from .group_metadata_manager import OFFSETS_TOPIC, GroupMetadataManager
+from .group_offsets import GroupOffsetHandlers
 
 S = GroupState
 
 
-class GroupCoordinator:
+class GroupCoordinator(GroupOffsetHandlers):
     def __init__(self, broker) -> None:
         self.broker = broker
         self.kernel = broker.kernel
@@ -523,94 +525,3 @@ class GroupCoordinator:
         self._remove_member_and_update_group(group, group.get(req.member_id),
                                              f"member {req.member_id} left (LeaveGroup)")
         return m.LeaveGroupResponse(Errors.NONE)
-
-    # ---------------------------------------------------------------- offsets
-    def _validate_offset_commit(self, group: GroupMetadata, generation_id: int, member_id: str,
-                                instance_id: Optional[str], transactional: bool) -> Optional[Errors]:
-        """Kafka's validateOffsetCommit, with KIP-447's rules for TxnOffsetCommit."""
-        what = "TxnOffsetCommit" if transactional else "OffsetCommit"
-        if group.is_state(S.DEAD):
-            return Errors.COORDINATOR_NOT_AVAILABLE
-        if generation_id >= 0 or member_id or instance_id is not None:
-            err = self._validate_member(group, member_id, instance_id, what)
-            if err is not None:
-                return err
-            if generation_id != group.generation_id:
-                self.narrate(f"group {group.group_id!r} is at generation {group.generation_id}, the {what} carries "
-                             f"generation {generation_id} (a zombie of an older generation) -> ILLEGAL_GENERATION")
-                return Errors.ILLEGAL_GENERATION
-        elif not transactional and not group.is_state(S.EMPTY):
-            self.narrate(f"group {group.group_id!r} has members, so only a member may commit -> UNKNOWN_MEMBER_ID")
-            return Errors.UNKNOWN_MEMBER_ID
-        elif transactional:
-            self.narrate(f"TxnOffsetCommit without member id and generation (-1): accepted without membership "
-                         f"checks (the groupId-only API)")
-        if not transactional and group.is_state(S.COMPLETING_REBALANCE):
-            self.narrate(f"group {group.group_id!r} is waiting for the assignment -> REBALANCE_IN_PROGRESS")
-            return Errors.REBALANCE_IN_PROGRESS
-        return None
-
-    def handle_OffsetCommit(self, msg):
-        req = msg.payload
-        err = self._check_coordinator(req.group_id)
-        if err is not None:
-            return m.OffsetCommitResponse({tp: err for tp in req.offsets})
-        group = self.manager.get_group(req.group_id)
-        if group is None:
-            if req.generation_id >= 0:
-                self.narrate(f"group {req.group_id!r} does not exist but the commit carries generation "
-                             f"{req.generation_id} -> ILLEGAL_GENERATION")
-                return m.OffsetCommitResponse({tp: Errors.ILLEGAL_GENERATION for tp in req.offsets})
-            group = self.manager.add_group(GroupMetadata(req.group_id, S.EMPTY, self.kernel.now))
-        err = self._validate_offset_commit(group, req.generation_id, req.member_id, req.group_instance_id, False)
-        if err is not None:
-            return m.OffsetCommitResponse({tp: err for tp in req.offsets})
-        if group.has(req.member_id):
-            self._schedule_heartbeat(group, group.get(req.member_id))
-        self.manager.store_offsets(group, dict(req.offsets),
-                                   lambda errors: self.broker.respond(msg, m.OffsetCommitResponse(errors)))
-        return None
-
-    def handle_TxnOffsetCommit(self, msg):
-        req = msg.payload
-        err = self._check_coordinator(req.group_id)
-        if err is not None:
-            return m.TxnOffsetCommitResponse({tp: err for tp in req.offsets})
-        group = self.manager.get_group(req.group_id)
-        if group is None:
-            group = self.manager.add_group(GroupMetadata(req.group_id, S.EMPTY, self.kernel.now))
-        err = self._validate_offset_commit(group, req.generation_id, req.member_id, req.group_instance_id, True)
-        if err is not None:
-            return m.TxnOffsetCommitResponse({tp: err for tp in req.offsets})
-        self.manager.store_offsets(group, dict(req.offsets),
-                                   lambda errors: self.broker.respond(msg, m.TxnOffsetCommitResponse(errors)),
-                                   req.producer_id, req.producer_epoch)
-        return None
-
-    def handle_OffsetFetch(self, msg):
-        req = msg.payload
-        err = self._check_coordinator(req.group_id)
-        if err is not None:
-            return m.OffsetFetchResponse(err)
-        group = self.manager.get_group(req.group_id)
-        if group is None or group.is_state(S.DEAD):
-            if req.partitions is None:
-                return m.OffsetFetchResponse(Errors.NONE, {})
-            return m.OffsetFetchResponse(Errors.NONE, {tp: (-1, "", Errors.NONE) for tp in req.partitions})
-        if req.partitions is None:
-            return m.OffsetFetchResponse(Errors.NONE, {tp: (e.offset, e.metadata, Errors.NONE)
-                                                       for tp, e in sorted(group.offsets.items())})
-        out = {}
-        unstable = []
-        for tp in req.partitions:
-            if req.require_stable and group.has_pending_offset_commits(tp):
-                out[tp] = (-1, "", Errors.UNSTABLE_OFFSET_COMMIT)
-                unstable.append(tp)
-                continue
-            e = group.offsets.get(tp)
-            out[tp] = (e.offset, e.metadata, Errors.NONE) if e is not None else (-1, "", Errors.NONE)
-        if unstable:
-            self.narrate(f"group {group.group_id!r}: {m._tps(unstable)} have offsets written by a transaction "
-                         f"without a marker yet (or a commit still replicating) -> UNSTABLE_OFFSET_COMMIT "
-                         f"(retriable: ask again once the transaction ends)")
-        return m.OffsetFetchResponse(Errors.NONE, out)

@@ -108,7 +108,7 @@ class GroupMetadataManager:
         self.broker.append_internal(tp, [batch], done, timeout_ms=max(self.commit_timeout_ms, 1))
 
     def store_offsets(self, group: GroupMetadata, offsets: dict, callback: Callable[[dict], None],
-                      producer_id: int = -1, producer_epoch: int = -1) -> None:
+                      producer_id: int = -1, producer_epoch: int = -1, verification_guard=None) -> None:
         """Write offset commits; plain ones become visible after replication, transactional ones
         stay pending for their producer id until the marker.  callback({tp: error})."""
         now = self.kernel.now
@@ -152,7 +152,8 @@ class GroupMetadataManager:
             self._fail_pending(group, entries, producer_id)
             self.narrate(f"group {group.group_id!r}: the offsets write failed with {error.name} -> {mapped.name}")
             callback({tp: mapped for tp in offsets})
-        self.broker.append_internal(tp_log, [batch], done, timeout_ms=max(self.commit_timeout_ms, 1))
+        self.broker.append_internal(tp_log, [batch], done, timeout_ms=max(self.commit_timeout_ms, 1),
+                                    verification_guard=verification_guard)
 
     def _fail_pending(self, group: GroupMetadata, entries: dict, producer_id: int) -> None:
         if producer_id >= 0:

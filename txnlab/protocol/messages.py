@@ -740,3 +740,23 @@ class AllocateProducerIdsResponse:
 
     def describe(self) -> str:
         return _err(self.error) if self.error else f"ids {self.producer_id_start}..{self.producer_id_start + self.producer_id_len - 1}"
+
+
+@dataclass(frozen=True, slots=True)
+class ApiVersionsRequest:
+    API = "ApiVersions"
+    API_KEY = 18
+    client_software_name: str = "txnlab"
+
+    def describe(self) -> str:
+        return self.client_software_name
+
+
+@dataclass(frozen=True, slots=True)
+class ApiVersionsResponse:
+    error: int
+    api_keys: tuple = ()                # (name, api_key), ...
+    finalized_features: tuple = ()      # (name, level), ... e.g. ("transaction.version", 2)
+
+    def describe(self) -> str:
+        return ", ".join(f"{k}={v}" for k, v in self.finalized_features) or _err(self.error)

@@ -1,0 +1,168 @@
+"""The offset half of Kafka's ``GroupCoordinator``: OffsetCommit, TxnOffsetCommit and OffsetFetch.
+
+Owns who may commit (Kafka's validateOffsetCommit: member id, generation,
+static instance id; KIP-447's rules for TxnOffsetCommit, where generation -1
+without a member id is accepted), the KIP-890 check that a transactional
+offset commit belongs to the producer's ongoing transaction (asked of the
+transaction coordinator before the write), and OffsetFetch with
+RequireStable answering UNSTABLE_OFFSET_COMMIT while offsets are pending.
+Mixed into ``GroupCoordinator``; the writes themselves are the manager's.
+"""
+from __future__ import annotations
+
+from typing import Optional
+
+from ..protocol import messages as m
+from ..protocol.errors import Errors
+from ..protocol.hashing import partition_for
+from .group_metadata import GroupMetadata, GroupState
+
+S = GroupState
+TRANSACTION_STATE_TOPIC = "__transaction_state"
+# what a failed KIP-890 check becomes for TxnOffsetCommit (retriable ones: find the coordinator, retry)
+VERIFICATION_ERRORS = {Errors.PRODUCER_FENCED: Errors.INVALID_PRODUCER_EPOCH,
+                       Errors.INVALID_PRODUCER_EPOCH: Errors.INVALID_PRODUCER_EPOCH,
+                       Errors.INVALID_TXN_STATE: Errors.TRANSACTION_ABORTABLE,
+                       Errors.TRANSACTION_ABORTABLE: Errors.TRANSACTION_ABORTABLE,
+                       Errors.INVALID_PRODUCER_ID_MAPPING: Errors.INVALID_PRODUCER_ID_MAPPING}
+
+
+def broker_name(broker_id: int) -> str:
+    return f"broker-{broker_id}"
+
+
+class GroupOffsetHandlers:
+    def _validate_offset_commit(self, group: GroupMetadata, generation_id: int, member_id: str,
+                                instance_id: Optional[str], transactional: bool) -> Optional[Errors]:
+        """Kafka's validateOffsetCommit, with KIP-447's rules for TxnOffsetCommit."""
+        what = "TxnOffsetCommit" if transactional else "OffsetCommit"
+        if group.is_state(S.DEAD):
+            return Errors.COORDINATOR_NOT_AVAILABLE
+        if generation_id >= 0 or member_id or instance_id is not None:
+            err = self._validate_member(group, member_id, instance_id, what)
+            if err is not None:
+                return err
+            if generation_id != group.generation_id:
+                self.narrate(f"group {group.group_id!r} is at generation {group.generation_id}, the {what} carries "
+                             f"generation {generation_id} (a zombie of an older generation) -> ILLEGAL_GENERATION")
+                return Errors.ILLEGAL_GENERATION
+        elif not transactional and not group.is_state(S.EMPTY):
+            self.narrate(f"group {group.group_id!r} has members, so only a member may commit -> UNKNOWN_MEMBER_ID")
+            return Errors.UNKNOWN_MEMBER_ID
+        elif transactional:
+            self.narrate("TxnOffsetCommit without member id and generation (-1): accepted without membership "
+                         "checks (the groupId-only API)")
+        if not transactional and group.is_state(S.COMPLETING_REBALANCE):
+            self.narrate(f"group {group.group_id!r} is waiting for the assignment -> REBALANCE_IN_PROGRESS")
+            return Errors.REBALANCE_IN_PROGRESS
+        return None
+
+    def handle_OffsetCommit(self, msg):
+        req = msg.payload
+        err = self._check_coordinator(req.group_id)
+        if err is not None:
+            return m.OffsetCommitResponse({tp: err for tp in req.offsets})
+        group = self.manager.get_group(req.group_id)
+        if group is None:
+            if req.generation_id >= 0:
+                self.narrate(f"group {req.group_id!r} does not exist but the commit carries generation "
+                             f"{req.generation_id} -> ILLEGAL_GENERATION")
+                return m.OffsetCommitResponse({tp: Errors.ILLEGAL_GENERATION for tp in req.offsets})
+            group = self.manager.add_group(GroupMetadata(req.group_id, S.EMPTY, self.kernel.now))
+        err = self._validate_offset_commit(group, req.generation_id, req.member_id, req.group_instance_id, False)
+        if err is not None:
+            return m.OffsetCommitResponse({tp: err for tp in req.offsets})
+        if group.has(req.member_id):
+            self._schedule_heartbeat(group, group.get(req.member_id))
+        self.manager.store_offsets(group, dict(req.offsets),
+                                   lambda errors: self.broker.respond(msg, m.OffsetCommitResponse(errors)))
+        return None
+
+    def handle_TxnOffsetCommit(self, msg):
+        req = msg.payload
+        err = self._check_coordinator(req.group_id)
+        if err is not None:
+            return m.TxnOffsetCommitResponse({tp: err for tp in req.offsets})
+        tp_log = self.manager.tp_for(req.group_id)
+        p = self.broker.partitions.get(tp_log)
+        tv = self.config["transaction.version"]
+        if not (tv >= 2 or self.config["transaction.partition.verification.enable"]) or p is None or \
+                p.log.has_ongoing_transaction(req.producer_id, req.producer_epoch):
+            return self._txn_offset_commit(msg, None)
+        return self._verify_then_commit(msg, p, implicit_add=tv >= 2)
+
+    def _verify_then_commit(self, msg, p, implicit_add: bool):
+        """KIP-890 for TxnOffsetCommit: the offsets partition must be in the producer's transaction."""
+        req = msg.payload
+        guard = p.log.maybe_start_transaction_verification(req.producer_id, -1, req.producer_epoch, self.kernel.now)
+        n = self.config["transaction.state.log.num.partitions"]
+        coord = self.broker.metadata.leader((TRANSACTION_STATE_TOPIC, partition_for(req.transactional_id, n)))
+        if coord < 0:
+            self.narrate(f"{p.name}: TxnOffsetCommit must be verified with the transaction coordinator (KIP-890), "
+                         f"but none is available for {req.transactional_id!r} -> COORDINATOR_NOT_AVAILABLE")
+            return m.TxnOffsetCommitResponse({tp: Errors.COORDINATOR_NOT_AVAILABLE for tp in req.offsets})
+        what = "adds it to the transaction (transaction.version 2)" if implicit_add else \
+            "verifies it is in the transaction"
+        self.narrate(f"{p.name}: first transactional offsets of pid {req.producer_id} here; the group coordinator "
+                     f"asks the transaction coordinator (broker {coord}) and {what} before writing (KIP-890)")
+
+        def answered(resp, err):
+            e = err if err is not None else Errors(resp.errors.get(p.tp, Errors.UNKNOWN_SERVER_ERROR))
+            if e == Errors.NONE:
+                out = self._txn_offset_commit(msg, guard)
+            else:
+                mapped = VERIFICATION_ERRORS.get(e, Errors.COORDINATOR_NOT_AVAILABLE)
+                self.narrate(f"{p.name}: the transaction coordinator answered {e.name}; the offsets are refused "
+                             f"-> {mapped.name}")
+                out = m.TxnOffsetCommitResponse({tp: mapped for tp in req.offsets})
+            if out is not None:
+                self.broker.respond(msg, out)
+        req_add = m.AddPartitionsToTxnRequest(req.transactional_id, req.producer_id, req.producer_epoch, (p.tp,),
+                                              verify_only=not implicit_add)
+        self.broker.send_request(broker_name(coord), req_add, answered,
+                                 timeout_ms=self.config["offsets.commit.timeout.ms"])
+        return None
+
+    def _txn_offset_commit(self, msg, guard):
+        req = msg.payload
+        err = self._check_coordinator(req.group_id)
+        if err is not None:
+            return m.TxnOffsetCommitResponse({tp: err for tp in req.offsets})
+        group = self.manager.get_group(req.group_id)
+        if group is None:
+            group = self.manager.add_group(GroupMetadata(req.group_id, S.EMPTY, self.kernel.now))
+        err = self._validate_offset_commit(group, req.generation_id, req.member_id, req.group_instance_id, True)
+        if err is not None:
+            return m.TxnOffsetCommitResponse({tp: err for tp in req.offsets})
+        self.manager.store_offsets(group, dict(req.offsets),
+                                   lambda errors: self.broker.respond(msg, m.TxnOffsetCommitResponse(errors)),
+                                   req.producer_id, req.producer_epoch, guard)
+        return None
+
+    def handle_OffsetFetch(self, msg):
+        req = msg.payload
+        err = self._check_coordinator(req.group_id)
+        if err is not None:
+            return m.OffsetFetchResponse(err)
+        group = self.manager.get_group(req.group_id)
+        if group is None or group.is_state(S.DEAD):
+            if req.partitions is None:
+                return m.OffsetFetchResponse(Errors.NONE, {})
+            return m.OffsetFetchResponse(Errors.NONE, {tp: (-1, "", Errors.NONE) for tp in req.partitions})
+        if req.partitions is None:
+            return m.OffsetFetchResponse(Errors.NONE, {tp: (e.offset, e.metadata, Errors.NONE)
+                                                       for tp, e in sorted(group.offsets.items())})
+        out = {}
+        unstable = []
+        for tp in req.partitions:
+            if req.require_stable and group.has_pending_offset_commits(tp):
+                out[tp] = (-1, "", Errors.UNSTABLE_OFFSET_COMMIT)
+                unstable.append(tp)
+                continue
+            e = group.offsets.get(tp)
+            out[tp] = (e.offset, e.metadata, Errors.NONE) if e is not None else (-1, "", Errors.NONE)
+        if unstable:
+            self.narrate(f"group {group.group_id!r}: {m._tps(unstable)} have offsets written by a transaction "
+                         f"without a marker yet (or a commit still replicating) -> UNSTABLE_OFFSET_COMMIT "
+                         f"(retriable: ask again once the transaction ends)")
+        return m.OffsetFetchResponse(Errors.NONE, out)
