@@ -68,3 +68,27 @@ def check_watermarks(cluster, topics):
                     if f is not None and f.leo >= 0:
                         assert log.high_watermark <= rb.logs[(t, p)].log_end_offset or \
                             log.high_watermark <= f.leo, (t, p, r)
+
+
+def read_all(cluster, topic, isolation="read_committed", partitions=None, max_polls=200):
+    """Everything a fresh consumer with this isolation level can read now (values, in order per partition)."""
+    from txnlab import Consumer, TopicPartition
+    n = len([1 for (t, _p) in cluster.controller.states if t == topic])
+    parts = partitions if partitions is not None else range(n)
+    c = Consumer({"bootstrap.servers": cluster.bootstrap, "isolation.level": isolation,
+                  "enable.auto.commit": False})
+    c.assign([TopicPartition(topic, p, 0) for p in parts])
+    out = []
+    empty = 0
+    for _ in range(max_polls):
+        msg = c.poll(0.2)
+        if msg is None:
+            empty += 1
+            if empty >= 3:
+                break
+            continue
+        empty = 0
+        if msg.error() is None:
+            out.append(msg.value())
+    c.close()
+    return out

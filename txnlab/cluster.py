@@ -71,6 +71,9 @@ class Cluster:
     # ------------------------------------------------------------ registry
     @staticmethod
     def lookup(bootstrap: str) -> "Cluster":
+        if isinstance(bootstrap, str) and bootstrap.strip().startswith("txnlab://"):
+            from .frontdoor.remote import RemoteCluster   # a cluster served by cluster.serve() elsewhere
+            return RemoteCluster.connect(bootstrap)
         if not isinstance(bootstrap, str) or "@" not in bootstrap:
             raise ConfigException("bootstrap.servers", f"must be a cluster's bootstrap string (cluster.bootstrap), "
                                   f"got {bootstrap!r}")
@@ -79,6 +82,13 @@ class Cluster:
         if c is None:
             raise ConfigException("bootstrap.servers", f"no running cluster answers at {bootstrap!r}")
         return c
+
+    def serve(self, host: str = "127.0.0.1", port: int = 0, mode: str = "run", **kw) -> str:
+        """Open the front door (txnlab.frontdoor): serve this cluster on loopback to other processes
+        (Spark's workers).  Returns the address to use there as ``bootstrap.servers``; each remote
+        request becomes a message of the simulated network.  ``self.front_door`` is the server."""
+        from .frontdoor.server import serve
+        return serve(self, host, port, mode=mode, **kw).address
 
     def next_client_name(self, kind: str) -> str:
         n = self._client_counts.get(kind, 0) + 1
@@ -270,6 +280,13 @@ class Cluster:
         msg = self.kernel.network.messages[msg_id]
         self.kernel.begin_step("fault", "network", f"the network delays {msg.api} {msg.kind} #{msg_id} by {ms}ms")
         self.kernel.network.delay(msg, ms)
+
+    def duplicate_message(self, msg_id: int) -> int:
+        """Deliver a chosen in-flight message twice; returns the id of the copy."""
+        msg = self.kernel.network.messages[msg_id]
+        self.kernel.begin_step("fault", "network", f"the network duplicates {msg.api} {msg.kind} #{msg_id} "
+                               f"({msg.src} -> {msg.dst})")
+        return self.kernel.network.duplicate(msg).id
 
     # ----------------------------------------------------------------- faults
     def _node(self, ref: NodeRef) -> Node:

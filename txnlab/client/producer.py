@@ -54,6 +54,7 @@ class Producer:
         self._reports: list = []               # (callback, err, msg) waiting for poll()
         self._unacked = 0                      # records produced, delivery not yet reported
         self._sticky: dict = {}
+        self._unassigned: list = []
         self._closed: Optional[KafkaError] = None
         self._partitioner = cfg["partitioner"]
         self.sender = Sender(self)
@@ -99,9 +100,45 @@ class Producer:
                 headers = tuple((k, _to_bytes(v, "header value")) for k, v in headers)
         else:
             headers = ()
+        ts = timestamp or self._kernel.now
+        cb = on_delivery or callback or self._default_cb
         n = self._node.num_partitions(topic)
         if n is None:
-            n = self._await_metadata(topic)
+            # like librdkafka: the record waits (unassigned) until the topic's metadata arrives
+            self._unassigned.append((topic, value, key, partition, cb, ts, headers))
+            self._unacked += 1
+            self._node.request_metadata((topic,), then=self._assign_waiting)
+            return
+        self._append(topic, value, key, partition, cb, ts, headers, n)
+
+    def _assign_waiting(self) -> None:
+        waiting, self._unassigned = self._unassigned, []
+        retry = False
+        for rec in waiting:
+            topic = rec[0]
+            n = self._node.num_partitions(topic)
+            err = self._node.topic_errors.get(topic)
+            if n is not None:
+                self._unacked -= 1
+                try:
+                    self._append(*rec, n)
+                except KafkaException as e:
+                    self._unacked += 1
+                    self.deliver(rec[4], e.error, Message(topic, -1, -1, rec[2], rec[1], error=e.error))
+            elif self._kernel.now - rec[5] >= self._config["delivery.timeout.ms"]:
+                kerr = KafkaError(KafkaError._MSG_TIMED_OUT if err is None else err,
+                                  f"no metadata for topic {topic!r}")
+                self.deliver(rec[4], kerr, Message(topic, -1, -1, rec[2], rec[1], error=kerr))
+            else:
+                self._unassigned.append(rec)
+                retry = True
+        if retry:
+            self._node.set_timer(self._config["retry.backoff.ms"], "metadata retry for unassigned records",
+                                 lambda: self._node.request_metadata(
+                                     tuple({r[0] for r in self._unassigned}), then=self._assign_waiting))
+
+    def _append(self, topic, value, key, partition, cb, ts, headers, n) -> None:
+        txn = self._txn
         if partition is None or partition < 0:
             partition = self._partition_for(topic, key, n)
         elif partition >= n:
@@ -110,8 +147,7 @@ class Producer:
         size = 10 + (len(value) if value else 0) + (len(key) if key else 0)
         if size > self._config["message.max.bytes"]:
             raise KafkaException(KafkaError(10, f"message of {size} bytes is larger than message.max.bytes"))
-        rec = Record(key, value, headers, timestamp or self._kernel.now)
-        cb = on_delivery or callback or self._default_cb
+        rec = Record(key, value, headers, ts)
         batch, created, full = self._acc.append(tp, rec, size, cb, self._kernel.now)
         self._unacked += 1
         if txn.is_transactional and tp not in txn.partitions_in_txn:
@@ -133,24 +169,6 @@ class Producer:
         if self._partitioner == "random":
             return self._kernel.rng.randrange(n)
         return zlib.crc32(key) % n
-
-    def _await_metadata(self, topic: str) -> int:
-        node = self._node
-        deadline = 60_000
-        while True:
-            node.request_metadata((topic,))
-            ok = self._kernel.run_until(lambda: node.num_partitions(topic) is not None
-                                        or not node._metadata_in_flight, timeout_ms=deadline)
-            n = node.num_partitions(topic)
-            if n is not None:
-                return n
-            if not ok or deadline <= 0:
-                raise KafkaException(KafkaError(3, f"topic {topic!r} is not known to the cluster"))
-            err = node.topic_errors.get(topic)
-            if err is not None and err.name == "UNKNOWN_TOPIC_OR_PARTITION":
-                raise KafkaException(KafkaError(3, f"topic {topic!r} does not exist"))
-            deadline -= 100
-            self._kernel.advance(100)
 
     # ---------------------------------------------------------- poll / flush
     def _serve_reports(self) -> int:
@@ -185,7 +203,8 @@ class Producer:
         try:
             self.sender.wakeup(0)
             ms = None if timeout is None or timeout < 0 else int(timeout * 1000)
-            self._kernel.run_until(lambda: self._unacked == 0 or self._node.crashed, timeout_ms=ms)
+            self._kernel.run_until(lambda: self._unacked == 0 or self._node.crashed
+                                   or self._txn.state == State.FATAL_ERROR, timeout_ms=ms)
         finally:
             self.sender.flushing -= 1
         self._serve_reports()
@@ -205,7 +224,8 @@ class Producer:
     # ------------------------------------------------------- transactions
     def _wait(self, pred: Callable[[], bool], timeout: Optional[float], default_ms: int) -> bool:
         ms = default_ms if timeout is None or timeout < 0 else int(timeout * 1000)
-        return self._kernel.run_until(lambda: pred() or self._node.crashed, timeout_ms=ms)
+        return self._kernel.run_until(lambda: pred() or self._node.crashed
+                                      or self._txn.state == State.FATAL_ERROR, timeout_ms=ms)
 
     def _require_transactional(self, call: str) -> None:
         self._check_alive()

@@ -296,8 +296,10 @@ class Sender:
             self._complete(b, kerr, -1)
             if fatal:
                 txn.transition(State.FATAL_ERROR, kerr)
+                self._abort_undrained(kerr)
             elif txn.state in (State.IN_TRANSACTION, State.COMMITTING_TRANSACTION, State.ABORTABLE_ERROR):
                 txn.transition(State.ABORTABLE_ERROR, kerr)
+                self._abort_undrained(kerr)
             if error in (Errors.OUT_OF_ORDER_SEQUENCE_NUMBER, Errors.INVALID_PRODUCER_ID_MAPPING) \
                     and not self.cfg["sim.naive.client"]:
                 self._bump_after_end = True
@@ -339,6 +341,9 @@ class Sender:
 
     def purge_queued(self, error: KafkaError) -> None:
         p = self.p
+        waiting, p._unassigned = p._unassigned, []
+        for topic, value, key, _part, cb, ts, headers in waiting:
+            p.deliver(cb or _noop, error, Message(topic, -1, -1, key, value, headers or None, (1, ts), error))
         for tp, dq in p._acc.batches.items():
             keep = [b for b in dq if b.in_flight or b.retry]
             for b in dq:
@@ -417,12 +422,20 @@ class Sender:
         kerr = KafkaError(error, f"{where}: {Errors(error).description}", fatal=True, retriable=False)
         self.narrate(f"{self.p.name}: {where} failed with {Errors(error).name}; the producer is now in FATAL_ERROR")
         self.txn.transition(State.FATAL_ERROR, kerr)
+        self._abort_undrained(kerr)
+
+    def _abort_undrained(self, kerr) -> None:
+        """Records not yet sent can never be part of this transaction now: fail them (Kafka's
+        abortUndrainedBatches)."""
+        self.txn.pending_partitions.clear()
+        self.purge_queued(kerr)
 
     def _abortable(self, error, where: str) -> None:
         kerr = KafkaError(error, f"{where}: {Errors(error).description}", retriable=False, txn_requires_abort=True)
         self.narrate(f"{self.p.name}: {where} failed with {Errors(error).name}; the transaction must be aborted")
         if self.txn.state in (State.IN_TRANSACTION, State.COMMITTING_TRANSACTION, State.ABORTABLE_ERROR):
             self.txn.transition(State.ABORTABLE_ERROR, kerr)
+            self._abort_undrained(kerr)
         return kerr
 
     # ---------------------------------------------------------- ApiVersions
@@ -619,7 +632,7 @@ class Sender:
         txn = self.txn
         if txn.state not in (State.COMMITTING_TRANSACTION, State.ABORTING_TRANSACTION) or self._end_txn_sent:
             return
-        if self.p._acc.has_queued() or txn.has_in_flight() or txn.new_partitions_in_flight \
+        if self.p._acc.has_queued() or self.p._unassigned or txn.has_in_flight() or txn.new_partitions_in_flight \
                 or (self._end_commit and txn.pending_partitions) or self._txn_in_flight:
             return
         self._end_txn_sent = True

@@ -72,7 +72,7 @@ class TransactionCoordinator:
                 target = S.CompleteCommit if md.state == S.PrepareCommit else S.CompleteAbort
                 self.narrate(f"{tid!r} was {md.state.name} when the old coordinator stopped: the decision is durable, "
                              f"so the new coordinator finishes it (resends the markers)")
-                transit = md.prepare_transition(target, self.now)
+                transit = md.prepare_transition(target, self.now, topic_partitions=frozenset())
                 self.markers.add_txn_markers(md, transit, cache.coordinator_epoch, partition, md.producer_epoch)
 
     def describe(self, transactional_id: str) -> Optional[dict]:
@@ -307,7 +307,9 @@ class TransactionCoordinator:
                     md.has_failed_epoch_fence = True
                 return reply(error)
             target = S.CompleteCommit if transit.txn_state == S.PrepareCommit else S.CompleteAbort
-            complete = md.prepare_transition(target, self.now, self.transaction_version)
+            # Kafka's prepareComplete: a finished transaction has no partitions any more
+            complete = md.prepare_transition(target, self.now, self.transaction_version,
+                                             topic_partitions=frozenset())
             self.narrate(f"{tid!r}: decided ({transit.txn_state.name} is durable); the client is answered now, "
                          f"markers follow")
             if tv2_response:

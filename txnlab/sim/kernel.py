@@ -178,7 +178,7 @@ class Kernel:
 
     # --------------------------------------------------------------- running
     def run_until(self, predicate: Callable[[], bool], timeout_ms: Optional[int] = None,
-                  max_steps: int = 2_000_000) -> bool:
+                  max_steps: int = 500_000) -> bool:
         """Step until predicate() holds.  With a timeout (simulated ms), stop when the
         clock would pass it; the clock then stands at the deadline.  Returns predicate()."""
         if self.driver is not None:
@@ -199,6 +199,11 @@ class Kernel:
 
     def run_until_idle(self, max_steps: int = 5_000_000) -> int:
         """Step until only background work is left.  Returns the number of steps."""
+        if self.driver is not None:
+            # under a stepper the person's Step clicks execute these steps, as for run_until
+            before = self.step_count
+            self.driver(lambda: self.idle, None)
+            return self.step_count - before
         n = 0
         while not self.idle:
             if self.step() is None:

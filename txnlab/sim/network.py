@@ -169,6 +169,22 @@ class Network:
         m.note = f"delayed {ms}ms"
         m.event = k.schedule(m.deliver_at - k.now, "deliver", m.dst, m.api, msg=m, background=m.background)
 
+    def duplicate(self, m: Message) -> Message:
+        """Deliver a copy of a message that is in flight now, 1ms after the original."""
+        if m.state != "in-flight":
+            raise ValueError(f"message #{m.id} is not in flight ({m.state})")
+        k = self.kernel
+        self._next_id += 1
+        d = Message(self._next_id, m.src, m.dst, m.api, m.payload, m.sent_at, m.deliver_at + 1, m.is_response,
+                    m.correlation_id, m.background, m.sent_step)
+        d.note = f"duplicate of #{m.id} [injected fault]"
+        if self.keep_history:
+            self.messages[d.id] = d
+        if k.current is not None:
+            k.current.sent.append(d.id)
+        d.event = k.schedule(max(0, d.deliver_at - k.now), "deliver", d.dst, d.api, msg=d, background=d.background)
+        return d
+
     def drop_all_for(self, node: str, reason: str) -> int:
         n = 0
         for m in list(self.messages.values()):

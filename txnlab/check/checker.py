@@ -1,0 +1,276 @@
+"""The history checker: Jepsen's Kafka anomalies, found from a recorded history alone.
+
+Owns ``check(history)``: it builds, per partition (key), the order of values that
+readers saw and the offsets sends were told, then looks for G1a, lost-write,
+unseen, duplicate, inconsistent-offsets, poll-skip, nonmonotonic-poll, the int-*
+variants, nonmonotonic-send, int-send-skip, and dependency cycles (G0, G1c).  It
+never looks at the engine: a history from a real Kafka cluster checks the same way.
+"""
+from __future__ import annotations
+
+import bisect
+from dataclasses import dataclass, field
+from typing import Optional
+
+from .anomalies import explain, is_allowed
+from .cycles import Graph, cycles
+from .history import FAIL, INFO, OK, History
+
+
+@dataclass
+class Anomaly:
+    name: str
+    detail: str
+    ops: list = field(default_factory=list)
+    key: Optional[str] = None
+
+    @property
+    def allowed(self) -> bool:
+        return is_allowed(self.name)
+
+    def to_dict(self) -> dict:
+        return {"name": self.name, "detail": self.detail, "ops": list(self.ops), "key": self.key}
+
+
+class CheckResult:
+    """What the checker found: anomalies by name; violations are the ones Kafka does not allow."""
+
+    def __init__(self) -> None:
+        self.anomalies: dict[str, list[Anomaly]] = {}
+
+    def add(self, name: str, detail: str, ops=(), key: Optional[str] = None) -> None:
+        self.anomalies.setdefault(name, []).append(Anomaly(name, detail, list(ops), key))
+
+    def merge(self, other: "CheckResult") -> "CheckResult":
+        for name, cases in other.anomalies.items():
+            self.anomalies.setdefault(name, []).extend(cases)
+        return self
+
+    @property
+    def violations(self) -> dict[str, list[Anomaly]]:
+        return {n: c for n, c in self.anomalies.items() if not is_allowed(n)}
+
+    @property
+    def ok(self) -> bool:
+        return not self.violations
+
+    def names(self, include_allowed: bool = False) -> list[str]:
+        src = self.anomalies if include_allowed else self.violations
+        return sorted(src)
+
+    def summary(self) -> str:
+        if not self.anomalies:
+            return "no anomalies"
+        parts = [f"{n} x{len(c)}" + (" (allowed)" if is_allowed(n) else "") for n, c in sorted(self.anomalies.items())]
+        return ", ".join(parts)
+
+    def explain(self, examples: int = 2, include_allowed: bool = False) -> str:
+        """Plain words: what each anomaly means, and its first cases."""
+        lines = []
+        src = self.anomalies if include_allowed else self.violations
+        for name in sorted(src):
+            cases = src[name]
+            tag = " (allowed in Kafka)" if is_allowed(name) else ""
+            lines.append(f"{name}{tag}: {len(cases)} case(s). {explain(name)}")
+            for a in cases[:examples]:
+                lines.append(f"  - {a.detail}")
+        return "\n".join(lines) if lines else "no violations"
+
+    def to_dict(self) -> dict:
+        return {n: [a.to_dict() for a in c] for n, c in sorted(self.anomalies.items())}
+
+
+class _Index:
+    """Per-key facts gathered from the history once."""
+
+    def __init__(self, history: History) -> None:
+        self.writers: dict = {}            # value -> [(op, key, offset)]
+        self.reads: list = []              # (op, key, offset, value)
+        self.at_offset: dict = {}          # (key, offset) -> {value: [op indexes]}
+        self.read_offsets: dict = {}       # key -> sorted offsets that some poll returned
+        self.value_at: dict = {}           # (key, offset) -> value read there (first seen)
+        for op in history:
+            for key, value, offset in op.sends():
+                self.writers.setdefault(value, []).append((op, key, offset))
+                if offset is not None:
+                    self.at_offset.setdefault((key, offset), {}).setdefault(value, []).append(op.index)
+            for key, entries in op.polls():
+                for offset, value in entries:
+                    self.reads.append((op, key, offset, value))
+                    self.at_offset.setdefault((key, offset), {}).setdefault(value, []).append(op.index)
+                    self.value_at.setdefault((key, offset), value)
+        per_key: dict = {}
+        for _op, key, offset, _v in self.reads:
+            per_key.setdefault(key, set()).add(offset)
+        self.read_offsets = {k: sorted(v) for k, v in per_key.items()}
+        self.position = {k: {o: i for i, o in enumerate(v)} for k, v in self.read_offsets.items()}
+
+    def writer_outcome(self, value) -> Optional[str]:
+        ws = self.writers.get(value)
+        if not ws:
+            return None
+        outcomes = {op.outcome for op, _k, _o in ws}
+        return OK if OK in outcomes else INFO if INFO in outcomes else FAIL
+
+
+def check(history: History) -> CheckResult:
+    """Every history check that needs no knowledge of the workload."""
+    r = CheckResult()
+    ix = _Index(history)
+    _aborted_reads(ix, r)
+    _duplicates_and_offsets(ix, r)
+    _lost_writes(history, ix, r)
+    _poll_order(history, ix, r)
+    _send_order(history, ix, r)
+    _dependency_cycles(history, ix, r)
+    return r
+
+
+def _aborted_reads(ix: _Index, r: CheckResult) -> None:
+    seen = set()
+    for op, key, offset, value in ix.reads:
+        if ix.writer_outcome(value) == FAIL and (value, op.process) not in seen:
+            seen.add((value, op.process))
+            w = ix.writers[value][0][0]
+            r.add("G1a", f"{op.process} read {value!r} at {key}@{offset}, written by {w.process} in a "
+                  f"transaction that did not commit (op {w.index})", (w.index, op.index), key)
+
+
+def _duplicates_and_offsets(ix: _Index, r: CheckResult) -> None:
+    places: dict = {}
+    for (key, offset), values in ix.at_offset.items():
+        for v in values:
+            places.setdefault(v, set()).add((key, offset))
+        if len(values) > 1:
+            shown = ", ".join(repr(v) for v in sorted(values, key=str)[:3])
+            ops = sorted({i for v in values.values() for i in v})
+            r.add("inconsistent-offsets", f"{key}@{offset} held different values: {shown}", ops[:4], key)
+    for v, where in places.items():
+        if len(where) > 1:
+            shown = ", ".join(f"{k}@{o}" for k, o in sorted(where)[:4])
+            r.add("duplicate", f"value {v!r} is in the log {len(where)} times: {shown}",
+                  [op.index for op, _k, _o in ix.writers.get(v, [])][:2], sorted(where)[0][0])
+
+
+def _lost_writes(history: History, ix: _Index, r: CheckResult) -> None:
+    read_values: dict = {}
+    for _op, key, _o, value in ix.reads:
+        read_values.setdefault(key, set()).add(value)
+    final_keys = set(history.attrs.get("final_keys", ()))
+    for value, ws in ix.writers.items():
+        if ix.writer_outcome(value) != OK:
+            continue
+        for op, key, offset in ws:
+            if op.outcome != OK or offset is None or value in read_values.get(key, ()):
+                continue
+            offs = ix.read_offsets.get(key)
+            if offs and offs[-1] > offset:
+                r.add("lost-write", f"{value!r} sent by {op.process} was acknowledged at {key}@{offset}, but no "
+                      f"consumer ever read it although they read up to offset {offs[-1]}", (op.index,), key)
+            elif key in final_keys:
+                r.add("unseen", f"{value!r} sent by {op.process} was acknowledged at {key}@{offset}, but the "
+                      f"final read of {key} never returned it", (op.index,), key)
+
+
+def _poll_order(history: History, ix: _Index, r: CheckResult) -> None:
+    chain: dict = {}          # (process, key) -> ("at", offset) | ("seek", offset)
+    for op in history:
+        for m in op.mops:
+            if m[0] == "seek":
+                chain[(op.process, m[1])] = ("seek", m[2])
+            elif m[0] == "poll" and m[2]:
+                _check_poll(op, m[1], m[2], chain, ix, r)
+
+
+def _check_poll(op, key, entries, chain, ix: _Index, r: CheckResult) -> None:
+    pos = ix.position[key]
+    offs = ix.read_offsets[key]
+    for (o1, v1), (o2, v2) in zip(entries, entries[1:]):
+        i1, i2 = pos[o1], pos[o2]
+        if i2 <= i1:
+            r.add("int-nonmonotonic-poll", f"{op.process} returned {key}@{o1} then {key}@{o2} in one poll",
+                  (op.index,), key)
+        elif i2 > i1 + 1:
+            r.add("int-poll-skip", f"{op.process} returned {key}@{o1} then {key}@{o2} in one poll, skipping "
+                  f"{i2 - i1 - 1} committed value(s) from offset {offs[i1 + 1]}", (op.index,), key)
+    first = entries[0][0]
+    prev = chain.get((op.process, key))
+    if prev is not None and prev[1] is not None:
+        if prev[0] == "at":
+            i_last, i_first = pos[prev[1]], pos[first]
+            if i_first <= i_last:
+                r.add("nonmonotonic-poll", f"{op.process} polled {key} up to offset {prev[1]}, then its next poll "
+                      f"started back at offset {first}", (op.index,), key)
+            elif i_first > i_last + 1:
+                r.add("poll-skip", f"{op.process} polled {key} up to offset {prev[1]}, then its next poll started "
+                      f"at {first}, skipping {i_first - i_last - 1} value(s) from offset {offs[i_last + 1]}",
+                      (op.index,), key)
+        else:
+            at = prev[1]
+            expect = bisect.bisect_left(offs, at)
+            if first < at:
+                r.add("nonmonotonic-poll", f"{op.process} was positioned at {key}@{at} but polled offset {first}",
+                      (op.index,), key)
+            elif pos[first] > expect:
+                r.add("poll-skip", f"{op.process} was positioned at {key}@{at} but its poll started at {first}, "
+                      f"skipping {pos[first] - expect} value(s) from offset {offs[expect]}", (op.index,), key)
+    chain[(op.process, key)] = ("at", entries[-1][0])
+
+
+def _send_order(history: History, ix: _Index, r: CheckResult) -> None:
+    last: dict = {}           # (process, key) -> (offset, op index)
+    for op in history:
+        within: dict = {}
+        for key, value, offset in op.sends():
+            if offset is None:
+                continue
+            prev = within.get(key)
+            if prev is not None:
+                if offset <= prev:
+                    r.add("int-nonmonotonic-send", f"{op.process} sent to {key} at offset {prev}, then a later send "
+                          f"of the same transaction got offset {offset}", (op.index,), key)
+                else:
+                    _maybe_send_skip(op, key, prev, offset, ix, r)
+            within[key] = offset
+        for key, offset in within.items():
+            first = min(o for k, _v, o in op.sends() if k == key and o is not None)
+            p = last.get((op.process, key))
+            if p is not None and first <= p[0]:
+                r.add("nonmonotonic-send", f"{op.process} sent to {key}@{p[0]} (op {p[1]}), then a later send got "
+                      f"offset {first} (op {op.index})", (p[1], op.index), key)
+            last[(op.process, key)] = (max(offset, p[0]) if p else offset, op.index)
+
+
+def _maybe_send_skip(op, key, o1, o2, ix: _Index, r: CheckResult) -> None:
+    offs = ix.read_offsets.get(key, [])
+    i = bisect.bisect_right(offs, o1)
+    while i < len(offs) and offs[i] < o2:
+        v = ix.value_at[(key, offs[i])]
+        if all(w.index != op.index for w, _k, _o in ix.writers.get(v, [])):
+            r.add("int-send-skip", f"{op.process} sent to {key}@{o1} and {key}@{o2} in one transaction; "
+                  f"{v!r} of another producer landed between them", (op.index,), key)
+            return
+        i += 1
+
+
+def _dependency_cycles(history: History, ix: _Index, r: CheckResult) -> None:
+    g = Graph()
+    live = {op.index for op in history if op.outcome in (OK, INFO)}
+    for op, _key, _offset, value in ix.reads:
+        for w, _k, _o in ix.writers.get(value, []):
+            if w.index in live and op.index in live:
+                g.add(w.index, op.index, "wr")
+    for key, offs in ix.read_offsets.items():
+        prev_writer = None
+        for o in offs:
+            ws = [w for w, k, wo in ix.writers.get(ix.value_at[(key, o)], []) if k == key and w.index in live]
+            if not ws:
+                prev_writer = None
+                continue
+            w = ws[0].index
+            if prev_writer is not None and prev_writer != w:
+                g.add(prev_writer, w, "ww")
+            prev_writer = w
+    for name, cycle in cycles(g):
+        procs = " -> ".join(f"op {i} ({history[i].process})" for i in cycle)
+        r.add(name, f"dependency cycle {procs} -> back to op {cycle[0]}", cycle)

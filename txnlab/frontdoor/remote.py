@@ -1,0 +1,240 @@
+"""The other side of the front door: txnlab's clients in a process outside the kernel.
+
+``Cluster.lookup("txnlab://127.0.0.1:PORT/TOKEN")`` returns a ``RemoteCluster``:
+the same surface the clients use on an in-kernel cluster (``kernel``,
+``next_client_name``, ``new_client_node``, ``broker_config``, ``bootstrap``), so
+``Producer``, ``Consumer`` and ``AdminClient`` run unchanged in a Spark worker.
+
+Why this design: a client's logic (the Sender, the Fetcher, the transaction
+manager, group membership) is written as reactions to events of a kernel --
+callbacks, timers, ``kernel.run_until`` in blocking calls.  Rather than a
+second, socket-driven copy of that logic, the remote process runs a *private*
+``Kernel`` that holds only its client nodes.  A ``RemoteClientNode`` differs
+from a ``ClientNode`` in one method: ``send_request`` hands the request to the
+front door (a blocking HTTP call on real loopback I/O), where it becomes a
+message of the real cluster's network, and schedules the response (or the
+network error) as an event of the private kernel at the simulated time the
+server reports.  So a client's blocking call (``flush``, ``poll``,
+``commit_transaction``) steps its private kernel, and each step that sends
+blocks on the network; timers (linger, backoff, request timeouts) keep their
+local meaning.  The private clock follows the cluster's: it jumps forward to
+the server's time of each response and never runs backwards.
+"""
+from __future__ import annotations
+
+import http.client
+import json
+import os
+import re
+import socket
+import threading
+from typing import Any, Optional
+
+from ..client.network_client import ClientNode
+from ..errors import ConfigException, KafkaError, KafkaException
+from ..protocol.errors import Errors
+from ..sim.kernel import Kernel
+from ..sim.network import Message
+from ..sim.node import _Pending
+from . import codec
+
+ADDRESS = re.compile(r"^txnlab://(?P<host>\[[0-9a-fA-F:]+\]|[A-Za-z0-9.\-]+):(?P<port>\d{1,5})/(?P<token>[A-Za-z0-9_\-]+)$")
+
+
+class FrontDoorError(KafkaException):
+    """The front door refused a call (bad token, malformed request) or cannot be reached."""
+
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(KafkaError(KafkaError._TRANSPORT, f"front door: {message}"))
+        self.status = status
+        self.message = message
+
+
+def parse_address(address: str) -> tuple[str, int, str]:
+    """(host, port, token) of ``txnlab://HOST:PORT/TOKEN``."""
+    m = ADDRESS.match(address.strip()) if isinstance(address, str) else None
+    if m is None:
+        raise ConfigException("bootstrap.servers", f"expected txnlab://HOST:PORT/TOKEN (from cluster.serve()), "
+                              f"got {address!r}")
+    return m["host"].strip("[]"), int(m["port"]), m["token"]
+
+
+class Channel:
+    """One keep-alive HTTP connection to a front door (reconnects once when it breaks)."""
+
+    def __init__(self, host: str, port: int, token: str, timeout_s: float = 600.0) -> None:
+        self.host, self.port, self.token, self.timeout_s = host, port, token, timeout_s
+        self._conn: Optional[http.client.HTTPConnection] = None
+        self._lock = threading.Lock()
+
+    def _connection(self) -> http.client.HTTPConnection:
+        if self._conn is None:
+            self._conn = http.client.HTTPConnection(self.host, self.port, timeout=self.timeout_s)
+            self._conn.connect()
+            self._conn.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        return self._conn
+
+    def call(self, payload: dict) -> dict:
+        body = json.dumps(payload, separators=(",", ":")).encode("utf-8")
+        headers = {"Content-Type": "application/json", "X-Txnlab-Token": self.token}
+        with self._lock:
+            for attempt in (1, 2):
+                try:
+                    conn = self._connection()
+                    conn.request("POST", "/v1", body, headers)
+                    resp = conn.getresponse()
+                    data = resp.read()
+                    if resp.getheader("Connection", "").lower() == "close":
+                        self.close()
+                    break
+                except (OSError, http.client.HTTPException) as e:
+                    self.close()
+                    if attempt == 2:
+                        raise FrontDoorError(0, f"cannot reach {self.host}:{self.port}: {e}") from None
+        try:
+            reply = json.loads(data)
+        except ValueError:
+            raise FrontDoorError(resp.status, f"a reply that is not JSON (HTTP {resp.status})") from None
+        if resp.status != 200 or not reply.get("ok"):
+            raise FrontDoorError(resp.status, reply.get("message", f"HTTP {resp.status}"))
+        return reply
+
+    def close(self) -> None:
+        if self._conn is not None:
+            self._conn.close()
+            self._conn = None
+
+
+class RemoteClientNode(ClientNode):
+    """A client's node in the private kernel: requests go through the front door."""
+
+    def __init__(self, kernel, name: str, bootstrap: list, owner, remote: "RemoteCluster") -> None:
+        super().__init__(kernel, name, bootstrap, owner)
+        self.remote = remote
+
+    def send_request(self, dst: str, request: Any, callback, timeout_ms: int = 30_000,
+                     background: bool = False) -> Message:
+        k = self.kernel
+        self._next_correlation += 1
+        cid = self._next_correlation
+        m = Message(-cid, self.name, dst, request.API, request, k.now, k.now, False, cid, background, k.step_count)
+        self._pending[cid] = _Pending(dst, request.API, callback, None, m)
+        outcome = self.remote.forward(self.name, dst, request, timeout_ms)
+        delay = max(1, outcome.get("now", k.now) - k.now)
+        self.set_timer(delay, f"{request.API} response from {dst}", lambda: self._arrive(cid, m, outcome),
+                       background=background)
+        return m
+
+    def _arrive(self, cid: int, m: Message, outcome: dict) -> None:
+        if outcome.get("crashed"):
+            self.kernel.narrate(f"{self.name} was crashed in the cluster")
+            self.crash()
+            return
+        p = self._pending.pop(cid, None)
+        if p is None:
+            return
+        err = outcome.get("error")
+        if err is None:
+            p.callback(outcome["response"], None)
+        else:
+            p.callback(None, Errors[err] if err in Errors.__members__ else Errors.NETWORK_EXCEPTION)
+
+    def send_oneway(self, dst: str, request: Any) -> None:
+        self.remote.forward(self.name, dst, request, 30_000, oneway=True)
+
+
+class _ForwardingNetwork:
+    """The private kernel's network: a client sends acks=0 Produce requests with network.send."""
+
+    def __init__(self, inner, kernel) -> None:
+        self._inner = inner
+        self._kernel = kernel
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)
+
+    def send(self, src, dst, api, payload, is_response, correlation_id, background=False):
+        node = self._kernel.nodes.get(src)
+        if dst not in self._kernel.nodes and isinstance(node, RemoteClientNode) and not is_response:
+            node.send_oneway(dst, payload)
+            return Message(0, src, dst, api, payload, self._kernel.now, self._kernel.now, False,
+                           correlation_id, background, self._kernel.step_count)
+        return self._inner.send(src, dst, api, payload, is_response, correlation_id, background)
+
+
+class RemoteCluster:
+    """What a client sees of a cluster served by a front door in another process."""
+
+    _connected: dict = {}
+    _connect_lock = threading.Lock()
+
+    @classmethod
+    def connect(cls, address: str) -> "RemoteCluster":
+        """One RemoteCluster per address and process (clients of one process share a private kernel)."""
+        key = (address.strip(), os.getpid())
+        with cls._connect_lock:
+            rc = cls._connected.get(key)
+            if rc is None:
+                rc = cls._connected[key] = cls(address)
+            return rc
+
+    def __init__(self, address: str) -> None:
+        host, port, token = parse_address(address)
+        self.bootstrap = address.strip()
+        self.channel = Channel(host, port, token)
+        info = self.channel.call({"op": "hello"})
+        self.id = info["cluster"]
+        self.broker_ids = list(info["brokers"])
+        self.broker_config = dict(info["broker_config"])
+        self.kernel = Kernel(info["seed"], latency_ms=1)
+        self.kernel.trace.enabled = False
+        self.kernel.network.keep_history = False
+        self.kernel.network = _ForwardingNetwork(self.kernel.network, self.kernel)
+        self.kernel.now = info["now"]
+        self.clients: dict = {}
+        self._counts: dict = {}
+        self._lock = threading.RLock()
+
+    def __repr__(self) -> str:
+        return f"<RemoteCluster {self.id} via {self.channel.host}:{self.channel.port}>"
+
+    @property
+    def brokers(self) -> list:
+        return list(self.broker_ids)
+
+    def next_client_name(self, kind: str) -> str:
+        n = self._counts.get(kind, 0) + 1
+        self._counts[kind] = n
+        return f"{kind}-{n}"
+
+    def new_client_node(self, name: str, owner, principal: Optional[str] = None) -> RemoteClientNode:
+        reply = self.channel.call({"op": "connect", "label": str(name), "pid": os.getpid(), "principal": principal})
+        node = RemoteClientNode(self.kernel, reply["node"], [f"broker-{b}" for b in self.broker_ids], owner, self)
+        self.kernel.now = max(self.kernel.now, reply["now"])
+        self.clients[node.name] = owner
+        return node
+
+    def forward(self, node: str, dst: str, request: Any, timeout_ms: int, oneway: bool = False) -> dict:
+        """Send one request through the front door; the outcome with the response decoded."""
+        payload = {"op": "request", "node": node, "dst": dst, "timeout_ms": int(max(1, min(timeout_ms, 3_600_000))),
+                   "api": request.API, "request": codec.encode(request)}
+        if oneway:
+            payload["oneway"] = True
+        try:
+            reply = self.channel.call(payload)
+        except FrontDoorError as e:
+            if e.status == 0:          # the door is unreachable: like a broken connection
+                return {"response": None, "error": "NETWORK_EXCEPTION", "now": self.kernel.now}
+            raise
+        if reply.get("response") is not None:
+            reply["response"] = codec.decode(reply["response"], "response")
+        return reply
+
+    # -------------------------------------------------- helpers for txnlab.spark
+    def claim(self, key: str) -> bool:
+        """True the first time anyone (any process) claims ``key`` at this front door."""
+        return bool(self.channel.call({"op": "claim", "key": key})["first"])
+
+    def signal(self, name: str, data: Any = None) -> Any:
+        """Tell the kernel side something happened; returns what its hook answered (or None)."""
+        return self.channel.call({"op": "signal", "name": name, "data": data}).get("reply")

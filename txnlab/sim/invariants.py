@@ -1,0 +1,72 @@
+"""Invariants of the engine's state, checked after every step of a simulation run and at its end.
+
+Owns ``StepInvariants`` (LSO <= HW <= LEO on every partition leader of the
+workload's topics, checked each time the kernel records a step, so the state
+after every step is seen) and ``end_invariants`` (after faults heal and every
+timeout has passed, no partition holds an open transaction and no coordinator
+holds a transaction in Ongoing/PrepareCommit/PrepareAbort).  These read engine
+state on purpose; the history checker (``txnlab.check``) never does.
+"""
+from __future__ import annotations
+
+from ..check.checker import CheckResult
+
+DECIDED = ("Empty", "CompleteCommit", "CompleteAbort", "Dead")
+
+
+class StepInvariants:
+    """Checks the watermarks of the given topics' leaders at every step (cheap: a few attribute reads)."""
+
+    def __init__(self, cluster, topics: list, limit: int = 5) -> None:
+        self.cluster = cluster
+        self.brokers = [cluster.broker(b) for b in cluster.brokers]
+        self.tps = sorted(tp for tp in cluster.controller.states if tp[0] in set(topics))
+        self.result = CheckResult()
+        self.limit = limit
+        self.checked = 0
+        cluster.kernel.observers.append(self._observe)
+
+    def _observe(self, tev) -> None:
+        self.check(tev.step)
+
+    def check(self, step: int) -> None:
+        self.checked += 1
+        for b in self.brokers:
+            if not b.alive:
+                continue
+            parts = b.partitions
+            for tp in self.tps:
+                p = parts.get(tp)
+                if p is None or p.leader != b.broker_id:
+                    continue
+                log = p.log
+                lso, hw, leo = log.last_stable_offset, log.high_watermark, log.log_end_offset
+                if not lso <= hw <= leo and len(self.result.anomalies.get("watermarks", ())) < self.limit:
+                    self.result.add("watermarks", f"after step {step}: {tp[0]}-{tp[1]} on broker {b.broker_id} has "
+                                    f"LSO {lso}, HW {hw}, LEO {leo}", key=f"{tp[0]}-{tp[1]}")
+
+    def detach(self) -> None:
+        if self._observe in self.cluster.kernel.observers:
+            self.cluster.kernel.observers.remove(self._observe)
+
+
+def end_invariants(cluster, topics: list, transactional_ids: list) -> CheckResult:
+    """Every transaction completed or timed out: run after faults healed and timeouts passed."""
+    r = CheckResult()
+    for (t, p), s in sorted(cluster.controller.states.items()):
+        if t not in topics:
+            continue
+        if s.leader < 0 or not cluster.broker(s.leader).alive:
+            r.add("hanging-transaction", f"{t}-{p} has no live leader at the end of the run", key=f"{t}-{p}")
+            continue
+        log = cluster.broker(s.leader).logs[(t, p)]
+        if log.first_unstable_offset is not None or log.last_stable_offset < log.high_watermark:
+            r.add("hanging-transaction", f"{t}-{p}: a transaction is still open at offset "
+                  f"{log.first_unstable_offset} (LSO {log.last_stable_offset}, HW {log.high_watermark}) long after "
+                  f"every timeout", key=f"{t}-{p}")
+    for tid in sorted(transactional_ids):
+        st = cluster.transaction_state(tid)
+        if st is not None and st["state"] not in DECIDED:
+            r.add("hanging-transaction", f"the coordinator still holds {tid!r} in {st['state']} "
+                  f"(partitions {st['partitions']}) long after every timeout")
+    return r
