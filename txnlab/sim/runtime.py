@@ -231,6 +231,10 @@ class Runtime:
             proc.gen.close()
         proc.done = True
         newest = max((p.instance for p in self.procs if p.name == proc.name), default=0) == proc.instance
+        if restart and not proc.crashed and proc.ctx is not None:
+            for client in proc.ctx.producers + proc.ctx.consumers:
+                if client._node.alive:          # the process exits: its clients go with it
+                    self.cluster.crash(client)
         if (proc.crashed or restart) and newest and proc.supervised and not self.stopping:
             self.spawn(proc.name, proc.fn, True, delay_ms=self.restart_delay_ms)
 

@@ -1,0 +1,143 @@
+"""The anomalies KIP-890 fixes (KAFKA-EOS §7), reproducible with the classic protocol and a naive
+client, prevented by partition verification or by transaction.version 2."""
+import pytest
+
+from txnlab import AbortTransactionSpec, AdminClient, Cluster, KafkaException, Producer, TopicPartition
+from txnlab.errors import KafkaStateError
+
+from helpers import RawClient, read_all
+
+BASE = {"transaction.state.log.num.partitions": 3, "offsets.topic.num.partitions": 3}
+
+
+def cluster(tv=0, verification=False, seed=1):
+    cfg = dict(BASE)
+    cfg.update({"transaction.version": tv, "transaction.partition.verification.enable": verification})
+    c = Cluster(brokers=3, seed=seed, config=cfg)
+    c.create_topic("out", partitions=2, replication_factor=3)
+    return c
+
+
+def naive_producer(c, tid="naive"):
+    p = Producer({"bootstrap.servers": c.bootstrap, "transactional.id": tid, "sim.naive.client": True,
+                  "request.timeout.ms": 1_000})
+    p.init_transactions()
+    return p
+
+
+def late_produce_then_abort(c, p, delay_ms=20_000):
+    """A Produce is delayed in the network; the naive client gives up on it and aborts."""
+    p.begin_transaction()
+    c.delay_next("Produce", delay_ms)
+    p.produce("out", value=b"late", partition=0)
+    with pytest.raises(KafkaException):
+        p.commit_transaction()          # the timed-out batch makes the transaction abortable
+    p.abort_transaction()
+
+
+def test_late_produce_after_the_abort_marker_hangs_the_partition_classic():
+    c = cluster(tv=0, verification=False)
+    p = naive_producer(c)
+    late_produce_then_abort(c, p)
+    c.advance(30_000)                    # the delayed Produce lands after the ABORT marker
+    st = c.partition_state("out", 0)
+    assert st["lso"] < st["hw"], "an open transaction nobody will ever end pins the LSO"
+    assert c.transaction_state("naive")["state"] == "CompleteAbort"
+    plain = Producer({"bootstrap.servers": c.bootstrap})
+    plain.produce("out", value=b"innocent", partition=0)
+    plain.flush()
+    c.run_until_idle()
+    assert b"innocent" not in read_all(c, "out")      # stuck behind the hanging transaction
+    # kafka-transactions.sh find-hanging + abort (KIP-664) frees it
+    c.advance(16 * 60_000)
+    admin = AdminClient({"bootstrap.servers": c.bootstrap})
+    hanging = admin.find_hanging_transactions([TopicPartition("out", 0)])
+    assert len(hanging) == 1
+    tp, ps = hanging[0]
+    admin.abort_transaction(AbortTransactionSpec(tp, ps.producer_id, ps.producer_epoch,
+                                                 ps.coordinator_epoch)).result()
+    c.run_until_idle()
+    assert read_all(c, "out") == [b"innocent"]
+
+
+@pytest.mark.parametrize("tv,verification", [(0, True), (2, False)])
+def test_late_produce_after_abort_is_refused_with_verification_or_tv2(tv, verification):
+    c = cluster(tv=tv, verification=verification)
+    p = naive_producer(c)
+    late_produce_then_abort(c, p)
+    c.advance(30_000)
+    st = c.partition_state("out", 0)
+    assert st["lso"] == st["hw"]
+    assert read_all(c, "out", "read_uncommitted") == []
+    assert any("the write is refused" in e.narration for e in c.trace)
+
+
+def test_late_produce_joins_the_next_transaction_classic_even_with_verification():
+    c = cluster(tv=0, verification=True)
+    p = naive_producer(c)
+    late_produce_then_abort(c, p, delay_ms=5_000)
+    p.begin_transaction()
+    p.produce("out", value=b"new", partition=0)
+    p.commit_transaction()
+    c.run_until_idle()
+    assert sorted(read_all(c, "out")) == [b"late", b"new"], "the aborted write was committed with the next txn"
+
+
+def test_late_produce_cannot_join_the_next_transaction_with_tv2():
+    c = cluster(tv=2)
+    p = naive_producer(c)
+    late_produce_then_abort(c, p, delay_ms=5_000)
+    p.begin_transaction()
+    p.produce("out", value=b"new", partition=0)
+    p.commit_transaction()
+    c.advance(10_000)
+    c.run_until_idle()
+    assert read_all(c, "out") == [b"new"]
+
+
+def delayed_end_txn(c, tid):
+    """KAFKA-17754: EndTxn(commit) of transaction N is delayed; the client retries it, goes on with
+    transaction N+1, and then the delayed request arrives."""
+    p = Producer({"bootstrap.servers": c.bootstrap, "transactional.id": tid, "request.timeout.ms": 2_000})
+    p.init_transactions()
+    p.begin_transaction()
+    p.produce("out", value=b"txn-N", partition=0)
+    c.delay_next("EndTxn", 10_000)
+    p.commit_transaction()              # the retried EndTxn commits N
+    p.begin_transaction()
+    p.produce("out", value=b"txn-N+1", partition=1)
+    p.flush()
+    c.advance(9_000)                    # the delayed EndTxn(commit) of N reaches the coordinator now
+    c.run_until_idle()
+    try:
+        p.abort_transaction()           # the application decides to abort N+1
+    except (KafkaException, KafkaStateError):
+        pass
+    c.run_until_idle()
+    return read_all(c, "out")
+
+
+def test_delayed_end_txn_commits_the_next_transaction_classic():
+    assert sorted(delayed_end_txn(cluster(tv=0), "k17754")) == [b"txn-N", b"txn-N+1"]
+
+
+def test_delayed_end_txn_is_fenced_with_tv2():
+    c = cluster(tv=2)
+    assert delayed_end_txn(c, "k17754") == [b"txn-N"]
+    assert any("PRODUCER_FENCED" in e.narration for e in c.trace)
+
+
+def test_producer_state_expiry_lets_a_very_late_retry_in_twice():
+    c = Cluster(brokers=1, seed=2, config={"producer.id.expiration.ms": 60_000,
+                                           "producer.id.expiration.check.interval.ms": 10_000})
+    c.create_topic("t")
+    raw = RawClient(c)
+    for i in range(3):
+        raw.produce("t", 0, [b"r%d" % i], pid=77, epoch=0, seq=i)
+    assert raw.produce("t", 0, [b"r2"], pid=77, epoch=0, seq=2).base_offset == 2     # deduplicated
+    c.advance(90_000)                                                                # producer 77 expires
+    assert c.log("t", 0).producer_state.last_entry(77) is None
+    r = raw.produce("t", 0, [b"r2"], pid=77, epoch=0, seq=2)
+    assert r.base_offset == 3                                                        # accepted again
+    from helpers import values_in_log
+    assert values_in_log(c, "t") == [b"r0", b"r1", b"r2", b"r2"]
