@@ -273,7 +273,6 @@ CONTAINERS: dict[tuple[str, str], Any] = {
     ("DescribeTransactionsRequest", "transactional_ids"): ("tuple", "str"),
     ("ListTransactionsRequest", "state_filters"): ("tuple", "str"),
     ("ListTransactionsRequest", "producer_id_filters"): ("tuple", "int"),
-    ("CreateTopicsRequest", "config"): ("tuple", ("pair", "str", "scalar")),
     ("WriteTxnMarkersRequest", "markers"): ("tuple", "TxnMarkerEntry"),
     ("TxnMarkerEntry", "partitions"): ("tuple", TP),
 }
@@ -282,7 +281,7 @@ CONTAINERS: dict[tuple[str, str], Any] = {
 CLIENT_APIS = ("Metadata", "Produce", "Fetch", "ListOffsets", "FindCoordinator", "InitProducerId",
                "JoinGroup", "SyncGroup", "Heartbeat", "LeaveGroup", "OffsetCommit", "OffsetFetch",
                "AddPartitionsToTxn", "AddOffsetsToTxn", "EndTxn", "TxnOffsetCommit", "DescribeProducers",
-               "DescribeTransactions", "ListTransactions", "CreateTopics", "WriteTxnMarkers", "ApiVersions")
+               "DescribeTransactions", "ListTransactions", "WriteTxnMarkers", "ApiVersions")
 REQUEST_CLASSES = {getattr(c, "API"): c for n, c in MESSAGE_CLASSES.items()
                    if n.endswith("Request") and getattr(c, "API", None) in CLIENT_APIS}
 _SCALARS = {int: "int", str: "str", bool: "bool"}

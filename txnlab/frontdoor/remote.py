@@ -230,6 +230,33 @@ class RemoteCluster:
             reply["response"] = codec.decode(reply["response"], "response")
         return reply
 
+    def create_topic(self, name: str, partitions: int = 1, replication_factor: int = 1,
+                     config: Optional[dict] = None) -> None:
+        """``Cluster.create_topic`` applied in the kernel (what ``AdminClient.create_topics`` calls)."""
+        reply = self.channel.call({"op": "create_topic", "name": name, "partitions": partitions,
+                                   "replication_factor": replication_factor, "config": config})
+        if reply.get("error"):
+            raise KafkaException(KafkaError(Errors[reply["error"]], f"cannot create topic {name!r}: {reply['error']}"))
+
+    def topics(self) -> list:
+        from ..protocol import messages as m
+        box: dict = {}
+        node = self._admin_node()
+        node.send_request(node.any_broker(), m.MetadataRequest(None), lambda r, e: box.update(r=r, e=e))
+        self.kernel.run_until(lambda: "e" in box)
+        if box["e"] is not None:
+            raise KafkaException(KafkaError(box["e"]))
+        return sorted(box["r"].topics)
+
+    def _admin_node(self) -> RemoteClientNode:
+        node = getattr(self, "_admin", None)
+        if node is None:
+            node = self._admin = self.new_client_node("admin", self)
+        return node
+
+    def _on_process_crash(self) -> None:
+        self._admin = None
+
     # -------------------------------------------------- helpers for txnlab.spark
     def claim(self, key: str) -> bool:
         """True the first time anyone (any process) claims ``key`` at this front door."""

@@ -115,7 +115,7 @@ class FrontDoor:
                                         daemon=True)
         self._thread.start()
         self.ops = {"hello": self._hello, "connect": self._connect, "request": self._request,
-                    "claim": self._claim, "signal": self._signal}
+                    "create_topic": self._create_topic, "claim": self._claim, "signal": self._signal}
 
     @property
     def address(self) -> str:
@@ -240,6 +240,24 @@ class FrontDoor:
         err = box["e"]
         return {"response": None if err is not None else codec.encode(box["r"]),
                 "error": None if err is None else err.name, "now": box["t"], "crashed": False}
+
+    def _create_topic(self, payload: dict) -> dict:
+        """Kafka's CreateTopics goes through a broker to the controller; here the admin call is
+        applied as the cluster API's own step (``cluster.create_topic``)."""
+        from ..errors import KafkaException
+        name = self._field(payload, "name", str)
+        partitions = self._field(payload, "partitions", int, 1)
+        rf = self._field(payload, "replication_factor", int, 1)
+        config = self._field(payload, "config", dict, None)
+        if config is not None and any(type(v) not in (int, str, bool) for v in config.values()):
+            raise BadRequest("config: values must be strings, numbers or booleans")
+        if name in self.cluster.topics():
+            return {"error": "TOPIC_ALREADY_EXISTS"}
+        try:
+            self.cluster.create_topic(name, partitions, rf, config)
+        except (KafkaException, ValueError) as e:
+            raise BadRequest(f"cannot create topic {name!r}: {e}") from None
+        return {"error": None}
 
     def _claim(self, payload: dict) -> dict:
         key = self._field(payload, "key", str)

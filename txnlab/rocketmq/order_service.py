@@ -134,3 +134,23 @@ class KafkaOrderService:
             return False
         self.producer.commit_transaction()
         return True
+
+
+def kafka_committed_orders(cluster, topic: str = ORDER_TOPIC) -> list[str]:
+    """The order ids a read_committed Kafka consumer can read from ``topic`` (every partition, from the start)."""
+    from ..client.consumer import Consumer
+    from ..client.message import TopicPartition
+    n = cluster.controller.states and sum(1 for (t, _) in cluster.controller.states if t == topic)
+    c = Consumer({"bootstrap.servers": cluster.bootstrap, "group.id": "order-audit",
+                  "isolation.level": "read_committed", "enable.auto.commit": False,
+                  "auto.offset.reset": "earliest"})
+    c.assign([TopicPartition(topic, p) for p in range(n)])
+    out, empty = [], 0
+    while empty < 2:
+        m = c.poll(0.5)
+        if m is None:
+            empty += 1
+        elif m.error() is None:
+            out.append(json.loads(m.value())["orderId"])
+    c.close()
+    return out

@@ -20,20 +20,30 @@ class StepInvariants:
     def __init__(self, cluster, topics: list, limit: int = 5) -> None:
         self.cluster = cluster
         self.brokers = [cluster.broker(b) for b in cluster.brokers]
+        self._by_name = {b.name: b for b in self.brokers}
         self.tps = sorted(tp for tp in cluster.controller.states if tp[0] in set(topics))
         self.result = CheckResult()
         self.limit = limit
         self.checked = 0
+        self._last = None
         cluster.kernel.observers.append(self._observe)
 
     def _observe(self, tev) -> None:
-        self.check(tev.step)
+        # Called as a step begins: the previous step is complete, and only the node that handled it
+        # can have moved its watermarks (appends, HW moves and markers happen on the broker that acts).
+        last, self._last = self._last, tev.node
+        b = self._by_name.get(last)
+        if b is not None:
+            self._check_broker(b, tev.step - 1)
 
     def check(self, step: int) -> None:
-        self.checked += 1
+        """Check every broker now."""
         for b in self.brokers:
-            if not b.alive:
-                continue
+            self._check_broker(b, step)
+
+    def _check_broker(self, b, step: int) -> None:
+        self.checked += 1
+        if b.alive:
             parts = b.partitions
             for tp in self.tps:
                 p = parts.get(tp)
@@ -42,8 +52,8 @@ class StepInvariants:
                 log = p.log
                 lso, hw, leo = log.last_stable_offset, log.high_watermark, log.log_end_offset
                 if not lso <= hw <= leo and len(self.result.anomalies.get("watermarks", ())) < self.limit:
-                    self.result.add("watermarks", f"after step {step}: {tp[0]}-{tp[1]} on broker {b.broker_id} has "
-                                    f"LSO {lso}, HW {hw}, LEO {leo}", key=f"{tp[0]}-{tp[1]}")
+                    self.result.add("watermarks", f"after step {step}: {tp[0]}-{tp[1]} on broker {b.broker_id} "
+                                    f"has LSO {lso}, HW {hw}, LEO {leo}", key=f"{tp[0]}-{tp[1]}")
 
     def detach(self) -> None:
         if self._observe in self.cluster.kernel.observers:

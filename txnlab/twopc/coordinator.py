@@ -38,6 +38,7 @@ class CoordinatorTx:
         self.votes: dict[str, str] = {}
         self.acks: set[str] = set()
         self.deciding: Optional[bool] = None     # a decision whose log write is in progress
+        self.vote_timer = None
 
     @property
     def participants(self) -> tuple:
@@ -80,7 +81,8 @@ class TwoPhaseCommitCoordinator(Node):
             send_oneway(self, p, Prepare(tx.tx_id, tuple(sorted(tx.writes[p].items())), tx.participants))
         self.narrate(f"{self.name}: PREPARE sent to {', '.join(tx.participants)}; waiting for their votes "
                      f"(vote.timeout.ms={self.config['vote.timeout.ms']})")
-        self.set_timer(self.config["vote.timeout.ms"], f"vote timeout {tx.tx_id}", lambda: self._vote_timeout(tx))
+        tx.vote_timer = self.set_timer(self.config["vote.timeout.ms"], f"vote timeout {tx.tx_id}",
+                                       lambda: self._vote_timeout(tx))
 
     def _vote_timeout(self, tx: CoordinatorTx) -> None:
         if tx.state != CoordinatorState.WAIT or tx.deciding is not None:
@@ -121,6 +123,7 @@ class TwoPhaseCommitCoordinator(Node):
     # ------------------------------------------------------------- phase 2
     def _decide(self, tx: CoordinatorTx, commit: bool) -> None:
         tx.deciding = commit
+        self.cancel_timer(tx.vote_timer)
         kind = "GLOBAL_COMMIT" if commit else "GLOBAL_ABORT"
         self._force(LogRecord(tx.tx_id, kind), lambda: self._decided(tx, commit),
                     "the decision must be durable before anyone hears it")

@@ -1,0 +1,374 @@
+"""The simulation workloads: what the client processes do, and what must hold at the end.
+
+Owns ``Workload`` (topics, processes, the final read, the checks) and the four
+workloads of the sweep:
+
+* ``copier`` -- Kafka's ``transactions_test.py``: a transactional feeder writes the
+  input (some transactions aborted); one ``TransactionalMessageCopier`` per input
+  partition consumes read_committed, copies each batch in a transaction with its
+  consumed offsets, aborts about one batch in four and rewinds to the committed
+  offsets; a concurrent read_committed reader watches the output.  The output must
+  be the committed input exactly once, in agreement with the committed offsets.
+* ``bank-transfer`` -- tellers move money between accounts (one partition each);
+  every transfer is a debit and a credit in one transaction; read_committed readers
+  must always find the total conserved and never half a transfer.
+* ``multi-partition-atomic`` -- each transaction writes one record to several
+  partitions; a read_committed reader sees all of a transaction or none of it.
+* ``group-rebalance`` -- ``group_mode_transactions_test.py``: copiers subscribe to the
+  input as one consumer group (KIP-447: the group generation fences zombies),
+  members come and go, partitions move; exactly once must survive the rebalances.
+"""
+from __future__ import annotations
+
+from typing import Iterator
+
+from ..check import CheckResult, check, check_atomic, check_bank, check_copy, check_fencing, check_offsets
+from ..check.history import key_of
+from ..client.message import TopicPartition
+from .clientops import (ABORTED, COMMITTED, DEAD, committed_positions, consume, final_read, poll_mops,
+                        record_committed_offsets, transact)
+
+WORKLOADS: dict = {}
+
+
+def workload(cls):
+    WORKLOADS[cls.name] = cls
+    return cls
+
+
+class Workload:
+    name = ""
+    topics: dict = {}                 # topic -> partitions
+    horizon_ms = 3_000                # faults are placed in [0, horizon)
+    deadline_ms = 120_000             # the run gives up (stuck) after this much simulated time
+
+    def __init__(self, records: int = 100, mutations: tuple = ()) -> None:
+        self.records = records
+        self.mutations = set(mutations)
+        self.state: dict = {}
+
+    # what the fault plan may target
+    def client_processes(self) -> list:
+        return []
+
+    def transactional_ids(self) -> list:
+        return []
+
+    def start(self, rt) -> None:
+        raise NotImplementedError
+
+    def finish(self, cluster, history) -> None:
+        final_read(cluster, history, sorted(self.topics))
+
+    def check(self, history) -> CheckResult:
+        return check(history).merge(check_fencing(history))
+
+
+def _reader(topic: str, partitions: int, done_key: str, workload: Workload):
+    """A concurrent read_committed reader of ``topic`` (records every poll), until ``done_key`` is set."""
+    def run(ctx) -> Iterator:
+        c = ctx.consumer()
+        tps = [TopicPartition(topic, i, 0) for i in range(partitions)]
+        c.assign(tps)
+        ctx.record("assign", [["seek", key_of(topic, i), 0] for i in range(partitions)])
+        while not workload.state.get(done_key):
+            start = ctx.now
+            msgs = consume(ctx, c, 200, 0.05)
+            if msgs:
+                ctx.record("poll", poll_mops(msgs), start=start)
+            yield
+        c.close()
+    return run
+
+
+# ---------------------------------------------------------------------------------- copier
+@workload
+class Copier(Workload):
+    name = "copier"
+    topics = {"in": 2, "out": 2}
+    group = "copier-group"
+
+    def client_processes(self) -> list:
+        return ["feeder"] + [f"copier-{i}" for i in range(self.topics["in"])]
+
+    def transactional_ids(self) -> list:
+        return self.client_processes()
+
+    def start(self, rt) -> None:
+        self.state.update(fed=0, value=0, copiers_done=set())
+        rt.spawn("feeder", self.feeder)
+        for i in range(self.topics["in"]):
+            rt.spawn(f"copier-{i}", self.copier(i))
+        rt.spawn("reader", _reader("out", self.topics["out"], "reader_done", self), supervised=False)
+
+    def feeder(self, ctx) -> Iterator:
+        """Writes the input in transactions of 1..20 records; about one in five is aborted."""
+        p = ctx.producer("feeder")
+        yield from ctx.init_transactions(p, "feeder")
+        while self.state["fed"] < self.records:
+            n = min(self.records - self.state["fed"], ctx.rng.randint(1, 20))
+            writes = []
+            for _ in range(n):
+                self.state["value"] += 1
+                writes.append(("in", ctx.rng.randrange(self.topics["in"]), f"v{self.state['value']}"))
+            fate = yield from transact(ctx, p, writes, "feeder", abort=ctx.rng.random() < 0.2)
+            if fate == COMMITTED:
+                self.state["fed"] += n
+            elif fate not in (ABORTED,):
+                return "restart"
+        self.state["feeder_done"] = True
+
+    def copier(self, i: int):
+        tid = f"copier-{i}"
+
+        def run(ctx) -> Iterator:
+            p = ctx.producer(tid)
+            c = ctx.consumer(**{"group.id": self.group})
+            yield from ctx.init_transactions(p, tid)
+            tp = TopicPartition("in", i)
+            c.assign([tp])
+            yield from committed_positions(ctx, c, [tp])
+            n = 0
+            while True:
+                start = ctx.now
+                msgs = consume(ctx, c, ctx.rng.randint(1, 40), 0.02)
+                if ctx.dead:
+                    return None
+                if not msgs:
+                    if self.state.get("feeder_done") and self._caught_up(c, tp):
+                        self.state["copiers_done"].add(i)
+                        if len(self.state["copiers_done"]) == self.topics["in"]:
+                            self.state["reader_done"] = True
+                        return None
+                    yield
+                    continue
+                self.state["copiers_done"].discard(i)
+                n += 1
+                writes = [("out", i, f"{m.value().decode()}|c{i}.{ctx.instance}.{n}") for m in msgs]
+                offsets = [TopicPartition("in", i, msgs[-1].offset() + 1)]
+                plain = c if "offsets-outside-txn" in self.mutations else None
+                fate = yield from transact(ctx, p, writes, tid, polls=poll_mops(msgs), offsets=offsets,
+                                           group_metadata=c.consumer_group_metadata(),
+                                           abort=ctx.rng.random() < 0.25, plain_commit=plain)
+                if fate == DEAD:
+                    return None
+                if fate not in (COMMITTED, ABORTED):
+                    return "restart"
+                if fate == ABORTED:
+                    yield from committed_positions(ctx, c, [tp])
+                yield
+        return run
+
+    @staticmethod
+    def _caught_up(c, tp) -> bool:
+        from ..errors import KafkaException
+        try:
+            w = c.get_watermark_offsets(tp, timeout=2.0)
+        except KafkaException:
+            return False
+        pos = c.position([tp])[0].offset
+        return w is not None and pos >= w[1]
+
+    def finish(self, cluster, history) -> None:
+        final_read(cluster, history, sorted(self.topics))
+        record_committed_offsets(cluster, history, self.group, [("in", i) for i in range(self.topics["in"])])
+
+    def check(self, history) -> CheckResult:
+        r = super().check(history)
+        r.merge(check_copy(history, "in", "out"))
+        r.merge(check_offsets(history, "in", "out"))
+        return r
+
+
+# ---------------------------------------------------------------------------- group-rebalance
+@workload
+class GroupRebalance(Copier):
+    """Copiers as members of one consumer group (subscribe); members leave and come back."""
+
+    name = "group-rebalance"
+    topics = {"in": 4, "out": 4}
+    group = "rebalance-group"
+    members = 3
+
+    def client_processes(self) -> list:
+        return ["feeder"] + [f"member-{i}" for i in range(self.members)]
+
+    def start(self, rt) -> None:
+        self.state.update(fed=0, value=0, copiers_done=set(), idle=set())
+        rt.spawn("feeder", self.feeder)
+        for i in range(self.members):
+            rt.spawn(f"member-{i}", self.member(i))
+        rt.spawn("reader", _reader("out", self.topics["out"], "reader_done", self), supervised=False)
+
+    def member(self, i: int):
+        tid = f"member-{i}"
+
+        def run(ctx) -> Iterator:
+            p = ctx.producer(tid)
+            c = ctx.consumer(**{"group.id": self.group, "session.timeout.ms": 6_000, "heartbeat.interval.ms": 1_000})
+            yield from ctx.init_transactions(p, tid)
+            assigned: list = []
+
+            def on_assign(consumer, parts):
+                assigned[:] = [TopicPartition(tp.topic, tp.partition) for tp in parts]
+                ctx.record("assign", [["seek", key_of(tp.topic, tp.partition), None] for tp in parts])
+
+            def on_revoke(consumer, parts):
+                assigned[:] = []
+                ctx.record("assign", [["seek", key_of(tp.topic, tp.partition), None] for tp in parts])
+            c.subscribe(["in"], on_assign=on_assign, on_revoke=on_revoke, on_lost=on_revoke)
+            n = 0
+            leave_after = ctx.rng.randint(5, 40) if ctx.instance == 1 and i == 0 else None
+            while True:
+                msgs = consume(ctx, c, ctx.rng.randint(1, 40), 0.02)
+                if ctx.dead:
+                    return None
+                if leave_after is not None and n >= leave_after:
+                    c.close()          # a member leaves; the supervisor brings it back as a new instance
+                    return "restart"
+                if not msgs:
+                    if self.state.get("feeder_done") and self._all_caught_up(ctx, c):
+                        self.state["reader_done"] = True
+                        return None
+                    yield
+                    continue
+                n += 1
+                by_part: dict = {}
+                for m in msgs:
+                    by_part[m.partition()] = m.offset() + 1
+                writes = [("out", m.partition(), f"{m.value().decode()}|m{i}.{ctx.instance}.{n}") for m in msgs]
+                offsets = [TopicPartition("in", part, off) for part, off in sorted(by_part.items())]
+                plain = c if "offsets-outside-txn" in self.mutations else None
+                fate = yield from transact(ctx, p, writes, tid, polls=poll_mops(msgs), offsets=offsets,
+                                           group_metadata=c.consumer_group_metadata(),
+                                           abort=ctx.rng.random() < 0.25, plain_commit=plain)
+                if fate == DEAD:
+                    return None
+                if fate not in (COMMITTED, ABORTED):
+                    return "restart"
+                if fate == ABORTED and assigned:
+                    yield from committed_positions(ctx, c, list(assigned))
+                yield
+        return run
+
+    def _all_caught_up(self, ctx, c) -> bool:
+        """Every input partition is consumed to its LSO by someone: ask the group's committed offsets."""
+        from ..errors import KafkaException
+        tps = [TopicPartition("in", i) for i in range(self.topics["in"])]
+        try:
+            got = c.committed(tps, timeout=2.0)
+        except KafkaException:
+            return False
+        for tp in got:
+            try:
+                w = c.get_watermark_offsets(TopicPartition(tp.topic, tp.partition), timeout=2.0)
+            except KafkaException:
+                return False
+            if w is None or tp.offset < w[1]:
+                return False
+        return True
+
+
+# ---------------------------------------------------------------------------- bank-transfer
+@workload
+class BankTransfer(Workload):
+    name = "bank-transfer"
+    topics = {"accounts": 4}
+    tellers = 2
+    initial = 100
+
+    def client_processes(self) -> list:
+        return [f"teller-{i}" for i in range(self.tellers)]
+
+    def transactional_ids(self) -> list:
+        return self.client_processes()
+
+    def start(self, rt) -> None:
+        self.state.update(done=0, tx=0, tellers_done=set())
+        for i in range(self.tellers):
+            rt.spawn(f"teller-{i}", self.teller(i))
+        rt.spawn("auditor", _reader("accounts", self.topics["accounts"], "audit_done", self), supervised=False)
+
+    def teller(self, i: int):
+        tid = f"teller-{i}"
+        accounts = self.topics["accounts"]
+
+        def run(ctx) -> Iterator:
+            p = ctx.producer(tid)
+            yield from ctx.init_transactions(p, tid)
+            while self.state["done"] < self.records:
+                a = ctx.rng.randrange(accounts)
+                b = (a + ctx.rng.randrange(1, accounts)) % accounts
+                amount = ctx.rng.randint(1, 10)
+                self.state["tx"] += 1
+                t = f"t{self.state['tx']}"
+                writes = [("accounts", a, f"{t}:{a}:{-amount}|{tid}.{ctx.instance}"),
+                          ("accounts", b, f"{t}:{b}:{amount}|{tid}.{ctx.instance}")]
+                fate = yield from transact(ctx, p, writes, tid, abort=ctx.rng.random() < 0.2)
+                if fate == COMMITTED:
+                    self.state["done"] += 1
+                elif fate == DEAD:
+                    return None
+                elif fate != ABORTED:
+                    return "restart"
+                yield
+            self.state["tellers_done"].add(i)
+            if len(self.state["tellers_done"]) == self.tellers:
+                self.state["audit_done"] = True
+        return run
+
+    def check(self, history) -> CheckResult:
+        r = super().check(history)
+        r.merge(check_bank(history, "accounts", self.initial * self.topics["accounts"]))
+        return r
+
+
+# ------------------------------------------------------------------- multi-partition-atomic
+@workload
+class MultiPartitionAtomic(Workload):
+    name = "multi-partition-atomic"
+    topics = {"atomic": 3}
+    writers = 2
+
+    def client_processes(self) -> list:
+        return [f"writer-{i}" for i in range(self.writers)]
+
+    def transactional_ids(self) -> list:
+        return self.client_processes()
+
+    def start(self, rt) -> None:
+        self.state.update(done=0, value=0, writers_done=set())
+        for i in range(self.writers):
+            rt.spawn(f"writer-{i}", self.writer(i))
+        rt.spawn("reader", _reader("atomic", self.topics["atomic"], "reader_done", self), supervised=False)
+
+    def writer(self, i: int):
+        tid = f"writer-{i}"
+        parts = self.topics["atomic"]
+
+        def run(ctx) -> Iterator:
+            p = ctx.producer(tid)
+            yield from ctx.init_transactions(p, tid)
+            while self.state["done"] < self.records:
+                chosen = sorted(ctx.rng.sample(range(parts), ctx.rng.randint(2, parts)))
+                writes = []
+                for part in chosen:
+                    self.state["value"] += 1
+                    writes.append(("atomic", part, f"a{self.state['value']}"))
+                fate = yield from transact(ctx, p, writes, tid, abort=ctx.rng.random() < 0.2)
+                if fate == COMMITTED:
+                    self.state["done"] += len(writes)
+                elif fate == DEAD:
+                    return None
+                elif fate != ABORTED:
+                    return "restart"
+                yield
+            self.state["writers_done"].add(i)
+            if len(self.state["writers_done"]) == self.writers:
+                self.state["reader_done"] = True
+        return run
+
+    def check(self, history) -> CheckResult:
+        r = super().check(history)
+        r.merge(check_atomic(history, "atomic"))
+        return r
