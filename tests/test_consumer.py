@@ -357,3 +357,17 @@ def test_read_committed_never_returns_an_aborted_transaction_and_waits_for_open_
     p.commit_transaction()
     assert [msg.value() for msg in drain(rc)] == [b"open"]
     assert rc.position([tp])[0].offset == c.partition_state("t", 0)["hw"]   # past the COMMIT marker
+
+
+def test_a_position_beyond_the_log_end_is_out_of_range_and_follows_auto_offset_reset():
+    c = cluster()
+    produce(c, [b"a", b"b"], partition=0)
+    cons = consumer(c)
+    cons.assign([TopicPartition("t", 0, 100)])
+    msg = cons.poll(5.0)
+    assert (msg.offset(), msg.value()) == (0, b"a")            # auto.offset.reset=earliest
+    assert any("out of range" in e.narration and "auto.offset.reset=earliest" in e.narration for e in c.trace)
+    strict = consumer(c, **{"group.id": "g2", "auto.offset.reset": "error"})
+    strict.assign([TopicPartition("t", 0, 100)])
+    err = strict.poll(5.0)
+    assert err.error() is not None and err.error().name() == "OFFSET_OUT_OF_RANGE"

@@ -99,24 +99,6 @@ def _fill_window(c, raw):
     c.run_until_idle()
 
 
-def test_after_clean_restart_only_the_last_batch_is_remembered():
-    c = cluster()
-    raw = RawClient(c)
-    _fill_window(c, raw)
-    leader = c.leader("t", 0)
-    c.crash(leader, clean=True)            # clean shutdown: producer snapshot with the last batch only
-    c.restart(leader)
-    c.run_until(lambda: c.leader("t", 0) >= 0 and c.broker(c.leader("t", 0)).alive, timeout_ms=60_000)
-    c.run_until_idle()
-    new_leader = c.leader("t", 0)
-    if new_leader != leader:
-        pytest.skip("leadership moved; the window of the new leader was built by replication")
-    r = raw.produce("t", 0, [b"b4"], pid=4000, epoch=0, seq=4)
-    assert (r.error, r.base_offset) == (Errors.NONE, 4)        # the last batch: still a duplicate
-    r = raw.produce("t", 0, [b"b3"], pid=4000, epoch=0, seq=3)
-    assert r.error == Errors.OUT_OF_ORDER_SEQUENCE_NUMBER      # in the window before, not after
-
-
 def test_restarted_broker_rebuilds_window_from_snapshot_and_replay():
     c = Cluster(brokers=1, seed=3)
     c.create_topic("t")

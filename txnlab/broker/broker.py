@@ -487,6 +487,13 @@ class Broker(Node):
                 continue
             log = p.log
             if follower:
+                f = p.followers.get(req.replica_id)
+                leo = log.log_end_offset
+                if f is not None and fp.fetch_offset == leo and f.leo == leo and f.last_sent_hw == log.high_watermark \
+                        and req.replica_id in p.isr:
+                    if initial:
+                        f.last_caught_up_ms = f.last_fetch_ms = now
+                    continue        # nothing new here: left out of the response (an incremental fetch, KIP-227)
                 d = self._read_follower(p, req.replica_id, fp, now, initial)
                 f = p.followers.get(req.replica_id)
                 if d.records or d.diverging_epoch or d.error or (f is not None and f.last_sent_hw != d.high_watermark):

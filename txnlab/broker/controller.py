@@ -23,6 +23,7 @@ class Controller(Node):
         self.states: dict[tuple, m.PartitionState] = {}
         self.topic_configs: dict[str, dict] = {}
         self.registered: dict[int, int] = {}       # broker id -> broker epoch (alive, unfenced)
+        self.incarnations: dict[int, int] = {}     # broker id -> incarnation of its registration
         self.session_timers: dict[int, object] = {}
         self.next_broker_epoch = 1
         self.next_producer_id_block = 0
@@ -42,6 +43,14 @@ class Controller(Node):
     # ---------------------------------------------------------- brokers
     def handle_BrokerRegistration(self, msg):
         req = msg.payload
+        known = self.incarnations.get(req.broker_id)
+        if req.broker_id in self.registered and known is not None and known != req.incarnation:
+            # KRaft: a restarted broker cannot register while its previous incarnation still holds a valid
+            # session; it retries, and is admitted once that session has expired and the old one is fenced.
+            self.narrate(f"controller refused broker {req.broker_id} (incarnation {req.incarnation}): its previous "
+                         f"incarnation {known} still has a session -> DUPLICATE_BROKER_REGISTRATION")
+            return m.BrokerRegistrationResponse(Errors.DUPLICATE_BROKER_REGISTRATION, -1)
+        self.incarnations[req.broker_id] = req.incarnation
         epoch = self.next_broker_epoch
         self.next_broker_epoch += 1
         self.registered[req.broker_id] = epoch

@@ -20,6 +20,7 @@ class ReplicaFetcher:
         self.in_flight = False
         self._last_offsets: dict = {}
         self._backoff_timer = None
+        self._requests: dict = {}
 
     def add_partition(self, p) -> None:
         self.partitions[p.tp] = p
@@ -35,11 +36,17 @@ class ReplicaFetcher:
         b = self.broker
         parts = {}
         news = False
+        max_bytes = b.config["replica.fetch.max.bytes"]
+        cache = self._requests
         for tp, p in self.partitions.items():
             log = p.log
             leo = log.log_end_offset
-            parts[tp] = m.FetchPartition(leo, b.config["replica.fetch.max.bytes"], p.leader_epoch,
-                                         log.latest_epoch if log.latest_epoch is not None else -1)
+            epoch = log.latest_epoch if log.latest_epoch is not None else -1
+            key = (leo, p.leader_epoch, epoch)
+            hit = cache.get(tp)
+            if hit is None or hit[0] != key:
+                hit = cache[tp] = (key, m.FetchPartition(leo, max_bytes, p.leader_epoch, epoch))
+            parts[tp] = hit[1]
             if self._last_offsets.get(tp) != leo:
                 news = True
             self._last_offsets[tp] = leo

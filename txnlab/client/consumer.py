@@ -163,6 +163,7 @@ class Consumer:
 
     def _set_assignment(self, partitions: list) -> None:
         self._assignment = {}
+        self._committing_fetch = False          # an OffsetFetch for the old assignment is abandoned
         self._fetcher.clear_buffer()
         for tp in partitions:
             key = (tp.topic, tp.partition)
@@ -286,7 +287,7 @@ class Consumer:
                                              f"auto.offset.reset={self._config['auto.offset.reset']}")
                 self._fetcher.reset_offsets()
                 self._fetcher.send_fetches()
-            self._coordinator.fetch_committed(waiting, done)
+            self._coordinator.fetch_committed(waiting, done, wanted=lambda: gen is self._assignment)
         self._fetcher.reset_offsets()
 
     # ------------------------------------------------------------------ poll
@@ -481,8 +482,9 @@ class Consumer:
 
         def done(err, offsets):
             box["err"], box["offsets"] = err, offsets
-        self._coordinator.fetch_committed(tps, done)
+        self._coordinator.fetch_committed(tps, done, wanted=lambda: "abandoned" not in box)
         if not self._wait(lambda: "err" in box, self._timeout_ms(timeout)):
+            box["abandoned"] = True
             self._check_open()
             raise KafkaException(KafkaError(KafkaError._TIMED_OUT, "committed() timed out"))
         if box["err"] is not None:

@@ -350,10 +350,14 @@ class ConsumerCoordinator:
             done(KafkaError(bad, f"Commit failed: {Errors(bad).description}"), errors)
         self.ensure_coordinator(send)
 
-    def fetch_committed(self, tps: list, done: Callable[[Optional[KafkaError], dict], None]) -> None:
+    def fetch_committed(self, tps: list, done: Callable[[Optional[KafkaError], dict], None],
+                        wanted: Callable[[], bool] = lambda: True) -> None:
         """OffsetFetch(require_stable=True); retries UNSTABLE_OFFSET_COMMIT and coordinator errors until
-        ``done(error, {tp: (offset, metadata)})`` can be called with stable offsets."""
+        ``done(error, {tp: (offset, metadata)})`` can be called with stable offsets (or until
+        ``wanted()`` says the caller gave up)."""
         def send():
+            if not wanted():
+                return
             req = m.OffsetFetchRequest(self.group_id, tuple(sorted(tps)), require_stable=True)
             self.node.send_request(self.coordinator, req, on_resp, timeout_ms=self.cfg["request.timeout.ms"])
 
@@ -361,11 +365,11 @@ class ConsumerCoordinator:
             if refind:
                 self.coordinator_dead(why)
             self.node.set_timer(self.cfg["retry.backoff.ms"], "OffsetFetch retry backoff",
-                                lambda: self.fetch_committed(tps, done))
+                                lambda: self.fetch_committed(tps, done, wanted))
 
         def on_resp(resp, err):
             self._changed()
-            if self.c._closed or self.node.crashed:
+            if self.c._closed or self.node.crashed or not wanted():
                 return
             if err is not None:
                 retry(f"OffsetFetch failed with {err.name}", True)

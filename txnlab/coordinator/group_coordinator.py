@@ -176,10 +176,11 @@ class GroupCoordinator(GroupOffsetHandlers):
         self._answer_join(member, m.JoinGroupResponse(Errors.UNKNOWN_MEMBER_ID, member_id=member.member_id))
         self._answer_sync(member, m.SyncGroupResponse(Errors.UNKNOWN_MEMBER_ID))
         group.remove(member.member_id)
-        self.narrate(f"group {group.group_id!r}: {reason}")
         if group.state in (S.STABLE, S.COMPLETING_REBALANCE):
-            self._maybe_prepare_rebalance(group, reason)
-        elif group.is_state(S.PREPARING_REBALANCE):
+            self._maybe_prepare_rebalance(group, reason)      # its narration gives the reason
+            return
+        self.narrate(f"group {group.group_id!r}: {reason}")
+        if group.is_state(S.PREPARING_REBALANCE):
             self._try_complete_join(group)
 
     # ------------------------------------------------------------ rebalance
@@ -416,8 +417,15 @@ class GroupCoordinator(GroupOffsetHandlers):
         self.narrate(f"group {group.group_id!r}: static member {req.group_instance_id!r} came back as {new_id}; "
                      f"its old member id {old_id} is fenced (FENCED_INSTANCE_ID from now on)")
         if group.is_state(S.STABLE) and tuple(req.protocols) == old.protocols:
+            # no rebalance: persist the new member id, then hand back the current generation
             self._schedule_heartbeat(group, old)
-            return self._join_response(group, old)
+            assignment = {mid: x.assignment for mid, x in group.members.items()}
+
+            def stored(error):
+                self.broker.respond(msg, self._join_response(group, old) if error == Errors.NONE
+                                    else m.JoinGroupResponse(error, member_id=new_id))
+            self.manager.store_group(group, assignment, stored)
+            return None
         return self._update_member_and_rebalance(group, old, msg, f"static member {req.group_instance_id!r} rejoined")
 
     # --------------------------------------------------------------- SyncGroup

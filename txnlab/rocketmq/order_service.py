@@ -140,7 +140,7 @@ def kafka_committed_orders(cluster, topic: str = ORDER_TOPIC) -> list[str]:
     """The order ids a read_committed Kafka consumer can read from ``topic`` (every partition, from the start)."""
     from ..client.consumer import Consumer
     from ..client.message import TopicPartition
-    n = cluster.controller.states and sum(1 for (t, _) in cluster.controller.states if t == topic)
+    n = sum(1 for (t, _) in cluster.controller.states if t == topic)
     c = Consumer({"bootstrap.servers": cluster.bootstrap, "group.id": "order-audit",
                   "isolation.level": "read_committed", "enable.auto.commit": False,
                   "auto.offset.reset": "earliest"})

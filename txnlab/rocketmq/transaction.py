@@ -122,7 +122,10 @@ class TransactionalMessageServiceImpl:
                      f"{len(remove_map)} half offset(s) already processed)")
         i = new_offset = half_offset
         checked = discarded = 0
-        while True:
+        # Copies this scan puts back reach the consume queue only after it (ReputMessageService
+        # dispatches asynchronously), so the scan ends at the queue's end as it was when it began.
+        end = self.bridge.store.max_offset_in_queue(RMQ_SYS_TRANS_HALF_TOPIC, 0)
+        while i < end:
             if i in remove_map:
                 done_op_offset.append(remove_map.pop(i))
                 self.narrate(f"half offset {i}: an op message says it was committed or rolled back: skip it")

@@ -95,7 +95,7 @@ class Copier(Workload):
         return self.client_processes()
 
     def start(self, rt) -> None:
-        self.state.update(fed=0, value=0, copiers_done=set())
+        self.state.update(fed=0, value=0, copiers_done=set(), in_max={})
         rt.spawn("feeder", self.feeder)
         for i in range(self.topics["in"]):
             rt.spawn(f"copier-{i}", self.copier(i))
@@ -112,6 +112,9 @@ class Copier(Workload):
                 self.state["value"] += 1
                 writes.append(("in", ctx.rng.randrange(self.topics["in"]), f"v{self.state['value']}"))
             fate = yield from transact(ctx, p, writes, "feeder", abort=ctx.rng.random() < 0.2)
+            for key, _v, offset in ctx.history.ops[-1].sends():
+                if offset is not None:       # the input ends no earlier than this (a copier's stop rule)
+                    self.state["in_max"][key] = max(self.state["in_max"].get(key, -1), offset)
             if fate == COMMITTED:
                 self.state["fed"] += n
             elif fate not in (ABORTED,):
@@ -159,14 +162,16 @@ class Copier(Workload):
                 yield
         return run
 
-    @staticmethod
-    def _caught_up(c, tp) -> bool:
+    def _caught_up(self, c, tp) -> bool:
+        """Past every input record the feeder ever wrote to ``tp``, and at the partition's LSO."""
         from ..errors import KafkaException
+        pos = c.position([tp])[0].offset
+        if pos <= self.state["in_max"].get(key_of(tp.topic, tp.partition), -1):
+            return False
         try:
             w = c.get_watermark_offsets(tp, timeout=2.0)
         except KafkaException:
             return False
-        pos = c.position([tp])[0].offset
         return w is not None and pos >= w[1]
 
     def finish(self, cluster, history) -> None:
@@ -194,7 +199,7 @@ class GroupRebalance(Copier):
         return ["feeder"] + [f"member-{i}" for i in range(self.members)]
 
     def start(self, rt) -> None:
-        self.state.update(fed=0, value=0, copiers_done=set(), idle=set())
+        self.state.update(fed=0, value=0, copiers_done=set(), in_max={})
         rt.spawn("feeder", self.feeder)
         for i in range(self.members):
             rt.spawn(f"member-{i}", self.member(i))
@@ -264,7 +269,7 @@ class GroupRebalance(Copier):
                 w = c.get_watermark_offsets(TopicPartition(tp.topic, tp.partition), timeout=2.0)
             except KafkaException:
                 return False
-            if w is None or tp.offset < w[1]:
+            if w is None or tp.offset < w[1] or tp.offset <= self.state["in_max"].get(key_of("in", tp.partition), -1):
                 return False
         return True
 

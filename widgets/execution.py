@@ -1,0 +1,308 @@
+"""Live runs of a scenario that a person steps through: branches, faults and the client-code thread.
+
+Owns ``Fault`` (one fault a person applies at a step), ``Branch`` (seed + scenario variant + the
+list of (step index, fault) applied: everything needed to re-execute it deterministically) and
+``Execution`` (one live run of a branch).  The scenario's client code runs in a worker thread whose
+blocking calls (``commit_transaction``, ``poll``, ``flush`` ...) reach the kernel's ``driver``: they
+park until the stepper executes the next kernel event for them.  Only one thread ever touches the
+engine at a time -- the two hand a baton back and forth -- so the engine stays single-threaded in
+effect, and a stepped run produces the same trace as a plain run of the same scenario.
+"""
+from __future__ import annotations
+
+import threading
+import traceback
+from dataclasses import dataclass, field
+from typing import Any, Callable, Optional
+
+from txnlab import Cluster
+from txnlab.scenarios import Scenario
+
+MAIN, WORKER = "main", "worker"
+
+
+class _Abandoned(BaseException):
+    """Raised inside an abandoned run's client code so that its thread unwinds (not an Exception:
+    client code that catches KafkaException or Exception must not swallow it)."""
+
+
+# ----------------------------------------------------------------------------- faults
+@dataclass(frozen=True)
+class Fault:
+    """A fault a person applies at the current step (re-applied at the same step on re-execution).
+
+    kind: crash | crash-clean | restart | pause | drop | delay | duplicate | isolate | partition | heal.
+    ``node`` names the process (crash/restart/pause/isolate), ``msg_id`` the in-flight message,
+    ``ms`` the delay or pause, ``others`` the far side of a partition.
+    """
+
+    kind: str
+    node: Optional[str] = None
+    msg_id: Optional[int] = None
+    ms: int = 0
+    others: tuple = ()
+
+    def apply(self, cluster: Cluster) -> None:
+        k = self.kind
+        if k in ("crash", "crash-clean"):
+            cluster.crash(self.node, clean=k == "crash-clean")
+        elif k == "restart":
+            cluster.restart(self.node)
+        elif k == "pause":
+            cluster.pause(self.node, self.ms)
+        elif k == "drop":
+            cluster.drop_message(self.msg_id)
+        elif k == "delay":
+            cluster.delay_message(self.msg_id, self.ms)
+        elif k == "duplicate":
+            cluster.duplicate_message(self.msg_id)
+        elif k == "isolate":
+            others = self.others or tuple(n for n in cluster.kernel.nodes if n != self.node)
+            cluster.partition([self.node], list(others))
+        elif k == "partition":
+            cluster.partition([self.node], list(self.others))
+        elif k == "heal":
+            cluster.heal()
+        else:
+            raise ValueError(f"unknown fault {k!r}")
+
+    def describe(self) -> str:
+        k = self.kind
+        if k in ("drop", "duplicate"):
+            return f"{k} message #{self.msg_id}"
+        if k == "delay":
+            return f"delay message #{self.msg_id} by {self.ms}ms"
+        if k == "pause":
+            return f"pause {self.node} for {self.ms}ms"
+        if k == "isolate":
+            return f"isolate {self.node}"
+        if k == "partition":
+            return f"partition {self.node} from {', '.join(self.others)}"
+        if k == "heal":
+            return "heal the network"
+        return f"{k} {self.node}"
+
+
+@dataclass(frozen=True)
+class Branch:
+    """Seed + scenario (variant) + faults applied at step indexes: a deterministic recipe."""
+
+    name: str
+    seed: int = 0
+    variant: Optional[str] = None
+    faults: tuple = ()                 # ((position, Fault), ...) in the order applied
+    parent: Optional[str] = None
+
+    def faults_at(self, position: int) -> list[Fault]:
+        return [f for i, f in self.faults if i == position]
+
+    def fork(self, name: str, position: int, fault: Fault) -> "Branch":
+        kept = tuple((i, f) for i, f in self.faults if i <= position)
+        return Branch(name, self.seed, self.variant, kept + ((position, fault),), self.name)
+
+    def describe(self) -> str:
+        parts = [f"seed {self.seed}"] + ([f"variant {self.variant}"] if self.variant else [])
+        parts += [f"step {i}: {f.describe()}" for i, f in self.faults]
+        return ", ".join(parts)
+
+
+# ---------------------------------------------------------------------------- stories
+@dataclass
+class Story:
+    """What a stepper runs: how to build the cluster and the client code to step through."""
+
+    name: str
+    make_cluster: Callable[[int, Optional[str]], Cluster]
+    run: Callable[[Cluster], Any]
+    scenario: Optional[Scenario] = None
+    variants: tuple = ()
+
+    @classmethod
+    def of(cls, scenario, brokers: int = 3, config: Optional[dict] = None) -> "Story":
+        """A gallery name, a ``Scenario`` or a plain function of a cluster."""
+        if isinstance(scenario, str):
+            from txnlab import scenarios
+            scenario = scenarios.load(scenario)
+        if isinstance(scenario, Scenario):
+            return cls(scenario.name, scenario.make_cluster, scenario.run, scenario, tuple(scenario.variants))
+        if callable(scenario):
+            def make(seed: int, variant: Optional[str]) -> Cluster:
+                return Cluster(brokers=brokers, seed=seed, config=dict(config or {}))
+            return cls(getattr(scenario, "__name__", "scenario"), make, scenario)
+        raise TypeError(f"a scenario is a gallery name, a Scenario or a function of a cluster, not {scenario!r}")
+
+
+# --------------------------------------------------------------------------- execution
+class Execution:
+    """One live run of a branch, at ``position`` (the number of Steps taken since the start).
+
+    Position 0 is the state once the client code has run up to its first blocking call.  Each
+    ``step()`` executes exactly one kernel event, then lets the client code continue until it
+    needs another event; faults of the branch are re-applied at their positions.
+    """
+
+    def __init__(self, story: Story, branch: Branch, max_steps: int = 50_000) -> None:
+        self.story = story
+        self.branch = branch
+        self.max_steps = max_steps
+        self.cluster = story.make_cluster(branch.seed, branch.variant)
+        self.kernel = self.cluster.kernel
+        self.start_mark = len(self.kernel.trace)
+        self.position = 0
+        self.marks: list[int] = []          # trace length once position i was reached
+        self.kernel_steps: list[int] = []   # kernel.step_count at position i
+        self.done = False
+        self.result: Any = None
+        self.error: Optional[BaseException] = None
+        self.error_text = ""
+        self._cv = threading.Condition()
+        self._turn = MAIN
+        self._wait: Optional[tuple] = None
+        self._abandoned = False
+        self.kernel.driver = self._driver
+        self._thread = threading.Thread(target=self._client_main, name=f"txnlab-{story.name}", daemon=True)
+        self._thread.start()
+        self._to_worker()                   # run the client code up to its first blocking call
+        self._settle()
+        self._mark()
+        for fault in branch.faults_at(0):
+            self.apply(fault, record=False)
+
+    # -------------------------------------------------------------- the worker thread
+    def _client_main(self) -> None:
+        with self._cv:
+            while self._turn != WORKER:
+                self._cv.wait()
+        try:
+            self.result = self.story.run(self.cluster)
+            self.kernel.record("note", "scenario", "the scenario's client code has finished")
+        except _Abandoned:
+            pass
+        except BaseException as e:  # noqa: BLE001 - the client code's failure is part of the story
+            self.error = e
+            self.error_text = "".join(traceback.format_exception_only(type(e), e)).strip()
+            if not self._abandoned:
+                self.kernel.record("note", "scenario", f"the scenario's client code raised {self.error_text}")
+        finally:
+            with self._cv:
+                self.done = True
+                self._turn = MAIN
+                self._cv.notify_all()
+
+    def _driver(self, predicate: Callable[[], bool], timeout_ms: Optional[int]) -> bool:
+        """Kernel.run_until under the stepper: the same rules, but each event waits for a Step."""
+        if threading.current_thread() is not self._thread:
+            return self._run_plainly(predicate, timeout_ms)
+        k = self.kernel
+        deadline = None if timeout_ms is None else k.now + int(timeout_ms)
+        while True:
+            if self._abandoned:
+                raise _Abandoned()
+            if predicate():
+                return True
+            t = k.next_event_time()
+            if t is None or (deadline is not None and t > deadline):
+                if deadline is not None and deadline > k.now:
+                    k.now = deadline          # nothing happens before the deadline: time jumps to it
+                return predicate()
+            self._wait = (predicate, deadline)
+            self._to_main()                   # park until the stepper has executed one event
+
+    def _run_plainly(self, predicate, timeout_ms) -> bool:
+        """A blocking call made outside the client-code thread (from a notebook cell) runs plainly."""
+        k = self.kernel
+        k.driver = None
+        try:
+            return k.run_until(predicate, timeout_ms)
+        finally:
+            k.driver = self._driver
+
+    def _to_main(self) -> None:
+        with self._cv:
+            self._turn = MAIN
+            self._cv.notify_all()
+            while self._turn != WORKER:
+                self._cv.wait()
+
+    def _to_worker(self) -> None:
+        with self._cv:
+            if self.done:
+                return
+            self._turn = WORKER
+            self._cv.notify_all()
+            while self._turn != MAIN:
+                self._cv.wait()
+
+    def _settle(self) -> None:
+        """Let the client code run until it needs the next kernel event (or has finished)."""
+        k = self.kernel
+        while not self.done:
+            predicate, deadline = self._wait
+            if not predicate():
+                t = k.next_event_time()
+                if t is not None and (deadline is None or t <= deadline):
+                    return
+            self._to_worker()
+
+    # ------------------------------------------------------------------- stepping
+    def _mark(self) -> None:
+        self.marks.append(len(self.kernel.trace))
+        self.kernel_steps.append(self.kernel.step_count)
+
+    @property
+    def at_end(self) -> bool:
+        """The client code has finished and only background work is left (or the step limit)."""
+        return (self.done and self.kernel.idle) or self.position >= self.max_steps \
+            or self.kernel.next_event_time() is None
+
+    def step(self) -> bool:
+        """Execute exactly one kernel event (plus what the client code then does at once)."""
+        if self.at_end:
+            return False
+        self.kernel.step()
+        self.position += 1
+        self._settle()
+        self._mark()
+        for fault in self.branch.faults_at(self.position):
+            self.apply(fault, record=False)
+        return True
+
+    def run_to(self, position: int) -> None:
+        while self.position < position and self.step():
+            pass
+
+    def run_to_end(self) -> int:
+        while self.step():
+            pass
+        return self.position
+
+    def apply(self, fault: Fault, record: bool = True) -> None:
+        """Apply a fault now (at the current position)."""
+        fault.apply(self.cluster)
+        if record:
+            self.branch = Branch(self.branch.name, self.branch.seed, self.branch.variant,
+                                 self.branch.faults + ((self.position, fault),), self.branch.parent)
+        self._settle()
+        self.marks[self.position] = len(self.kernel.trace)
+        self.kernel_steps[self.position] = self.kernel.step_count
+
+    # -------------------------------------------------------------------- reading
+    def entries(self, position: Optional[int] = None) -> list:
+        """Trace entries produced by one position (0: what the client code did before blocking)."""
+        i = self.position if position is None else position
+        lo = self.start_mark if i == 0 else self.marks[i - 1]
+        return self.kernel.trace.events[lo:self.marks[i]]
+
+    def waiting_on(self) -> str:
+        """What the client code is doing now, in words."""
+        if self.done:
+            return "the client code has finished" + (f" ({self.error_text})" if self.error else "")
+        return "the client code waits inside a blocking call"
+
+    def close(self) -> None:
+        """Stop the client-code thread (its run is no longer wanted)."""
+        if self.done:
+            return
+        self._abandoned = True
+        self._to_worker()
+        self._thread.join(timeout=5)

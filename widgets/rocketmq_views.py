@@ -1,0 +1,198 @@
+"""Plotly pictures for the comparison chapter: RocketMQ's half and op topics, and a space-time view.
+
+``half_topic_figure(lab)`` draws RMQ_SYS_TRANS_HALF_TOPIC queue 0 (one cell per offset, coloured by
+its fate: pending, copied by a check, committed, rolled back, discarded; with its check count), the
+op messages of RMQ_SYS_TRANS_OP_HALF_TOPIC under the half offset each one marks, the committed
+copies in the real topic, and where the check service will read next.  ``transactions_table(lab)``
+lists one row per transaction id.  ``space_time_figure(x)`` and ``message_table_figure(x)`` work
+for any lab on the kernel (RocketMQ, two-phase commit, a Kafka ``Cluster``): they read only the
+network journal and the trace, never the nodes.  ``participants_table(lab, tx_id)`` shows 2PC.
+"""
+from __future__ import annotations
+
+from typing import Iterable, Optional
+
+import plotly.graph_objects as go
+
+STATUS_COLOURS = {"pending": "#f0ad4e", "copied": "#d0d0d0", "committed": "#5cb85c", "rolled back": "#d9534f",
+                  "discarded": "#404040"}
+HIDDEN_APIS = ("HEART_BEAT", "REGISTER_BROKER", "GET_ROUTEINFO_BY_TOPIC", "BrokerHeartbeat", "Fetch")
+
+
+def _kernel(source):
+    return getattr(source, "kernel", source)
+
+
+# --------------------------------------------------------------------------- half / op topics
+def half_topic_figure(lab, broker=None, title: Optional[str] = None) -> go.Figure:
+    """RMQ_SYS_TRANS_HALF_TOPIC, RMQ_SYS_TRANS_OP_HALF_TOPIC and the real topic, aligned by half offset."""
+    halves = lab.half_messages(broker)
+    ops = lab.op_messages(broker)
+    b = broker or lab.broker
+    by_clo = {}
+    for m in b.store.queue_messages("RMQ_SYS_TRANS_HALF_TOPIC", 0):
+        by_clo[m.commit_log_offset] = m.queue_offset
+    rows = ["real topic (committed copies)", "RMQ_SYS_TRANS_OP_HALF_TOPIC q0", "RMQ_SYS_TRANS_HALF_TOPIC q0"]
+    fig = go.Figure()
+    xs = [h["offset"] for h in halves]
+    fig.add_trace(go.Scatter(
+        x=xs, y=[rows[2]] * len(halves), mode="markers+text", name="half messages",
+        marker=dict(symbol="square", size=46, color=[STATUS_COLOURS[h["status"]] for h in halves],
+                    line=dict(color="#555", width=1)),
+        text=[f"{h['offset']}<br>{h['keys'] or ''}<br>checks {h['check_times']}" for h in halves],
+        textfont=dict(size=9, color=["white" if h["status"] == "discarded" else "black" for h in halves]),
+        hovertext=[f"half offset {h['offset']}: {h['status']}<br>transactionId {h['transaction_id']}<br>"
+                   f"REAL_TOPIC={h['real_topic']} REAL_QID={h['real_queue_id']}<br>"
+                   f"TRANSACTION_CHECK_TIMES={h['check_times']}<br>stored at t={h['stored_at']}ms"
+                   + (f"<br>copied to offset {h['copied_to']} by a check" if h["copied_to"] is not None else "")
+                   for h in halves],
+        hoverinfo="text", showlegend=False))
+    fig.add_trace(go.Scatter(
+        x=[o["half_offset"] for o in ops], y=[rows[1]] * len(ops), mode="markers+text", name="op messages",
+        marker=dict(symbol="square", size=40, color="#9fc5e8", line=dict(color="#555", width=1)),
+        text=[f"op {o['offset']}<br>tag {o['tag']}<br>-> {o['half_offset']}" for o in ops], textfont=dict(size=9),
+        hovertext=[f"op offset {o['offset']}: half offset {o['half_offset']} is processed (t={o['stored_at']}ms)"
+                   for o in ops], hoverinfo="text", showlegend=False))
+    copies = [m for m in b.store.commit_log if m.prepared_transaction_offset in by_clo
+              and m.topic not in ("RMQ_SYS_TRANS_HALF_TOPIC", "RMQ_SYS_TRANS_OP_HALF_TOPIC")
+              and m.queue_offset >= 0 and (m.sys_flag & 12) == 8]
+    fig.add_trace(go.Scatter(
+        x=[by_clo[m.prepared_transaction_offset] for m in copies], y=[rows[0]] * len(copies), mode="markers+text",
+        marker=dict(symbol="square", size=40, color="#b6d7a8", line=dict(color="#555", width=1)),
+        text=[f"{m.topic}<br>q{m.queue_id}@{m.queue_offset}" for m in copies], textfont=dict(size=8),
+        hovertext=[f"{m.topic} queue {m.queue_id} offset {m.queue_offset}: visible to consumers" for m in copies],
+        hoverinfo="text", showlegend=False))
+    for status, colour in STATUS_COLOURS.items():       # a legend of the fates
+        fig.add_trace(go.Scatter(x=[None], y=[None], mode="markers", name=status,
+                                 marker=dict(symbol="square", size=12, color=colour)))
+    read_from = lab.check_offsets(broker)["half"]
+    fig.add_vline(x=read_from - 0.5, line_dash="dash", line_color="#888",
+                  annotation_text=f"check service reads from {read_from}", annotation_position="top")
+    n = max([read_from] + xs) + 1
+    fig.update_layout(title=title or f"{b.name}: half messages and op messages at t={lab.clock}ms",
+                      height=330, margin=dict(l=10, r=10, t=60, b=30), plot_bgcolor="white",
+                      xaxis=dict(title="half offset", range=[-0.7, max(n, 6) - 0.3], dtick=1, showgrid=False),
+                      yaxis=dict(categoryorder="array", categoryarray=rows, showgrid=False))
+    return fig
+
+
+def transactions_table(lab, broker=None) -> go.Figure:
+    rows = lab.transactions(broker)
+    cols = ["transaction_id", "keys", "status", "check_times", "half_offsets", "delivered"]
+    fill = [[STATUS_COLOURS.get(r["status"], "white") for r in rows]]
+    return go.Figure(go.Table(
+        header=dict(values=["transactionId", "keys", "status", "checks", "half offsets", "delivered"]),
+        cells=dict(values=[[str(r[c]) for r in rows] for c in cols], fill_color=[["white"] * len(rows)] * 2 + fill
+                   + [["white"] * len(rows)] * 3)),
+        layout=dict(height=80 + 30 * len(rows), margin=dict(l=10, r=10, t=10, b=10)))
+
+
+# ------------------------------------------------------------------------------ space-time
+def message_rows(source, include_background: bool = False, hide: Iterable[str] = HIDDEN_APIS,
+                 since_step: int = 0) -> list[dict]:
+    """Every message of the network journal as a row: when it was sent and received (steps and times)."""
+    k = _kernel(source)
+    received = {}
+    for e in k.trace:
+        if e.msg_id >= 0 and e.kind in ("deliver", "drop"):
+            received[e.msg_id] = (e.step, e.time)
+    rows = []
+    hide = set(hide or ())
+    for mid in sorted(k.network.messages):
+        m = k.network.messages[mid]
+        if m.api in hide or (m.background and not include_background) or m.sent_step < since_step:
+            continue
+        step, time = received.get(mid, (None, None))
+        rows.append({"id": mid, "api": m.api, "kind": m.kind, "src": m.src, "dst": m.dst,
+                     "sent_step": m.sent_step, "sent_at": m.sent_at, "received_step": step, "received_at": time,
+                     "state": m.state, "note": m.note, "what": m.describe()})
+    return rows
+
+
+def message_table_figure(source, **kw) -> go.Figure:
+    rows = message_rows(source, **kw)
+    cols = ["id", "sent_at", "src", "dst", "api", "kind", "state", "what"]
+    return go.Figure(go.Table(header=dict(values=["#", "sent (ms)", "from", "to", "API", "kind", "state", "what"]),
+                              columnwidth=[30, 60, 80, 80, 150, 60, 70, 360],
+                              cells=dict(values=[[r[c] for r in rows] for c in cols], align="left", height=22)),
+                     layout=dict(height=min(900, 80 + 24 * len(rows)), margin=dict(l=10, r=10, t=10, b=10)))
+
+
+def space_time_figure(source, lanes: Optional[list] = None, include_background: bool = False,
+                      hide: Iterable[str] = HIDDEN_APIS, since_step: int = 0, title: str = "") -> go.Figure:
+    """Lanes are processes; time (the step number) runs downwards; each message is an arrow from its
+    send to its delivery.  Dropped messages end in a red x halfway; faults are red marks on their lane."""
+    k = _kernel(source)
+    rows = message_rows(source, include_background, hide, since_step)
+    faults = [e for e in k.trace if e.kind == "fault" and e.step >= since_step and e.node in k.nodes]
+    names = list(lanes or [])
+    for r in rows:
+        for n in (r["src"], r["dst"]):
+            if n not in names:
+                names.append(n)
+    for e in faults:
+        if e.node not in names:
+            names.append(e.node)
+    x = {n: i for i, n in enumerate(names)}
+    fig = go.Figure()
+    last = max([r["received_step"] or r["sent_step"] for r in rows] + [e.step for e in faults] + [since_step + 1])
+    for n in names:
+        fig.add_trace(go.Scatter(x=[x[n], x[n]], y=[since_step, last + 1], mode="lines",
+                                 line=dict(color="#ccc", width=1), hoverinfo="skip", showlegend=False))
+    for r in rows:
+        if r["src"] not in x or r["dst"] not in x:
+            continue
+        y0 = r["sent_step"]
+        lost = r["received_step"] is None or r["state"] == "dropped"
+        y1 = r["received_step"] if r["received_step"] is not None else y0 + 1
+        x0, x1 = x[r["src"]], x[r["dst"]]
+        if lost:
+            x1, y1 = (x0 + x1) / 2, (y0 + y1) / 2
+        colour = "#d9534f" if lost else ("#777" if r["kind"] == "response" else "#1f77b4")
+        fig.add_annotation(x=x1, y=y1, ax=x0, ay=y0, xref="x", yref="y", axref="x", ayref="y",
+                           showarrow=not lost, arrowhead=2, arrowsize=1, arrowwidth=1.3, arrowcolor=colour, text="")
+        label = r["api"] + (" (resp)" if r["kind"] == "response" else "")
+        fig.add_trace(go.Scatter(x=[x0, x1], y=[y0, y1], mode="lines", line=dict(color=colour, width=1.3,
+                                 dash="dot" if r["kind"] == "response" else "solid"),
+                                 hovertext=f"#{r['id']} {label} {r['src']} -> {r['dst']} sent t={r['sent_at']}ms "
+                                           f"({r['state']}) {r['what']}", hoverinfo="text", showlegend=False))
+        fig.add_annotation(x=(x0 + x1) / 2, y=(y0 + y1) / 2, text=label, showarrow=False,
+                           font=dict(size=9, color=colour), bgcolor="rgba(255,255,255,0.7)")
+        if lost:
+            fig.add_trace(go.Scatter(x=[x1], y=[y1], mode="markers", marker=dict(symbol="x", size=12, color=colour),
+                                     hovertext=f"#{r['id']} {label} lost: {r['note']}", hoverinfo="text",
+                                     showlegend=False))
+    if faults:
+        fig.add_trace(go.Scatter(x=[x[e.node] for e in faults], y=[e.step for e in faults], mode="markers+text",
+                                 marker=dict(symbol="star", size=14, color="#d9534f"),
+                                 text=[e.text for e in faults], textposition="middle right",
+                                 textfont=dict(size=9, color="#d9534f"), hoverinfo="text",
+                                 hovertext=[e.text for e in faults], showlegend=False))
+    fig.update_layout(title=title or None, height=max(300, min(1400, 60 + 16 * (last - since_step))),
+                      margin=dict(l=10, r=10, t=40 if title else 10, b=10), plot_bgcolor="white",
+                      xaxis=dict(tickvals=list(range(len(names))), ticktext=names, side="top", showgrid=False,
+                                 range=[-0.5, len(names) - 0.5]),
+                      yaxis=dict(title="step", autorange="reversed", showgrid=False))
+    return fig
+
+
+# --------------------------------------------------------------------------------------- 2PC
+def participants_table(lab, tx_id: str) -> go.Figure:
+    """Two-phase commit: each participant's state for ``tx_id``, its locks and balances, and who is blocked."""
+    states = lab.participant_states(tx_id)
+    blocked = set(lab.blocked(tx_id))
+    locks, balances = lab.locks(), lab.balances()
+    names = sorted(states)
+    colour = {"READY": "#f0ad4e", "COMMIT": "#5cb85c", "ABORT": "#d9534f"}
+    rows = [[lab.coordinator.name] + names,
+            [f"{'up' if lab.coordinator.alive else 'DOWN'}: {lab.coordinator.state_of(tx_id) or '-'} "
+             f"(log: {lab.outcome(tx_id) or 'no decision'})"]
+            + [f"{states[n] or '-'}{' (down)' if not lab.participants[n].alive else ''}" for n in names],
+            [""] + ["BLOCKED" if n in blocked else "" for n in names],
+            [""] + [str(locks[n]) for n in names],
+            [""] + [str(balances[n]) for n in names]]
+    fill = [["white"] * (len(names) + 1),
+            ["#eee"] + [colour.get(states[n] or "", "white") for n in names]] + [["white"] * (len(names) + 1)] * 3
+    return go.Figure(go.Table(header=dict(values=["process", "state", "", "locks", "data"]),
+                              cells=dict(values=rows, fill_color=fill, align="left")),
+                     layout=dict(height=90 + 30 * len(names), margin=dict(l=10, r=10, t=10, b=10)))
