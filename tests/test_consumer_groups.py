@@ -350,8 +350,9 @@ def test_requests_reach_only_the_coordinator_and_wait_while_it_loads():
     assert raw.call(coord, m.OffsetFetchRequest("g", (("t", 0),))).error == Errors.COORDINATOR_LOAD_IN_PROGRESS
 
 
-def test_consume_transform_produce_commits_offsets_with_the_transaction():
-    c = cluster(partitions=1)
+@pytest.mark.parametrize("tv", [0, 2])
+def test_consume_transform_produce_commits_offsets_with_the_transaction(tv):
+    c = cluster(partitions=1, **{"transaction.version": tv})     # TV2: TxnOffsetCommit adds the partition
     c.create_topic("out", partitions=1, replication_factor=3)
     Producer({"bootstrap.servers": c.bootstrap}).produce("t", value=b"in-0")
     src = Producer({"bootstrap.servers": c.bootstrap})
@@ -417,3 +418,23 @@ def group_scenario(seed):
 
 def test_same_seed_gives_the_same_group_trace_byte_for_byte():
     assert group_scenario(4) == group_scenario(4)
+
+
+def test_range_gives_the_first_members_one_extra_partition_and_skips_unsubscribed_topics():
+    from txnlab.client.assignors import range_assign, roundrobin_assign
+    subs = {"m-b": ("t",), "m-a": ("t", "u"), "m-c": ("t",)}
+    plan = range_assign(subs, {"t": 5, "u": 2})
+    assert plan == {"m-a": [("t", 0), ("t", 1), ("u", 0), ("u", 1)], "m-b": [("t", 2), ("t", 3)], "m-c": [("t", 4)]}
+    rr = roundrobin_assign(subs, {"t": 5, "u": 2})
+    assert sorted(tp for tps in rr.values() for tp in tps) == [("t", i) for i in range(5)] + [("u", 0), ("u", 1)]
+    assert all(tp[0] in subs[mid] for mid, tps in rr.items() for tp in tps)
+
+
+def test_group_metadata_record_round_trips_through_its_json_schema():
+    value = rec.GroupMetadataValue("consumer", 3, "range", "m-1", 1234, (
+        rec.MemberRecord("m-1", None, "consumer-1", "consumer-1", 300000, 45000, ("t",), (("t", 0), ("t", 1))),))
+    raw = rec.group_metadata_value(value)
+    assert raw[:2] == b"\x00\x03"
+    assert rec.read_group_value(raw) == value
+    assert rec.read_key(rec.group_metadata_key("g")) == rec.GroupMetadataKey("g")
+    assert rec.decode_json(raw)["members"][0]["memberId"] == "m-1"

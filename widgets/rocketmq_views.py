@@ -134,17 +134,24 @@ def space_time_figure(source, lanes: Optional[list] = None, include_background: 
         if e.node not in names:
             names.append(e.node)
     x = {n: i for i, n in enumerate(names)}
+    # Time runs downwards as a compressed step axis: only steps where something shown happened get a row.
+    steps = sorted({r["sent_step"] for r in rows} | {r["received_step"] for r in rows if r["received_step"]}
+                   | {e.step for e in faults})
+    y = {st: i for i, st in enumerate(steps)}
+    when = {}
+    for e in k.trace:
+        when.setdefault(e.step, e.time)
     fig = go.Figure()
-    last = max([r["received_step"] or r["sent_step"] for r in rows] + [e.step for e in faults] + [since_step + 1])
+    last = max(len(steps), 1)
     for n in names:
-        fig.add_trace(go.Scatter(x=[x[n], x[n]], y=[since_step, last + 1], mode="lines",
+        fig.add_trace(go.Scatter(x=[x[n], x[n]], y=[-0.5, last], mode="lines",
                                  line=dict(color="#ccc", width=1), hoverinfo="skip", showlegend=False))
     for r in rows:
         if r["src"] not in x or r["dst"] not in x:
             continue
-        y0 = r["sent_step"]
+        y0 = y[r["sent_step"]]
         lost = r["received_step"] is None or r["state"] == "dropped"
-        y1 = r["received_step"] if r["received_step"] is not None else y0 + 1
+        y1 = y[r["received_step"]] if r["received_step"] is not None else y0 + 1
         x0, x1 = x[r["src"]], x[r["dst"]]
         if lost:
             x1, y1 = (x0 + x1) / 2, (y0 + y1) / 2
@@ -163,16 +170,17 @@ def space_time_figure(source, lanes: Optional[list] = None, include_background: 
                                      hovertext=f"#{r['id']} {label} lost: {r['note']}", hoverinfo="text",
                                      showlegend=False))
     if faults:
-        fig.add_trace(go.Scatter(x=[x[e.node] for e in faults], y=[e.step for e in faults], mode="markers+text",
+        fig.add_trace(go.Scatter(x=[x[e.node] for e in faults], y=[y[e.step] for e in faults], mode="markers+text",
                                  marker=dict(symbol="star", size=14, color="#d9534f"),
                                  text=[e.text for e in faults], textposition="middle right",
                                  textfont=dict(size=9, color="#d9534f"), hoverinfo="text",
                                  hovertext=[e.text for e in faults], showlegend=False))
-    fig.update_layout(title=title or None, height=max(300, min(1400, 60 + 16 * (last - since_step))),
+    fig.update_layout(title=title or None, height=max(300, min(1600, 80 + 26 * last)),
                       margin=dict(l=10, r=10, t=40 if title else 10, b=10), plot_bgcolor="white",
                       xaxis=dict(tickvals=list(range(len(names))), ticktext=names, side="top", showgrid=False,
                                  range=[-0.5, len(names) - 0.5]),
-                      yaxis=dict(title="step", autorange="reversed", showgrid=False))
+                      yaxis=dict(autorange="reversed", showgrid=False, tickvals=list(range(len(steps))),
+                                 ticktext=[f"#{st} {when.get(st, 0)}ms" for st in steps], tickfont=dict(size=9)))
     return fig
 
 

@@ -186,11 +186,16 @@ class Consumer:
         elif self._config["group.id"]:
             st.awaiting_committed = True
         else:
-            st.reset_strategy = self._reset_policy()
+            self._apply_reset_policy(tp, st)
 
-    def _reset_policy(self) -> str:
-        p = self._config["auto.offset.reset"]
-        return p if p in ("earliest", "latest") else "latest"
+    def _apply_reset_policy(self, tp: tuple, st: PartitionState) -> None:
+        """No offset to start from: auto.offset.reset decides (earliest, latest, or an error)."""
+        policy = self._config["auto.offset.reset"]
+        if policy in ("earliest", "latest"):
+            st.reset_strategy = policy
+            return
+        self._fetcher.events.append(Message(tp[0], tp[1], OFFSET_INVALID, None, None, error=KafkaError(
+            Errors.OFFSET_OUT_OF_RANGE, f"{tp[0]}-{tp[1]}: no offset to start from and auto.offset.reset=error")))
 
     def unassign(self) -> None:
         self._check_open()
@@ -282,7 +287,7 @@ class Consumer:
                         st.position = st.committed = off
                         self._kernel.narrate(f"{self.name} resumes {tp[0]}-{tp[1]} at its committed offset {off}")
                     else:
-                        st.reset_strategy = self._reset_policy()
+                        self._apply_reset_policy(tp, st)
                         self._kernel.narrate(f"{self.name}: no committed offset for {tp[0]}-{tp[1]} -> "
                                              f"auto.offset.reset={self._config['auto.offset.reset']}")
                 self._fetcher.reset_offsets()

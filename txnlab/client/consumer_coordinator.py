@@ -383,8 +383,8 @@ class ConsumerCoordinator:
                 return
             unstable = sorted(tp for tp, (_, _, pe) in resp.offsets.items() if pe == Errors.UNSTABLE_OFFSET_COMMIT)
             if unstable:
-                self.narrate(f"{self.c.name}: OffsetFetch -> UNSTABLE_OFFSET_COMMIT for {m._tps(unstable)}: a "
-                             f"transaction holding offsets for them has no marker yet; asking again after "
+                self.narrate(f"{self.c.name}: OffsetFetch -> UNSTABLE_OFFSET_COMMIT for {m._tps(unstable)}: the "
+                             f"transaction that holds their offsets has no marker yet; asking again after "
                              f"retry.backoff.ms={self.cfg['retry.backoff.ms']}")
                 retry("", False)
                 return

@@ -145,6 +145,7 @@ class Fetcher:
         self.in_flight: set = set()                    # broker nodes with a Fetch outstanding
         self.resetting: set = set()                    # tps with a ListOffsets outstanding
         self._retry_timer = None
+        self._metadata_pending = False
 
     @property
     def states(self) -> dict:
@@ -220,7 +221,7 @@ class Fetcher:
             by_node.setdefault(leader, {})[tp] = m.FetchPartition(
                 st.position, self.cfg["max.partition.fetch.bytes"], self.node.leader_epoch_for(tp))
         if need_metadata:
-            self.node.request_metadata(tuple(sorted({t for t, _ in self.states})), then=self._metadata_ready)
+            self.refresh_metadata()
         for leader, parts in sorted(by_node.items()):
             req = m.FetchRequest(m.CONSUMER_REPLICA_ID, self.cfg["fetch.wait.max.ms"], 1, self.isolation, parts)
             self.in_flight.add(leader)
@@ -228,8 +229,27 @@ class Fetcher:
                                    timeout_ms=self.cfg["request.timeout.ms"] + self.cfg["fetch.wait.max.ms"],
                                    background=True)
 
-    def _metadata_ready(self) -> None:
+    def refresh_metadata(self) -> None:
+        """Ask for metadata because some partition has no known leader; retry after retry.backoff.ms
+        while one is still missing (a leader election takes a while)."""
+        if self._metadata_pending:
+            return
+        self._metadata_pending = True
+
+        def ready():
+            self._metadata_pending = False
+            if any(self.node.leader_for(tp) is None for tp in self.states):
+                self.node.set_timer(self.cfg["retry.backoff.ms"], "metadata retry backoff", self._wake,
+                                    background=True)
+            else:
+                self._wake()
+        self.node.request_metadata(tuple(sorted({t for t, _ in self.states})), then=ready)
+
+    def _wake(self) -> None:
+        if self.c._closed or self.node.crashed:
+            return
         self.c._changed = True
+        self.reset_offsets()
         self.send_fetches()
 
     def _on_fetch_response(self, leader: str, req) -> Callable:
@@ -345,7 +365,7 @@ class Fetcher:
                 continue
             by_node.setdefault(leader, {})[tp] = LIST_EARLIEST if st.reset_strategy == "earliest" else LIST_LATEST
         if need_metadata:
-            self.node.request_metadata(tuple(sorted({t for t, _ in self.states})), then=self._metadata_ready)
+            self.refresh_metadata()
         for leader, parts in sorted(by_node.items()):
             self.resetting.update(parts)
             self.node.send_request(leader, m.ListOffsetsRequest(self.isolation, parts),

@@ -162,7 +162,7 @@ class GroupOffsetHandlers:
             e = group.offsets.get(tp)
             out[tp] = (e.offset, e.metadata, Errors.NONE) if e is not None else (-1, "", Errors.NONE)
         if unstable:
-            self.narrate(f"group {group.group_id!r}: {m._tps(unstable)} have offsets written by a transaction "
-                         f"without a marker yet (or a commit still replicating) -> UNSTABLE_OFFSET_COMMIT "
+            self.narrate(f"group {group.group_id!r}: the offsets of {m._tps(unstable)} were written by a transaction "
+                         f"that has no marker yet (or by a commit still being replicated) -> UNSTABLE_OFFSET_COMMIT "
                          f"(retriable: ask again once the transaction ends)")
         return m.OffsetFetchResponse(Errors.NONE, out)

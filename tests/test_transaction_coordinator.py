@@ -1,0 +1,196 @@
+"""The transaction coordinator's rules, request by request (Kafka's TransactionCoordinatorTest and
+TransactionMetadataTest themes), driven with hand-made requests."""
+import pytest
+
+from txnlab import Cluster
+from txnlab.coordinator.transaction_metadata import (VALID_PREVIOUS_STATES, IllegalTransition, TransactionMetadata,
+                                                     TransactionState, is_valid_transition)
+from txnlab.protocol import messages as m
+from txnlab.protocol.errors import Errors
+
+from helpers import RawClient
+
+S = TransactionState
+CFG = {"transaction.state.log.num.partitions": 1, "offsets.topic.num.partitions": 1}
+
+
+class Txn:
+    """Talks to the coordinator like a client would, but one request at a time."""
+
+    def __init__(self, tv=0, tid="t1", cfg=None):
+        conf = dict(CFG)
+        conf["transaction.version"] = tv
+        conf.update(cfg or {})
+        self.c = Cluster(brokers=3, seed=1, config=conf)
+        self.c.create_topic("out", partitions=2, replication_factor=3)
+        self.raw = RawClient(self.c)
+        self.tid = tid
+        r = self.call(m.FindCoordinatorRequest(tid, m.COORDINATOR_TRANSACTION))
+        while r.error:
+            self.c.advance(100)
+            r = self.call(m.FindCoordinatorRequest(tid, m.COORDINATOR_TRANSACTION))
+        self.coord = r.node_id
+
+    def call(self, req):
+        dst = getattr(self, "coord", 0)
+        return self.raw.call(dst, req)
+
+    def init(self, pid=-1, epoch=-1, timeout=60_000):
+        r = self.call(m.InitProducerIdRequest(self.tid, timeout, pid, epoch))
+        while r.error == Errors.COORDINATOR_LOAD_IN_PROGRESS:
+            self.c.advance(50)
+            r = self.call(m.InitProducerIdRequest(self.tid, timeout, pid, epoch))
+        return r
+
+    def add(self, pid, epoch, tps=(("out", 0),)):
+        return self.call(m.AddPartitionsToTxnRequest(self.tid, pid, epoch, tuple(tps)))
+
+    def end(self, pid, epoch, commit=True):
+        return self.call(m.EndTxnRequest(self.tid, pid, epoch, commit))
+
+    @property
+    def state(self):
+        return self.c.transaction_state(self.tid)
+
+
+def test_transition_table_is_kafkas():
+    assert VALID_PREVIOUS_STATES[S.PrepareCommit] == {S.Ongoing}
+    assert VALID_PREVIOUS_STATES[S.CompleteAbort] == {S.PrepareAbort}
+    assert not is_valid_transition(S.Empty, S.PrepareAbort, 0)
+    assert is_valid_transition(S.Empty, S.PrepareAbort, 2)          # TV2: abort from Empty
+    md = TransactionMetadata("x", 1)
+    md.prepare_transition(S.Ongoing, 0)
+    with pytest.raises(IllegalTransition):                            # one pending transition at a time
+        md.prepare_transition(S.Ongoing, 0)
+
+
+def test_init_producer_id_bumps_the_epoch_and_recognises_a_retry():
+    t = Txn()
+    r1 = t.init()
+    assert (r1.error, r1.producer_epoch) == (Errors.NONE, 0)
+    r2 = t.init(r1.producer_id, 0)                                   # KIP-360 bump from the same producer
+    assert (r2.producer_id, r2.producer_epoch) == (r1.producer_id, 1)
+    r3 = t.init(r1.producer_id, 0)                                   # the same request retried
+    assert (r3.error, r3.producer_epoch) == (Errors.NONE, 1)
+    assert t.state["producer_epoch"] == 1
+    r4 = t.init(r1.producer_id, 7)
+    assert r4.error == Errors.PRODUCER_FENCED
+
+
+def test_init_during_an_open_transaction_fences_and_aborts_it():
+    t = Txn()
+    r = t.init()
+    assert t.add(r.producer_id, r.producer_epoch).errors[("out", 0)] == Errors.NONE
+    r2 = t.init()
+    assert r2.error == Errors.CONCURRENT_TRANSACTIONS
+    t.c.run_until_idle()
+    assert t.state["state"] == "CompleteAbort" and t.state["producer_epoch"] == 1
+    r3 = t.init()
+    assert (r3.error, r3.producer_epoch) == (Errors.NONE, 2)         # the new instance ends at old + 2
+
+
+@pytest.mark.parametrize("state,commit,expected", [
+    ("Empty", True, Errors.INVALID_TXN_STATE),
+    ("Empty", False, Errors.INVALID_TXN_STATE),
+    ("CompleteCommit", True, Errors.NONE),
+    ("CompleteCommit", False, Errors.INVALID_TXN_STATE),
+    ("CompleteAbort", False, Errors.NONE),
+    ("CompleteAbort", True, Errors.INVALID_TXN_STATE),
+])
+def test_end_txn_in_each_finished_state(state, commit, expected):
+    t = Txn()
+    r = t.init()
+    if state != "Empty":
+        t.add(r.producer_id, r.producer_epoch)
+        assert t.end(r.producer_id, r.producer_epoch, commit=(state == "CompleteCommit")).error == Errors.NONE
+        t.c.run_until_idle()
+    assert t.state["state"] == state
+    assert t.end(r.producer_id, r.producer_epoch, commit).error == expected
+
+
+def test_end_txn_while_markers_are_pending_is_concurrent_or_invalid():
+    t = Txn()
+    r = t.init()
+    t.add(r.producer_id, r.producer_epoch)
+    t.c.delay_next("WriteTxnMarkers", 60_000)                       # the markers are slow to arrive
+    assert t.end(r.producer_id, r.producer_epoch, True).error == Errors.NONE
+    assert t.state["state"] == "PrepareCommit" and t.state["pending_state"] == "CompleteCommit"
+    # a pending transition answers CONCURRENT_TRANSACTIONS before the state table is looked at
+    assert t.end(r.producer_id, r.producer_epoch, True).error == Errors.CONCURRENT_TRANSACTIONS
+    assert t.end(r.producer_id, r.producer_epoch, False).error == Errors.CONCURRENT_TRANSACTIONS
+    assert t.add(r.producer_id, r.producer_epoch).errors[("out", 0)] == Errors.CONCURRENT_TRANSACTIONS
+    assert t.init().error == Errors.CONCURRENT_TRANSACTIONS
+    t.c.advance(61_000)
+    assert t.state["state"] == "CompleteCommit"
+
+
+def test_wrong_producer_id_and_epoch_errors():
+    t = Txn()
+    r = t.init()
+    assert t.add(r.producer_id + 1, r.producer_epoch).errors[("out", 0)] == Errors.INVALID_PRODUCER_ID_MAPPING
+    assert t.add(r.producer_id, r.producer_epoch + 1).errors[("out", 0)] == Errors.PRODUCER_FENCED
+    assert t.end(r.producer_id, r.producer_epoch + 1).error == Errors.PRODUCER_FENCED
+    unknown = t.call(m.AddPartitionsToTxnRequest(t.tid, r.producer_id, r.producer_epoch, (("nope", 0), ("out", 1))))
+    assert unknown.errors == {("nope", 0): Errors.UNKNOWN_TOPIC_OR_PARTITION, ("out", 1): Errors.OPERATION_NOT_ATTEMPTED}
+
+
+def test_verify_only_says_which_partitions_are_in_the_transaction():
+    t = Txn()
+    r = t.init()
+    t.add(r.producer_id, r.producer_epoch, (("out", 0),))
+    v = t.call(m.AddPartitionsToTxnRequest(t.tid, r.producer_id, r.producer_epoch, (("out", 0), ("out", 1)),
+                                           verify_only=True))
+    assert v.errors == {("out", 0): Errors.NONE, ("out", 1): Errors.TRANSACTION_ABORTABLE}
+    assert t.state["partitions"] == [("out", 0)]                     # nothing written
+
+
+def test_tv2_bumps_the_epoch_on_every_end_txn_and_answers_retries():
+    t = Txn(tv=2)
+    r = t.init()
+    t.add(r.producer_id, r.producer_epoch)
+    e = t.end(r.producer_id, r.producer_epoch, True)
+    assert (e.error, e.producer_epoch) == (Errors.NONE, r.producer_epoch + 1)
+    t.c.run_until_idle()
+    retry = t.end(r.producer_id, r.producer_epoch, True)            # old epoch = a retry of the finished commit
+    assert (retry.error, retry.producer_epoch) == (Errors.NONE, r.producer_epoch + 1)
+    assert t.end(r.producer_id, r.producer_epoch, False).error == Errors.INVALID_TXN_STATE
+    eb = t.end(r.producer_id, r.producer_epoch + 1, False)           # abort with nothing open: a fresh epoch
+    assert (eb.error, eb.producer_epoch) == (Errors.NONE, r.producer_epoch + 2)
+
+
+def test_coordinator_epoch_fences_a_stale_coordinators_markers():
+    t = Txn()
+    r = t.init()
+    t.add(r.producer_id, r.producer_epoch)
+    t.end(r.producer_id, r.producer_epoch, True)
+    t.c.run_until_idle()
+    leader = t.c.leader("out", 0)
+    stale = m.WriteTxnMarkersRequest((m.TxnMarkerEntry(r.producer_id, r.producer_epoch, False, (("out", 0),), -5),))
+    resp = t.raw.call(leader, stale)
+    assert resp.markers[r.producer_id][("out", 0)] == Errors.TRANSACTION_COORDINATOR_FENCED
+
+
+def test_failed_fence_is_not_bumped_twice():
+    """Kafka's TransactionsTest: a fence whose write fails (the txn log under min ISR) bumps the
+    epoch only once; the old producer is still fenced."""
+    t = Txn(cfg={"replica.lag.time.max.ms": 2_000})
+    r = t.init()
+    t.add(r.producer_id, r.producer_epoch)
+    others = [b for b in t.c.brokers if b != t.coord]
+    for b in others:
+        t.c.crash(b)
+    t.c.advance(15_000)                                              # __transaction_state ISR shrinks below 2
+    assert t.init().error in (Errors.COORDINATOR_NOT_AVAILABLE, Errors.CONCURRENT_TRANSACTIONS,
+                              Errors.NOT_COORDINATOR)
+    st = t.state
+    assert st["producer_epoch"] == r.producer_epoch + 1
+    for b in others:
+        t.c.restart(b)
+    t.c.advance(20_000)
+    t.c.run_until_idle()
+    assert t.add(r.producer_id, r.producer_epoch).errors[("out", 0)] == Errors.PRODUCER_FENCED
+    again = t.init()
+    while again.error == Errors.CONCURRENT_TRANSACTIONS:
+        t.c.advance(500)
+        again = t.init()
+    assert again.error == Errors.NONE and again.producer_epoch <= r.producer_epoch + 3

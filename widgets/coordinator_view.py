@@ -1,0 +1,273 @@
+"""The coordinator view: each transactional.id on the coordinator's state machine, and the two internal logs.
+
+Owns the picture of KAFKA-EOS §2: the states of ``TransactionMetadata`` as nodes and the legal
+transitions (``VALID_PREVIOUS_STATES``; the transaction.version 2 additions dashed) as arrows;
+every transactional.id drawn at its current state with its last transition highlighted and a
+pending (being written) transition dashed; a table with producer id, epoch, partitions and
+timeout; the records of ``__transaction_state`` (decoded, not yet replicated ones marked); and
+``__consumer_offsets`` with committed and pending transactional offsets.  Reads only.
+"""
+from __future__ import annotations
+
+import html
+from typing import Optional
+
+import ipywidgets as W
+import plotly.graph_objects as go
+
+from txnlab.coordinator.transaction_log import describe_record
+from txnlab.coordinator.transaction_metadata import TV2_EXTRA_PREVIOUS_STATES, VALID_PREVIOUS_STATES
+
+from .cluster_view import partitions_of, transactional_ids
+
+STATE_XY = {
+    "Empty": (0.0, 1.0), "Ongoing": (1.3, 1.0),
+    "PrepareCommit": (2.6, 1.8), "CompleteCommit": (3.9, 1.8),
+    "PrepareAbort": (2.6, 0.2), "CompleteAbort": (3.9, 0.2),
+    "PrepareEpochFence": (1.3, -0.3), "Dead": (0.0, -0.3),
+}
+TID_COLORS = ["#e8590c", "#1971c2", "#2f9e44", "#9c36b5", "#c2255c", "#0c8599"]
+TABLE_CSS = ("<style>.txl-t{border-collapse:collapse;font-size:12px;margin:4px 0}"
+             ".txl-t td,.txl-t th{border:1px solid #ddd;padding:2px 6px;text-align:left}"
+             ".txl-t th{background:#f1f3f5}.txl-dim{color:#999}.txl-new{background:#fff3bf}</style>")
+
+
+def _edges() -> list:
+    out = []
+    for target, prevs in VALID_PREVIOUS_STATES.items():
+        for prev in sorted(prevs, key=int):
+            if prev != target:
+                out.append((prev.name, target.name, False))
+    for target, prevs in TV2_EXTRA_PREVIOUS_STATES.items():
+        for prev in sorted(prevs, key=int):
+            if prev != target and (prev.name, target.name, False) not in out:
+                out.append((prev.name, target.name, True))
+    return out
+
+
+EDGES = _edges()
+
+
+def _arrow(a: str, b: str, color: str, width: float, dash: bool = False, opacity: float = 1.0) -> dict:
+    (x0, y0), (x1, y1) = STATE_XY[a], STATE_XY[b]
+    return dict(x=x1, y=y1, ax=x0, ay=y0, xref="x", yref="y", axref="x", ayref="y", showarrow=True,
+                arrowhead=3, arrowsize=1.1, arrowwidth=width, arrowcolor=color, standoff=22, startstandoff=22,
+                opacity=opacity, text="")
+
+
+def table(headers: list, rows: list, row_classes: Optional[list] = None) -> str:
+    head = "".join(f"<th>{html.escape(str(h))}</th>" for h in headers)
+    body = []
+    for i, r in enumerate(rows):
+        cls = f' class="{row_classes[i]}"' if row_classes and row_classes[i] else ""
+        body.append(f"<tr{cls}>" + "".join(f"<td>{html.escape(str(c))}</td>" for c in r) + "</tr>")
+    return f'<table class="txl-t"><tr>{head}</tr>{"".join(body)}</table>'
+
+
+class CoordinatorView:
+    """State machine + transactional.id table + ``__transaction_state`` + ``__consumer_offsets``."""
+
+    def __init__(self, cluster=None, max_records: int = 14) -> None:
+        self.max_records = max_records
+        self.figure = go.FigureWidget(layout=self._layout())
+        self._static()
+        self.ids_html = W.HTML()
+        self.txn_log_html = W.HTML()
+        self.offsets_html = W.HTML()
+        self.widget = W.VBox([
+            self.figure,
+            W.HTML("<b>Transactional ids</b> (what each coordinator holds in memory)"), self.ids_html,
+            W.HTML("<b>__transaction_state</b> (the coordinators' log: each state change is written and "
+                   "replicated before it counts)"), self.txn_log_html,
+            W.HTML("<b>__consumer_offsets</b> (committed offsets, and offsets waiting for a transaction's marker)"),
+            self.offsets_html])
+        self._sig = None
+        self._html_sig: dict = {}
+        self.colors: dict = {}
+        self.updates = 0
+        if cluster is not None:
+            self.update(cluster)
+
+    def _layout(self) -> go.Layout:
+        return go.Layout(
+            title=dict(text="Transaction coordinator state machine", x=0.01, font=dict(size=14)),
+            height=330, margin=dict(l=10, r=10, t=40, b=10), showlegend=False, plot_bgcolor="white",
+            xaxis=dict(visible=False, range=[-0.6, 4.6]), yaxis=dict(visible=False, range=[-0.75, 2.25]),
+            hovermode="closest")
+
+    def _static(self) -> None:
+        names = list(STATE_XY)
+        xs = [STATE_XY[n][0] for n in names]
+        ys = [STATE_XY[n][1] for n in names]
+        with self.figure.batch_update():
+            self.figure.add_scatter(x=xs, y=ys, mode="markers+text", text=names, textposition="middle center",
+                                    marker=dict(symbol="square", size=[54] * len(names), color=["#f1f3f5"] * len(names),
+                                                line=dict(width=[1] * len(names), color="#868e96")),
+                                    textfont=dict(size=10), hoverinfo="skip", name="states")
+            self.figure.add_scatter(x=[], y=[], mode="markers+text", text=[], textposition="middle right",
+                                    marker=dict(size=13, line=dict(width=1, color="white")),
+                                    textfont=dict(size=11), hovertemplate="%{hovertext}<extra></extra>",
+                                    name="transactional ids")
+            self.figure.layout.annotations = self._edge_annotations([], [])
+
+    def _edge_annotations(self, highlight: list, pending: list) -> list:
+        out = []
+        for a, b, tv2 in EDGES:
+            out.append(_arrow(a, b, "#ced4da" if not tv2 else "#e9ecef", 1.2, opacity=0.9))
+        for a, b, color in highlight:
+            if a != b:
+                out.append(_arrow(a, b, color, 3.5))
+        for a, b, color in pending:
+            if a != b:
+                out.append(_arrow(a, b, color, 2.5, opacity=0.55))
+        return out
+
+    # ------------------------------------------------------------------ update
+    def _color(self, tid: str) -> str:
+        c = self.colors.get(tid)
+        if c is None:
+            c = self.colors[tid] = TID_COLORS[len(self.colors) % len(TID_COLORS)]
+        return c
+
+    def describe_all(self, cluster) -> list:
+        out = []
+        for tid in transactional_ids(cluster):
+            d = cluster.transaction_state(tid)
+            out.append((tid, d))
+        return out
+
+    def update(self, cluster) -> bool:
+        rows = self.describe_all(cluster)
+        sig = tuple((tid, tuple(sorted((k, str(v)) for k, v in d.items())) if d else None) for tid, d in rows)
+        changed = False
+        if sig != self._sig:
+            self._sig = sig
+            self._draw(rows)
+            self.ids_html.value = self._ids_table(cluster, rows)
+            changed = True
+        changed |= self._set_html("txn", self.txn_log_html, *self._txn_log(cluster))
+        changed |= self._set_html("offsets", self.offsets_html, *self._offsets(cluster))
+        if changed:
+            self.updates += 1
+        return changed
+
+    def _set_html(self, key: str, widget, sig, make) -> bool:
+        if self._html_sig.get(key) == sig:
+            return False
+        self._html_sig[key] = sig
+        widget.value = make()
+        return True
+
+    def _draw(self, rows) -> None:
+        xs, ys, texts, hovers, colors = [], [], [], [], []
+        highlight, pending = [], []
+        per_state: dict = {}
+        active = set()
+        for tid, d in rows:
+            color = self._color(tid)
+            if d is None:
+                continue
+            state = d["state"]
+            active.add(state)
+            k = per_state[state] = per_state.get(state, 0) + 1
+            x, y = STATE_XY[state]
+            xs.append(x + 0.32)
+            ys.append(y + 0.32 - 0.2 * (k - 1))
+            texts.append(f"{tid} (pid {d['producer_id']}, epoch {d['producer_epoch']})")
+            colors.append(color)
+            parts = ", ".join(f"{t}-{p}" for t, p in d["partitions"]) or "none"
+            lt = d.get("last_transition")
+            hovers.append(f"<b>{tid}</b> at coordinator broker {d.get('coordinator')}<br>state {state}"
+                          f"{' → writing ' + d['pending_state'] if d.get('pending_state') else ''}<br>producer id "
+                          f"{d['producer_id']} epoch {d['producer_epoch']}<br>partitions {parts}<br>"
+                          f"transaction.timeout.ms {d['transaction_timeout_ms']}"
+                          + (f"<br>last transition {lt[0]} → {lt[1]} at {lt[2]}ms" if lt else ""))
+            if lt:
+                highlight.append((lt[0], lt[1], color))
+            if d.get("pending_state"):
+                pending.append((state, d["pending_state"], color))
+        names = list(STATE_XY)
+        fig = self.figure
+        with fig.batch_update():
+            nodes = fig.data[0]
+            nodes.marker.color = ["#fff3bf" if n in active else "#f1f3f5" for n in names]
+            nodes.marker.line.width = [3 if n in active else 1 for n in names]
+            ids = fig.data[1]
+            ids.x, ids.y, ids.text, ids.hovertext = xs, ys, texts, hovers
+            ids.marker.color = colors
+            ids.textfont.color = colors
+            fig.layout.annotations = self._edge_annotations(highlight, pending)
+
+    def _ids_table(self, cluster, rows) -> str:
+        out = []
+        for tid, d in rows:
+            if d is None:
+                b = cluster.transaction_coordinator(tid)
+                out.append([tid, f"broker {b} (down or loading)" if b >= 0 else "none", "?", "", "", "", "", "", ""])
+                continue
+            lt = d.get("last_transition")
+            out.append([tid, f"broker {d.get('coordinator')}", d["state"], d.get("pending_state") or "",
+                        d["producer_id"], d["producer_epoch"],
+                        ", ".join(f"{t}-{p}" for t, p in d["partitions"]) or "-", d["transaction_timeout_ms"],
+                        f"{lt[0]} → {lt[1]} @ {lt[2]}ms" if lt else ""])
+        if not out:
+            return TABLE_CSS + '<span class="txl-dim">no transactional.id yet</span>'
+        return TABLE_CSS + table(["transactional.id", "coordinator", "state", "writing", "producer id", "epoch",
+                                  "partitions", "timeout ms", "last transition"], out)
+
+    # ------------------------------------------------------------ internal logs
+    def _txn_log(self, cluster):
+        topic = "__transaction_state"
+        logs = []
+        for p in partitions_of(cluster, topic):
+            log = cluster.log(topic, p)
+            logs.append((p, log))
+        sig = tuple((p, id(log), log.log_end_offset, log.high_watermark) for p, log in logs)
+
+        def make() -> str:
+            rows, classes = [], []
+            for p, log in logs:
+                hw = log.high_watermark
+                for b in log.batches:
+                    if b.is_control:
+                        continue
+                    for i, r in enumerate(b.records):
+                        off = b.base_offset + i
+                        try:
+                            d = describe_record(r.key, r.value)
+                        except Exception:
+                            continue
+                        parts = ", ".join(f"{t}-{q}" for t, q in d.get("partitions", [])) or "-"
+                        rows.append((b.max_timestamp, p, off, [f"{topic}-{p}", off, d["transactional_id"], d["state"],
+                                                               d.get("producer_id", ""), d.get("producer_epoch", ""),
+                                                               parts, "yes" if off < hw else "not yet"]))
+            rows.sort(key=lambda r: (r[0], r[1], r[2]))
+            rows = rows[-self.max_records:]
+            if not rows:
+                return TABLE_CSS + '<span class="txl-dim">empty (the topic is created at the first FindCoordinator)</span>'
+            classes = ["" if r[3][-1] == "yes" else "txl-new" for r in rows]
+            return TABLE_CSS + table(["partition", "offset", "transactional.id", "state", "producer id", "epoch",
+                                      "partitions", "replicated (below HW)"], [r[3] for r in rows], classes)
+        return sig, make
+
+    def _offsets(self, cluster):
+        views = []
+        for b in cluster.brokers:
+            broker = cluster.broker(b)
+            if not broker.alive:
+                continue
+            try:
+                views.extend((b, row) for row in broker.group_coordinator.offsets_view())
+            except Exception:
+                continue
+        sig = tuple((b, tuple(sorted(r.items(), key=lambda kv: kv[0]))) for b, r in views)
+
+        def make() -> str:
+            if not views:
+                return TABLE_CSS + '<span class="txl-dim">no group offsets yet</span>'
+            rows = [[f"broker {b}", r["group"], f"{r['topic']}-{r['partition']}", r["offset"], r["status"],
+                     r.get("producer_id") if r.get("producer_id") is not None else ""] for b, r in views]
+            classes = ["txl-new" if r[4] != "committed" else "" for r in rows]
+            return TABLE_CSS + table(["coordinator", "group", "partition", "offset", "status", "producer id"],
+                                     rows, classes)
+        return sig, make

@@ -1,0 +1,486 @@
+"""The partition log strip: every replica of every partition as a row of offset cells.
+
+Owns the picture of the logs (KAFKA-EOS §1, §3, §4): one row per replica, one cell per offset,
+coloured by producer (a lighter tint while its transaction is open, grey once aborted);
+COMMIT / ABORT markers as glyphs; each replica's LEO, HW and LSO as vertical lines; the positions
+of read_committed and read_uncommitted consumers.  Hovering a cell shows the batch header fields.
+Zoomed out past ``max_cells`` offsets per row the cells are batches, then buckets of batches.
+Reads state only through ``cluster.log(...)``, ``cluster.partition_state(...)`` and consumers'
+``position()``; it never changes anything.
+"""
+from __future__ import annotations
+
+import math
+from bisect import bisect_left, bisect_right
+from typing import Optional
+
+import numpy as np
+import plotly.graph_objects as go
+
+from .cluster_view import consumers_of, user_topics
+
+PALETTE = ["#4C78A8", "#F58518", "#54A24B", "#B279A2", "#9D755D", "#E45756", "#72B7B2", "#EECA3B"]
+SLOTS = len(PALETTE)
+ABORTED, CONTROL, FIRST_FREE = 2 * SLOTS, 2 * SLOTS + 1, 2 * SLOTS + 2
+ABORTED_COLOR, CONTROL_COLOR = "#c9c9c9", "#ffffff"
+
+
+def _tint(hex_color: str, amount: float = 0.6) -> str:
+    r, g, b = (int(hex_color[i:i + 2], 16) for i in (1, 3, 5))
+    mix = lambda c: int(c + (255 - c) * amount)  # noqa: E731
+    return f"#{mix(r):02x}{mix(g):02x}{mix(b):02x}"
+
+
+def _colorscale() -> list:
+    colors = [c for base in PALETTE for c in (base, _tint(base))] + [ABORTED_COLOR, CONTROL_COLOR]
+    n = len(colors) - 1
+    return [[i / n, c] for i, c in enumerate(colors)]
+
+
+COLORSCALE = _colorscale()
+STATUS_WORDS = {"committed": "transactional, committed", "aborted": "transactional, ABORTED (hidden from "
+                "read_committed)", "open": "transactional, still open (hidden from read_committed)",
+                "plain": "not transactional"}
+ROW_STEP, PARTITION_GAP = 1.0, 0.7
+# name -> (colour, dash, width, (top, bottom) of the tick within a row): the three ticks are stacked
+# so that they stay distinguishable when they stand at the same offset
+LINES = {
+    "LEO": ("#222222", "solid", 3, (-0.48, -0.16)),
+    "HW": ("#1f5fbf", "solid", 3, (-0.16, 0.16)),
+    "LSO": ("#e8590c", "solid", 3, (0.16, 0.48)),
+}
+
+
+def nice_width(span: float, cells: int) -> int:
+    """A bucket width of 1, 2, 5, 10, 20, 50, ... offsets giving at most ``cells`` buckets."""
+    raw = max(1.0, span / max(1, cells))
+    exp = 10 ** math.floor(math.log10(raw))
+    for m in (1, 2, 5, 10):
+        if m * exp >= raw:
+            return int(m * exp)
+    return int(10 * exp)
+
+
+class _LogDigest:
+    """Per-batch facts of one replica's log, computed once per log change."""
+
+    __slots__ = ("bases", "nexts", "batches", "status", "key")
+
+    def __init__(self, log) -> None:
+        batches = list(log.batches)
+        self.batches = batches
+        self.bases = [b.base_offset for b in batches]
+        self.nexts = [b.next_offset for b in batches]
+        status = [""] * len(batches)
+        decided: dict = {}
+        for i in range(len(batches) - 1, -1, -1):     # a transaction's fate is its pid's next marker
+            b = batches[i]
+            if b.is_control:
+                ct = b.control_type
+                decided[b.producer_id] = "committed" if ct is not None and ct.name == "COMMIT" else "aborted"
+                status[i] = "control"
+            elif b.is_transactional:
+                status[i] = decided.get(b.producer_id, "open")
+            else:
+                status[i] = "plain"
+        self.status = status
+        self.key = _log_key(log)
+
+
+def _log_key(log) -> tuple:
+    batches = log.batches
+    return (log.log_end_offset, len(batches), id(batches[-1]) if len(batches) else 0, log.log_start_offset)
+
+
+class LogStrip:
+    """A plotly FigureWidget of the partition logs; ``update(cluster)`` redraws what changed."""
+
+    def __init__(self, cluster=None, topics: Optional[list] = None, max_cells: int = 200,
+                 title: str = "Partition logs") -> None:
+        self.topics = topics
+        self.max_cells = max_cells
+        self.title = title
+        self.view: Optional[tuple] = None           # (lo, hi) offsets when zoomed in
+        self.figure = go.FigureWidget(layout=self._layout())
+        self.figure.layout.xaxis.on_change(self._on_zoom, "range")
+        self._cluster = None
+        self._rows: list = []
+        self._shape: tuple = ()
+        self._digests: dict = {}
+        self._row_cache: dict = {}
+        self._slots: dict = {}
+        self._sent: dict = {}
+        self._zooming = False
+        self.updates = 0
+        if cluster is not None:
+            self.update(cluster)
+
+    # ------------------------------------------------------------------ layout
+    def _layout(self) -> go.Layout:
+        return go.Layout(
+            title=dict(text=self.title, x=0.01, font=dict(size=14)), height=260, margin=dict(l=170, r=20, t=60, b=40),
+            barmode="overlay", bargap=0, plot_bgcolor="#fafafa", hovermode="closest", uirevision="logs",
+            legend=dict(orientation="h", yanchor="bottom", y=1.0, xanchor="right", x=1.0, font=dict(size=11)),
+            xaxis=dict(title="offset", rangemode="tozero", zeroline=False, showgrid=True, gridcolor="#eeeeee"),
+            yaxis=dict(autorange="reversed", showgrid=False, zeroline=False, tickfont=dict(size=11)))
+
+    def _on_zoom(self, layout, rng) -> None:
+        if self._zooming:
+            return
+        if rng is None or layout.autorange:
+            self.view = None
+        else:
+            lo, hi = max(0, int(math.floor(rng[0]))), int(math.ceil(rng[1]))
+            self.view = (lo, max(lo + 1, hi))
+        if self._cluster is not None:
+            self._row_cache.clear()
+            self.update(self._cluster, force=True)
+
+    def zoom(self, lo: Optional[int] = None, hi: Optional[int] = None) -> None:
+        """Show offsets lo..hi (None: everything)."""
+        self.view = None if lo is None else (int(lo), int(hi))
+        self._zooming = True
+        try:
+            with self.figure.batch_update():
+                if self.view is None:
+                    self.figure.layout.xaxis.autorange = True
+                else:
+                    self.figure.layout.xaxis.range = [self.view[0], self.view[1]]
+        finally:
+            self._zooming = False
+        self._row_cache.clear()
+        if self._cluster is not None:
+            self.update(self._cluster, force=True)
+
+    # --------------------------------------------------------------- the rows
+    def _collect_rows(self, cluster) -> list:
+        rows, y = [], 0.0
+        for topic in (self.topics or user_topics(cluster)):
+            p = 0
+            while True:
+                try:
+                    st = cluster.partition_state(topic, p)
+                except KeyError:
+                    break
+                for broker in sorted(st["replicas"]):
+                    rep = st["replicas"][broker]
+                    rows.append((topic, p, broker, y, st["leader"] == broker, rep["alive"]))
+                    y += ROW_STEP
+                y += PARTITION_GAP
+                p += 1
+        return rows
+
+    def _digest(self, log) -> _LogDigest:
+        d = self._digests.get(id(log))
+        if d is None or d.key != _log_key(log):
+            d = _LogDigest(log)
+            self._digests[id(log)] = d
+        return d
+
+    def _slot(self, pid: int) -> int:
+        s = self._slots.get(pid)
+        if s is None:
+            s = self._slots[pid] = len(self._slots) % SLOTS
+        return s
+
+    def _code(self, b, status: str) -> int:
+        if status == "control":
+            return CONTROL
+        if status == "aborted":
+            return ABORTED
+        return 2 * self._slot(b.producer_id) + (1 if status == "open" else 0)
+
+    @staticmethod
+    def _batch_hover(b, status: str, topic: str, p: int, offset: Optional[int] = None) -> str:
+        head = (f"{topic}-{p} offset {offset} (batch {b.base_offset}–{b.last_offset})" if offset is not None
+                else f"{topic}-{p} offsets {b.base_offset}–{b.last_offset} ({len(b.records)} record(s))")
+        if status == "control":
+            ct = b.control_type
+            return (f"{head}<br><b>{ct.name if ct is not None else 'EMPTY'} marker</b> (control batch)<br>"
+                    f"producer id {b.producer_id} epoch {b.producer_epoch}")
+        seq = "none" if b.base_sequence < 0 else f"{b.base_sequence}–{b.last_sequence}"
+        value = ""
+        if offset is not None:
+            r = b.records[offset - b.base_offset]
+            v = r.value[:24].decode("utf-8", "replace") if r.value else "null"
+            value = f"<br>value {v!r}"
+        return (f"{head}<br>producer id {b.producer_id} epoch {b.producer_epoch}, sequence {seq}<br>"
+                f"{STATUS_WORDS[status]}{value}")
+
+    def _row_data(self, log, topic: str, p: int, lo: int, hi: int) -> tuple:
+        """(starts, widths, codes, hovers, commit_xs, abort_xs, marker_hovers) for one replica row."""
+        d = self._digest(log)
+        i0 = max(0, bisect_right(d.nexts, lo))
+        i1 = bisect_left(d.bases, hi)
+        starts, widths, codes, hovers = [], [], [], []
+        marks: dict = {"COMMIT": ([], []), "ABORT": ([], [])}
+        span = hi - lo
+        if span <= self.max_cells:                       # one cell per offset
+            for i in range(i0, i1):
+                b, st = d.batches[i], d.status[i]
+                code = self._code(b, st)
+                for off in range(max(lo, b.base_offset), min(hi, b.next_offset)):
+                    starts.append(off)
+                    widths.append(1)
+                    codes.append(code)
+                    hovers.append(self._batch_hover(b, st, topic, p, off))
+                self._marker(b, st, marks, topic, p)
+        elif i1 - i0 <= self.max_cells:                  # one cell per batch
+            for i in range(i0, i1):
+                b, st = d.batches[i], d.status[i]
+                starts.append(b.base_offset)
+                widths.append(len(b.records))
+                codes.append(self._code(b, st))
+                hovers.append(self._batch_hover(b, st, topic, p))
+                self._marker(b, st, marks, topic, p)
+        else:                                             # buckets of batches
+            w = nice_width(span, self.max_cells)
+            i = i0
+            while i < i1:
+                start = (d.bases[i] // w) * w
+                end = start + w
+                counts: dict = {}
+                n_batches, pids, n_marks = 0, set(), {"COMMIT": 0, "ABORT": 0}
+                while i < i1 and d.bases[i] < end:
+                    b, st = d.batches[i], d.status[i]
+                    n_batches += 1
+                    if st == "control":
+                        ct = b.control_type
+                        name = ct.name if ct is not None else ""
+                        if name in n_marks:
+                            n_marks[name] += 1
+                    else:
+                        counts[st] = counts.get(st, 0) + len(b.records)
+                        pids.add(b.producer_id)
+                        major_code = self._code(b, st)
+                        counts[("code", major_code)] = counts.get(("code", major_code), 0) + len(b.records)
+                    i += 1
+                code_counts = {k[1]: v for k, v in counts.items() if isinstance(k, tuple)}
+                code = max(code_counts, key=code_counts.get) if code_counts else CONTROL
+                starts.append(start)
+                widths.append(w)
+                codes.append(code)
+                words = ", ".join(f"{counts[s]} {s}" for s in ("committed", "open", "aborted", "plain") if s in counts)
+                hovers.append(f"{topic}-{p} offsets {start}–{end - 1}: {n_batches} batch(es)<br>records: {words or 'none'}"
+                              f"<br>producer ids {', '.join(map(str, sorted(pids))) or '-'}<br>"
+                              f"markers: {n_marks['COMMIT']} COMMIT, {n_marks['ABORT']} ABORT<br><i>zoom in for cells</i>")
+                for name, n in n_marks.items():
+                    if n:
+                        marks[name][0].append(start + w / 2)
+                        marks[name][1].append(f"{n} {name} marker(s) in offsets {start}–{end - 1}")
+        return starts, widths, codes, hovers, marks
+
+    def _marker(self, b, st: str, marks: dict, topic: str, p: int) -> None:
+        if st != "control":
+            return
+        ct = b.control_type
+        name = ct.name if ct is not None else ""
+        if name in marks:
+            marks[name][0].append(b.base_offset + 0.5)
+            marks[name][1].append(self._batch_hover(b, st, topic, p))
+
+    # ------------------------------------------------------------------ update
+    def _view_range(self, cluster, rows) -> tuple:
+        if self.view is not None:
+            return self.view
+        top = 1
+        for topic, p, broker, *_ in rows:
+            top = max(top, cluster.log(topic, p, broker).log_end_offset)
+        return 0, top
+
+    def _build(self, rows) -> None:
+        """(Re)create the traces: one bar trace per partition, then markers, lines and consumers."""
+        fig = self.figure
+        parts = sorted({(t, p) for t, p, *_ in rows}, key=lambda tp: [r[:2] for r in rows].index(tp))
+        traces = []
+        for i, (t, p) in enumerate(parts):
+            traces.append(go.Bar(name=f"{t}-{p}", orientation="h", x=[], y=[], base=[], width=0.8,
+                                 hovertemplate="%{hovertext}<extra></extra>", showlegend=False,
+                                 marker=dict(color=[], colorscale=COLORSCALE, cmin=0, cmax=CONTROL,
+                                             line=dict(width=0))))
+        traces.append(go.Scatter(name="COMMIT marker", mode="markers", x=[], y=[],
+                                 marker=dict(symbol="diamond", size=11, color="#2b8a3e", line=dict(width=1, color="white")),
+                                 hovertemplate="%{hovertext}<extra></extra>"))
+        traces.append(go.Scatter(name="ABORT marker", mode="markers", x=[], y=[],
+                                 marker=dict(symbol="x", size=11, color="#c92a2a", line=dict(width=1, color="white")),
+                                 hovertemplate="%{hovertext}<extra></extra>"))
+        for name, (color, dash, width, _) in LINES.items():
+            traces.append(go.Scatter(name=name, mode="lines", x=[], y=[], line=dict(color=color, dash=dash, width=width),
+                                     hovertemplate="%{hovertext}<extra></extra>"))
+        traces.append(go.Scatter(name="read_committed consumer", mode="markers+text", x=[], y=[], text=[],
+                                 textposition="middle right", textfont=dict(size=10, color="#2b8a3e"),
+                                 marker=dict(symbol="triangle-down", size=12, color="#2b8a3e"),
+                                 hovertemplate="%{hovertext}<extra></extra>"))
+        traces.append(go.Scatter(name="read_uncommitted consumer", mode="markers+text", x=[], y=[], text=[],
+                                 textposition="middle left", textfont=dict(size=10, color="#862e9c"),
+                                 marker=dict(symbol="triangle-down-open", size=12, color="#862e9c", line=dict(width=2)),
+                                 hovertemplate="%{hovertext}<extra></extra>"))
+        with fig.batch_update():
+            fig.data = []
+            fig.add_traces(traces)
+        self._parts = parts
+        self._sent = {}
+
+    def update(self, cluster, force: bool = False) -> bool:
+        """Redraw from the cluster's state; returns True when something was sent to the figure."""
+        if cluster is not self._cluster:
+            self._cluster = cluster
+            self._digests.clear()
+            self._row_cache.clear()
+            self._slots.clear()
+        rows = self._collect_rows(cluster)
+        shape = tuple((t, p, b) for t, p, b, *_ in rows)
+        if shape != self._shape:
+            self._shape = shape
+            self._build(rows)
+            self._layout_rows(rows)
+        lo, hi = self._view_range(cluster, rows)
+        if self.view is None:                       # follow the growing logs with stable buckets
+            hi = max(hi, 1)
+            if hi > self.max_cells:
+                w = nice_width(hi, self.max_cells)
+                hi = int(math.ceil(hi / w) * w)
+        per_part: dict = {}
+        marks = {"COMMIT": ([], [], []), "ABORT": ([], [], [])}
+        lines = {name: ([], [], []) for name in LINES}
+        for topic, p, broker, y, leader, alive in rows:
+            log = cluster.log(topic, p, broker)
+            key = (id(log), _log_key(log), lo, hi)
+            data = self._row_cache.get((topic, p, broker))
+            if data is None or data[0] != key:
+                data = (key, self._row_data(log, topic, p, lo, hi))
+                self._row_cache[(topic, p, broker)] = data
+            starts, widths, codes, hovers, mk = data[1]
+            acc = per_part.setdefault((topic, p), ([], [], [], [], []))
+            acc[0].extend(starts)
+            acc[1].extend(widths)
+            acc[2].extend(codes)
+            acc[3].extend(hovers)
+            acc[4].extend([y] * len(starts))
+            for name, (xs, hs) in mk.items():
+                marks[name][0].extend(xs)
+                marks[name][1].extend([y] * len(xs))
+                marks[name][2].extend(hs)
+            values = {"LEO": log.log_end_offset, "HW": log.high_watermark, "LSO": log.last_stable_offset}
+            who = f"{topic}-{p} broker {broker}{' (leader)' if leader else ''}{'' if alive else ' (down)'}"
+            for name, v in values.items():
+                top, bottom = LINES[name][3]
+                xs, ys, hs = lines[name]
+                xs += [v, v, None]
+                ys += [y + top, y + bottom, None]
+                text = f"{who}: {name} = {v}"
+                hs += [text, text, ""]
+        cons = self._consumer_marks(cluster, rows)
+        return self._send(per_part, marks, lines, cons, lo, hi, force)
+
+    def _consumer_marks(self, cluster, rows) -> dict:
+        first_row = {}
+        for topic, p, broker, y, *_ in rows:
+            first_row.setdefault((topic, p), y)
+        out = {"read_committed": ([], [], [], []), "read_uncommitted": ([], [], [], [])}
+        for name, iso, positions in consumers_of(cluster):
+            for (topic, p), pos in positions.items():
+                y0 = first_row.get((topic, p))
+                if y0 is None or pos < 0 or iso not in out:
+                    continue
+                xs, ys, texts, hs = out[iso]
+                xs.append(pos)
+                ys.append(y0 - 0.62)
+                texts.append(name)
+                hs.append(f"{name} ({iso}): position {pos} on {topic}-{p}<br>the next offset it will fetch")
+        return out
+
+    def _layout_rows(self, rows) -> None:
+        fig = self.figure
+        ticks = [y for *_, y, _l, _a in rows]
+        labels = [f"{t}-{p} · broker {b}{' ★' if leader else ''}{'' if alive else ' ✕ down'}"
+                  for t, p, b, y, leader, alive in rows]
+        height = int(110 + 26 * len(rows) + 18 * len({(t, p) for t, p, *_ in rows}))
+        with fig.batch_update():
+            fig.layout.yaxis.tickvals = ticks
+            fig.layout.yaxis.ticktext = labels
+            fig.layout.yaxis.range = [(ticks[-1] if ticks else 0) + 0.7, -1.0]
+            fig.layout.yaxis.autorange = False
+            fig.layout.height = max(220, height)
+        self._labels = labels
+
+    def _send(self, per_part, marks, lines, cons, lo, hi, force) -> bool:
+        fig = self.figure
+        sent = self._sent
+        changes = []
+        for i, tp in enumerate(self._parts):
+            starts, widths, codes, hovers, ys = per_part.get(tp, ([], [], [], [], []))
+            sig = (tuple(starts), tuple(widths), tuple(codes), tuple(ys), len(hovers) and hovers[-1])
+            if force or sent.get(("bar", i)) != sig:
+                sent[("bar", i)] = sig
+                changes.append(("bar", i, starts, widths, codes, hovers, ys))
+        n = len(self._parts)
+        for j, name in enumerate(("COMMIT", "ABORT")):
+            xs, ys, hs = marks[name]
+            sig = (tuple(xs), tuple(ys))
+            if force or sent.get(name) != sig:
+                sent[name] = sig
+                changes.append(("xy", n + j, xs, ys, hs, None))
+        for j, name in enumerate(LINES):
+            xs, ys, hs = lines[name]
+            sig = (tuple(xs), tuple(ys), tuple(hs))
+            if force or sent.get(name) != sig:
+                sent[name] = sig
+                changes.append(("xy", n + 2 + j, xs, ys, hs, None))
+        for j, iso in enumerate(("read_committed", "read_uncommitted")):
+            xs, ys, texts, hs = cons[iso]
+            sig = (tuple(xs), tuple(ys), tuple(texts))
+            if force or sent.get(iso) != sig:
+                sent[iso] = sig
+                changes.append(("xy", n + 5 + j, xs, ys, hs, texts))
+        layout_labels = self._labels_now()
+        if not changes and not layout_labels:
+            return False
+        with fig.batch_update():
+            for ch in changes:
+                tr = fig.data[ch[1]]
+                if ch[0] == "bar":
+                    _, _, starts, widths, codes, hovers, ys = ch
+                    tr.base = np.asarray(starts, dtype=float)
+                    tr.x = np.asarray(widths, dtype=float)
+                    tr.y = np.asarray(ys, dtype=float)
+                    tr.marker.color = np.asarray(codes, dtype=float)
+                    tr.marker.line.width = 0.6 if (hi - lo) <= self.max_cells else 0
+                    tr.marker.line.color = "white"
+                    tr.hovertext = np.asarray(hovers, dtype=object)
+                else:
+                    _, _, xs, ys, hs, texts = ch
+                    tr.x = xs
+                    tr.y = ys
+                    tr.hovertext = hs
+                    if texts is not None:
+                        tr.text = texts
+            if layout_labels:
+                fig.layout.yaxis.ticktext = layout_labels
+        self.updates += 1
+        return True
+
+    def _labels_now(self):
+        """New tick labels when leadership or liveness changed (same rows)."""
+        cluster = self._cluster
+        labels = []
+        for t, p, b in self._shape:
+            st = cluster.partition_state(t, p)
+            alive = st["replicas"][b]["alive"]
+            labels.append(f"{t}-{p} · broker {b}{' ★' if st['leader'] == b else ''}{'' if alive else ' ✕ down'}")
+        if labels != self._labels:
+            self._labels = labels
+            return labels
+        return None
+
+    # ------------------------------------------------------------ for tests
+    def trace_named(self, name: str):
+        for tr in self.figure.data:
+            if tr.name == name:
+                return tr
+        raise KeyError(name)
+
+    def line_positions(self, name: str) -> list:
+        """The offsets of the LEO/HW/LSO ticks, one per row, as drawn."""
+        xs = self.trace_named(name).x or ()
+        return [x for x in xs[::3]]
