@@ -90,9 +90,8 @@ def test_a_batch_that_expires_while_its_leader_is_down_bumps_the_epoch():
     p.init_transactions()
     epoch0 = p.transaction_manager.producer_epoch
     p.begin_transaction()
-    p.produce("solo", value=b"x")
-    p.flush(0.5)                                          # sent, in flight
     c.crash(leader)
+    p.produce("solo", value=b"x")                         # sent to a leader that is gone; retried until it expires
     with pytest.raises(KafkaException) as e:
         p.commit_transaction()
     assert e.value.error.txn_requires_abort()

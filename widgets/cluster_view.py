@@ -24,6 +24,14 @@ def partitions_of(cluster, topic: str) -> list[int]:
     return out
 
 
+def replica_log(cluster, topic: str, partition: int, broker: Optional[int] = None):
+    """A replica's log, or None while the replica does not exist yet (topic being created)."""
+    try:
+        return cluster.log(topic, partition, broker)
+    except KeyError:
+        return None
+
+
 def clients(cluster, kind: Optional[type] = None) -> list:
     """(name, client object) of the cluster's clients, in creation order."""
     return [(n, c) for n, c in cluster.clients.items() if kind is None or isinstance(c, kind)]
@@ -87,7 +95,9 @@ def roles(cluster) -> dict:
 
 def visible_records(cluster, topic: str, partition: int) -> dict:
     """What readers would get from the leader's log now: values by isolation level, with offsets."""
-    log = cluster.log(topic, partition)
+    log = replica_log(cluster, topic, partition)
+    if log is None:
+        return {"read_committed": [], "read_uncommitted": [], "lso": 0, "hw": 0, "leo": 0}
     lso, hw = log.last_stable_offset, log.high_watermark
     ranges: dict = {}
     for a in log.txn_index.all():            # the aborted-transaction index, as a fetch would use it

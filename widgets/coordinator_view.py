@@ -18,7 +18,7 @@ import plotly.graph_objects as go
 from txnlab.coordinator.transaction_log import describe_record
 from txnlab.coordinator.transaction_metadata import TV2_EXTRA_PREVIOUS_STATES, VALID_PREVIOUS_STATES
 
-from .cluster_view import partitions_of, transactional_ids
+from .cluster_view import partitions_of, replica_log, transactional_ids
 
 STATE_XY = {
     "Empty": (0.0, 1.0), "Ongoing": (1.3, 1.0),
@@ -220,8 +220,9 @@ class CoordinatorView:
         topic = "__transaction_state"
         logs = []
         for p in partitions_of(cluster, topic):
-            log = cluster.log(topic, p)
-            logs.append((p, log))
+            log = replica_log(cluster, topic, p)
+            if log is not None:
+                logs.append((p, log))
         sig = tuple((p, id(log), log.log_end_offset, log.high_watermark) for p, log in logs)
 
         def make() -> str:

@@ -17,7 +17,7 @@ from typing import Optional
 import numpy as np
 import plotly.graph_objects as go
 
-from .cluster_view import consumers_of, user_topics
+from .cluster_view import consumers_of, replica_log, user_topics
 
 PALETTE = ["#4C78A8", "#F58518", "#54A24B", "#B279A2", "#9D755D", "#E45756", "#72B7B2", "#EECA3B"]
 SLOTS = len(PALETTE)
@@ -285,7 +285,9 @@ class LogStrip:
             return self.view
         top = 1
         for topic, p, broker, *_ in rows:
-            top = max(top, cluster.log(topic, p, broker).log_end_offset)
+            log = replica_log(cluster, topic, p, broker)
+            if log is not None:
+                top = max(top, log.log_end_offset)
         return 0, top
 
     def _build(self, rows) -> None:
@@ -344,7 +346,9 @@ class LogStrip:
         marks = {"COMMIT": ([], [], []), "ABORT": ([], [], [])}
         lines = {name: ([], [], []) for name in LINES}
         for topic, p, broker, y, leader, alive in rows:
-            log = cluster.log(topic, p, broker)
+            log = replica_log(cluster, topic, p, broker)
+            if log is None:
+                continue
             key = (id(log), _log_key(log), lo, hi)
             data = self._row_cache.get((topic, p, broker))
             if data is None or data[0] != key:

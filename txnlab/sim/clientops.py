@@ -143,7 +143,7 @@ def final_read(cluster, history, topics: list, process: str = "final-reader", ma
     empty = 0
     for _ in range(max_polls):
         try:
-            msgs = c.consume(500, 0.2)
+            msgs = c.consume(500, 0.05)
         except KafkaException:
             msgs = []
         msgs = [m for m in msgs if m.error() is None]
@@ -154,7 +154,7 @@ def final_read(cluster, history, topics: list, process: str = "final-reader", ma
         empty += 1
         pos = {(tp.topic, tp.partition): tp.offset for tp in c.position(tps)}
         caught_up = all(e is None or pos.get(k, -1) >= e for k, e in ends.items())
-        if empty >= 3 and caught_up or empty >= 10:
+        if caught_up or empty >= 40:
             break
     history.add(process, "final-read", mops, OK, start, cluster.kernel.now)
     c.close()

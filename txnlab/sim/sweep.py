@@ -36,7 +36,7 @@ PRODUCER_CONFIG = {"transaction.timeout.ms": 8_000, "request.timeout.ms": 4_000,
                    "linger.ms": 2}
 CONSUMER_CONFIG = {"request.timeout.ms": 4_000, "fetch.wait.max.ms": 100}
 SETTLE_MS = 25_000        # after the run: every transaction timeout and cleanup interval has passed
-SETTLE_STEP_MS = 1_000
+SETTLE_STEP_MS = 250
 
 
 @dataclass(frozen=True)
