@@ -142,3 +142,22 @@ def test_client_follows_leadership_after_a_crash():
     p.produce("t", value=b"2")
     assert p.flush() == 0
     assert values_in_log(c, "t")[-1] == b"2"
+
+
+def test_consumers_never_read_past_the_high_watermark():
+    from txnlab import Consumer, TopicPartition
+    c = three_brokers()
+    p = Producer({"bootstrap.servers": c.bootstrap})
+    p.produce("t", value=b"replicated")
+    p.flush()
+    leader = c.leader("t", 0)
+    c.partition([b for b in c.brokers if b != leader], [leader])
+    raw = RawClient(c)
+    assert raw.produce("t", 0, [b"only-on-leader"], acks=1).error == Errors.NONE
+    st = c.partition_state("t", 0)
+    assert (st["hw"], st["leo"]) == (1, 2)
+    consumer = Consumer({"bootstrap.servers": c.bootstrap, "isolation.level": "read_uncommitted"})
+    consumer.assign([TopicPartition("t", 0, 0)])
+    seen = [m.value() for m in consumer.consume(10, 2.0) if m.error() is None]
+    assert seen == [b"replicated"]
+    assert consumer.get_watermark_offsets(TopicPartition("t", 0)) == (0, 1)

@@ -254,3 +254,21 @@ def test_kafka_has_no_check_back_a_crash_after_the_db_commit_leaves_an_order_wit
     assert c.transaction_state("order-service")["state"] == "CompleteAbort"
     assert dao.order_ids() == ["o-1"]
     assert kafka_committed_orders(c) == []         # inconsistent: nobody asked the order service
+
+
+def test_half_topic_picture_colours_each_half_offset_by_its_fate():
+    pytest.importorskip("plotly")
+    from widgets.rocketmq_views import STATUS_COLOURS, half_topic_figure, message_rows, space_time_figure
+    lab, dao, svc, consumer = order_lab()
+    svc.create_order(ORDER)                                  # committed
+    lab.drop_next("END_TRANSACTION")
+    svc.create_order(CreateOrderRequest("o-2", "pen", 3))    # copied by the check, then committed
+    lab.advance(61_000)
+    fig = half_topic_figure(lab)
+    halves = fig.data[0]
+    assert list(halves.x) == [0, 1, 2]
+    assert list(halves.marker.color) == [STATUS_COLOURS[s] for s in ("committed", "copied", "committed")]
+    assert list(fig.data[1].x) == [0, 2]                     # op messages sit under the offsets they mark
+    rows = message_rows(lab)
+    assert [r["state"] for r in rows if r["api"] == "END_TRANSACTION"] == ["delivered", "dropped", "delivered"]
+    assert space_time_figure(lab).layout.xaxis.ticktext[:2] == ("producer-1", "broker-a")

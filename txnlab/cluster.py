@@ -240,6 +240,13 @@ class Cluster:
         s = self.controller.states.get(tp)
         return s.leader if s else -1
 
+    def group_state(self, group_id: str) -> Optional[dict]:
+        """The group as its coordinator sees it: state, generation, members, committed and pending offsets."""
+        b = self.group_coordinator(group_id)
+        if b < 0 or not self._brokers[b].alive:
+            return None
+        return self._brokers[b].group_coordinator.describe_group(group_id)
+
     def transaction_state(self, transactional_id: str) -> Optional[dict]:
         b = self.transaction_coordinator(transactional_id)
         if b < 0 or not self._brokers[b].alive:

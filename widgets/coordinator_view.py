@@ -10,6 +10,7 @@ timeout; the records of ``__transaction_state`` (decoded, not yet replicated one
 from __future__ import annotations
 
 import html
+import math
 from typing import Optional
 
 import ipywidgets as W
@@ -21,10 +22,19 @@ from txnlab.coordinator.transaction_metadata import TV2_EXTRA_PREVIOUS_STATES, V
 from .cluster_view import partitions_of, replica_log, transactional_ids
 
 STATE_XY = {
-    "Empty": (0.0, 1.0), "Ongoing": (1.3, 1.0),
-    "PrepareCommit": (2.6, 1.8), "CompleteCommit": (3.9, 1.8),
-    "PrepareAbort": (2.6, 0.2), "CompleteAbort": (3.9, 0.2),
-    "PrepareEpochFence": (1.3, -0.3), "Dead": (0.0, -0.3),
+    "Empty": (0.0, 1.0), "Ongoing": (1.35, 1.0),
+    "PrepareCommit": (2.75, 1.85), "CompleteCommit": (4.2, 1.85),
+    "PrepareAbort": (2.75, 0.15), "CompleteAbort": (4.2, 0.15),
+    "PrepareEpochFence": (1.35, -0.6), "Dead": (5.45, 1.0),
+}
+BOX_W, BOX_H = 1.0, 0.34
+# How much each transition's arrow bends (0: straight), so that no arrow crosses a state box.
+BEND = {
+    ("CompleteCommit", "Ongoing"): 0.45, ("CompleteAbort", "Ongoing"): -0.45,
+    ("CompleteCommit", "Empty"): -1.6, ("CompleteAbort", "Empty"): 1.6,
+    ("Empty", "Dead"): 2.6,
+    ("Empty", "PrepareAbort"): 0.35, ("CompleteCommit", "PrepareAbort"): 0.25,
+    ("CompleteAbort", "PrepareAbort"): 0.3,
 }
 TID_COLORS = ["#e8590c", "#1971c2", "#2f9e44", "#9c36b5", "#c2255c", "#0c8599"]
 TABLE_CSS = ("<style>.txl-t{border-collapse:collapse;font-size:12px;margin:4px 0}"
@@ -48,11 +58,36 @@ def _edges() -> list:
 EDGES = _edges()
 
 
-def _arrow(a: str, b: str, color: str, width: float, dash: bool = False, opacity: float = 1.0) -> dict:
+def _clip(x0, y0, x1, y1) -> float:
+    """The fraction of the way from the centre (x0, y0) towards (x1, y1) where a state box ends."""
+    dx, dy = abs(x1 - x0), abs(y1 - y0)
+    fx = (BOX_W / 2) / dx if dx else float("inf")
+    fy = (BOX_H / 2) / dy if dy else float("inf")
+    return min(fx, fy, 1.0)
+
+
+def edge_path(a: str, b: str, n: int = 24) -> tuple:
+    """Points of the arrow a -> b (a quadratic curve), clipped at both boxes, and its head."""
     (x0, y0), (x1, y1) = STATE_XY[a], STATE_XY[b]
-    return dict(x=x1, y=y1, ax=x0, ay=y0, xref="x", yref="y", axref="x", ayref="y", showarrow=True,
-                arrowhead=3, arrowsize=1.1, arrowwidth=width, arrowcolor=color, standoff=22, startstandoff=22,
-                opacity=opacity, text="")
+    bend = BEND.get((a, b), 0.0)
+    mx, my = (x0 + x1) / 2, (y0 + y1) / 2
+    length = math.hypot(x1 - x0, y1 - y0) or 1.0
+    cx, cy = mx - (y1 - y0) / length * bend, my + (x1 - x0) / length * bend
+    pts = []
+    for i in range(n + 1):
+        t = i / n
+        pts.append(((1 - t) ** 2 * x0 + 2 * t * (1 - t) * cx + t * t * x1,
+                    (1 - t) ** 2 * y0 + 2 * t * (1 - t) * cy + t * t * y1))
+    inside_a = lambda p: abs(p[0] - x0) <= BOX_W / 2 + 0.02 and abs(p[1] - y0) <= BOX_H / 2 + 0.02  # noqa: E731
+    inside_b = lambda p: abs(p[0] - x1) <= BOX_W / 2 + 0.06 and abs(p[1] - y1) <= BOX_H / 2 + 0.06  # noqa: E731
+    pts = [p for p in pts if not inside_a(p) and not inside_b(p)] or pts[n // 2:n // 2 + 2]
+    return [p[0] for p in pts], [p[1] for p in pts]
+
+
+def _head(xs: list, ys: list, color: str, width: float) -> dict:
+    """A short annotation arrow on the last segment: the arrowhead."""
+    return dict(x=xs[-1], y=ys[-1], ax=xs[-2], ay=ys[-2], xref="x", yref="y", axref="x", ayref="y",
+                showarrow=True, arrowhead=2, arrowsize=1.0, arrowwidth=width, arrowcolor=color, text="")
 
 
 def table(headers: list, rows: list, row_classes: Optional[list] = None) -> str:
@@ -90,36 +125,52 @@ class CoordinatorView:
 
     def _layout(self) -> go.Layout:
         return go.Layout(
-            title=dict(text="Transaction coordinator state machine", x=0.01, font=dict(size=14)),
-            height=330, margin=dict(l=10, r=10, t=40, b=10), showlegend=False, plot_bgcolor="white",
-            xaxis=dict(visible=False, range=[-0.6, 4.6]), yaxis=dict(visible=False, range=[-0.75, 2.25]),
-            hovermode="closest")
+            title=dict(text="Transaction coordinator state machine (dashed: transaction.version 2 only)",
+                       x=0.01, font=dict(size=14)),
+            height=360, margin=dict(l=10, r=10, t=40, b=10), showlegend=False, plot_bgcolor="white",
+            xaxis=dict(visible=False, range=[-0.6, 6.6], fixedrange=True),
+            yaxis=dict(visible=False, range=[-1.0, 2.75], fixedrange=True), hovermode="closest")
 
     def _static(self) -> None:
-        names = list(STATE_XY)
-        xs = [STATE_XY[n][0] for n in names]
-        ys = [STATE_XY[n][1] for n in names]
-        with self.figure.batch_update():
-            self.figure.add_scatter(x=xs, y=ys, mode="markers+text", text=names, textposition="middle center",
-                                    marker=dict(symbol="square", size=[54] * len(names), color=["#f1f3f5"] * len(names),
-                                                line=dict(width=[1] * len(names), color="#868e96")),
-                                    textfont=dict(size=10), hoverinfo="skip", name="states")
-            self.figure.add_scatter(x=[], y=[], mode="markers+text", text=[], textposition="middle right",
-                                    marker=dict(size=13, line=dict(width=1, color="white")),
-                                    textfont=dict(size=11), hovertemplate="%{hovertext}<extra></extra>",
-                                    name="transactional ids")
-            self.figure.layout.annotations = self._edge_annotations([], [])
+        fig = self.figure
+        self._edge_geometry = {}
+        with fig.batch_update():
+            for a, b, tv2 in EDGES:
+                xs, ys = edge_path(a, b)
+                self._edge_geometry[(a, b)] = (xs, ys)
+                fig.add_scatter(x=xs, y=ys, mode="lines", hoverinfo="skip", name=f"{a}->{b}",
+                                line=dict(color="#adb5bd", width=1.3, dash="dot" if tv2 else "solid"))
+            self._n_edges = len(EDGES)
+            fig.add_scatter(x=[], y=[], mode="lines", hoverinfo="skip", name="last transition",
+                            line=dict(width=4))
+            fig.add_scatter(x=[], y=[], mode="lines", hoverinfo="skip", name="being written",
+                            line=dict(width=3, dash="dash"))
+            fig.add_scatter(x=[], y=[], mode="markers+text", text=[], textposition="middle right",
+                            marker=dict(size=13, line=dict(width=1, color="white")),
+                            textfont=dict(size=11), hovertemplate="%{hovertext}<extra></extra>",
+                            name="transactional ids")
+            fig.layout.shapes = self._boxes(set())
+            fig.layout.annotations = self._labels_and_heads([], [])
 
-    def _edge_annotations(self, highlight: list, pending: list) -> list:
+    def _boxes(self, active: set) -> list:
         out = []
+        for name, (x, y) in STATE_XY.items():
+            on = name in active
+            out.append(dict(type="rect", x0=x - BOX_W / 2, x1=x + BOX_W / 2, y0=y - BOX_H / 2, y1=y + BOX_H / 2,
+                            xref="x", yref="y", fillcolor="#fff3bf" if on else "#f8f9fa",
+                            line=dict(color="#e67700" if on else "#868e96", width=3 if on else 1), layer="below"))
+        return out
+
+    def _labels_and_heads(self, highlight: list, pending: list) -> list:
+        out = [dict(x=x, y=y, text=f"<b>{n}</b>", showarrow=False, font=dict(size=11), xref="x", yref="y")
+               for n, (x, y) in STATE_XY.items()]
         for a, b, tv2 in EDGES:
-            out.append(_arrow(a, b, "#ced4da" if not tv2 else "#e9ecef", 1.2, opacity=0.9))
-        for a, b, color in highlight:
-            if a != b:
-                out.append(_arrow(a, b, color, 3.5))
-        for a, b, color in pending:
-            if a != b:
-                out.append(_arrow(a, b, color, 2.5, opacity=0.55))
+            xs, ys = self._edge_geometry[(a, b)]
+            out.append(_head(xs, ys, "#adb5bd", 1.3))
+        for a, b, color in highlight + pending:
+            if (a, b) in self._edge_geometry:
+                xs, ys = self._edge_geometry[(a, b)]
+                out.append(_head(xs, ys, color, 2.5))
         return out
 
     # ------------------------------------------------------------------ update
@@ -171,9 +222,9 @@ class CoordinatorView:
             active.add(state)
             k = per_state[state] = per_state.get(state, 0) + 1
             x, y = STATE_XY[state]
-            xs.append(x + 0.32)
-            ys.append(y + 0.32 - 0.2 * (k - 1))
-            texts.append(f"{tid} (pid {d['producer_id']}, epoch {d['producer_epoch']})")
+            xs.append(x + BOX_W / 2 + 0.08)
+            ys.append(y + 0.1 - 0.2 * (k - 1))
+            texts.append(f"{tid} e{d['producer_epoch']}")
             colors.append(color)
             parts = ", ".join(f"{t}-{p}" for t, p in d["partitions"]) or "none"
             lt = d.get("last_transition")
@@ -182,21 +233,28 @@ class CoordinatorView:
                           f"{d['producer_id']} epoch {d['producer_epoch']}<br>partitions {parts}<br>"
                           f"transaction.timeout.ms {d['transaction_timeout_ms']}"
                           + (f"<br>last transition {lt[0]} → {lt[1]} at {lt[2]}ms" if lt else ""))
-            if lt:
+            if lt and lt[0] != lt[1]:
                 highlight.append((lt[0], lt[1], color))
-            if d.get("pending_state"):
+            if d.get("pending_state") and d["pending_state"] != state:
                 pending.append((state, d["pending_state"], color))
-        names = list(STATE_XY)
         fig = self.figure
+        n = self._n_edges
         with fig.batch_update():
-            nodes = fig.data[0]
-            nodes.marker.color = ["#fff3bf" if n in active else "#f1f3f5" for n in names]
-            nodes.marker.line.width = [3 if n in active else 1 for n in names]
-            ids = fig.data[1]
+            for trace, edges in ((fig.data[n], highlight), (fig.data[n + 1], pending)):
+                lx, ly = [], []
+                for a, b, color in edges:
+                    if (a, b) in self._edge_geometry:
+                        gx, gy = self._edge_geometry[(a, b)]
+                        lx += list(gx) + [None]
+                        ly += list(gy) + [None]
+                trace.x, trace.y = lx, ly
+                trace.line.color = edges[0][2] if edges else "#e8590c"
+            ids = fig.data[n + 2]
             ids.x, ids.y, ids.text, ids.hovertext = xs, ys, texts, hovers
             ids.marker.color = colors
             ids.textfont.color = colors
-            fig.layout.annotations = self._edge_annotations(highlight, pending)
+            fig.layout.shapes = self._boxes(active)
+            fig.layout.annotations = self._labels_and_heads(highlight, pending)
 
     def _ids_table(self, cluster, rows) -> str:
         out = []

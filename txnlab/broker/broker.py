@@ -131,11 +131,26 @@ class Broker(Node):
 
     def _heartbeat(self) -> None:
         def sent(resp, err):
-            pass
+            if err is None and resp.is_fenced and self.registered:
+                # The controller fenced us (our session expired while we could not reach it) and moved our
+                # leaderships away: register again, and learn the current partition states with it.
+                self.narrate(f"broker {self.broker_id}: the controller says it is fenced; it registers again")
+                self.registered = False
+                self._register_again()
         self.send_request(CONTROLLER, m.BrokerHeartbeatRequest(self.broker_id, self.broker_epoch), sent,
                           timeout_ms=self.config["broker.heartbeat.interval.ms"], background=True)
         self.set_timer(self.config["broker.heartbeat.interval.ms"], "BrokerHeartbeat", self._heartbeat,
                        background=True)
+
+    def _register_again(self) -> None:
+        def done(resp, err):
+            if err or resp.error:
+                self.set_timer(1_000, "retry BrokerRegistration", self._register_again, background=True)
+                return
+            self.broker_epoch = resp.broker_epoch
+            self.registered = True
+        self.send_request(CONTROLLER, m.BrokerRegistrationRequest(self.broker_id, self.incarnation), done,
+                          timeout_ms=5_000, background=True)
 
     def _isr_check(self) -> None:
         for p in self.partitions.values():

@@ -57,6 +57,7 @@ class Producer:
         self._unassigned: list = []
         self._closed: Optional[KafkaError] = None
         self._partitioner = cfg["partitioner"]
+        self._max_bytes = cfg["message.max.bytes"]
         self.sender = Sender(self)
 
     # --------------------------------------------------------------- helpers
@@ -82,17 +83,13 @@ class Producer:
     # ---------------------------------------------------------------- produce
     def produce(self, topic: str, value=None, key=None, partition: int = -1, on_delivery: Optional[Callable] = None,
                 timestamp: int = 0, headers=None, callback: Optional[Callable] = None) -> None:
-        self._check_alive()
-        txn = self._txn
-        if txn.is_transactional and txn.state != State.IN_TRANSACTION:
-            if txn.state == State.ABORTABLE_ERROR:
-                raise KafkaException(txn.last_error)
-            raise KafkaStateError(f"produce() outside a transaction: a transactional producer must call "
-                                  f"begin_transaction() first (state {txn.state.name})")
-        if not isinstance(topic, str) or not topic:
-            raise TypeError("topic must be a non-empty str")
-        value = _to_bytes(value, "value")
-        key = _to_bytes(key, "key")
+        if self._node.crashed or self._txn.state >= State.ABORTABLE_ERROR or \
+                (self._txn.transactional_id is not None and self._txn.state != State.IN_TRANSACTION):
+            self._produce_refused()
+        if value.__class__ is not bytes and value is not None:
+            value = _to_bytes(value, "value")
+        if key.__class__ is not bytes and key is not None:
+            key = _to_bytes(key, "key")
         if headers:
             if isinstance(headers, dict):
                 headers = tuple((k, _to_bytes(v, "header value")) for k, v in headers.items())
@@ -104,12 +101,22 @@ class Producer:
         cb = on_delivery or callback or self._default_cb
         n = self._node.num_partitions(topic)
         if n is None:
+            if not isinstance(topic, str) or not topic:
+                raise TypeError("topic must be a non-empty str")
             # like librdkafka: the record waits (unassigned) until the topic's metadata arrives
             self._unassigned.append((topic, value, key, partition, cb, ts, headers))
             self._unacked += 1
             self._node.request_metadata((topic,), then=self._assign_waiting)
             return
         self._append(topic, value, key, partition, cb, ts, headers, n)
+
+    def _produce_refused(self) -> None:
+        self._check_alive()
+        txn = self._txn
+        if txn.state == State.ABORTABLE_ERROR:
+            raise KafkaException(txn.last_error)
+        raise KafkaStateError(f"produce() outside a transaction: a transactional producer must call "
+                              f"begin_transaction() first (state {txn.state.name})")
 
     def _assign_waiting(self) -> None:
         waiting, self._unassigned = self._unassigned, []
@@ -145,12 +152,11 @@ class Producer:
             raise KafkaException(KafkaError(3, f"partition {partition} of {topic} does not exist ({n} partitions)"))
         tp = (topic, partition)
         size = 10 + (len(value) if value else 0) + (len(key) if key else 0)
-        if size > self._config["message.max.bytes"]:
+        if size > self._max_bytes:
             raise KafkaException(KafkaError(10, f"message of {size} bytes is larger than message.max.bytes"))
-        rec = Record(key, value, headers, ts)
-        batch, created, full = self._acc.append(tp, rec, size, cb, self._kernel.now)
+        batch, created, full = self._acc.append(tp, Record(key, value, headers, ts), size, cb, self._kernel.now)
         self._unacked += 1
-        if txn.is_transactional and tp not in txn.partitions_in_txn:
+        if txn.transactional_id is not None and tp not in txn.partitions_in_txn:
             txn.pending_partitions.add(tp)
         if full:
             self._sticky.pop(topic, None)

@@ -230,6 +230,9 @@ class Sender:
         else:
             kerr = error if isinstance(error, KafkaError) else KafkaError(error, reason or Errors(error).description)
         topic, part = b.tp
+        if not any(b.callbacks):          # nobody asked for delivery reports: just count them off
+            p._unacked -= len(b.records)
+            return
         for i, (rec, cb) in enumerate(zip(b.records, b.callbacks)):
             off = base_offset + i if base_offset >= 0 and kerr is None else -1
             msg = Message(topic, part, off, rec.key, rec.value, rec.headers or None, (1, rec.timestamp), kerr)

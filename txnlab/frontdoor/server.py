@@ -31,6 +31,7 @@ import json
 import os
 import secrets
 import threading
+import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Callable, Optional
 
@@ -105,6 +106,7 @@ class FrontDoor:
         self.hooks: dict[str, Callable[[Any], Any]] = {}
         self.requests = 0
         self.refused = 0
+        self.stats: dict[str, list] = {}      # api -> [requests, seconds in the kernel, seconds in total]
         self._next = 0
         self._names_lock = threading.Lock()
         self._httpd = ThreadingHTTPServer((host, port), _Handler)
@@ -207,6 +209,7 @@ class FrontDoor:
         if not 1 <= timeout_ms <= 3_600_000:
             raise BadRequest("timeout_ms: must be between 1 and 3600000")
         oneway = self._field(payload, "oneway", bool, False)
+        t0 = time.perf_counter()
         req = codec.decode_request(payload.get("api"), payload.get("request"))
         if oneway and not (req.API == "Produce" and req.acks == 0):
             raise BadRequest("oneway: only a Produce with acks=0 expects no response")
@@ -218,6 +221,7 @@ class FrontDoor:
             done.set()
         k = self.kernel
         with self.lock:
+            t1 = time.perf_counter()
             self.requests += 1
             if not node.alive:
                 return {"response": None, "error": None, "now": k.now, "crashed": True}
@@ -231,6 +235,17 @@ class FrontDoor:
                     k.run_until(lambda: done.is_set() or not node.alive)
                 if self.settle_ms:
                     k.run_until(lambda: k.idle, timeout_ms=self.settle_ms)
+            t2 = time.perf_counter()
+        try:
+            return self._outcome(req, node, box, done, oneway)
+        finally:
+            st = self.stats.setdefault(req.API, [0, 0.0, 0.0])
+            st[0] += 1
+            st[1] += t2 - t1
+            st[2] += time.perf_counter() - t0
+
+    def _outcome(self, req, node: RemoteNode, box: dict, done: threading.Event, oneway: bool) -> dict:
+        k = self.kernel
         if oneway:
             return {"response": None, "error": None, "now": k.now, "crashed": False}
         if self.mode == "step" and not done.wait(self.step_wait_s):

@@ -10,7 +10,7 @@ travels beside the header fields in the same dataclass.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Optional
 
 
@@ -285,5 +285,4 @@ ALL_APIS = frozenset(c.API for c in (RegisterBrokerRequestHeader, GetRouteInfoRe
                                      EndTransactionRequestHeader, CheckTransactionStateRequestHeader,
                                      PullMessageRequestHeader, GetMaxOffsetRequestHeader))
 
-__all__ = [n for n in list(globals()) if not n.startswith("_") and n not in ("annotations", "dataclass", "field",
-                                                                                "Optional")]
+__all__ = [n for n in list(globals()) if not n.startswith("_") and n not in ("annotations", "dataclass", "Optional")]

@@ -13,6 +13,7 @@ from typing import Iterator, Optional
 
 from ..check.history import FAIL, INFO, OK, key_of
 from ..client.message import TopicPartition
+from ..client.transaction_manager import State
 from ..errors import KafkaException
 
 # What transact() returns: the transaction's fate as the application saw it.
@@ -93,6 +94,8 @@ def transact(ctx, p, writes: list, tid: str, polls: Optional[list] = None, offse
                 if ctx.dead or not e.args[0].retriable() or attempt == 5:
                     raise
             yield
+            if p.transaction_manager.state == State.READY:
+                break       # the commit completed while we were away (librdkafka: COMMIT_NOT_ACKED)
         record(OK)
         return COMMITTED
     except GeneratorExit:

@@ -17,6 +17,7 @@ from ..check.history import FAIL, INFO, OK, History, key_of
 from ..client.consumer import Consumer
 from ..client.message import TopicPartition
 from ..client.producer import Producer
+from ..client.transaction_manager import State
 from ..errors import KafkaException
 
 ProcessFn = Callable[["Ctx"], Iterator]
@@ -89,6 +90,8 @@ class Ctx:
                     self.record("init", [], FAIL, start, transactional_id=tid, instance=self.instance)
                     raise
             yield
+            if p.transaction_manager.state == State.READY:
+                break       # it finished while we were away (librdkafka would say so on the next call)
         self.record("init", [], OK, start, transactional_id=tid, instance=self.instance)
 
     def committed(self, c: Consumer, tps: list) -> Iterator:
@@ -190,6 +193,10 @@ class Runtime:
     def runnable(self) -> list[Proc]:
         now = self.now
         return [p for p in self.procs if not p.done and p.stalled_until <= now and p.start_at <= now]
+
+    def workers_done(self) -> bool:
+        """Every supervised process (the workload's workers) has finished; observers may stop."""
+        return all(p.done for p in self.procs if p.supervised)
 
     def pending(self) -> bool:
         return any(not p.done for p in self.procs)

@@ -69,6 +69,7 @@ class SeedResult:
     history: Optional[History] = None
     cluster: Optional[Cluster] = field(default=None, repr=False)
     error: Optional[str] = None
+    runtime: Optional[Runtime] = field(default=None, repr=False)
 
     @property
     def ok(self) -> bool:
@@ -129,7 +130,7 @@ def run_seed(seed: int, cfg: RunConfig, schedule: Optional[list] = None, keep: b
         if keep:
             error = traceback.format_exc()
     return SeedResult(seed, cfg, list(schedule), result, finished, cluster.kernel.step_count, cluster.kernel.now,
-                      rt.history if keep else None, cluster if keep else None, error)
+                      rt.history if keep else None, cluster if keep else None, error, rt if keep else None)
 
 
 def _settle(cluster, wl, steps: StepInvariants) -> CheckResult:

@@ -64,14 +64,14 @@ class Workload:
         return check(history).merge(check_fencing(history))
 
 
-def _reader(topic: str, partitions: int, done_key: str, workload: Workload):
-    """A concurrent read_committed reader of ``topic`` (records every poll), until ``done_key`` is set."""
+def _reader(topic: str, partitions: int):
+    """A concurrent read_committed reader of ``topic`` (records every poll), until the workers are done."""
     def run(ctx) -> Iterator:
         c = ctx.consumer()
         tps = [TopicPartition(topic, i, 0) for i in range(partitions)]
         c.assign(tps)
         ctx.record("assign", [["seek", key_of(topic, i), 0] for i in range(partitions)])
-        while not workload.state.get(done_key):
+        while not ctx.rt.workers_done():
             start = ctx.now
             msgs = consume(ctx, c, 200, 0.05)
             if msgs:
@@ -95,11 +95,11 @@ class Copier(Workload):
         return self.client_processes()
 
     def start(self, rt) -> None:
-        self.state.update(fed=0, value=0, copiers_done=set(), in_max={})
+        self.state.update(fed=0, value=0, in_max={})
         rt.spawn("feeder", self.feeder)
         for i in range(self.topics["in"]):
             rt.spawn(f"copier-{i}", self.copier(i))
-        rt.spawn("reader", _reader("out", self.topics["out"], "reader_done", self), supervised=False)
+        rt.spawn("reader", _reader("out", self.topics["out"]), supervised=False)
 
     def feeder(self, ctx) -> Iterator:
         """Writes the input in transactions of 1..20 records; about one in five is aborted."""
@@ -139,13 +139,9 @@ class Copier(Workload):
                     return None
                 if not msgs:
                     if self.state.get("feeder_done") and self._caught_up(c, tp):
-                        self.state["copiers_done"].add(i)
-                        if len(self.state["copiers_done"]) == self.topics["in"]:
-                            self.state["reader_done"] = True
                         return None
                     yield
                     continue
-                self.state["copiers_done"].discard(i)
                 n += 1
                 writes = [("out", i, f"{m.value().decode()}|c{i}.{ctx.instance}.{n}") for m in msgs]
                 offsets = [TopicPartition("in", i, msgs[-1].offset() + 1)]
@@ -199,11 +195,11 @@ class GroupRebalance(Copier):
         return ["feeder"] + [f"member-{i}" for i in range(self.members)]
 
     def start(self, rt) -> None:
-        self.state.update(fed=0, value=0, copiers_done=set(), in_max={})
+        self.state.update(fed=0, value=0, in_max={})
         rt.spawn("feeder", self.feeder)
         for i in range(self.members):
             rt.spawn(f"member-{i}", self.member(i))
-        rt.spawn("reader", _reader("out", self.topics["out"], "reader_done", self), supervised=False)
+        rt.spawn("reader", _reader("out", self.topics["out"]), supervised=False)
 
     def member(self, i: int):
         tid = f"member-{i}"
@@ -233,7 +229,6 @@ class GroupRebalance(Copier):
                     return "restart"
                 if not msgs:
                     if self.state.get("feeder_done") and self._all_caught_up(ctx, c):
-                        self.state["reader_done"] = True
                         return None
                     yield
                     continue
@@ -289,10 +284,10 @@ class BankTransfer(Workload):
         return self.client_processes()
 
     def start(self, rt) -> None:
-        self.state.update(done=0, tx=0, tellers_done=set())
+        self.state.update(done=0, tx=0)
         for i in range(self.tellers):
             rt.spawn(f"teller-{i}", self.teller(i))
-        rt.spawn("auditor", _reader("accounts", self.topics["accounts"], "audit_done", self), supervised=False)
+        rt.spawn("auditor", _reader("accounts", self.topics["accounts"]), supervised=False)
 
     def teller(self, i: int):
         tid = f"teller-{i}"
@@ -317,9 +312,6 @@ class BankTransfer(Workload):
                 elif fate != ABORTED:
                     return "restart"
                 yield
-            self.state["tellers_done"].add(i)
-            if len(self.state["tellers_done"]) == self.tellers:
-                self.state["audit_done"] = True
         return run
 
     def check(self, history) -> CheckResult:
@@ -342,10 +334,10 @@ class MultiPartitionAtomic(Workload):
         return self.client_processes()
 
     def start(self, rt) -> None:
-        self.state.update(done=0, value=0, writers_done=set())
+        self.state.update(done=0, value=0)
         for i in range(self.writers):
             rt.spawn(f"writer-{i}", self.writer(i))
-        rt.spawn("reader", _reader("atomic", self.topics["atomic"], "reader_done", self), supervised=False)
+        rt.spawn("reader", _reader("atomic", self.topics["atomic"]), supervised=False)
 
     def writer(self, i: int):
         tid = f"writer-{i}"
@@ -368,9 +360,6 @@ class MultiPartitionAtomic(Workload):
                 elif fate != ABORTED:
                     return "restart"
                 yield
-            self.state["writers_done"].add(i)
-            if len(self.state["writers_done"]) == self.writers:
-                self.state["reader_done"] = True
         return run
 
     def check(self, history) -> CheckResult:
