@@ -32,7 +32,7 @@ BOX_W, BOX_H = 1.0, 0.34
 BEND = {
     ("CompleteCommit", "Ongoing"): 0.45, ("CompleteAbort", "Ongoing"): -0.45,
     ("CompleteCommit", "Empty"): -1.6, ("CompleteAbort", "Empty"): 1.6,
-    ("Empty", "Dead"): 2.6,
+    ("Empty", "Dead"): 3.0,
     ("Empty", "PrepareAbort"): 0.35, ("CompleteCommit", "PrepareAbort"): 0.25,
     ("CompleteAbort", "PrepareAbort"): 0.3,
 }

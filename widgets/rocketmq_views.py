@@ -121,7 +121,7 @@ def message_table_figure(source, **kw) -> go.Figure:
 def space_time_figure(source, lanes: Optional[list] = None, include_background: bool = False,
                       hide: Iterable[str] = HIDDEN_APIS, since_step: int = 0, title: str = "") -> go.Figure:
     """Lanes are processes; time (the step number) runs downwards; each message is an arrow from its
-    send to its delivery.  Dropped messages end in a red x halfway; faults are red marks on their lane."""
+    send to its delivery.  A lost message ends in a red x short of its destination; faults are red stars."""
     k = _kernel(source)
     rows = message_rows(source, include_background, hide, since_step)
     faults = [e for e in k.trace if e.kind == "fault" and e.step >= since_step and e.node in k.nodes]
@@ -153,8 +153,8 @@ def space_time_figure(source, lanes: Optional[list] = None, include_background: 
         lost = r["received_step"] is None or r["state"] == "dropped"
         y1 = y[r["received_step"]] if r["received_step"] is not None else y0 + 1
         x0, x1 = x[r["src"]], x[r["dst"]]
-        if lost:
-            x1, y1 = (x0 + x1) / 2, (y0 + y1) / 2
+        if lost:     # it ends short of its destination (a dead process, a partition, a dropped packet)
+            x1, y1 = x0 + 0.8 * (x1 - x0), y0 + 0.8 * (y1 - y0)
         colour = "#d9534f" if lost else ("#777" if r["kind"] == "response" else "#1f77b4")
         fig.add_annotation(x=x1, y=y1, ax=x0, ay=y0, xref="x", yref="y", axref="x", ayref="y",
                            showarrow=not lost, arrowhead=2, arrowsize=1, arrowwidth=1.3, arrowcolor=colour, text="")
@@ -201,6 +201,6 @@ def participants_table(lab, tx_id: str) -> go.Figure:
             [""] + [str(balances[n]) for n in names]]
     fill = [["white"] * (len(names) + 1),
             ["#eee"] + [colour.get(states[n] or "", "white") for n in names]] + [["white"] * (len(names) + 1)] * 3
-    return go.Figure(go.Table(header=dict(values=["process", "state", "", "locks", "data"]),
+    return go.Figure(go.Table(header=dict(values=["process", "state", "waiting", "locks", "data"]),
                               cells=dict(values=rows, fill_color=fill, align="left")),
                      layout=dict(height=90 + 30 * len(names), margin=dict(l=10, r=10, t=10, b=10)))

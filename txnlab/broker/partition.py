@@ -211,7 +211,18 @@ class Partition:
             return
         lag = self.broker.config["replica.lag.time.max.ms"]
         me = self.broker.broker_id
-        out = [r for r in self.isr if r != me and now - self.followers.get(r, FollowerState(r, now)).last_caught_up_ms > lag]
+        leo = self.log.log_end_offset
+        out = []
+        for r in self.isr:
+            if r == me:
+                continue
+            f = self.followers.get(r)
+            caught_up = f.last_caught_up_ms if f is not None else now
+            if f is not None and f.leo >= leo:
+                # it has everything: any fetch since (a session fetch need not name this partition) counts
+                caught_up = max(caught_up, self.broker.replica_last_fetch.get(r, caught_up))
+            if now - caught_up > lag:
+                out.append(r)
         if out:
             new_isr = tuple(r for r in self.isr if r not in out)
             self.broker.narrate(f"{self.name}: replica(s) {out} have not caught up for more than "

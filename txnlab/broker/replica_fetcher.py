@@ -21,6 +21,11 @@ class ReplicaFetcher:
         self._last_offsets: dict = {}
         self._backoff_timer = None
         self._requests: dict = {}
+        # KIP-227 fetch session: what the leader's session holds for us
+        self.session_id = 0
+        self.session_epoch = 0
+        self._session_view: dict = {}
+        self._pending_view: dict = {}
 
     def add_partition(self, p) -> None:
         self.partitions[p.tp] = p
@@ -50,7 +55,15 @@ class ReplicaFetcher:
             if self._last_offsets.get(tp) != leo:
                 news = True
             self._last_offsets[tp] = leo
-        req = m.FetchRequest(b.broker_id, b.config["replica.fetch.wait.max.ms"], 1, m.READ_UNCOMMITTED, parts)
+        if self.session_id > 0:
+            changed = {tp: fp for tp, fp in parts.items() if self._session_view.get(tp) is not fp}
+            forgotten = tuple(tp for tp in self._session_view if tp not in parts)
+            req = m.FetchRequest(b.broker_id, b.config["replica.fetch.wait.max.ms"], 1, m.READ_UNCOMMITTED,
+                                 changed, self.session_id, self.session_epoch, forgotten)
+        else:
+            req = m.FetchRequest(b.broker_id, b.config["replica.fetch.wait.max.ms"], 1, m.READ_UNCOMMITTED,
+                                 parts, 0, 0)
+        self._pending_view = parts
         self.in_flight = True
         from .broker import broker_name
         b.send_request(broker_name(self.leader_id), req, self._on_response, timeout_ms=30_000,
@@ -65,9 +78,18 @@ class ReplicaFetcher:
 
     def _on_response(self, resp, err) -> None:
         self.in_flight = False
-        if err is not None:
+        if err is not None or resp.error:
+            self.session_id = 0              # start a new session with a full request
+            self._session_view = {}
             self._backoff()
             return
+        if resp.session_id > 0:
+            if resp.session_id != self.session_id:
+                self.session_id = resp.session_id
+                self.session_epoch = 1
+            else:
+                self.session_epoch += 1
+            self._session_view = self._pending_view
         b = self.broker
         now = b.kernel.now
         trouble = False

@@ -126,10 +126,15 @@ class FetchRequest:
     max_wait_ms: int
     min_bytes: int
     isolation_level: int
-    partitions: dict                    # tp -> FetchPartition
+    partitions: dict                    # tp -> FetchPartition (with a session: only what changed)
+    session_id: int = -1                # KIP-227: -1 no session, 0 open one, >0 an incremental fetch
+    session_epoch: int = -1
+    forgotten: tuple = ()               # partitions to drop from the session
 
     def describe(self) -> str:
         who = "consumer" if self.replica_id < 0 else f"follower {self.replica_id}"
+        if self.session_id > 0:
+            who += f" (session {self.session_id}, {len(self.partitions)} changed)"
         iso = " read_committed" if self.isolation_level == READ_COMMITTED else ""
         offs = ", ".join(f"{tp_str(tp)}@{p.fetch_offset}" for tp, p in sorted(self.partitions.items())[:4])
         return f"{who}{iso} {offs}"
@@ -148,9 +153,13 @@ class FetchPartitionData:
 
 @dataclass(frozen=True, slots=True)
 class FetchResponse:
-    partitions: dict                    # tp -> FetchPartitionData
+    partitions: dict                    # tp -> FetchPartitionData (with a session: only what changed)
+    error: int = 0                      # top-level: FETCH_SESSION_ID_NOT_FOUND, INVALID_FETCH_SESSION_EPOCH
+    session_id: int = 0
 
     def describe(self) -> str:
+        if self.error:
+            return _err(self.error)
         out = []
         for tp, d in sorted(self.partitions.items()):
             if d.error != Errors.NONE:
@@ -166,7 +175,7 @@ class FetchResponse:
         return "; ".join(out[:4]) + (" ..." if len(out) > 4 else "")
 
     def is_quiet(self) -> bool:
-        return not any(d.records or d.diverging_epoch or d.error for d in self.partitions.values())
+        return not self.error and not any(d.records or d.diverging_epoch or d.error for d in self.partitions.values())
 
 
 @dataclass(frozen=True, slots=True)

@@ -155,7 +155,8 @@ class RocketMQCluster(Lab):
                 if outcome in st:
                     t["status"] = outcome
                     break
-            t["delivered"] = sum(1 for m in self.topic_messages(t["real_topic"], b) if m.uniq_key == t["transaction_id"])
+            t["delivered"] = sum(1 for m in self.topic_messages(t["real_topic"], b)
+                                 if m.uniq_key == t["transaction_id"])
         return list(by_id.values())
 
     def client_nodes(self) -> list[str]:

@@ -1,5 +1,6 @@
 """The seed article's order service, in Python: an order table in a local SQLite database plus a
-message that must agree with it ("写数据库和发消息这两个操作在一个事务内执行，要么都成功，要么都失败").
+message that must agree with it ("写数据库和发消息这两个操作在一个事务内执行，
+要么都成功，要么都失败").
 
 ``OrderDao`` is the local database (stdlib sqlite3); ``OrderTransactionListener`` is the seed's
 ``createTransactionListener()`` (execute: insert the order, COMMIT_MESSAGE, or ROLLBACK_MESSAGE if the

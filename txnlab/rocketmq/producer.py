@@ -100,7 +100,8 @@ class DefaultMQProducerImpl:
         self.client = lab.new_client_instance(lab.next_client_name("producer"))
         self.client.producer_table[self.p.producer_group] = self
         self.p.node = self.client
-        lab.note(self.client.name, f"{self.client.name} starts TransactionMQProducer of group {self.p.producer_group!r}")
+        lab.note(self.client.name,
+                 f"{self.client.name} starts TransactionMQProducer of group {self.p.producer_group!r}")
         self.client.start()
         ok = self.kernel.run_until(lambda: self.client.heartbeats_acked > 0 or self.client.crashed, 10_000)
         if not ok:
@@ -140,11 +141,11 @@ class DefaultMQProducerImpl:
             raise MQClientException(f"The topic[{msg.topic}] is conflict with system topic.")
         msg.properties[MessageConst.PROPERTY_TRANSACTION_PREPARED] = "true"
         msg.properties[MessageConst.PROPERTY_PRODUCER_GROUP] = self.p.producer_group
-        msg.properties.setdefault(MessageConst.PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX, self._create_uniq_id())
+        uniq = msg.properties.setdefault(MessageConst.PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX, self._create_uniq_id())
         op = TransactionSendOp(msg, arg)
         self.ops.append(op)
         self.p.lab.note(self.client.name, f"{self.client.name} calls sendMessageInTransaction(topic {msg.topic}, "
-                                          f"UNIQ_KEY {msg.get_property(MessageConst.PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX)})")
+                                          f"UNIQ_KEY {uniq})")
         self._send(op)
         return op
 
@@ -163,8 +164,9 @@ class DefaultMQProducerImpl:
         self._send_which_queue += 1
         op.attempts += 1
         m = op.msg
-        req = SendMessageRequestHeader(self.p.producer_group, m.topic, mq.queue_id, MessageSysFlag.TRANSACTION_PREPARED_TYPE,
-                                       self.kernel.now, self.client.name, tuple(m.properties.items()), m.body)
+        req = SendMessageRequestHeader(self.p.producer_group, m.topic, mq.queue_id,
+                                       MessageSysFlag.TRANSACTION_PREPARED_TYPE, self.kernel.now, self.client.name,
+                                       tuple(m.properties.items()), m.body)
         self.client.send_request(mq.broker_name, req, lambda resp, err: self._on_send_response(op, mq, resp, err),
                                  timeout_ms=SEND_MSG_TIMEOUT)
 
@@ -180,8 +182,9 @@ class DefaultMQProducerImpl:
         if resp.code != ResponseCode.SUCCESS:
             self._fail(op, f"send message Exception: {ResponseCode.name(resp.code)}: {resp.remark}", resp.code)
             return
-        op.send_result = SendResult(SendStatus.SEND_OK, op.msg.get_property(MessageConst.PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX),
-                                    mq, resp.queue_offset, resp.transaction_id, resp.msg_id, resp.commit_log_offset)
+        uniq = op.msg.get_property(MessageConst.PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX)
+        op.send_result = SendResult(SendStatus.SEND_OK, uniq, mq, resp.queue_offset, resp.transaction_id, resp.msg_id,
+                                    resp.commit_log_offset)
         op.stage = "HALF_STORED"
         self.narrate(f"{self.client.name}: the half message is stored (SEND_OK, half offset {resp.queue_offset}); "
                      f"next the local transaction runs")
@@ -256,7 +259,8 @@ class TransactionMQProducer:
         self.instance = 0
 
     def __repr__(self) -> str:
-        return f"<TransactionMQProducer group={self.producer_group!r} {self.node.name if self.node else '(not started)'}>"
+        where = self.node.name if self.node else "(not started)"
+        return f"<TransactionMQProducer group={self.producer_group!r} {where}>"
 
     def set_namesrv_addr(self, addr: str) -> None:
         self.namesrv_addr = addr

@@ -175,8 +175,10 @@ class SendMessageRequestHeader:
 
     def describe(self) -> str:
         props = dict(self.properties)
-        half = " half message (TRAN_MSG=true)" if props.get(MessageConst.PROPERTY_TRANSACTION_PREPARED) == "true" else ""
-        return f"{self.topic} queue {self.queue_id}{half}, UNIQ_KEY {props.get(MessageConst.PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX)}"
+        prepared = props.get(MessageConst.PROPERTY_TRANSACTION_PREPARED) == "true"
+        half = " half message (TRAN_MSG=true)" if prepared else ""
+        uniq = props.get(MessageConst.PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX)
+        return f"{self.topic} queue {self.queue_id}{half}, UNIQ_KEY {uniq}"
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,194 @@
+"""Small table and picture helpers that the generators copy into the notebooks.
+
+Each notebook gets the functions it uses, as source text in one (collapsed) cell, so that a
+notebook runs on its own and a learner can read exactly how each picture is made.  They only
+read the cluster (its trace, logs and partition state) and never change it.  Plain plotly and
+pandas; the interactive views come from ``widgets/``.
+"""
+# --- begin: common ------------------------------------------------------------------------
+import pandas as pd
+import plotly.graph_objects as go
+
+pd.set_option("display.max_colwidth", None)
+pd.set_option("display.max_rows", 300)
+
+
+def show(df, left=True):
+    """Display a table with its text left-aligned and without the index column."""
+    styler = df.style.hide(axis="index")
+    if left:
+        styler = styler.set_properties(**{"text-align": "left"})
+        styler = styler.set_table_styles([{"selector": "th", "props": [("text-align", "left")]}])
+    return styler
+
+
+def narration(events):
+    """A table of trace events: step, simulated time, where it happened, the API, and what happened."""
+    rows = []
+    for e in events:
+        api = e.api + (" response" if e.is_response else "") if e.api else e.kind
+        rows.append({"step": e.step, "t (ms)": e.time, "node": e.node, "api": api,
+                     "what happened": e.narration})
+    return pd.DataFrame(rows, columns=["step", "t (ms)", "node", "api", "what happened"])
+
+
+def since(cluster, mark):
+    """The foreground trace events recorded after ``mark`` (a ``len(cluster.trace)`` taken earlier)."""
+    return [e for e in cluster.trace.events[mark:] if not e.background]
+
+
+def batches_table(cluster, topic, partition=0, broker=None):
+    """One row per record batch of a replica's log (the leader's by default), with its v2 header fields."""
+    rows = []
+    for b in cluster.log(topic, partition, broker).batches:
+        span = f"{b.base_offset}" if b.base_offset == b.last_offset else f"{b.base_offset}..{b.last_offset}"
+        seq = "-" if b.base_sequence < 0 else (
+            f"{b.base_sequence}" if b.base_sequence == b.last_sequence else f"{b.base_sequence}..{b.last_sequence}")
+        if b.is_control:
+            content = f"{b.control_type.name} marker (coordinatorEpoch {b.coordinator_epoch})"
+        else:
+            content = ", ".join(r.value.decode() if r.value is not None else "null" for r in b.records)
+        rows.append({"offsets": span, "producer_id": b.producer_id, "producer_epoch": b.producer_epoch,
+                     "base..last sequence": seq, "isTransactional": b.is_transactional,
+                     "isControl": b.is_control, "records": content})
+    return pd.DataFrame(rows)
+# --- end: common --------------------------------------------------------------------------
+
+
+# --- begin: strip -------------------------------------------------------------------------
+STATUS = {  # status -> (colour, words for the legend)
+    "plain": ("#4C78A8", "not transactional"),
+    "committed": ("#54A24B", "transactional, committed"),
+    "open": ("#F2B701", "transactional, still open"),
+    "aborted": ("#BDBDBD", "transactional, aborted"),
+    "COMMIT": ("#1B5E20", "COMMIT marker"),
+    "ABORT": ("#B71C1C", "ABORT marker"),
+}
+MARKS = {"LEO": ("#222222", "solid"), "HW": ("#1F5FBF", "dash"), "LSO": ("#D9480F", "dot")}
+
+
+def offset_cells(cluster, topic, partition=0, broker=None):
+    """One dict per offset of a replica's log: value, producer fields and the fate of its transaction."""
+    cells, open_txn = [], {}
+    for b in cluster.log(topic, partition, broker).batches:
+        if b.is_control:
+            fate = "committed" if b.control_type.name == "COMMIT" else "aborted"
+            for cell in open_txn.pop(b.producer_id, []):
+                cell["status"] = fate
+            cells.append({"offset": b.base_offset, "label": b.control_type.name[0], "status": b.control_type.name,
+                          "hover": f"{b.control_type.name} marker, pid {b.producer_id} epoch {b.producer_epoch}"})
+            continue
+        for i, r in enumerate(b.records):
+            value = r.value.decode() if r.value is not None else "null"
+            cell = {"offset": b.base_offset + i, "label": value, "status": "open" if b.is_transactional else "plain",
+                    "hover": f"{value}<br>pid {b.producer_id} epoch {b.producer_epoch} "
+                             f"seq {b.base_sequence + i if b.base_sequence >= 0 else '-'}"}
+            if b.is_transactional:
+                open_txn.setdefault(b.producer_id, []).append(cell)
+            cells.append(cell)
+    return cells
+
+
+def log_strip(cluster, rows, title="", marks=("LEO", "HW", "LSO"), positions=None, short=None, width=900):
+    """The partition logs as strips of offset cells.
+
+    ``rows``: (topic, partition) for the leader's replica or (topic, partition, broker) for one
+    replica.  Cells are coloured by what the record is (see ``STATUS``); vertical marks show the
+    LEO, HW and LSO (the LSO only on a leader).  ``positions``: {row index: [(offset, text), ...]}
+    draws consumer positions under a row.  ``short``: a function shortening a record's label.
+    """
+    fig = go.Figure()
+    by_status = {s: {"x": [], "y": [], "base": [], "text": [], "hover": []} for s in STATUS}
+    ticks, widest = [], 1
+    for y, row in enumerate(rows):
+        topic, partition = row[0], row[1]
+        broker = row[2] if len(row) > 2 else None
+        state = cluster.partition_state(topic, partition)
+        who = broker if broker is not None else state["leader"]
+        ticks.append(f"{topic}-{partition}" + (f" · broker {who}" + (" (leader)" if who == state["leader"] else "")
+                                              if broker is not None else f" · leader {who}"))
+        for cell in offset_cells(cluster, topic, partition, broker):
+            d = by_status[cell["status"]]
+            label = short(cell["label"]) if short and cell["status"] not in ("COMMIT", "ABORT") else cell["label"]
+            d["x"].append(0.9); d["base"].append(cell["offset"] - 0.45); d["y"].append(y)
+            d["text"].append(label); d["hover"].append(f"offset {cell['offset']}: {cell['hover']}")
+        rep = state["replicas"].get(who, {})
+        values = {"LEO": rep.get("leo"), "HW": rep.get("hw"),
+                  "LSO": state["lso"] if who == state["leader"] else None}
+        widest = max(widest, rep.get("leo") or 0)
+        at = {}
+        for name in marks:
+            if values.get(name) is not None:
+                at.setdefault(values[name], []).append(name)
+        for k, (x, names) in enumerate(sorted(at.items())):
+            for j, name in enumerate(names):
+                colour, dash = MARKS[name]
+                fig.add_shape(type="line", x0=x - 0.5, x1=x - 0.5, y0=y - 0.42 + 0.05 * j, y1=y + 0.42 - 0.05 * j,
+                              line=dict(color=colour, dash=dash, width=3))
+            fig.add_annotation(x=x - 0.5, y=y - 0.42, text="=".join(names) + f" {x}", showarrow=False,
+                               yanchor="bottom", yshift=2 + 15 * (k % 2), font=dict(size=11, color=MARKS[names[0]][0]),
+                               bgcolor="rgba(255,255,255,0.8)")
+    for y, marks_here in (positions or {}).items():
+        for k, (offset, text) in enumerate(marks_here):
+            fig.add_annotation(x=offset - 0.5, y=y + 0.3, ax=0, ay=24 + 20 * k, text=text, showarrow=True,
+                               arrowhead=2, arrowcolor="#6A1B9A", font=dict(size=11, color="#6A1B9A"),
+                               yanchor="top")
+    for status, d in by_status.items():
+        if not d["x"]:
+            continue
+        colour, words = STATUS[status]
+        fig.add_trace(go.Bar(orientation="h", x=d["x"], y=d["y"], base=d["base"], width=0.56, name=words,
+                             marker=dict(color=colour, line=dict(color="white", width=1)), text=d["text"],
+                             textposition="inside", insidetextanchor="middle", hovertext=d["hover"],
+                             hoverinfo="text", textfont=dict(color="black" if status in ("open", "aborted") else "white")))
+    n = len(rows)
+    fig.update_layout(title=title, barmode="overlay", width=width, height=150 + 95 * n + (40 if positions else 0),
+                      plot_bgcolor="white", margin=dict(l=10, r=10, t=70, b=40 + (40 if positions else 0)),
+                      legend=dict(orientation="h", yanchor="bottom", y=1.0, x=0), uniformtext=dict(minsize=8, mode="hide"))
+    fig.update_yaxes(tickvals=list(range(n)), ticktext=ticks, showgrid=False,
+                     range=[n - 0.45 + (0.8 if positions else 0), -0.95], zeroline=False)
+    fig.update_xaxes(title="offset", range=[-0.7, widest + 0.7], dtick=1, showgrid=False, zeroline=False)
+    return fig
+# --- end: strip ---------------------------------------------------------------------------
+
+
+# --- begin: flow --------------------------------------------------------------------------
+def message_flow(cluster, mark, apis, lanes, title="", height=None):
+    """A space-time diagram of the messages sent after trace position ``mark``.
+
+    One vertical lane per process in ``lanes`` (time runs downwards, one row per step that
+    sent or received one of the chosen messages); each request is a dark arrow and each
+    response a grey one, labelled with its API.  Only messages of ``apis`` between two lanes
+    are drawn.
+    """
+    first_step = cluster.trace.events[mark].step if mark < len(cluster.trace) else cluster.trace.events[-1].step
+    delivered = {e.msg_id: e.step for e in cluster.trace.events if e.kind == "deliver" and e.msg_id >= 0}
+    msgs = [m for m in cluster.network_messages()
+            if m.api in apis and m.src in lanes and m.dst in lanes and m.sent_step >= first_step]
+    steps = sorted({m.sent_step for m in msgs} | {delivered[m.id] for m in msgs if m.id in delivered})
+    row = {s: i for i, s in enumerate(steps)}
+    x = {name: i for i, name in enumerate(lanes)}
+    fig = go.Figure()
+    for name in lanes:
+        fig.add_shape(type="line", x0=x[name], x1=x[name], y0=-0.5, y1=len(steps) - 0.5,
+                      line=dict(color="#9E9E9E", width=1))
+    for m in msgs:
+        y0 = row[m.sent_step]
+        y1 = row[delivered[m.id]] if m.id in delivered else y0 + 0.6
+        colour = "#757575" if m.is_response else "#0D47A1"
+        if m.state == "dropped":
+            colour = "#C62828"
+        fig.add_annotation(x=x[m.dst] if m.id in delivered else (x[m.src] + x[m.dst]) / 2, y=y1,
+                           ax=x[m.src], ay=y0, xref="x", yref="y", axref="x", ayref="y",
+                           showarrow=True, arrowhead=2, arrowsize=1.2, arrowwidth=1.6, arrowcolor=colour, text="")
+        label = m.api + (" ✓" if m.is_response else "") + (" ✗ dropped" if m.state == "dropped" else "")
+        fig.add_annotation(x=(x[m.src] + x[m.dst]) / 2, y=(y0 + y1) / 2, text=label, showarrow=False,
+                           font=dict(size=10, color=colour), bgcolor="rgba(255,255,255,0.85)")
+    fig.update_layout(title=title, width=900, height=height or 120 + 26 * max(1, len(steps)),
+                      plot_bgcolor="white", margin=dict(l=10, r=10, t=60, b=10), showlegend=False)
+    fig.update_xaxes(tickvals=list(range(len(lanes))), ticktext=list(lanes), side="top", range=[-0.5, len(lanes) - 0.5],
+                     showgrid=False, zeroline=False)
+    fig.update_yaxes(showticklabels=False, showgrid=False, zeroline=False,
+                     range=[len(steps) - 0.3, -0.7])
+    return fig
+# --- end: flow ----------------------------------------------------------------------------

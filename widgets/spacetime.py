@@ -1,0 +1,225 @@
+"""The space-time (Lamport) diagram: processes as lanes, every request and response as an arrow.
+
+Owns the message-flow picture (as Maelstrom draws it, from the network journal after the fact):
+one vertical lane per client, broker and the controller; time (kernel steps) runs downwards; an
+arrow from the step a message was sent on its source lane to the step it was delivered on its
+destination lane.  In-flight messages end in a clickable dot (drop / delay / duplicate them),
+dropped messages end in a red cross, the current step is a highlighted band, and the lane heads
+are clickable (crash / restart that process).  Reads the trace and ``network.messages`` only.
+"""
+from __future__ import annotations
+
+from bisect import bisect_left
+from typing import Callable, Optional
+
+import plotly.graph_objects as go
+
+from .cluster_view import roles
+
+STYLE = {  # trace name -> (colour, dash, width)
+    "requests": ("#1c7ed6", "solid", 1.6),
+    "responses": ("#37b24d", "solid", 1.6),
+    "background": ("#ced4da", "solid", 1.0),
+    "dropped": ("#e03131", "dot", 1.6),
+    "in flight": ("#f08c00", "dash", 2.0),
+    "this step": ("#ae3ec9", "solid", 3.5),
+}
+
+
+def lanes_of(cluster) -> list[str]:
+    nodes = list(cluster.kernel.nodes)
+    brokers = [n for n in nodes if n.startswith("broker-")]
+    clients = [n for n in nodes if n not in brokers and n != "controller"]
+    return clients + sorted(brokers) + (["controller"] if "controller" in nodes else [])
+
+
+class SpaceTime:
+    """A plotly FigureWidget of the last ``window`` kernel steps of message flow."""
+
+    def __init__(self, cluster=None, window: int = 40, show_background: bool = False) -> None:
+        self.window = window
+        self.show_background = show_background
+        self.match: Optional[Callable] = None          # the stepper's filter, applied to messages
+        self.figure = go.FigureWidget(layout=go.Layout(
+            title=dict(text="Messages (space-time diagram): time runs down", x=0.01, font=dict(size=14)),
+            height=540, margin=dict(l=60, r=20, t=110, b=20), plot_bgcolor="white", hovermode="closest",
+            legend=dict(orientation="h", yanchor="bottom", y=1.06, xanchor="right", x=1.0, font=dict(size=11)),
+            xaxis=dict(side="top", showgrid=False, zeroline=False, fixedrange=True),
+            yaxis=dict(title="kernel step", autorange=False, showgrid=False, zeroline=False)))
+        for name, (color, dash, width) in STYLE.items():
+            self.figure.add_scatter(
+                x=[], y=[], mode="lines+markers", name=name, hovertemplate="%{hovertext}<extra></extra>",
+                line=dict(color=color, dash=dash, width=width),
+                marker=dict(symbol="arrow", angleref="previous", size=[], color=color),
+                showlegend=name != "background")
+        self.figure.add_scatter(x=[], y=[], mode="markers", name="in-flight (click: drop / delay)",
+                                marker=dict(symbol="circle", size=13, color="#f08c00", line=dict(width=2, color="white")),
+                                hovertemplate="%{hovertext}<extra>click to pick this message</extra>")
+        self.figure.add_scatter(x=[], y=[], mode="markers", name="lost", showlegend=False,
+                                marker=dict(symbol="x", size=11, color="#e03131"),
+                                hovertemplate="%{hovertext}<extra></extra>")
+        self.figure.add_scatter(x=[], y=[], mode="markers+text", name="processes (click: crash / restart)",
+                                text=[], textposition="top center", showlegend=False,
+                                marker=dict(symbol="square", size=16, color=[]),
+                                hovertemplate="%{hovertext}<extra>click to pick this process</extra>")
+        self.figure.add_scatter(x=[], y=[], mode="lines", name="lanes", showlegend=False, hoverinfo="skip",
+                                line=dict(color="#dee2e6", width=2))
+        self.figure.add_scatter(x=[], y=[], mode="lines", name="current step", showlegend=False,
+                                hovertemplate="%{hovertext}<extra></extra>",
+                                line=dict(color="rgba(174,62,201,0.16)", width=14))
+        self._n = len(STYLE)
+        self._sent: dict = {}
+        self._flight_ids: list[int] = []
+        self._lane_names: list[str] = []
+        self._message_cb: Optional[Callable[[int], None]] = None
+        self._node_cb: Optional[Callable[[str], None]] = None
+        self.figure.data[self._n].on_click(self._clicked_message)
+        self.figure.data[self._n + 2].on_click(self._clicked_lane)
+        self.updates = 0
+        self.last_arrows: dict = {}
+        if cluster is not None:
+            self.update(cluster)
+
+    # ------------------------------------------------------------------ clicks
+    def on_message_click(self, fn: Callable[[int], None]) -> None:
+        self._message_cb = fn
+
+    def on_node_click(self, fn: Callable[[str], None]) -> None:
+        self._node_cb = fn
+
+    def _clicked_message(self, trace, points, state=None) -> None:
+        for i in points.point_inds:
+            if self._message_cb and i < len(self._flight_ids):
+                self._message_cb(self._flight_ids[i])
+
+    def _clicked_lane(self, trace, points, state=None) -> None:
+        for i in points.point_inds:
+            if self._node_cb and i < len(self._lane_names):
+                self._node_cb(self._lane_names[i])
+
+    # ------------------------------------------------------------------ update
+    def _window_messages(self, cluster, lo: int):
+        """(message, delivered_step or None, how) for messages touching steps >= lo."""
+        trace = cluster.kernel.trace.events
+        start = bisect_left(trace, lo, key=lambda e: e.step)
+        seen = {}
+        for e in trace[start:]:
+            if e.msg_id >= 0 and e.kind in ("deliver", "drop"):
+                seen[e.msg_id] = (e.step, e.kind)
+        msgs = cluster.kernel.network.messages
+        out = []
+        for mid, (step, kind) in seen.items():
+            m = msgs.get(mid)
+            if m is not None:
+                out.append((m, step, "delivered" if kind == "deliver" else "lost"))
+        for m in reversed(msgs.values()):              # sent in the window, not delivered (yet)
+            if m.sent_step < lo:
+                break
+            if m.id not in seen:
+                out.append((m, None, "in flight" if m.state == "in-flight" else "lost"))
+        for ev in cluster.kernel.pending_events():       # in flight since before the window
+            m = ev.msg
+            if m is not None and m.sent_step < lo and m.id not in seen:
+                out.append((m, None, "in flight"))
+        return out
+
+    def update(self, cluster, current_step: Optional[int] = None) -> bool:
+        k = cluster.kernel
+        cur = k.step_count if current_step is None else current_step
+        lo = max(0, cur - self.window)
+        lanes = lanes_of(cluster)
+        x_of = {n: i for i, n in enumerate(lanes)}
+        groups = {name: ([], [], [], []) for name in STYLE}
+        flight_x, flight_y, flight_h, flight_ids = [], [], [], []
+        lost_x, lost_y, lost_h = [], [], []
+        arrows = {}
+        for m, step, how in sorted(self._window_messages(cluster, lo), key=lambda t: t[0].id):
+            if m.src not in x_of or m.dst not in x_of:
+                continue
+            if m.background and not self.show_background and how == "delivered":
+                continue
+            if self.match is not None and not self.match(m):
+                continue
+            x0, x1 = x_of[m.src], x_of[m.dst]
+            y0 = m.sent_step
+            kind = "response" if m.is_response else "request"
+            desc = m.describe()
+            text = (f"#{m.id} {m.api} {kind}: {m.src} → {m.dst}<br>sent at step {m.sent_step} (t={m.sent_at}ms)"
+                    + (f"<br>{desc}" if desc else "") + (f"<br><i>{m.note}</i>" if m.note else ""))
+            if how == "delivered":
+                y1 = step
+                group = "this step" if step == cur else ("background" if m.background else
+                                                         "responses" if m.is_response else "requests")
+                text += f"<br>delivered at step {step} (t={m.deliver_at}ms)"
+            elif how == "in flight":
+                y1 = cur + 0.8
+                x1 = x0 + (x1 - x0) * 0.5
+                group = "in flight"
+                text += f"<br>in flight, due at t={m.deliver_at}ms"
+                flight_x.append(x1)
+                flight_y.append(y1)
+                flight_h.append(text)
+                flight_ids.append(m.id)
+            else:
+                y1 = step if step is not None else y0 + 0.5
+                x1 = x0 + (x1 - x0) * (0.5 if step is None else 0.92)
+                group = "dropped"
+                text += f"<br><b>lost</b>: {m.note or 'dropped'}"
+                lost_x.append(x1)
+                lost_y.append(y1)
+                lost_h.append(text)
+            xs, ys, hs, sizes = groups[group]
+            xs += [x0, x1, None]
+            ys += [y0, y1, None]
+            hs += [text, text, ""]
+            sizes += [0, 10 if group != "dropped" else 0, 0]
+            arrows[m.id] = (group, m.src, m.dst, m.api)
+        top = lo - 1.6
+        lane_roles = roles(cluster)
+        lane_text, lane_hover, lane_colors = [], [], []
+        for n in lanes:
+            node = k.nodes[n]
+            alive = node.alive and not getattr(node, "crashed", False)
+            lane_text.append(n if alive else f"{n} ✕")
+            extra = ""
+            if n.startswith("broker-"):
+                bid = int(n.split("-")[1])
+                extra = "<br>" + "<br>".join(lane_roles.get(bid, [])) if lane_roles.get(bid) else ""
+            lane_hover.append(f"<b>{n}</b> ({'up' if alive else 'down'}){extra}")
+            lane_colors.append("#495057" if alive else "#e03131")
+        self.last_arrows = arrows
+        self._flight_ids = flight_ids
+        self._lane_names = lanes
+        n = len(lanes)
+        lane_x, lane_y = [], []
+        for i in range(n):
+            lane_x += [i, i, None]
+            lane_y += [top, cur + 1.6, None]
+        when = f"step {cur} (t={k.now}ms)"
+        updates = {}
+        for i, name in enumerate(STYLE):
+            xs, ys, hs, sizes = groups[name]
+            updates[i] = dict(x=xs, y=ys, hovertext=hs, marker_size=sizes)
+        updates[self._n] = dict(x=flight_x, y=flight_y, hovertext=flight_h)
+        updates[self._n + 1] = dict(x=lost_x, y=lost_y, hovertext=lost_h)
+        updates[self._n + 2] = dict(x=list(range(n)), y=[top] * n, text=lane_text, hovertext=lane_hover,
+                                    marker_color=lane_colors)
+        updates[self._n + 3] = dict(x=lane_x, y=lane_y)
+        updates[self._n + 4] = dict(x=[-0.6, n - 0.4], y=[cur, cur], hovertext=[when, when])
+        layout = dict(xaxis_tickvals=list(range(n)), xaxis_ticktext=[t.replace("-", "-<br>", 1) for t in lane_text],
+                      xaxis_range=[-0.6, n - 0.4], yaxis_range=[cur + 1.6, top - 0.8])
+        changed = [(i, u) for i, u in updates.items() if self._sent.get(i) != u]
+        layout_changed = {k2: v for k2, v in layout.items() if self._sent.get(k2) != v}
+        if not changed and not layout_changed:
+            return False
+        fig = self.figure
+        with fig.batch_update():
+            for i, u in changed:
+                self._sent[i] = u
+                fig.data[i].update(u)
+            for k2, v in layout_changed.items():
+                self._sent[k2] = v
+            if layout_changed:
+                fig.layout.update(layout_changed)
+        self.updates += 1
+        return True
