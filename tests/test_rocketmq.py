@@ -272,3 +272,12 @@ def test_half_topic_picture_colours_each_half_offset_by_its_fate():
     rows = message_rows(lab)
     assert [r["state"] for r in rows if r["api"] == "END_TRANSACTION"] == ["delivered", "dropped", "delivered"]
     assert space_time_figure(lab).layout.xaxis.ticktext[:2] == ("producer-1", "broker-a")
+
+
+def test_fault_rules_speak_rocketmq_request_codes():
+    lab = RocketMQCluster(seed=1)
+    with pytest.raises(ValueError):
+        lab.drop_next("EndTxn")                      # a Kafka API: not a RocketMQ request code
+    lab.drop_next("END_TRANSACTION")
+    with pytest.raises(RuntimeError):
+        lab.restart(lab.broker)                      # it is running

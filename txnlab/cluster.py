@@ -19,8 +19,7 @@ from .errors import ConfigException, KafkaError, KafkaException
 from .log.unified_log import UnifiedLog
 from .protocol.errors import Errors
 from .protocol.hashing import partition_for
-from .sim.kernel import Kernel
-from .sim.network import FaultRule
+from .sim.lab import Lab
 from .sim.node import Node
 
 _REGISTRY: "weakref.WeakValueDictionary[str, Cluster]" = weakref.WeakValueDictionary()
@@ -32,8 +31,18 @@ MUTATIONS = ("no-dedup", "no-fencing", "ignore-lso", "no-marker-retry", "offsets
 NodeRef = Union[int, str, Node, object]
 
 
-class Cluster:
-    """A simulated Kafka cluster running inside this Python process."""
+def _kafka_apis() -> frozenset:
+    from .protocol import messages as msgs
+    return frozenset(c.API for c in vars(msgs).values() if isinstance(c, type) and hasattr(c, "API"))
+
+
+class Cluster(Lab):
+    """A simulated Kafka cluster running inside this Python process.
+
+    Stepping, running and the faults (crash, restart, pause, partitions, drop/delay/duplicate a
+    message) come from ``Lab``, the face every lab on the kernel shares."""
+
+    APIS = _kafka_apis()
 
     def __init__(self, brokers: int = 3, seed: int = 0, config: Optional[dict] = None,
                  mutations: tuple = ()) -> None:
@@ -48,9 +57,12 @@ class Cluster:
             if m not in MUTATIONS:
                 raise ConfigException("mutations", f"unknown mutation {m!r}; known: {', '.join(MUTATIONS)}")
         self.mutations: set = set(mutations)
-        self.seed = seed
-        self.kernel = Kernel(seed, latency_ms=self.sim_config["sim.network.latency.ms"],
-                             jitter_ms=self.sim_config["sim.network.jitter.ms"])
+        if "naive-client-classic" in self.mutations:
+            # the classic (pre-KIP-890) world the naive client lives in: no partition verification, TV 0
+            self.broker_config["transaction.version"] = 0
+            self.broker_config["transaction.partition.verification.enable"] = False
+        super().__init__(seed, latency_ms=self.sim_config["sim.network.latency.ms"],
+                         jitter_ms=self.sim_config["sim.network.jitter.ms"])
         self.kernel.trace.enabled = self.sim_config["sim.trace"]
         self.id = f"cluster-{next(_IDS)}"
         _REGISTRY[self.id] = self
@@ -253,133 +265,13 @@ class Cluster:
             return None
         return self._brokers[b].txn_coordinator.describe(transactional_id)
 
-    # ---------------------------------------------------------------- running
-    def step(self):
-        return self.kernel.step()
-
-    def run_until_idle(self, max_steps: int = 5_000_000) -> int:
-        return self.kernel.run_until_idle(max_steps)
-
-    def run_until(self, predicate: Callable[[], bool], timeout_ms: Optional[int] = None) -> bool:
-        return self.kernel.run_until(predicate, timeout_ms)
-
-    def advance(self, ms: int) -> None:
-        """Let ``ms`` simulated milliseconds pass, handling everything due."""
-        self.kernel.advance(ms)
-
-    def in_flight(self):
-        """Messages on the wire now, soonest first."""
-        return self.kernel.network.in_flight()
-
-    def network_messages(self):
-        """Every message sent so far (delivered, dropped or in flight), in send order."""
-        return [self.kernel.network.messages[i] for i in sorted(self.kernel.network.messages)]
-
-    def drop_message(self, msg_id: int) -> None:
-        """Drop one chosen message that is in flight now."""
-        msg = self.kernel.network.messages[msg_id]
-        self.kernel.begin_step("fault", "network", f"the network drops {msg.api} {msg.kind} #{msg_id} "
-                               f"({msg.src} -> {msg.dst})")
-        self.kernel.network.drop(msg, "dropped by a fault")
-
-    def delay_message(self, msg_id: int, ms: int) -> None:
-        """Delay one chosen message that is in flight now by ``ms``."""
-        msg = self.kernel.network.messages[msg_id]
-        self.kernel.begin_step("fault", "network", f"the network delays {msg.api} {msg.kind} #{msg_id} by {ms}ms")
-        self.kernel.network.delay(msg, ms)
-
-    def duplicate_message(self, msg_id: int) -> int:
-        """Deliver a chosen in-flight message twice; returns the id of the copy."""
-        msg = self.kernel.network.messages[msg_id]
-        self.kernel.begin_step("fault", "network", f"the network duplicates {msg.api} {msg.kind} #{msg_id} "
-                               f"({msg.src} -> {msg.dst})")
-        return self.kernel.network.duplicate(msg).id
-
     # ----------------------------------------------------------------- faults
-    def _node(self, ref: NodeRef) -> Node:
-        if isinstance(ref, Node):
-            return ref
-        if isinstance(ref, bool):
-            raise KeyError(f"not a node: {ref!r}")
-        if isinstance(ref, int):
+    def node(self, ref: NodeRef) -> Node:
+        """A process by broker id, name ('broker-1', 'producer-2'), or client object."""
+        if isinstance(ref, int) and not isinstance(ref, bool):
             if ref not in self._brokers:
                 raise KeyError(f"no broker {ref}; brokers are {self.broker_ids}")
             return self._brokers[ref]
-        if isinstance(ref, str):
-            node = self.kernel.nodes.get(ref)
-            if node is None:
-                raise KeyError(f"no node named {ref!r}")
-            return node
-        node = getattr(ref, "_node", None)
-        if isinstance(node, Node):
-            return node
-        raise KeyError(f"not a node: {ref!r}")
+        return super().node(ref)
 
-    def _name(self, ref: NodeRef) -> str:
-        return self._node(ref).name
-
-    def crash(self, node: NodeRef, clean: bool = False) -> None:
-        """Crash a broker or a client: its memory is lost; a broker keeps its log on disk.
-        ``clean=True`` is a clean shutdown instead (producer snapshots are written first)."""
-        n = self._node(node)
-        if not n.alive:
-            raise KafkaException(KafkaError(KafkaError._STATE, f"{n.name} is already down"))
-        if n.name == "controller":
-            raise KafkaException(KafkaError(KafkaError._INVALID_ARG, "the controller quorum cannot be crashed here"))
-        verb = "shuts down cleanly" if clean else "crashes"
-        self.kernel.begin_step("fault", n.name, f"{n.name} {verb}")
-        if clean and isinstance(n, Broker):
-            n.shutdown_cleanly()
-        n.crash()
-        for other in list(self.kernel.nodes.values()):
-            if other is not n and other.alive:
-                other.disconnected(n.name)
-
-    def restart(self, node: NodeRef) -> None:
-        n = self._node(node)
-        if n.alive:
-            raise KafkaException(KafkaError(KafkaError._STATE, f"{n.name} is running; crash it first"))
-        if not isinstance(n, Broker):
-            raise KafkaException(KafkaError(KafkaError._INVALID_ARG,
-                                            f"{n.name} is a client: create a new client to restart it"))
-        self.kernel.begin_step("fault", n.name, f"{n.name} restarts")
-        n.restart()
-
-    def _rule(self, action: str, api: str, response: bool, src, dst, ms: int = 0, count: int = 1) -> FaultRule:
-        from .protocol import messages as msgs
-        known = {getattr(c, "API") for c in vars(msgs).values() if isinstance(c, type) and hasattr(c, "API")}
-        if api != "*" and api not in known:
-            raise KafkaException(KafkaError(KafkaError._INVALID_ARG, f"unknown API {api!r}; known: {sorted(known)}"))
-        rule = FaultRule(action, api, response, self._name(src) if src is not None else None,
-                         self._name(dst) if dst is not None else None, ms, count)
-        self.kernel.network.add_rule(rule)
-        self.kernel.record("fault", "network", f"armed: {rule.describe()}")
-        return rule
-
-    def drop_next(self, api: str, response: bool = False, src: NodeRef = None, dst: NodeRef = None,
-                  count: int = 1) -> FaultRule:
-        return self._rule("drop", api, response, src, dst, count=count)
-
-    def delay_next(self, api: str, ms: int, response: bool = False, src: NodeRef = None, dst: NodeRef = None,
-                   count: int = 1) -> FaultRule:
-        return self._rule("delay", api, response, src, dst, ms=ms, count=count)
-
-    def duplicate_next(self, api: str, response: bool = False, src: NodeRef = None, dst: NodeRef = None,
-                       count: int = 1) -> FaultRule:
-        return self._rule("duplicate", api, response, src, dst, count=count)
-
-    def partition(self, nodes_a, nodes_b) -> None:
-        a = [self._name(x) for x in nodes_a]
-        b = [self._name(x) for x in nodes_b]
-        self.kernel.begin_step("fault", "network", f"network partition: {a} cannot reach {b}")
-        self.kernel.network.partition(a, b)
-
-    def heal(self) -> None:
-        self.kernel.begin_step("fault", "network", "network healed: every node can reach every other")
-        self.kernel.network.heal()
-
-    def pause(self, client: NodeRef, ms: int) -> None:
-        """Freeze a process for ``ms`` (a long GC pause): it handles nothing until then."""
-        n = self._node(client)
-        self.kernel.begin_step("fault", n.name, f"{n.name} is paused for {ms}ms")
-        n.paused_until = self.kernel.now + int(ms)
+    _node = node

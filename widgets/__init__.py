@@ -1,6 +1,23 @@
 """The lab's pictures: ipywidgets and plotly views over a txnlab cluster and its trace.
 
-Partition log strips, the coordinator view, the message-flow diagram and the stepper will live
-here. Views only read the cluster's state and trace and draw them; they import ``txnlab``, and
-nothing in ``txnlab`` imports this package. Nothing is imported yet.
+``Stepper`` steps, rewinds and perturbs a scenario (a gallery name from ``txnlab.scenarios`` or
+a function of a cluster) while ``LogStrip`` (partition logs with LEO/HW/LSO and markers),
+``CoordinatorView`` (the transaction state machine, ``__transaction_state``,
+``__consumer_offsets``) and ``SpaceTime`` (the message-flow diagram) follow it.  Views only read
+the cluster's state and trace; they import ``txnlab``, and nothing in ``txnlab`` imports this
+package.  Everything renders offline (plotly's FigureWidget through anywidget, no CDN).
+
+    from widgets import Stepper
+    s = Stepper("coordinator-dies-after-prepare")
+    s.widget            # display it; or drive it from code: s.step(), s.back(), s.jump(40)
 """
+from .coordinator_view import CoordinatorView
+from .execution import Branch, Execution, Fault, Story
+from .history import History, StepFilter
+from .log_strip import LogStrip
+from .outcome import diff, outcome
+from .spacetime import SpaceTime
+from .stepper import Stepper
+
+__all__ = ["Stepper", "LogStrip", "CoordinatorView", "SpaceTime", "Fault", "Branch", "Execution", "Story",
+           "History", "StepFilter", "outcome", "diff"]

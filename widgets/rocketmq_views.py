@@ -35,11 +35,16 @@ def half_topic_figure(lab, broker=None, title: Optional[str] = None) -> go.Figur
     rows = ["real topic (committed copies)", "RMQ_SYS_TRANS_OP_HALF_TOPIC q0", "RMQ_SYS_TRANS_HALF_TOPIC q0"]
     fig = go.Figure()
     xs = [h["offset"] for h in halves]
+    read_from = lab.check_offsets(broker)["half"]
+    n = max(max([read_from] + xs) + 1, 6)
+    size = int(max(16, min(46, 640 / n)))          # cells shrink when the queue grows
+    crowded = size < 40
     fig.add_trace(go.Scatter(
-        x=xs, y=[rows[2]] * len(halves), mode="markers+text", name="half messages",
-        marker=dict(symbol="square", size=46, color=[STATUS_COLOURS[h["status"]] for h in halves],
+        x=xs, y=[2] * len(halves), mode="markers+text", name="half messages",
+        marker=dict(symbol="square", size=size, color=[STATUS_COLOURS[h["status"]] for h in halves],
                     line=dict(color="#555", width=1)),
-        text=[f"{h['offset']}<br>{h['keys'] or ''}<br>checks {h['check_times']}" for h in halves],
+        text=[f"{h['check_times']}" if crowded else f"{h['offset']}<br>{h['keys'] or ''}<br>checks {h['check_times']}"
+              for h in halves],
         textfont=dict(size=9, color=["white" if h["status"] == "discarded" else "black" for h in halves]),
         hovertext=[f"half offset {h['offset']}: {h['status']}<br>transactionId {h['transaction_id']}<br>"
                    f"REAL_TOPIC={h['real_topic']} REAL_QID={h['real_queue_id']}<br>"
@@ -48,31 +53,33 @@ def half_topic_figure(lab, broker=None, title: Optional[str] = None) -> go.Figur
                    for h in halves],
         hoverinfo="text", showlegend=False))
     fig.add_trace(go.Scatter(
-        x=[o["half_offset"] for o in ops], y=[rows[1]] * len(ops), mode="markers+text", name="op messages",
-        marker=dict(symbol="square", size=40, color="#9fc5e8", line=dict(color="#555", width=1)),
-        text=[f"op {o['offset']}<br>tag {o['tag']}<br>-> {o['half_offset']}" for o in ops], textfont=dict(size=9),
+        x=[o["half_offset"] for o in ops], y=[1] * len(ops), mode="markers+text", name="op messages",
+        marker=dict(symbol="square", size=size - 4, color="#9fc5e8", line=dict(color="#555", width=1)),
+        text=[o["tag"] if crowded else f"op {o['offset']}<br>tag {o['tag']}<br>-> {o['half_offset']}" for o in ops],
+        textfont=dict(size=9),
         hovertext=[f"op offset {o['offset']}: half offset {o['half_offset']} is processed (t={o['stored_at']}ms)"
                    for o in ops], hoverinfo="text", showlegend=False))
     copies = [m for m in b.store.commit_log if m.prepared_transaction_offset in by_clo
               and m.topic not in ("RMQ_SYS_TRANS_HALF_TOPIC", "RMQ_SYS_TRANS_OP_HALF_TOPIC")
               and m.queue_offset >= 0 and (m.sys_flag & 12) == 8]
     fig.add_trace(go.Scatter(
-        x=[by_clo[m.prepared_transaction_offset] for m in copies], y=[rows[0]] * len(copies), mode="markers+text",
-        marker=dict(symbol="square", size=40, color="#b6d7a8", line=dict(color="#555", width=1)),
-        text=[f"{m.topic}<br>q{m.queue_id}@{m.queue_offset}" for m in copies], textfont=dict(size=8),
+        x=[by_clo[m.prepared_transaction_offset] for m in copies], y=[0] * len(copies), mode="markers+text",
+        marker=dict(symbol="square", size=size - 4, color="#b6d7a8", line=dict(color="#555", width=1)),
+        text=["" if crowded else f"{m.topic}<br>q{m.queue_id}@{m.queue_offset}" for m in copies],
+        textfont=dict(size=8),
         hovertext=[f"{m.topic} queue {m.queue_id} offset {m.queue_offset}: visible to consumers" for m in copies],
         hoverinfo="text", showlegend=False))
     for status, colour in STATUS_COLOURS.items():       # a legend of the fates
         fig.add_trace(go.Scatter(x=[None], y=[None], mode="markers", name=status,
                                  marker=dict(symbol="square", size=12, color=colour)))
-    read_from = lab.check_offsets(broker)["half"]
     fig.add_vline(x=read_from - 0.5, line_dash="dash", line_color="#888",
                   annotation_text=f"check service reads from {read_from}", annotation_position="top")
-    n = max([read_from] + xs) + 1
     fig.update_layout(title=title or f"{b.name}: half messages and op messages at t={lab.clock}ms",
                       height=330, margin=dict(l=10, r=10, t=60, b=30), plot_bgcolor="white",
-                      xaxis=dict(title="half offset", range=[-0.7, max(n, 6) - 0.3], dtick=1, showgrid=False),
-                      yaxis=dict(categoryorder="array", categoryarray=rows, showgrid=False))
+                      xaxis=dict(title="half offset" + (" (cells show the check count)" if crowded else ""),
+                                 range=[-0.7, n - 0.3], dtick=1, showgrid=False),
+                      yaxis=dict(tickvals=[0, 1, 2], ticktext=rows, range=[-0.6, 2.6], showgrid=False,
+                                 zeroline=False))
     return fig
 
 

@@ -126,7 +126,10 @@ class SpaceTime:
     def update(self, cluster, current_step: Optional[int] = None) -> bool:
         k = cluster.kernel
         cur = k.step_count if current_step is None else current_step
-        lo = max(0, cur - self.window)
+        # the visible window moves in jumps of half a window, so that most steps redraw only arrows
+        half = max(1, self.window // 2)
+        end = max(self.window, ((cur + half - 1) // half) * half + half // 2)
+        lo = max(0, end - self.window - half)
         lanes = lanes_of(cluster)
         x_of = {n: i for i, n in enumerate(lanes)}
         groups = {name: ([], [], [], []) for name in STYLE}
@@ -175,6 +178,7 @@ class SpaceTime:
             sizes += [0, 10 if group != "dropped" else 0, 0]
             arrows[m.id] = (group, m.src, m.dst, m.api)
         top = lo - 1.6
+        bottom = end + 1.6
         lane_roles = roles(cluster)
         lane_text, lane_hover, lane_colors = [], [], []
         for n in lanes:
@@ -194,7 +198,7 @@ class SpaceTime:
         lane_x, lane_y = [], []
         for i in range(n):
             lane_x += [i, i, None]
-            lane_y += [top, cur + 1.6, None]
+            lane_y += [0, 10 ** 9, None]
         when = f"step {cur} (t={k.now}ms)"
         updates = {}
         for i, name in enumerate(STYLE):
@@ -207,7 +211,7 @@ class SpaceTime:
         updates[self._n + 3] = dict(x=lane_x, y=lane_y)
         updates[self._n + 4] = dict(x=[-0.6, n - 0.4], y=[cur, cur], hovertext=[when, when])
         layout = dict(xaxis_tickvals=list(range(n)), xaxis_ticktext=[t.replace("-", "-<br>", 1) for t in lane_text],
-                      xaxis_range=[-0.6, n - 0.4], yaxis_range=[cur + 1.6, top - 0.8])
+                      xaxis_range=[-0.6, n - 0.4], yaxis_range=[bottom, top - 0.8])
         changed = [(i, u) for i, u in updates.items() if self._sent.get(i) != u]
         layout_changed = {k2: v for k2, v in layout.items() if self._sent.get(k2) != v}
         if not changed and not layout_changed:
@@ -215,11 +219,26 @@ class SpaceTime:
         fig = self.figure
         with fig.batch_update():
             for i, u in changed:
+                old = self._sent.get(i, {})
                 self._sent[i] = u
-                fig.data[i].update(u)
+                tr = fig.data[i]
+                for key, v in u.items():
+                    if old.get(key) != v:
+                        if key == "marker_size":
+                            tr.marker.size = v
+                        elif key == "marker_color":
+                            tr.marker.color = v
+                        else:
+                            setattr(tr, key, v)
             for k2, v in layout_changed.items():
                 self._sent[k2] = v
-            if layout_changed:
-                fig.layout.update(layout_changed)
+                if k2 == "xaxis_tickvals":
+                    fig.layout.xaxis.tickvals = v
+                elif k2 == "xaxis_ticktext":
+                    fig.layout.xaxis.ticktext = v
+                elif k2 == "xaxis_range":
+                    fig.layout.xaxis.range = v
+                elif k2 == "yaxis_range":
+                    fig.layout.yaxis.range = v
         self.updates += 1
         return True

@@ -65,6 +65,7 @@ STATUS = {  # status -> (colour, words for the legend)
     "ABORT": ("#B71C1C", "ABORT marker"),
 }
 MARKS = {"LEO": ("#222222", "solid"), "HW": ("#1F5FBF", "dash"), "LSO": ("#D9480F", "dot")}
+MARK_WORDS = {"LEO": "LEO (log end offset)", "HW": "HW (high watermark)", "LSO": "LSO (last stable offset)"}
 
 
 def offset_cells(cluster, topic, partition=0, broker=None):
@@ -121,9 +122,10 @@ def log_strip(cluster, rows, title="", marks=("LEO", "HW", "LSO"), positions=Non
             if values.get(name) is not None:
                 at.setdefault(values[name], []).append(name)
         for k, (x, names) in enumerate(sorted(at.items())):
-            for j, name in enumerate(names):
+            for j, name in enumerate(names):      # marks at the same offset: side by side, 5 px apart
                 colour, dash = MARKS[name]
-                fig.add_shape(type="line", x0=x - 0.5, x1=x - 0.5, y0=y - 0.42 + 0.05 * j, y1=y + 0.42 - 0.05 * j,
+                dx = 5 * (j - (len(names) - 1) / 2)
+                fig.add_shape(type="line", xsizemode="pixel", xanchor=x - 0.5, x0=dx, x1=dx, y0=y - 0.42, y1=y + 0.42,
                               line=dict(color=colour, dash=dash, width=3))
             fig.add_annotation(x=x - 0.5, y=y - 0.42, text="=".join(names) + f" {x}", showarrow=False,
                                yanchor="bottom", yshift=2 + 15 * (k % 2), font=dict(size=11, color=MARKS[names[0]][0]),
@@ -137,10 +139,14 @@ def log_strip(cluster, rows, title="", marks=("LEO", "HW", "LSO"), positions=Non
         if not d["x"]:
             continue
         colour, words = STATUS[status]
-        fig.add_trace(go.Bar(orientation="h", x=d["x"], y=d["y"], base=d["base"], width=0.56, name=words,
+        fig.add_trace(go.Bar(orientation="h", x=d["x"], y=d["y"], base=d["base"], width=0.56, name=words, showlegend=True,
                              marker=dict(color=colour, line=dict(color="white", width=1)), text=d["text"],
                              textposition="inside", insidetextanchor="middle", hovertext=d["hover"],
                              hoverinfo="text", textfont=dict(color="black" if status in ("open", "aborted") else "white")))
+    for name in marks:                              # legend entries for the vertical marks
+        colour, dash = MARKS[name]
+        fig.add_trace(go.Scatter(x=[None], y=[None], mode="lines", name=MARK_WORDS[name],
+                                 line=dict(color=colour, dash=dash, width=3)))
     n = len(rows)
     fig.update_layout(title=title, barmode="overlay", width=width, height=150 + 95 * n + (40 if positions else 0),
                       plot_bgcolor="white", margin=dict(l=10, r=10, t=70, b=40 + (40 if positions else 0)),

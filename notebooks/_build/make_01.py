@@ -36,7 +36,7 @@ from txnlab import Cluster, Producer, ConfigException, KafkaException
 from txnlab.protocol.errors import Errors
 """)
 
-nb.helpers("common")
+nb.helpers("common", "strip")
 
 nb.code("""
 import plotly.graph_objects as go
@@ -103,7 +103,7 @@ for lose, colour in (("Produce request", "#9ECAE9"), ("Produce response", "#1F5F
     fig.add_trace(go.Bar(x=part["producer"], y=part["copies in the log"], name=f"{lose} lost",
                          marker_color=colour, text=part["copies in the log"], textposition="outside"))
 fig.add_hline(y=1, line_dash="dot", line_color="#54A24B", annotation_text="exactly one copy",
-              annotation_position="top left")
+              annotation_position="bottom right", annotation_font_color="#2E7D32")
 fig.update_layout(title="Copies of order-1 in the log after one lost message", barmode="group",
                   yaxis=dict(title="copies in the log", dtick=1, range=[0, 2.6]), width=760, height=400,
                   plot_bgcolor="white", legend=dict(orientation="h", y=1.02, yanchor="bottom", x=0),
@@ -384,13 +384,13 @@ for in_cache, colour, name in ((True, "#1F5FBF", "in the broker's 5-batch cache"
                          insidetextanchor="middle", hoverinfo="skip"))
 for s, (err, off) in retries.items():
     ok = err == "NONE"
-    fig.add_annotation(x=s, y=1, yanchor="bottom", ay=-45, ax=0, showarrow=True, arrowhead=2,
-                       text=("duplicate → NONE, offset %d" % off) if ok else err,
+    fig.add_annotation(x=s, y=1, yanchor="bottom", ay=-40 if ok else -80, ax=0 if ok else 90, showarrow=True, arrowhead=2,
+                       text=f"retry of seq {s}: " + (f"duplicate, NONE at offset {off}" if ok else err),
                        font=dict(color="#1B5E20" if ok else "#B71C1C", size=12),
                        arrowcolor="#1B5E20" if ok else "#B71C1C")
-fig.update_layout(title="Retries of producer 4000: answered from the cache, or refused", width=820, height=360,
-                  plot_bgcolor="white", yaxis=dict(visible=False, range=[0, 1.9]),
-                  xaxis=dict(title="sequence number of the retried batch", dtick=1),
+fig.update_layout(title="Retries of producer 4000: answered from the cache, or refused", width=820, height=400,
+                  plot_bgcolor="white", yaxis=dict(visible=False, range=[0, 2.2]),
+                  xaxis=dict(title="sequence number (one batch each; offset = sequence here)", dtick=1, range=[-0.6, 5.6]),
                   legend=dict(orientation="h", y=1.02, yanchor="bottom", x=0), margin=dict(t=90))
 fig
 """)
@@ -443,7 +443,7 @@ show(pd.DataFrame([
 """)
 
 nb.code("""
-show(narration(clean_cluster.trace.filter(contains="snapshot")))
+show(narration(clean_cluster.trace.filter(kind="fault") + hard_cluster.trace.filter(kind="fault")))
 """)
 
 nb.check("""

@@ -109,6 +109,7 @@ class _ProduceState:
 
 
 class Broker(Node):
+    restartable = True
     def __init__(self, kernel, broker_id: int, config: dict, cluster) -> None:
         super().__init__(kernel, broker_name(broker_id))
         self.broker_id = broker_id
@@ -316,7 +317,10 @@ class Broker(Node):
                 continue
             parts = []
             for i in range(n):
-                s = self.metadata.partitions[(t, i)]
+                s = self.metadata.partitions.get((t, i))
+                if s is None:     # a restarted broker may learn of a later partition first
+                    parts.append(m.PartitionMetadata(Errors.LEADER_NOT_AVAILABLE, i, -1, -1, (), ()))
+                    continue
                 err = Errors.NONE if s.leader >= 0 else Errors.LEADER_NOT_AVAILABLE
                 parts.append(m.PartitionMetadata(err, i, s.leader, s.leader_epoch, s.replicas, s.isr))
             topics[t] = (Errors.NONE, parts)

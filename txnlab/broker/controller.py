@@ -17,6 +17,7 @@ PRODUCER_ID_BLOCK_SIZE = 1000
 
 
 class Controller(Node):
+    crashable = False          # it stands for the whole KRaft quorum
     def __init__(self, kernel, cluster) -> None:
         super().__init__(kernel, "controller")
         self.cluster = cluster

@@ -42,6 +42,8 @@ class Producer:
         self._config = cfg = producer_config(conf)
         cluster = Cluster.lookup(cfg["bootstrap.servers"])
         self._cluster = cluster
+        if "naive-client-classic" in cluster.mutations:
+            cfg["sim.naive.client"] = True      # the break-it switch: every producer is a pre-KIP-360 client
         self._kernel = cluster.kernel
         name = cfg["client.id"] or cluster.next_client_name("producer")
         self.name = name

@@ -85,12 +85,19 @@ class Lab:
         return [msgs[i] for i in sorted(msgs)]
 
     # --------------------------------------------------------------- faults
-    def crash(self, ref: NodeRef) -> None:
-        """Crash a process: its memory is lost (what it wrote to its disk stays)."""
+    def crash(self, ref: NodeRef, clean: bool = False) -> None:
+        """Crash a process: its memory is lost (what it wrote to its disk stays).
+        ``clean=True`` is an orderly shutdown instead (the process may write to disk first)."""
         n = self.node(ref)
         if not n.alive:
             raise RuntimeError(f"{n.name} is already down")
-        self.kernel.begin_step("fault", n.name, f"{n.name} crashes")
+        if not getattr(n, "crashable", True):
+            raise RuntimeError(f"{n.name} cannot be crashed in this lab")
+        self.kernel.begin_step("fault", n.name, f"{n.name} {'shuts down cleanly' if clean else 'crashes'}")
+        if clean:
+            shutdown = getattr(n, "shutdown_cleanly", None)
+            if shutdown is not None:
+                shutdown()
         n.crash()
         for other in list(self.kernel.nodes.values()):
             if other is not n and other.alive:

@@ -123,7 +123,10 @@ class Link:
                 pos, max_bytes, self.node.leader_epoch_for(tp))})
             resp, err = self.call(leader, req)
             data = None if err is not None else resp.partitions.get(tp)
-            e = err if err is not None else (Errors(data.error) if data is not None else Errors.UNKNOWN_SERVER_ERROR)
+            if err is None and getattr(resp, "error", 0):
+                e = Errors(resp.error)
+            else:
+                e = err if err is not None else (Errors(data.error) if data is not None else Errors.UNKNOWN_SERVER_ERROR)
             if e != Errors.NONE:
                 failures += 1
                 if e not in RETRIABLE or failures > attempts:

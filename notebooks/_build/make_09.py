@@ -1,20 +1,9 @@
-"""Cells of notebooks/09_rocketmq_vs_kafka.ipynb (built by scripts/build_notebooks_09_10.py).
+"""Notebook 09: RocketMQ's half messages and check-back next to Kafka's transactions (the seed's order service)."""
+from nbgen import Notebook
 
-Each cell is ("md", text) or ("code", text); every section: explain, Predict:, step, check.
-"""
+nb = Notebook("09_rocketmq_vs_kafka")
 
-
-def md(text: str) -> tuple:
-    return ("md", text)
-
-
-def code(text: str) -> tuple:
-    return ("code", text)
-
-
-# =========================================================================== 09
-CELLS = [
-    md("""
+nb.md("""
 # 09 · RocketMQ's half messages next to Kafka's transactions
 
 The seed article *RocketMQ与Kafka中如何实现事务* starts from an **order service**: insert an order into the
@@ -34,8 +23,9 @@ Here both run on the same deterministic kernel, under the same four faults:
 | the local transaction is slow | ? | ? |
 
 You fill in the table as you go.
-"""),
-    code("""
+""")
+
+nb.code("""
 import inspect
 from txnlab import Cluster
 from txnlab.rocketmq import (RocketMQCluster, DefaultLitePullConsumer, ConsumeFromWhere, LocalTransactionState,
@@ -44,8 +34,9 @@ from txnlab.rocketmq.order_service import (ORDER_TOPIC, CreateOrderRequest, Crea
                                            OrderTransactionListener, KafkaOrderService, create_message,
                                            kafka_committed_orders)
 from widgets.rocketmq_views import half_topic_figure, transactions_table, space_time_figure, message_table_figure
-"""),
-    md("""
+""")
+
+nb.md("""
 ## The order service
 
 This is the seed's `createTransactionListener()` in Python. `execute_local_transaction` inserts the order into
@@ -53,11 +44,13 @@ a SQLite table and answers `COMMIT_MESSAGE`, or `ROLLBACK_MESSAGE` if the insert
 `check_local_transaction` is what the broker's check-back calls: if the order id is in the database the
 transaction must have committed; if not, it *may have failed or may still be running*, so it answers
 `UNKNOW` (RocketMQ's own spelling).
-"""),
-    code("""
+""")
+
+nb.code("""
 print(inspect.getsource(OrderTransactionListener))
-"""),
-    code("""
+""")
+
+nb.code("""
 def order_lab(seed=7, **broker_conf):
     lab = RocketMQCluster(seed=seed, config=broker_conf or None)       # a name server and broker-a
     lab.create_topic(ORDER_TOPIC, queues=2)
@@ -75,8 +68,9 @@ def seen(consumer, ms=1000):
 lab, dao, service, consumer = order_lab()
 impl = service.producer.default_mq_producer_impl
 lab.topics(), service.producer.name
-"""),
-    md("""
+""")
+
+nb.md("""
 ## 1. The happy path, one step at a time
 
 `send_message_in_transaction(msg, arg)` does three things, and here each is a step of the producer process:
@@ -88,13 +82,15 @@ lab.topics(), service.producer.name
 3. **END_TRANSACTION**, *one-way*: commit copies the half message to its real topic and queue, then writes an
    **op message** (tag `d`, body = the half offset) to `RMQ_SYS_TRANS_OP_HALF_TOPIC` so the check service
    knows this half message is done.
-"""),
-    md("""
-**Predict:** right after step 1 (the half message is stored, the order is not inserted yet), how many messages
+""")
+
+nb.predict("""
+right after step 1 (the half message is stored, the order is not inserted yet), how many messages
 can the consumer of `order-topic` read? After END_TRANSACTION arrives, how many? And how many responses does
 END_TRANSACTION get?
-"""),
-    code("""
+""")
+
+nb.code("""
 order1 = CreateOrderRequest("o-1", "book", 30)
 op = impl.begin_send_message_in_transaction(create_message(order1), order1)
 lab.run_until(lambda: op.stage == "HALF_STORED")
@@ -104,24 +100,26 @@ print(half.topic, "queue", half.queue_id, {k: half.get_property(k) for k in ("RE
 half_was_invisible = lab.topic_messages(ORDER_TOPIC) == [] and dao.order_ids() == []
 print("order-topic holds:", lab.topic_messages(ORDER_TOPIC), "| orders in the DB:", dao.order_ids())
 half_topic_figure(lab)
-"""),
-    code("""
+""")
+
+nb.code("""
 lab.run_until(lambda: op.done)
 lab.run_until_idle()
 print(lab.trace.tail(4))
 print("consumer sees:", seen(consumer), "| orders in the DB:", dao.order_ids())
 half_topic_figure(lab)
-"""),
-    code("""
-# Check: the half message was invisible, the commit copied it once, END_TRANSACTION got no response.
+""")
+
+nb.check("""
 assert half_was_invisible
 assert op.local_transaction_state == LocalTransactionState.COMMIT_MESSAGE
 assert half.get_property(MessageConst.PROPERTY_REAL_TOPIC) == ORDER_TOPIC and half.queue_id == 0
 assert dao.order_ids() == ["o-1"]
 assert [t["status"] for t in lab.transactions()] == ["committed"]
 assert [m for m in lab.network_messages() if m.api == "END_TRANSACTION" and m.is_response] == []
-"""),
-    md("""
+""", intro="""The half message was invisible, the commit copied it once, END_TRANSACTION got no response.""")
+
+nb.md("""
 ## 2. Fault: the END_TRANSACTION request is lost
 
 END_TRANSACTION is one-way (`invokeOneway`): the producer never learns whether it arrived. The seed says
@@ -130,12 +128,14 @@ it does not matter, "由于有事务反查的机制来兜底" — the check-back
 its own offset, skips every half offset named by an op message, and for a half message older than
 `transactionTimeOut` (6 s) it copies the message to the end of the half queue with
 `TRANSACTION_CHECK_TIMES` + 1 and sends **CHECK_TRANSACTION_STATE** to a live producer of the group.
-"""),
-    md("""
-**Predict:** we drop the next END_TRANSACTION. The order is in the database. What does the consumer see
+""")
+
+nb.predict("""
+we drop the next END_TRANSACTION. The order is in the database. What does the consumer see
 right after `create_order` returns? After one minute? After five more minutes — one message or two?
-"""),
-    code("""
+""")
+
+nb.code("""
 lab.drop_next("END_TRANSACTION")
 order2 = CreateOrderRequest("o-2", "pen", 3)
 print("create_order ->", service.create_order(order2))
@@ -145,23 +145,26 @@ print("after a minute:", seen(consumer))
 lab.advance(5 * 60_000)
 print("five minutes later:", seen(consumer))
 half_topic_figure(lab)
-"""),
-    code("""
+""")
+
+nb.code("""
 transactions_table(lab)
-"""),
-    code("""
-# Check: one check-back, one delivery, and the half offset that was checked is marked by an op message.
+""")
+
+nb.check("""
 t2 = [t for t in lab.transactions() if t["keys"] == "o-2"][0]
 assert t2["status"] == "committed" and t2["check_times"] == 1 and t2["delivered"] == 1
 assert len([m for m in lab.network_messages() if m.api == "CHECK_TRANSACTION_STATE"]) == 1
 assert dao.order_ids() == ["o-1", "o-2"]
-"""),
-    md("""
+""", intro="""One check-back, one delivery, and the half offset that was checked is marked by an op message.""")
+
+nb.md("""
 **Kafka, same fault.** Kafka's `EndTxn` is a request *with* a response. If it is lost, the producer's
 request times out (30 s) and it sends it again; `commit_transaction()` returns only when the coordinator
 answered. No check-back is needed because the client retries — but the client must be alive to do so.
-"""),
-    code("""
+""")
+
+nb.code("""
 kc = Cluster(brokers=1, seed=3)
 kc.create_topic(ORDER_TOPIC, partitions=1)
 kdao = OrderDao()
@@ -170,23 +173,26 @@ kafka.begin(order2); kdao.create_order_in_db(order2)
 kc.drop_next("EndTxn")
 kafka.producer.commit_transaction(timeout=60)
 print("Kafka read_committed consumer sees:", kafka_committed_orders(kc), "| DB:", kdao.order_ids())
-"""),
-    code("""
-# Check: Kafka's retried EndTxn committed: one message, one order.
+""")
+
+nb.check("""
 assert kafka_committed_orders(kc) == ["o-2"] and kdao.order_ids() == ["o-2"]
 assert len([m for m in kc.network_messages() if m.api == "EndTxn" and not m.is_response]) >= 2
-"""),
-    md("""
+""", intro="""Kafka's retried EndTxn committed: one message, one order.""")
+
+nb.md("""
 ## 3. Fault: the local database fails
 
 The insert throws (a broken disk). The listener catches it and answers `ROLLBACK_MESSAGE`. Rollback does
 *less* than commit: nothing is copied; only the op message is written, so the check service never asks.
-"""),
-    md("""
-**Predict:** what is in `order-topic`, in the op topic and in the database? Will the broker ever send a
+""")
+
+nb.predict("""
+what is in `order-topic`, in the op topic and in the database? Will the broker ever send a
 CHECK_TRANSACTION_STATE about this order?
-"""),
-    code("""
+""")
+
+nb.code("""
 checks_before = len([m for m in lab.network_messages() if m.api == "CHECK_TRANSACTION_STATE"])
 dao.fail_next_write = "disk I/O error"
 order3 = CreateOrderRequest("o-3", "cup", 8)
@@ -195,29 +201,32 @@ print("local transaction:", result.local_transaction_state)
 lab.advance(3 * 60_000)
 print("consumer sees:", seen(consumer), "| DB:", dao.order_ids())
 half_topic_figure(lab)
-"""),
-    code("""
-# Check: rolled back, never checked, never delivered, and no order.
+""")
+
+nb.check("""
 t3 = [t for t in lab.transactions() if t["keys"] == "o-3"][0]
 assert result.local_transaction_state == LocalTransactionState.ROLLBACK_MESSAGE
 assert t3["status"] == "rolled back" and t3["delivered"] == 0
 assert "o-3" not in dao.order_ids()
 assert len([m for m in lab.network_messages() if m.api == "CHECK_TRANSACTION_STATE"]) == checks_before
-"""),
-    md("""
+""", intro="""Rolled back, never checked, never delivered, and no order.""")
+
+nb.md("""
 **Kafka, same fault:** the service calls `abort_transaction()`; ABORT markers are written and a
 read_committed consumer skips the record. Consistent, too.
-"""),
-    code("""
+""")
+
+nb.code("""
 kdao.fail_next_write = "disk I/O error"
 print("create_order ->", kafka.create_order(order3))
 print("Kafka consumer sees:", kafka_committed_orders(kc), "| DB:", kdao.order_ids())
-"""),
-    code("""
-# Check: aborted on both sides.
+""")
+
+nb.check("""
 assert kafka_committed_orders(kc) == ["o-2"] and "o-3" not in kdao.order_ids()
-"""),
-    md("""
+""", intro="""Aborted on both sides.""")
+
+nb.md("""
 ## 4. Fault: the producer crashes after the half message
 
 The process dies after the order was inserted but **before END_TRANSACTION left**. While no producer of
@@ -225,12 +234,14 @@ group `myGroup` is connected, the check service finds no channel ("channel is nu
 When the order service comes back — a *new instance* of the same group — its heartbeat registers it, and the
 check goes to it. That is why `check_local_transaction` must look at the database, not at memory: the
 instance that is asked may not be the one that sent the message.
-"""),
-    md("""
-**Predict:** we crash the producer after its local transaction, wait two minutes, then start a new instance.
+""")
+
+nb.predict("""
+we crash the producer after its local transaction, wait two minutes, then start a new instance.
 Who receives CHECK_TRANSACTION_STATE? What will the consumer see, and when?
-"""),
-    code("""
+""")
+
+nb.code("""
 lab, dao, service, consumer = order_lab(seed=8)
 order4 = CreateOrderRequest("o-4", "lamp", 12)
 op = service.producer.default_mq_producer_impl.begin_send_message_in_transaction(create_message(order4), order4)
@@ -243,22 +254,25 @@ lab.advance(60_000)
 checks = [m for m in lab.network_messages() if m.api == "CHECK_TRANSACTION_STATE"]
 print("checks went to:", [m.dst for m in checks], "| consumer sees:", seen(consumer))
 space_time_figure(lab, hide=("HEART_BEAT", "REGISTER_BROKER", "GET_ROUTEINFO_BY_TOPIC", "PULL_MESSAGE"))
-"""),
-    code("""
-# Check: the new instance answered the check from the database; the message is delivered exactly once.
+""")
+
+nb.check("""
 assert [m.dst for m in checks] == [restarted.producer.name]
 [t4] = lab.transactions()
 assert t4["status"] == "committed" and t4["delivered"] == 1 and dao.order_ids() == ["o-4"]
-"""),
-    md("""
+""", intro="""The new instance answered the check from the database; the message is delivered exactly once.""")
+
+nb.md("""
 **Kafka, same fault.** The service inserted the order inside its Kafka transaction and dies before
 `commit_transaction()`. Nobody asks the order service anything: after `transaction.timeout.ms` the
 coordinator aborts the transaction. The order exists; its message never will.
-"""),
-    md("""
-**Predict:** after the timeout, what does Kafka's read_committed consumer see, and what is in the database?
-"""),
-    code("""
+""")
+
+nb.predict("""
+after the timeout, what does Kafka's read_committed consumer see, and what is in the database?
+""")
+
+nb.code("""
 kc = Cluster(brokers=1, seed=4)
 kc.create_topic(ORDER_TOPIC, partitions=1)
 kdao = OrderDao()
@@ -269,24 +283,27 @@ kc.crash(kafka.producer)                          # before commit_transaction()
 kc.advance(20_000)
 print(kc.transaction_state("order-service")["state"], "| Kafka consumer sees:", kafka_committed_orders(kc),
       "| DB:", kdao.order_ids())
-"""),
-    code("""
-# Check: Kafka aborted on the timeout: the database and the topic disagree (no check-back).
+""")
+
+nb.check("""
 assert kc.transaction_state("order-service")["state"] == "CompleteAbort"
 assert kdao.order_ids() == ["o-4"] and kafka_committed_orders(kc) == []
-"""),
-    md("""
+""", intro="""Kafka aborted on the timeout: the database and the topic disagree (no check-back).""")
+
+nb.md("""
 ## 5. Fault: a slow local transaction — UNKNOW, then commit at check-back
 
 Here the insert is handed to a worker and takes 90 s, so `execute_local_transaction` answers `UNKNOW`
 and END_TRANSACTION carries `TRANSACTION_NOT_TYPE` (the broker does nothing). The first check (about
 60 s) finds no order and gets `UNKNOW` again; the second (about 120 s) finds it.
-"""),
-    md("""
-**Predict:** how many CHECK_TRANSACTION_STATE requests will there be, and what will `TRANSACTION_CHECK_TIMES`
+""")
+
+nb.predict("""
+how many CHECK_TRANSACTION_STATE requests will there be, and what will `TRANSACTION_CHECK_TIMES`
 be on the half message that finally commits?
-"""),
-    code("""
+""")
+
+nb.code("""
 lab, dao, service, consumer = order_lab(seed=9)
 dao.insert_takes_ms = 90_000
 order5 = CreateOrderRequest("o-5", "desk", 120)
@@ -296,24 +313,27 @@ for minute in (1, 2):
     lab.advance(60_000 if minute == 2 else 61_000)
     print(f"after check #{minute}: consumer sees {seen(consumer, 0)}, DB {dao.order_ids()}")
 half_topic_figure(lab)
-"""),
-    code("""
-# Check: UNKNOW first, one UNKNOW check, then a committing check; delivered once.
+""")
+
+nb.check("""
 [t5] = lab.transactions()
 assert result.local_transaction_state == LocalTransactionState.UNKNOW
 assert t5["status"] == "committed" and t5["check_times"] == 2 and t5["delivered"] == 1
 assert len([m for m in lab.network_messages() if m.api == "CHECK_TRANSACTION_STATE"]) == 2
-"""),
-    md("""
+""", intro="""UNKNOW first, one UNKNOW check, then a committing check; delivered once.""")
+
+nb.md("""
 **When the answer stays UNKNOW.** If the process died *before* the insert, the database never gets the
 order and every check answers `UNKNOW`. After `transactionCheckMax` = 15 checks the broker gives up: the half
 message is discarded (RocketMQ 5 parks it in `TRANS_CHECK_MAX_TIME_TOPIC`; 4.x only logs it) and is never
 delivered. Consistent — but only because the check said UNKNOW rather than COMMIT.
-"""),
-    md("""
-**Predict:** how many minutes until the half message is discarded?
-"""),
-    code("""
+""")
+
+nb.predict("""
+how many minutes until the half message is discarded?
+""")
+
+nb.code("""
 lab, dao, service, consumer = order_lab(seed=10)
 order6 = CreateOrderRequest("o-6", "chair", 40)
 op = service.producer.default_mq_producer_impl.begin_send_message_in_transaction(create_message(order6), order6)
@@ -325,15 +345,16 @@ while lab.transactions()[0]["status"] != "discarded":
     lab.advance(60_000); minutes += 1
 print(f"discarded after {minutes} minutes;", lab.transactions()[0])
 half_topic_figure(lab)
-"""),
-    code("""
-# Check: 15 checks, then discarded; no message, no order.
+""")
+
+nb.check("""
 [t6] = lab.transactions()
 assert t6["check_times"] == 15 and t6["delivered"] == 0 and minutes == 16
 assert len([m for m in lab.network_messages() if m.api == "CHECK_TRANSACTION_STATE"]) == 15
 assert dao.order_ids() == [] and seen(consumer) == []
-"""),
-    md("""
+""", intro="""15 checks, then discarded; no message, no order.""")
+
+nb.md("""
 ## 6. What you should have filled in
 
 | fault | RocketMQ | Kafka |
@@ -352,8 +373,11 @@ exactly-once stream processing needs.
 One more difference worth seeing in the lab: RocketMQ's documentation warns that a transactional message
 can be checked — and delivered — more than once (try `lab.pause(service.producer, 100_000)` right after the
 half message is stored), so its consumers deduplicate on the message key.
-"""),
-    code("""
+""")
+
+nb.code("""
 message_table_figure(lab, hide=("HEART_BEAT", "REGISTER_BROKER", "GET_ROUTEINFO_BY_TOPIC", "PULL_MESSAGE"))
-"""),
-]
+""")
+
+if __name__ == "__main__":
+    print(nb.write())

@@ -1,20 +1,9 @@
-"""Cells of notebooks/10_two_phase_commit.ipynb (built by scripts/build_notebooks_09_10.py).
+"""Notebook 10: classic two-phase commit (votes, a durable coordinator log, blocking) and Kafka's roll-forward."""
+from nbgen import Notebook
 
-Each cell is ("md", text) or ("code", text); every section: explain, Predict:, step, check.
-"""
+nb = Notebook("10_two_phase_commit")
 
-
-def md(text: str) -> tuple:
-    return ("md", text)
-
-
-def code(text: str) -> tuple:
-    return ("code", text)
-
-
-# =========================================================================== 10
-CELLS = [
-    md("""
+nb.md("""
 # 10 · Classic two-phase commit, and where Kafka's transactions differ
 
 The Kafka design articles in the seeds compare Kafka's transactions with the classic **two-phase commit**
@@ -26,8 +15,9 @@ participants **ACK**. Once a participant voted VOTE_COMMIT it is *prepared*: it 
 The seeds' sharpest point: *if the coordinator fails after the participants prepared, they block*
 ("其它事务参与方无法判断事务状态从而使得整个事务阻塞"). Kafka's coordinator writes PrepareCommit to a
 *replicated* log: once that record is durable the outcome is fixed, and another broker can finish it.
-"""),
-    code("""
+""")
+
+nb.code("""
 from txnlab import Cluster, Producer, Consumer, TopicPartition
 from txnlab.broker.broker import broker_name
 from txnlab.twopc import TwoPhaseCommitLab, KeyLocked
@@ -42,63 +32,72 @@ def bank(seed=1, **config):
 def all_voted(lab, tx_id):
     tx = lab.coordinator.txs.get(tx_id)
     return tx is not None and len(tx.votes) == len(lab.participants)
-"""),
-    md("""
+""")
+
+nb.md("""
 ## 1. A transfer that commits
 
 Every log write is *forced* (it takes `log.force.ms` of simulated time): the coordinator forces
 `START_2PC` before PREPARE goes out and the decision before anyone hears it; a participant forces `READY`
 before it votes.
-"""),
-    md("""
-**Predict:** how many messages does one committed transfer between two banks take, and which records end up
+""")
+
+nb.predict("""
+how many messages does one committed transfer between two banks take, and which records end up
 in the coordinator's log?
-"""),
-    code("""
+""")
+
+nb.code("""
 lab = bank()
 print(lab.run_transaction("T1", TRANSFER), lab.balances())
 print(lab.coordinator.log.lines())
 space_time_figure(lab)
-"""),
-    code("""
-# Check: 2 PREPARE + 2 votes + 2 GLOBAL_COMMIT + 2 ACK, and START_2PC, GLOBAL_COMMIT, END in the log.
+""")
+
+nb.check("""
 apis = [m.api for m in lab.network_messages()]
 assert len(apis) == 8 and all(apis.count(a) == 2 for a in ("PREPARE", "VOTE_COMMIT", "GLOBAL_COMMIT", "ACK"))
 assert [r.kind for r in lab.coordinator.log.records] == ["START_2PC", "GLOBAL_COMMIT", "END"]
 assert lab.balances() == {"bank-a": {"alice": 70}, "bank-b": {"bob": 50}}
-"""),
-    md("""
+""", intro="""2 PREPARE + 2 votes + 2 GLOBAL_COMMIT + 2 ACK, and START_2PC, GLOBAL_COMMIT, END in the log.""")
+
+nb.md("""
 ## 2. One "no" is enough
 
 Alice cannot pay 500. bank-a votes VOTE_ABORT — allowed, it has promised nothing yet — and the coordinator
 aborts everywhere. bank-b, which had prepared, waits for GLOBAL_ABORT and then drops its locks.
-"""),
-    md("""
-**Predict:** the balances after T2, and whose locks are still held?
-"""),
-    code("""
+""")
+
+nb.predict("""
+the balances after T2, and whose locks are still held?
+""")
+
+nb.code("""
 print(lab.run_transaction("T2", {"bank-a": {"alice": -500}, "bank-b": {"bob": +500}}))
 participants_table(lab, "T2")
-"""),
-    code("""
-# Check: nothing changed and no lock is left.
+""")
+
+nb.check("""
 assert lab.outcome("T2") == "ABORT"
 assert lab.balances() == {"bank-a": {"alice": 70}, "bank-b": {"bob": 50}}
 assert lab.locks() == {"bank-a": {}, "bank-b": {}}
-"""),
-    md("""
+""", intro="""Nothing changed and no lock is left.""")
+
+nb.md("""
 ## 3. The coordinator crashes after both participants prepared: blocking
 
 We step until both votes reached the coordinator, then crash it — its decision is not on disk yet. Both banks
 are prepared. After `decision.timeout.ms` each asks the coordinator (down) and the other bank
 (cooperative termination) for the outcome. The other bank is prepared too and knows nothing.
-"""),
-    md("""
-**Predict:** one minute later, can a teller at bank-a read alice's balance? Has either bank decided on its
+""")
+
+nb.predict("""
+one minute later, can a teller at bank-a read alice's balance? Has either bank decided on its
 own? When the coordinator restarts and reads its log — which has `START_2PC T3` but no decision — what will
 it decide?
-"""),
-    code("""
+""")
+
+nb.code("""
 lab.begin_transaction("T3", TRANSFER)
 lab.run_until(lambda: all_voted(lab, "T3"))
 lab.crash(lab.coordinator)
@@ -110,34 +109,38 @@ except KeyLocked as e:
 print("blocked:", lab.blocked("T3"))
 print(lab.trace.filter(contains="cannot help")[-1])
 participants_table(lab, "T3")
-"""),
-    code("""
-# Check: both prepared participants are blocked and hold their locks; nothing was applied.
+""")
+
+nb.check("""
 assert lab.blocked("T3") == ["bank-a", "bank-b"]
 assert lab.locks() == {"bank-a": {"alice": "T3"}, "bank-b": {"bob": "T3"}}
 assert lab.balances() == {"bank-a": {"alice": 70}, "bank-b": {"bob": 50}}
-"""),
-    code("""
+""", intro="""Both prepared participants are blocked and hold their locks; nothing was applied.""")
+
+nb.code("""
 lab.restart(lab.coordinator)
 lab.run_until_idle()
 print(lab.trace.filter(contains="read its log")[-1])
 participants_table(lab, "T3")
-"""),
-    code("""
-# Check: no decision in the log -> presumed abort; the locks are free again only now.
+""")
+
+nb.check("""
 assert lab.outcome("T3") == "ABORT" and lab.blocked("T3") == []
 assert lab.locks() == {"bank-a": {}, "bank-b": {}}
-"""),
-    md("""
+""", intro="""No decision in the log -> presumed abort; the locks are free again only now.""")
+
+nb.md("""
 ## 4. The decision was logged, but nobody heard it
 
 This time GLOBAL_COMMIT reaches the coordinator's disk and both messages are lost; then it crashes. Only its
 disk knows the outcome.
-"""),
-    md("""
-**Predict:** do the banks commit before the coordinator is back? After?
-"""),
-    code("""
+""")
+
+nb.predict("""
+do the banks commit before the coordinator is back? After?
+""")
+
+nb.code("""
 lab4 = bank(seed=2)
 lab4.drop_next("GLOBAL_COMMIT", count=2)
 lab4.begin_transaction("T4", TRANSFER)
@@ -148,13 +151,14 @@ print("while it is down:", lab4.participant_states("T4"), "blocked", lab4.blocke
 lab4.restart(lab4.coordinator)
 lab4.run_until_idle()
 print("after restart:", lab4.participant_states("T4"), lab4.balances())
-"""),
-    code("""
-# Check: blocked until the restart, then committed from the log.
+""")
+
+nb.check("""
 assert lab4.participant_states("T4") == {"bank-a": "COMMIT", "bank-b": "COMMIT"}
 assert lab4.balances() == {"bank-a": {"alice": 70}, "bank-b": {"bob": 50}}
-"""),
-    md("""
+""", intro="""Blocked until the restart, then committed from the log.""")
+
+nb.md("""
 ## 5. Kafka at the same moment: PrepareCommit is durable, the coordinator crashes
 
 Kafka's PREPARE is not a vote: the transaction coordinator writes `PrepareCommit` to its partition of
@@ -164,12 +168,14 @@ away the markers the coordinator just sent, and crash it. The partitions' leader
 also wait — a read_committed consumer cannot pass the LSO — but the controller soon makes another broker
 leader of that `__transaction_state` partition; it loads the log, finds PrepareCommit, and writes the
 markers.
-"""),
-    md("""
-**Predict:** will a read_committed consumer see the transfer before the crashed broker restarts? Roughly how
+""")
+
+nb.predict("""
+will a read_committed consumer see the transfer before the crashed broker restarts? Roughly how
 many simulated seconds after the crash?
-"""),
-    code("""
+""")
+
+nb.code("""
 c = Cluster(brokers=3, seed=7)
 for t in ("debits", "credits"):
     c.create_topic(t, partitions=1, replication_factor=3)
@@ -203,14 +209,15 @@ new = c.transaction_coordinator(tid)
 print(f"broker {new} finished the commit {c.clock - crashed_at} ms after broker {old} crashed; "
       f"broker {old} is {'up' if c.broker(old).alive else 'still down'}")
 print("now:", read_committed(c))
-"""),
-    code("""
-# Check: rolled forward by another broker, without the crashed one.
+""")
+
+nb.check("""
 assert new != old and not c.broker(old).alive
 assert c.clock - crashed_at < 30_000
 assert read_committed(c) == [b"alice -30", b"bob +30"]
-"""),
-    md("""
+""", intro="""Rolled forward by another broker, without the crashed one.""")
+
+nb.md("""
 ## 6. The differences, as the seeds list them
 
 | | classic 2PC | Kafka's transactions |
@@ -224,5 +231,7 @@ assert read_committed(c) == [b"alice -30", b"bob +30"]
 
 Note what Kafka does *not* remove: a read_committed consumer of a partition still waits at the LSO until the
 marker is written. The wait is seconds (a leader election), not "until the machine comes back".
-"""),
-]
+""")
+
+if __name__ == "__main__":
+    print(nb.write())

@@ -1,0 +1,308 @@
+"""The stepper: step, rewind and perturb every event of a scenario while the pictures follow.
+
+Owns ``Stepper`` (what a notebook cell displays and a person drives: Step, Back, Run/Pause with a
+speed, a slider to jump, Reset, a filter, faults at the current step, branches and their
+comparison) and wires the views (log strip, coordinator view, space-time diagram, trace) to the
+live run.  Step executes exactly one kernel event (a filter may skip over non-matching ones);
+Back re-executes the branch deterministically from its seed to the earlier position.  A fault
+forks a new branch (the old one is kept); ``compare`` says how their endings differ.
+"""
+from __future__ import annotations
+
+import html
+from typing import Callable, Optional, Union
+
+from .execution import Branch, Fault, Story
+from .history import EVENT_KINDS, History, StepFilter
+from .log_strip import LogStrip
+from .coordinator_view import CoordinatorView
+from .spacetime import SpaceTime
+from .stepper_ui import StepperUI
+
+NodeRef = Union[int, str, object]
+
+
+class Stepper(StepperUI):
+    """``Stepper(scenario, seed=0)``: ``scenario`` is a gallery name, a Scenario or a function of a cluster.
+
+    Python face: ``step(n)``, ``back(n)``, ``jump(i)``, ``reset()``, ``step_until(text or fn)``,
+    ``position``, ``length``, ``cluster`` (the state at the current position), ``narration``,
+    ``widget``; faults ``crash``, ``restart``, ``pause``, ``drop``, ``delay``, ``duplicate``,
+    ``isolate``, ``heal`` (each forks a branch); ``branches``, ``switch``, ``compare``.
+    """
+
+    def __init__(self, scenario, seed: int = 0, *, variant: Optional[str] = None, brokers: int = 3,
+                 config: Optional[dict] = None, skip_background: bool = False, topics: Optional[list] = None,
+                 max_steps: int = 50_000, window: int = 40, max_cells: int = 200, title: Optional[str] = None) -> None:
+        story = Story.of(scenario, brokers, config)
+        if variant is None and story.scenario is not None and story.variants:
+            variant = story.scenario.default_variant
+        self.story = story
+        self.seed = seed
+        self.history = History(story, Branch("main", seed, variant), max_steps)
+        self.filter = StepFilter(skip_background=skip_background)
+        self.branch = "main"
+        self._ex = self.history.execution("main")
+        self.notice = ""
+        self.log_strip = LogStrip(topics=topics, max_cells=max_cells)
+        self.coordinators = CoordinatorView()
+        self.messages = SpaceTime(window=window)
+        self.messages.match = lambda m: self.filter.message_matches(m, self._ex.cluster)
+        self.messages.on_message_click(self.select_message)
+        self.messages.on_node_click(self.select_node)
+        self._build_ui(title)
+        self.refresh()
+
+    # ------------------------------------------------------------------ state
+    @property
+    def position(self) -> int:
+        return self._ex.position
+
+    @property
+    def length(self) -> int:
+        """The step at which the current branch ends."""
+        return self.history.length(self.branch)
+
+    @property
+    def cluster(self):
+        """The cluster as it is at the current position (read it; change it only through faults)."""
+        return self._ex.cluster
+
+    @property
+    def execution(self):
+        return self._ex
+
+    @property
+    def at_end(self) -> bool:
+        return self._ex.at_end
+
+    @property
+    def result(self):
+        """What the scenario's client code returned (once it has finished)."""
+        return self._ex.result
+
+    @property
+    def branches(self) -> dict:
+        return dict(self.history.labels)
+
+    def entries(self, position: Optional[int] = None) -> list:
+        """The trace entries of one position (default: the current one)."""
+        return self._ex.entries(position)
+
+    @property
+    def narration(self) -> str:
+        """The current step in plain words: the event's narration, then what the client code did."""
+        es = self.entries()
+        if not es:
+            return "the scenario is about to start" if self.position == 0 else "nothing happened"
+        events = [e for e in es if e.kind in EVENT_KINDS]
+        rest = [e for e in es if e.kind not in EVENT_KINDS]
+        lines = [e.narration for e in events] + [f"then {e.narration}" if events else e.narration for e in rest]
+        return "\n".join(lines)
+
+    def trace_text(self, n: int = 20) -> str:
+        """The last ``n`` trace entries up to the current position (filtered)."""
+        return "\n".join(str(e) for e in self._recent(n))
+
+    def _recent(self, n: int) -> list:
+        events = self._ex.kernel.trace.events
+        upto = self._ex.marks[self.position]
+        out = []
+        i = upto - 1
+        while i >= 0 and len(out) < n:
+            e = events[i]
+            if not self.filter.active or self.filter.matches([e], self._ex.cluster):
+                out.append(e)
+            i -= 1
+        return out[::-1]
+
+    # --------------------------------------------------------------- stepping
+    def step(self, n: int = 1) -> int:
+        """Execute ``n`` steps (each one kernel event, or up to the next matching one under a filter)."""
+        for _ in range(max(0, int(n))):
+            if not self._step_once():
+                break
+        self.refresh()
+        return self.position
+
+    def _step_once(self) -> bool:
+        ex = self._ex
+        if not ex.step():
+            return False
+        if self.filter.active:
+            while not self.filter.matches(ex.entries(), ex.cluster) and ex.step():
+                pass
+        return True
+
+    def back(self, n: int = 1) -> int:
+        """Go back ``n`` steps (to earlier matching steps under a filter) by re-executing the branch."""
+        target = self.position
+        for _ in range(max(0, int(n))):
+            target = self._previous(target)
+        return self.jump(target)
+
+    def _previous(self, pos: int) -> int:
+        if pos <= 0:
+            return 0
+        if not self.filter.active:
+            return pos - 1
+        for j in range(pos - 1, 0, -1):
+            if self.filter.matches(self._ex.entries(j), self._ex.cluster):
+                return j
+        return 0
+
+    def jump(self, i: int) -> int:
+        """Go to step ``i`` of the current branch (forward: step; backward: re-execute from the seed)."""
+        i = max(0, min(int(i), self.length))
+        if i >= self.position:
+            self._ex.run_to(i)
+        else:
+            self._reexecute(i)
+        self.refresh()
+        return self.position
+
+    def reset(self) -> int:
+        return self.jump(0)
+
+    def run_to_end(self) -> int:
+        return self.jump(self.length)
+
+    def step_until(self, what: Union[str, Callable[["Stepper"], bool]], max_steps: int = 100_000) -> bool:
+        """Step one event at a time until ``what`` -- a text in the step's narration, or a function of
+        the stepper -- holds.  Returns whether it did (False at the end of the branch)."""
+        test = (lambda s: what in s.narration) if isinstance(what, str) else what
+        ex = self._ex
+        found = False
+        for _ in range(max_steps):
+            if not ex.step():
+                break
+            if test(self):
+                found = True
+                break
+        self.refresh()
+        return found
+
+    def _reexecute(self, position: int) -> None:
+        old = self._ex
+        self._ex = self.history.execution(self.branch, position)
+        old.close()
+
+    # ------------------------------------------------------------------ faults
+    def _node_name(self, ref: NodeRef) -> str:
+        if isinstance(ref, bool):
+            raise ValueError(f"not a process: {ref!r}")
+        if isinstance(ref, int):
+            return f"broker-{ref}"
+        if isinstance(ref, str):
+            return ref
+        name = getattr(ref, "name", None)
+        if isinstance(name, str):
+            return name
+        raise ValueError(f"not a process: {ref!r}")
+
+    def _check(self, fault: Fault) -> None:
+        nodes = self._ex.kernel.nodes
+        if fault.node is not None and fault.node not in nodes:
+            raise ValueError(f"no process named {fault.node!r}; processes: {', '.join(nodes)}")
+        node = nodes.get(fault.node) if fault.node else None
+        alive = node is not None and node.alive and not getattr(node, "crashed", False)
+        if fault.kind in ("crash", "crash-clean", "pause", "isolate") and not alive:
+            raise ValueError(f"{fault.node} is down")
+        if fault.kind in ("crash", "crash-clean") and fault.node == "controller":
+            raise ValueError("the controller quorum cannot be crashed here")
+        if fault.kind == "restart":
+            if alive:
+                raise ValueError(f"{fault.node} is running; crash it first")
+            if not fault.node.startswith("broker-"):
+                raise ValueError(f"{fault.node} is a client: a crashed client stays down")
+        if fault.kind in ("drop", "delay", "duplicate"):
+            m = self._ex.kernel.network.messages.get(fault.msg_id)
+            if m is None or m.state != "in-flight":
+                raise ValueError(f"message #{fault.msg_id} is not in flight now")
+
+    def apply(self, fault: Fault) -> str:
+        """Apply ``fault`` at the current step; a new branch continues from here.  Returns its name."""
+        self._check(fault)
+        branch = self.history.fork(self.branch, self.position, fault)
+        self._ex.branch = branch
+        self._ex.apply(fault, record=False)
+        self.branch = branch.name
+        self.notice = f"applied: {fault.describe()} at step {self.position} → new branch {branch.name}"
+        self.refresh()
+        return branch.name
+
+    def crash(self, node: NodeRef, clean: bool = False) -> str:
+        return self.apply(Fault("crash-clean" if clean else "crash", self._node_name(node)))
+
+    def restart(self, node: NodeRef) -> str:
+        return self.apply(Fault("restart", self._node_name(node)))
+
+    def pause(self, node: NodeRef, ms: int = 5000) -> str:
+        return self.apply(Fault("pause", self._node_name(node), ms=int(ms)))
+
+    def isolate(self, node: NodeRef) -> str:
+        return self.apply(Fault("isolate", self._node_name(node)))
+
+    def partition(self, node: NodeRef, others: list) -> str:
+        return self.apply(Fault("partition", self._node_name(node), others=tuple(self._node_name(o) for o in others)))
+
+    def heal(self) -> str:
+        return self.apply(Fault("heal"))
+
+    def drop(self, msg_id: int) -> str:
+        return self.apply(Fault("drop", msg_id=int(msg_id)))
+
+    def delay(self, msg_id: int, ms: int = 1000) -> str:
+        return self.apply(Fault("delay", msg_id=int(msg_id), ms=int(ms)))
+
+    def duplicate(self, msg_id: int) -> str:
+        return self.apply(Fault("duplicate", msg_id=int(msg_id)))
+
+    def in_flight(self) -> list:
+        """Messages on the wire now (the ones drop / delay / duplicate can pick)."""
+        return self._ex.cluster.in_flight()
+
+    # ---------------------------------------------------------------- branches
+    def switch(self, name: str, position: Optional[int] = None) -> int:
+        """Show branch ``name`` at ``position`` (default: the same step number, or its end)."""
+        if name not in self.history.branches:
+            raise KeyError(f"no branch {name!r}; branches: {', '.join(self.history.branches)}")
+        self.branch = name
+        target = self.position if position is None else position
+        self._reexecute(max(0, min(int(target), self.history.length(name))))
+        self.refresh()
+        return self.position
+
+    def variant(self, variant: str) -> str:
+        """Add a branch that runs the scenario's ``variant`` (e.g. 'v2') and switch to it."""
+        sc = self.story.scenario
+        if sc is None or variant not in sc.variants:
+            raise KeyError(f"variants: {list(sc.variants) if sc else []}")
+        branch = self.history.add_variant(variant, self.seed)
+        self.switch(branch.name, 0)
+        return branch.name
+
+    def outcome(self, name: Optional[str] = None) -> dict:
+        return self.history.outcome(name or self.branch)
+
+    def compare(self, a: str = "main", b: Optional[str] = None) -> dict:
+        """How branch ``b`` (default: the current one) ends differently from ``a``."""
+        return self.history.compare(a, b or self.branch)
+
+    def compare_html(self, a: str = "main", b: Optional[str] = None) -> str:
+        return self.history.compare_html(a, b or self.branch)
+
+    # ------------------------------------------------------------------- close
+    def close(self) -> None:
+        """Stop the client-code thread of the live run."""
+        self._ex.close()
+
+    def __repr__(self) -> str:
+        return f"<Stepper {self.story.name} branch {self.branch} step {self.position}/{self.length}>"
+
+    def _repr_mimebundle_(self, **kw):
+        return self.widget._repr_mimebundle_(**kw)
+
+    @staticmethod
+    def escape(text: str) -> str:
+        return html.escape(text)

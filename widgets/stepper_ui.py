@@ -1,0 +1,311 @@
+"""The stepper's controls and its refresh: buttons, keys, sliders, filter, faults, branches, tabs.
+
+Owns the ipywidgets of ``Stepper`` (a mixin: the stepping logic lives in ``stepper.py``) and
+``refresh()``, which redraws every view from the live run after each change.  Callbacks only call
+the stepper's Python methods, so a button click and the same call from code do the same thing.
+"""
+from __future__ import annotations
+
+import html
+from typing import Optional
+
+import ipywidgets as W
+
+from txnlab.protocol import messages as _messages
+
+from .cluster_view import transactional_ids
+from .history import EVENT_KINDS
+from .coordinator_view import TABLE_CSS
+from .keys import KeyCatcher
+from .spacetime import lanes_of
+
+APIS = sorted({getattr(c, "API") for c in vars(_messages).values() if isinstance(c, type) and hasattr(c, "API")})
+CSS = """<style>
+.txl-narr{border-left:4px solid #ae3ec9;background:#f8f0fc;padding:6px 10px;margin:4px 0;font-size:13px;
+          line-height:1.45;min-height:64px}
+.txl-narr .txl-head{color:#862e9c;font-size:12px}
+.txl-narr .txl-main{font-weight:600}
+.txl-narr ul{margin:2px 0 2px 18px;padding:0}
+.txl-narr .txl-then{color:#495057}
+.txl-status{font-size:12px;color:#495057}
+.txl-trace{font-family:monospace;font-size:11.5px;white-space:pre-wrap;line-height:1.35}
+.txl-trace .txl-cur{background:#f3d9fa}
+.txl-trace .txl-bg{color:#adb5bd}
+.txl-notice{color:#c92a2a}
+</style>"""
+
+
+def _b(description: str, icon: str = "", tooltip: str = "", style: str = "", width: str = "auto") -> W.Button:
+    return W.Button(description=description, icon=icon, tooltip=tooltip or description, button_style=style,
+                    layout=W.Layout(width=width))
+
+
+class StepperUI:
+    """Widgets and refresh for ``Stepper``."""
+
+    # ------------------------------------------------------------------ build
+    def _build_ui(self, title: Optional[str]) -> None:
+        self._syncing = False
+        sc = self.story.scenario
+        head = f"<b>{html.escape(title or (sc.title if sc else self.story.name))}</b>"
+        if sc is not None:
+            head += (f" <span class='txl-status'>(scenario <code>{sc.name}</code>, seed {self.seed})</span>"
+                     f"<details><summary>what happens, and the expected ending</summary>"
+                     f"<p>{html.escape(sc.description)}</p><p><b>Expected:</b> {html.escape(sc.expected)}</p></details>")
+        self._header = W.HTML(CSS + TABLE_CSS + head)
+        self._btn_reset = _b("Reset", "fast-backward", "back to step 0 (Home)")
+        self._btn_back = _b("Back", "step-backward", "one step back, by re-executing from the seed (←)")
+        self._btn_step = _b("Step", "step-forward", "execute exactly one event (→)", "primary")
+        self._play = W.Play(value=0, min=0, max=1, interval=250, description="Run", show_repeat=False,
+                            tooltip="run / pause")
+        self._speed = W.IntSlider(value=4, min=1, max=60, description="steps/s", continuous_update=False,
+                                  layout=W.Layout(width="230px"))
+        self._slider = W.IntSlider(value=0, min=0, max=1, description="step", continuous_update=False,
+                                   layout=W.Layout(width="520px"))
+        self._end = W.HTML()
+        self._keys = KeyCatcher(self._on_key)
+        self._narr = W.HTML()
+        self._status = W.HTML()
+        self._btn_reset.on_click(lambda _: self.reset())
+        self._btn_back.on_click(lambda _: self.back())
+        self._btn_step.on_click(lambda _: self.step())
+        self._play.observe(self._on_play, "value")
+        self._speed.observe(lambda ch: setattr(self._play, "interval", int(1000 / max(1, ch["new"]))), "value")
+        self._slider.observe(self._on_slider, "value")
+
+        # filter
+        self._f_api = W.Dropdown(options=[("any API", "")] + [(a, a) for a in APIS], description="API",
+                                 layout=W.Layout(width="240px"))
+        self._f_node = W.Dropdown(options=[("any process", "")], description="process", layout=W.Layout(width="250px"))
+        self._f_tid = W.Dropdown(options=[("any transactional.id", "")], description="txn id",
+                                 layout=W.Layout(width="260px"))
+        self._f_bg = W.Checkbox(value=self.filter.skip_background, description="skip background events",
+                                indent=False, layout=W.Layout(width="200px"))
+        for w in (self._f_api, self._f_node, self._f_tid, self._f_bg):
+            w.observe(self._on_filter, "value")
+
+        # faults
+        self._fault_node = W.Dropdown(options=[], description="process", layout=W.Layout(width="250px"))
+        self._btn_crash = _b("Crash", "bolt", "crash this process now (memory lost; a broker keeps its log)", "danger")
+        self._btn_restart = _b("Restart", "redo", "restart this broker (recovers from its log)", "success")
+        self._pause_ms = W.BoundedIntText(value=5000, min=1, max=10_000_000, description="ms",
+                                          layout=W.Layout(width="140px"))
+        self._btn_pause = _b("Pause", "pause", "freeze this process for the given ms (a long GC pause)", "warning")
+        self._btn_isolate = _b("Isolate", "cut", "cut this process off from every other (network partition)")
+        self._btn_heal = _b("Heal", "link", "heal every network partition")
+        self._fault_msg = W.Dropdown(options=[], description="message", layout=W.Layout(width="430px"))
+        self._delay_ms = W.BoundedIntText(value=1000, min=1, max=10_000_000, description="ms",
+                                          layout=W.Layout(width="140px"))
+        self._btn_drop = _b("Drop", "trash", "lose this message", "danger")
+        self._btn_delay = _b("Delay", "clock", "deliver this message later by the given ms", "warning")
+        self._btn_dup = _b("Duplicate", "clone", "deliver this message twice")
+        self._btn_crash.on_click(lambda _: self._fault(lambda: self.crash(self._fault_node.value)))
+        self._btn_restart.on_click(lambda _: self._fault(lambda: self.restart(self._fault_node.value)))
+        self._btn_pause.on_click(lambda _: self._fault(lambda: self.pause(self._fault_node.value, self._pause_ms.value)))
+        self._btn_isolate.on_click(lambda _: self._fault(lambda: self.isolate(self._fault_node.value)))
+        self._btn_heal.on_click(lambda _: self._fault(self.heal))
+        self._btn_drop.on_click(lambda _: self._fault(lambda: self.drop(self._fault_msg.value)))
+        self._btn_delay.on_click(lambda _: self._fault(lambda: self.delay(self._fault_msg.value, self._delay_ms.value)))
+        self._btn_dup.on_click(lambda _: self._fault(lambda: self.duplicate(self._fault_msg.value)))
+
+        # branches
+        self._branch_dd = W.Dropdown(options=[], description="branch", layout=W.Layout(width="520px"))
+        self._branch_dd.observe(self._on_branch, "value")
+        self._cmp_a = W.Dropdown(options=[], description="compare", layout=W.Layout(width="260px"))
+        self._cmp_b = W.Dropdown(options=[], description="with", layout=W.Layout(width="260px"))
+        self._btn_cmp = _b("Compare endings", "balance-scale")
+        self._cmp_out = W.HTML()
+        self._btn_cmp.on_click(lambda _: self._show_compare())
+        self._trace_html = W.HTML()
+
+        controls = W.HBox([self._btn_reset, self._btn_back, self._btn_step, self._play, self._speed, self._keys],
+                          layout=W.Layout(align_items="center", flex_flow="row wrap"))
+        position = W.HBox([self._slider, self._end], layout=W.Layout(align_items="center"))
+        filters = W.VBox([W.HTML("<span class='txl-status'>Step and Back stop only at events that match "
+                                 "(the trace tab and the message diagram show only those):</span>"),
+                          W.HBox([self._f_api, self._f_node, self._f_tid, self._f_bg],
+                                 layout=W.Layout(flex_flow="row wrap"))])
+        faults = W.VBox([
+            W.HTML("<span class='txl-status'>Faults happen now, at this step; each one starts a new branch "
+                   "(the old one is kept). Click a lane head or an in-flight dot in the message diagram to "
+                   "pick it here.</span>"),
+            W.HBox([self._fault_node, self._btn_crash, self._btn_restart, self._pause_ms, self._btn_pause,
+                    self._btn_isolate, self._btn_heal], layout=W.Layout(flex_flow="row wrap")),
+            W.HBox([self._fault_msg, self._delay_ms, self._btn_drop, self._btn_delay, self._btn_dup],
+                   layout=W.Layout(flex_flow="row wrap"))])
+        branches = W.VBox([self._branch_dd, W.HBox([self._cmp_a, self._cmp_b, self._btn_cmp]), self._cmp_out])
+        tools = W.Accordion(children=[filters, faults, branches], titles=("Filter", "Faults", "Branches"))
+        tools.selected_index = 1
+        self._tabs = W.Tab(children=[self.log_strip.figure, self.coordinators.widget, self.messages.figure,
+                                     self._trace_html],
+                           titles=("Partition logs", "Coordinators", "Messages", "Trace"))
+        self.widget = W.VBox([self._header, controls, position, self._narr, self._status, tools, self._tabs])
+
+    # --------------------------------------------------------------- callbacks
+    def _on_key(self, key: str) -> None:
+        if key in ("ArrowRight", "n"):
+            self.step()
+        elif key in ("ArrowLeft", "p"):
+            self.back()
+        elif key == "Home":
+            self.reset()
+        elif key == "End":
+            self.run_to_end()
+        elif key == " ":
+            self._play.playing = not self._play.playing
+
+    def _on_play(self, change) -> None:
+        if self._syncing:
+            return
+        new = change["new"]
+        if new == self.position + 1:
+            self.step()
+        elif new != self.position:
+            self.jump(new)
+        if self.at_end:
+            self._play.playing = False
+
+    def _on_slider(self, change) -> None:
+        if not self._syncing and change["new"] != self.position:
+            self.jump(change["new"])
+
+    def _on_filter(self, change) -> None:
+        if self._syncing:
+            return
+        self.filter.api = self._f_api.value or None
+        self.filter.node = self._f_node.value or None
+        self.filter.transactional_id = self._f_tid.value or None
+        self.filter.skip_background = self._f_bg.value
+        self.messages._sent.clear()
+        self.refresh()
+
+    def _on_branch(self, change) -> None:
+        if not self._syncing and change["new"] and change["new"] != self.branch:
+            self.switch(change["new"])
+
+    def _fault(self, fn) -> None:
+        try:
+            fn()
+        except (ValueError, KeyError) as e:
+            self.notice = f"not applied: {e}"
+            self.refresh()
+
+    def _show_compare(self) -> None:
+        a, b = self._cmp_a.value, self._cmp_b.value
+        if a and b:
+            self._cmp_out.value = TABLE_CSS + self.compare_html(a, b)
+
+    def select_message(self, msg_id: int) -> None:
+        """Pick an in-flight message for Drop / Delay / Duplicate (a click on the diagram does this)."""
+        values = [v for _, v in self._fault_msg.options]
+        if msg_id in values:
+            self._fault_msg.value = msg_id
+            self.notice = f"picked message #{msg_id}: Drop, Delay or Duplicate it under Faults"
+            self._status.value = self._status_html()
+
+    def select_node(self, name: str) -> None:
+        """Pick a process for Crash / Restart / Pause (a click on a lane head does this)."""
+        values = [v for _, v in self._fault_node.options]
+        if name in values:
+            self._fault_node.value = name
+            self.notice = f"picked {name}: Crash, Restart, Pause or Isolate it under Faults"
+            self._status.value = self._status_html()
+
+    # ----------------------------------------------------------------- refresh
+    def refresh(self) -> None:
+        """Redraw every view and control from the run at the current position."""
+        ex = self._ex
+        c = ex.cluster
+        self._syncing = True
+        try:
+            self.log_strip.update(c)
+            self.coordinators.update(c)
+            self.messages.update(c)
+            length = self.length
+            for w in (self._slider, self._play):
+                if w.max != length:
+                    w.max = max(1, length)
+                w.value = self.position
+            self._end.value = f"<span class='txl-status'>of {length}</span>"
+            self._narr.value = self._narration_html()
+            self._status.value = self._status_html()
+            self._trace_html.value = self._trace_view()
+            self._btn_step.disabled = ex.at_end
+            self._btn_back.disabled = self.position == 0
+            self._sync_options(c)
+        finally:
+            self._syncing = False
+
+    def _set_options(self, dd: W.Dropdown, options: list) -> None:
+        if list(dd.options) != options:
+            keep = dd.value
+            dd.options = options
+            if keep in [v for _, v in options]:
+                dd.value = keep
+
+    def _sync_options(self, c) -> None:
+        lanes = [n for n in lanes_of(c)]
+        self._set_options(self._f_node, [("any process", "")] + [(n, n) for n in lanes])
+        self._set_options(self._f_tid, [("any transactional.id", "")] + [(t, t) for t in transactional_ids(c)])
+        procs = []
+        for n in lanes:
+            if n == "controller":
+                continue
+            node = c.kernel.nodes[n]
+            up = node.alive and not getattr(node, "crashed", False)
+            procs.append((f"{n} ({'up' if up else 'down'})", n))
+        self._set_options(self._fault_node, procs)
+        msgs = [(f"#{m.id} {m.api} {m.kind} {m.src} → {m.dst} (due t={m.deliver_at}ms)", m.id)
+                for m in c.in_flight()]
+        self._set_options(self._fault_msg, msgs)
+        names = list(self.history.branches)
+        labels = [(f"{n}: {self.history.labels[n]}", n) for n in names]
+        self._set_options(self._branch_dd, labels)
+        self._branch_dd.value = self.branch
+        self._set_options(self._cmp_a, labels)
+        self._set_options(self._cmp_b, labels)
+        if len(names) > 1 and self._cmp_a.value == self._cmp_b.value:
+            self._cmp_a.value, self._cmp_b.value = names[0], self.branch if self.branch != names[0] else names[-1]
+
+    def _narration_html(self) -> str:
+        ex = self._ex
+        es = ex.entries()
+        k = ex.kernel
+        head = (f"<div class='txl-head'>step {self.position} of {self.length} · t = {k.now} ms · "
+                f"kernel event #{ex.kernel_steps[self.position]}</div>")
+        if not es:
+            body = "<div class='txl-main'>" + html.escape(self.narration) + "</div>"
+            return f"<div class='txl-narr'>{head}{body}</div>"
+        parts = []
+        for e in es:
+            if e.kind in EVENT_KINDS:
+                details = "".join(f"<li>{html.escape(d)}</li>" for d in e.details)
+                parts.append(f"<div class='txl-main'>{'(background) ' if e.background else ''}"
+                             f"{html.escape(e.text)}</div>" + (f"<ul>{details}</ul>" if details else ""))
+            else:
+                parts.append(f"<div class='txl-then'>then {html.escape(e.narration)}</div>")
+        return f"<div class='txl-narr'>{head}{''.join(parts)}</div>"
+
+    def _status_html(self) -> str:
+        ex = self._ex
+        client = ("finished" if ex.done and not ex.error else f"raised {ex.error_text}" if ex.done
+                  else "waiting inside a blocking call")
+        end = " · <b>end of this branch</b>" if ex.at_end else ""
+        notice = f"<br><span class='txl-notice'>{html.escape(self.notice)}</span>" if self.notice else ""
+        return (f"<div class='txl-status'>branch <b>{html.escape(self.branch)}</b> "
+                f"({html.escape(self.history.labels[self.branch])}) · stepping: {html.escape(self.filter.describe())}"
+                f" · client code: {html.escape(client)}{end}{notice}</div>")
+
+    def _trace_view(self, n: int = 40) -> str:
+        current = {id(e) for e in self._ex.entries()}
+        rows = []
+        for e in self._recent(n):
+            cls = "txl-cur" if id(e) in current else ("txl-bg" if e.background else "")
+            rows.append(f"<div class='{cls}'>{html.escape(str(e))}</div>")
+        return CSS + "<div class='txl-trace'>" + "".join(rows) + "</div>"
+
+    def show(self):
+        """Display the stepper (``display(stepper.widget)``)."""
+        from IPython.display import display
+        display(self.widget)
+
