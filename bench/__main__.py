@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
-from bench import engine, reference
+from bench import engine, reference, views
 
 RESULTS = Path(__file__).with_name("results.json")
 REPEATS = 5
@@ -48,6 +48,8 @@ BENCHMARKS = [
     Benchmark("idempotent_records_per_s", engine.idempotent_records_per_s, 20_000, "records/s"),
     Benchmark("txn1_per_s", engine.txn1_per_s, 200, "txn/s"),
     Benchmark("txn1000_records_per_s", engine.txn1000_records_per_s, 20, "records/s"),
+    # kernel-side ms from one Step to every view redrawn (target: 50 ms or less); no reference
+    Benchmark("step_update_ms_median", views.step_update_ms_median, 200, "ms"),
 ]
 
 # Derived numbers: key -> (numerator key, denominator key).
@@ -63,6 +65,7 @@ ROWS = [
     ("1 record per txn, txn/s", "txn1_per_s", "mock_txn1_per_s"),
     ("1000 x 100 B per txn, records/s", "txn1000_records_per_s", "mock_txn1000_records_per_s"),
     ("txn1000 / idempotent records/s", "txn_vs_idempotent_ratio", "mock_txn_vs_idempotent_ratio"),
+    ("stepper: Step -> views updated, ms", "step_update_ms_median", None),
 ]
 
 

@@ -57,6 +57,10 @@ class Cluster(Lab):
             if m not in MUTATIONS:
                 raise ConfigException("mutations", f"unknown mutation {m!r}; known: {', '.join(MUTATIONS)}")
         self.mutations: set = set(mutations)
+        if "no-dedup" in self.mutations:
+            # the break-it switch means "the broker appends a retried batch again": the log's duplicate cache
+            # and its sequence check both go (with the check alone, a retry would become OUT_OF_ORDER instead)
+            self.mutations.add("no-sequence-check")
         if "naive-client-classic" in self.mutations:
             # the classic (pre-KIP-890) world the naive client lives in: no partition verification, TV 0
             self.broker_config["transaction.version"] = 0

@@ -32,6 +32,12 @@ def replica_log(cluster, topic: str, partition: int, broker: Optional[int] = Non
         return None
 
 
+def in_flight_now(cluster) -> list:
+    """Messages on the wire now, soonest first (from the event queue: no scan of the history)."""
+    msgs = [ev.msg for ev in cluster.kernel.pending_events() if ev.msg is not None and ev.msg.state == "in-flight"]
+    return sorted(msgs, key=lambda m: (m.deliver_at, m.id))
+
+
 def clients(cluster, kind: Optional[type] = None) -> list:
     """(name, client object) of the cluster's clients, in creation order."""
     return [(n, c) for n, c in cluster.clients.items() if kind is None or isinstance(c, kind)]

@@ -127,7 +127,7 @@ class CoordinatorView:
         return go.Layout(
             title=dict(text="Transaction coordinator state machine (dashed: transaction.version 2 only)",
                        x=0.01, font=dict(size=14)),
-            height=360, margin=dict(l=10, r=10, t=40, b=10), showlegend=False, plot_bgcolor="white",
+            height=360, width=980, margin=dict(l=10, r=10, t=40, b=10), showlegend=False, plot_bgcolor="white",
             xaxis=dict(visible=False, range=[-0.6, 6.6], fixedrange=True),
             yaxis=dict(visible=False, range=[-1.0, 2.75], fixedrange=True), hovermode="closest")
 
@@ -222,8 +222,8 @@ class CoordinatorView:
             active.add(state)
             k = per_state[state] = per_state.get(state, 0) + 1
             x, y = STATE_XY[state]
-            xs.append(x + BOX_W / 2 + 0.08)
-            ys.append(y + 0.1 - 0.2 * (k - 1))
+            xs.append(x + BOX_W / 2 - 0.12)
+            ys.append(y + BOX_H / 2 + 0.13 + 0.2 * (k - 1))
             texts.append(f"{tid} e{d['producer_epoch']}")
             colors.append(color)
             parts = ", ".join(f"{t}-{p}" for t, p in d["partitions"]) or "none"

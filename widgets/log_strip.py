@@ -19,7 +19,8 @@ import plotly.graph_objects as go
 
 from .cluster_view import consumers_of, replica_log, user_topics
 
-PALETTE = ["#4C78A8", "#F58518", "#54A24B", "#B279A2", "#9D755D", "#E45756", "#72B7B2", "#EECA3B"]
+# producer colours: none of them orange (the LSO), red (ABORT) or grey (aborted data)
+PALETTE = ["#4C78A8", "#72B7B2", "#B279A2", "#9D755D", "#EECA3B", "#FF9DA6", "#54A24B", "#5A6E8C"]
 SLOTS = len(PALETTE)
 ABORTED, CONTROL, FIRST_FREE = 2 * SLOTS, 2 * SLOTS + 1, 2 * SLOTS + 2
 ABORTED_COLOR, CONTROL_COLOR = "#c9c9c9", "#ffffff"
@@ -41,13 +42,14 @@ COLORSCALE = _colorscale()
 STATUS_WORDS = {"committed": "transactional, committed", "aborted": "transactional, ABORTED (hidden from "
                 "read_committed)", "open": "transactional, still open (hidden from read_committed)",
                 "plain": "not transactional"}
-ROW_STEP, PARTITION_GAP = 1.0, 0.7
-# name -> (colour, dash, width, (top, bottom) of the tick within a row): the three ticks are stacked
-# so that they stay distinguishable when they stand at the same offset
+ROW_STEP, PARTITION_GAP = 1.0, 1.4
+# name -> (colour, dash, width), drawn in this order: each replica's LSO, HW and LEO as a line across
+# its row.  Equal values stay distinguishable: a wide orange LSO under a dashed blue HW under a thin
+# black LEO.
 LINES = {
-    "LEO": ("#222222", "solid", 3, (-0.48, -0.16)),
-    "HW": ("#1f5fbf", "solid", 3, (-0.16, 0.16)),
-    "LSO": ("#e8590c", "solid", 3, (0.16, 0.48)),
+    "LSO": ("#f76707", "solid", 7),
+    "HW": ("#1c7ed6", "dash", 3),
+    "LEO": ("#212529", "solid", 1.5),
 }
 
 
@@ -96,8 +98,9 @@ class LogStrip:
     """A plotly FigureWidget of the partition logs; ``update(cluster)`` redraws what changed."""
 
     def __init__(self, cluster=None, topics: Optional[list] = None, max_cells: int = 200,
-                 title: str = "Partition logs") -> None:
+                 title: str = "Partition logs", width: Optional[int] = 980) -> None:
         self.topics = topics
+        self.width = width
         self.max_cells = max_cells
         self.title = title
         self.view: Optional[tuple] = None           # (lo, hi) offsets when zoomed in
@@ -118,7 +121,8 @@ class LogStrip:
     # ------------------------------------------------------------------ layout
     def _layout(self) -> go.Layout:
         return go.Layout(
-            title=dict(text=self.title, x=0.01, font=dict(size=14)), height=260, margin=dict(l=170, r=20, t=60, b=40),
+            title=dict(text=self.title, x=0.01, font=dict(size=14)), height=260, width=self.width,
+            margin=dict(l=170, r=110, t=60, b=40),
             barmode="overlay", bargap=0, plot_bgcolor="#fafafa", hovermode="closest", uirevision="logs",
             legend=dict(orientation="h", yanchor="bottom", y=1.0, xanchor="right", x=1.0, font=dict(size=11)),
             xaxis=dict(title="offset", rangemode="tozero", zeroline=False, showgrid=True, gridcolor="#eeeeee"),
@@ -128,10 +132,13 @@ class LogStrip:
         if self._zooming:
             return
         if rng is None or layout.autorange:
-            self.view = None
+            view = None
         else:
             lo, hi = max(0, int(math.floor(rng[0]))), int(math.ceil(rng[1]))
-            self.view = (lo, max(lo + 1, hi))
+            view = (lo, max(lo + 1, hi))
+        if view == self.view:
+            return                                   # the browser's own autorange: nothing to redraw
+        self.view = view
         if self._cluster is not None:
             self._row_cache.clear()
             self.update(self._cluster, force=True)
@@ -306,16 +313,21 @@ class LogStrip:
         traces.append(go.Scatter(name="ABORT marker", mode="markers", x=[], y=[],
                                  marker=dict(symbol="x", size=11, color="#c92a2a", line=dict(width=1, color="white")),
                                  hovertemplate="%{hovertext}<extra></extra>"))
-        for name, (color, dash, width, _) in LINES.items():
+        for name, (color, dash, width) in LINES.items():
             traces.append(go.Scatter(name=name, mode="lines", x=[], y=[], line=dict(color=color, dash=dash, width=width),
                                      hovertemplate="%{hovertext}<extra></extra>"))
+        traces.append(go.Scatter(name="leader's HW / LSO", mode="text", x=[], y=[], text=[], showlegend=False,
+                                 textposition="top center", textfont=dict(size=11, color=[]), hoverinfo="skip",
+                                 cliponaxis=False))
         traces.append(go.Scatter(name="read_committed consumer", mode="markers+text", x=[], y=[], text=[],
+                                 cliponaxis=False,
                                  textposition="middle right", textfont=dict(size=10, color="#2b8a3e"),
-                                 marker=dict(symbol="triangle-down", size=12, color="#2b8a3e"),
+                                 marker=dict(symbol="triangle-up", size=12, color="#2b8a3e"),
                                  hovertemplate="%{hovertext}<extra></extra>"))
         traces.append(go.Scatter(name="read_uncommitted consumer", mode="markers+text", x=[], y=[], text=[],
+                                 cliponaxis=False,
                                  textposition="middle left", textfont=dict(size=10, color="#862e9c"),
-                                 marker=dict(symbol="triangle-down-open", size=12, color="#862e9c", line=dict(width=2)),
+                                 marker=dict(symbol="triangle-up-open", size=12, color="#862e9c", line=dict(width=2)),
                                  hovertemplate="%{hovertext}<extra></extra>"))
         with fig.batch_update():
             fig.data = []
@@ -345,6 +357,7 @@ class LogStrip:
         per_part: dict = {}
         marks = {"COMMIT": ([], [], []), "ABORT": ([], [], [])}
         lines = {name: ([], [], []) for name in LINES}
+        labels: list = []
         for topic, p, broker, y, leader, alive in rows:
             log = replica_log(cluster, topic, p, broker)
             if log is None:
@@ -367,20 +380,45 @@ class LogStrip:
                 marks[name][2].extend(hs)
             values = {"LEO": log.log_end_offset, "HW": log.high_watermark, "LSO": log.last_stable_offset}
             who = f"{topic}-{p} broker {broker}{' (leader)' if leader else ''}{'' if alive else ' (down)'}"
+            text = f"{who}<br>LEO {values['LEO']} · HW {values['HW']} · LSO {values['LSO']}"
             for name, v in values.items():
-                top, bottom = LINES[name][3]
                 xs, ys, hs = lines[name]
                 xs += [v, v, None]
-                ys += [y + top, y + bottom, None]
-                text = f"{who}: {name} = {v}"
+                ys += [y - 0.5, y + 0.5, None]
                 hs += [text, text, ""]
+            if leader:
+                labels.append((topic, p, values["HW"], values["LSO"]))
         cons = self._consumer_marks(cluster, rows)
+        cons["labels"] = self._hw_labels(rows, labels)
+        dtick = nice_width(hi - lo, 12)
+        if self._sent.get("dtick") != dtick:
+            self._sent["dtick"] = dtick
+            self.figure.layout.xaxis.dtick = dtick
+            self.figure.layout.xaxis.tick0 = 0
         return self._send(per_part, marks, lines, cons, lo, hi, force)
+
+    @staticmethod
+    def _hw_labels(rows, labels) -> tuple:
+        """'HW n' and 'LSO n' above each partition, at the leader's values."""
+        first_row = {}
+        for topic, p, broker, y, *_ in rows:
+            first_row.setdefault((topic, p), y)
+        xs, ys, texts, colors = [], [], [], []
+        for topic, p, hw, lso in labels:
+            y0 = first_row[(topic, p)] - 0.55
+            if hw == lso:
+                xs.append(hw), ys.append(y0), texts.append(f"HW = LSO = {hw}"), colors.append("#1c7ed6")
+                continue
+            xs += [hw, lso]
+            ys += [y0, y0]
+            texts += [f"HW {hw}", f"LSO {lso}"]
+            colors += ["#1c7ed6", "#f76707"]
+        return xs, ys, texts, colors
 
     def _consumer_marks(self, cluster, rows) -> dict:
         first_row = {}
         for topic, p, broker, y, *_ in rows:
-            first_row.setdefault((topic, p), y)
+            first_row[(topic, p)] = y               # the partition's last row: consumers stand below it
         out = {"read_committed": ([], [], [], []), "read_uncommitted": ([], [], [], [])}
         for name, iso, positions in consumers_of(cluster):
             for (topic, p), pos in positions.items():
@@ -389,7 +427,7 @@ class LogStrip:
                     continue
                 xs, ys, texts, hs = out[iso]
                 xs.append(pos)
-                ys.append(y0 - 0.62)
+                ys.append(y0 + 0.62)
                 texts.append(name)
                 hs.append(f"{name} ({iso}): position {pos} on {topic}-{p}<br>the next offset it will fetch")
         return out
@@ -399,11 +437,11 @@ class LogStrip:
         ticks = [y for *_, y, _l, _a in rows]
         labels = [f"{t}-{p} · broker {b}{' ★' if leader else ''}{'' if alive else ' ✕ down'}"
                   for t, p, b, y, leader, alive in rows]
-        height = int(110 + 26 * len(rows) + 18 * len({(t, p) for t, p, *_ in rows}))
+        height = int(110 + 26 * len(rows) + 34 * len({(t, p) for t, p, *_ in rows}))
         with fig.batch_update():
             fig.layout.yaxis.tickvals = ticks
             fig.layout.yaxis.ticktext = labels
-            fig.layout.yaxis.range = [(ticks[-1] if ticks else 0) + 0.7, -1.0]
+            fig.layout.yaxis.range = [(ticks[-1] if ticks else 0) + 1.0, -1.15]
             fig.layout.yaxis.autorange = False
             fig.layout.height = max(220, height)
         self._labels = labels
@@ -431,12 +469,17 @@ class LogStrip:
             if force or sent.get(name) != sig:
                 sent[name] = sig
                 changes.append(("xy", n + 2 + j, xs, ys, hs, None))
+        xs, ys, texts, colors = cons["labels"]
+        sig = (tuple(xs), tuple(ys), tuple(texts))
+        if force or sent.get("labels") != sig:
+            sent["labels"] = sig
+            changes.append(("text", n + 5, xs, ys, texts, colors))
         for j, iso in enumerate(("read_committed", "read_uncommitted")):
             xs, ys, texts, hs = cons[iso]
             sig = (tuple(xs), tuple(ys), tuple(texts))
             if force or sent.get(iso) != sig:
                 sent[iso] = sig
-                changes.append(("xy", n + 5 + j, xs, ys, hs, texts))
+                changes.append(("xy", n + 6 + j, xs, ys, hs, texts))
         layout_labels = self._labels_now()
         if not changes and not layout_labels:
             return False
@@ -452,6 +495,10 @@ class LogStrip:
                     tr.marker.line.width = 0.6 if (hi - lo) <= self.max_cells else 0
                     tr.marker.line.color = "white"
                     tr.hovertext = np.asarray(hovers, dtype=object)
+                elif ch[0] == "text":
+                    _, _, xs, ys, texts, colors = ch
+                    tr.x, tr.y, tr.text = xs, ys, texts
+                    tr.textfont.color = colors
                 else:
                     _, _, xs, ys, hs, texts = ch
                     tr.x = xs

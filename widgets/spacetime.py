@@ -42,32 +42,34 @@ class SpaceTime:
         self.match: Optional[Callable] = None          # the stepper's filter, applied to messages
         self.figure = go.FigureWidget(layout=go.Layout(
             title=dict(text="Messages (space-time diagram): time runs down", x=0.01, font=dict(size=14)),
-            height=540, margin=dict(l=60, r=20, t=110, b=20), plot_bgcolor="white", hovermode="closest",
-            legend=dict(orientation="h", yanchor="bottom", y=1.06, xanchor="right", x=1.0, font=dict(size=11)),
+            height=560, width=980, margin=dict(l=60, r=20, t=90, b=50), plot_bgcolor="white", hovermode="closest",
+            legend=dict(orientation="h", yanchor="top", y=-0.02, xanchor="left", x=0.0, font=dict(size=11)),
             xaxis=dict(side="top", showgrid=False, zeroline=False, fixedrange=True),
             yaxis=dict(title="kernel step", autorange=False, showgrid=False, zeroline=False)))
+        # drawing order: lanes and the current-step band below, arrows, then the clickable dots
+        self.figure.add_scatter(x=[], y=[], mode="lines", name="lanes", showlegend=False, hoverinfo="skip",
+                                line=dict(color="#dee2e6", width=2))
+        self.figure.add_scatter(x=[], y=[], mode="lines", name="current step", showlegend=False,
+                                hovertemplate="%{hovertext}<extra></extra>",
+                                line=dict(color="rgba(174,62,201,0.16)", width=14))
+        self._arrows0 = 2
         for name, (color, dash, width) in STYLE.items():
             self.figure.add_scatter(
                 x=[], y=[], mode="lines+markers", name=name, hovertemplate="%{hovertext}<extra></extra>",
                 line=dict(color=color, dash=dash, width=width),
                 marker=dict(symbol="arrow", angleref="previous", size=[], color=color),
                 showlegend=name != "background")
-        self.figure.add_scatter(x=[], y=[], mode="markers", name="in-flight (click: drop / delay)",
+        self._n = self._arrows0 + len(STYLE)
+        self.figure.add_scatter(x=[], y=[], mode="markers", name="in flight: click to drop / delay",
                                 marker=dict(symbol="circle", size=13, color="#f08c00", line=dict(width=2, color="white")),
                                 hovertemplate="%{hovertext}<extra>click to pick this message</extra>")
         self.figure.add_scatter(x=[], y=[], mode="markers", name="lost", showlegend=False,
                                 marker=dict(symbol="x", size=11, color="#e03131"),
                                 hovertemplate="%{hovertext}<extra></extra>")
-        self.figure.add_scatter(x=[], y=[], mode="markers+text", name="processes (click: crash / restart)",
-                                text=[], textposition="top center", showlegend=False,
+        self.figure.add_scatter(x=[], y=[], mode="markers", name="processes (click: crash / restart)",
+                                text=[], showlegend=False, cliponaxis=False,
                                 marker=dict(symbol="square", size=16, color=[]),
                                 hovertemplate="%{hovertext}<extra>click to pick this process</extra>")
-        self.figure.add_scatter(x=[], y=[], mode="lines", name="lanes", showlegend=False, hoverinfo="skip",
-                                line=dict(color="#dee2e6", width=2))
-        self.figure.add_scatter(x=[], y=[], mode="lines", name="current step", showlegend=False,
-                                hovertemplate="%{hovertext}<extra></extra>",
-                                line=dict(color="rgba(174,62,201,0.16)", width=14))
-        self._n = len(STYLE)
         self._sent: dict = {}
         self._flight_ids: list[int] = []
         self._lane_names: list[str] = []
@@ -203,15 +205,15 @@ class SpaceTime:
         updates = {}
         for i, name in enumerate(STYLE):
             xs, ys, hs, sizes = groups[name]
-            updates[i] = dict(x=xs, y=ys, hovertext=hs, marker_size=sizes)
+            updates[self._arrows0 + i] = dict(x=xs, y=ys, hovertext=hs, marker_size=sizes)
         updates[self._n] = dict(x=flight_x, y=flight_y, hovertext=flight_h)
         updates[self._n + 1] = dict(x=lost_x, y=lost_y, hovertext=lost_h)
         updates[self._n + 2] = dict(x=list(range(n)), y=[top] * n, text=lane_text, hovertext=lane_hover,
                                     marker_color=lane_colors)
-        updates[self._n + 3] = dict(x=lane_x, y=lane_y)
-        updates[self._n + 4] = dict(x=[-0.6, n - 0.4], y=[cur, cur], hovertext=[when, when])
+        updates[0] = dict(x=lane_x, y=lane_y)
+        updates[1] = dict(x=[-0.6, n - 0.4], y=[cur, cur], hovertext=[when, when])
         layout = dict(xaxis_tickvals=list(range(n)), xaxis_ticktext=[t.replace("-", "-<br>", 1) for t in lane_text],
-                      xaxis_range=[-0.6, n - 0.4], yaxis_range=[bottom, top - 0.8])
+                      xaxis_range=[-0.6, n - 0.4], yaxis_range=[bottom, top - 1.2])
         changed = [(i, u) for i, u in updates.items() if self._sent.get(i) != u]
         layout_changed = {k2: v for k2, v in layout.items() if self._sent.get(k2) != v}
         if not changed and not layout_changed:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import html
 from typing import Callable, Optional, Union
 
+from .cluster_view import in_flight_now
 from .execution import Branch, Fault, Story
 from .history import EVENT_KINDS, History, StepFilter
 from .log_strip import LogStrip
@@ -119,6 +120,7 @@ class Stepper(StepperUI):
     # --------------------------------------------------------------- stepping
     def step(self, n: int = 1) -> int:
         """Execute ``n`` steps (each one kernel event, or up to the next matching one under a filter)."""
+        self.notice = ""
         for _ in range(max(0, int(n))):
             if not self._step_once():
                 break
@@ -154,6 +156,7 @@ class Stepper(StepperUI):
     def jump(self, i: int) -> int:
         """Go to step ``i`` of the current branch (forward: step; backward: re-execute from the seed)."""
         i = max(0, min(int(i), self.length))
+        self.notice = ""
         if i >= self.position:
             self._ex.run_to(i)
         else:
@@ -171,6 +174,7 @@ class Stepper(StepperUI):
         """Step one event at a time until ``what`` -- a text in the step's narration, or a function of
         the stepper -- holds.  Returns whether it did (False at the end of the branch)."""
         test = (lambda s: what in s.narration) if isinstance(what, str) else what
+        self.notice = ""
         ex = self._ex
         found = False
         for _ in range(max_steps):
@@ -260,7 +264,7 @@ class Stepper(StepperUI):
 
     def in_flight(self) -> list:
         """Messages on the wire now (the ones drop / delay / duplicate can pick)."""
-        return self._ex.cluster.in_flight()
+        return in_flight_now(self._ex.cluster)
 
     # ---------------------------------------------------------------- branches
     def switch(self, name: str, position: Optional[int] = None) -> int:
@@ -268,6 +272,7 @@ class Stepper(StepperUI):
         if name not in self.history.branches:
             raise KeyError(f"no branch {name!r}; branches: {', '.join(self.history.branches)}")
         self.branch = name
+        self.notice = ""
         target = self.position if position is None else position
         self._reexecute(max(0, min(int(target), self.history.length(name))))
         self.refresh()

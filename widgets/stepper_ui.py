@@ -13,7 +13,7 @@ import ipywidgets as W
 
 from txnlab.protocol import messages as _messages
 
-from .cluster_view import transactional_ids
+from .cluster_view import in_flight_now, transactional_ids
 from .history import EVENT_KINDS
 from .coordinator_view import TABLE_CSS
 from .keys import KeyCatcher
@@ -118,7 +118,8 @@ class StepperUI:
         self._btn_cmp.on_click(lambda _: self._show_compare())
         self._trace_html = W.HTML()
 
-        controls = W.HBox([self._btn_reset, self._btn_back, self._btn_step, self._play, self._speed, self._keys],
+        controls = W.HBox([self._btn_reset, self._btn_back, self._btn_step, W.HTML("&nbsp;&nbsp;Run:"), self._play,
+                           self._speed, self._keys],
                           layout=W.Layout(align_items="center", flex_flow="row wrap"))
         position = W.HBox([self._slider, self._end], layout=W.Layout(align_items="center"))
         filters = W.VBox([W.HTML("<span class='txl-status'>Step and Back stop only at events that match "
@@ -135,7 +136,7 @@ class StepperUI:
                    layout=W.Layout(flex_flow="row wrap"))])
         branches = W.VBox([self._branch_dd, W.HBox([self._cmp_a, self._cmp_b, self._btn_cmp]), self._cmp_out])
         tools = W.Accordion(children=[filters, faults, branches], titles=("Filter", "Faults", "Branches"))
-        tools.selected_index = 1
+        tools.selected_index = None
         self._tabs = W.Tab(children=[self.log_strip.figure, self.coordinators.widget, self.messages.figure,
                                      self._trace_html],
                            titles=("Partition logs", "Coordinators", "Messages", "Trace"))
@@ -240,8 +241,11 @@ class StepperUI:
         if list(dd.options) != options:
             keep = dd.value
             dd.options = options
-            if keep in [v for _, v in options]:
+            values = [v for _, v in options]
+            if keep in values:
                 dd.value = keep
+            elif values:
+                dd.value = values[0]
 
     def _sync_options(self, c) -> None:
         lanes = [n for n in lanes_of(c)]
@@ -256,7 +260,7 @@ class StepperUI:
             procs.append((f"{n} ({'up' if up else 'down'})", n))
         self._set_options(self._fault_node, procs)
         msgs = [(f"#{m.id} {m.api} {m.kind} {m.src} → {m.dst} (due t={m.deliver_at}ms)", m.id)
-                for m in c.in_flight()]
+                for m in in_flight_now(c)]
         self._set_options(self._fault_msg, msgs)
         names = list(self.history.branches)
         labels = [(f"{n}: {self.history.labels[n]}", n) for n in names]
@@ -299,7 +303,7 @@ class StepperUI:
     def _trace_view(self, n: int = 40) -> str:
         current = {id(e) for e in self._ex.entries()}
         rows = []
-        for e in self._recent(n):
+        for e in reversed(self._recent(n)):                # newest first: this step is on top
             cls = "txl-cur" if id(e) in current else ("txl-bg" if e.background else "")
             rows.append(f"<div class='{cls}'>{html.escape(str(e))}</div>")
         return CSS + "<div class='txl-trace'>" + "".join(rows) + "</div>"

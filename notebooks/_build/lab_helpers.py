@@ -76,7 +76,7 @@ def offset_cells(cluster, topic, partition=0, broker=None):
             fate = "committed" if b.control_type.name == "COMMIT" else "aborted"
             for cell in open_txn.pop(b.producer_id, []):
                 cell["status"] = fate
-            cells.append({"offset": b.base_offset, "label": b.control_type.name[0], "status": b.control_type.name,
+            cells.append({"offset": b.base_offset, "label": b.control_type.name, "status": b.control_type.name,
                           "hover": f"{b.control_type.name} marker, pid {b.producer_id} epoch {b.producer_epoch}"})
             continue
         for i, r in enumerate(b.records):
@@ -90,7 +90,7 @@ def offset_cells(cluster, topic, partition=0, broker=None):
     return cells
 
 
-def log_strip(cluster, rows, title="", marks=("LEO", "HW", "LSO"), positions=None, short=None, width=900):
+def log_strip(cluster, rows, title="", marks=("LEO", "HW", "LSO"), positions=None, short=None, width=1000):
     """The partition logs as strips of offset cells.
 
     ``rows``: (topic, partition) for the leader's replica or (topic, partition, broker) for one
@@ -98,32 +98,42 @@ def log_strip(cluster, rows, title="", marks=("LEO", "HW", "LSO"), positions=Non
     LEO, HW and LSO (the LSO only on a leader).  ``positions``: {row index: [(offset, text), ...]}
     draws consumer positions under a row.  ``short``: a function shortening a record's label.
     """
+    strips = []
+    for topic, partition, *rest in rows:
+        state = cluster.partition_state(topic, partition)
+        leader = state["leader"]
+        who = rest[0] if rest else (leader if leader >= 0 else next(iter(state["replicas"])))
+        if rest:
+            name = f"{topic}-{partition} · broker {who}" + (" (leader)" if who == leader else "")
+        else:
+            name = f"{topic}-{partition} · leader {leader}" if leader >= 0 else f"{topic}-{partition} · no leader"
+        if not state["replicas"][who]["alive"]:
+            name += " (down)"
+        rep = state["replicas"][who]
+        values = {"LEO": rep["leo"], "HW": rep["hw"], "LSO": state["lso"] if who == leader else None}
+        strips.append((name, offset_cells(cluster, topic, partition, who), values))
+    widest = max([1] + [v["LEO"] for _, _, v in strips])
+    wide = widest <= 10                                  # room for whole words in the cells
+
     fig = go.Figure()
     by_status = {s: {"x": [], "y": [], "base": [], "text": [], "hover": []} for s in STATUS}
-    ticks, widest = [], 1
-    for y, row in enumerate(rows):
-        topic, partition = row[0], row[1]
-        broker = row[2] if len(row) > 2 else None
-        state = cluster.partition_state(topic, partition)
-        who = broker if broker is not None else state["leader"]
-        ticks.append(f"{topic}-{partition}" + (f" · broker {who}" + (" (leader)" if who == state["leader"] else "")
-                                              if broker is not None else f" · leader {who}"))
-        for cell in offset_cells(cluster, topic, partition, broker):
+    for y, (name, cells, values) in enumerate(strips):
+        for cell in cells:
             d = by_status[cell["status"]]
-            label = short(cell["label"]) if short and cell["status"] not in ("COMMIT", "ABORT") else cell["label"]
+            label = cell["label"]
+            if cell["status"] in ("COMMIT", "ABORT"):
+                label = label if wide else label[0]
+            elif short:
+                label = short(label)
             d["x"].append(0.9); d["base"].append(cell["offset"] - 0.45); d["y"].append(y)
             d["text"].append(label); d["hover"].append(f"offset {cell['offset']}: {cell['hover']}")
-        rep = state["replicas"].get(who, {})
-        values = {"LEO": rep.get("leo"), "HW": rep.get("hw"),
-                  "LSO": state["lso"] if who == state["leader"] else None}
-        widest = max(widest, rep.get("leo") or 0)
         at = {}
-        for name in marks:
-            if values.get(name) is not None:
-                at.setdefault(values[name], []).append(name)
+        for mark in marks:
+            if values.get(mark) is not None:
+                at.setdefault(values[mark], []).append(mark)
         for k, (x, names) in enumerate(sorted(at.items())):
-            for j, name in enumerate(names):      # marks at the same offset: side by side, 5 px apart
-                colour, dash = MARKS[name]
+            for j, mark in enumerate(names):      # marks at the same offset: side by side, 5 px apart
+                colour, dash = MARKS[mark]
                 dx = 5 * (j - (len(names) - 1) / 2)
                 fig.add_shape(type="line", xsizemode="pixel", xanchor=x - 0.5, x0=dx, x1=dx, y0=y - 0.42, y1=y + 0.42,
                               line=dict(color=colour, dash=dash, width=3))
@@ -139,21 +149,23 @@ def log_strip(cluster, rows, title="", marks=("LEO", "HW", "LSO"), positions=Non
         if not d["x"]:
             continue
         colour, words = STATUS[status]
-        fig.add_trace(go.Bar(orientation="h", x=d["x"], y=d["y"], base=d["base"], width=0.56, name=words, showlegend=True,
-                             marker=dict(color=colour, line=dict(color="white", width=1)), text=d["text"],
-                             textposition="inside", insidetextanchor="middle", hovertext=d["hover"],
+        fig.add_trace(go.Bar(orientation="h", x=d["x"], y=d["y"], base=d["base"], width=0.56, name=words,
+                             showlegend=True, marker=dict(color=colour, line=dict(color="white", width=1)),
+                             text=d["text"], textposition="inside", insidetextanchor="middle", hovertext=d["hover"],
                              hoverinfo="text", textfont=dict(color="black" if status in ("open", "aborted") else "white")))
-    for name in marks:                              # legend entries for the vertical marks
-        colour, dash = MARKS[name]
-        fig.add_trace(go.Scatter(x=[None], y=[None], mode="lines", name=MARK_WORDS[name],
+    for mark in marks:                              # legend entries for the vertical marks
+        colour, dash = MARKS[mark]
+        fig.add_trace(go.Scatter(x=[None], y=[None], mode="lines", name=MARK_WORDS[mark],
                                  line=dict(color=colour, dash=dash, width=3)))
-    n = len(rows)
-    fig.update_layout(title=title, barmode="overlay", width=width, height=150 + 95 * n + (40 if positions else 0),
-                      plot_bgcolor="white", margin=dict(l=10, r=10, t=70, b=40 + (40 if positions else 0)),
-                      legend=dict(orientation="h", yanchor="bottom", y=1.0, x=0), uniformtext=dict(minsize=8, mode="hide"))
-    fig.update_yaxes(tickvals=list(range(n)), ticktext=ticks, showgrid=False,
+    n = len(strips)
+    fig.update_layout(title=title, barmode="overlay", width=width, height=190 + 95 * n + (40 if positions else 0),
+                      plot_bgcolor="white", margin=dict(l=10, r=10, t=60, b=40 + (40 if positions else 0)),
+                      legend=dict(orientation="v", yanchor="top", y=1.0, x=1.01, font=dict(size=11)),
+                      uniformtext=dict(minsize=8, mode="hide"))
+    fig.update_yaxes(tickvals=list(range(n)), ticktext=[s[0] for s in strips], showgrid=False,
                      range=[n - 0.45 + (0.8 if positions else 0), -0.95], zeroline=False)
-    fig.update_xaxes(title="offset", range=[-0.7, widest + 0.7], dtick=1, showgrid=False, zeroline=False)
+    fig.update_xaxes(title="offset", range=[-0.7, widest + 0.7 + widest / 12], dtick=1 if widest <= 20 else 5,
+                     showgrid=False, zeroline=False)
     return fig
 # --- end: strip ---------------------------------------------------------------------------
 
@@ -184,10 +196,17 @@ def message_flow(cluster, mark, apis, lanes, title="", height=None):
         colour = "#757575" if m.is_response else "#0D47A1"
         if m.state == "dropped":
             colour = "#C62828"
+        label = m.api + (" ✓" if m.is_response else "") + (" ✗ dropped" if m.state == "dropped" else "")
+        if m.src == m.dst:          # a broker talking to itself (e.g. the coordinator leads the partition)
+            xs = x[m.src]
+            fig.add_annotation(x=xs + 0.03, y=y1, ax=xs + 0.22, ay=y0, xref="x", yref="y", axref="x", ayref="y",
+                               showarrow=True, arrowhead=2, arrowsize=1.2, arrowwidth=1.6, arrowcolor=colour, text="")
+            fig.add_annotation(x=xs + 0.24, y=(y0 + y1) / 2, text=label + " (to itself)", showarrow=False,
+                               xanchor="left", font=dict(size=10, color=colour), bgcolor="rgba(255,255,255,0.85)")
+            continue
         fig.add_annotation(x=x[m.dst] if m.id in delivered else (x[m.src] + x[m.dst]) / 2, y=y1,
                            ax=x[m.src], ay=y0, xref="x", yref="y", axref="x", ayref="y",
                            showarrow=True, arrowhead=2, arrowsize=1.2, arrowwidth=1.6, arrowcolor=colour, text="")
-        label = m.api + (" ✓" if m.is_response else "") + (" ✗ dropped" if m.state == "dropped" else "")
         fig.add_annotation(x=(x[m.src] + x[m.dst]) / 2, y=(y0 + y1) / 2, text=label, showarrow=False,
                            font=dict(size=10, color=colour), bgcolor="rgba(255,255,255,0.85)")
     fig.update_layout(title=title, width=900, height=height or 120 + 26 * max(1, len(steps)),

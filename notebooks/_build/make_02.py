@@ -322,11 +322,19 @@ Can a transaction go straight from `Ongoing` to `CompleteCommit`? Can a `Prepare
 """)
 
 nb.code("""
-POS = {"Empty": (0, 1), "Ongoing": (1.4, 1), "PrepareCommit": (2.8, 1.75), "PrepareAbort": (2.8, 0.25),
-       "CompleteCommit": (4.2, 1.75), "CompleteAbort": (4.2, 0.25), "PrepareEpochFence": (1.4, -0.5),
-       "Dead": (0, -0.5)}
+POS = {"Empty": (0, 1), "Ongoing": (1.5, 1), "PrepareCommit": (3, 1.8), "PrepareAbort": (3, 0.2),
+       "CompleteCommit": (4.5, 1.8), "CompleteAbort": (4.5, 0.2), "PrepareEpochFence": (1.5, -0.6),
+       "Dead": (0, -0.6)}
+HALF_W, HALF_H = 0.5, 0.2          # half the size of a state's box, in axis units
 taken = list(transaction_log(cluster, "shop-1")["state"])
 path = {(a, b) for a, b in zip(taken, taken[1:]) if a != b}
+
+def edge(a, b):
+    \"\"\"The arrow from box a to box b, from border to border.\"\"\"
+    (x0, y0), (x1, y1) = POS[a], POS[b]
+    dx, dy = x1 - x0, y1 - y0
+    t = min(HALF_W / abs(dx) if dx else 1, HALF_H / abs(dy) if dy else 1)
+    return x0 + t * dx, y0 + t * dy, x1 - t * dx, y1 - t * dy
 
 fig = go.Figure()
 for target, sources in VALID_PREVIOUS_STATES.items():
@@ -334,17 +342,18 @@ for target, sources in VALID_PREVIOUS_STATES.items():
         if source == target:
             continue
         used = (source.name, target.name) in path
-        (x0, y0), (x1, y1) = POS[source.name], POS[target.name]
-        fig.add_annotation(x=x1, y=y1, ax=x0, ay=y0, xref="x", yref="y", axref="x", ayref="y", showarrow=True,
-                           arrowhead=2, arrowsize=1.1, standoff=34, startstandoff=34,
-                           arrowwidth=3.5 if used else 1.2, arrowcolor="#1F5FBF" if used else "#BDBDBD")
-fig.add_trace(go.Scatter(x=[p[0] for p in POS.values()], y=[p[1] for p in POS.values()], mode="markers+text",
-                         text=[f"<b>{s}</b><br>({TransactionState[s].value})" for s in POS], textposition="middle center",
-                         marker=dict(size=62, color=["#E3F2FD" if s in taken else "#F5F5F5" for s in POS],
-                                     line=dict(color="#455A64", width=1.5)), hoverinfo="skip", textfont=dict(size=10)))
+        ax, ay, x, y = edge(source.name, target.name)
+        fig.add_annotation(x=x, y=y, ax=ax, ay=ay, xref="x", yref="y", axref="x", ayref="y", showarrow=True,
+                           arrowhead=2, arrowsize=1.1, arrowwidth=3.5 if used else 1.2,
+                           arrowcolor="#1F5FBF" if used else "#BDBDBD")
+for name, (x, y) in POS.items():
+    fig.add_shape(type="rect", x0=x - HALF_W, x1=x + HALF_W, y0=y - HALF_H, y1=y + HALF_H,
+                  line=dict(color="#455A64", width=1.5), fillcolor="#E3F2FD" if name in taken else "#F5F5F5")
+    fig.add_annotation(x=x, y=y, text=f"<b>{name}</b> ({TransactionState[name].value})", showarrow=False,
+                       font=dict(size=12))
 fig.update_layout(title="Transaction states: blue arrows are the moves shop-1 made (commit, then abort)",
-                  width=900, height=460, plot_bgcolor="white", showlegend=False, margin=dict(l=10, r=10, t=60, b=10),
-                  xaxis=dict(visible=False, range=[-0.6, 4.8]), yaxis=dict(visible=False, range=[-0.95, 2.2]))
+                  width=940, height=480, plot_bgcolor="white", showlegend=False, margin=dict(l=10, r=10, t=60, b=10),
+                  xaxis=dict(visible=False, range=[-0.6, 5.1]), yaxis=dict(visible=False, range=[-0.95, 2.15]))
 fig
 """)
 

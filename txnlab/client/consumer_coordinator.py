@@ -203,8 +203,9 @@ class ConsumerCoordinator:
         self.state = MemberState.SYNCING
         req = m.SyncGroupRequest(self.group_id, self.generation_id, self.member_id, self.group_instance_id,
                                  assignments)
+        # librdkafka waits session.timeout.ms + 3 s for SyncGroup (only JoinGroup may take the rebalance timeout)
         self.node.send_request(self.coordinator, req, self._on_sync_response,
-                               timeout_ms=max(self.cfg["request.timeout.ms"], self.cfg["max.poll.interval.ms"] + 5_000))
+                               timeout_ms=self.cfg["session.timeout.ms"] + 3_000)
 
     def _on_sync_response(self, resp, err) -> None:
         self._changed()

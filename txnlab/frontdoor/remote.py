@@ -186,6 +186,7 @@ class RemoteCluster:
         self.id = info["cluster"]
         self.broker_ids = list(info["brokers"])
         self.broker_config = dict(info["broker_config"])
+        self.mutations = set(info.get("mutations", ()))
         self.kernel = Kernel(info["seed"], latency_ms=1)
         self.kernel.trace.enabled = False
         self.kernel.network.keep_history = False

@@ -178,7 +178,7 @@ class FrontDoor:
         return {"cluster": c.id, "brokers": list(c.broker_ids), "now": self.kernel.now,
                 "broker_config": {k: v for k, v in c.broker_config.items()
                                   if v is None or type(v) in (int, str, bool)},
-                "seed": secrets.randbits(32)}
+                "mutations": sorted(getattr(c, "mutations", ())), "seed": secrets.randbits(32)}
 
     def _connect(self, payload: dict) -> dict:
         label = self._field(payload, "label", str, "client")[:200]

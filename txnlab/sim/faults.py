@@ -16,13 +16,14 @@ from typing import Callable, Optional
 
 FAULT_SETS = ("none", "brokers", "clients", "network", "all")
 
-# APIs a network fault may hit (requests between clients and brokers, and the coordinator's markers).
-NETWORK_APIS = ("Produce", "Fetch", "EndTxn", "AddPartitionsToTxn", "AddOffsetsToTxn", "TxnOffsetCommit",
-                "WriteTxnMarkers", "InitProducerId", "FindCoordinator", "OffsetFetch", "Heartbeat", "JoinGroup",
-                "SyncGroup")
+# APIs a network fault may hit (requests between clients and brokers, and the coordinator's markers),
+# weighted towards the messages exactly-once depends on.
+NETWORK_APIS = ("Produce", "Produce", "Produce", "EndTxn", "EndTxn", "WriteTxnMarkers", "WriteTxnMarkers",
+                "TxnOffsetCommit", "AddPartitionsToTxn", "AddOffsetsToTxn", "Fetch", "InitProducerId",
+                "FindCoordinator", "OffsetFetch", "Heartbeat", "JoinGroup", "SyncGroup")
 # (API, side): crash the broker at that end just after the message is delivered.
-CRASH_ON = (("WriteTxnMarkers", "src"), ("WriteTxnMarkers", "dst"), ("EndTxn", "dst"), ("Produce", "dst"),
-            ("TxnOffsetCommit", "dst"), ("AddPartitionsToTxn", "dst"))
+CRASH_ON = (("WriteTxnMarkers", "src"), ("WriteTxnMarkers", "src"), ("WriteTxnMarkers", "dst"), ("EndTxn", "dst"),
+            ("Produce", "dst"), ("TxnOffsetCommit", "dst"), ("AddPartitionsToTxn", "dst"))
 
 
 @dataclass(frozen=True)
@@ -52,6 +53,9 @@ class Fault:
         k = self.kind
         if k == "crash":
             return f"t={self.at}ms {self.target} {'shuts down cleanly' if self.clean else 'crashes'}, back after {self.ms}ms"
+        if k == "blackout":
+            return (f"t={self.at}ms every broker goes down in turn, {self.target} first, {self.ms}ms apart; they "
+                    f"come back in the same order")
         if k == "crash-on":
             who = "sender" if self.side == "src" else "receiver"
             return f"t={self.at}ms the {who} of the next {self.api} crashes, back after {self.ms}ms"
@@ -105,7 +109,10 @@ def plan(seed: int, faults: str, brokers: list, clients: list, horizon_ms: int) 
 
 def _broker_fault(rng: Random, at: int, brokers: list, clients: list) -> Fault:
     down = rng.choice((300, 1_000, 3_000, 12_000, 30_000))
-    if rng.random() < 0.4:
+    r = rng.random()
+    if r < 0.15:
+        return Fault(at, "blackout", brokers[rng.randrange(len(brokers))], ms=rng.choice((4_000, 8_000)))
+    if r < 0.55:
         api, side = CRASH_ON[rng.randrange(len(CRASH_ON))]
         return Fault(at, "crash-on", ms=down, api=api, side=side)
     return Fault(at, "crash", brokers[rng.randrange(len(brokers))], ms=down, clean=rng.random() < 0.25)
@@ -164,6 +171,8 @@ class Nemesis:
             self._crash_broker(f.target, f.ms, f.clean)
         elif k == "crash-on":
             self._armed.append(f)
+        elif k == "blackout":
+            self._blackout(f.target, f.ms)
         elif k == "kill":
             rt.crash(f.target)
         elif k in ("pause", "zombie"):
@@ -196,6 +205,19 @@ class Nemesis:
         self.cluster.crash(name, clean=clean)
         self._down.add(name)
         self._at(down_ms, f"nemesis: restart {name}", lambda: self._restart(name))
+
+    def _blackout(self, first: str, gap: int) -> None:
+        """The first broker goes down; the others follow ``gap`` ms later (a rolling power failure); they come
+        back in the order they failed, so the first one back has missed everything written meanwhile."""
+        names = sorted(self.cluster.broker(b).name for b in self.cluster.brokers)
+        i = names.index(first) if first in names else 0
+        order = names[i:] + names[:i]
+        # the first is fenced (out of every ISR) before the others fail, and is back alone for a while:
+        # the others stay down until the controller has noticed (broker.session.timeout.ms) they are gone
+        self._crash_broker(order[0], gap + 1_500)
+        for j, name in enumerate(order[1:], start=1):
+            self._at(gap + 100 * j, f"nemesis: {name} goes down (blackout)",
+                     lambda n=name, j=j: self._crash_broker(n, 5_000 + 900 * j))
 
     def _restart(self, name: str) -> None:
         node = self.kernel.nodes.get(name)

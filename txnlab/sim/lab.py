@@ -160,3 +160,10 @@ class Lab:
         msg = self.kernel.network.messages[msg_id]
         self.kernel.begin_step("fault", "network", f"the network delays {msg.api} {msg.kind} #{msg_id} by {ms}ms")
         self.kernel.network.delay(msg, ms)
+
+    def duplicate_message(self, msg_id: int) -> int:
+        """Deliver a chosen in-flight message twice (the copy 1ms later); returns the copy's id."""
+        msg = self.kernel.network.messages[msg_id]
+        self.kernel.begin_step("fault", "network", f"the network duplicates {msg.api} {msg.kind} #{msg_id} "
+                               f"({msg.src} -> {msg.dst})")
+        return self.kernel.network.duplicate(msg).id

@@ -95,7 +95,7 @@ class Copier(Workload):
         return self.client_processes()
 
     def start(self, rt) -> None:
-        self.state.update(fed=0, value=0, in_max={})
+        self.state.update(fed=0, value=0, in_max={}, in_ok={})
         rt.spawn("feeder", self.feeder)
         for i in range(self.topics["in"]):
             rt.spawn(f"copier-{i}", self.copier(i))
@@ -115,6 +115,8 @@ class Copier(Workload):
             for key, _v, offset in ctx.history.ops[-1].sends():
                 if offset is not None:       # the input ends no earlier than this (a copier's stop rule)
                     self.state["in_max"][key] = max(self.state["in_max"].get(key, -1), offset)
+                    if fate == COMMITTED:
+                        self.state["in_ok"][key] = max(self.state["in_ok"].get(key, -1), offset)
             if fate == COMMITTED:
                 self.state["fed"] += n
             elif fate not in (ABORTED,):
@@ -195,7 +197,7 @@ class GroupRebalance(Copier):
         return ["feeder"] + [f"member-{i}" for i in range(self.members)]
 
     def start(self, rt) -> None:
-        self.state.update(fed=0, value=0, in_max={})
+        self.state.update(fed=0, value=0, in_max={}, in_ok={})
         rt.spawn("feeder", self.feeder)
         for i in range(self.members):
             rt.spawn(f"member-{i}", self.member(i))
@@ -209,26 +211,38 @@ class GroupRebalance(Copier):
             c = ctx.consumer(**{"group.id": self.group, "session.timeout.ms": 6_000, "heartbeat.interval.ms": 1_000})
             yield from ctx.init_transactions(p, tid)
             assigned: list = []
+            rebalances = [0]
 
             def on_assign(consumer, parts):
                 assigned[:] = [TopicPartition(tp.topic, tp.partition) for tp in parts]
+                rebalances[0] += 1
                 ctx.record("assign", [["seek", key_of(tp.topic, tp.partition), None] for tp in parts])
 
             def on_revoke(consumer, parts):
                 assigned[:] = []
+                rebalances[0] += 1
                 ctx.record("assign", [["seek", key_of(tp.topic, tp.partition), None] for tp in parts])
             c.subscribe(["in"], on_assign=on_assign, on_revoke=on_revoke, on_lost=on_revoke)
             n = 0
             leave_after = ctx.rng.randint(5, 40) if ctx.instance == 1 and i == 0 else None
             while True:
+                before = rebalances[0]
                 msgs = consume(ctx, c, ctx.rng.randint(1, 40), 0.02)
                 if ctx.dead:
                     return None
+                if rebalances[0] != before:
+                    # the batch spans a rebalance: records from before it belong to the old assignment.
+                    # Drop the batch and start again from the group's committed offsets.
+                    if assigned:
+                        yield from committed_positions(ctx, c, list(assigned))
+                    yield
+                    continue
                 if leave_after is not None and n >= leave_after:
                     c.close()          # a member leaves; the supervisor brings it back as a new instance
                     return "restart"
                 if not msgs:
-                    if self.state.get("feeder_done") and self._all_caught_up(ctx, c):
+                    if self.state.get("feeder_done") and self._all_caught_up(ctx, c, list(assigned)):
+                        c.close()
                         return None
                     yield
                     continue
@@ -251,16 +265,19 @@ class GroupRebalance(Copier):
                 yield
         return run
 
-    def _all_caught_up(self, ctx, c) -> bool:
-        """The group's committed offsets are past every record the feeder wrote (the committed offset may
-        point at the partition's last COMMIT marker, so it is compared with the records, not the LSO)."""
+    def _all_caught_up(self, ctx, c, assigned: list) -> bool:
+        """This member read its partitions to their end, and the group committed every committed input
+        record (the committed offset follows the last record returned, so it may stop before markers or
+        aborted data at the end of a partition: compare it with the records, not with the LSO)."""
         from ..errors import KafkaException
+        if not all(self._caught_up(c, tp) for tp in assigned):
+            return False
         tps = [TopicPartition("in", i) for i in range(self.topics["in"])]
         try:
             got = c.committed(tps, timeout=2.0)
         except KafkaException:
             return False
-        return all(tp.offset > self.state["in_max"].get(key_of("in", tp.partition), -1) for tp in got)
+        return all(tp.offset > self.state["in_ok"].get(key_of("in", tp.partition), -1) for tp in got)
 
 
 # ---------------------------------------------------------------------------- bank-transfer

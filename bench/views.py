@@ -1,0 +1,74 @@
+"""The pictures' side of the benchmarks: how long one Step takes until every view is redrawn.
+
+The standard scenario: 3 brokers, a topic of 6 partitions (RF 3) already holding 5 000 records
+written in transactions by two transactional producers, and a read_committed consumer; the
+stepped part is two more transactions (one per producer) while the consumer reads.  Each Step
+executes one kernel event and then updates the log strip, the coordinator view, the space-time
+diagram, the trace and the controls.  Timed with ``time.perf_counter`` here, never in the engine.
+"""
+from __future__ import annotations
+
+import statistics
+import time
+
+TOPIC = "bench"
+PARTITIONS = 6
+RECORDS = 5_000
+PER_TXN = 250
+
+
+def _producers(cluster):
+    from txnlab import Producer
+    return [Producer({"bootstrap.servers": cluster.bootstrap, "client.id": f"txn-{i}",
+                      "transactional.id": f"bench-{i}"}) for i in (1, 2)]
+
+
+def _transaction(p, start: int) -> None:
+    p.begin_transaction()
+    for i in range(start, start + PER_TXN):
+        p.produce(TOPIC, value=b"v%d" % i, partition=i % PARTITIONS)
+    p.commit_transaction()
+
+
+def _setup(cluster) -> None:
+    cluster.create_topic(TOPIC, partitions=PARTITIONS, replication_factor=3)
+    producers = _producers(cluster)
+    for p in producers:
+        p.init_transactions()
+    for n in range(RECORDS // PER_TXN):
+        _transaction(producers[n % 2], n * PER_TXN)
+    cluster.run_until_idle()
+    cluster.bench_producers = producers
+
+
+def _run(cluster) -> dict:
+    from txnlab import Consumer, TopicPartition
+    reader = Consumer({"bootstrap.servers": cluster.bootstrap, "client.id": "reader", "group.id": "reader",
+                       "isolation.level": "read_committed", "auto.offset.reset": "earliest"})
+    reader.assign([TopicPartition(TOPIC, p, 4_000 // PARTITIONS) for p in range(PARTITIONS)])
+    for k, p in enumerate(cluster.bench_producers):
+        _transaction(p, RECORDS + k * PER_TXN)
+        reader.consume(num_messages=100, timeout=0.5)
+    return {}
+
+
+def scenario():
+    from txnlab.scenarios import Scenario
+    return Scenario("bench-views", "benchmark", "two transactional producers and a reader on 6 partitions",
+                    "-", _run, lambda c, r, v: None, setup=_setup)
+
+
+def step_update_ms_median(n: int) -> float:
+    """Median wall-clock ms of ``Stepper.step()`` (one event + every view updated) over ``n`` steps."""
+    from widgets import Stepper
+    s = Stepper(scenario())
+    s.step(20)                                   # warm up: the figures are built
+    times = []
+    for _ in range(n):
+        if s.at_end:
+            break
+        start = time.perf_counter()
+        s.step()
+        times.append(time.perf_counter() - start)
+    s.close()
+    return statistics.median(times) * 1000.0

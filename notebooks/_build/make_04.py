@@ -1,0 +1,432 @@
+"""Notebook 04: consume-transform-produce with offsets inside the transaction; aborts and rewinds; ALO vs EOS."""
+from nbgen import Notebook
+
+nb = Notebook("04_consume_transform_produce")
+
+nb.md("""
+# 04 · Consume, transform, produce
+
+The typical stream-processing application reads records from an input topic, transforms them, and
+writes the results to an output topic. Besides its output it has a second piece of state: **how
+far it has read**, the consumer group's committed offsets (stored in the internal topic
+`__consumer_offsets`). If the output and the offsets are committed separately, a crash between the
+two breaks exactly-once:
+
+* output first, then offsets: after a crash the input is read again and the output is written
+  **twice** (at least once);
+* offsets first, then output: after a crash the input is skipped and the output is **lost**
+  (at most once).
+
+Kafka puts the offsets **into the producer's transaction**:
+`producer.send_offsets_to_transaction(offsets, consumer.consumer_group_metadata())` sends
+`AddOffsetsToTxn` to the transaction coordinator (which adds the group's `__consumer_offsets`
+partition to the transaction) and `TxnOffsetCommit` to the group coordinator (which stores the
+offsets as *pending*). The COMMIT marker makes output and offsets visible together; an ABORT marker
+discards both. The consumer must not commit offsets itself (`enable.auto.commit=False`).
+""")
+
+nb.code("""
+from collections import Counter
+from txnlab import Cluster, Producer, Consumer, TopicPartition, KafkaException
+""")
+
+nb.helpers("common", "strip", "flow")
+
+nb.code("""
+N = 30
+CLUSTER_CONFIG = {"group.initial.rebalance.delay.ms": 0}   # a broker setting: start groups without waiting
+
+def new_cluster(seed=7, outputs=("shipments",)):
+    \"\"\"Three brokers, an input topic `orders` with N records, and empty output topics.\"\"\"
+    cluster = Cluster(brokers=3, seed=seed, config=CLUSTER_CONFIG)
+    for topic in ("orders",) + tuple(outputs):
+        cluster.create_topic(topic, partitions=1, replication_factor=3)
+    source = Producer({"bootstrap.servers": cluster.bootstrap})
+    for i in range(N):
+        source.produce("orders", value=b"order-%02d" % i)
+    source.flush()
+    return cluster
+
+def transform(msg):
+    return b"shipped " + msg.value()
+
+def consumer_for(cluster, group):
+    c = Consumer({"bootstrap.servers": cluster.bootstrap, "group.id": group, "enable.auto.commit": False,
+                  "auto.offset.reset": "earliest", "isolation.level": "read_committed",
+                  "session.timeout.ms": 6000, "heartbeat.interval.ms": 1000})
+    c.subscribe(["orders"])
+    return c
+
+def committed(consumer):
+    return consumer.committed([TopicPartition("orders", 0)])[0].offset
+
+def read_output(cluster, topic, isolation="read_committed"):
+    c = Consumer({"bootstrap.servers": cluster.bootstrap, "isolation.level": isolation, "enable.auto.commit": False})
+    c.assign([TopicPartition(topic, 0, 0)])
+    out, empty = [], 0
+    while empty < 3:
+        msg = c.poll(0.5)
+        if msg is None:
+            empty += 1
+        elif msg.error() is None:
+            out.append(msg.value().decode().replace("shipped ", ""))
+    c.close()
+    return out
+""")
+
+# ----------------------------------------------------------------------------------------------
+nb.md("""
+## 1 · The copier loop
+
+This is the loop of the seed article's listing 14-2 (and of Kafka's own `TransactionalMessageCopier`),
+in confluent-kafka's API. One round = one transaction:
+
+```python
+msgs = consumer.consume(5, timeout)                  # up to 5 records
+producer.begin_transaction()
+for msg in msgs:
+    producer.produce("shipments", value=transform(msg))
+producer.send_offsets_to_transaction(consumer.position(consumer.assignment()),
+                                     consumer.consumer_group_metadata())
+producer.commit_transaction()
+```
+
+The offsets to commit are the consumer's **positions** (the next offset to read), and
+`consumer_group_metadata()` carries the group id, the member id and the generation, so that the
+group coordinator can refuse offsets from a member that was replaced in a rebalance (KIP-447).
+""")
+
+nb.code("""
+cluster = new_cluster()
+consumer = consumer_for(cluster, "copier")
+producer = Producer({"bootstrap.servers": cluster.bootstrap, "transactional.id": "copier-1"})
+producer.init_transactions()
+
+def copy_round(consumer, producer, out="shipments", end="commit"):
+    msgs = [m for m in consumer.consume(5, 2.0) if m.error() is None]
+    if not msgs:
+        return 0
+    producer.begin_transaction()
+    for msg in msgs:
+        producer.produce(out, value=transform(msg))
+    producer.send_offsets_to_transaction(consumer.position(consumer.assignment()), consumer.consumer_group_metadata())
+    if end == "commit":
+        producer.commit_transaction()
+    elif end == "abort":
+        producer.abort_transaction()
+    return len(msgs)
+
+mark_first = len(cluster.trace)
+copy_round(consumer, producer)
+cluster.run_until_idle()
+print("group metadata sent with the offsets:", consumer.consumer_group_metadata())
+print("committed offset of the group after one round:", committed(consumer))
+""")
+
+nb.predict("""
+Which partitions received a COMMIT marker at the end of that round? Which requests did the
+producer send, to which broker?
+""")
+
+nb.code("""
+APIS = ("AddPartitionsToTxn", "Produce", "AddOffsetsToTxn", "TxnOffsetCommit", "EndTxn", "WriteTxnMarkers")
+show(narration([e for e in since(cluster, mark_first)
+                if e.api in ("AddOffsetsToTxn", "TxnOffsetCommit", "EndTxn", "WriteTxnMarkers") and not e.is_response]))
+""")
+
+nb.md("""
+The transaction spans two partitions: `shipments-0` (the output) and the `__consumer_offsets`
+partition that stores group `copier`. The offsets reached `__consumer_offsets` as a
+**transactional** batch of the copier's producer id; the group coordinator kept them pending until
+the COMMIT marker for that partition arrived, and only then made them the group's committed
+offsets. Here is the message flow of the **second** round (the first also had to find the group
+coordinator).
+""")
+
+nb.code("""
+mark_second = len(cluster.trace)
+copy_round(consumer, producer)
+cluster.run_until_idle()
+lanes = [producer.name] + [f"broker-{b}" for b in cluster.brokers]
+message_flow(cluster, mark_second, APIS, lanes,
+             title=f"Round 2: txn coordinator broker-{cluster.transaction_coordinator('copier-1')}, "
+                   f"group coordinator broker-{cluster.group_coordinator('copier')}")
+""")
+
+nb.code("""
+markers = [e for e in since(cluster, mark_second) if e.api == "WriteTxnMarkers" and not e.is_response]
+show(narration(markers))
+""")
+
+nb.code("""
+rounds = 2
+while committed(consumer) < N and rounds < 20:
+    copy_round(consumer, producer)
+    rounds += 1
+cluster.run_until_idle()
+output = read_output(cluster, "shipments")
+print(rounds, "rounds; output:", len(output), "records, distinct:", len(set(output)))
+log_strip(cluster, [("shipments", 0)], title="shipments-0: six transactions of five records, each with its COMMIT marker",
+          short=lambda v: v.replace("shipped order-", "#"))
+""")
+
+nb.check("""
+marked = " ".join(e.narration for e in markers)
+assert "shipments-0" in marked and "__consumer_offsets-" in marked      # output and offsets, one transaction
+assert output == ["order-%02d" % i for i in range(N)]                    # everything once, in order
+assert committed(consumer) == N
+assert sum(1 for b in cluster.log("shipments", 0).batches if b.is_control) == rounds
+""")
+
+# ----------------------------------------------------------------------------------------------
+nb.md("""
+## 2 · Offsets that are not committed yet: `UNSTABLE_OFFSET_COMMIT`
+
+While a transaction holds pending offsets for a partition, what is the group's committed offset?
+Neither the old one (it may be replaced in a moment) nor the new one (it may be aborted). A
+consumer that asks (`OffsetFetch` with `RequireStable`, which every modern consumer sends, KIP-447)
+gets the retriable error **`UNSTABLE_OFFSET_COMMIT`** and asks again until the marker has landed.
+This is what a new member of the group does when it takes over a partition after a rebalance.
+""")
+
+nb.predict("""
+In the middle of a round (offsets sent, transaction not yet committed), a second consumer of the
+group asks for the committed offset with a 1-second timeout. What happens? And right after the
+commit?
+""")
+
+nb.code("""
+cluster = new_cluster(seed=3)
+consumer = consumer_for(cluster, "copier")
+producer = Producer({"bootstrap.servers": cluster.bootstrap, "transactional.id": "copier-1"})
+producer.init_transactions()
+msgs = [m for m in consumer.consume(5, 2.0) if m.error() is None]
+producer.begin_transaction()
+for msg in msgs:
+    producer.produce("shipments", value=transform(msg))
+producer.send_offsets_to_transaction(consumer.position(consumer.assignment()), consumer.consumer_group_metadata())
+
+observer = Consumer({"bootstrap.servers": cluster.bootstrap, "group.id": "copier", "enable.auto.commit": False})
+mark = len(cluster.trace)
+try:
+    during = observer.committed([TopicPartition("orders", 0)], timeout=1.0)[0].offset
+except KafkaException as e:
+    during = e.args[0].name()
+producer.commit_transaction()
+after = observer.committed([TopicPartition("orders", 0)], timeout=1.0)[0].offset
+print("during the transaction:", during, "   after the commit:", after)
+""")
+
+nb.code("""
+unstable = [e for e in since(cluster, mark) if e.api == "OffsetFetch" and "UNSTABLE_OFFSET_COMMIT" in e.narration]
+print(len(unstable), "OffsetFetch requests and responses mentioned UNSTABLE_OFFSET_COMMIT; the first two:")
+show(narration(unstable[:2]))
+""")
+
+nb.check("""
+assert during == "_TIMED_OUT"                 # kept retrying UNSTABLE_OFFSET_COMMIT for the whole second
+assert after == 5
+assert len(unstable) >= 4
+""")
+
+# ----------------------------------------------------------------------------------------------
+nb.md("""
+## 3 · Aborting and rewinding (KAFKA-17582)
+
+An application may abort a transaction (a transform failed, a downstream check said no). The
+ABORT marker discards the output and the pending offsets, so the group's committed offset stays
+where it was. **But the consumer's position does not move back**: it already returned those
+records, and the client does not rewind on its own (the Kafka developers confirmed this is
+intended, KAFKA-17582). If the loop simply continues, the next transaction commits offsets *past*
+the aborted records: they are never processed.
+
+The fix, which Kafka's own copier and system tests use: after an abort, **seek back to the
+committed offsets**.
+
+Two copiers abort every third round; one rewinds, one does not.
+""")
+
+nb.predict("""
+With 30 input records, 5 per round, and rounds 3, 6, 9, ... aborted: how many records are missing
+from the output of the copier that does not rewind? How many duplicates does the other one write?
+""")
+
+nb.code("""
+def rewind(consumer):
+    for tp in consumer.committed(consumer.assignment()):
+        consumer.seek(TopicPartition(tp.topic, tp.partition, tp.offset if tp.offset >= 0 else 0))
+
+def copier_with_aborts(do_rewind):
+    cluster = new_cluster(seed=5)
+    consumer = consumer_for(cluster, "copier")
+    producer = Producer({"bootstrap.servers": cluster.bootstrap, "transactional.id": "copier-1"})
+    producer.init_transactions()
+    rounds = 0
+    while rounds < 30:
+        rounds += 1
+        end = "abort" if rounds % 3 == 0 else "commit"
+        if copy_round(consumer, producer, end=end) == 0 and committed(consumer) >= N:
+            break
+        if end == "abort" and do_rewind:
+            rewind(consumer)
+    cluster.run_until_idle()
+    return cluster, read_output(cluster, "shipments")
+
+no_rewind_cluster, no_rewind = copier_with_aborts(False)
+rewind_cluster, with_rewind = copier_with_aborts(True)
+missing = sorted(set("order-%02d" % i for i in range(N)) - set(no_rewind))
+print("without rewind:", len(no_rewind), "records; missing:", missing)
+print("with rewind:   ", len(with_rewind), "records; duplicates:", len(with_rewind) - len(set(with_rewind)))
+""")
+
+nb.code("""
+fig = go.Figure()
+for name, out, colour in (("no rewind after abort", no_rewind, "#E45756"), ("seek to committed after abort", with_rewind, "#54A24B")):
+    counts = Counter(out)
+    fig.add_trace(go.Bar(x=["%02d" % i for i in range(N)], y=[counts.get("order-%02d" % i, 0) for i in range(N)],
+                         name=name, marker_color=colour))
+fig.update_layout(title="Copies of each input record in the committed output", barmode="group", width=950, height=380,
+                  yaxis=dict(title="copies", dtick=1, range=[0, 1.6]), xaxis=dict(title="input record order-NN"),
+                  plot_bgcolor="white", legend=dict(orientation="h", y=1.02, yanchor="bottom", x=0), margin=dict(t=90))
+fig
+""")
+
+nb.code("""
+log_strip(no_rewind_cluster, [("shipments", 0)], short=lambda v: v.replace("shipped order-", "#"),
+          title="Without rewind: aborted rounds stay in the log (grey) and are never redone")
+""")
+
+nb.check("""
+assert len(missing) == 10 and len(set(no_rewind)) == len(no_rewind)      # rounds 3 and 6 lost 5 records each
+assert with_rewind == ["order-%02d" % i for i in range(N)]                # rewound: each record once, in order
+""")
+
+# ----------------------------------------------------------------------------------------------
+nb.md("""
+## 4 · A crash in the middle: at-least-once vs exactly-once
+
+Now the real test. Two copiers process the same input; each **crashes** in its third round, after
+writing the round's output and before committing, and is restarted (a new consumer and producer
+with the same group and, for the transactional one, the same `transactional.id`).
+
+* The **at-least-once** copier writes with an idempotent producer, `flush()`es, then commits its
+  offsets with `consumer.commit()`.
+* The **exactly-once** copier is the transactional loop above.
+
+`cluster.crash(client)` kills a client process: it sends nothing more and its memory is gone. The
+restarted consumer must wait for the group to notice that the old member is gone
+(`session.timeout.ms`, 6 s here) before it gets the partition.
+""")
+
+nb.predict("""
+How many records will each output topic hold at the end (read with `read_committed`)? How many of
+them are duplicates? And what does a `read_uncommitted` reader see in the exactly-once output?
+""")
+
+nb.code("""
+def crashing_copier(cluster, mode, crash_round=3):
+    out = f"out-{mode}"
+    def start():
+        consumer = consumer_for(cluster, f"group-{mode}")
+        if mode == "eos":
+            producer = Producer({"bootstrap.servers": cluster.bootstrap, "transactional.id": "copier-eos"})
+            producer.init_transactions()
+        else:
+            producer = Producer({"bootstrap.servers": cluster.bootstrap})
+        return consumer, producer
+    consumer, producer = start()
+    rounds = 0
+    while committed(consumer) < N and rounds < 40:
+        rounds += 1
+        msgs = [m for m in consumer.consume(5, 2.0) if m.error() is None]
+        if not msgs:
+            continue
+        if mode == "eos":
+            producer.begin_transaction()
+        for msg in msgs:
+            producer.produce(out, value=transform(msg))
+        if mode == "eos":
+            producer.send_offsets_to_transaction(consumer.position(consumer.assignment()),
+                                                 consumer.consumer_group_metadata())
+        producer.flush()
+        if rounds == crash_round:                   # output written, nothing committed yet
+            cluster.crash(producer)
+            cluster.crash(consumer)
+            consumer, producer = start()
+            continue
+        if mode == "eos":
+            producer.commit_transaction()
+        else:
+            consumer.commit(asynchronous=False)
+    return rounds
+
+cluster = new_cluster(seed=7, outputs=("out-alo", "out-eos"))
+crashing_copier(cluster, "alo")
+crashing_copier(cluster, "eos")
+cluster.run_until_idle()
+alo, eos = read_output(cluster, "out-alo"), read_output(cluster, "out-eos")
+eos_uncommitted = read_output(cluster, "out-eos", "read_uncommitted")
+show(pd.DataFrame([
+    {"copier": "at least once (commit after produce)", "records": len(alo), "distinct": len(set(alo)),
+     "duplicates": len(alo) - len(set(alo))},
+    {"copier": "exactly once (transaction)", "records": len(eos), "distinct": len(set(eos)),
+     "duplicates": len(eos) - len(set(eos))},
+    {"copier": "exactly once, read with read_uncommitted", "records": len(eos_uncommitted),
+     "distinct": len(set(eos_uncommitted)), "duplicates": len(eos_uncommitted) - len(set(eos_uncommitted))}]))
+""")
+
+nb.code("""
+fig = go.Figure()
+for name, out, colour in (("at least once", alo, "#E45756"), ("exactly once", eos, "#54A24B")):
+    counts = Counter(out)
+    fig.add_trace(go.Bar(x=["%02d" % i for i in range(N)], y=[counts.get("order-%02d" % i, 0) for i in range(N)],
+                         name=name, marker_color=colour))
+fig.update_layout(title="Copies of each input record after a crash in round 3 (read_committed)", barmode="group",
+                  width=950, height=380, yaxis=dict(title="copies", dtick=1, range=[0, 2.6]),
+                  xaxis=dict(title="input record order-NN"), plot_bgcolor="white",
+                  legend=dict(orientation="h", y=1.02, yanchor="bottom", x=0), margin=dict(t=90))
+fig
+""")
+
+nb.code("""
+log_strip(cluster, [("out-alo", 0), ("out-eos", 0)], short=lambda v: v.replace("shipped order-", "#"),
+          title="The two outputs: the crashed round is duplicated (left) or aborted (grey, right)")
+""")
+
+nb.md("""
+What happened to the crashed transaction of the exactly-once copier? Nobody committed it. When the
+restarted copier called `init_transactions()` with the same `transactional.id`, the coordinator
+found the old transaction still `Ongoing`, **aborted it** (ABORT markers on the output and on
+`__consumer_offsets`) and bumped the producer epoch so the crashed instance could never write again.
+The aborted output stays in the log: a downstream reader with `read_uncommitted` still sees the
+duplicates. Exactly-once is a property of the whole pipeline, readers included. Notebook 05 is
+about that fencing.
+""")
+
+nb.code("""
+show(narration([e for e in cluster.trace.filter(api="InitProducerId") if "copier-eos" in e.narration
+                and not e.is_response]))
+""")
+
+nb.check("""
+assert len(alo) == N + 5 and len(set(alo)) == N           # the crashed round was written twice
+assert eos == ["order-%02d" % i for i in range(N)]         # exactly once, in order
+assert len(eos_uncommitted) == N + 5                       # the aborted round is still in the log
+aborts = [b for b in cluster.log("out-eos", 0).batches if b.is_control and b.control_type.name == "ABORT"]
+assert len(aborts) == 1
+""")
+
+nb.md("""
+## What to remember
+
+* In a consume-transform-produce loop the input offsets are **part of the output**: commit them
+  with `send_offsets_to_transaction(positions, consumer.consumer_group_metadata())`, never with
+  `consumer.commit()`.
+* The offsets are pending in `__consumer_offsets` until the marker; meanwhile `OffsetFetch` answers
+  `UNSTABLE_OFFSET_COMMIT` and the consumer retries.
+* After `abort_transaction()`, **seek back to the committed offsets** yourself (KAFKA-17582).
+* Downstream readers must use `read_committed`, or they see aborted attempts.
+""")
+
+if __name__ == "__main__":
+    print(nb.write())

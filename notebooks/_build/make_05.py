@@ -1,0 +1,458 @@
+"""Notebook 05: zombie fencing with epochs, transaction timeouts, KIP-890's anomalies and the admin tools."""
+from nbgen import Notebook
+
+nb = Notebook("05_zombie_fencing")
+
+nb.md("""
+# 05 · Zombie fencing
+
+A **zombie** is an old instance of an application that everybody believes dead (it crashed, was
+partitioned from the network, or froze in a long GC pause) but that wakes up and keeps writing
+while a new instance has already taken over its work. With the same `transactional.id`, the two
+would write the same output twice.
+
+Kafka stops zombies with the **producer epoch**. Every `init_transactions()` of a
+`transactional.id` bumps the epoch at the transaction coordinator, which also finishes
+(aborts) whatever transaction the previous instance left open. From then on:
+
+* a **Produce** with the old epoch is refused by the partition leader with
+  **`INVALID_PRODUCER_EPOCH` (47)**: an *abortable* error for the client;
+* a request with the old epoch to the **coordinator** (`AddPartitionsToTxn`, `EndTxn`, ...) is
+  refused with **`PRODUCER_FENCED` (90)**: a *fatal* error, the producer must be closed.
+
+This notebook shows fencing by a new instance, fencing by the **transaction timeout**, the
+anomalies that the classic protocol still allowed (KIP-890) and the admin tools that clean up after
+them.
+""")
+
+nb.code("""
+from txnlab import (AbortTransactionSpec, AdminClient, Cluster, Consumer, KafkaException, Producer,
+                    TopicPartition)
+from txnlab.errors import KafkaStateError
+""")
+
+nb.helpers("common", "strip")
+
+nb.code("""
+def read(cluster, topic, partitions=(0,), isolation="read_committed"):
+    c = Consumer({"bootstrap.servers": cluster.bootstrap, "isolation.level": isolation, "enable.auto.commit": False})
+    c.assign([TopicPartition(topic, p, 0) for p in partitions])
+    out, empty = [], 0
+    while empty < 3:
+        msg = c.poll(0.5)
+        if msg is None:
+            empty += 1
+        elif msg.error() is None:
+            out.append(msg.value().decode())
+    c.close()
+    return sorted(out)
+
+def attempt(call):
+    \"\"\"Run a client call; return 'ok' or the error it raised, with its classification.\"\"\"
+    try:
+        call()
+        return "ok"
+    except KafkaException as e:
+        err = e.args[0]
+        kind = "fatal" if err.fatal() else "abortable" if err.txn_requires_abort() else \\
+            "retriable" if err.retriable() else "error"
+        return f"{err.name()} ({kind})"
+""")
+
+# ----------------------------------------------------------------------------------------------
+nb.md("""
+## 1 · A second instance fences the first
+
+Instance **old** of the `payments` service opens a transaction and writes one record. Then it
+stalls, and an orchestrator starts instance **new** with the same `transactional.id`.
+""")
+
+nb.predict("""
+What will `new`'s epoch be after `init_transactions()`: 1 or 2? What happens to `old`'s open
+transaction? And what does `old` get when it wakes up and (a) writes another record, (b) tries to
+commit, (c) tries to abort?
+""")
+
+nb.code("""
+cluster = Cluster(brokers=3, seed=7)
+cluster.create_topic("payments", partitions=2, replication_factor=3)
+old = Producer({"bootstrap.servers": cluster.bootstrap, "transactional.id": "payments-svc"})
+old.init_transactions()
+old.begin_transaction()
+old.produce("payments", value=b"old: pay 100", partition=0)
+old.flush()
+print("old: producer id", old.transaction_manager.producer_id, "epoch", old.transaction_manager.producer_epoch)
+
+mark = len(cluster.trace)
+new = Producer({"bootstrap.servers": cluster.bootstrap, "transactional.id": "payments-svc"})
+new.init_transactions()
+print("new: producer id", new.transaction_manager.producer_id, "epoch", new.transaction_manager.producer_epoch)
+show(narration([e for e in since(cluster, mark) if e.api in ("InitProducerId", "WriteTxnMarkers") and not e.is_response]))
+""")
+
+nb.md("""
+The coordinator found `payments-svc` **Ongoing**. It bumped the epoch once to fence the old
+instance (0 → 1), aborted the open transaction with that epoch (`PrepareEpochFence` → `PrepareAbort`
+→ ABORT markers → `CompleteAbort`) and answered `CONCURRENT_TRANSACTIONS`. The new instance retried
+and got a second bump (1 → 2). So a new instance ends at **old epoch + 2**.
+""")
+
+nb.code("""
+reports = []
+old.produce("payments", value=b"old: pay 100 again", partition=0, on_delivery=lambda err, msg: reports.append(err))
+old.flush()
+fate = {"(a) produce + flush": reports[0].name() + " (delivery report)" if reports[0] else "ok",
+        "(b) commit_transaction": attempt(old.commit_transaction),
+        "(c) abort_transaction": attempt(old.abort_transaction)}
+show(pd.DataFrame([{"old instance calls": k, "result": v} for k, v in fate.items()]))
+""")
+
+nb.code("""
+show(narration([e for e in since(cluster, mark) if ("INVALID_PRODUCER_EPOCH" in e.narration or "PRODUCER_FENCED"
+                                                    in e.narration) and not e.is_response]))
+""")
+
+nb.md("""
+* (a) The new write reached the leader of `payments-0`. The partition had no open transaction for
+  this producer any more (the ABORT marker closed it), so the leader asked the coordinator
+  (KIP-890 verification), heard `PRODUCER_FENCED`, and refused the write with
+  **`INVALID_PRODUCER_EPOCH`**. For the client that is *abortable*: the transaction cannot commit.
+* (b) `commit_transaction()` therefore raises that abortable error.
+* (c) `abort_transaction()` sends `EndTxn` with epoch 0 to the coordinator: **`PRODUCER_FENCED`**,
+  fatal. The old instance is finished; it must be closed.
+
+The new instance works normally, and nothing the zombie wrote is visible:
+""")
+
+nb.code("""
+new.begin_transaction()
+new.produce("payments", value=b"new: pay 100", partition=0)
+new.commit_transaction()
+cluster.run_until_idle()
+print("read_committed sees:", read(cluster, "payments"))
+log_strip(cluster, [("payments", 0)], title="payments-0: the zombie's write was aborted by the fence; the new instance's committed")
+""")
+
+nb.check("""
+assert old.transaction_manager.producer_epoch == 0 and new.transaction_manager.producer_epoch == 2
+assert fate["(a) produce + flush"].startswith("INVALID_PRODUCER_EPOCH")
+assert fate["(b) commit_transaction"] == "INVALID_PRODUCER_EPOCH (abortable)"
+assert fate["(c) abort_transaction"] == "PRODUCER_FENCED (fatal)"
+assert read(cluster, "payments") == ["new: pay 100"]
+markers = [b for b in cluster.log("payments", 0).batches if b.is_control]
+assert [(b.control_type.name, b.producer_epoch) for b in markers] == [("ABORT", 1), ("COMMIT", 2)]
+""")
+
+# ----------------------------------------------------------------------------------------------
+nb.md("""
+## 2 · The transaction timeout fences a stuck producer
+
+What if no new instance comes? An open transaction pins the LSO of every partition it touched
+(notebook 03): `read_committed` consumers stop, for everybody's records. So every transaction has a
+deadline, `transaction.timeout.ms` (sent in `InitProducerId`; at most the broker's
+`transaction.max.timeout.ms`). The coordinator checks every
+`transaction.abort.timed.out.transaction.cleanup.interval.ms` (10 s) for `Ongoing` transactions
+older than their timeout, **bumps the epoch** (fencing the producer) and **aborts** them.
+
+The `inventory` service sets a 10 s timeout, writes one record, and then freezes in a 30 s pause
+(`cluster.pause`). Meanwhile a plain producer writes a record every second to the same partition.
+We sample the HW and the LSO every half second.
+""")
+
+nb.predict("""
+When will the LSO move again: at 10 s, a little later, or only when the pause ends at 30 s? What
+will the frozen producer get when it wakes up and calls `commit_transaction()`?
+""")
+
+nb.code("""
+cluster = Cluster(brokers=3, seed=7)
+cluster.create_topic("stock", partitions=1, replication_factor=3)
+stuck = Producer({"bootstrap.servers": cluster.bootstrap, "transactional.id": "inventory-svc",
+                  "transaction.timeout.ms": 10_000})
+stuck.init_transactions()
+ticker = Producer({"bootstrap.servers": cluster.bootstrap})
+stuck.begin_transaction()
+stuck.produce("stock", value=b"reserve 3")
+stuck.flush()
+t0 = cluster.now
+cluster.pause(stuck, 30_000)                       # a 30 s GC pause: the producer handles nothing
+samples = []
+for i in range(60):
+    if i % 2 == 0:
+        ticker.produce("stock", value=b"tick %d" % (i // 2))
+    cluster.advance(500)
+    st = cluster.partition_state("stock", 0)
+    samples.append({"t (s)": (cluster.now - t0) / 1000, "HW": st["hw"], "LSO": st["lso"],
+                    "state": cluster.transaction_state("inventory-svc")["state"]})
+samples = pd.DataFrame(samples)
+woke_up = attempt(stuck.commit_transaction)
+print("the frozen producer wakes up at", (cluster.now - t0) / 1000, "s; commit_transaction ->", woke_up)
+""")
+
+nb.code("""
+abort_at = samples[samples["state"] == "CompleteAbort"]["t (s)"].min()
+fig = go.Figure()
+fig.add_trace(go.Scatter(x=samples["t (s)"], y=samples["HW"], name="HW (what read_uncommitted may read)",
+                         line=dict(color="#1F5FBF", dash="dash", width=3, shape="hv")))
+fig.add_trace(go.Scatter(x=samples["t (s)"], y=samples["LSO"], name="LSO (what read_committed may read)",
+                         line=dict(color="#D9480F", width=3, shape="hv")))
+fig.add_vrect(x0=0, x1=30, fillcolor="#9E9E9E", opacity=0.12, line_width=0, annotation_text="producer paused",
+              annotation_position="top left")
+fig.add_vline(x=10, line_dash="dot", line_color="#616161", annotation_text="timeout (10 s)", annotation_position="bottom right")
+fig.add_vline(x=abort_at, line_color="#B71C1C", annotation_text=f"coordinator aborts ({abort_at:.1f} s)",
+              annotation_position="top right", annotation_font_color="#B71C1C")
+fig.update_layout(title="stock-0 while inventory-svc's transaction is stuck", width=900, height=420,
+                  xaxis_title="simulated seconds since the transaction's first write", yaxis_title="offset",
+                  plot_bgcolor="white", legend=dict(orientation="h", y=1.02, yanchor="bottom", x=0), margin=dict(t=90))
+fig
+""")
+
+nb.code("""
+show(narration(cluster.trace.filter(contains="longer than its transaction.timeout.ms")))
+""")
+
+nb.check("""
+pinned = samples[samples["t (s)"] < 10]
+assert (pinned["LSO"] == 0).all() and pinned["HW"].iloc[-1] > 5          # readers blocked, writers not
+assert 10 < abort_at <= 21                                                 # between timeout and timeout + 10 s
+assert (samples[samples["t (s)"] > abort_at]["LSO"] == samples[samples["t (s)"] > abort_at]["HW"]).all()
+assert woke_up == "PRODUCER_FENCED (fatal)"
+assert cluster.transaction_state("inventory-svc")["producer_epoch"] == 1
+assert "reserve 3" not in read(cluster, "stock")
+""")
+
+# ----------------------------------------------------------------------------------------------
+nb.md("""
+## 3 · What epochs alone did not stop: KIP-890
+
+In the classic protocol (`transaction.version` 0, all Kafka before 4.0) a producer keeps the **same
+epoch** for all its transactions. Messages that arrive late can then be mistaken for messages of a
+later transaction (KAFKA-EOS §7; found by Jepsen's tests of Kafka-compatible systems):
+
+1. **Hanging transaction**: a Produce delayed in the network arrives *after* the ABORT marker of its
+   transaction. The leader sees a transactional batch from a producer with no open transaction and
+   opens a new one, which no coordinator knows about. Nobody will ever write its marker: the LSO is
+   stuck for good.
+2. **Joining the next transaction**: the same late Produce arrives after the producer has already
+   started its *next* transaction on that partition, with the same epoch: the aborted record is
+   committed with the next transaction.
+3. **KAFKA-17754**: a delayed `EndTxn(commit)` of transaction N, retried and already done, arrives
+   during transaction N+1 and commits N+1, although the application later aborts it.
+
+KIP-890 fixes them in two parts. **Part 1** (Kafka 3.6, `transaction.partition.verification.enable`):
+before a leader opens a transaction for a producer, it asks the coordinator whether that partition is
+really in the producer's current transaction, which stops anomaly 1. **Part 2**
+(`transaction.version` 2, Kafka 4.0): every transaction ends with an epoch bump, so a late message
+of transaction N carries an epoch that is already too old, which stops 2 and 3.
+
+The stock Java client makes 1 and 2 hard to hit (it bumps its epoch when a sent batch times out), so
+the lab offers a *naive* client, `"sim.naive.client": True`, that behaves like older clients.
+""")
+
+nb.code("""
+BASE = {"transaction.state.log.num.partitions": 3, "transaction.max.timeout.ms": 60_000}
+
+def anomaly_cluster(tv, verification, seed=1):
+    cluster = Cluster(brokers=3, seed=seed, config={**BASE, "transaction.version": tv,
+                                                    "transaction.partition.verification.enable": verification})
+    cluster.create_topic("out", partitions=2, replication_factor=3)
+    return cluster
+
+def naive_producer(cluster, tid="naive"):
+    p = Producer({"bootstrap.servers": cluster.bootstrap, "transactional.id": tid, "sim.naive.client": True,
+                  "request.timeout.ms": 1_000})
+    p.init_transactions()
+    return p
+
+def late_produce_then_abort(cluster, producer, delay_ms):
+    \"\"\"A Produce is held up in the network; the client gives up on it and aborts the transaction.\"\"\"
+    producer.begin_transaction()
+    cluster.delay_next("Produce", delay_ms)
+    producer.produce("out", value=b"late", partition=0)
+    first = attempt(producer.commit_transaction)    # the timed-out batch makes the transaction abortable
+    producer.abort_transaction()
+    return first
+""")
+
+nb.md("""
+### 3.1 The hanging transaction
+
+The Produce of `late` is delayed by 20 s; the naive client's request times out after 1 s, its
+commit fails, it aborts. The ABORT marker is written; 20 s later the delayed batch arrives.
+""")
+
+nb.predict("""
+With `transaction.version` 0 and verification **off**: where will `late` land, and what happens to
+the LSO of `out-0`? Will a later, innocent non-transactional record be readable with
+`read_committed`?
+""")
+
+nb.code("""
+hang = anomaly_cluster(tv=0, verification=False)
+p = naive_producer(hang)
+first_commit = late_produce_then_abort(hang, p, 20_000)
+hang.advance(30_000)                                # the delayed Produce lands after the ABORT marker
+innocent = Producer({"bootstrap.servers": hang.bootstrap})
+innocent.produce("out", value=b"innocent", partition=0)
+innocent.flush()
+hang.run_until_idle()
+st = hang.partition_state("out", 0)
+print("commit_transaction said:", first_commit)
+print("coordinator's view of 'naive':", hang.transaction_state("naive")["state"], "; out-0 HW", st["hw"], "LSO", st["lso"])
+print("read_committed sees:", read(hang, "out"))
+log_strip(hang, [("out", 0)], title="out-0: 'late' arrived after the ABORT marker and opened a transaction nobody will end")
+""")
+
+nb.code("""
+late_offset = [b for b in hang.log("out", 0).batches if b.is_transactional and not b.is_control][0].base_offset
+show(narration([e for e in hang.trace.filter(api="Produce") if not e.is_response and " txn," in e.narration]))
+""")
+
+nb.md("""
+The coordinator says `CompleteAbort`: for it, the transaction is over. But the leader of `out-0`
+holds an open transaction from `late`'s offset on, and the LSO will stay there forever; every
+`read_committed` reader of `out-0` is stuck, including the innocent record behind it.
+
+The way out is operational: `kafka-transactions.sh find-hanging` and `abort` (KIP-664), here
+`AdminClient.find_hanging_transactions` and `AdminClient.abort_transaction`. *find-hanging* asks the
+partition leaders for their producers' open transactions (`DescribeProducers`), keeps those older
+than the maximum transaction timeout, and checks with the coordinators (`ListTransactions`,
+`DescribeTransactions`) whether anybody knows them. *abort* writes an ABORT marker for that producer
+and epoch directly (`WriteTxnMarkers`).
+""")
+
+nb.code("""
+hang.advance(70_000)           # older than transaction.max.timeout.ms (60 s here): nobody can still be working on it
+admin = AdminClient({"bootstrap.servers": hang.bootstrap})
+hanging = admin.find_hanging_transactions([TopicPartition("out", 0)], max_transaction_timeout_ms=60_000)
+for tp, ps in hanging:
+    print(f"hanging: {tp.topic}-{tp.partition} producer", ps.producer_id, "epoch", ps.producer_epoch,
+          "open since offset", ps.current_transaction_start_offset)
+    admin.abort_transaction(AbortTransactionSpec(tp, ps.producer_id, ps.producer_epoch, ps.coordinator_epoch)).result()
+hang.run_until_idle()
+print("read_committed sees now:", read(hang, "out"))
+log_strip(hang, [("out", 0)], title="After the admin's abort: an ABORT marker closes the hanging transaction")
+""")
+
+nb.check("""
+assert first_commit.endswith("(abortable)")
+assert st["lso"] == late_offset < st["hw"]               # stuck at the late batch
+assert hang.transaction_state("naive")["state"] == "CompleteAbort"
+assert len(hanging) == 1 and hanging[0][1].current_transaction_start_offset == late_offset
+assert read(hang, "out") == ["innocent"]
+st_after = hang.partition_state("out", 0)
+assert st_after["lso"] == st_after["hw"]
+""")
+
+nb.md("""
+### 3.2 The same three stories under each protocol
+
+Now the three anomalies, each under the classic protocol and under the fix. For anomaly 2 the
+producer, after its abort, starts a new transaction that writes `new` to the same partition and
+commits; the delayed `late` arrives in the middle of it (5 s delay). For anomaly 3 a normal client
+commits `txn-N`, its `EndTxn` is delayed by 10 s and retried; it then writes `txn-N+1`, the delayed
+`EndTxn` arrives, and the application aborts `txn-N+1`.
+""")
+
+nb.predict("""
+Fill in the table before running it: for each anomaly and protocol, what does `read_committed`
+finally see?
+""")
+
+nb.code("""
+def hanging_story(tv, verification):
+    c = anomaly_cluster(tv, verification)
+    late_produce_then_abort(c, naive_producer(c), 20_000)
+    c.advance(30_000)
+    st = c.partition_state("out", 0)
+    return c, "LSO stuck (hanging transaction)" if st["lso"] < st["hw"] else f"refused; sees {read(c, 'out', isolation='read_uncommitted')}"
+
+def join_next_story(tv, verification):
+    c = anomaly_cluster(tv, verification)
+    p = naive_producer(c)
+    late_produce_then_abort(c, p, 5_000)
+    p.begin_transaction()
+    p.produce("out", value=b"new", partition=0)
+    p.commit_transaction()
+    c.advance(10_000)
+    return c, f"sees {read(c, 'out')}"
+
+def delayed_end_txn_story(tv, verification):
+    c = anomaly_cluster(tv, verification)
+    p = Producer({"bootstrap.servers": c.bootstrap, "transactional.id": "k17754", "request.timeout.ms": 2_000})
+    p.init_transactions()
+    p.begin_transaction()
+    p.produce("out", value=b"txn-N", partition=0)
+    c.delay_next("EndTxn", 10_000)
+    p.commit_transaction()              # the retried EndTxn commits N
+    p.begin_transaction()
+    p.produce("out", value=b"txn-N+1", partition=1)
+    p.flush()
+    c.advance(9_000)                    # the delayed EndTxn(commit) of N reaches the coordinator now
+    try:
+        p.abort_transaction()           # the application decides to abort N+1
+    except (KafkaException, KafkaStateError):
+        pass
+    c.run_until_idle()
+    return c, f"sees {read(c, 'out', partitions=(0, 1))}"
+
+PROTOCOLS = {"classic (TV0), no verification": (0, False), "classic (TV0) + verification (KIP-890 part 1)": (0, True),
+             "transaction.version 2 (KIP-890 part 2)": (2, False)}
+STORIES = {"1 · late Produce after the abort": hanging_story,
+           "2 · late Produce joins the next transaction": join_next_story,
+           "3 · delayed EndTxn (KAFKA-17754)": delayed_end_txn_story}
+results, clusters = {}, {}
+for story, fn in STORIES.items():
+    for proto, (tv, verification) in PROTOCOLS.items():
+        clusters[(story, proto)], results[(story, proto)] = fn(tv, verification)
+show(pd.DataFrame([{"anomaly": s, **{p: results[(s, p)] for p in PROTOCOLS}} for s in STORIES]))
+""")
+
+nb.code("""
+tv2 = clusters[("3 · delayed EndTxn (KAFKA-17754)", "transaction.version 2 (KIP-890 part 2)")]
+show(narration(tv2.trace.filter(api="EndTxn")))
+""")
+
+nb.md("""
+Reading the table:
+
+* **1** hangs only without verification. With verification (part 1) the leader asks the coordinator,
+  which answers that `out-0` is not in a current transaction, and the late write is refused.
+* **2** slips through part 1: when `late` arrives, `out-0` *is* in the producer's current
+  transaction (the next one, same epoch), so verification says yes and the aborted record is
+  committed with `new`. Only part 2 stops it: the next transaction has a higher epoch.
+* **3** is the same mistake with `EndTxn`: in TV0 the coordinator cannot tell transaction N's
+  commit from transaction N+1's. In TV2 every `EndTxn` bumps the epoch (its response carries the
+  new one): the delayed request still carries epoch 0 while transaction N+1 runs under epoch 1, so
+  the coordinator answers it `PRODUCER_FENCED` (the producer ignores that late answer: nothing of
+  its own is waiting for it), and the application's abort of N+1 goes through (the trace above).
+""")
+
+nb.check("""
+r = results
+assert r[("1 · late Produce after the abort", "classic (TV0), no verification")].startswith("LSO stuck")
+assert r[("1 · late Produce after the abort", "classic (TV0) + verification (KIP-890 part 1)")] == "refused; sees []"
+assert r[("1 · late Produce after the abort", "transaction.version 2 (KIP-890 part 2)")] == "refused; sees []"
+assert r[("2 · late Produce joins the next transaction", "classic (TV0) + verification (KIP-890 part 1)")] == "sees ['late', 'new']"
+assert r[("2 · late Produce joins the next transaction", "transaction.version 2 (KIP-890 part 2)")] == "sees ['new']"
+assert r[("3 · delayed EndTxn (KAFKA-17754)", "classic (TV0), no verification")] == "sees ['txn-N', 'txn-N+1']"
+assert r[("3 · delayed EndTxn (KAFKA-17754)", "transaction.version 2 (KIP-890 part 2)")] == "sees ['txn-N']"
+assert tv2.trace.filter(contains="PRODUCER_FENCED", api="EndTxn")
+""")
+
+nb.md("""
+## What to remember
+
+* `init_transactions()` bumps the epoch and aborts what the previous instance left open; a new
+  instance ends at old epoch + 2 when it had to fence an open transaction.
+* Old epoch at a partition leader: `INVALID_PRODUCER_EPOCH` (abortable). Old epoch at the
+  coordinator: `PRODUCER_FENCED` (fatal: close the producer).
+* `transaction.timeout.ms` bounds how long a stuck producer can pin the LSO; the coordinator aborts
+  between the timeout and the timeout plus one cleanup interval, and fences the producer.
+* With one epoch for many transactions, late messages can join or end the wrong transaction.
+  Verification (KIP-890 part 1) stops hanging transactions; `transaction.version` 2 (part 2) stops
+  the rest. `find_hanging_transactions` and `abort_transaction` repair a partition by hand.
+""")
+
+if __name__ == "__main__":
+    print(nb.write())

@@ -1,0 +1,471 @@
+"""Notebook 06: coordinator crashes, marker partitions down, failover from __transaction_state, expiry, epochs."""
+from nbgen import Notebook
+
+nb = Notebook("06_coordinator_failures_and_timeouts")
+
+nb.md("""
+# 06 · Coordinator failures and timeouts
+
+The transaction coordinator is a broker like any other: it can crash at any moment of a commit.
+Kafka's answer rests on one rule from notebook 02: **a transaction is decided when its
+`PrepareCommit` (or `PrepareAbort`) record is durable in `__transaction_state`**. Everything after
+that (markers, `CompleteCommit`) is roll-forward work that any later coordinator can redo from the
+log. So:
+
+| the coordinator crashes ... | the decision | what the new coordinator does |
+|---|---|---|
+| before `PrepareCommit` is replicated | not taken | finds `Ongoing`; the client's retried `EndTxn` decides |
+| after `PrepareCommit` is durable | **commit** | reloads `PrepareCommit`, **resends the markers** |
+| after `CompleteCommit` | commit, finished | nothing to do |
+
+The new coordinator is the new leader of the same `__transaction_state` partition. It gets there
+when the controller notices the dead broker (`broker.session.timeout.ms`, 9 s) and elects another
+in-sync replica; it then **loads** the partition (`COORDINATOR_LOAD_IN_PROGRESS` meanwhile) with a
+higher **coordinator epoch**, which it stamps on its markers so that leaders can ignore a deposed
+coordinator.
+
+This notebook crashes the coordinator at each moment, takes a marker partition's leader away,
+and ends with the slow clocks: transaction timeouts, transactional-id expiration and epoch
+exhaustion.
+""")
+
+nb.code("""
+from txnlab import Cluster, Consumer, KafkaException, Producer, TopicPartition
+from txnlab.coordinator.transaction_log import describe_record
+""")
+
+nb.helpers("common", "strip")
+
+nb.code("""
+def setup(seed=3):
+    \"\"\"Three brokers, `orders` with three partitions, and an open transaction of 'crashy' on all of them.\"\"\"
+    cluster = Cluster(brokers=3, seed=seed)
+    cluster.create_topic("orders", partitions=3, replication_factor=3)
+    producer = Producer({"bootstrap.servers": cluster.bootstrap, "transactional.id": "crashy"})
+    producer.init_transactions()
+    producer.begin_transaction()
+    for i in range(3):
+        producer.produce("orders", value=b"c%d" % i, partition=i)
+    producer.flush()
+    return cluster, producer, cluster.transaction_coordinator("crashy")
+
+def txn_log(cluster, transactional_id, broker=None):
+    \"\"\"The records of one transactional id in a replica of its __transaction_state partition.\"\"\"
+    part = cluster.broker(0).txn_coordinator.state_manager.partition_for(transactional_id)
+    rows = []
+    for batch in cluster.log("__transaction_state", part, broker).batches:
+        for offset, record in enumerate(batch.records, start=batch.base_offset):
+            row = describe_record(record.key, record.value)
+            if row["transactional_id"] == transactional_id:
+                rows.append({"offset": offset, "state": row["state"], "producer_id": row.get("producer_id"),
+                             "producer_epoch": row.get("producer_epoch")})
+    return pd.DataFrame(rows, columns=["offset", "state", "producer_id", "producer_epoch"])
+
+def read(cluster, topic, partitions=(0, 1, 2)):
+    c = Consumer({"bootstrap.servers": cluster.bootstrap, "isolation.level": "read_committed", "enable.auto.commit": False})
+    c.assign([TopicPartition(topic, p, 0) for p in partitions])
+    out, empty = [], 0
+    while empty < 3:
+        msg = c.poll(0.5)
+        if msg is None:
+            empty += 1
+        elif msg.error() is None:
+            out.append(msg.value().decode())
+    c.close()
+    return sorted(out)
+
+def seconds(cluster, since_ms):
+    return round((cluster.now - since_ms) / 1000, 1)
+""")
+
+# ----------------------------------------------------------------------------------------------
+nb.md("""
+## 1a · Crash before `PrepareCommit` is replicated
+
+We cut the coordinator off from the other brokers (`cluster.partition`), so the `PrepareCommit` it
+appends to its own log cannot reach its followers, and give `commit_transaction()` only 50 ms.
+In confluent-kafka, as in Java, a commit that times out raises a **retriable** `_TIMED_OUT`
+meaning *"the outcome is not known yet: call `commit_transaction()` again"*. Then the coordinator
+crashes, the network heals, and we call commit again.
+""")
+
+nb.predict("""
+What does the second `commit_transaction()` do: fail, or commit? Which state will the new
+coordinator find in its copy of `__transaction_state`, and what happens to the `PrepareCommit`
+record that only the old coordinator had?
+""")
+
+nb.code("""
+cluster, producer, coord = setup()
+others = [b for b in cluster.brokers if b != coord]
+cluster.partition([coord], others)
+first = None
+try:
+    producer.commit_transaction(0.05)
+except KafkaException as e:
+    first = e.args[0]
+print("1st commit_transaction(0.05):", first.name(), "retriable" if first.retriable() else "")
+print("old coordinator's log:   ", list(txn_log(cluster, "crashy", coord)["state"]))
+print("a follower's copy:       ", list(txn_log(cluster, "crashy", others[0])["state"]))
+
+t0 = cluster.now
+cluster.crash(coord)
+cluster.heal()
+producer.commit_transaction()                           # the same call again: waits for the outcome
+print("2nd commit_transaction() returned after", seconds(cluster, t0), "s; new coordinator: broker",
+      cluster.transaction_coordinator("crashy"))
+cluster.restart(coord)
+cluster.run_until_idle()
+""")
+
+nb.code("""
+new_coord = cluster.transaction_coordinator("crashy")
+part = f"__transaction_state-{cluster.transaction_state('crashy')['transaction_state_partition']}"
+rows = []
+for e in cluster.trace.filter():
+    if e.time < t0:
+        continue
+    lines = [d for d in [e.text] + e.details if f"loaded {part}:" in d or "truncated its log" in d and part in d
+             or (e.api == "EndTxn" and not e.is_response and e.node == f"broker-{new_coord}" and "'crashy'" in d)]
+    if lines:
+        rows.append({"step": e.step, "t (ms)": e.time, "node": e.node, "what happened": "; ".join(lines)})
+story = pd.DataFrame(rows)
+show(story)
+""")
+
+nb.md("""
+The new coordinator loaded the partition and found `crashy` **Ongoing**: the `PrepareCommit` had
+never been replicated, so no decision existed. The producer had kept retrying `EndTxn` (first to the
+dead broker, then, once `FindCoordinator` named the new leader, to it); the new coordinator wrote
+its own `PrepareCommit`, answered, and sent the markers. When the old coordinator came back it
+truncated its unreplicated record and copied the new leader's log.
+""")
+
+nb.check("""
+assert first.name() == "_TIMED_OUT" and first.retriable()
+assert cluster.transaction_state("crashy")["state"] == "CompleteCommit"
+assert read(cluster, "orders") == ["c0", "c1", "c2"]
+assert new_coord != coord
+assert story["what happened"].str.contains("truncated its log").any()
+""")
+
+# ----------------------------------------------------------------------------------------------
+nb.md("""
+## 1b · Crash after `PrepareCommit` is durable, before the markers
+
+This time the `PrepareCommit` is replicated, the coordinator answers the producer, and only then
+dies: we make the network lose its `WriteTxnMarkers` requests and crash it as soon as
+`commit_transaction()` has returned. The markers were never written.
+""")
+
+nb.predict("""
+Has the producer's commit succeeded? What can a `read_committed` consumer of `orders` read in the
+9 seconds until a new coordinator exists, and what will the new coordinator do first?
+""")
+
+nb.code("""
+cluster, producer, coord = setup()
+cluster.drop_next("WriteTxnMarkers", count=3)           # the markers are lost on the way
+producer.commit_transaction()
+t0 = cluster.now
+print("commit_transaction() returned; coordinator state:", cluster.transaction_state("crashy")["state"])
+cluster.crash(coord)
+timeline, done_ms = [], None
+while (done_ms is None or cluster.now - done_ms < 2_000) and cluster.now - t0 < 30_000:
+    cluster.advance(250)
+    if done_ms is None and (cluster.transaction_state("crashy") or {}).get("state") == "CompleteCommit":
+        done_ms = cluster.now
+    st = cluster.transaction_state("crashy")
+    timeline.append({"t (s)": seconds(cluster, t0), "coordinator": f"broker {cluster.transaction_coordinator('crashy')}",
+                     "state": st["state"] if st else "(no coordinator)",
+                     "HW of orders-0": cluster.partition_state("orders", 0)["hw"],
+                     "LSO of orders-0": cluster.partition_state("orders", 0)["lso"]})
+timeline = pd.DataFrame(timeline)
+show(timeline.drop_duplicates(subset=["coordinator", "state", "HW of orders-0", "LSO of orders-0"]))
+""")
+
+nb.code("""
+done_at = timeline[timeline["state"] == "CompleteCommit"]["t (s)"].min()
+fig = go.Figure()
+fig.add_trace(go.Scatter(x=[0] + list(timeline["t (s)"]), y=[1] + list(timeline["HW of orders-0"]),
+                         name="HW of orders-0", line=dict(color="#1F5FBF", dash="dash", width=3, shape="hv")))
+fig.add_trace(go.Scatter(x=[0] + list(timeline["t (s)"]), y=[0] + list(timeline["LSO of orders-0"]),
+                         name="LSO of orders-0 (read_committed)", line=dict(color="#D9480F", width=3, shape="hv")))
+fig.add_vrect(x0=0, x1=done_at, fillcolor="#9E9E9E", opacity=0.15, line_width=0,
+              annotation_text="no coordinator for 'crashy'", annotation_position="top left")
+fig.add_vline(x=0, line_color="#B71C1C", annotation_text="commit returned; coordinator crashes",
+              annotation_position="bottom right", annotation_font_color="#B71C1C")
+fig.add_vline(x=done_at, line_color="#1B5E20", annotation_text="new coordinator resends the markers",
+              annotation_position="bottom left", annotation_font_color="#1B5E20")
+fig.update_layout(title="orders-0 after a crash with PrepareCommit durable and no marker written",
+                  width=900, height=380, plot_bgcolor="white", xaxis_title="simulated seconds after commit_transaction() returned",
+                  yaxis=dict(title="offset", dtick=1, range=[-0.3, 2.6]),
+                  legend=dict(orientation="h", y=1.02, yanchor="bottom", x=0), margin=dict(t=90))
+fig
+""")
+
+nb.code("""
+show(narration([e for e in cluster.trace.filter() if e.time >= t0 and ("the new coordinator finishes it" in e.narration
+                or (e.api == "WriteTxnMarkers" and not e.is_response))]))
+""")
+
+nb.code("""
+show(batches_table(cluster, "orders", 0))
+""")
+
+nb.md("""
+The producer was told *committed* at once, and that was true: the decision was in the log. For
+about 9 s there was no coordinator at all; the partitions' LSO stayed at the transaction's first
+offset, so `read_committed` readers waited. The new leader of the `__transaction_state` partition
+loaded it, found `PrepareCommit`, and finished the job: COMMIT markers stamped with **coordinator
+epoch 1** (the old coordinator's was 0), then `CompleteCommit`.
+""")
+
+nb.check("""
+assert timeline["state"].iloc[-1] == "CompleteCommit"
+before_failover = timeline[timeline["state"] == "(no coordinator)"]
+assert len(before_failover) > 0 and (before_failover["LSO of orders-0"] == 0).all()   # readers wait
+assert read(cluster, "orders") == ["c0", "c1", "c2"]
+markers = [b for b in cluster.log("orders", 0).batches if b.is_control]
+assert [(b.control_type.name, b.coordinator_epoch) for b in markers] == [("COMMIT", 1)]
+""")
+
+# ----------------------------------------------------------------------------------------------
+nb.md("""
+## 1c · Crash after `CompleteCommit`
+
+Nothing is left to do for this transaction. What the application notices is the next one: its
+first request goes to a dead coordinator, and the producer keeps asking `FindCoordinator` until a
+new one has taken over.
+""")
+
+nb.code("""
+cluster, producer, coord = setup()
+producer.commit_transaction()
+cluster.run_until_idle()
+cluster.crash(coord)
+t0 = cluster.now
+producer.begin_transaction()
+producer.produce("orders", value=b"next", partition=0)
+producer.commit_transaction()
+took = seconds(cluster, t0)
+cluster.run_until_idle()
+print("the next transaction took", took, "simulated seconds; the new coordinator is broker",
+      cluster.transaction_coordinator("crashy"))
+show(txn_log(cluster, "crashy"))
+""")
+
+nb.check("""
+assert took > 5                                       # it waited for the failover
+assert read(cluster, "orders") == ["c0", "c1", "c2", "next"]
+assert list(txn_log(cluster, "crashy")["state"])[-2:] == ["PrepareCommit", "CompleteCommit"]
+""")
+
+nb.md("""
+What the client saw, in all three cases: `commit_transaction()` either returned success or raised a
+retriable timeout that a second call turned into success. The application never had to guess
+whether its transaction committed.
+""")
+
+# ----------------------------------------------------------------------------------------------
+nb.md("""
+## 2 · A marker partition's leader is down
+
+The coordinator can decide without the partitions: they have no vote. But it cannot finish without
+them: each partition needs its marker. If a partition's leader is unreachable, the coordinator keeps
+retrying its marker **forever** (re-resolving the leader each time) while the rest of the transaction
+is already visible.
+
+`audit` has a single replica, on a broker that is neither the coordinator nor the leader of
+`orders-0`. The transaction writes to `orders-0` and `audit`; then that broker crashes.
+""")
+
+nb.predict("""
+Does `commit_transaction()` succeed while the `audit` broker is down? Can a `read_committed`
+consumer read the `orders-0` record? What happens when the broker returns?
+""")
+
+nb.code("""
+cluster = Cluster(brokers=3, seed=4)
+cluster.create_topic("orders", partitions=1, replication_factor=3)
+cluster.create_topic("audit", partitions=3, replication_factor=1)
+producer = Producer({"bootstrap.servers": cluster.bootstrap, "transactional.id": "auditor"})
+producer.init_transactions()
+coord = cluster.transaction_coordinator("auditor")
+# the audit partition whose only replica is on a third broker
+audit_p = [p for p in range(3) if cluster.leader("audit", p) not in (coord, cluster.leader("orders", 0))][0]
+audit_broker = cluster.leader("audit", audit_p)
+producer.begin_transaction()
+producer.produce("orders", value=b"order 7", partition=0)
+producer.produce("audit", value=b"order 7 audited", partition=audit_p)
+producer.flush()
+
+cluster.crash(audit_broker)
+t0 = cluster.now
+producer.commit_transaction()
+commit_took = seconds(cluster, t0)
+print(f"commit_transaction() returned after {commit_took} s with audit-{audit_p} offline (broker {audit_broker} down)")
+cluster.advance(20_000)
+print("20 s later: coordinator state", cluster.transaction_state("auditor")["state"],
+      "; read_committed reads orders:", read(cluster, "orders", (0,)))
+log_strip(cluster, [("orders", 0), ("audit", audit_p)], title=f"orders-0 committed; audit-{audit_p} waits for its marker (its broker is down)")
+""")
+
+nb.code("""
+retries = [e for e in cluster.trace.filter(include_background=True) if e.time >= t0
+           and "retry WriteTxnMarkers" in e.narration]
+print(len(retries), "marker retries in", seconds(cluster, retries[0].time), "s; the first ones:")
+show(narration([e for e in cluster.trace.filter() if e.time >= t0 and e.api in ("EndTxn", "WriteTxnMarkers")] + retries[:3]))
+""")
+
+nb.code("""
+cluster.restart(audit_broker)
+t1 = cluster.now
+cluster.run_until(lambda: cluster.transaction_state("auditor")["state"] == "CompleteCommit", timeout_ms=60_000)
+print("CompleteCommit", seconds(cluster, t1), "s after the broker restarted")
+cluster.run_until_idle()
+print("read_committed reads audit:", read(cluster, "audit", (audit_p,)))
+log_strip(cluster, [("orders", 0), ("audit", audit_p)], title="The broker is back: the retried marker lands, the LSO moves")
+""")
+
+nb.md("""
+Why did `commit_transaction()` take about 9 s? Not because of the marker: the crashed broker also
+held a follower replica of the coordinator's `__transaction_state` partition, and the
+`PrepareCommit` write (acks=all) waited until the controller noticed the dead broker and removed it
+from the ISR. From then on the decision was durable, the producer was answered, and the markers
+went out: `orders-0` got its COMMIT at once, and the coordinator retried the `audit` partition's
+marker every 100 ms until its leader was back.
+""")
+
+nb.check("""
+assert audit_broker not in (coord, cluster.leader("orders", 0))
+assert 5 < commit_took < 15 and len(retries) > 50
+assert read(cluster, "orders", (0,)) == ["order 7"]
+assert read(cluster, "audit", (audit_p,)) == ["order 7 audited"]
+assert cluster.transaction_state("auditor")["state"] == "CompleteCommit"
+st = cluster.partition_state("audit", audit_p)
+assert st["lso"] == st["hw"]
+""")
+
+# ----------------------------------------------------------------------------------------------
+nb.md("""
+## 3 · The slow clocks
+
+### 3.1 Transaction timeouts
+
+Notebook 05 showed the coordinator aborting a transaction older than its `transaction.timeout.ms`
+(default 60 s) and fencing its producer. The broker bounds what a producer may ask for:
+`transaction.timeout.ms` must not exceed `transaction.max.timeout.ms` (default 15 min), or
+`init_transactions()` fails with `INVALID_TRANSACTION_TIMEOUT`, a fatal error.
+""")
+
+nb.code("""
+cluster = Cluster(brokers=3, seed=1)
+greedy = Producer({"bootstrap.servers": cluster.bootstrap, "transactional.id": "greedy",
+                   "transaction.timeout.ms": 20 * 60_000})
+try:
+    greedy.init_transactions()
+    outcome = "ok"
+except KafkaException as e:
+    outcome = f"{e.args[0].name()} ({'fatal' if e.args[0].fatal() else 'not fatal'})"
+print("transaction.timeout.ms = 20 min ->", outcome)
+show(narration(cluster.trace.filter(api="InitProducerId", contains="transaction.timeout.ms")))
+""")
+
+nb.check("""
+assert outcome == "INVALID_TRANSACTION_TIMEOUT (fatal)"
+""")
+
+nb.md("""
+### 3.2 A transactional id that is never used again expires
+
+A coordinator keeps every `transactional.id` it has seen in memory and in `__transaction_state`.
+One that has been idle (in `Empty`, `CompleteCommit` or `CompleteAbort`) for
+`transactional.id.expiration.ms` (default 7 days) is removed: the coordinator moves it to `Dead`
+and writes a **tombstone** (a record with a null value), which log compaction later uses to delete
+its records. Here the expiration is 60 s and the scan runs every 10 s.
+""")
+
+nb.predict("""
+After 80 idle seconds, what is the last record of `forgotten` in `__transaction_state`? If the
+application then starts again with the same `transactional.id`, which producer id and epoch does
+it get?
+""")
+
+nb.code("""
+cluster = Cluster(brokers=3, seed=2, config={"transactional.id.expiration.ms": 60_000,
+                                             "transaction.remove.expired.transaction.cleanup.interval.ms": 10_000})
+cluster.create_topic("orders", partitions=1, replication_factor=3)
+p = Producer({"bootstrap.servers": cluster.bootstrap, "transactional.id": "forgotten"})
+p.init_transactions()
+p.begin_transaction(); p.produce("orders", value=b"x"); p.commit_transaction()
+first_pid = p.transaction_manager.producer_id
+cluster.advance(80_000)
+print("coordinator's view now:", cluster.transaction_state("forgotten"))
+show(txn_log(cluster, "forgotten"))
+""")
+
+nb.code("""
+again = Producer({"bootstrap.servers": cluster.bootstrap, "transactional.id": "forgotten"})
+again.init_transactions()
+print("first life: pid", first_pid, " second life: pid", again.transaction_manager.producer_id,
+      "epoch", again.transaction_manager.producer_epoch)
+show(narration(cluster.trace.filter(contains="expires")))
+""")
+
+nb.check("""
+log = txn_log(cluster, "forgotten")
+states = list(log["state"])
+assert "(tombstone)" in states and states[states.index("(tombstone)") - 1] == "CompleteCommit"
+assert again.transaction_manager.producer_id != first_pid and again.transaction_manager.producer_epoch == 0
+""")
+
+nb.md("""
+### 3.3 Epoch exhaustion
+
+The epoch is a 16-bit number. Each `init_transactions()` of the same `transactional.id` bumps it,
+and an application restarted in a tight loop could in principle use all 32 767 values. The
+coordinator treats an epoch of 32 766 or more as **exhausted**: the next `InitProducerId` allocates
+a **new producer id** and starts again at epoch 0 (32 767 stays reserved so that the coordinator can
+always fence once more).
+
+Restarting 32 766 times would take a while even simulated, so we take a shortcut only a lab can take:
+we set the epoch in the coordinator's memory, as if it had happened.
+""")
+
+nb.code("""
+cluster = Cluster(brokers=3, seed=5)
+p = Producer({"bootstrap.servers": cluster.bootstrap, "transactional.id": "restarted-a-lot"})
+p.init_transactions()
+before = (p.transaction_manager.producer_id, p.transaction_manager.producer_epoch)
+coordinator = cluster.broker(cluster.transaction_coordinator("restarted-a-lot")).txn_coordinator
+_, cache = coordinator.state_manager.lookup("restarted-a-lot")
+cache.metadata["restarted-a-lot"].producer_epoch = 32766          # the lab's shortcut
+
+p2 = Producer({"bootstrap.servers": cluster.bootstrap, "transactional.id": "restarted-a-lot"})
+p2.init_transactions()
+after = (p2.transaction_manager.producer_id, p2.transaction_manager.producer_epoch)
+print("before: (pid, epoch) =", before, "  after the exhausted epoch:", after)
+show(narration(cluster.trace.filter(contains="exhausted")))
+""")
+
+nb.check("""
+assert after[0] != before[0] and after[1] == 0
+assert list(txn_log(cluster, "restarted-a-lot")["producer_id"])[-1] == after[0]
+""")
+
+nb.md("""
+## What to remember
+
+* The decision is the durable `Prepare*` record. A coordinator crash before it loses nothing but
+  time (the client's retried `EndTxn` decides); after it, the new coordinator reloads the record and
+  resends the markers with a higher coordinator epoch.
+* A `_TIMED_OUT` from `commit_transaction()` is retriable: call it again to learn the outcome.
+* A partition that cannot take its marker pins its LSO until it can; the rest of the transaction is
+  already visible, and the coordinator retries forever.
+* `transaction.timeout.ms ≤ transaction.max.timeout.ms`; idle transactional ids expire with a
+  tombstone after `transactional.id.expiration.ms`; an exhausted epoch rotates the producer id.
+""")
+
+if __name__ == "__main__":
+    print(nb.write())

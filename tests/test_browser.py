@@ -1,0 +1,145 @@
+"""The real-browser test: JupyterLab in Debian's Chromium, driven by Playwright.
+
+Opens notebooks/00_tour.ipynb, runs all cells, clicks the stepper's Step button several times and
+checks that the narration changes and that the HW and LSO lines of the partition log strip move.
+Saves screenshots to tests/artifacts/.  Chromium comes from scripts/install-chromium.sh (Debian's
+package at /usr/bin/chromium); the test skips, saying why, only where it is missing.
+"""
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+ARTIFACTS = ROOT / "tests" / "artifacts"
+CHROMIUM = "/usr/bin/chromium"
+NOTEBOOK = "00_tour.ipynb"
+
+# the HW and LSO ticks of orders-0's leader, as drawn in the page (first .js-plotly-plot with them)
+READ_LINES = """() => {
+  for (const gd of document.querySelectorAll('.js-plotly-plot')) {
+    const data = gd.data || [];
+    const hw = data.find(t => t.name === 'HW'), lso = data.find(t => t.name === 'LSO');
+    if (hw && lso) return {hw: Array.from(hw.x || []), lso: Array.from(lso.x || [])};
+  }
+  return null;
+}"""
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _wait_http(port: int, token: str, proc, timeout: float = 90) -> None:
+    import urllib.request
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError("jupyter lab exited early")
+        try:
+            urllib.request.urlopen(f"http://127.0.0.1:{port}/api/status?token={token}", timeout=2)
+            return
+        except Exception:
+            time.sleep(0.5)
+    raise TimeoutError("jupyter lab did not answer")
+
+
+@pytest.fixture(scope="module")
+def lab(tmp_path_factory):
+    if not os.path.exists(CHROMIUM):
+        pytest.skip(f"{CHROMIUM} is missing: run `make browser-deps` (scripts/install-chromium.sh) as root to "
+                    f"install Debian's chromium; the real-browser test needs it")
+    pytest.importorskip("playwright.sync_api", reason="the playwright python package is not installed")
+    work = tmp_path_factory.mktemp("lab")
+    shutil.copy(ROOT / "notebooks" / NOTEBOOK, work / NOTEBOOK)
+    port, token = _free_port(), uuid.uuid4().hex
+    env = dict(os.environ, PATH=f"{Path(sys.executable).parent}:{os.environ.get('PATH', '')}",
+               PYTHONPATH=f"{ROOT}:{os.environ.get('PYTHONPATH', '')}", JUPYTER_CONFIG_DIR=str(work / "cfg"),
+               JUPYTER_RUNTIME_DIR=str(work / "rt"), JUPYTERLAB_WORKSPACES_DIR=str(work / "ws"))
+    cmd = [sys.executable, "-m", "jupyter", "lab", "--no-browser", f"--port={port}", "--ip=127.0.0.1",
+           f"--IdentityProvider.token={token}", f"--ServerApp.root_dir={work}"]
+    if hasattr(os, "geteuid") and os.geteuid() == 0:
+        cmd.append("--allow-root")
+    log = open(work / "jupyter.log", "w")
+    proc = subprocess.Popen(cmd, cwd=work, env=env, stdout=log, stderr=subprocess.STDOUT)
+    try:
+        _wait_http(port, token, proc)
+        yield f"http://127.0.0.1:{port}/lab/tree/{NOTEBOOK}?token={token}&reset"
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+        log.close()
+
+
+def test_tour_runs_in_jupyterlab_and_step_moves_the_hw_and_lso(lab):
+    from playwright.sync_api import sync_playwright
+
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=CHROMIUM, args=[
+            "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+            "--disable-component-update", "--disable-sync", "--no-first-run"])
+        try:
+            page = browser.new_page(viewport={"width": 1500, "height": 1100})
+            page.goto(lab)
+            page.get_by_text("| Idle").first.wait_for(timeout=120_000)
+            page.get_by_role("menuitem", name="Run").click()
+            page.get_by_role("menuitem", name="Run All Cells", exact=True).click()
+            # the last cell prints one "ok" line per gallery scenario: wait for the whole run
+            page.get_by_text("ok  consume-transform-produce").first.wait_for(timeout=240_000)
+            page.locator(".js-plotly-plot .main-svg").first.wait_for(timeout=60_000)
+            step = page.locator("button.jupyter-button", has_text="Step").first
+            step.scroll_into_view_if_needed()
+            narration = page.locator(".txl-narr").first
+            first_text = narration.inner_text()
+            before = page.evaluate(READ_LINES)
+            assert before is not None, "no log strip with HW/LSO lines in the page"
+            page.screenshot(path=str(ARTIFACTS / "tour_before_steps.png"))
+
+            texts, moved = [first_text], False
+            for _ in range(30):
+                step.click()
+                page.wait_for_function("t => document.querySelector('.txl-narr').innerText !== t",
+                                       arg=texts[-1], timeout=30_000)
+                texts.append(narration.inner_text())
+                now = page.evaluate(READ_LINES)
+                if now["hw"] != before["hw"] and now["lso"] != before["lso"]:
+                    moved = True
+                    break
+            after = page.evaluate(READ_LINES)
+            page.locator(".js-plotly-plot").first.scroll_into_view_if_needed()
+            page.screenshot(path=str(ARTIFACTS / "tour_after_steps.png"))
+
+            # the keys: focus the key box, press the right arrow
+            before_key = narration.inner_text()
+            page.locator(".txl-keys").first.click()
+            page.keyboard.press("ArrowRight")
+            page.wait_for_function("t => document.querySelector('.txl-narr').innerText !== t",
+                                   arg=before_key, timeout=30_000)
+            key_text = narration.inner_text()
+            # Run plays steps by itself until paused
+            play = page.locator(".widget-play button, .jupyter-widget-play button").first
+            play.click()
+            page.wait_for_function(
+                """t => { const m = document.querySelector('.txl-narr .txl-head').innerText.match(/step (\\d+)/);
+                          const n = t.match(/step (\\d+)/); return m && n && +m[1] >= +n[1] + 2; }""",
+                arg=key_text, timeout=60_000)
+            play.click()
+        finally:
+            browser.close()
+    assert len(set(texts)) == len(texts), "every Step click changed the narration"
+    assert moved, f"the HW and LSO lines moved after Step clicks: before {before}, after {after}"
+    assert key_text != before_key, "the right-arrow key stepped"
