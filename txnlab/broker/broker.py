@@ -498,6 +498,9 @@ class Broker(Node):
 
     def _fetch_session(self, req) -> tuple:
         if req.session_id == 0:
+            # a follower opens a new session after any error: its old one is evicted
+            for sid in [sid for sid, s in self.fetch_sessions.items() if s.replica_id == req.replica_id]:
+                del self.fetch_sessions[sid]
             self._next_session_id += 1
             sess = FetchSession(self._next_session_id, req.replica_id)
             self.fetch_sessions[sess.session_id] = sess

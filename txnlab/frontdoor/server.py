@@ -292,6 +292,7 @@ class FrontDoor:
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     server_version = "txnlab-frontdoor/1"
+    disable_nagle_algorithm = True      # headers and body go out at once: no 40 ms delayed-ACK stalls
 
     def do_POST(self) -> None:  # noqa: N802 - http.server's naming
         door: FrontDoor = self.server.door
@@ -324,9 +325,10 @@ class _Handler(BaseHTTPRequestHandler):
         if close:
             self.send_header("Connection", "close")
             self.close_connection = True
-        self.end_headers()
+        self._headers_buffer.append(b"\r\n")            # end of headers, and the body in the same write
         if self.command != "HEAD":
-            self.wfile.write(data)
+            self._headers_buffer.append(data)
+        self.flush_headers()
 
     def log_message(self, format: str, *args) -> None:  # noqa: A002 - quiet: the trace is the log
         return
