@@ -1,7 +1,7 @@
 """Test helpers: a raw protocol client and invariant checks shared by the scenario tests."""
 from __future__ import annotations
 
-from txnlab.log.record_batch import Record, RecordBatch
+from txnlab.protocol.record_batch import Record, RecordBatch
 from txnlab.protocol import messages as m
 from txnlab.sim.node import Node
 

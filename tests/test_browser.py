@@ -94,6 +94,9 @@ def test_tour_runs_in_jupyterlab_and_step_moves_the_hw_and_lso(lab):
             "--disable-component-update", "--disable-sync", "--no-first-run"])
         try:
             page = browser.new_page(viewport={"width": 1500, "height": 1100})
+            outside = []                                      # everything must load from the lab itself
+            page.on("request", lambda r: outside.append(r.url)
+                    if not r.url.startswith(("http://127.0.0.1", "data:", "blob:", "about:")) else None)
             page.goto(lab)
             page.get_by_text("| Idle").first.wait_for(timeout=120_000)
             page.get_by_role("menuitem", name="Run").click()
@@ -105,8 +108,8 @@ def test_tour_runs_in_jupyterlab_and_step_moves_the_hw_and_lso(lab):
             step.scroll_into_view_if_needed()
             narration = page.locator(".txl-narr").first
             first_text = narration.inner_text()
+            page.wait_for_function(f"({READ_LINES})() !== null", timeout=60_000)   # the log strip is drawn
             before = page.evaluate(READ_LINES)
-            assert before is not None, "no log strip with HW/LSO lines in the page"
             page.screenshot(path=str(ARTIFACTS / "tour_before_steps.png"))
 
             texts, moved = [first_text], False
@@ -143,3 +146,4 @@ def test_tour_runs_in_jupyterlab_and_step_moves_the_hw_and_lso(lab):
     assert len(set(texts)) == len(texts), "every Step click changed the narration"
     assert moved, f"the HW and LSO lines moved after Step clicks: before {before}, after {after}"
     assert key_text != before_key, "the right-arrow key stepped"
+    assert outside == [], f"requests left the machine (no CDN allowed): {outside[:5]}"

@@ -127,7 +127,7 @@ def test_produce_to_a_follower_is_not_leader():
     c = three_brokers()
     raw = RawClient(c)
     follower = [b for b in c.brokers if b != c.leader("t", 0)][0]
-    from txnlab.log.record_batch import Record, RecordBatch
+    from txnlab.protocol.record_batch import Record, RecordBatch
     from txnlab.protocol import messages as m
     resp = raw.call(follower, m.ProduceRequest(None, -1, 1000, {("t", 0): RecordBatch((Record(None, b"x"),))}))
     assert resp.responses[("t", 0)].error == Errors.NOT_LEADER_OR_FOLLOWER

@@ -315,3 +315,42 @@ def test_log_strip_stays_readable_at_ten_thousand_offsets():
     assert "producer id" in bars.hovertext[0] and "sequence" in bars.hovertext[0]
     strip.zoom()
     assert len(strip.trace_named("big-0").x) <= 3 * 200
+
+
+def test_the_pictures_only_read_a_run_stepped_with_every_view_redrawn_is_the_plain_run():
+    sc = scenarios.load("abort-hidden-from-read-committed")
+    plain, _ = sc.play()
+    s = Stepper(sc)
+    while not s.at_end:
+        s._btn_step.click()                                   # every view redrawn after every event
+    stepped = [line for line in s.cluster.trace.text().splitlines() if "scenario's client code" not in line]
+    assert stepped == plain.trace.text().splitlines()
+    s.close()
+
+
+def test_isolating_a_broker_and_healing_the_network_are_branches_too():
+    s = Stepper("commit-visible-atomically", skip_background=True)
+    s.step_until("calls commit_transaction()")
+    coordinator = f"broker-{s.cluster.transaction_coordinator('tx-orders')}"
+    s._fault_node.value = coordinator
+    s._btn_isolate.click()
+    assert s.cluster.kernel.network.is_cut(coordinator, "producer")
+    s.step(20)
+    s._btn_heal.click()
+    assert not s.cluster.kernel.network.is_cut(coordinator, "producer")
+    assert [f.kind for _, f in s.history.branches[s.branch].faults] == ["isolate", "heal"]
+    s.run_to_end()
+    assert s.cluster.transaction_state("tx-orders")["state"] == "CompleteCommit"
+    s.close()
+
+
+def test_a_variant_is_a_branch_too_classic_hangs_where_v2_does_not():
+    s = Stepper("hanging-transaction-classic-vs-v2")
+    assert s.history.branches["main"].variant == "classic"
+    v2 = s.variant("v2")
+    assert s.branch == v2 and s.position == 0
+    d = s.compare("main", v2)
+    rc = d["partitions"]["orders-0"]["read_committed"]
+    assert rc["only_in_b"] == ["after-1"] and rc["only_in_a"] == []      # classic: LSO stuck below it
+    assert s.outcome("main")["partitions"]["orders-0"]["lso"] < s.outcome("main")["partitions"]["orders-0"]["hw"]
+    s.close()

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import itertools
 import weakref
-from typing import Callable, Optional, Union
+from typing import Optional, Union
 
 from .broker.broker import OFFSETS_TOPIC, TRANSACTION_STATE_TOPIC, Broker, broker_name
 from .broker.controller import Controller

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import threading
 import traceback
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Callable, Optional
 
 from txnlab import Cluster

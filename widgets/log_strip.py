@@ -492,8 +492,11 @@ class LogStrip:
                     tr.x = np.asarray(widths, dtype=float)
                     tr.y = np.asarray(ys, dtype=float)
                     tr.marker.color = np.asarray(codes, dtype=float)
-                    tr.marker.line.width = 0.6 if (hi - lo) <= self.max_cells else 0
-                    tr.marker.line.color = "white"
+                    outline = 0.6 if (hi - lo) <= self.max_cells else 0   # cell borders only when one per offset
+                    if sent.get(("outline", ch[1])) != outline:
+                        sent[("outline", ch[1])] = outline
+                        tr.marker.line.width = outline
+                        tr.marker.line.color = "white"
                     tr.hovertext = np.asarray(hovers, dtype=object)
                 elif ch[0] == "text":
                     _, _, xs, ys, texts, colors = ch

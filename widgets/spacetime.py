@@ -126,6 +126,7 @@ class SpaceTime:
         return out
 
     def update(self, cluster, current_step: Optional[int] = None) -> bool:
+        """Redraw for the cluster's current kernel step; returns True when the figure changed."""
         k = cluster.kernel
         cur = k.step_count if current_step is None else current_step
         # the visible window moves in jumps of half a window, so that most steps redraw only arrows
@@ -133,23 +134,43 @@ class SpaceTime:
         end = max(self.window, ((cur + half - 1) // half) * half + half // 2)
         lo = max(0, end - self.window - half)
         lanes = lanes_of(cluster)
-        x_of = {n: i for i, n in enumerate(lanes)}
+        groups, flights, lost = self._arrows(cluster, lo, cur, {n: i for i, n in enumerate(lanes)})
+        lane_text, lane_hover, lane_colors = self._lanes(cluster, lanes)
+        self._flight_ids = flights[3]
+        self._lane_names = lanes
+        n, top = len(lanes), lo - 1.6
+        when = f"step {cur} (t={k.now}ms)"
+        updates = {0: {"x": [v for i in range(n) for v in (i, i, None)], "y": [0, 10 ** 9, None] * n},
+                   1: {"x": [-0.6, n - 0.4], "y": [cur, cur], "hovertext": [when, when]},
+                   self._n: {"x": flights[0], "y": flights[1], "hovertext": flights[2]},
+                   self._n + 1: {"x": lost[0], "y": lost[1], "hovertext": lost[2]},
+                   self._n + 2: {"x": list(range(n)), "y": [top] * n, "text": lane_text, "hovertext": lane_hover,
+                                 "marker.color": lane_colors}}
+        for i, name in enumerate(STYLE):
+            xs, ys, hs, sizes = groups[name]
+            updates[self._arrows0 + i] = {"x": xs, "y": ys, "hovertext": hs, "marker.size": sizes}
+        layout = {"xaxis.tickvals": list(range(n)), "xaxis.ticktext": [t.replace("-", "-<br>", 1) for t in lane_text],
+                  "xaxis.range": [-0.6, n - 0.4], "yaxis.range": [end + 1.6, top - 1.2]}
+        if push(self.figure, self._sent, updates, layout):
+            self.updates += 1
+            return True
+        return False
+
+    def _arrows(self, cluster, lo: int, cur: int, x_of: dict) -> tuple:
+        """Line segments per style, the in-flight dots (x, y, hover, ids) and the lost crosses."""
         groups = {name: ([], [], [], []) for name in STYLE}
-        flight_x, flight_y, flight_h, flight_ids = [], [], [], []
-        lost_x, lost_y, lost_h = [], [], []
+        flights: tuple = ([], [], [], [])
+        lost: tuple = ([], [], [])
         arrows = {}
         for m, step, how in sorted(self._window_messages(cluster, lo), key=lambda t: t[0].id):
             if m.src not in x_of or m.dst not in x_of:
                 continue
-            if m.background and not self.show_background and how == "delivered":
+            if (m.background and not self.show_background and how == "delivered") or \
+                    (self.match is not None and not self.match(m)):
                 continue
-            if self.match is not None and not self.match(m):
-                continue
-            x0, x1 = x_of[m.src], x_of[m.dst]
-            y0 = m.sent_step
-            kind = "response" if m.is_response else "request"
+            x0, x1, y0 = x_of[m.src], x_of[m.dst], m.sent_step
             desc = m.describe()
-            text = (f"#{m.id} {m.api} {kind}: {m.src} → {m.dst}<br>sent at step {m.sent_step} (t={m.sent_at}ms)"
+            text = (f"#{m.id} {m.api} {m.kind}: {m.src} → {m.dst}<br>sent at step {m.sent_step} (t={m.sent_at}ms)"
                     + (f"<br>{desc}" if desc else "") + (f"<br><i>{m.note}</i>" if m.note else ""))
             if how == "delivered":
                 y1 = step
@@ -157,90 +178,56 @@ class SpaceTime:
                                                          "responses" if m.is_response else "requests")
                 text += f"<br>delivered at step {step} (t={m.deliver_at}ms)"
             elif how == "in flight":
-                y1 = cur + 0.8
-                x1 = x0 + (x1 - x0) * 0.5
-                group = "in flight"
+                y1, x1, group = cur + 0.8, x0 + (x1 - x0) * 0.5, "in flight"
                 text += f"<br>in flight, due at t={m.deliver_at}ms"
-                flight_x.append(x1)
-                flight_y.append(y1)
-                flight_h.append(text)
-                flight_ids.append(m.id)
+                for col, v in zip(flights, (x1, y1, text, m.id)):
+                    col.append(v)
             else:
                 y1 = step if step is not None else y0 + 0.5
-                x1 = x0 + (x1 - x0) * (0.5 if step is None else 0.92)
-                group = "dropped"
+                x1, group = x0 + (x1 - x0) * (0.5 if step is None else 0.92), "dropped"
                 text += f"<br><b>lost</b>: {m.note or 'dropped'}"
-                lost_x.append(x1)
-                lost_y.append(y1)
-                lost_h.append(text)
+                for col, v in zip(lost, (x1, y1, text)):
+                    col.append(v)
             xs, ys, hs, sizes = groups[group]
             xs += [x0, x1, None]
             ys += [y0, y1, None]
             hs += [text, text, ""]
             sizes += [0, 10 if group != "dropped" else 0, 0]
             arrows[m.id] = (group, m.src, m.dst, m.api)
-        top = lo - 1.6
-        bottom = end + 1.6
-        lane_roles = roles(cluster)
-        lane_text, lane_hover, lane_colors = [], [], []
-        for n in lanes:
-            node = k.nodes[n]
-            alive = node.alive and not getattr(node, "crashed", False)
-            lane_text.append(n if alive else f"{n} ✕")
-            extra = ""
-            if n.startswith("broker-"):
-                bid = int(n.split("-")[1])
-                extra = "<br>" + "<br>".join(lane_roles.get(bid, [])) if lane_roles.get(bid) else ""
-            lane_hover.append(f"<b>{n}</b> ({'up' if alive else 'down'}){extra}")
-            lane_colors.append("#495057" if alive else "#e03131")
         self.last_arrows = arrows
-        self._flight_ids = flight_ids
-        self._lane_names = lanes
-        n = len(lanes)
-        lane_x, lane_y = [], []
-        for i in range(n):
-            lane_x += [i, i, None]
-            lane_y += [0, 10 ** 9, None]
-        when = f"step {cur} (t={k.now}ms)"
-        updates = {}
-        for i, name in enumerate(STYLE):
-            xs, ys, hs, sizes = groups[name]
-            updates[self._arrows0 + i] = dict(x=xs, y=ys, hovertext=hs, marker_size=sizes)
-        updates[self._n] = dict(x=flight_x, y=flight_y, hovertext=flight_h)
-        updates[self._n + 1] = dict(x=lost_x, y=lost_y, hovertext=lost_h)
-        updates[self._n + 2] = dict(x=list(range(n)), y=[top] * n, text=lane_text, hovertext=lane_hover,
-                                    marker_color=lane_colors)
-        updates[0] = dict(x=lane_x, y=lane_y)
-        updates[1] = dict(x=[-0.6, n - 0.4], y=[cur, cur], hovertext=[when, when])
-        layout = dict(xaxis_tickvals=list(range(n)), xaxis_ticktext=[t.replace("-", "-<br>", 1) for t in lane_text],
-                      xaxis_range=[-0.6, n - 0.4], yaxis_range=[bottom, top - 1.2])
-        changed = [(i, u) for i, u in updates.items() if self._sent.get(i) != u]
-        layout_changed = {k2: v for k2, v in layout.items() if self._sent.get(k2) != v}
-        if not changed and not layout_changed:
-            return False
-        fig = self.figure
-        with fig.batch_update():
-            for i, u in changed:
-                old = self._sent.get(i, {})
-                self._sent[i] = u
-                tr = fig.data[i]
-                for key, v in u.items():
-                    if old.get(key) != v:
-                        if key == "marker_size":
-                            tr.marker.size = v
-                        elif key == "marker_color":
-                            tr.marker.color = v
-                        else:
-                            setattr(tr, key, v)
-            for k2, v in layout_changed.items():
-                self._sent[k2] = v
-                if k2 == "xaxis_tickvals":
-                    fig.layout.xaxis.tickvals = v
-                elif k2 == "xaxis_ticktext":
-                    fig.layout.xaxis.ticktext = v
-                elif k2 == "xaxis_range":
-                    fig.layout.xaxis.range = v
-                elif k2 == "yaxis_range":
-                    fig.layout.yaxis.range = v
-        self.updates += 1
-        return True
+        return groups, flights, lost
+
+    @staticmethod
+    def _lanes(cluster, lanes: list) -> tuple:
+        lane_roles = roles(cluster)
+        texts, hovers, colors = [], [], []
+        for n in lanes:
+            node = cluster.kernel.nodes[n]
+            alive = node.alive and not getattr(node, "crashed", False)
+            texts.append(n if alive else f"{n} ✕")
+            extra = ""
+            if n.startswith("broker-") and lane_roles.get(int(n.split("-")[1])):
+                extra = "<br>" + "<br>".join(lane_roles[int(n.split("-")[1])])
+            hovers.append(f"<b>{n}</b> ({'up' if alive else 'down'}){extra}")
+            colors.append("#495057" if alive else "#e03131")
+        return texts, hovers, colors
+
+
+def push(fig, sent: dict, updates: dict, layout: dict) -> bool:
+    """Send only what changed since the last push: ``updates`` maps a trace index to
+    {property path: value}, ``layout`` maps layout property paths to values."""
+    changed = False
+    with fig.batch_update():
+        for i, props in updates.items():
+            trace = fig.data[i]
+            for path, value in props.items():
+                if sent.get((i, path)) != value:
+                    sent[(i, path)] = value
+                    trace[path] = value
+                    changed = True
+        for path, value in layout.items():
+            if sent.get(path) != value:
+                sent[path] = value
+                fig.layout[path] = value
+                changed = True
+    return changed

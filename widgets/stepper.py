@@ -9,14 +9,13 @@ forks a new branch (the old one is kept); ``compare`` says how their endings dif
 """
 from __future__ import annotations
 
-import html
 from typing import Callable, Optional, Union
 
 from .cluster_view import in_flight_now
 from .execution import Branch, Fault, Story
 from .history import EVENT_KINDS, History, StepFilter
-from .log_strip import LogStrip
 from .coordinator_view import CoordinatorView
+from .log_strip import LogStrip
 from .spacetime import SpaceTime
 from .stepper_ui import StepperUI
 
@@ -29,7 +28,11 @@ class Stepper(StepperUI):
     Python face: ``step(n)``, ``back(n)``, ``jump(i)``, ``reset()``, ``step_until(text or fn)``,
     ``position``, ``length``, ``cluster`` (the state at the current position), ``narration``,
     ``widget``; faults ``crash``, ``restart``, ``pause``, ``drop``, ``delay``, ``duplicate``,
-    ``isolate``, ``heal`` (each forks a branch); ``branches``, ``switch``, ``compare``.
+    ``isolate``, ``heal`` (each forks a branch); ``branches``, ``switch``, ``variant``, ``compare``.
+
+    The scenario's client code runs in a thread of its own and waits inside its blocking calls
+    until Step executes the next event for it.  Read ``cluster`` freely; a blocking call made on it
+    from a notebook cell runs plainly (outside the stepper) and is not replayed by Back.
     """
 
     def __init__(self, scenario, seed: int = 0, *, variant: Optional[str] = None, brokers: int = 3,
@@ -307,7 +310,3 @@ class Stepper(StepperUI):
 
     def _repr_mimebundle_(self, **kw):
         return self.widget._repr_mimebundle_(**kw)
-
-    @staticmethod
-    def escape(text: str) -> str:
-        return html.escape(text)

@@ -14,8 +14,8 @@ import ipywidgets as W
 from txnlab.protocol import messages as _messages
 
 from .cluster_view import in_flight_now, transactional_ids
-from .history import EVENT_KINDS
 from .coordinator_view import TABLE_CSS
+from .history import EVENT_KINDS
 from .keys import KeyCatcher
 from .spacetime import lanes_of
 

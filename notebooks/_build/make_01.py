@@ -32,7 +32,7 @@ the same run.
 """)
 
 nb.code("""
-from txnlab import Cluster, Producer, ConfigException, KafkaException
+from txnlab import Cluster, Producer, ConfigException
 from txnlab.protocol.errors import Errors
 """)
 
@@ -294,7 +294,7 @@ def five_in_flight(idempotent):
     return cluster, producer
 
 plain, _ = five_in_flight(False)
-idem, idem_producer = five_in_flight(True)
+idem, _ = five_in_flight(True)
 show(pd.DataFrame({"offset": range(6), "enable.idempotence=False": copies_in_log(plain, "t"),
                    "idempotent": copies_in_log(idem, "t")}))
 """)
@@ -325,7 +325,7 @@ batch we give it: a process on the simulated network that builds a `ProduceReque
 """)
 
 nb.code("""
-from txnlab.log.record_batch import Record, RecordBatch
+from txnlab.protocol.record_batch import Record, RecordBatch
 from txnlab.protocol import messages as m
 from txnlab.sim.node import Node
 

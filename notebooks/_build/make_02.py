@@ -25,7 +25,7 @@ In this notebook we follow one transaction request by request.
 """)
 
 nb.code("""
-from txnlab import Cluster, Producer, TopicPartition
+from txnlab import Cluster, Producer
 from txnlab.coordinator.transaction_log import describe_record
 from txnlab.coordinator.transaction_metadata import (VALID_PREVIOUS_STATES, TV2_EXTRA_PREVIOUS_STATES,
                                                      TransactionState, is_valid_transition)
@@ -134,7 +134,6 @@ producer.produce("orders", key=b"o-1", value=b"o-1 line 1", partition=0)
 producer.produce("orders", key=b"o-1", value=b"o-1 line 2", partition=1)
 producer.produce("payments", key=b"o-1", value=b"o-1 paid", partition=0)
 producer.commit_transaction()
-commit_returned_at = len(cluster.trace)
 cluster.run_until_idle()          # let the coordinator finish its work
 """)
 
@@ -251,7 +250,6 @@ aborted batch carry (the producer's epoch is still 0)?
 """)
 
 nb.code("""
-mark_abort = len(cluster.trace)
 producer.begin_transaction()
 producer.produce("orders", key=b"o-2", value=b"o-2 line 1", partition=0)
 producer.produce("payments", key=b"o-2", value=b"o-2 paid", partition=0)

@@ -172,8 +172,12 @@ assert rc.get_watermark_offsets(tp) == (0, 1) and ru.get_watermark_offsets(tp) =
 """)
 
 nb.md("""
-Now writer-A commits. Its COMMIT marker is written, the LSO jumps to the HW, and the waiting
-`read_committed` consumer receives everything it could not read before, in offset order.
+Now writer-A commits. Its COMMIT marker is written at the end of the log.
+""")
+
+nb.predict("""
+Where will the LSO be after writer-A's commit? The `read_committed` consumer is still waiting at
+offset 1: which records will its next polls return, and in which order?
 """)
 
 nb.code("""
@@ -325,11 +329,11 @@ show(narration(one[0].trace.filter(contains="truncat")))
 """)
 
 nb.check("""
-c1, before1, reports1, logs1 = one
+c1, before1, _, logs1 = one
 assert [o for e, o in before1["acknowledged"] if e is None] == [1]      # acks=1: acknowledged at offset 1 ...
 assert all(log == ["safe"] for log in logs1.values())                    # ... and lost everywhere
 assert c1.trace.filter(contains="truncated its log")
-c2, before2, reports2, logs2 = every
+_, before2, reports2, logs2 = every
 assert before2["acknowledged"] == []                                     # acks=all: not acknowledged yet
 assert all(log == ["safe", "doomed"] for log in logs2.values())         # retried to the new leader: kept once
 assert [e for e, o in reports2] == [None]

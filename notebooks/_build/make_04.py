@@ -273,7 +273,7 @@ def copier_with_aborts(do_rewind):
     return cluster, read_output(cluster, "shipments")
 
 no_rewind_cluster, no_rewind = copier_with_aborts(False)
-rewind_cluster, with_rewind = copier_with_aborts(True)
+_, with_rewind = copier_with_aborts(True)
 missing = sorted(set("order-%02d" % i for i in range(N)) - set(no_rewind))
 print("without rewind:", len(no_rewind), "records; missing:", missing)
 print("with rewind:   ", len(with_rewind), "records; duplicates:", len(with_rewind) - len(set(with_rewind)))
@@ -390,7 +390,7 @@ fig
 
 nb.code("""
 log_strip(cluster, [("out-alo", 0), ("out-eos", 0)], short=lambda v: v.replace("shipped order-", "#"),
-          title="The two outputs: the crashed round is duplicated (left) or aborted (grey, right)")
+          title="Top: at least once, the crashed round written twice. Bottom: exactly once, the crashed round aborted (grey)")
 """)
 
 nb.md("""

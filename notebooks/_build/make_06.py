@@ -239,6 +239,11 @@ first request goes to a dead coordinator, and the producer keeps asking `FindCoo
 new one has taken over.
 """)
 
+nb.predict("""
+The commit is complete when the coordinator crashes. Does the application see any error? How long
+will its *next* transaction take (roughly), and why?
+""")
+
 nb.code("""
 cluster, producer, coord = setup()
 producer.commit_transaction()
@@ -359,6 +364,11 @@ Notebook 05 showed the coordinator aborting a transaction older than its `transa
 `init_transactions()` fails with `INVALID_TRANSACTION_TIMEOUT`, a fatal error.
 """)
 
+nb.predict("""
+A producer asks for `transaction.timeout.ms` = 20 minutes on a broker with the default maximum.
+Which call fails, with which error, and can the application retry it?
+""")
+
 nb.code("""
 cluster = Cluster(brokers=3, seed=1)
 greedy = Producer({"bootstrap.servers": cluster.bootstrap, "transactional.id": "greedy",
@@ -431,6 +441,11 @@ always fence once more).
 
 Restarting 32 766 times would take a while even simulated, so we take a shortcut only a lab can take:
 we set the epoch in the coordinator's memory, as if it had happened.
+""")
+
+nb.predict("""
+The coordinator holds epoch 32 766 for `restarted-a-lot`. Which producer id and epoch will the next
+`init_transactions()` return?
 """)
 
 nb.code("""

@@ -1,6 +1,6 @@
 """RecordBatch: header arithmetic, sequence wraparound, control records, cheap copies."""
 from txnlab.log import ControlRecordType, Record, RecordBatch
-from txnlab.log.record_batch import decrement_sequence, increment_sequence
+from txnlab.protocol.record_batch import decrement_sequence, increment_sequence
 
 from txnlog_kit import data, plain
 

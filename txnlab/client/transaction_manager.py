@@ -12,7 +12,6 @@ from __future__ import annotations
 from enum import IntEnum
 from typing import Callable, Optional
 
-from ..protocol.errors import Errors
 
 NO_PRODUCER_ID = -1
 NO_PRODUCER_EPOCH = -1

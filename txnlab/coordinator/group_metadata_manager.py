@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Callable, Optional
 
-from ..log.record_batch import ControlRecordType
+from ..protocol.record_batch import ControlRecordType
 from ..protocol.errors import Errors
 from ..protocol.hashing import partition_for
 from . import offset_records as rec

@@ -20,7 +20,7 @@ import json
 import struct
 from typing import NamedTuple, Optional, Union
 
-from ..log.record_batch import NO_SEQUENCE, Record, RecordBatch
+from ..protocol.record_batch import NO_SEQUENCE, Record, RecordBatch
 
 _VERSION = struct.Struct(">h")
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Callable, Optional
 
-from ..log.record_batch import Record, RecordBatch
+from ..protocol.record_batch import Record, RecordBatch
 from ..protocol.errors import Errors
 from ..protocol.hashing import partition_for
 from . import transaction_log as tlog

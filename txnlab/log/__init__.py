@@ -5,7 +5,7 @@ from .leader_epoch_cache import EpochEntry, LeaderEpochFileCache
 from .producer_state import (NUM_BATCHES_TO_RETAIN, AppendOrigin, BatchMetadata, CompletedTxn,
                              ProducerAppendInfo, ProducerStateEntry, ProducerStateManager,
                              ProducerStateSnapshot, SnapshotEntry, TxnMetadata)
-from .record_batch import (NO_PARTITION_LEADER_EPOCH, NO_PRODUCER_EPOCH, NO_PRODUCER_ID, NO_SEQUENCE,
+from ..protocol.record_batch import (NO_PARTITION_LEADER_EPOCH, NO_PRODUCER_EPOCH, NO_PRODUCER_ID, NO_SEQUENCE,
                            ControlRecordType, Record, RecordBatch)
 from .txn_index import AbortedTxn, TransactionIndex
 from .unified_log import LogAppendInfo, ProducerDescription, UnifiedLog

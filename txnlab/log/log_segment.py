@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Iterator
 
-from .record_batch import RecordBatch
+from ..protocol.record_batch import RecordBatch
 
 
 class LogSegment:

@@ -15,7 +15,7 @@ from txnlab.protocol.errors import Errors, ProtocolError
 
 from .producer_state_entry import (NUM_BATCHES_TO_RETAIN, BatchMetadata, CompletedTxn,  # noqa: F401
                                    ProducerStateEntry, TxnMetadata)
-from .record_batch import (INT32_MAX, NO_PRODUCER_EPOCH, NO_PRODUCER_ID, NO_SEQUENCE,
+from ..protocol.record_batch import (INT32_MAX, NO_PRODUCER_EPOCH, NO_PRODUCER_ID, NO_SEQUENCE,
                            ControlRecordType, RecordBatch, increment_sequence)
 from .verification import VerificationGuard, VerificationStateEntry
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections import deque
 from typing import Iterable, NamedTuple
 
-from .record_batch import NO_PRODUCER_EPOCH, NO_SEQUENCE, NO_TIMESTAMP, RecordBatch, decrement_sequence
+from ..protocol.record_batch import NO_PRODUCER_EPOCH, NO_SEQUENCE, NO_TIMESTAMP, RecordBatch, decrement_sequence
 
 NUM_BATCHES_TO_RETAIN = 5
 

@@ -20,7 +20,7 @@ from .leader_epoch_cache import UNDEFINED_EPOCH, UNDEFINED_EPOCH_OFFSET, LeaderE
 from .log_segment import BatchesView, LogSegment
 from .producer_state import (TV_UNKNOWN, AppendOrigin, BatchMetadata, CompletedTxn,
                              ProducerAppendInfo, ProducerStateManager, ProducerStateSnapshot)
-from .record_batch import NO_TIMESTAMP, ControlRecordType, RecordBatch
+from ..protocol.record_batch import NO_TIMESTAMP, ControlRecordType, RecordBatch
 from .txn_index import AbortedTxn, TransactionIndex
 from .verification import VerificationGuard
 

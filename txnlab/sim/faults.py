@@ -138,7 +138,7 @@ def _network_fault(rng: Random, at: int, brokers: list, clients: list) -> Fault:
         return Fault(at, "drop", api=api, response=response)
     if r < 0.75:
         return Fault(at, "duplicate", api=api, response=response)
-    return Fault(at, "delay", api=api, response=response, ms=rng.choice((20, 200, 2_000, 8_000)))
+    return Fault(at, "delay", api=api, response=response, ms=rng.choice((50, 2_000, 6_000, 10_000)))
 
 
 class Nemesis:

@@ -138,8 +138,32 @@ class Kernel:
         return self.current
 
     # -------------------------------------------------------------------- step
-    def step(self) -> Optional[TraceEvent]:
-        """Execute exactly one event.  Returns its trace entry, or None if nothing is queued."""
+    def choices(self) -> list[Event]:
+        """The events a stepper or an explorer may pick to run next (``step(choice=i)``): each foreground
+        message delivery that is the oldest in flight on its connection (src -> dst, which is FIFO) and is
+        due no later than the next other event (so no timer is overtaken).  Soonest first."""
+        pending = [e for e in self._queue if not e.cancelled]
+        other = min((e.time for e in pending if e.kind != "deliver" or e.background), default=None)
+        heads: dict = {}
+        for e in sorted(pending):
+            if e.kind == "deliver" and not e.background and (other is None or e.time <= other):
+                heads.setdefault((e.msg.src, e.msg.dst), e)
+        return sorted(heads.values())
+
+    def step(self, choice: Optional[int] = None) -> Optional[TraceEvent]:
+        """Execute exactly one event.  Returns its trace entry, or None if nothing is queued.
+        ``choice`` runs ``choices()[choice]`` instead of the earliest event (an explorer's pick)."""
+        if choice is not None:
+            ev = self.choices()[choice]
+            self._queue.remove(ev)
+            heapq.heapify(self._queue)
+            self._foreground -= 1
+            if ev.time > self.now:
+                self.now = ev.time
+            self.step_count += 1
+            tev = self.network.deliver(ev.msg)
+            self.current = None
+            return tev
         q = self._queue
         while q:
             ev = heapq.heappop(q)

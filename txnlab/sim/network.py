@@ -7,7 +7,7 @@ configured, comes from the cluster's seeded RNG.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Optional
 
 from .trace import TraceEvent

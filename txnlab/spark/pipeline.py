@@ -105,6 +105,7 @@ class RunReport:
     delivery: str
     output: str
     starts: list = field(default_factory=list)      # (start number, "finished" | "failed: ..." | "stopped")
+    errors: list = field(default_factory=list)      # the full text of each failure
     batches: int = 0
     rows_in: int = 0
     seconds: float = 0.0
@@ -133,9 +134,9 @@ def run_income(spark, cluster, output: str, delivery: str, checkpoint: str, faul
     def published(data):
         q = current.get("query")
         if q is not None:
+            current["stopped"] = True
             threading.Thread(target=q.stop, name="txnlab-stop-query", daemon=True).start()
             time.sleep(stop_grace_s)        # stop() is under way when the commit returns
-            current["stopped"] = True
         return "stopping"
 
     def committing(data):
@@ -174,6 +175,7 @@ def _wait(q, report: RunReport, on_progress) -> str:
             done = q.awaitTermination(0.25)
         except Exception as e:  # noqa: BLE001 - a failed query is an outcome, reported
             _note_progress(q, report, seen, on_progress)
+            report.errors.append(str(e))
             return "failed: " + _first_line(e)
         _note_progress(q, report, seen, on_progress)
         if done:
@@ -195,11 +197,11 @@ def _note_progress(q, report: RunReport, seen: set, on_progress) -> None:
 
 
 def _first_line(e: Exception) -> str:
-    text = str(e).strip().splitlines()
-    for line in text:
-        if "injected fault" in line:
-            return line.strip()[:200]
-    return (text[0] if text else type(e).__name__)[:200]
+    lines = str(e).strip().splitlines()
+    for line in lines:
+        if "InjectedFault: " in line:
+            return line.split("InjectedFault: ", 1)[1].strip()[:200]
+    return (lines[0] if lines else type(e).__name__)[:200]
 
 
 # ----------------------------------------------------------------- results

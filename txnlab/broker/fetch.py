@@ -1,0 +1,212 @@
+"""The Fetch API on a partition leader: consumers, and followers with their fetch sessions.
+
+Owns reading up to the HW (read_uncommitted) or the LSO with the aborted-transaction list
+(read_committed), long-poll fetches parked until data arrives (Kafka's DelayedFetch), the
+diverging-epoch answer that makes a follower truncate, and KIP-227 incremental fetch sessions.
+A mixin of ``Broker``.
+"""
+from __future__ import annotations
+
+from typing import Optional
+
+from ..protocol import messages as m
+from ..protocol.errors import Errors, ProtocolError
+
+
+class ParkedFetch:
+    __slots__ = ("msg", "timer", "tps", "parts", "session")
+
+    def __init__(self, msg, timer, tps, parts, session):
+        self.msg = msg
+        self.timer = timer
+        self.tps = tps
+        self.parts = parts
+        self.session = session
+
+
+class FetchSession:
+    """A follower's incremental fetch session (KIP-227): the leader remembers every partition's
+    fetch position, so each request carries only what changed and each response only what is new."""
+
+    __slots__ = ("session_id", "replica_id", "epoch", "partitions", "dirty")
+
+    def __init__(self, session_id: int, replica_id: int) -> None:
+        self.session_id = session_id
+        self.replica_id = replica_id
+        self.epoch = 1
+        self.partitions: dict = {}
+        self.dirty: set = set()
+
+    def view(self, changed: dict) -> dict:
+        """The partitions worth looking at now: those the request changed, and those with news."""
+        parts = dict(changed)
+        for tp in self.dirty:
+            fp = self.partitions.get(tp)
+            if fp is not None and tp not in parts:
+                parts[tp] = fp
+        self.dirty.clear()
+        return parts
+
+
+class FetchHandling:
+    # ---------------------------------------------------------------- fetch
+    def handle_Fetch(self, msg):
+        req = msg.payload
+        sess = None
+        parts = req.partitions
+        if req.replica_id >= 0:
+            self.replica_last_fetch[req.replica_id] = self.kernel.now
+        if req.replica_id >= 0 and req.session_id >= 0:
+            sess, err = self._fetch_session(req)
+            if err is not None:
+                self.narrate(f"follower {req.replica_id}'s fetch session {req.session_id} -> {err.name}; "
+                             f"it must open a new one")
+                return m.FetchResponse({}, err)
+            parts = sess.view(req.partitions)
+        resp, has_data = self._read_fetch(req, parts, initial=True, session=sess)
+        if has_data or req.max_wait_ms <= 0:
+            self._note_sent(req, resp)
+            return resp
+        timer = self.set_timer(req.max_wait_ms, f"Fetch long-poll expiry (#{msg.id})",
+                               lambda: self._expire_parked(msg), background=True)
+        tps = set(sess.partitions) if sess is not None else set(parts)
+        self.parked.append(ParkedFetch(msg, timer, tps, parts, sess))
+        return None
+
+    def _fetch_session(self, req) -> tuple:
+        if req.session_id == 0:
+            # a follower opens a new session after any error: its old one is evicted
+            for sid in [sid for sid, s in self.fetch_sessions.items() if s.replica_id == req.replica_id]:
+                del self.fetch_sessions[sid]
+            self._next_session_id += 1
+            sess = FetchSession(self._next_session_id, req.replica_id)
+            self.fetch_sessions[sess.session_id] = sess
+            sess.partitions.update(req.partitions)
+            return sess, None
+        sess = self.fetch_sessions.get(req.session_id)
+        if sess is None or sess.replica_id != req.replica_id:
+            return None, Errors.FETCH_SESSION_ID_NOT_FOUND
+        if req.session_epoch != sess.epoch:
+            return None, Errors.INVALID_FETCH_SESSION_EPOCH
+        sess.epoch += 1
+        sess.partitions.update(req.partitions)
+        for tp in req.forgotten:
+            sess.partitions.pop(tp, None)
+        return sess, None
+
+    def _parked_parts(self, pf) -> dict:
+        if pf.session is None:
+            return pf.parts
+        return pf.session.view(pf.parts)
+
+    def _expire_parked(self, msg) -> None:
+        for pf in self.parked:
+            if pf.msg is msg:
+                self.parked.remove(pf)
+                resp, _ = self._read_fetch(msg.payload, self._parked_parts(pf), session=pf.session)
+                self._note_sent(msg.payload, resp)
+                # an empty answer to a background long-poll stays background (run_until_idle ignores it)
+                self.respond(msg, resp, background=msg.background and self._quiet(resp))
+                return
+
+    def _complete_parked_for(self, tp) -> None:
+        for sess in self.fetch_sessions.values():
+            if tp in sess.partitions:
+                sess.dirty.add(tp)
+        if not self.parked:
+            return
+        for pf in list(self.parked):
+            if tp in pf.tps and pf in self.parked:
+                parts = self._parked_parts(pf)
+                resp, has_data = self._read_fetch(pf.msg.payload, parts, session=pf.session)
+                if has_data:
+                    self.parked.remove(pf)
+                    self.cancel_timer(pf.timer)
+                    self._note_sent(pf.msg.payload, resp)
+                    self.respond(pf.msg, resp)
+                elif pf.session is not None:
+                    pf.parts = parts           # keep what was looked at for the next wake-up
+
+    def _note_sent(self, req, resp) -> None:
+        if req.replica_id < 0:
+            return
+        for tp, d in resp.partitions.items():
+            p = self.partitions.get(tp)
+            f = p.followers.get(req.replica_id) if p is not None else None
+            if f is not None:
+                f.last_sent_hw = d.high_watermark
+                p.check_replication_hold()
+
+    def _read_fetch(self, req, parts: Optional[dict] = None, initial: bool = False, session=None) -> tuple:
+        out = {}
+        has_data = False
+        follower = req.replica_id >= 0
+        now = self.kernel.now
+        for tp, fp in (req.partitions if parts is None else parts).items():
+            p = self.partitions.get(tp)
+            if p is None or not p.is_leader:
+                err = Errors.NOT_LEADER_OR_FOLLOWER if tp in self.metadata.partitions else Errors.UNKNOWN_TOPIC_OR_PARTITION
+                out[tp] = m.FetchPartitionData(err)
+                has_data = True
+                continue
+            if fp.current_leader_epoch >= 0 and fp.current_leader_epoch != p.leader_epoch:
+                err = Errors.FENCED_LEADER_EPOCH if fp.current_leader_epoch < p.leader_epoch else Errors.UNKNOWN_LEADER_EPOCH
+                out[tp] = m.FetchPartitionData(err)
+                has_data = True
+                continue
+            log = p.log
+            if follower:
+                f = p.followers.get(req.replica_id)
+                leo = log.log_end_offset
+                if f is not None and fp.fetch_offset == leo and f.leo == leo and f.last_sent_hw == log.high_watermark \
+                        and req.replica_id in p.isr:
+                    if initial:
+                        f.last_caught_up_ms = f.last_fetch_ms = now
+                    continue        # nothing new here: left out of the response (an incremental fetch, KIP-227)
+                d = self._read_follower(p, req.replica_id, fp, now, initial)
+                f = p.followers.get(req.replica_id)
+                if d.records or d.diverging_epoch or d.error or (f is not None and f.last_sent_hw != d.high_watermark):
+                    has_data = True
+                out[tp] = d
+                continue
+            committed = req.isolation_level == m.READ_COMMITTED and "ignore-lso" not in self.mutations
+            max_offset = log.last_stable_offset if committed else log.high_watermark
+            try:
+                batches = log.read(fp.fetch_offset, max_offset, fp.partition_max_bytes) if fp.fetch_offset < max_offset else []
+            except ProtocolError as e:
+                out[tp] = m.FetchPartitionData(e.error, log.high_watermark, log.last_stable_offset, log.log_start_offset)
+                has_data = True
+                continue
+            if fp.fetch_offset > log.log_end_offset or fp.fetch_offset < log.log_start_offset:
+                out[tp] = m.FetchPartitionData(Errors.OFFSET_OUT_OF_RANGE, log.high_watermark,
+                                               log.last_stable_offset, log.log_start_offset)
+                has_data = True
+                continue
+            aborted = None
+            if committed:
+                upper = batches[-1].next_offset if batches else fp.fetch_offset
+                aborted = tuple(log.collect_aborted_transactions(fp.fetch_offset, min(upper, max_offset)))
+            if batches:
+                has_data = True
+            out[tp] = m.FetchPartitionData(Errors.NONE, log.high_watermark, log.last_stable_offset,
+                                           log.log_start_offset, aborted, tuple(batches))
+        return m.FetchResponse(out, 0, session.session_id if session is not None else 0), has_data
+
+    def _read_follower(self, p, replica: int, fp, now, initial: bool) -> m.FetchPartitionData:
+        log = p.log
+        if fp.last_fetched_epoch >= 0:
+            epoch, end = log.end_offset_for_epoch(fp.last_fetched_epoch)
+            if epoch != fp.last_fetched_epoch or end < fp.fetch_offset:
+                self.narrate(f"{p.name}: follower {replica} has diverged (its epoch {fp.last_fetched_epoch} "
+                             f"ends at {end} here); it must truncate")
+                return m.FetchPartitionData(Errors.NONE, log.high_watermark, log.last_stable_offset,
+                                            log.log_start_offset, None, (), (epoch, end))
+        if fp.fetch_offset > log.log_end_offset:
+            return m.FetchPartitionData(Errors.OFFSET_OUT_OF_RANGE, log.high_watermark)
+        if initial:
+            p.update_follower(replica, fp.fetch_offset, now)
+        batches = log.read(fp.fetch_offset, log.log_end_offset, fp.partition_max_bytes) \
+            if fp.fetch_offset < log.log_end_offset else []
+        return m.FetchPartitionData(Errors.NONE, log.high_watermark, log.last_stable_offset,
+                                    log.log_start_offset, None, tuple(batches))
+

@@ -1,0 +1,192 @@
+"""Produce and WriteTxnMarkers on a partition leader.
+
+Owns the checks before an append (leadership, min.insync.replicas), KIP-890 verification or
+implicit AddPartitionsToTxn for a transaction's first write to a partition, waiting for
+acks=all, and writing COMMIT/ABORT markers for the transaction coordinator.  A mixin of ``Broker``.
+"""
+from __future__ import annotations
+
+from ..protocol.record_batch import ControlRecordType
+from ..protocol import messages as m
+from ..protocol.errors import Errors, ProtocolError
+from ..protocol.hashing import partition_for
+
+OFFSETS_TOPIC = "__consumer_offsets"
+TRANSACTION_STATE_TOPIC = "__transaction_state"
+
+
+def broker_name(broker_id: int) -> str:
+    return f"broker-{broker_id}"
+
+
+class _ProduceState:
+    """One Produce request being answered: partitions may wait for verification and for acks=all."""
+
+    def __init__(self, broker, msg, req) -> None:
+        self.broker = broker
+        self.msg = msg
+        self.req = req
+        self.results: dict = {}
+        self.pending = 0
+        self.ready = False
+        self.done = False
+
+    def maybe_respond(self) -> None:
+        if not self.ready or self.pending or self.done:
+            return
+        self.done = True
+        if self.req.acks == 0:
+            return
+        if self.req.acks == -1 and any(r.error == Errors.NONE for r in self.results.values()):
+            self.broker.narrate("every replica in the ISR has the write (HW passed it): acks=all satisfied")
+        self.broker.respond(self.msg, m.ProduceResponse(self.results))
+
+
+class ProduceHandling:
+    # -------------------------------------------------------------- produce
+    def handle_Produce(self, msg):
+        req = msg.payload
+        if req.acks not in (0, 1, -1):
+            return m.ProduceResponse({tp: m.PartitionProduceResponse(Errors.INVALID_REQUIRED_ACKS)
+                                      for tp in req.topic_data})
+        st = _ProduceState(self, msg, req)
+        for tp, batch in req.topic_data.items():
+            self._produce_partition(st, tp, batch)
+        st.ready = True
+        st.maybe_respond()
+        return None
+
+    def _produce_partition(self, st, tp, batch) -> None:
+        req = st.req
+        p = self.partitions.get(tp)
+        if p is None or not p.is_leader:
+            err = Errors.NOT_LEADER_OR_FOLLOWER if tp in self.metadata.partitions else Errors.UNKNOWN_TOPIC_OR_PARTITION
+            self.narrate(f"{m.tp_str(tp)}: broker {self.broker_id} is not the leader -> {err.name}")
+            st.results[tp] = m.PartitionProduceResponse(err)
+            return
+        if req.acks == -1 and len(p.isr) < p.min_insync_replicas:
+            self.narrate(f"{p.name}: ISR {list(p.isr)} is smaller than min.insync.replicas="
+                         f"{p.min_insync_replicas} -> NOT_ENOUGH_REPLICAS, nothing appended")
+            st.results[tp] = m.PartitionProduceResponse(Errors.NOT_ENOUGH_REPLICAS)
+            return
+        tv = self.config["transaction.version"]
+        needs_check = batch.is_transactional and req.transactional_id is not None and \
+            (tv >= 2 or self.config["transaction.partition.verification.enable"]) and \
+            not p.log.has_ongoing_transaction(batch.producer_id, batch.producer_epoch)
+        if needs_check:
+            self._verify_then_append(st, p, batch, implicit_add=tv >= 2)
+            return
+        self._append_produce(st, p, batch, None)
+
+    def _append_produce(self, st, p, batch, guard) -> None:
+        tp = p.tp
+        try:
+            info = self.append_to_leader(p, [batch], self.kernel.now, origin_client=True, verification_guard=guard)
+        except ProtocolError as e:
+            self.narrate(f"{p.name}: rejected -> {e.error.name}: {e.message}")
+            st.results[tp] = m.PartitionProduceResponse(e.error, error_message=e.message)
+            return
+        st.results[tp] = m.PartitionProduceResponse(Errors.NONE, info.first_offset, info.log_append_time,
+                                                    p.log.log_start_offset)
+        if st.req.acks == -1:
+            st.pending += 1
+            self.narrate(f"{p.name}: waiting for the ISR to replicate (acks=all)")
+
+            def acked(error, tp=tp):
+                if error != Errors.NONE:
+                    r = st.results[tp]
+                    st.results[tp] = m.PartitionProduceResponse(error, r.base_offset, r.log_append_time,
+                                                                r.log_start_offset)
+                st.pending -= 1
+                st.maybe_respond()
+            p.add_delayed(info.last_offset + 1, st.req.timeout_ms, acked)
+            p.complete_delayed(self.kernel.now)
+
+    def _verify_then_append(self, st, p, batch, implicit_add: bool) -> None:
+        """KIP-890: ask the transaction coordinator whether this partition is in the producer's transaction
+        (verification) or, with transaction.version 2, add it on the producer's behalf."""
+        tid = st.req.transactional_id
+        guard = p.log.maybe_start_transaction_verification(batch.producer_id, batch.base_sequence,
+                                                           batch.producer_epoch, self.kernel.now)
+        n = self.config["transaction.state.log.num.partitions"]
+        coord = self.metadata.leader((TRANSACTION_STATE_TOPIC, partition_for(tid, n)))
+        if coord < 0:
+            st.results[p.tp] = m.PartitionProduceResponse(Errors.NOT_ENOUGH_REPLICAS)
+            return
+        what = "adds it to the transaction (transaction.version 2)" if implicit_add else "verifies it is in the transaction"
+        self.narrate(f"{p.name}: first transactional write of pid {batch.producer_id} here; the leader asks the "
+                     f"coordinator (broker {coord}) and {what} before appending (KIP-890)")
+        st.pending += 1
+        req = m.AddPartitionsToTxnRequest(tid, batch.producer_id, batch.producer_epoch, (p.tp,),
+                                          verify_only=not implicit_add)
+
+        def answered(resp, err):
+            st.pending -= 1
+            e = err if err is not None else Errors(resp.errors.get(p.tp, Errors.UNKNOWN_SERVER_ERROR))
+            if e == Errors.NONE:
+                if p.is_leader:
+                    self._append_produce(st, p, batch, guard)
+                else:
+                    st.results[p.tp] = m.PartitionProduceResponse(Errors.NOT_LEADER_OR_FOLLOWER)
+            else:
+                mapped = {Errors.PRODUCER_FENCED: Errors.INVALID_PRODUCER_EPOCH,
+                          Errors.INVALID_TXN_STATE: Errors.TRANSACTION_ABORTABLE,
+                          Errors.TRANSACTION_ABORTABLE: Errors.TRANSACTION_ABORTABLE,
+                          Errors.INVALID_PRODUCER_ID_MAPPING: Errors.INVALID_PRODUCER_ID_MAPPING}.get(
+                    e, Errors.NOT_ENOUGH_REPLICAS)
+                self.narrate(f"{p.name}: the coordinator answered {e.name}; the write is refused -> {mapped.name}")
+                st.results[p.tp] = m.PartitionProduceResponse(mapped, error_message=f"verification: {e.name}")
+            st.maybe_respond()
+        self.send_request(broker_name(coord), req, answered, timeout_ms=st.req.timeout_ms)
+
+    # ------------------------------------------------------ transaction markers
+    def handle_WriteTxnMarkers(self, msg):
+        req = msg.payload
+        now = self.kernel.now
+        results: dict = {}
+        waiting = []
+        for entry in req.markers:
+            res = results.setdefault(entry.producer_id, {})
+            kind = ControlRecordType.COMMIT if entry.transaction_result else ControlRecordType.ABORT
+            for tp in entry.partitions:
+                p = self.partitions.get(tp)
+                if p is None or not p.is_leader:
+                    res[tp] = Errors.NOT_LEADER_OR_FOLLOWER if tp in self.metadata.partitions \
+                        else Errors.UNKNOWN_TOPIC_OR_PARTITION
+                    self.narrate(f"{m.tp_str(tp)}: not the leader here -> {Errors(res[tp]).name}")
+                    continue
+                if len(p.isr) < p.min_insync_replicas:
+                    res[tp] = Errors.NOT_ENOUGH_REPLICAS
+                    continue
+                try:
+                    off = p.log.append_control_as_leader(kind, entry.producer_id, entry.producer_epoch,
+                                                         entry.coordinator_epoch, p.leader_epoch, now,
+                                                         entry.transaction_version)
+                except ProtocolError as e:
+                    self.narrate(f"{p.name}: {kind.name} marker for pid {entry.producer_id} rejected -> "
+                                 f"{e.error.name}: {e.message}")
+                    res[tp] = e.error
+                    continue
+                self.narrate(f"{p.name}: wrote a {kind.name} marker at offset {off} for pid {entry.producer_id} "
+                             f"epoch {entry.producer_epoch}")
+                self._complete_parked_for(tp)
+                p.maybe_increment_hw(now)
+                p.check_replication_hold()
+                waiting.append((entry, p, off))
+        if not waiting:
+            return m.WriteTxnMarkersResponse(results)
+        left = {"n": len(waiting)}
+        for entry, p, off in waiting:
+            def acked(error, entry=entry, p=p, off=off):
+                results[entry.producer_id][p.tp] = error
+                if error == Errors.NONE and p.topic == OFFSETS_TOPIC:
+                    complete = getattr(self.group_coordinator, "complete_txn", None)
+                    if complete is not None:
+                        complete(p.partition, entry.producer_id, entry.transaction_result, off)
+                left["n"] -= 1
+                if left["n"] == 0:
+                    self.respond(msg, m.WriteTxnMarkersResponse(results))
+            p.add_delayed(off + 1, 30_000, acked)
+            p.complete_delayed(now)
+        return None
+

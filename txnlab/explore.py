@@ -1,0 +1,364 @@
+"""Exhaustive exploration of a small scenario: every interleaving, every placement of up to two faults.
+
+``python -m txnlab.explore [--mutation NAME] [--faults 2] [--max-runs N] [--replay 0,2,1]``
+
+The scenario (DSLabs-style, small enough to enumerate): one broker; the input
+topic holds two committed records; a copier -- one read_committed consumer and
+one transactional producer -- copies them to two output partitions in one
+transaction, with its consumed offsets; if the copier crashes, a new instance
+with the same transactional.id starts over from the committed offsets.
+
+Choice points are the moments where more than one thing may happen next: two
+messages on different connections may arrive in either order
+(``Kernel.choices()``), and a fault may strike (the message is lost, or the copier
+process crashes just before it arrives).  The explorer runs the scenario again and
+again, depth first over the choice lists, hashing the state it can see (logs,
+watermarks, coordinator and group state, messages in flight, timers, client
+states, how far the copier's script got) and pruning states it has seen.  Each
+complete run ends with a final read and the history checker; outcomes go into a
+histogram (exactly-once, aborted-then-redone, duplicate, loss, stuck, violation).
+A counterexample is the seed and the choice list: ``--replay`` runs it again into
+the identical trace (the stepper can open it).
+"""
+from __future__ import annotations
+
+import argparse
+import hashlib
+import re
+import sys
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Optional
+
+from .check import check, check_copy, check_fencing, check_offsets
+from .check.history import FAIL, INFO, OK, History
+from .client.consumer import Consumer
+from .client.message import TopicPartition
+from .client.producer import Producer
+from .cluster import MUTATIONS, Cluster
+from .errors import KafkaException
+from .sim.clientops import final_read, poll_mops, record_committed_offsets
+
+INPUT = ("a", "b")
+# Messages a fault may hit: the ones exactly-once depends on (a lost Fetch or Metadata only adds a retry).
+FAULT_APIS = frozenset({"InitProducerId", "AddPartitionsToTxn", "Produce", "AddOffsetsToTxn", "TxnOffsetCommit",
+                        "EndTxn", "WriteTxnMarkers", "OffsetFetch"})
+APP_DEADLINE_MS = 90_000
+_DIGITS = re.compile(r"#\d+")
+
+
+class Prune(Exception):
+    """The run reached a state already explored: its continuations are known."""
+
+
+@dataclass
+class Option:
+    kind: str            # deliver | drop | crash
+    index: int = 0       # into Kernel.choices()
+
+    def describe(self, events) -> str:
+        if self.kind == "crash":
+            return "the copier process crashes"
+        m = events[self.index].msg
+        what = f"{m.api} {'response' if m.is_response else 'request'} {m.src}->{m.dst}"
+        return f"{'deliver' if self.kind == 'deliver' else 'LOSE'} {what}"
+
+
+@dataclass
+class RunResult:
+    choices: list
+    points: list                       # (number of options, state hash) at each choice point
+    outcome: str = ""
+    detail: str = ""
+    pruned: bool = False
+    cluster: Optional[Cluster] = field(default=None, repr=False)
+
+
+class Explorer:
+    def __init__(self, mutation: Optional[str] = None, max_faults: int = 2, seed: int = 0,
+                 transaction_version: int = 0) -> None:
+        self.mutation = mutation
+        self.max_faults = max_faults
+        self.seed = seed
+        self.transaction_version = transaction_version
+        self.visited: set = set()
+        self.histogram: Counter = Counter()
+        self.counterexample: Optional[RunResult] = None
+        self.runs = 0
+
+    # ------------------------------------------------------------- one run
+    def run(self, prefix: list, prune: bool = True) -> RunResult:
+        cluster = self._setup()
+        res = RunResult(list(prefix), [])
+        state = {"faults": 0, "copier": None, "k": 0}
+        k = cluster.kernel
+
+        def options(deadline):
+            evs = [e for e in k.choices() if (deadline is None or e.time <= deadline)
+                   and "controller" not in (e.msg.src, e.msg.dst)]
+            opts = [Option("deliver", i) for i in range(len(evs))]
+            if state["faults"] < self.max_faults:
+                eos = [i for i, e in enumerate(evs) if e.msg.api in FAULT_APIS]
+                opts += [Option("drop", i) for i in eos]
+                if state["copier"] is not None and any(evs[i].msg.is_response and
+                                                       evs[i].msg.dst.startswith("copier") for i in eos):
+                    opts.append(Option("crash"))
+            return evs, opts
+
+        def driver(pred, timeout_ms):
+            deadline = None if timeout_ms is None else k.now + int(timeout_ms)
+            while not pred():
+                evs, opts = options(deadline)
+                if len(opts) > 1:
+                    self._choose(cluster, res, state, evs, opts, prune)
+                    continue
+                t = k.next_event_time()
+                if t is None or (deadline is not None and t > deadline):
+                    if deadline is not None and deadline > k.now:
+                        k.now = deadline
+                    return pred()
+                k.step()
+            return True
+        k.driver = driver
+        history = History()
+        try:
+            finished = self._app(cluster, history, state)
+        except Prune:
+            res.pruned = True
+            return res
+        finally:
+            k.driver = None
+        res.outcome, res.detail = self._outcome(cluster, history, finished)
+        res.cluster = cluster
+        return res
+
+    def _choose(self, cluster, res: RunResult, state: dict, evs, opts, prune: bool) -> None:
+        i = state["k"]
+        state["k"] += 1
+        h = self._state_hash(cluster, state, opts)
+        if i < len(res.choices):
+            pick = res.choices[i]
+        else:
+            if prune and h in self.visited:
+                raise Prune()
+            self.visited.add(h)
+            pick = 0
+            res.choices.append(0)
+        res.points.append((len(opts), h))
+        opt = opts[pick]
+        k = cluster.kernel
+        if opt.kind == "deliver":
+            k.step(choice=opt.index)
+            return
+        state["faults"] += 1
+        if opt.kind == "drop":
+            m = evs[opt.index].msg
+            cluster.drop_message(m.id)
+        else:
+            copier = state["copier"]
+            for client in copier:
+                if client._node.alive:
+                    cluster.crash(client)
+
+    # -------------------------------------------------------------- scenario
+    def _setup(self) -> Cluster:
+        cluster = Cluster(brokers=1, seed=self.seed, mutations=(self.mutation,) if self.mutation else (),
+                          config={"transaction.state.log.num.partitions": 1, "offsets.topic.num.partitions": 1,
+                                  "transaction.version": self.transaction_version,
+                                  "transaction.abort.timed.out.transaction.cleanup.interval.ms": 1_000,
+                                  "group.initial.rebalance.delay.ms": 0})
+        cluster.create_topic("in", partitions=1)
+        cluster.create_topic("out", partitions=2)
+        p = Producer({"bootstrap.servers": cluster.bootstrap, "client.id": "seeder"})
+        for v in INPUT:
+            p.produce("in", value=v, partition=0)
+        p.flush()
+        # create the internal topics now, so that the explored part starts from a settled cluster
+        w = Producer({"bootstrap.servers": cluster.bootstrap, "client.id": "warmup", "transactional.id": "warmup"})
+        w.init_transactions()
+        wc = Consumer({"bootstrap.servers": cluster.bootstrap, "client.id": "warmup-c", "group.id": "warmup"})
+        wc.committed([TopicPartition("in", 0)])
+        wc.close()
+        cluster.run_until_idle()
+        return cluster
+
+    def _app(self, cluster, history: History, state: dict) -> bool:
+        """The copier, restarted as a new instance after a crash; True when it copied everything."""
+        for instance in range(1, 2 + self.max_faults):
+            try:
+                if self._copy(cluster, history, state, instance):
+                    return True
+            except KafkaException:
+                pass
+            if cluster.kernel.now > APP_DEADLINE_MS:
+                return False
+        return False
+
+    def _copy(self, cluster, history: History, state: dict, instance: int) -> bool:
+        name = f"copier.{instance}"
+        p = Producer({"bootstrap.servers": cluster.bootstrap, "client.id": name, "transactional.id": "copier",
+                      "transaction.timeout.ms": 10_000, "request.timeout.ms": 5_000, "linger.ms": 0})
+        c = Consumer({"bootstrap.servers": cluster.bootstrap, "client.id": name + "-c", "group.id": "g",
+                      "isolation.level": "read_committed", "enable.auto.commit": False,
+                      "auto.offset.reset": "earliest", "request.timeout.ms": 5_000})
+        state["copier"] = (p, c)
+        proc = f"copier#{instance}"
+        start = cluster.kernel.now
+        p.init_transactions(30.0)
+        history.add(proc, "init", [], OK, start, cluster.kernel.now, transactional_id="copier", instance=instance)
+        tp = TopicPartition("in", 0)
+        committed = c.committed([tp], timeout=30.0)[0].offset
+        committed = max(committed, 0)
+        c.assign([TopicPartition("in", 0, committed)])
+        history.add(proc, "assign", [["seek", "in-0", committed]], OK, cluster.kernel.now, cluster.kernel.now)
+        if committed >= len(INPUT):
+            return True
+        msgs = []
+        while len(msgs) < len(INPUT) - committed and cluster.kernel.now < APP_DEADLINE_MS:
+            msgs += [m for m in c.consume(len(INPUT), 1.0) if m.error() is None]
+        start = cluster.kernel.now
+        sends: list = []
+        attrs = {"transactional_id": "copier", "instance": instance}
+        outcome = FAIL
+        try:
+            p.begin_transaction()
+            for m in msgs:
+                v = m.value().decode()
+                box = [None]
+                p.produce("out", value=f"{v}|{instance}", partition=INPUT.index(v),
+                          on_delivery=lambda err, msg, box=box: box.__setitem__(0, msg.offset() if err is None else None))
+                sends.append((f"out-{INPUT.index(v)}", f"{v}|{instance}", box))
+            off = msgs[-1].offset() + 1
+            attrs["offsets"] = {"in-0": off}
+            attrs["group"] = "g"
+            p.send_offsets_to_transaction([TopicPartition("in", 0, off)], c.consumer_group_metadata(), 30.0)
+            attrs["commit_at"] = cluster.kernel.now
+            outcome = INFO
+            p.commit_transaction(60.0)
+            outcome = OK
+        finally:
+            mops = poll_mops(msgs) + [["send", k, v, b[0]] for k, v, b in sends]
+            history.add(proc, "txn", mops, outcome, start, cluster.kernel.now, **attrs)
+        return True
+
+    def _outcome(self, cluster, history: History, finished: bool) -> tuple:
+        history.attrs["finished"] = finished
+        cluster.advance(40_000)          # every timeout passes; a hanging transaction stays visible
+        final_read(cluster, history, ["in", "out"])
+        record_committed_offsets(cluster, history, "g", [("in", 0)])
+        r = check(history).merge(check_copy(history, "in", "out")).merge(check_fencing(history))
+        r.merge(check_offsets(history, "in", "out"))
+        lso_stuck = [f"out-{p}" for p in (0, 1) if cluster.log("out", p).first_unstable_offset is not None]
+        if r.violations:
+            return "violation", r.summary() + "\n" + r.explain(examples=2)
+        if not finished or lso_stuck:
+            return "stuck", f"copier finished: {finished}; open transaction on {lso_stuck or 'no partition'}"
+        outs = Counter(v.split("|")[0] for op in history if op.f == "final-read"
+                       for k, es in op.polls() if k.startswith("out") for _o, v in es)
+        if any(n > 1 for n in outs.values()):
+            return "duplicate", str(dict(outs))
+        if set(outs) != set(INPUT):
+            return "loss", str(dict(outs))
+        redone = sum(1 for op in history if op.f == "txn" and op.outcome != OK)
+        return ("exactly-once" if not redone else "exactly-once (after an abort)"), ""
+
+    # ----------------------------------------------------------- state hash
+    def _state_hash(self, cluster, state: dict, opts: list) -> str:
+        k = cluster.kernel
+        parts = [f"faults={state['faults']}", f"options={len(opts)}"]
+        for b in cluster.brokers:
+            br = cluster.broker(b)
+            parts.append(f"broker {b} alive={br.alive}")
+            for tp, log in sorted(br.logs.items()):
+                batches = tuple((x.base_offset, x.producer_id, x.producer_epoch, x.base_sequence, x.is_control,
+                                 tuple(r.value for r in x.records)) for x in log.batches)
+                parts.append(f"{tp} {batches} hw={log.high_watermark} lso={log.last_stable_offset}")
+        parts.append(str(cluster.transaction_state("copier")))
+        gs = getattr(cluster, "group_state", None)
+        if gs is not None:
+            parts.append(str(gs("g")))
+        for m in k.network.in_flight():
+            parts.append(f"msg {m.src}->{m.dst} {m.api} {m.is_response} {m.describe()}")
+        for e in k.pending_events():
+            if e.kind == "timer" and not e.background:
+                parts.append(f"timer {e.node} {_DIGITS.sub('#', e.name)}")
+        for name, node in sorted(k.nodes.items()):
+            parts.append(f"node {name} {node.alive} {node.incarnation}")
+        calls = [e.text for e in k.trace.events if e.kind == "call"]
+        parts.append(f"calls={len(calls)} last={calls[-1] if calls else ''}")
+        if state["copier"] is not None:
+            p, c = state["copier"]
+            t = p.transaction_manager
+            parts.append(f"producer {t.state.name} {t.producer_id} {t.producer_epoch} {len(p)}")
+            parts.append(f"consumer {[(tp.topic, tp.partition, tp.offset) for tp in c.position([TopicPartition('in', 0)])]}"
+                         if not c._node.crashed and not c._closed else "consumer gone")
+        return hashlib.sha1("\n".join(parts).encode()).hexdigest()
+
+    # ------------------------------------------------------------- explore
+    def explore(self, max_runs: int = 4000) -> bool:
+        """Depth-first over choice lists.  Returns False when a violation was found (kept as the
+        counterexample)."""
+        stack: list = [[]]
+        while stack and self.runs < max_runs:
+            prefix = stack.pop()
+            res = self.run(prefix)
+            self.runs += 1
+            if res.pruned:
+                self.histogram["pruned (state seen before)"] += 1
+            else:
+                self.histogram[res.outcome] += 1
+                if res.outcome == "violation" or (res.outcome in ("duplicate", "loss") and not self.counterexample):
+                    self.counterexample = res
+                    if res.outcome == "violation":
+                        return False
+            for j in range(len(res.points) - 1, len(prefix) - 1, -1):
+                n = res.points[j][0]
+                for alt in range(n - 1, 0, -1):
+                    stack.append(res.choices[:j] + [alt])
+        return self.counterexample is None or self.counterexample.outcome not in ("duplicate", "loss", "violation")
+
+
+def replay(choices: list, mutation: Optional[str] = None, seed: int = 0, max_faults: int = 2,
+           transaction_version: int = 0) -> RunResult:
+    """Run one choice list again: the same trace, step for step (open ``result.cluster.trace``)."""
+    ex = Explorer(mutation, max_faults, seed, transaction_version)
+    return ex.run(list(choices), prune=False)
+
+
+def main(argv: Optional[list] = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m txnlab.explore", description=__doc__.split("\n\n")[0])
+    ap.add_argument("--mutation", choices=MUTATIONS)
+    ap.add_argument("--faults", type=int, default=2, help="at most this many faults per run (default 2)")
+    ap.add_argument("--max-runs", type=int, default=4000)
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--transaction-version", type=int, choices=(0, 1, 2), default=0)
+    ap.add_argument("--replay", help="a choice list (comma-separated) to run again and narrate")
+    args = ap.parse_args(argv)
+    if args.replay is not None:
+        choices = [int(x) for x in args.replay.split(",") if x.strip()]
+        res = replay(choices, args.mutation, args.seed, args.faults, args.transaction_version)
+        print(res.cluster.trace.text(include_background=False))
+        print(f"outcome: {res.outcome} {res.detail}")
+        return 1 if res.outcome in ("violation", "duplicate", "loss") else 0
+    ex = Explorer(args.mutation, args.faults, args.seed, args.transaction_version)
+    ok = ex.explore(args.max_runs)
+    complete = ex.runs < args.max_runs or not ok
+    print(f"runs: {ex.runs}, states visited: {len(ex.visited)}" + ("" if complete else " (run limit reached)"))
+    print("outcomes:")
+    for name, n in sorted(ex.histogram.items(), key=lambda x: -x[1]):
+        print(f"  {name:32s} {n}")
+    if not ok:
+        ce = ex.counterexample
+        print(f"VIOLATION: {ce.outcome}\n{ce.detail}")
+        flags = (f" --mutation {args.mutation}" if args.mutation else "") + \
+            (f" --transaction-version {args.transaction_version}" if args.transaction_version else "")
+        print(f"counterexample: seed {args.seed}, choices {','.join(map(str, ce.choices))}")
+        print(f"replay: python -m txnlab.explore --seed {args.seed}{flags} --faults {args.faults} "
+              f"--replay {','.join(map(str, ce.choices))}")
+        return 1
+    print("no violation")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
