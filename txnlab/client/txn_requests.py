@@ -1,0 +1,375 @@
+"""The producer's transactional requests (the request side of Kafka's ``TransactionManager``).
+
+Owns the queue of transactional requests (one in flight, by priority: FindCoordinator <
+InitProducerId < AddPartitionsToTxn/AddOffsetsToTxn < EndTxn < epoch bump), finding the
+coordinator again when it moves, ApiVersions (which transaction.version the cluster runs),
+InitProducerId (also the KIP-360 bump after an abortable error), AddPartitionsToTxn,
+AddOffsetsToTxn + TxnOffsetCommit, EndTxn, and how each error is classified: retriable,
+abortable or fatal.  A mixin of ``Sender``.
+"""
+from __future__ import annotations
+
+import heapq
+from typing import Callable, Optional
+
+from ..errors import KafkaError
+from ..protocol import messages as m
+from ..protocol.errors import Errors
+from .transaction_manager import PRIORITY, State
+
+RETRIABLE_TXN = {Errors.CONCURRENT_TRANSACTIONS, Errors.COORDINATOR_LOAD_IN_PROGRESS}
+REFIND = {Errors.NOT_COORDINATOR, Errors.COORDINATOR_NOT_AVAILABLE, Errors.NETWORK_EXCEPTION,
+          Errors.REQUEST_TIMED_OUT}
+FATAL_TXN = {Errors.PRODUCER_FENCED, Errors.INVALID_PRODUCER_EPOCH, Errors.INVALID_TXN_STATE,
+             Errors.INVALID_TRANSACTION_TIMEOUT, Errors.TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
+             Errors.CLUSTER_AUTHORIZATION_FAILED, Errors.UNSUPPORTED_VERSION, Errors.INVALID_REQUEST}
+
+
+class PendingOp:
+    __slots__ = ("done", "error")
+
+    def __init__(self) -> None:
+        self.done = False
+        self.error: Optional[KafkaError] = None
+
+    def finish(self, error: Optional[KafkaError] = None) -> None:
+        self.done = True
+        self.error = error
+
+
+
+class TransactionalRequests:
+    # ---------------------------------------------------- the request queue
+    def _enqueue(self, name: str, send: Callable[[], None]) -> None:
+        self._txn_seq += 1
+        heapq.heappush(self._txn_queue, (PRIORITY[name], self._txn_seq, name, send))
+        self._pump()
+
+    def _pump(self) -> None:
+        if self._txn_in_flight or not self._txn_queue or self.node.crashed:
+            return
+        _, _, name, send = heapq.heappop(self._txn_queue)
+        self._txn_in_flight = True
+        send()
+
+    def _txn_done(self) -> None:
+        self._txn_in_flight = False
+        self._pump()
+        self.wakeup(0)
+
+    def _retry_later(self, name: str, send: Callable[[], None], ms: Optional[int] = None) -> None:
+        self._txn_in_flight = False
+        delay = self.cfg["retry.backoff.ms"] if ms is None else ms
+        self.node.set_timer(delay, f"retry {name}", lambda: self._enqueue(name, send))
+
+    def _to_coordinator(self, name: str, build: Callable, handle: Callable, key_type: int = m.COORDINATOR_TRANSACTION,
+                        key: Optional[str] = None) -> Callable[[], None]:
+        """A send function: find the coordinator if needed, then send, then handle."""
+        txn = self.txn
+        key = key if key is not None else txn.transactional_id
+        holder = {}
+
+        def send():
+            coord = txn.coordinator if key_type == m.COORDINATOR_TRANSACTION else holder.get("coord")
+            if coord is None:
+                def found(node, err):
+                    if err is not None:
+                        self._retry_later(name, send)
+                        return
+                    if key_type == m.COORDINATOR_TRANSACTION:
+                        txn.coordinator = node
+                    else:
+                        holder["coord"] = node
+                    send()
+                self.node.find_coordinator(key, key_type, found)
+                return
+            req = build()
+            if req is None:
+                self._txn_done()
+                return
+
+            def on_resp(resp, err):
+                action = handle(resp, err)
+                if action == "refind":
+                    if key_type == m.COORDINATOR_TRANSACTION:
+                        txn.coordinator = None
+                    else:
+                        holder.pop("coord", None)
+                    self._retry_later(name, send)
+                elif action == "retry":
+                    self._retry_later(name, send)
+                elif action == "retry-fast":
+                    self._retry_later(name, send, 20)
+                else:
+                    self._txn_done()
+            self.node.send_request(coord, req, on_resp, timeout_ms=self.cfg["request.timeout.ms"])
+        return send
+
+    def _fatal(self, error, where: str) -> None:
+        kerr = KafkaError(error, f"{where}: {Errors(error).description}", fatal=True, retriable=False)
+        self.narrate(f"{self.p.name}: {where} failed with {Errors(error).name}; the producer is now in FATAL_ERROR")
+        self.txn.transition(State.FATAL_ERROR, kerr)
+        self._abort_undrained(kerr)
+
+    def _abort_undrained(self, kerr) -> None:
+        """Records not yet sent can never be part of this transaction now: fail them (Kafka's
+        abortUndrainedBatches)."""
+        self.txn.pending_partitions.clear()
+        self.purge_queued(kerr)
+
+    def _abortable(self, error, where: str) -> None:
+        kerr = KafkaError(error, f"{where}: {Errors(error).description}", retriable=False, txn_requires_abort=True)
+        self.narrate(f"{self.p.name}: {where} failed with {Errors(error).name}; the transaction must be aborted")
+        if self.txn.state in (State.IN_TRANSACTION, State.COMMITTING_TRANSACTION, State.ABORTABLE_ERROR):
+            self.txn.transition(State.ABORTABLE_ERROR, kerr)
+            self._abort_undrained(kerr)
+        return kerr
+
+    # ---------------------------------------------------------- ApiVersions
+    @property
+    def transaction_version(self) -> int:
+        return (self.features or {}).get("transaction.version", 0)
+
+    def _learn_features(self, then: Callable[[], None]) -> None:
+        """ApiVersions first, as every Kafka client does on a new connection: it tells which
+        transaction.version the cluster has finalized (KIP-890's protocol depends on it)."""
+        if self._features_requested:
+            return
+        self._features_requested = True
+
+        def done(resp, err):
+            self._features_requested = False
+            if err is not None or resp.error:
+                self.node.set_timer(self.cfg["retry.backoff.ms"], "retry ApiVersions", lambda: self._learn_features(then))
+                return
+            self.features = dict(resp.finalized_features)
+            then()
+        self.node.send_request(self.node.any_broker(), m.ApiVersionsRequest(), done,
+                               timeout_ms=self.cfg["request.timeout.ms"])
+
+    # ------------------------------------------------------ InitProducerId
+    def send_init_producer_id(self, bump: bool = False) -> None:
+        txn = self.txn
+        if self.features is None:
+            self._learn_features(lambda: self.send_init_producer_id(bump))
+            return
+        if self._pid_requested:
+            return
+        self._pid_requested = True
+        if not txn.is_transactional:
+            def done(resp, err):
+                self._pid_requested = False
+                if err is None and resp.error == Errors.NONE:
+                    txn.set_producer_id_and_epoch(resp.producer_id, resp.producer_epoch)
+                    txn.reset_sequences()
+                    self.wakeup(0)
+                else:
+                    self.node.set_timer(self.cfg["retry.backoff.ms"], "retry InitProducerId", self.send_init_producer_id)
+            self.node.send_request(self.node.any_broker(), m.InitProducerIdRequest(None, self.cfg["transaction.timeout.ms"]),
+                                   done, timeout_ms=self.cfg["request.timeout.ms"])
+            return
+
+        def build():
+            if bump:
+                return m.InitProducerIdRequest(txn.transactional_id, txn.transaction_timeout_ms,
+                                               txn.producer_id, txn.producer_epoch)
+            return m.InitProducerIdRequest(txn.transactional_id, txn.transaction_timeout_ms)
+
+        def handle(resp, err):
+            if err is not None:
+                return "refind"
+            e = Errors(resp.error)
+            if e == Errors.NONE:
+                self._pid_requested = False
+                txn.set_producer_id_and_epoch(resp.producer_id, resp.producer_epoch)
+                txn.reset_sequences()
+                txn.partitions.clear()
+                txn.transition(State.READY)
+                return None
+            if e in REFIND:
+                return "refind"
+            if e in RETRIABLE_TXN:
+                return "retry"
+            self._pid_requested = False
+            self._fatal(e, "InitProducerId")
+            return None
+        self._enqueue("EpochBump" if bump else "InitProducerId", self._to_coordinator("InitProducerId", build, handle))
+
+    # ---------------------------------------------------- AddPartitionsToTxn
+    def _add_partitions(self) -> None:
+        txn = self.txn
+        if txn.new_partitions_in_flight or not txn.pending_partitions:
+            return
+        tps = tuple(sorted(txn.pending_partitions))
+        txn.new_partitions_in_flight = set(tps)
+        txn.pending_partitions.clear()
+        first = not txn.partitions_in_txn
+
+        def build():
+            return m.AddPartitionsToTxnRequest(txn.transactional_id, txn.producer_id, txn.producer_epoch, tps)
+
+        def handle(resp, err):
+            if err is not None:
+                return "refind"
+            errors = {Errors(e) for e in resp.errors.values()}
+            if errors <= {Errors.NONE}:
+                txn.partitions_in_txn.update(tps)
+                txn.new_partitions_in_flight = set()
+                txn.transaction_started = True
+                return None
+            bad = next(e for e in errors if e not in (Errors.NONE, Errors.OPERATION_NOT_ATTEMPTED)) \
+                if errors - {Errors.NONE, Errors.OPERATION_NOT_ATTEMPTED} else Errors.OPERATION_NOT_ATTEMPTED
+            if bad in REFIND:
+                return "refind"
+            if bad in RETRIABLE_TXN:
+                return "retry-fast" if first and bad == Errors.CONCURRENT_TRANSACTIONS else "retry"
+            txn.new_partitions_in_flight = set()
+            if bad in FATAL_TXN:
+                self._fatal(bad, "AddPartitionsToTxn")
+            else:
+                self._abortable(bad, "AddPartitionsToTxn")
+                if bad == Errors.INVALID_PRODUCER_ID_MAPPING:
+                    self._bump_after_end = True
+                self._fail_queued_of(tps, bad)
+            return None
+        self._enqueue("AddPartitionsToTxn", self._to_coordinator("AddPartitionsToTxn", build, handle))
+
+    def _fail_queued_of(self, tps, error) -> None:
+        for tp in tps:
+            dq = self.p._acc.batches.get(tp)
+            while dq:
+                self._complete(dq.popleft(), KafkaError(error, txn_requires_abort=True), -1)
+
+    # ------------------------------------------------------ offsets in txn
+    def send_offsets(self, offsets: dict, group_metadata) -> PendingOp:
+        txn = self.txn
+        op = PendingOp()
+        tv2 = self.transaction_version >= 2
+
+        def commit_offsets():
+            def build():
+                return m.TxnOffsetCommitRequest(txn.transactional_id, group_metadata.group_id, txn.producer_id,
+                                                txn.producer_epoch, group_metadata.generation_id,
+                                                group_metadata.member_id, group_metadata.group_instance_id,
+                                                dict(offsets))
+
+            def handle(resp, err):
+                if err is not None:
+                    return "refind"
+                errors = {Errors(e) for e in resp.errors.values()} - {Errors.NONE}
+                if not errors:
+                    op.finish()
+                    return None
+                bad = sorted(errors)[0]
+                if bad in REFIND or bad == Errors.COORDINATOR_LOAD_IN_PROGRESS:
+                    return "refind"
+                if bad in (Errors.CONCURRENT_TRANSACTIONS, Errors.UNKNOWN_TOPIC_OR_PARTITION):
+                    return "retry"
+                if bad in (Errors.PRODUCER_FENCED, Errors.INVALID_PRODUCER_EPOCH, Errors.TRANSACTIONAL_ID_AUTHORIZATION_FAILED):
+                    self._fatal(bad, "TxnOffsetCommit")
+                    op.finish(self.txn.last_error)
+                    return None
+                op.finish(self._abortable(bad, "TxnOffsetCommit"))
+                return None
+            self._enqueue("TxnOffsetCommit", self._to_coordinator(
+                "TxnOffsetCommit", build, handle, m.COORDINATOR_GROUP, group_metadata.group_id))
+
+        if tv2:
+            txn.transaction_started = True
+            commit_offsets()
+            return op
+
+        def build_add():
+            return m.AddOffsetsToTxnRequest(txn.transactional_id, txn.producer_id, txn.producer_epoch,
+                                            group_metadata.group_id)
+
+        def handle_add(resp, err):
+            if err is not None:
+                return "refind"
+            e = Errors(resp.error)
+            if e == Errors.NONE:
+                txn.transaction_started = True
+                commit_offsets()
+                return None
+            if e in REFIND:
+                return "refind"
+            if e in RETRIABLE_TXN:
+                return "retry"
+            if e in FATAL_TXN:
+                self._fatal(e, "AddOffsetsToTxn")
+                op.finish(self.txn.last_error)
+            else:
+                op.finish(self._abortable(e, "AddOffsetsToTxn"))
+            return None
+        self._enqueue("AddOffsetsToTxn", self._to_coordinator("AddOffsetsToTxn", build_add, handle_add))
+        return op
+
+    # ---------------------------------------------------------------- EndTxn
+    def begin_end_txn(self, commit: bool) -> None:
+        txn = self.txn
+        txn.transition(State.COMMITTING_TRANSACTION if commit else State.ABORTING_TRANSACTION)
+        self._end_txn_sent = False
+        self._end_commit = commit
+        if not commit:
+            txn.pending_partitions.clear()
+            self.purge_queued(KafkaError(KafkaError._PURGE_QUEUE, "purged: the transaction was aborted"))
+        self.wakeup(0)
+
+    def _maybe_end_txn(self) -> None:
+        txn = self.txn
+        if txn.state not in (State.COMMITTING_TRANSACTION, State.ABORTING_TRANSACTION) or self._end_txn_sent:
+            return
+        if self.p._acc.has_queued() or self.p._unassigned or txn.has_in_flight() or txn.new_partitions_in_flight \
+                or (self._end_commit and txn.pending_partitions) or self._txn_in_flight:
+            return
+        self._end_txn_sent = True
+        commit = self._end_commit
+        if not txn.transaction_started:
+            self.narrate(f"{self.p.name}: nothing was added to the transaction; no EndTxn needed")
+            self._finish_txn()
+            return
+        tv2 = self.transaction_version >= 2
+
+        def build():
+            return m.EndTxnRequest(txn.transactional_id, txn.producer_id, txn.producer_epoch, commit)
+
+        def handle(resp, err):
+            if err is not None:
+                return "refind"
+            e = Errors(resp.error)
+            if e == Errors.NONE:
+                if resp.producer_id >= 0 and tv2:
+                    txn.set_producer_id_and_epoch(resp.producer_id, resp.producer_epoch)
+                    txn.reset_sequences()
+                self._finish_txn()
+                return None
+            if e in REFIND:
+                return "refind"
+            if e in RETRIABLE_TXN:
+                return "retry"
+            if e in FATAL_TXN:
+                self._fatal(e, "EndTxn")
+            else:
+                self._abortable(e, "EndTxn")
+                if e == Errors.INVALID_PRODUCER_ID_MAPPING:
+                    self._bump_after_end = True
+            return None
+        self._enqueue("EndTxn", self._to_coordinator("EndTxn", build, handle))
+
+    def _finish_txn(self) -> None:
+        txn = self.txn
+        txn.partitions_in_txn.clear()
+        txn.pending_partitions.clear()
+        txn.transaction_started = False
+        if self._bump_after_end and self.transaction_version < 2:
+            self._bump_after_end = False
+            txn.transition(State.INITIALIZING)
+            self.narrate(f"{self.p.name}: asking the coordinator for an epoch bump (InitProducerId with the current "
+                         f"producer id and epoch, KIP-360)")
+            self.send_init_producer_id(bump=True)
+            return
+        self._bump_after_end = False
+        txn.transition(State.READY)     # TV0/TV1: sequences continue across transactions
+
+
+
