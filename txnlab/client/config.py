@@ -93,10 +93,8 @@ def producer_config(given: dict) -> dict:
     if tid is not None and tid == "":
         raise ConfigException("transactional.id", "must not be empty")
     idem_explicit = "enable.idempotence" in explicit
-    if tid is not None and idem_explicit and not cfg["enable.idempotence"]:
-        raise ConfigException("enable.idempotence", TXN_NEEDS_IDEMPOTENCE)
     if cfg["enable.idempotence"]:
-        strict = idem_explicit or tid is not None
+        strict = idem_explicit
         conflicts = []
         if cfg["retries"] == 0:
             conflicts.append(("retries", IDEMPOTENCE_RETRIES))
@@ -109,6 +107,11 @@ def producer_config(given: dict) -> dict:
                 k, msg = conflicts[0]
                 raise ConfigException(k, msg)
             cfg["enable.idempotence"] = False   # defaulted: silently off, as Kafka does
+    if tid is not None and not cfg["enable.idempotence"]:
+        raise ConfigException("transactional.id", TXN_NEEDS_IDEMPOTENCE
+                              + ("" if idem_explicit else " (idempotence was turned off by "
+                                 + ", ".join(k for k in ("acks", "retries", "max.in.flight.requests.per.connection")
+                                             if k in explicit) + ")"))
     return cfg
 
 

@@ -297,7 +297,8 @@ class TransactionCoordinator:
         transit = md.prepare_transition(target, self.now, self.transaction_version)
         self._write_prepare(md, cache, transit, reply, fencing)
 
-    def _write_prepare(self, md, cache, transit, reply, fencing: bool, tv2_response: bool = False) -> None:
+    def _write_prepare(self, md, cache, transit, reply, fencing: bool, tv2_response: bool = False,
+                       complete_kw: Optional[dict] = None) -> None:
         tid = md.transactional_id
         self.narrate(f"{tid!r}: {transit.txn_state.name} is written first; once it is durable the outcome is decided")
 
@@ -321,53 +322,73 @@ class TransactionCoordinator:
         self.state_manager.append_transition(md, transit, cache.coordinator_epoch, done)
 
     def _end_transaction_tv2(self, tid, pid, epoch, commit, reply) -> None:
+        """KIP-890 part 2: every EndTxn bumps the epoch, so a delayed EndTxn of an earlier
+        transaction can never end a later one; a retry is recognised by epoch + 1."""
+        what = "COMMIT" if commit else "ABORT"
+
+        def fail(error: Errors, why: str):
+            self.narrate(f"{tid!r}: EndTxn({what}) with pid {pid} epoch {epoch}: {why} -> {error.name}")
+            return reply(error)
+
         err, cache = self.state_manager.lookup(tid)
         if err != Errors.NONE:
-            return reply(err)
+            return fail(err, "this broker cannot answer for it now")
         md = cache.metadata.get(tid)
         if md is None:
-            return reply(Errors.INVALID_PRODUCER_ID_MAPPING)
-        retry = md.producer_id == pid and md.producer_epoch == epoch + 1
+            return fail(Errors.INVALID_PRODUCER_ID_MAPPING, "the coordinator does not know this transactional.id")
+        retry = (md.producer_id == pid and md.producer_epoch == epoch + 1) or \
+            (md.previous_producer_id == pid and epoch == MAX_EPOCH - 1 and md.producer_epoch == 0)
         if md.producer_id != pid and not retry:
-            return reply(Errors.INVALID_PRODUCER_ID_MAPPING)
+            return fail(Errors.INVALID_PRODUCER_ID_MAPPING, f"its producer id is {md.producer_id}")
         if md.pending_state is not None and md.pending_state != S.PrepareEpochFence:
-            return reply(Errors.CONCURRENT_TRANSACTIONS)
+            return fail(Errors.CONCURRENT_TRANSACTIONS, f"a transition to {md.pending_state.name} is still pending")
         st = md.state
-        current = md.producer_epoch == epoch
+        current = md.producer_id == pid and md.producer_epoch == epoch
+        stale = f"the current epoch is {md.producer_epoch}, so this request is from an older transaction"
         if st == S.Ongoing:
             if not current:
-                return reply(Errors.PRODUCER_FENCED)
+                return fail(Errors.PRODUCER_FENCED, stale)
             target = S.PrepareCommit if commit else S.PrepareAbort
         elif st in (S.PrepareCommit, S.PrepareAbort):
             if not retry:
-                return reply(Errors.PRODUCER_FENCED)
+                return fail(Errors.PRODUCER_FENCED, stale)
             same = (st == S.PrepareCommit) == commit
-            return reply(Errors.CONCURRENT_TRANSACTIONS if same else Errors.INVALID_TXN_STATE)
+            return fail(Errors.CONCURRENT_TRANSACTIONS if same else Errors.INVALID_TXN_STATE,
+                        f"a retry while the transaction is {st.name}")
         elif st in (S.CompleteCommit, S.CompleteAbort, S.Empty):
-            finished_commit = st == S.CompleteCommit
             if retry:
                 if st == S.Empty:
-                    return reply(Errors.PRODUCER_FENCED)
-                if finished_commit == commit:
+                    return fail(Errors.PRODUCER_FENCED, "a retry, but nothing was ended")
+                if (st == S.CompleteCommit) == commit:
+                    self.narrate(f"{tid!r}: a retry of the EndTxn that already finished ({st.name}) -> NONE")
                     return reply(Errors.NONE, md.producer_id, md.producer_epoch)
-                return reply(Errors.INVALID_TXN_STATE)
+                return fail(Errors.INVALID_TXN_STATE, f"a retry asking the opposite of {st.name}")
             if not current:
-                return reply(Errors.PRODUCER_FENCED)
+                return fail(Errors.PRODUCER_FENCED, stale)
             if commit:
-                return reply(Errors.INVALID_TXN_STATE)
-            target = S.PrepareAbort     # EB: abort with nothing open, to obtain a fresh epoch
+                return fail(Errors.INVALID_TXN_STATE, f"there is no open transaction to commit ({st.name})")
+            target = S.PrepareAbort     # abort with nothing open: a safe way to obtain a fresh epoch
         else:
-            return reply(Errors.INVALID_TXN_STATE)
-        if md.producer_epoch + 1 >= MAX_EPOCH:
-            return reply(Errors.INVALID_TXN_STATE)
+            return fail(Errors.INVALID_TXN_STATE, f"state {st.name}")
         md.pending_state = None
         kw = dict(producer_epoch=md.producer_epoch + 1, last_producer_epoch=md.producer_epoch)
         if st != S.Ongoing:
             kw["topic_partitions"] = frozenset()
+        complete_kw = None
+        if md.is_producer_epoch_exhausted(md.producer_epoch + 1):
+            try:
+                next_pid = self.producer_id_manager.generate()
+            except LookupError:
+                return fail(Errors.COORDINATOR_LOAD_IN_PROGRESS, "waiting for a block of producer ids")
+            kw["next_producer_id"] = next_pid
+            complete_kw = dict(producer_id=next_pid, producer_epoch=0, previous_producer_id=md.producer_id,
+                               next_producer_id=-1)
+            self.narrate(f"{tid!r}: epoch {md.producer_epoch + 1} is exhausted; after this transaction the "
+                         f"producer continues as producer id {next_pid}, epoch 0")
         transit = md.prepare_transition(target, self.now, 2, **kw)
         self.narrate(f"{tid!r} (transaction.version 2): the epoch is bumped on every EndTxn: "
                      f"{md.producer_epoch} -> {transit.producer_epoch}")
-        self._write_prepare(md, cache, transit, reply, False, tv2_response=True)
+        self._write_prepare(md, cache, transit, reply, False, tv2_response=True, complete_kw=complete_kw)
 
     # ------------------------------------------------------------- periodic
     def _abort_timed_out(self) -> None:
