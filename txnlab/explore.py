@@ -41,8 +41,10 @@ from .sim.clientops import final_read, poll_mops, record_committed_offsets
 
 INPUT = ("a", "b")
 # Messages a fault may hit: the ones exactly-once depends on (a lost Fetch or Metadata only adds a retry).
-FAULT_APIS = frozenset({"InitProducerId", "AddPartitionsToTxn", "Produce", "AddOffsetsToTxn", "TxnOffsetCommit",
-                        "EndTxn", "WriteTxnMarkers", "OffsetFetch"})
+# A lost message: these requests or their responses.  A crash of the copier: just before one of these
+# responses would tell it the outcome.
+DROP_APIS = frozenset({"Produce", "EndTxn", "WriteTxnMarkers", "TxnOffsetCommit", "InitProducerId"})
+CRASH_BEFORE = frozenset({"InitProducerId", "Produce", "TxnOffsetCommit", "EndTxn"})
 APP_DEADLINE_MS = 90_000
 _DIGITS = re.compile(r"#\d+")
 
@@ -98,10 +100,9 @@ class Explorer:
                    and "controller" not in (e.msg.src, e.msg.dst)]
             opts = [Option("deliver", i) for i in range(len(evs))]
             if state["faults"] < self.max_faults:
-                eos = [i for i, e in enumerate(evs) if e.msg.api in FAULT_APIS]
-                opts += [Option("drop", i) for i in eos]
-                if state["copier"] is not None and any(evs[i].msg.is_response and
-                                                       evs[i].msg.dst.startswith("copier") for i in eos):
+                opts += [Option("drop", i) for i, e in enumerate(evs) if e.msg.api in DROP_APIS]
+                if state["copier"] is not None and any(e.msg.is_response and e.msg.api in CRASH_BEFORE and
+                                                       e.msg.dst.startswith("copier") for e in evs):
                     opts.append(Option("crash"))
             return evs, opts
 
@@ -243,7 +244,10 @@ class Explorer:
 
     def _outcome(self, cluster, history: History, finished: bool) -> tuple:
         history.attrs["finished"] = finished
-        cluster.advance(40_000)          # every timeout passes; a hanging transaction stays visible
+        for _ in range(40):              # let every timeout pass while a transaction is open
+            if not self._open(cluster):
+                break
+            cluster.advance(1_000)
         final_read(cluster, history, ["in", "out"])
         record_committed_offsets(cluster, history, "g", [("in", 0)])
         r = check(history).merge(check_copy(history, "in", "out")).merge(check_fencing(history))
@@ -261,6 +265,13 @@ class Explorer:
             return "loss", str(dict(outs))
         redone = sum(1 for op in history if op.f == "txn" and op.outcome != OK)
         return ("exactly-once" if not redone else "exactly-once (after an abort)"), ""
+
+    @staticmethod
+    def _open(cluster) -> bool:
+        st = cluster.transaction_state("copier")
+        open_txn = st is not None and st["state"] not in ("Empty", "CompleteCommit", "CompleteAbort")
+        return open_txn or any(cluster.log("out", p).first_unstable_offset is not None for p in (0, 1)) or \
+            bool(cluster.kernel.network.in_flight())
 
     # ----------------------------------------------------------- state hash
     def _state_hash(self, cluster, state: dict, opts: list) -> str:
