@@ -98,17 +98,17 @@ def test_tour_runs_in_jupyterlab_and_step_moves_the_hw_and_lso(lab):
             page.on("request", lambda r: outside.append(r.url)
                     if not r.url.startswith(("http://127.0.0.1", "data:", "blob:", "about:")) else None)
             page.goto(lab)
-            page.get_by_text("| Idle").first.wait_for(timeout=120_000)
+            page.get_by_text("| Idle").first.wait_for(timeout=300_000)
             page.get_by_role("menuitem", name="Run").click()
             page.get_by_role("menuitem", name="Run All Cells", exact=True).click()
             # the last cell prints one "ok" line per gallery scenario: wait for the whole run
-            page.get_by_text("ok  consume-transform-produce").first.wait_for(timeout=240_000)
-            page.locator(".js-plotly-plot .main-svg").first.wait_for(timeout=60_000)
+            page.get_by_text("ok  consume-transform-produce").first.wait_for(timeout=600_000)
+            page.locator(".js-plotly-plot .main-svg").first.wait_for(timeout=300_000)
             step = page.locator("button.jupyter-button", has_text="Step").first
             step.scroll_into_view_if_needed()
             narration = page.locator(".txl-narr").first
             first_text = narration.inner_text()
-            page.wait_for_function(f"({READ_LINES})() !== null", timeout=60_000)   # the log strip is drawn
+            page.wait_for_function(f"({READ_LINES})() !== null", timeout=300_000)   # the log strip is drawn
             before = page.evaluate(READ_LINES)
             page.screenshot(path=str(ARTIFACTS / "tour_before_steps.png"))
 
@@ -116,7 +116,7 @@ def test_tour_runs_in_jupyterlab_and_step_moves_the_hw_and_lso(lab):
             for _ in range(30):
                 step.click()
                 page.wait_for_function("t => document.querySelector('.txl-narr').innerText !== t",
-                                       arg=texts[-1], timeout=30_000)
+                                       arg=texts[-1], timeout=300_000)
                 texts.append(narration.inner_text())
                 now = page.evaluate(READ_LINES)
                 if now["hw"] != before["hw"] and now["lso"] != before["lso"]:
@@ -131,7 +131,7 @@ def test_tour_runs_in_jupyterlab_and_step_moves_the_hw_and_lso(lab):
             page.locator(".txl-keys").first.click()
             page.keyboard.press("ArrowRight")
             page.wait_for_function("t => document.querySelector('.txl-narr').innerText !== t",
-                                   arg=before_key, timeout=30_000)
+                                   arg=before_key, timeout=300_000)
             key_text = narration.inner_text()
             # Run plays steps by itself until paused
             play = page.locator(".widget-play button, .jupyter-widget-play button").first
@@ -139,7 +139,7 @@ def test_tour_runs_in_jupyterlab_and_step_moves_the_hw_and_lso(lab):
             page.wait_for_function(
                 """t => { const m = document.querySelector('.txl-narr .txl-head').innerText.match(/step (\\d+)/);
                           const n = t.match(/step (\\d+)/); return m && n && +m[1] >= +n[1] + 2; }""",
-                arg=key_text, timeout=60_000)
+                arg=key_text, timeout=300_000)
             play.click()
         finally:
             browser.close()

@@ -43,7 +43,8 @@ INPUT = ("a", "b")
 # Messages a fault may hit: the ones exactly-once depends on (a lost Fetch or Metadata only adds a retry).
 # A lost message: these requests or their responses.  A crash of the copier: just before one of these
 # responses would tell it the outcome.
-DROP_APIS = frozenset({"Produce", "EndTxn", "WriteTxnMarkers", "TxnOffsetCommit", "InitProducerId"})
+DROP_REQUESTS = frozenset({"Produce", "EndTxn", "WriteTxnMarkers"})
+DROP_RESPONSES = frozenset({"Produce", "EndTxn", "TxnOffsetCommit", "InitProducerId"})
 CRASH_BEFORE = frozenset({"InitProducerId", "Produce", "TxnOffsetCommit", "EndTxn"})
 APP_DEADLINE_MS = 90_000
 _DIGITS = re.compile(r"#\d+")
@@ -100,7 +101,8 @@ class Explorer:
                    and "controller" not in (e.msg.src, e.msg.dst)]
             opts = [Option("deliver", i) for i in range(len(evs))]
             if state["faults"] < self.max_faults:
-                opts += [Option("drop", i) for i, e in enumerate(evs) if e.msg.api in DROP_APIS]
+                opts += [Option("drop", i) for i, e in enumerate(evs)
+                         if e.msg.api in (DROP_RESPONSES if e.msg.is_response else DROP_REQUESTS)]
                 if state["copier"] is not None and any(e.msg.is_response and e.msg.api in CRASH_BEFORE and
                                                        e.msg.dst.startswith("copier") for e in evs):
                     opts.append(Option("crash"))

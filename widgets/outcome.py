@@ -55,8 +55,8 @@ def diff(a: dict, b: dict) -> dict:
             only_a, only_b = sorted((va - vb).elements(), key=str), sorted((vb - va).elements(), key=str)
             off_a = {v: o for o, v in pa[level]}
             off_b = {v: o for o, v in pb[level]}
-            moved = sorted(((v, off_a[v], off_b[v]) for v in set(off_a) & set(off_b) if off_a[v] != off_b[v]),
-                           key=lambda t: t[1])
+            moved = sorted(((v, off_a[v], off_b[v]) for v in set(off_a) & set(off_b)
+                            if off_a[v] != off_b[v] and va[v] == vb[v] == 1), key=lambda t: t[1])
             if only_a or only_b or moved:
                 entry[level] = {"only_in_a": only_a, "only_in_b": only_b, "moved": moved}
         for key in ("lso", "hw", "leo"):

@@ -17,8 +17,11 @@ network error) as an event of the private kernel at the simulated time the
 server reports.  So a client's blocking call (``flush``, ``poll``,
 ``commit_transaction``) steps its private kernel, and each step that sends
 blocks on the network; timers (linger, backoff, request timeouts) keep their
-local meaning.  The private clock follows the cluster's: it jumps forward to
-the server's time of each response and never runs backwards.
+local meaning.  The private clock starts at the cluster's time when a client
+is created and then moves by the client's own timers and by each request's
+own round trip as the cluster measured it (sent -> answered), so a
+``poll(1.0)`` times out after one simulated second of *its* waiting, not
+because other processes made the cluster's clock run on in between.
 """
 from __future__ import annotations
 
@@ -120,7 +123,8 @@ class RemoteClientNode(ClientNode):
         m = Message(-cid, self.name, dst, request.API, request, k.now, k.now, False, cid, background, k.step_count)
         self._pending[cid] = _Pending(dst, request.API, callback, None, m)
         outcome = self.remote.forward(self.name, dst, request, timeout_ms)
-        delay = max(1, outcome.get("now", k.now) - k.now)
+        # the request's own round trip in the cluster's time (not what others made the clock do before)
+        delay = max(1, outcome.get("now", 0) - outcome.get("sent", 0))
         self.set_timer(delay, f"{request.API} response from {dst}", lambda: self._arrive(cid, m, outcome),
                        background=background)
         return m

@@ -10,7 +10,7 @@ remote request into a message of the simulated network: the server thread
 takes the kernel's lock, injects the request with ``node.send_request`` (a
 step in the trace, subject to every fault the cluster API arms), runs the
 kernel until the response has arrived, lets the cluster settle, and sends the
-response back with the simulated time it arrived at.  In ``mode="step"`` it
+response back with the simulated times it was sent and answered at.  In ``mode="step"`` it
 only injects and then waits for a person (or the notebook) to step the kernel.
 
 The lock: while a door is open, the kernel's and the cluster's entry points
@@ -113,8 +113,8 @@ class FrontDoor:
         self._httpd.daemon_threads = True
         self._httpd.door = self
         self.host, self.port = self._httpd.server_address[:2]
-        self._thread = threading.Thread(target=self._httpd.serve_forever, name=f"txnlab-frontdoor-{self.port}",
-                                        daemon=True)
+        self._thread = threading.Thread(target=self._httpd.serve_forever, args=(0.05,),
+                                        name=f"txnlab-frontdoor-{self.port}", daemon=True)
         self._thread.start()
         self.ops = {"hello": self._hello, "connect": self._connect, "request": self._request,
                     "create_topic": self._create_topic, "claim": self._claim, "signal": self._signal}
@@ -127,8 +127,11 @@ class FrontDoor:
         return f"<FrontDoor {self.host}:{self.port} mode={self.mode} requests={self.requests}>"
 
     def stop(self) -> None:
+        """Close the door (the cluster keeps its lock wrappers; ``cluster.serve()`` opens a new door)."""
         self._httpd.shutdown()
         self._httpd.server_close()
+        if getattr(self.cluster, "front_door", None) is self:
+            self.cluster.front_door = None
 
     def on_signal(self, name: str, fn: Optional[Callable[[Any], Any]]) -> None:
         """Run ``fn(data)`` (in the server thread) when a remote process sends signal ``name``."""
@@ -224,8 +227,9 @@ class FrontDoor:
             t1 = time.perf_counter()
             self.requests += 1
             if not node.alive:
-                return {"response": None, "error": None, "now": k.now, "crashed": True}
+                return {"response": None, "error": None, "sent": k.now, "now": k.now, "crashed": True}
             k.begin_step("remote", name, f"{name} ({node.label}) sends {req.API} to {dst} through the front door")
+            box["sent"] = k.now
             if oneway:
                 k.network.send(name, dst, req.API, req, False, 0)
             else:
@@ -245,16 +249,20 @@ class FrontDoor:
             st[2] += time.perf_counter() - t0
 
     def _outcome(self, req, node: RemoteNode, box: dict, done: threading.Event, oneway: bool) -> dict:
+        """The reply: the response (or the network error) and the simulated times the request was
+        sent at and answered at (the remote side's clock moves by the difference)."""
         k = self.kernel
+        sent = box.get("sent", k.now)
         if oneway:
-            return {"response": None, "error": None, "now": k.now, "crashed": False}
+            return {"response": None, "error": None, "sent": sent, "now": k.now, "crashed": False}
         if self.mode == "step" and not done.wait(self.step_wait_s):
-            return {"response": None, "error": "REQUEST_TIMED_OUT", "now": k.now, "crashed": not node.alive}
+            return {"response": None, "error": "REQUEST_TIMED_OUT", "sent": sent, "now": k.now,
+                    "crashed": not node.alive}
         if not done.is_set():
-            return {"response": None, "error": None, "now": k.now, "crashed": True}
+            return {"response": None, "error": None, "sent": sent, "now": k.now, "crashed": True}
         err = box["e"]
         return {"response": None if err is not None else codec.encode(box["r"]),
-                "error": None if err is None else err.name, "now": box["t"], "crashed": False}
+                "error": None if err is None else err.name, "sent": sent, "now": box["t"], "crashed": False}
 
     def _create_topic(self, payload: dict) -> dict:
         """Kafka's CreateTopics goes through a broker to the controller; here the admin call is

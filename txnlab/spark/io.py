@@ -20,6 +20,9 @@ from ..protocol.errors import Errors
 
 EARLIEST, LATEST = -2, -1
 FETCH_MAX_BYTES = 8 * 1024 * 1024
+# Retries back off 100 ms each; 1200 of them span two simulated minutes, enough for the controller
+# to fence a crashed broker (broker.session.timeout.ms) and elect new leaders.
+RETRIES = 1200
 RETRIABLE = {Errors.NOT_LEADER_OR_FOLLOWER, Errors.LEADER_NOT_AVAILABLE, Errors.FENCED_LEADER_EPOCH,
              Errors.UNKNOWN_LEADER_EPOCH, Errors.NETWORK_EXCEPTION, Errors.REQUEST_TIMED_OUT,
              Errors.UNKNOWN_TOPIC_OR_PARTITION, Errors.KAFKA_STORAGE_ERROR}
@@ -61,7 +64,7 @@ class Link:
         self.kernel.advance(ms)
 
     # ------------------------------------------------------------- metadata
-    def partitions(self, topic: str, attempts: int = 50) -> int:
+    def partitions(self, topic: str, attempts: int = RETRIES) -> int:
         """How many partitions ``topic`` has (waiting while it is being created)."""
         for _ in range(attempts):
             resp, err = self.call(self.node.any_broker(), m.MetadataRequest((topic,)))
@@ -87,7 +90,7 @@ class Link:
         self.node.topics.pop(topic, None)
 
     # -------------------------------------------------------------- offsets
-    def offsets(self, tps: list, which: int, isolation: int, attempts: int = 50) -> dict:
+    def offsets(self, tps: list, which: int, isolation: int, attempts: int = RETRIES) -> dict:
         """{tp: offset}: the log start (EARLIEST), or the LSO / HW (LATEST, by isolation)."""
         out: dict = {}
         for _ in range(attempts):
@@ -111,7 +114,7 @@ class Link:
 
     # ---------------------------------------------------------------- fetch
     def read_range(self, tp: tuple, start: int, end: int, isolation: int,
-                   max_bytes: int = FETCH_MAX_BYTES, attempts: int = 100) -> Iterator[tuple]:
+                   max_bytes: int = FETCH_MAX_BYTES, attempts: int = RETRIES) -> Iterator[tuple]:
         """Yield column chunks (offsets, keys, values, timestamps, headers, timestamp_types) for the
         records of [start, end) that the isolation level lets a consumer see, one chunk per fetch."""
         pos = start
