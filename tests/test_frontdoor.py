@@ -161,7 +161,7 @@ def _produce_body(records: dict, **header) -> dict:
                                           "topic_data": {"$d": [[{"$t": ["t", 0]}, {"$rb": batch}]]}}}
 
 
-GOOD_RECORDS = {"k": [None], "v": ["aGk="], "ts": [0]}
+GOOD_RECORDS = {"k": "", "kl": [-1], "v": "aGk=", "vl": [2], "ts": [0]}
 
 
 @pytest.mark.parametrize("api, request_body, words", [
@@ -183,10 +183,12 @@ GOOD_RECORDS = {"k": [None], "v": ["aGk="], "ts": [0]}
     ("Fetch", {"$m": "FetchRequest", "f": {"replica_id": -1, "max_wait_ms": 0, "min_bytes": 1,
                                           "isolation_level": 0, "partitions": {"$d": [[{"$t": ["t", -1]},
                                           {"$m": "FetchPartition", "f": {"fetch_offset": 0}}]]}}}, "outside"),
-    ("Produce", _produce_body({"k": [None], "v": ["%%%"], "ts": [0]}), "not valid base64"),
-    ("Produce", _produce_body({"k": [None], "v": ["aGk=", "aGk="], "ts": [0]}), "different lengths"),
+    ("Produce", _produce_body({**GOOD_RECORDS, "v": "%%%"}), "not valid base64"),
+    ("Produce", _produce_body({**GOOD_RECORDS, "vl": [2, 2]}), "lengths"),
+    ("Produce", _produce_body({**GOOD_RECORDS, "vl": [5]}), "add up to 5 bytes"),
+    ("Produce", _produce_body({**GOOD_RECORDS, "vl": [True]}), "length must be an integer"),
     ("Produce", _produce_body(GOOD_RECORDS, is_control=True), "control batches"),
-    ("Produce", _produce_body({"k": [], "v": [], "ts": []}), "at least one record"),
+    ("Produce", _produce_body({"k": "", "kl": [], "v": "", "vl": [], "ts": []}), "at least one record"),
     ("Produce", _produce_body(GOOD_RECORDS, producer_epoch=10 ** 30), "outside"),
     ("AddPartitionsToTxn", {"$m": "AddPartitionsToTxnRequest", "f": {
         "transactional_id": "x", "producer_id": 1, "producer_epoch": 0, "partitions": {"$t": []},

@@ -114,7 +114,7 @@ def test_a_clean_run_gives_the_truth_with_both_sinks(lab, clean):
 
 
 def test_a_task_failing_after_part_of_its_rows_duplicates_them_only_at_least_once(spark, lab, clean, tmp_path):
-    faults = SparkFaults(fail_task_after_rows=3, batch=1, partition=0)
+    faults = SparkFaults(fail_task_after_rows=3, failing_task=0, batch=1)
     report, _, alos = run(spark, lab, tmp_path, "task-fails", ALOS, faults)
     assert report.starts == [(1, "finished")]                      # Spark retried the task by itself
     extra = Counter(alos) - Counter(clean[ALOS][2])
@@ -154,7 +154,7 @@ def test_a_publish_that_dies_before_its_commit_is_aborted_and_invisible_to_read_
 
 
 def test_a_duplicate_task_attempt_writes_twice_only_at_least_once(spark, lab, tmp_path):
-    faults = SparkFaults(duplicate_attempt=True, batch=1, partition=2)
+    faults = SparkFaults(duplicate_task=2, batch=1)
     report, ckpt, alos = run(spark, lab, tmp_path, "speculative", ALOS, faults)
     task2 = orders_income(lab, batch_ends(ckpt, 0), batch_ends(ckpt, 1), partitions={2})
     assert minus(income(alos), pl.truth()) == task2

@@ -47,6 +47,7 @@ DROP_REQUESTS = frozenset({"Produce", "EndTxn", "WriteTxnMarkers"})
 DROP_RESPONSES = frozenset({"Produce", "EndTxn", "TxnOffsetCommit", "InitProducerId"})
 CRASH_BEFORE = frozenset({"InitProducerId", "Produce", "TxnOffsetCommit", "EndTxn"})
 APP_DEADLINE_MS = 90_000
+BAD = ("violation", "duplicate", "loss", "stuck")
 _DIGITS = re.compile(r"#\d+")
 
 
@@ -79,9 +80,10 @@ class RunResult:
 
 class Explorer:
     def __init__(self, mutation: Optional[str] = None, max_faults: int = 2, seed: int = 0,
-                 transaction_version: int = 0) -> None:
+                 transaction_version: int = 0, max_reorderings: int = 1) -> None:
         self.mutation = mutation
         self.max_faults = max_faults
+        self.max_reorderings = max_reorderings
         self.seed = seed
         self.transaction_version = transaction_version
         self.visited: set = set()
@@ -93,13 +95,14 @@ class Explorer:
     def run(self, prefix: list, prune: bool = True) -> RunResult:
         cluster = self._setup()
         res = RunResult(list(prefix), [])
-        state = {"faults": 0, "copier": None, "k": 0}
+        state = {"faults": 0, "reorders": 0, "copier": None, "k": 0}
         k = cluster.kernel
 
         def options(deadline):
             evs = [e for e in k.choices() if (deadline is None or e.time <= deadline)
                    and "controller" not in (e.msg.src, e.msg.dst)]
-            opts = [Option("deliver", i) for i in range(len(evs))]
+            can_reorder = self.max_reorderings < 0 or state["reorders"] < self.max_reorderings
+            opts = [Option("deliver", i) for i in range(len(evs) if can_reorder else min(1, len(evs)))]
             if state["faults"] < self.max_faults:
                 opts += [Option("drop", i) for i, e in enumerate(evs)
                          if e.msg.api in (DROP_RESPONSES if e.msg.is_response else DROP_REQUESTS)]
@@ -151,6 +154,7 @@ class Explorer:
         opt = opts[pick]
         k = cluster.kernel
         if opt.kind == "deliver":
+            state["reorders"] += opt.index > 0
             k.step(choice=opt.index)
             return
         state["faults"] += 1
@@ -187,7 +191,7 @@ class Explorer:
 
     def _app(self, cluster, history: History, state: dict) -> bool:
         """The copier, restarted as a new instance after a crash; True when it copied everything."""
-        for instance in range(1, 2 + self.max_faults):
+        for instance in range(1, 4 + self.max_faults):     # a crash, or a fenced instance, is restarted
             try:
                 if self._copy(cluster, history, state, instance):
                     return True
@@ -278,7 +282,7 @@ class Explorer:
     # ----------------------------------------------------------- state hash
     def _state_hash(self, cluster, state: dict, opts: list) -> str:
         k = cluster.kernel
-        parts = [f"faults={state['faults']}", f"options={len(opts)}"]
+        parts = [f"faults={state['faults']}", f"reorders={state['reorders']}", f"options={len(opts)}"]
         for b in cluster.brokers:
             br = cluster.broker(b)
             parts.append(f"broker {b} alive={br.alive}")
@@ -320,15 +324,14 @@ class Explorer:
                 self.histogram["pruned (state seen before)"] += 1
             else:
                 self.histogram[res.outcome] += 1
-                if res.outcome == "violation" or (res.outcome in ("duplicate", "loss") and not self.counterexample):
+                if res.outcome in BAD:
                     self.counterexample = res
-                    if res.outcome == "violation":
-                        return False
+                    return False
             for j in range(len(res.points) - 1, len(prefix) - 1, -1):
                 n = res.points[j][0]
                 for alt in range(n - 1, 0, -1):
                     stack.append(res.choices[:j] + [alt])
-        return self.counterexample is None or self.counterexample.outcome not in ("duplicate", "loss", "violation")
+        return True
 
 
 def _timeless(d: Optional[dict]) -> str:
@@ -339,9 +342,9 @@ def _timeless(d: Optional[dict]) -> str:
 
 
 def replay(choices: list, mutation: Optional[str] = None, seed: int = 0, max_faults: int = 2,
-           transaction_version: int = 0) -> RunResult:
+           transaction_version: int = 0, max_reorderings: int = 1) -> RunResult:
     """Run one choice list again: the same trace, step for step (open ``result.cluster.trace``)."""
-    ex = Explorer(mutation, max_faults, seed, transaction_version)
+    ex = Explorer(mutation, max_faults, seed, transaction_version, max_reorderings)
     return ex.run(list(choices), prune=False)
 
 
@@ -349,18 +352,20 @@ def main(argv: Optional[list] = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m txnlab.explore", description=__doc__.split("\n\n")[0])
     ap.add_argument("--mutation", choices=MUTATIONS)
     ap.add_argument("--faults", type=int, default=2, help="at most this many faults per run (default 2)")
-    ap.add_argument("--max-runs", type=int, default=4000)
+    ap.add_argument("--reorderings", type=int, default=1,
+                    help="at most this many deliveries out of their default order per run (-1: no bound)")
+    ap.add_argument("--max-runs", type=int, default=20000)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--transaction-version", type=int, choices=(0, 1, 2), default=0)
     ap.add_argument("--replay", help="a choice list (comma-separated) to run again and narrate")
     args = ap.parse_args(argv)
     if args.replay is not None:
         choices = [int(x) for x in args.replay.split(",") if x.strip()]
-        res = replay(choices, args.mutation, args.seed, args.faults, args.transaction_version)
+        res = replay(choices, args.mutation, args.seed, args.faults, args.transaction_version, args.reorderings)
         print(res.cluster.trace.text(include_background=False))
         print(f"outcome: {res.outcome} {res.detail}")
-        return 1 if res.outcome in ("violation", "duplicate", "loss") else 0
-    ex = Explorer(args.mutation, args.faults, args.seed, args.transaction_version)
+        return 1 if res.outcome in BAD else 0
+    ex = Explorer(args.mutation, args.faults, args.seed, args.transaction_version, args.reorderings)
     ok = ex.explore(args.max_runs)
     complete = ex.runs < args.max_runs or not ok
     print(f"runs: {ex.runs}, states visited: {len(ex.visited)}" + ("" if complete else " (run limit reached)"))
@@ -374,7 +379,7 @@ def main(argv: Optional[list] = None) -> int:
             (f" --transaction-version {args.transaction_version}" if args.transaction_version else "")
         print(f"counterexample: seed {args.seed}, choices {','.join(map(str, ce.choices))}")
         print(f"replay: python -m txnlab.explore --seed {args.seed}{flags} --faults {args.faults} "
-              f"--replay {','.join(map(str, ce.choices))}")
+              f"--reorderings {args.reorderings} --replay {','.join(map(str, ce.choices))}")
         return 1
     print("no violation")
     return 0

@@ -217,3 +217,63 @@ def message_flow(cluster, mark, apis, lanes, title="", height=None):
                      range=[len(steps) - 0.3, -0.7])
     return fig
 # --- end: flow ----------------------------------------------------------------------------
+
+
+# --- begin: views -------------------------------------------------------------------------
+import re
+
+
+def trace_named(fig, name):
+    """The trace of a plotly figure whose legend name is ``name``."""
+    return next(t for t in fig.data if t.name == name)
+
+
+def drawn_line(strip, line, topic, partition):
+    """The offset at which a log strip draws ``line`` ("LEO", "HW" or "LSO") on the row of the
+    partition's current leader (the row marked ★)."""
+    labels = list(strip.figure.layout.yaxis.ticktext)
+    row = next(i for i, label in enumerate(labels) if label.startswith(f"{topic}-{partition} ·") and "★" in label)
+    return strip.line_positions(line)[row]
+
+
+def drawn_consumers(strip, isolation):
+    """{(consumer, partition): position} of the triangles a log strip draws for ``isolation`` consumers."""
+    tr = trace_named(strip.figure, f"{isolation} consumer")
+    out = {}
+    for name, hover in zip(tr.text or (), tr.hovertext or ()):
+        m = re.search(r"position (-?\d+) on (\S+?)<br>", hover)
+        out[(name, m.group(2))] = int(m.group(1))
+    return out
+
+
+def clear_filter(stepper):
+    """Set the stepper's Filter back to "any API, any process, any transactional.id" (the message
+    diagram then draws every message again, as the checks expect)."""
+    for dropdown in (stepper._f_api, stepper._f_node, stepper._f_tid):
+        dropdown.value = ""
+
+
+def arrows_now(stepper):
+    """(api, from, to) of the messages delivered at the stepper's current step (the purple arrows)."""
+    return [(api, src, dst) for how, src, dst, api in stepper.messages.last_arrows.values() if how == "this step"]
+
+
+def on_the_wire(stepper):
+    """(api, request or response, from, to) of the messages in flight now (the orange dots)."""
+    return [(m.api, "response" if m.is_response else "request", m.src, m.dst) for m in stepper.in_flight()]
+
+
+def coordinator_says(stepper, transactional_id):
+    """What the state-machine picture says about a transactional id (its dot's hover text, one line per fact)."""
+    ids = trace_named(stepper.coordinators.figure, "transactional ids")
+    for label, hover in zip(ids.text or (), ids.hovertext or ()):
+        if label.split(" ")[0] == transactional_id:
+            return re.sub(r"</?b>", "", hover).split("<br>")
+    return []
+
+
+def html_rows(table_html):
+    """The rows of an HTML table (as the coordinator view's tables show them), header left out."""
+    rows = re.findall(r"<tr[^>]*>(.*?)</tr>", table_html, re.S)
+    return [re.findall(r"<td[^>]*>(.*?)</td>", r, re.S) for r in rows if "<td" in r]
+# --- end: views ---------------------------------------------------------------------------

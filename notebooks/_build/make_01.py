@@ -36,7 +36,7 @@ from txnlab import Cluster, Producer, ConfigException
 from txnlab.protocol.errors import Errors
 """)
 
-nb.helpers("common", "strip")
+nb.helpers("common", "strip", "views")
 
 nb.code("""
 import plotly.graph_objects as go
@@ -541,6 +541,90 @@ assert "Must set max.in.flight.requests.per.connection to at most 5" in results[
 assert "Cannot set a transactional.id without also enabling idempotence." in results[3]
 assert "idempotence is off" in results[4] and "idempotence is off" in results[5]
 assert "(idempotent)" in results[6]
+""")
+
+# ----------------------------------------------------------------------------------------------
+nb.md("""
+## 9 · Step through it yourself: the lost acknowledgement
+
+Section 2 read the lost acknowledgement from the trace after the fact. The **stepper** below replays
+a scenario from the lab's gallery, `dropped-ack-dedup`, one event at a time. Two producers each write
+`a, b, c`: the idempotent one to `orders-0`, one with `enable.idempotence=False` to `orders-1`. The
+scenario itself loses the first Produce **response** to each of them (it arms `drop_next` before
+each write), so each one retries after `request.timeout.ms` (3 s here).
+
+* **Step** (or the → key) executes exactly one event: a message delivered or a timer firing. The
+  purple box says what happened and which rule decided. **Back** (←) goes one step back by
+  re-running the scenario from its seed, so the past is reproduced exactly; **Run** plays, the
+  slider jumps. `skip_background=True` skips the background chatter (empty follower fetches,
+  heartbeats).
+* The tabs follow every step. **Partition logs**: every replica of `orders-0` and `orders-1` (★ the
+  leader), one cell per offset (hover a cell for its producer id, epoch and sequence), with each
+  replica's LEO (thin black line) and HW (dashed blue; the wide orange line under it is the LSO of
+  notebook 03). **Messages**: the space-time diagram, one
+  lane per process and time running down; the step just executed is purple, a message still on
+  the wire ends in an orange dot. **Trace**: the last events in words.
+* **Faults** act *now*, at the current step. Pick an in-flight message (or click its orange dot in
+  the Messages tab) and **Drop** it. A fault starts a new **branch** and keeps the old one;
+  **Branches → Compare endings** says how two branches end differently.
+
+Step to the lost response (narration: *the network dropped Produce response*) and on to the
+retry (*duplicate of a batch already in the log*). Then go back to the start and build a branch in
+which the answer to each producer's **retry** is lost too: step until a Produce response to
+`idempotent-producer` is on the wire and drop it, then the same for `plain-producer`.
+""")
+
+nb.predict("""
+In that branch each producer loses two answers instead of one. Which partition's log ends
+differently from the branch as written, and how? What will the two producers' delivery reports
+say in the end?
+""")
+
+nb.code("""
+from widgets import Stepper
+
+dedup = Stepper("dropped-ack-dedup", skip_background=True)
+dedup.widget
+""")
+
+nb.check("""
+dedup.switch("main", 0)                                  # the branch as written, from its start
+assert dedup.step_until("the network dropped Produce response")
+assert "orders-0 HW 0 -> 3" in dedup.narration            # written and replicated: only the answer is lost
+assert dedup.step_until("duplicate of a batch already in the log")
+assert "answering with the original offset 0" in dedup.narration
+assert drawn_line(dedup.log_strip, "LEO", "orders", 0) == 3   # the retry appended nothing
+
+def drop_answer_to(client):
+    \"\"\"Step until a Produce response to ``client`` is on the wire, then drop it (Faults → Drop).\"\"\"
+    def answer(s):
+        return next((m for m in s.in_flight() if m.api == "Produce" and m.is_response and m.dst == client), None)
+    assert dedup.step_until(lambda s: answer(s) is not None)
+    return dedup.drop(answer(dedup).id)
+
+dedup.reset()
+drop_answer_to("idempotent-producer")                    # the answer to its retry is lost too ...
+lost_twice = drop_answer_to("plain-producer")            # ... and the plain producer's: a branch with both faults
+dedup.run_to_end()
+assert dedup.result == {"unacked_idempotent": 0, "unacked_plain": 0}      # every report says success
+ending = dedup.compare("main", lost_twice)
+assert "orders-0" not in ending["partitions"]                             # idempotent: a, b, c once, as before
+assert ending["partitions"]["orders-1"]["read_uncommitted"]["only_in_b"] == ["a", "b", "c"]   # plain: a third copy
+assert dedup.outcome(lost_twice)["partitions"]["orders-1"]["leo"] == 9
+""", intro="""
+what you should have seen. The cell drives the stepper above (watch it move): it replays the
+branch as written, then builds the branch with two lost answers per producer and compares the
+endings (this cell fails if the lab disagrees):
+""")
+
+nb.md("""
+The comparison, as **Branches → Compare endings** shows it. The retries of the idempotent producer
+were recognised every time; each retry of the plain producer wrote `a, b, c` once more.
+""")
+
+nb.code("""
+from IPython.display import HTML
+HTML(dedup.compare_html("main", lost_twice))
 """)
 
 nb.md("""

@@ -31,7 +31,7 @@ from txnlab.coordinator.transaction_metadata import (VALID_PREVIOUS_STATES, TV2_
                                                      TransactionState, is_valid_transition)
 """)
 
-nb.helpers("common", "strip", "flow")
+nb.helpers("common", "strip", "flow", "views")
 
 nb.md("""
 ## 1 · The transactional API
@@ -370,7 +370,92 @@ The answer to the second question is the heart of Kafka's design: once `PrepareC
 the transaction **is** committed, whatever happens next. A marker that cannot be written now is
 retried until its partition's leader is back (notebook 06). This is a two-phase commit in which the
 "vote" is only the coordinator's own log write; the participants (the partitions) cannot refuse.
+""")
 
+# ----------------------------------------------------------------------------------------------
+nb.md("""
+## 7 · Step through a transaction, request by request
+
+Sections 3 to 6 read one transaction after it had happened. The **stepper** below runs one live,
+one event per **Step**: the gallery scenario `commit-visible-atomically`. A producer with
+`transactional.id` `tx-orders` writes `order-0 … order-3` to `orders-0` and `orders-1`, flushes
+(the records are in the logs and replicated, the transaction still open) and commits, while a
+`read_committed` and a `read_uncommitted` consumer read both partitions. (This cluster has 3
+`__transaction_state` partitions instead of 50: the story is shorter to step through.)
+
+* **Step** (→) executes exactly one event, **Back** (←) re-runs from the seed to the step before,
+  **Run** plays. The purple box narrates the step.
+* **Filter → txn id `tx-orders`** makes Step stop only at events that concern this transaction
+  (about 35 of them): request by request. Choose an **API** such as `EndTxn` to jump between its
+  requests and responses.
+* The **Coordinators** tab is the state machine of section 6, drawn from the coordinator's own
+  transition table (dashed arrows: moves only `transaction.version` 2 allows). The dot is
+  `tx-orders` at its current state (hover it); a **dashed** coloured arrow is a transition being
+  written to `__transaction_state` and not yet replicated, a **solid** one the last transition that
+  became durable. Under it, what the coordinator holds in memory and the `__transaction_state`
+  records (yellow: not replicated yet).
+* The **Messages** tab is the space-time diagram of section 3, live: one lane per process, time
+  running down, the request or response delivered at this step in purple, messages still on the
+  wire ending in an orange dot (hover an arrow for its content).
+""")
+
+nb.predict("""
+Step until the coordinator receives `EndTxn`. Is `tx-orders` in `PrepareCommit` at that step
+already? When the producer receives the answer to its `EndTxn`, are the COMMIT markers in the
+partition logs yet, or still on the wire?
+""")
+
+nb.code("""
+from widgets import Stepper
+
+txn = Stepper("commit-visible-atomically", skip_background=True)
+txn.widget
+""")
+
+nb.check("""
+txn.switch("main", 0)
+clear_filter(txn)                # the Filter you may have set above
+assert txn.step_until("got AddPartitionsToTxn from producer")
+coordinator = f"broker-{txn.cluster.transaction_coordinator('tx-orders')}"
+assert arrows_now(txn) == [("AddPartitionsToTxn", "producer", coordinator)]
+assert "state Empty → writing Ongoing" in coordinator_says(txn, "tx-orders")      # dashed: being written
+assert txn.step_until("is now Ongoing")
+assert "state Ongoing" in coordinator_says(txn, "tx-orders")                       # replicated: solid
+
+assert txn.step_until("got EndTxn from producer")
+assert arrows_now(txn) == [("EndTxn", "producer", coordinator)]
+assert "state Ongoing → writing PrepareCommit" in coordinator_says(txn, "tx-orders")   # not decided yet
+
+assert txn.step_until("is now PrepareCommit")
+assert "decided (PrepareCommit is durable)" in txn.narration
+assert ("EndTxn", "response", coordinator, "producer") in on_the_wire(txn)        # the answer goes out ...
+assert {w[3] for w in on_the_wire(txn) if w[0] == "WriteTxnMarkers"} == \\
+    {f"broker-{txn.cluster.leader('orders', p)}" for p in (0, 1)}                 # ... together with the markers
+
+assert txn.step_until("producer got the EndTxn response")
+assert arrows_now(txn) == [("EndTxn", coordinator, "producer")]                  # commit_transaction() returns
+assert not any(b.is_control for p in (0, 1) for b in txn.cluster.log("orders", p).batches)   # no marker yet
+
+assert txn.step_until("is now CompleteCommit")
+assert "state CompleteCommit" in coordinator_says(txn, "tx-orders")
+assert [r[3] for r in html_rows(txn.coordinators.txn_log_html.value)] == \\
+    ["Empty", "Ongoing", "PrepareCommit", "CompleteCommit"]
+txn.run_to_end()
+assert txn.result["read_committed_before_commit"] == [] and len(txn.result["read_uncommitted_before_commit"]) == 4
+""", intro="""
+what you should have seen. The cell drives the stepper above from the start, stopping at each
+request of the transaction, and asserts what the narration, the state machine and the message
+diagram showed (this cell fails if the lab disagrees):
+""")
+
+nb.md("""
+`EndTxn` arrived while `tx-orders` was `Ongoing`; the coordinator *started* writing `PrepareCommit`
+(the dashed arrow) and decided only when that record was replicated. In the same step it answered
+the producer and sent the markers: `commit_transaction()` returned while the COMMIT markers were
+still on the wire, exactly as the trace of section 3 showed.
+""")
+
+nb.md("""
 ## What to remember
 
 * A `transactional.id` maps to one `__transaction_state` partition; its leader is the coordinator.

@@ -24,9 +24,10 @@ lab, default to `read_committed`. We always set `isolation.level` explicitly.)
 
 nb.code("""
 from txnlab import Cluster, Producer, Consumer, TopicPartition
+from widgets import LogStrip
 """)
 
-nb.helpers("common", "strip")
+nb.helpers("common", "strip", "views")
 
 nb.code("""
 def reader(cluster, isolation, topic, partition=0):
@@ -58,6 +59,12 @@ A partition with three replicas. The leader appends a produced batch at its LEO;
 fetch it; the leader learns from their next fetch how far each one got and moves the HW to the
 smallest LEO in the ISR (in-sync replicas). We stop the simulation right after the leader has
 appended three new records, before any follower has fetched them.
+
+The pictures in this section are the lab's **log strip** (`widgets.LogStrip`): one row per replica
+(★ marks the leader), one cell per offset, coloured by producer (hover a cell for its batch header:
+producer id, epoch, sequence, value). Each replica has its **LEO** as a thin black line and its
+**HW** as a dashed blue one; the leader's HW is also written above the partition. (The wide orange
+line, the LSO, is the subject of section 2; without transactions it sits on the HW.)
 """)
 
 nb.predict("""
@@ -78,8 +85,8 @@ for v in (b"r2", b"r3", b"r4"):
     producer.produce("t", value=v)
 cluster.run_until(lambda: cluster.partition_state("t", 0)["replicas"][leader]["leo"] == 5)   # step by step until appended
 mid = cluster.partition_state("t", 0)
-log_strip(cluster, [("t", 0, leader)] + [("t", 0, f) for f in followers], marks=("LEO", "HW"),
-          title="Mid-replication: the leader has r2..r4, the followers do not yet")
+mid_strip = LogStrip(cluster, title="Mid-replication: the leader (★) has r2..r4, the followers do not yet")
+mid_strip.figure
 """)
 
 nb.code("""
@@ -89,16 +96,19 @@ show(narration(cluster.trace.filter(api="Produce")[-1:]))
 nb.code("""
 producer.flush()            # let it finish: followers fetch, the HW moves, the Produce is acknowledged
 cluster.run_until_idle()
-log_strip(cluster, [("t", 0, leader)] + [("t", 0, f) for f in followers], marks=("LEO", "HW"),
-          title="Replicated: every replica has r0..r4, the HW is 5")
+done_strip = LogStrip(cluster, title="Replicated: every replica has r0..r4, the HW is 5")
+done_strip.figure
 """)
 
 nb.check("""
 assert mid["replicas"][leader]["leo"] == 5 and mid["replicas"][leader]["hw"] == 2
 assert all(mid["replicas"][f]["leo"] == 2 for f in followers)
+assert drawn_line(mid_strip, "LEO", "t", 0) == 5 and drawn_line(mid_strip, "HW", "t", 0) == 2   # as drawn
+assert sorted(mid_strip.line_positions("LEO")) == [2, 2, 5]             # one LEO line per replica
 final = cluster.partition_state("t", 0)
 assert all(final["replicas"][b]["leo"] == 5 for b in cluster.brokers)
 assert final["hw"] == 5 and final["lso"] == 5           # no transactions: the LSO is the HW
+assert done_strip.line_positions("HW") == [5, 5, 5]
 """)
 
 # ----------------------------------------------------------------------------------------------
@@ -295,8 +305,7 @@ def lost_ack(acks):
     producer.produce("t", value=b"doomed", on_delivery=lambda err, msg: reports.append((err, msg.offset())))
     producer.flush(2.0)                               # wait at most 2 simulated seconds
     before_crash = {"acknowledged": list(reports),
-                    "strip": log_strip(cluster, [("t", 0, leader)] + [("t", 0, f) for f in followers],
-                                       marks=("LEO", "HW"), title=f"acks={acks}: just before the leader crashes")}
+                    "strip": LogStrip(cluster, title=f"acks={acks}: just before the leader crashes")}
     cluster.crash(leader)
     cluster.heal()
     cluster.run_until(lambda: cluster.leader("t", 0) in followers, timeout_ms=30_000)
@@ -307,12 +316,12 @@ def lost_ack(acks):
     return cluster, before_crash, reports, logs
 
 one = lost_ack("1")
-one[1]["strip"]
+one[1]["strip"].figure
 """)
 
 nb.code("""
 every = lost_ack("all")
-every[1]["strip"]
+every[1]["strip"].figure
 """)
 
 nb.code("""
@@ -331,10 +340,12 @@ show(narration(one[0].trace.filter(contains="truncat")))
 nb.check("""
 c1, before1, _, logs1 = one
 assert [o for e, o in before1["acknowledged"] if e is None] == [1]      # acks=1: acknowledged at offset 1 ...
+assert drawn_line(before1["strip"], "HW", "t", 0) == 1                   # ... above the HW, as drawn
 assert all(log == ["safe"] for log in logs1.values())                    # ... and lost everywhere
 assert c1.trace.filter(contains="truncated its log")
 _, before2, reports2, logs2 = every
 assert before2["acknowledged"] == []                                     # acks=all: not acknowledged yet
+assert drawn_line(before2["strip"], "LEO", "t", 0) == 2 and drawn_line(before2["strip"], "HW", "t", 0) == 1
 assert all(log == ["safe", "doomed"] for log in logs2.values())         # retried to the new leader: kept once
 assert [e for e, o in reports2] == [None]
 """)
@@ -346,7 +357,98 @@ is outside what exactly-once can promise, which is why idempotence and transacti
 `acks=all` too, with unclean leader election always off for `__transaction_state`). With
 `acks=all` the record was never acknowledged by the old leader; the producer retried it to the new
 leader, where it is written exactly once.
+""")
 
+# ----------------------------------------------------------------------------------------------
+nb.md("""
+## 5 · Step through it yourself: the LSO and the two readers
+
+Two scenarios from the lab's gallery, stepped one event at a time (**Step** or →; **Back** or ←
+re-runs from the seed; **Run** plays). Keep the **Partition logs** tab open: the log strip of
+section 1, now following every step. Besides the LEO (thin black) and HW (dashed blue) it draws
+each replica's **LSO** as a wide orange line, the COMMIT (◆) and ABORT (✕) markers, cells of an
+open transaction in a lighter tint and aborted ones in grey. Under each partition stand the
+consumers: **▲** a `read_committed` one, **△** a `read_uncommitted` one, at their positions (the
+next offset each will fetch).
+
+First `lso-stuck-by-open-transaction`, section 2 in a smaller form: a transaction writes `open-1`
+to `orders-0` and stays open; a plain producer writes `plain-1` and `plain-2` after it; the two
+consumers read; then the transaction commits.
+""")
+
+nb.predict("""
+While the transaction is open, at which offsets do the two triangles stop? When the COMMIT marker
+is appended to the leader's log, does the LSO jump to the end at once?
+""")
+
+nb.code("""
+from widgets import Stepper
+
+stuck = Stepper("lso-stuck-by-open-transaction", skip_background=True)
+stuck.widget
+""")
+
+nb.check("""
+stuck.switch("main", 0)
+strip = stuck.log_strip
+assert stuck.step_until("reader-uncommitted got the Fetch response")
+assert [drawn_line(strip, x, "orders", 0) for x in ("LEO", "HW", "LSO")] == [3, 3, 0]
+assert drawn_consumers(strip, "read_committed") == {("reader-committed", "orders-0"): 0}       # held at the LSO
+assert drawn_consumers(strip, "read_uncommitted") == {("reader-uncommitted", "orders-0"): 3}   # read to the HW
+
+assert stuck.step_until("wrote a COMMIT marker")
+assert [drawn_line(strip, x, "orders", 0) for x in ("LEO", "HW", "LSO")] == [4, 3, 0]   # marker not replicated yet
+assert stuck.step_until("reader-committed skips offset 3")
+assert [drawn_line(strip, x, "orders", 0) for x in ("LEO", "HW", "LSO")] == [4, 4, 4]
+assert drawn_consumers(strip, "read_committed") == {("reader-committed", "orders-0"): 4}
+stuck.run_to_end()
+assert stuck.result["read_committed_after_commit"] == ["open-1", "plain-1", "plain-2"]
+""", intro="""
+what you should have seen. The cell drives the stepper above from the start and reads the lines
+and triangles as the strip draws them (this cell fails if the lab disagrees):
+""")
+
+nb.md("""
+The LSO did not move when the COMMIT marker was appended: a transaction counts as decided on a
+partition only once its marker is **below the HW**, replicated like any record. One fetch round
+later the LSO jumped from 0 to 4 and the `read_committed` consumer read all three records in one
+go.
+
+Second, `abort-hidden-from-read-committed`, section 3 in a smaller form: a transaction writes
+`aborted-1`, `aborted-2` to `orders-0` and aborts; the next writes `committed-1`, `committed-2`
+and commits; then the two consumers read from offset 0.
+""")
+
+nb.predict("""
+When the `read_committed` consumer fetches `orders-0`, does the leader leave the aborted records
+out of its answer? Where do the two triangles end?
+""")
+
+nb.code("""
+aborted = Stepper("abort-hidden-from-read-committed", skip_background=True)
+aborted.widget
+""")
+
+nb.check("""
+aborted.switch("main", 0)
+strip = aborted.log_strip
+assert aborted.step_until("wrote a ABORT marker")
+cells = trace_named(strip.figure, "orders-0").hovertext
+assert sum("ABORTED" in h for h in cells) == 2       # grey on the leader (the followers have no marker yet)
+assert aborted.step_until("fetch carries aborted transactions")
+assert "6 record(s)" in aborted.narration                # the whole log, aborted records included ...
+assert "skips offsets 0..1 of orders-0 (aborted transaction" in aborted.narration   # ... skipped by the consumer
+aborted.run_to_end()
+assert drawn_consumers(strip, "read_committed") == {("reader-committed", "orders-0"): 6}
+assert drawn_consumers(strip, "read_uncommitted") == {("reader-uncommitted", "orders-0"): 6}
+assert len(trace_named(strip.figure, "ABORT marker").x) == 3      # one ✕ per replica
+assert aborted.result == {"read_committed": ["committed-1", "committed-2"],
+                          "read_uncommitted": ["aborted-1", "aborted-2", "committed-1", "committed-2"]}
+""", intro="""
+what you should have seen (the cell drives the stepper above; it fails if the lab disagrees):
+""")
+
+nb.md("""
 ## What to remember
 
 * **HW**: replicated to every in-sync replica; `read_uncommitted` reads up to it.

@@ -30,7 +30,7 @@ from collections import Counter
 from txnlab import Cluster, Producer, Consumer, TopicPartition, KafkaException
 """)
 
-nb.helpers("common", "strip", "flow")
+nb.helpers("common", "strip", "flow", "views")
 
 nb.code("""
 N = 30
@@ -414,6 +414,73 @@ assert eos == ["order-%02d" % i for i in range(N)]         # exactly once, in or
 assert len(eos_uncommitted) == N + 5                       # the aborted round is still in the log
 aborts = [b for b in cluster.log("out-eos", 0).batches if b.is_control and b.control_type.name == "ABORT"]
 assert len(aborts) == 1
+""")
+
+# ----------------------------------------------------------------------------------------------
+nb.md("""
+## 5 · Step through it yourself: offsets inside the transaction
+
+The gallery scenario `consume-transform-produce` is the copier of section 1 in a smaller form: it
+reads `orders` (values `0 … 5`) two records at a time with `read_committed`, writes `value × 10` to
+`totals`, and commits its input offsets with `send_offsets_to_transaction()` in the same
+transaction. Its **second** transaction fails on purpose: the copier aborts it and rewinds to the
+committed offsets (section 3), then does the work again.
+
+Step through it (**Step** or →; **Back** or ← re-runs from the seed; **Filter → API** jumps between
+requests of one kind, e.g. `TxnOffsetCommit` or `WriteTxnMarkers`). Two tabs matter here:
+
+* **Coordinators**: the transaction state machine with `copier-0`, and at the bottom the table
+  **`__consumer_offsets`** as the group coordinator holds it: each offset with its status,
+  *pending transaction* (yellow) until the transaction's marker has reached that partition, then
+  *committed*.
+* **Partition logs**: `orders-0` (the input) and `totals-0` (the output), with COMMIT (◆) and
+  ABORT (✕) markers; records of an aborted transaction turn grey.
+""")
+
+nb.predict("""
+Step until the group coordinator writes the copier's first offsets. What does the
+`__consumer_offsets` table say for `orders-0` at that moment, and when does that change? What
+does the aborted second transaction leave in `totals-0` and in that table?
+""")
+
+nb.code("""
+from widgets import Stepper
+
+ctp = Stepper("consume-transform-produce", skip_background=True)
+ctp.widget
+""")
+
+nb.check("""
+ctp.switch("main", 0)
+offsets = lambda: [row[2:5] for row in html_rows(ctp.coordinators.offsets_html.value)]   # partition, offset, status
+assert ctp.step_until("writing transactional offsets")
+assert offsets() == [["orders-0", "2", "pending transaction"]]          # stored, not yet the group's offset
+assert ctp.step_until("__consumer_offsets-1: wrote a COMMIT marker")
+assert offsets() == [["orders-0", "2", "pending transaction"]]          # the marker is not replicated yet
+assert ctp.step_until("writing CompleteCommit")
+assert offsets() == [["orders-0", "2", "committed"]]                    # output and offsets: one commit
+
+assert ctp.step_until("calls abort_transaction()")
+assert ctp.step_until("wrote a ABORT marker")
+totals = trace_named(ctp.log_strip.figure, "totals-0").hovertext
+assert sum("ABORTED" in h for h in totals) == 2                         # the failed attempt, grey on the leader
+assert offsets() == [["orders-0", "2", "committed"]]                    # the group's offset did not move
+
+ctp.run_to_end()
+assert offsets() == [["orders-0", "6", "committed"]]
+assert ctp.result["read_committed"] == ["0", "10", "20", "30", "40", "50"]
+assert ctp.result["read_uncommitted"] == ["0", "10", "20", "30", "20", "30", "40", "50"]
+""", intro="""
+what you should have seen. The cell drives the stepper above and reads the `__consumer_offsets`
+table and the strip as they are drawn (this cell fails if the lab disagrees):
+""")
+
+nb.md("""
+The offsets were written to `__consumer_offsets` long before they counted: as a pending,
+transactional write of the copier's producer id, turned into the group's committed offset by the
+same COMMIT marker that made the transaction's output visible in `totals`. The aborted attempt sent no
+offsets at all (it failed before `send_offsets_to_transaction()`); its two output records stay in
+`totals-0`, grey, and a `read_uncommitted` reader sees them twice.
 """)
 
 nb.md("""

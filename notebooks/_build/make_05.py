@@ -31,7 +31,7 @@ from txnlab import (AbortTransactionSpec, AdminClient, Cluster, Consumer, KafkaE
 from txnlab.errors import KafkaStateError
 """)
 
-nb.helpers("common", "strip")
+nb.helpers("common", "strip", "views")
 
 nb.code("""
 def read(cluster, topic, partitions=(0,), isolation="read_committed"):
@@ -438,6 +438,142 @@ assert r[("2 · late Produce joins the next transaction", "transaction.version 2
 assert r[("3 · delayed EndTxn (KAFKA-17754)", "classic (TV0), no verification")] == "sees ['txn-N', 'txn-N+1']"
 assert r[("3 · delayed EndTxn (KAFKA-17754)", "transaction.version 2 (KIP-890 part 2)")] == "sees ['txn-N']"
 assert tv2.trace.filter(contains="PRODUCER_FENCED", api="EndTxn")
+""")
+
+# ----------------------------------------------------------------------------------------------
+nb.md("""
+## 4 · Step through it yourself: a zombie, a timeout, a late Produce
+
+Three scenarios from the lab's gallery, each a short version of a section above, stepped one event
+at a time (**Step** or →; **Back** or ← re-runs from the seed; **Run** plays). In the
+**Coordinators** tab the state machine shows each `transactional.id` as a dot labelled with its
+**epoch** (`copier e1`): watch the label as the fence happens. A dashed coloured arrow is a
+transition being written to `__transaction_state`, a solid one the last that became durable.
+
+**4.1 A zombie** (`zombie-fenced`, section 1): instance `zombie` of `transactional.id` `copier`
+opens a transaction and writes `zombie-1`; instance `new-instance` calls `init_transactions()`;
+then the zombie writes `zombie-2` and tries to commit.
+""")
+
+nb.predict("""
+Which epoch does the dot show right after the coordinator receives the new instance's first
+`InitProducerId`, and after its retry? Who refuses the zombie's `zombie-2`: the partition leader
+on its own, or the leader after asking the coordinator?
+""")
+
+nb.code("""
+from widgets import Stepper
+
+zombie = Stepper("zombie-fenced", skip_background=True)
+zombie.widget
+""")
+
+nb.check("""
+zombie.switch("main", 0)
+clear_filter(zombie)                # the Filter you may have set above
+assert zombie.step_until("got InitProducerId from new-instance")
+assert "fence the old producer (epoch 0 -> 1) and abort it" in zombie.narration
+assert "state Ongoing → writing PrepareAbort" in coordinator_says(zombie, "copier")
+assert "producer id 2000 epoch 1" in coordinator_says(zombie, "copier")
+assert zombie.step_until("epoch 1 -> 2")                           # the new instance's retry
+assert zombie.step_until("-> PRODUCER_FENCED")
+assert "request epoch 0 but the current epoch is 2" in zombie.narration   # the leader asked (KIP-890)
+assert arrows_now(zombie) == [("AddPartitionsToTxn", f"broker-{zombie.cluster.leader('orders', 0)}",
+                               f"broker-{zombie.cluster.transaction_coordinator('copier')}")]
+assert zombie.step_until("zombie got the Produce response")
+assert "INVALID_PRODUCER_EPOCH" in zombie.narration
+zombie.run_to_end()
+assert trace_named(zombie.coordinators.figure, "transactional ids").text == ("copier e2",)
+assert zombie.result["read_committed"] == ["fresh-1"]
+""", intro="""
+what you should have seen (the cell drives the stepper above; it fails if the lab disagrees):
+""")
+
+nb.md("""
+**4.2 The transaction timeout** (`transaction-timeout-abort`, section 2): a producer with
+`transaction.timeout.ms=3000` writes `late-1` to `orders-0` (its transaction starts at about
+0.5 s) and then stalls for 8 s; the coordinator checks for expired transactions every second.
+Watch the clock in the narration header, the `tx-slow` dot and the LSO of `orders-0`.
+""")
+
+nb.predict("""
+At about which simulated time does the coordinator act, and what does it write first? When the
+producer finally calls `commit_transaction()`, which error does it get?
+""")
+
+nb.code("""
+timeout = Stepper("transaction-timeout-abort", skip_background=True)
+timeout.widget
+""")
+
+nb.check("""
+timeout.switch("main", 0)
+assert timeout.step_until("longer than its transaction.timeout.ms")
+started = timeout.cluster.transaction_state("tx-slow")["transaction_start_ms"]
+assert 3000 < timeout.cluster.now - started <= 3000 + 1000       # after the timeout, within one check interval
+assert "the coordinator fences the producer (epoch 0 -> 1)" in timeout.narration
+assert "state Ongoing → writing PrepareAbort" in coordinator_says(timeout, "tx-slow")
+assert (drawn_line(timeout.log_strip, "HW", "orders", 0), drawn_line(timeout.log_strip, "LSO", "orders", 0)) == (1, 0)
+assert timeout.step_until(lambda s: s.cluster.partition_state("orders", 0)["lso"] == 2)
+assert drawn_line(timeout.log_strip, "LSO", "orders", 0) == 2    # the ABORT marker is replicated: LSO free
+assert timeout.step_until("EndTxn with epoch 0")
+assert "-> PRODUCER_FENCED" in timeout.narration
+timeout.run_to_end()
+assert timeout.result["commit_error"] == {"name": "PRODUCER_FENCED", "fatal": True}
+""", intro="""
+what you should have seen (the cell drives the stepper above; it fails if the lab disagrees):
+""")
+
+nb.md("""
+**4.3 A late Produce, classic protocol vs `transaction.version` 2**
+(`hanging-transaction-classic-vs-v2`, section 3.1): a naive client's Produce to `orders-0` is
+delayed 10 s in the network; the client gives up on it and aborts; the Produce arrives after the
+abort; later a plain producer writes `after-1`. The stepper starts with the **classic** variant
+(`transaction.version` 0, no verification). `hanging.variant("v2")` adds a branch that runs the
+same story with `transaction.version` 2, and **Branches → Compare endings** (or
+`hanging.compare(...)`) tells the two endings apart.
+""")
+
+nb.predict("""
+Where does `late` land in each variant? Where do the LSO and HW of `orders-0` end, and what can a
+`read_committed` consumer read at the end of each branch?
+""")
+
+nb.code("""
+hanging = Stepper("hanging-transaction-classic-vs-v2", skip_background=True)
+hanging.widget
+""")
+
+nb.check("""
+hanging.switch("main", 0)
+assert hanging.step_until("got Produce from naive-producer")          # the delayed Produce, after the ABORT
+assert "appended at offsets 1..1" in hanging.narration                 # classic: nobody checks, it opens a txn
+hanging.run_to_end()
+assert [drawn_line(hanging.log_strip, x, "orders", 0) for x in ("HW", "LSO")] == [3, 1]   # LSO stuck below HW
+assert hanging.result["hanging"] == 1 and hanging.result["read_committed"] == []
+
+if "v2" in hanging.branches:                     # you added it already
+    hanging.switch("v2", 0)
+else:
+    hanging.variant("v2")                        # a branch: the same story with transaction.version 2
+v2 = "v2"
+assert hanging.step_until("got Produce from naive-producer")
+assert "adds it to the transaction (transaction.version 2)" in hanging.narration   # the leader asks first ...
+assert hanging.step_until("naive-producer got the Produce response")
+assert "INVALID_PRODUCER_EPOCH" in hanging.narration                               # ... and refuses: old epoch
+hanging.run_to_end()
+assert [drawn_line(hanging.log_strip, x, "orders", 0) for x in ("HW", "LSO")] == [1, 1]
+ending = hanging.compare("main", v2)["partitions"]["orders-0"]
+assert ending["read_committed"]["only_in_b"] == ["after-1"]       # v2: the later record is readable
+assert ending["read_uncommitted"]["only_in_a"] == ["late"]        # classic: the late record is in the log
+""", intro="""
+what you should have seen (the cell drives the stepper above, adds the `v2` branch if you have
+not, and compares the endings; it fails if the lab disagrees):
+""")
+
+nb.code("""
+from IPython.display import HTML
+HTML(hanging.compare_html("main", v2))
 """)
 
 nb.md("""

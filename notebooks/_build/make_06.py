@@ -34,7 +34,7 @@ from txnlab import Cluster, Consumer, KafkaException, Producer, TopicPartition
 from txnlab.coordinator.transaction_log import describe_record
 """)
 
-nb.helpers("common", "strip")
+nb.helpers("common", "strip", "views")
 
 nb.code("""
 def setup(seed=3):
@@ -467,6 +467,124 @@ show(narration(cluster.trace.filter(contains="exhausted")))
 nb.check("""
 assert after[0] != before[0] and after[1] == 0
 assert list(txn_log(cluster, "restarted-a-lot")["producer_id"])[-1] == after[0]
+""")
+
+# ----------------------------------------------------------------------------------------------
+nb.md("""
+## 4 · Step through it yourself: crash the coordinator, lose a marker's leader
+
+Two scenarios from the lab's gallery, stepped one event at a time (**Step** or →; **Back** or ←
+re-runs from the seed; **Run** plays; the slider jumps).
+
+**4.1 You crash the coordinator** (`coordinator-dies-after-prepare`, section 1b). A producer
+writes `order-0 … order-3` to `orders-0` and `orders-1` and commits; the network loses the
+coordinator's first `WriteTxnMarkers` requests, so no marker is written; and the scenario crashes
+the coordinator right after `commit_transaction()` returns. You will crash it one step *earlier*:
+
+1. Step (or use the slider) until the narration says **decided (PrepareCommit is durable)**. The
+   **Coordinators** tab shows `tx-orders` in `PrepareCommit`; the **Messages** tab shows the answer
+   to `EndTxn` on its way to the producer (an orange dot).
+2. Open **Faults**, pick the coordinator (`broker-1`; a click on its lane head in the Messages tab
+   picks it too) and press **Crash**. A new branch starts here; the branch as written is kept.
+3. Step on, or **Run**, and watch the Coordinators tab until `tx-orders` reaches
+   `CompleteCommit`. The failover takes about 9 simulated seconds and a few hundred steps: **Run**
+   with more steps/s, or the slider, gets there faster.
+""")
+
+nb.predict("""
+The coordinator dies with the producer's answer on the wire and no marker written. Does the
+transaction commit? Does `commit_transaction()` return, with which outcome, and roughly when?
+Which broker finishes the job?
+""")
+
+nb.code("""
+from widgets import Stepper
+
+dies = Stepper("coordinator-dies-after-prepare", skip_background=True)
+dies.widget
+""")
+
+nb.check("""
+dies.switch("main", 0)
+assert dies.step_until("decided (PrepareCommit is durable)")
+assert "state PrepareCommit → writing CompleteCommit" in coordinator_says(dies, "tx-orders")
+old = dies.cluster.transaction_coordinator("tx-orders")
+assert ("EndTxn", "response", f"broker-{old}", "producer") in on_the_wire(dies)
+crashed = dies.crash(old)                                   # Faults → Crash, at this step
+assert f"broker-{old} ✕" in trace_named(dies.messages.figure, "processes (click: crash / restart)").text
+
+assert dies.step_until("producer got the EndTxn response")
+assert "ignored it" in dies.narration                        # the answer came from a dead coordinator's connection
+assert dies.step_until("the new coordinator finishes it")     # a new leader of __transaction_state-0 loaded it
+new = dies.cluster.transaction_coordinator("tx-orders")
+assert new != old and f"tx-orders at coordinator broker {new}" in coordinator_says(dies, "tx-orders")
+assert dies.cluster.now > 9000                                # after broker.session.timeout.ms
+assert dies.step_until("the commit already finished (a retried EndTxn) -> NONE")   # the producer's retry
+dies.run_to_end()
+assert "state CompleteCommit" in coordinator_says(dies, "tx-orders")
+assert dies.result["read_committed"] == ["order-0", "order-1", "order-2", "order-3"]
+ending = dies.compare("main", crashed)
+assert ending["partitions"] == {} and ending["transactions"] == {}   # the same commit as the branch as written
+""", intro="""
+what you should have seen. The cell drives the stepper above: it replays the branch as written to
+the decision, crashes the coordinator there and follows the new branch to its end (this cell
+fails if the lab disagrees):
+""")
+
+nb.md("""
+The producer's answer was lost with its coordinator's connections (it arrived and was ignored),
+so `commit_transaction()` kept retrying `EndTxn` and asking `FindCoordinator`, for about 9 s, until
+the controller fenced the dead broker and a follower of `__transaction_state-0` took over. The new
+coordinator loaded `PrepareCommit`, sent the markers itself and answered the retried `EndTxn` with
+success: the commit ends exactly as in the branch where the scenario crashed the coordinator one
+step later.
+
+**4.2 A marker's leader is down** (`marker-leader-down`, section 2). The producer writes to
+`orders-0` and `orders-1` and commits; the coordinator leads `orders-1` and writes its marker at
+once, while the marker for `orders-0` is still on the wire when `orders-0`'s leader crashes. Keep
+the **Partition logs** tab open: ✕ marks a replica that is down, ★ the leader, and ▲ the
+`read_committed` consumer's position on each partition.
+""")
+
+nb.predict("""
+The COMMIT marker of `orders-1` is written a step after the crash. When does the LSO of `orders-1`
+move: at once, or later? Which broker writes the marker of `orders-0`, and when?
+""")
+
+nb.code("""
+marker = Stepper("marker-leader-down", skip_background=True)
+marker.widget
+""")
+
+nb.check("""
+marker.switch("main", 0)
+clear_filter(marker)                # the Filter you may have set above
+strip = marker.log_strip
+assert marker.step_until("crashes")
+assert "orders-0 · broker 0 ★ ✕ down" in strip.figure.layout.yaxis.ticktext
+assert marker.step_until("orders-1: wrote a COMMIT marker")
+assert [drawn_line(strip, x, "orders", 1) for x in ("LEO", "HW", "LSO")] == [3, 2, 0]   # the dead broker is in the ISR
+assert marker.step_until("controller fenced broker 0")                  # broker.session.timeout.ms later
+assert marker.cluster.now > 9000 and "orders-0 · broker 1 ★" in strip.figure.layout.yaxis.ticktext
+assert marker.step_until(lambda s: s.cluster.partition_state("orders", 1)["lso"] == 3)
+assert drawn_line(strip, "LSO", "orders", 1) == 3 and drawn_line(strip, "LSO", "orders", 0) == 0
+assert marker.step_until("orders-0: wrote a COMMIT marker")             # the coordinator's retry, to the new leader
+assert arrows_now(marker) == [("WriteTxnMarkers", f"broker-{marker.cluster.transaction_coordinator('tx-orders')}",
+                               "broker-1")]
+marker.run_to_end()
+assert drawn_line(strip, "LSO", "orders", 0) == drawn_line(strip, "LSO", "orders", 1) == 3
+assert set(drawn_consumers(strip, "read_committed").values()) == {3}
+assert marker.result["read_committed"] == ["order-0", "order-1", "order-2", "order-3"]
+""", intro="""
+what you should have seen (the cell drives the stepper above; it fails if the lab disagrees):
+""")
+
+nb.md("""
+`orders-1` had its marker at once, but its LSO waited too: a marker counts only once it is below
+the HW, and the HW of `orders-1` could not pass the dead broker, still in the ISR, until the
+controller fenced it (`broker.session.timeout.ms`, 9 s). Then the ISR shrank, the HW and the LSO of
+`orders-1` moved, a new leader took `orders-0`, and the coordinator's next retry of the marker
+reached it.
 """)
 
 nb.md("""

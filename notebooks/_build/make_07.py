@@ -23,6 +23,7 @@ The plan: *explain* each piece, *predict* what the failures will do, *run*, and 
 
 nb.code("""
 import inspect
+import json
 import os
 import sys
 
@@ -94,18 +95,20 @@ spark = (SparkSession.builder.master(MASTER).appName("txnlab-07")
          .config("spark.sql.shuffle.partitions", "2")
          .config("spark.ui.showConsoleProgress", "false")
          .getOrCreate())
-spark.sparkContext.setLogLevel("ERROR")
+spark.sparkContext.setLogLevel("OFF")          # the failures below are on purpose
 register(spark)                        # the `txnlab` data source: format("txnlab")
 spark.version, MASTER
 """)
 
 nb.md("""
 A first look through Spark: the `txnlab` source has the columns of Spark's own Kafka source.
+(`timestamp` is the record's CreateTime on the simulated clock: milliseconds since the cluster
+started. The order's own event time is inside the value.)
 """)
 
 nb.code("""
 orders_df = spark.read.format("txnlab").option("bootstrap.servers", address).option("subscribe", "orders").load()
-orders_df.limit(3).toPandas()
+orders_df.where("offset < 2").toPandas()
 """)
 
 # ----------------------------------------------------------------------------------------------
@@ -165,32 +168,11 @@ retry and the replay run clean.
 """)
 
 nb.code("""
-faults = SparkFaults(fail_task_after_rows=3, partition=0, batch=1)
-dup = SparkFaults(duplicate_attempt=True, partition=2, batch=1)
-fail_commit = SparkFaults(commit_error="mid-publish", batch=1)
-print(faults.describe()); print(dup.describe()); print(fail_commit.describe())
-""")
-
-nb.md("""
-`SparkFaults` takes one task (`partition`) per plan; we merge the three plans into one option for
-the sink. (`txnlab.faults` is just JSON.)
-""")
-
-nb.code("""
-import json
-from dataclasses import replace
-
-class Faults(SparkFaults):
-    \"\"\"Several SparkFaults plans for one run (each keeps its own task).\"\"\"
-    def __init__(self, *plans):
-        object.__setattr__(self, "plans", plans)
-    def to_option(self):
-        return json.dumps([json.loads(p.to_option()) for p in self.plans])
-    def describe(self):
-        return "; ".join(p.describe() for p in self.plans)
-
-plan = Faults(faults, dup, fail_commit)
-plan.describe()
+plan = SparkFaults(batch=1,
+                   fail_task_after_rows=3, failing_task=0,      # 1
+                   duplicate_task=2,                             # 2
+                   commit_error="mid-publish")                   # 3
+print(plan.describe().replace("; ", "\\n"))
 """)
 
 nb.predict("""
@@ -221,6 +203,7 @@ for delivery in ("at-least-once", "exactly-once"):
     runs[delivery] = pl.run_income(
         spark, cluster, output=f"income-{delivery}", delivery=delivery,
         checkpoint=f"/tmp/txnlab-07/{delivery}", faults=plan, max_per_trigger=10_000,
+        sink_id=f"spark-07-{delivery}",            # names the transactional ids (default: the query id)
         on_progress=progress(delivery))
 pd.DataFrame([{"sink": d, "starts of the query": " | ".join(f"{n}: {s}" for n, s in r.starts),
                "micro-batches": r.batches, "input rows": r.rows_in, "seconds": round(r.seconds, 1)}
@@ -260,7 +243,7 @@ fig
 
 nb.code("""
 show(cmp[cmp["at-least-once - truth"] != 0][["minute", "truth", "at-least-once", "at-least-once - truth",
-                                               "exactly-once (read_committed)"]].head(12))
+                                               "exactly-once (read_committed)"]].head(12)).format(precision=2)
 """)
 
 # ----------------------------------------------------------------------------------------------
@@ -317,6 +300,7 @@ assert results["exactly-once (read_committed)"] == truth, "exactly-once must equ
 assert alos_extra == expected, "every extra cent of the at-least-once result is explained by the three failures"
 uncommitted_extra = {mi: results["exactly-once (read_uncommitted)"].get(mi, 0) - truth.get(mi, 0) for mi in truth}
 assert {mi: c for mi, c in uncommitted_extra.items() if c} == replay
+assert runs["exactly-once"].starts[-1] == (2, "finished")
 print("checked: exactly-once == truth; at-least-once - truth == replay + duplicate attempt + 3 retried increments")
 """)
 

@@ -156,7 +156,7 @@ class Sender(TransactionalRequests):
                 b.attempts += 1
                 b.sent_once = True
                 data[tp] = RecordBatch(tuple(b.records), b.producer_id, b.producer_epoch, b.base_sequence,
-                                       b.is_transactional)
+                                       b.is_transactional, size_in_bytes=b.size)
                 batches[tp] = b
                 if dq and self._drainable_again(tp, dq[0], now):
                     rest.append(tp)

@@ -161,13 +161,12 @@ class _SinkBase:
         sink_id = self.sink_id(query)
         link = Link(self.bootstrap, "spark-writer")
         f = self.faults
-        hit = f.task_hits(batch, partition)
         rows = map(self.rows, iterator)
-        if hit and f.duplicate_attempt and f.fires(link, sink_id, "duplicate", batch, partition):
+        if f.duplicates_task(batch, partition) and f.fires(link, sink_id, "duplicate", batch, partition):
             rows = list(rows)
             self._write_attempt(link, rows, sink_id, query, batch, partition, attempt, speculative=True)
         fail_after = None
-        if hit and f.fail_task_after_rows is not None and f.fires(link, sink_id, "fail-task", batch, partition):
+        if f.fails_task(batch, partition) and f.fires(link, sink_id, "fail-task", batch, partition):
             fail_after = f.fail_task_after_rows
         return self._write_attempt(link, rows, sink_id, query, batch, partition, attempt, fail_after=fail_after)
 
