@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Callable
 
 from bench import engine, reference, views
+from bench import spark as spark_bench
 
 RESULTS = Path(__file__).with_name("results.json")
 REPEATS = 5
@@ -50,6 +51,10 @@ BENCHMARKS = [
     Benchmark("txn1000_records_per_s", engine.txn1000_records_per_s, 20, "records/s"),
     # kernel-side ms from one Step to every view redrawn (target: 50 ms or less); no reference
     Benchmark("step_update_ms_median", views.step_update_ms_median, 200, "ms"),
+    # notebook 07's income query through Spark (warm session; targets: >= 20k rows/s, ratio <= 1.15)
+    Benchmark("spark_rows_per_s", spark_bench.spark_rows_per_s, 100_000, "rows/s"),
+    Benchmark("spark_run_rows_per_s", spark_bench.spark_run_rows_per_s, 100_000, "rows/s"),
+    Benchmark("spark_eos_alos_ratio", spark_bench.spark_eos_alos_ratio, 100_000, "ratio"),
 ]
 
 # Derived numbers: key -> (numerator key, denominator key).
@@ -66,6 +71,9 @@ ROWS = [
     ("1000 x 100 B per txn, records/s", "txn1000_records_per_s", "mock_txn1000_records_per_s"),
     ("txn1000 / idempotent records/s", "txn_vs_idempotent_ratio", "mock_txn_vs_idempotent_ratio"),
     ("stepper: Step -> views updated, ms", "step_update_ms_median", None),
+    ("Spark EOS, rows/s (running query)", "spark_rows_per_s", None),
+    ("Spark EOS, rows/s (incl. query start)", "spark_run_rows_per_s", None),
+    ("Spark EOS / ALOS wall time, 100k rows", "spark_eos_alos_ratio", None),
 ]
 
 

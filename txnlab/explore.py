@@ -43,7 +43,7 @@ INPUT = ("a", "b")
 # Messages a fault may hit: the ones exactly-once depends on (a lost Fetch or Metadata only adds a retry).
 # A lost message: these requests or their responses.  A crash of the copier: just before one of these
 # responses would tell it the outcome.
-DROP_REQUESTS = frozenset({"Produce", "EndTxn", "WriteTxnMarkers"})
+DROP_REQUESTS = frozenset({"Produce", "EndTxn", "WriteTxnMarkers", "TxnOffsetCommit"})
 DROP_RESPONSES = frozenset({"Produce", "EndTxn", "TxnOffsetCommit", "InitProducerId"})
 CRASH_BEFORE = frozenset({"InitProducerId", "Produce", "TxnOffsetCommit", "EndTxn"})
 APP_DEADLINE_MS = 90_000

@@ -561,9 +561,9 @@ each write), so each one retries after `request.timeout.ms` (3 s here).
 * The tabs follow every step. **Partition logs**: every replica of `orders-0` and `orders-1` (★ the
   leader), one cell per offset (hover a cell for its producer id, epoch and sequence), with each
   replica's LEO (thin black line) and HW (dashed blue; the wide orange line under it is the LSO of
-  notebook 03). **Messages**: the space-time diagram, one
-  lane per process and time running down; the step just executed is purple, a message still on
-  the wire ends in an orange dot. **Trace**: the last events in words.
+  notebook 03). **Messages**: the space-time diagram, one lane per process and time running down;
+  the step just executed is purple, a message still on the wire ends in an orange dot. **Trace**:
+  the last events in words.
 * **Faults** act *now*, at the current step. Pick an in-flight message (or click its orange dot in
   the Messages tab) and **Drop** it. A fault starts a new **branch** and keeps the old one;
   **Branches → Compare endings** says how two branches end differently.
@@ -571,7 +571,8 @@ each write), so each one retries after `request.timeout.ms` (3 s here).
 Step to the lost response (narration: *the network dropped Produce response*) and on to the
 retry (*duplicate of a batch already in the log*). Then go back to the start and build a branch in
 which the answer to each producer's **retry** is lost too: step until a Produce response to
-`idempotent-producer` is on the wire and drop it, then the same for `plain-producer`.
+`idempotent-producer` is on the wire and drop it, then the same for `plain-producer`. (The first
+answers never get on the wire: the scenario's fault drops them as they are sent.)
 """)
 
 nb.predict("""

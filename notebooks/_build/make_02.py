@@ -376,8 +376,8 @@ retried until its partition's leader is back (notebook 06). This is a two-phase 
 nb.md("""
 ## 7 · Step through a transaction, request by request
 
-Sections 3 to 6 read one transaction after it had happened. The **stepper** below runs one live,
-one event per **Step**: the gallery scenario `commit-visible-atomically`. A producer with
+Sections 3 to 6 read one transaction after it had happened. The **stepper** below runs one live
+and stops after every event: the gallery scenario `commit-visible-atomically`. A producer with
 `transactional.id` `tx-orders` writes `order-0 … order-3` to `orders-0` and `orders-1`, flushes
 (the records are in the logs and replicated, the transaction still open) and commits, while a
 `read_committed` and a `read_uncommitted` consumer read both partitions. (This cluster has 3

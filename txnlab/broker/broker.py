@@ -59,6 +59,7 @@ class Broker(ProduceHandling, FetchHandling, Node):
         self.cluster = cluster
         self.logs: dict[tuple, UnifiedLog] = {}      # the disk: survives crashes
         self.mutations: set = cluster.mutations
+        self.handler_errors: list[str] = []        # requests a handler failed on (see handle_request)
         self._init_memory()
 
     # ------------------------------------------------------------ lifecycle
@@ -161,6 +162,29 @@ class Broker(ProduceHandling, FetchHandling, Node):
 
     # ------------------------------------------------------------- dispatch
     def handle_request(self, msg):
+        try:
+            return self._dispatch(msg)
+        except Exception as e:  # noqa: BLE001 - a malformed request must not take the broker down
+            # Kafka's network layer closes the connection of a request it cannot handle; the client sees
+            # the disconnect (NETWORK_EXCEPTION).  The error is kept for the simulation sweep to report.
+            self.handler_errors.append(f"{msg.api} from {msg.src}: {type(e).__name__}: {e}")
+            self.narrate(f"broker {self.broker_id} could not handle {msg.api} from {msg.src} "
+                         f"({type(e).__name__}); it closes the connection")
+            src = self.kernel.nodes.get(msg.src)
+            if src is not None and src.alive and not msg.is_response:
+                src.connection_refused(msg)
+            return None
+
+    def _dispatch(self, msg):
+        if self.broker_epoch < 0 and not msg.src.startswith("broker-") and msg.src != "controller":
+            # A (re)starting broker accepts client connections only once it has registered and learned the
+            # cluster's metadata (KRaft: the broker is not RUNNING yet); until then a client is refused.
+            self.narrate(f"broker {self.broker_id} is still starting (not registered, no metadata yet): "
+                         f"it does not accept client connections")
+            src = self.kernel.nodes.get(msg.src)
+            if src is not None and src.alive:
+                src.connection_refused(msg)
+            return None
         authz = self.cluster.authorizer
         if authz is not None and not msg.src.startswith("broker-") and msg.src != "controller":
             denied = check_request(authz, self.cluster.principal_of(msg.src), msg, self.narrate)

@@ -36,7 +36,9 @@ _KINDS = [
                 "producer instances both committed the same work (no fencing)."),
     AnomalyKind("inconsistent-offsets", False,
                 "one offset of one partition was seen holding two different values: the log was rewritten "
-                "under readers (truncation after an unclean leader election)."),
+                "under readers (truncation after an unclean leader election), or a producer was told its write "
+                "is at an offset that holds another write (two instances sharing one producer id and epoch, "
+                "so the broker took one's batch for a retry of the other's)."),
     AnomalyKind("poll-skip", False,
                 "between two polls of one consumer, the second poll started after values that the consumer "
                 "should have returned first: records were skipped (a position moved forward without reading, "

@@ -100,8 +100,9 @@ class _Index:
                     self.at_offset.setdefault((key, offset), {}).setdefault(value, []).append(op.index)
                     self.value_at.setdefault((key, offset), value)
         per_key: dict = {}
-        for _op, key, offset, _v in self.reads:
-            per_key.setdefault(key, set()).add(offset)
+        for _op, key, offset, value in self.reads:
+            if self.writer_outcome(value) != FAIL:    # an aborted read is G1a; it is not part of the order
+                per_key.setdefault(key, set()).add(offset)
         self.read_offsets = {k: sorted(v) for k, v in per_key.items()}
         self.position = {k: {o: i for i, o in enumerate(v)} for k, v in self.read_offsets.items()}
 
@@ -183,8 +184,11 @@ def _poll_order(history: History, ix: _Index, r: CheckResult) -> None:
 
 
 def _check_poll(op, key, entries, chain, ix: _Index, r: CheckResult) -> None:
-    pos = ix.position[key]
-    offs = ix.read_offsets[key]
+    pos = ix.position.get(key, {})
+    offs = ix.read_offsets.get(key, [])
+    entries = [e for e in entries if e[0] in pos]
+    if not entries:
+        return
     for (o1, v1), (o2, v2) in zip(entries, entries[1:]):
         i1, i2 = pos[o1], pos[o2]
         if i2 <= i1:

@@ -40,7 +40,12 @@ class Message:
 
     def describe(self) -> str:
         d = getattr(self.payload, "describe", None)
-        return d() if d else ""
+        if not d:
+            return ""
+        try:
+            return d()
+        except Exception:  # noqa: BLE001 - a malformed request must still show up in the trace
+            return "malformed: its fields cannot be read"
 
     def __repr__(self) -> str:
         return (f"Message(#{self.id} {self.api} {self.kind} {self.src}->{self.dst} "

@@ -122,6 +122,9 @@ def run_seed(seed: int, cfg: RunConfig, schedule: Optional[list] = None, keep: b
         rt.history.attrs["finished"] = finished
         wl.finish(cluster, rt.history)
         result.merge(wl.check(rt.history))
+        for b in cluster.brokers:
+            for err in cluster.broker(b).handler_errors[:3]:
+                result.add("crash", f"broker {b} failed on a request: {err}")
         if not finished:
             result.add("stuck", f"the workload did not finish within {wl.deadline_ms}ms of simulated time")
     except Exception as e:  # noqa: BLE001 - an escaped exception is itself the finding

@@ -39,13 +39,17 @@ def workload(cls):
 class Workload:
     name = ""
     topics: dict = {}                 # topic -> partitions
-    horizon_ms = 3_000                # faults are placed in [0, horizon)
+    horizon_ms = 3_000                # faults are placed in [0, horizon) (set from the size)
     deadline_ms = 120_000             # the run gives up (stuck) after this much simulated time
 
     def __init__(self, records: int = 100, mutations: tuple = ()) -> None:
         self.records = records
         self.mutations = set(mutations)
         self.state: dict = {}
+        # faults land while the workload runs: its length grows with the records
+        self.horizon_ms = 1_000 + 20 * records
+        self.batch = max(2, min(20, records // 5))      # records per feeder transaction, at most
+        self.deadline_ms = max(120_000, 60_000 + 100 * records)
 
     # what the fault plan may target
     def client_processes(self) -> list:
@@ -106,7 +110,7 @@ class Copier(Workload):
         p = ctx.producer("feeder")
         yield from ctx.init_transactions(p, "feeder")
         while self.state["fed"] < self.records:
-            n = min(self.records - self.state["fed"], ctx.rng.randint(1, 20))
+            n = min(self.records - self.state["fed"], ctx.rng.randint(1, self.batch))
             writes = []
             for _ in range(n):
                 self.state["value"] += 1
@@ -136,7 +140,7 @@ class Copier(Workload):
             n = 0
             while True:
                 start = ctx.now
-                msgs = consume(ctx, c, ctx.rng.randint(1, 40), 0.02)
+                msgs = consume(ctx, c, ctx.rng.randint(1, 2 * self.batch), 0.02)
                 if ctx.dead:
                     return None
                 if not msgs:
@@ -227,7 +231,7 @@ class GroupRebalance(Copier):
             leave_after = ctx.rng.randint(5, 40) if ctx.instance == 1 and i == 0 else None
             while True:
                 before = rebalances[0]
-                msgs = consume(ctx, c, ctx.rng.randint(1, 40), 0.02)
+                msgs = consume(ctx, c, ctx.rng.randint(1, 2 * self.batch), 0.02)
                 if ctx.dead:
                     return None
                 if rebalances[0] != before:

@@ -109,6 +109,7 @@ class RunReport:
     batches: int = 0
     rows_in: int = 0
     seconds: float = 0.0
+    batch_ms: list = field(default_factory=list)     # Spark's triggerExecution time of each batch
 
     @property
     def restarts(self) -> int:
@@ -191,6 +192,7 @@ def _note_progress(q, report: RunReport, seen: set, on_progress) -> None:
         seen.add(key)
         report.batches += 1
         report.rows_in += rows
+        report.batch_ms.append(int(p.get("durationMs", {}).get("triggerExecution", 0)))
         if on_progress is not None:
             on_progress({"batch": p["batchId"], "rows": rows, "rows_total": report.rows_in,
                          "batches": report.batches})
