@@ -95,7 +95,7 @@ class Explorer:
     def run(self, prefix: list, prune: bool = True) -> RunResult:
         cluster = self._setup()
         res = RunResult(list(prefix), [])
-        state = {"faults": 0, "reorders": 0, "copier": None, "k": 0}
+        state = {"faults": 0, "reorders": 0, "copier": None, "k": 0, "calls": (0, "")}
         k = cluster.kernel
 
         def options(deadline):
@@ -111,14 +111,17 @@ class Explorer:
                     opts.append(Option("crash"))
             return evs, opts
 
+        q = k._queue
+
         def driver(pred, timeout_ms):
             deadline = None if timeout_ms is None else k.now + int(timeout_ms)
             while not pred():
-                evs, opts = options(deadline)
-                if len(opts) > 1:
-                    self._choose(cluster, res, state, evs, opts, prune)
-                    continue
                 t = k.next_event_time()
+                if t is not None and q[0].kind == "deliver" and not q[0].background:
+                    evs, opts = options(deadline)
+                    if len(opts) > 1:
+                        self._choose(cluster, res, state, evs, opts, prune)
+                        continue
                 if t is None or (deadline is not None and t > deadline):
                     if deadline is not None and deadline > k.now:
                         k.now = deadline
@@ -126,6 +129,8 @@ class Explorer:
                 k.step()
             return True
         k.driver = driver
+        k.observers.append(lambda tev: state.__setitem__("calls", (state["calls"][0] + 1, tev.text))
+                           if tev.kind == "call" else None)
         history = History()
         try:
             finished = self._app(cluster, history, state)
@@ -287,6 +292,8 @@ class Explorer:
             br = cluster.broker(b)
             parts.append(f"broker {b} alive={br.alive}")
             for tp, log in sorted(br.logs.items()):
+                if tp[0].startswith("__"):
+                    continue           # the coordinators' logs: their state is hashed below
                 batches = tuple((x.base_offset, x.producer_id, x.producer_epoch, x.base_sequence, x.is_control,
                                  tuple(r.value for r in x.records)) for x in log.batches)
                 parts.append(f"{tp} {batches} hw={log.high_watermark} lso={log.last_stable_offset}")
@@ -301,8 +308,7 @@ class Explorer:
                 parts.append(f"timer {e.node} {_DIGITS.sub('#', e.name)}")
         for name, node in sorted(k.nodes.items()):
             parts.append(f"node {name} {node.alive} {node.incarnation}")
-        calls = [e.text for e in k.trace.events if e.kind == "call"]
-        parts.append(f"calls={len(calls)} last={calls[-1] if calls else ''}")
+        parts.append(f"calls={state['calls']}")
         if state["copier"] is not None:
             p, c = state["copier"]
             t = p.transaction_manager

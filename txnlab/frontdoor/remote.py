@@ -219,6 +219,15 @@ class RemoteCluster:
         self.clients[node.name] = owner
         return node
 
+    def release(self, node) -> None:
+        """Forget a client that is done (a Spark task's producer): its node and timers leave the
+        private kernel, so a long-lived worker process does not accumulate them."""
+        name = getattr(node, "name", node)
+        if self.kernel.nodes.get(name) is node or not isinstance(node, RemoteClientNode):
+            self.kernel.cancel_timers_of(name)
+            self.kernel.nodes.pop(name, None)
+            self.clients.pop(name, None)
+
     def forward(self, node: str, dst: str, request: Any, timeout_ms: int, oneway: bool = False) -> dict:
         """Send one request through the front door; the outcome with the response decoded."""
         payload = {"op": "request", "node": node, "dst": dst, "timeout_ms": int(max(1, min(timeout_ms, 3_600_000))),

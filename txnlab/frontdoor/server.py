@@ -274,12 +274,13 @@ class FrontDoor:
         config = self._field(payload, "config", dict, None)
         if config is not None and any(type(v) not in (int, str, bool) for v in config.values()):
             raise BadRequest("config: values must be strings, numbers or booleans")
-        if name in self.cluster.topics():
-            return {"error": "TOPIC_ALREADY_EXISTS"}
-        try:
-            self.cluster.create_topic(name, partitions, rf, config)
-        except (KafkaException, ValueError) as e:
-            raise BadRequest(f"cannot create topic {name!r}: {e}") from None
+        with self.lock:                     # check and create as one step: tasks race to create a topic
+            if name in self.cluster.topics():
+                return {"error": "TOPIC_ALREADY_EXISTS"}
+            try:
+                self.cluster.create_topic(name, partitions, rf, config)
+            except (KafkaException, ValueError) as e:
+                raise BadRequest(f"cannot create topic {name!r}: {e}") from None
         return {"error": None}
 
     def _claim(self, payload: dict) -> dict:

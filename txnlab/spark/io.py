@@ -30,6 +30,13 @@ _LOCAL_CLAIMS: set = set()
 _LOCAL_CLAIMS_LOCK = threading.Lock()
 
 
+def release(cluster, node) -> None:
+    """Drop a finished client's node from a remote process's private kernel (see RemoteCluster)."""
+    fn = getattr(cluster, "release", None)
+    if fn is not None:
+        fn(node)
+
+
 def isolation_of(level: str) -> int:
     if level == "read_committed":
         return m.READ_COMMITTED
@@ -49,6 +56,10 @@ class Link:
 
     def _on_process_crash(self) -> None:
         pass
+
+    def close(self) -> None:
+        """Let a served cluster's client side forget this link's node (in-kernel: nothing to do)."""
+        release(self.cluster, self.node)
 
     def call(self, dst: str, request, timeout_ms: int = 30_000):
         """(response, error) of one request."""

@@ -119,7 +119,7 @@ class RunReport:
 def run_income(spark, cluster, output: str, delivery: str, checkpoint: str, faults: Optional[SparkFaults] = None,
                topic: str = ORDERS_TOPIC, max_per_trigger: Optional[int] = 5_000, sink_id: Optional[str] = None,
                on_progress: Optional[Callable[[dict], None]] = None, on_commit: Optional[Callable[[int], None]] = None,
-               max_starts: int = 4, fresh: bool = True, stop_grace_s: float = 1.0) -> RunReport:
+               max_starts: int = 4, fresh: bool = True, stop_grace_s: float = 0.2) -> RunReport:
     """Run the income query to the end of ``topic``, restarting from the checkpoint after a failure
     or a stop (as an operator would), at most ``max_starts`` times."""
     from ..frontdoor.server import serve
@@ -137,7 +137,11 @@ def run_income(spark, cluster, output: str, delivery: str, checkpoint: str, faul
         if q is not None:
             current["stopped"] = True
             threading.Thread(target=q.stop, name="txnlab-stop-query", daemon=True).start()
-            time.sleep(stop_grace_s)        # stop() is under way when the commit returns
+            waited = 0.0
+            while q.isActive and waited < 60:   # stop() has begun (the query is TERMINATED) ...
+                time.sleep(0.05)
+                waited += 0.05
+            time.sleep(stop_grace_s)            # ... before the commit returns
         return "stopping"
 
     def committing(data):
