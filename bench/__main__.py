@@ -49,6 +49,8 @@ BENCHMARKS = [
     Benchmark("idempotent_records_per_s", engine.idempotent_records_per_s, 20_000, "records/s"),
     Benchmark("txn1_per_s", engine.txn1_per_s, 200, "txn/s"),
     Benchmark("txn1000_records_per_s", engine.txn1000_records_per_s, 20, "records/s"),
+    # simulation testing: copier, 1,000 records, all faults, one core (target: 50 seeds/s); no reference
+    Benchmark("sim_seeds_per_s", engine.sim_seeds_per_s, 3, "seeds/s"),
     # kernel-side ms from one Step to every view redrawn (target: 50 ms or less); no reference
     Benchmark("step_update_ms_median", views.step_update_ms_median, 200, "ms"),
     # notebook 07's income query through Spark (warm session; targets: >= 20k rows/s, ratio <= 1.15)
@@ -71,6 +73,7 @@ ROWS = [
     ("1000 x 100 B per txn, records/s", "txn1000_records_per_s", "mock_txn1000_records_per_s"),
     ("txn1000 / idempotent records/s", "txn_vs_idempotent_ratio", "mock_txn_vs_idempotent_ratio"),
     ("stepper: Step -> views updated, ms", "step_update_ms_median", None),
+    ("sim: copier 1000 rec, faults, seeds/s", "sim_seeds_per_s", None),
     ("Spark EOS, rows/s (running query)", "spark_rows_per_s", None),
     ("Spark EOS, rows/s (incl. query start)", "spark_run_rows_per_s", None),
     ("Spark EOS / ALOS wall time, 100k rows", "spark_eos_alos_ratio", None),

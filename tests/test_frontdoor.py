@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from txnlab import Cluster, Consumer, KafkaException, Producer, TopicPartition
+from txnlab import Cluster, Consumer, KafkaException, Producer
 from txnlab.frontdoor import FrontDoorError, RemoteCluster, codec, parse_address
 from txnlab.spark.io import Link
 from helpers import values_in_log

@@ -11,6 +11,8 @@ package.  Everything renders offline (plotly's FigureWidget through anywidget, n
     s = Stepper("coordinator-dies-after-prepare")
     s.widget            # display it; or drive it from code: s.step(), s.back(), s.jump(40)
 """
+import plotly.basewidget  # noqa: F401  (load the FigureWidget module once, up front: its first load is slow)
+
 from .coordinator_view import CoordinatorView
 from .execution import Branch, Execution, Fault, Story
 from .history import History, StepFilter

@@ -222,6 +222,9 @@ def message_flow(cluster, mark, apis, lanes, title="", height=None):
 # --- begin: views -------------------------------------------------------------------------
 import re
 
+import plotly.basewidget  # noqa: F401  the views' FigureWidget: loaded before any figure is built, it loads
+                          # in seconds; loaded later (by the first view), it has taken 10-15 s here
+
 
 def trace_named(fig, name):
     """The trace of a plotly figure whose legend name is ``name``."""

@@ -156,7 +156,17 @@ class Controller(Node):
     def _send(self, broker_id: int, states) -> None:
         from .broker import broker_name
         req = m.LeaderAndIsrRequest(self.controller_epoch, tuple(states), self.live_brokers)
-        self.send_request(broker_name(broker_id), req, lambda r, e: None, timeout_ms=30_000)
+        tps = [(st.topic, st.partition) for st in states]
+
+        def done(resp, err):
+            # A lost update must not be lost for good (KRaft brokers pull the metadata log and catch up):
+            # while the broker is registered, send it the current state of those partitions again.
+            if err is not None and broker_id in self.registered:
+                self.set_timer(500, f"resend LeaderAndIsr to broker {broker_id}",
+                               lambda: broker_id in self.registered and
+                               self._send(broker_id, tuple(self.states[tp] for tp in tps)), background=True)
+        timeout = 2 * self.cluster.broker_config["broker.heartbeat.interval.ms"]
+        self.send_request(broker_name(broker_id), req, done, timeout_ms=timeout)
 
     # -------------------------------------------------------------- ISR
     def handle_AlterPartition(self, msg):

@@ -63,6 +63,7 @@ class FetchHandling:
                              f"it must open a new one")
                 return m.FetchResponse({}, err)
             parts = sess.view(req.partitions)
+            self._session_followers_caught_up(req.replica_id, sess, parts)
         resp, has_data = self._read_fetch(req, parts, initial=True, session=sess)
         if has_data or req.max_wait_ms <= 0:
             self._note_sent(req, resp)
@@ -72,6 +73,16 @@ class FetchHandling:
         tps = set(sess.partitions) if sess is not None else set(parts)
         self.parked.append(ParkedFetch(msg, timer, tps, parts, sess))
         return None
+
+    def _session_followers_caught_up(self, replica: int, sess, parts: dict) -> None:
+        """Every partition of a session is fetched by each request, named or not (Kafka rebuilds the full
+        request from the session cache): a caught-up follower of an idle partition rejoins the ISR too."""
+        for tp in sess.partitions:
+            if tp in parts:
+                continue
+            p = self.partitions.get(tp)
+            if p is not None and p.is_leader and replica in p.followers:
+                p.maybe_expand_isr(replica, self.kernel.now)
 
     def _fetch_session(self, req) -> tuple:
         if req.session_id == 0:

@@ -133,8 +133,14 @@ def check_fencing(history: History) -> CheckResult:
         tid = op.attrs.get("transactional_id")
         if op.f != "txn" or op.outcome != OK or tid is None or "commit_at" not in op.attrs:
             continue
+        mine = [i for i in inits.get(tid, []) if i.attrs["instance"] == op.attrs.get("instance")]
+        if not mine:
+            continue
+        own_end = mine[0].end
         for init in inits.get(tid, []):
-            if init.attrs["instance"] > op.attrs.get("instance", 0) and init.end < op.attrs["commit_at"]:
+            # only an init that started after ours had finished is certainly newer (the coordinator
+            # serialises InitProducerId, but two overlapping calls may complete in either order)
+            if init.start > own_end and init.end < op.attrs["commit_at"]:
                 r.add("zombie-commit", f"{op.process} (instance {op.attrs.get('instance')}) committed op {op.index} "
                       f"at {op.end}ms, after instance {init.attrs['instance']} of {tid!r} finished "
                       f"init_transactions() at {init.end}ms", (init.index, op.index))

@@ -243,10 +243,11 @@ class FrontDoor:
         try:
             return self._outcome(req, node, box, done, oneway)
         finally:
-            st = self.stats.setdefault(req.API, [0, 0.0, 0.0])
-            st[0] += 1
-            st[1] += t2 - t1
-            st[2] += time.perf_counter() - t0
+            with self._names_lock:
+                st = self.stats.setdefault(req.API, [0, 0.0, 0.0])
+                st[0] += 1
+                st[1] += t2 - t1
+                st[2] += time.perf_counter() - t0
 
     def _outcome(self, req, node: RemoteNode, box: dict, done: threading.Event, oneway: bool) -> dict:
         """The reply: the response (or the network error) and the simulated times the request was

@@ -49,9 +49,16 @@ def _arrow_schema():
 
 def read_range_as_arrow(bootstrap: str, isolation: int, r: TopicRange) -> Iterator:
     """Arrow record batches with the source's columns for one TopicRange."""
-    import pyarrow as pa
     schema = _arrow_schema()
     link = Link(bootstrap, "spark-reader")
+    try:
+        yield from _arrow_batches(link, isolation, r, schema)
+    finally:
+        link.close()
+
+
+def _arrow_batches(link: Link, isolation: int, r: TopicRange, schema) -> Iterator:
+    import pyarrow as pa
     for offs, keys, values, stamps, headers, types in link.read_range((r.topic, r.partition), r.start, r.end,
                                                                        isolation):
         n = len(offs)

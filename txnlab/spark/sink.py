@@ -63,7 +63,7 @@ from ..client.producer import Producer
 from ..errors import KafkaException
 from ..protocol import messages as m
 from .faults import InjectedFault, SparkFaults
-from .io import EARLIEST, LATEST, Link
+from .io import EARLIEST, LATEST, Link, release
 
 STAGING_TOPIC = "__spark_sink_staging"
 PROGRESS_TOPIC = "__spark_sink_progress"
@@ -152,14 +152,28 @@ class _SinkBase:
         return self.sink_id_option or f"spark-{query_id}"
 
     def producer(self, label: str, **conf) -> Producer:
-        return Producer({"bootstrap.servers": self.bootstrap, "client.id": label, "linger.ms": 5,
-                         **self.producer_conf, **conf})
+        p = Producer({"bootstrap.servers": self.bootstrap, "client.id": label, "linger.ms": 5,
+                      **self.producer_conf, **conf})
+        self.__dict__.setdefault("_made", []).append(p)
+        return p
+
+    def _release(self, link: Link) -> None:
+        """The call is over: its link and producers leave this process's private kernel."""
+        for p in self.__dict__.pop("_made", []):
+            release(p._cluster, p._node)
+        link.close()
 
     # ---------------------------------------------------------------- write
     def write(self, iterator: Iterator) -> SinkMessage:
         batch, partition, attempt, query = _task()
         sink_id = self.sink_id(query)
         link = Link(self.bootstrap, "spark-writer")
+        try:
+            return self._write(link, iterator, sink_id, query, batch, partition, attempt)
+        finally:
+            self._release(link)
+
+    def _write(self, link, iterator, sink_id, query, batch, partition, attempt) -> SinkMessage:
         f = self.faults
         rows = map(self.rows, iterator)
         if f.duplicates_task(batch, partition) and f.fires(link, sink_id, "duplicate", batch, partition):
@@ -175,8 +189,14 @@ class _SinkBase:
         msgs = [x for x in messages if x is not None]
         if not msgs:
             return
-        sink_id = msgs[0].sink_id
         link = Link(self.bootstrap, "spark-commit")
+        try:
+            self._commit(link, msgs, batch)
+        finally:
+            self._release(link)
+
+    def _commit(self, link: Link, msgs: list, batch: int) -> None:
+        sink_id = msgs[0].sink_id
         link.signal(SIGNAL_COMMIT, {"sink": sink_id, "batch": batch, "delivery": self.delivery,
                                     "rows": sum(x.rows for x in msgs)})
         f = self.faults
@@ -298,7 +318,11 @@ class ExactlyOnce(_SinkBase):
         if not msgs:
             return
         # Fencing aborts an unfinished publish transaction; a committed one stays committed.
-        self._publisher(msgs[0].sink_id).init_transactions()
+        link = Link(self.bootstrap, "spark-abort")
+        try:
+            self._publisher(msgs[0].sink_id).init_transactions()
+        finally:
+            self._release(link)
 
 
 def staged_rows(link: Link, msg: SinkMessage) -> Iterator[tuple]:
