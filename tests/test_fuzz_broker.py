@@ -16,7 +16,7 @@ from txnlab.protocol.record_batch import Record, RecordBatch
 from txnlab.protocol import messages as m
 from txnlab.protocol.errors import Errors
 
-FUZZ = settings(max_examples=60, deadline=None, derandomize=True,
+FUZZ = settings(max_examples=200, deadline=None, derandomize=True,
                 suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 
 # Requests a client (or a buggy client) can send to a broker.
@@ -174,5 +174,9 @@ def test_malformed_requests_never_crash_a_step(request, broker):
 
 
 def test_after_the_fuzzing_the_cluster_still_works():
-    cluster()
+    c = cluster()
     assert_cluster_still_serves_clients()
+    refused = [e for b in c.brokers for e in c.broker(b).handler_errors]
+    assert refused, "the malformed requests should have been refused (connection closed), not ignored"
+    narrated = [e for e in c.trace.events if "it closes the connection" in e.narration]
+    assert len(narrated) == len(refused) or not c.trace.enabled

@@ -15,7 +15,7 @@ MATCH = {
     "no-dedup": ("copier", "network", {"duplicate", "inconsistent-offsets"}),
     "no-fencing": ("copier", "clients", {"G1a", "duplicate", "inconsistent-offsets", "zombie-commit", "lost-write"}),
     "ignore-lso": ("copier", "none", {"G1a"}),
-    "no-marker-retry": ("copier", "brokers", {"hanging-transaction", "stuck", "lost-write", "unseen"}),
+    "no-marker-retry": ("copier", "brokers", {"hanging-transaction", "stuck", "lost-write", "unseen", "G1a"}),
     "offsets-outside-txn": ("copier", "none", {"lost-write", "offsets-outputs-mismatch", "duplicate"}),
     "no-coordinator-reload": ("copier", "brokers", {"hanging-transaction", "stuck"}),
     "unclean-election": ("copier", "brokers", {"lost-write", "inconsistent-offsets", "unseen"}),

@@ -12,7 +12,7 @@ from txnlab.sim.faults import Fault, minimize, plan, schedule_from_json, schedul
 from txnlab.sim.sweep import RunConfig, minimize_failure, replay, run_seed
 from txnlab.sim.trace import Trace
 
-CFG = RunConfig(workload="copier", faults="all", records=20)
+CFG = RunConfig(workload="copier", faults="all")
 
 
 def test_the_same_seed_replays_into_the_identical_trace():

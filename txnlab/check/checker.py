@@ -89,6 +89,7 @@ class _Index:
         self.at_offset: dict = {}          # (key, offset) -> {value: [op indexes]}
         self.read_offsets: dict = {}       # key -> sorted offsets that some poll returned
         self.value_at: dict = {}           # (key, offset) -> value read there (first seen)
+        self._outcomes: dict = {}
         for op in history:
             for key, value, offset in op.sends():
                 self.writers.setdefault(value, []).append((op, key, offset))
@@ -107,11 +108,17 @@ class _Index:
         self.position = {k: {o: i for i, o in enumerate(v)} for k, v in self.read_offsets.items()}
 
     def writer_outcome(self, value) -> Optional[str]:
+        got = self._outcomes.get(value, self)
+        if got is not self:
+            return got
         ws = self.writers.get(value)
         if not ws:
-            return None
-        outcomes = {op.outcome for op, _k, _o in ws}
-        return OK if OK in outcomes else INFO if INFO in outcomes else FAIL
+            got = None
+        else:
+            outcomes = {op.outcome for op, _k, _o in ws}
+            got = OK if OK in outcomes else INFO if INFO in outcomes else FAIL
+        self._outcomes[value] = got
+        return got
 
 
 def check(history: History) -> CheckResult:

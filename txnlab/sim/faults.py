@@ -110,9 +110,9 @@ def plan(seed: int, faults: str, brokers: list, clients: list, horizon_ms: int) 
 def _broker_fault(rng: Random, at: int, brokers: list, clients: list) -> Fault:
     down = rng.choice((300, 1_000, 3_000, 12_000, 30_000))
     r = rng.random()
-    if r < 0.15:
+    if r < 0.25:
         return Fault(at, "blackout", brokers[rng.randrange(len(brokers))], ms=rng.choice((4_000, 8_000)))
-    if r < 0.55:
+    if r < 0.6:
         api, side = CRASH_ON[rng.randrange(len(CRASH_ON))]
         return Fault(at, "crash-on", ms=down, api=api, side=side)
     return Fault(at, "crash", brokers[rng.randrange(len(brokers))], ms=down, clean=rng.random() < 0.25)

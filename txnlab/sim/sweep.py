@@ -45,7 +45,7 @@ class RunConfig:
     faults: str = "all"
     transaction_version: int = 0
     mutation: Optional[str] = None
-    records: int = 100
+    records: int = 20
     trace: bool = False
 
     def validate(self) -> None:

@@ -110,6 +110,7 @@ class RunReport:
     rows_in: int = 0
     seconds: float = 0.0
     batch_ms: list = field(default_factory=list)     # Spark's triggerExecution time of each batch
+    durations: list = field(default_factory=list)    # each batch's durationMs (addBatch, latestOffset, ...)
 
     @property
     def restarts(self) -> int:
@@ -197,6 +198,7 @@ def _note_progress(q, report: RunReport, seen: set, on_progress) -> None:
         report.batches += 1
         report.rows_in += rows
         report.batch_ms.append(int(p.get("durationMs", {}).get("triggerExecution", 0)))
+        report.durations.append({k: v for k, v in p.get("durationMs", {}).items() if v})
         if on_progress is not None:
             on_progress({"batch": p["batchId"], "rows": rows, "rows_total": report.rows_in,
                          "batches": report.batches})
