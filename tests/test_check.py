@@ -36,6 +36,15 @@ def test_reading_a_value_of_an_aborted_transaction_is_g1a():
     assert "aborted read" in r.explain()
 
 
+def test_reading_a_value_before_its_writer_asked_to_commit_is_an_undecided_read():
+    h = History()
+    h.add("p#1", "txn", [send("t-0", "a", 0)], OK, 0, 50, commit_at=40)
+    h.add("c#1", "poll", [poll("t-0", (0, "a"))], OK, 10, 20)
+    h.add("c#2", "poll", [poll("t-0", (0, "a"))], OK, 45, 60)      # after the commit call: fine
+    r = check(h)
+    assert r.names() == ["undecided-read"] and len(r.violations["undecided-read"]) == 1
+
+
 def test_an_acknowledged_write_nobody_reads_below_the_highest_read_offset_is_a_lost_write():
     h = History()
     h.add("p#1", "send", [send("t-0", "a", 0), send("t-0", "b", 1), send("t-0", "c", 2)], OK)

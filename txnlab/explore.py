@@ -16,7 +16,9 @@ again, depth first over the choice lists, hashing the state it can see (logs,
 watermarks, coordinator and group state, messages in flight, timers, client
 states, how far the copier's script got) and pruning states it has seen.  Each
 complete run ends with a final read and the history checker; outcomes go into a
-histogram (exactly-once, aborted-then-redone, duplicate, loss, stuck, violation).
+histogram (exactly-once, exactly-once after an aborted attempt, duplicate, loss, stuck, violation).
+Reorderings are bounded (``--reorderings``, default 1: at most one delivery out of its default order
+per run; -1 for no bound); faults are not.
 A counterexample is the seed and the choice list: ``--replay`` runs it again into
 the identical trace (the stepper can open it).
 """

@@ -228,7 +228,7 @@ checks it on every `make test`). Try them from a terminal:
 | `no-dedup` | the broker's duplicate and sequence checks | network | duplicate |
 | `no-fencing` | the epoch bump of `init_transactions()` | clients | G1a, inconsistent-offsets |
 | `ignore-lso` | the LSO bound and the aborted list of read_committed fetches | none | G1a |
-| `no-marker-retry` | the coordinator's retry of a failed marker | brokers | hanging-transaction, lost-write |
+| `no-marker-retry` | the coordinator's retry of a failed marker | brokers | G1a (the missing ABORT marker lets the next transaction commit the old records), hanging-transaction |
 | `offsets-outside-txn` | `send_offsets_to_transaction` (a plain commit instead) | none | lost-write, offsets-outputs-mismatch |
 | `no-coordinator-reload` | completing Prepare* transactions after a coordinator failover | brokers | hanging-transaction, stuck |
 | `unclean-election` | the rule that only ISR members become leader | brokers | lost-write, inconsistent-offsets |

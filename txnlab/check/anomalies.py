@@ -23,6 +23,9 @@ _KINDS = [
                 "aborted read: a consumer returned a value that was written by a transaction that did not "
                 "commit (it was aborted, or its producer never asked to commit it). read_committed must hide "
                 "such data: the LSO and the aborted-transaction index exist for this."),
+    AnomalyKind("undecided-read", False,
+                "a read_committed consumer returned a value before the transaction that wrote it had even "
+                "asked to commit: it read undecided data, above the last stable offset."),
     AnomalyKind("lost-write", False,
                 "a write that the producer was told succeeded (an acknowledged send, or a send inside a "
                 "committed transaction) was never read, although consumers read past its offset. Committed "

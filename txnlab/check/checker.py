@@ -137,11 +137,20 @@ def check(history: History) -> CheckResult:
 def _aborted_reads(ix: _Index, r: CheckResult) -> None:
     seen = set()
     for op, key, offset, value in ix.reads:
-        if ix.writer_outcome(value) == FAIL and (value, op.process) not in seen:
+        outcome = ix.writer_outcome(value)
+        if outcome == FAIL and (value, op.process) not in seen:
             seen.add((value, op.process))
             w = ix.writers[value][0][0]
             r.add("G1a", f"{op.process} read {value!r} at {key}@{offset}, written by {w.process} in a "
                   f"transaction that did not commit (op {w.index})", (w.index, op.index), key)
+        elif outcome is not None and (value, op.process) not in seen:
+            # read before its writer even asked to commit: the read saw undecided data
+            w = ix.writers[value][0][0]
+            if w.index != op.index and "commit_at" in w.attrs and op.end < w.attrs["commit_at"]:
+                seen.add((value, op.process))
+                r.add("undecided-read", f"{op.process} read {value!r} at {key}@{offset} by {op.end}ms, but "
+                      f"{w.process} called commit only at {w.attrs['commit_at']}ms (op {w.index})",
+                      (w.index, op.index), key)
 
 
 def _duplicates_and_offsets(ix: _Index, r: CheckResult) -> None:

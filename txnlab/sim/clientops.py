@@ -138,11 +138,15 @@ def final_read(cluster, history, topics: list, process: str = "final-reader", ma
     mops: list = [["seek", key_of(tp.topic, tp.partition), 0] for tp in tps]
     ends = {}
     for tp in tps:
-        try:
-            w = c.get_watermark_offsets(TopicPartition(tp.topic, tp.partition), timeout=5.0)
-        except KafkaException:
-            w = None
-        ends[(tp.topic, tp.partition)] = w[1] if w else None
+        w = None
+        for _attempt in range(6):           # a leader may still be moving: ask again
+            try:
+                w = c.get_watermark_offsets(TopicPartition(tp.topic, tp.partition), timeout=5.0)
+            except KafkaException:
+                w = None
+            if w:
+                break
+        ends[(tp.topic, tp.partition)] = w[1] if w else -1
     empty = 0
     for _ in range(max_polls):
         try:
@@ -156,7 +160,7 @@ def final_read(cluster, history, topics: list, process: str = "final-reader", ma
             continue
         empty += 1
         pos = {(tp.topic, tp.partition): tp.offset for tp in c.position(tps)}
-        caught_up = all(e is None or pos.get(k, -1) >= e for k, e in ends.items())
+        caught_up = all(e >= 0 and pos.get(k, -1) >= e for k, e in ends.items())
         if caught_up or empty >= 40:
             break
     history.add(process, "final-read", mops, OK, start, cluster.kernel.now)

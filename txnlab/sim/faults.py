@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 from dataclasses import asdict, dataclass
 from random import Random
-from typing import Callable, Optional
+from typing import Callable
 
 FAULT_SETS = ("none", "brokers", "clients", "network", "all")
 

@@ -142,7 +142,8 @@ def _settle(cluster, wl, steps: StepInvariants) -> CheckResult:
     waited = SETTLE_STEP_MS
     while True:
         end = end_invariants(cluster, list(wl.topics), wl.transactional_ids())
-        if end.ok or waited >= SETTLE_MS:
+        registered = all(cluster.broker(b).registered for b in cluster.brokers)   # restarted brokers are back
+        if (end.ok and registered) or waited >= SETTLE_MS:
             break
         cluster.advance(SETTLE_STEP_MS)
         waited += SETTLE_STEP_MS

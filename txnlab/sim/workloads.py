@@ -139,7 +139,6 @@ class Copier(Workload):
             yield from committed_positions(ctx, c, [tp])
             n = 0
             while True:
-                start = ctx.now
                 msgs = consume(ctx, c, ctx.rng.randint(1, 2 * self.batch), 0.02)
                 if ctx.dead:
                     return None
@@ -281,7 +280,9 @@ class GroupRebalance(Copier):
             got = c.committed(tps, timeout=2.0)
         except KafkaException:
             return False
-        return all(tp.offset > self.state["in_ok"].get(key_of("in", tp.partition), -1) for tp in got)
+        last = self.state["in_ok"]          # the last committed input record of each partition
+        return all(key_of("in", tp.partition) not in last or tp.offset > last[key_of("in", tp.partition)]
+                   for tp in got)
 
 
 # ---------------------------------------------------------------------------- bank-transfer
