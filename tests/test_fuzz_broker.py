@@ -170,7 +170,7 @@ def test_well_typed_requests_with_absurd_values_get_kafka_error_codes(request, b
 @given(malformed_request(), st.integers(0, 2))
 def test_malformed_requests_never_crash_a_step(request, broker):
     resp, err = send(request, broker)         # an exception escaping a step would fail here
-    assert resp is not None or err is not None or True
+    assert resp is not None or err is not None, "every request is answered, refused or timed out"
 
 
 def test_after_the_fuzzing_the_cluster_still_works():

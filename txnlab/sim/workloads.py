@@ -285,6 +285,26 @@ class GroupRebalance(Copier):
                    for tp in got)
 
 
+def _transaction_loop(workload, tid: str, next_writes, credit):
+    """A client process that writes ``next_writes(ctx)`` in one transaction after another (about 1 in 5
+    aborted on purpose) until ``workload.records`` units are committed; ``credit(writes)`` counts a
+    commit.  A fatal error ends the process; anything else unexpected restarts it."""
+    def run(ctx) -> Iterator:
+        p = ctx.producer(tid)
+        yield from ctx.init_transactions(p, tid)
+        while workload.state["done"] < workload.records:
+            writes = next_writes(ctx)
+            fate = yield from transact(ctx, p, writes, tid, abort=ctx.rng.random() < 0.2)
+            if fate == COMMITTED:
+                workload.state["done"] += credit(writes)
+            elif fate == DEAD:
+                return None
+            elif fate != ABORTED:
+                return "restart"
+            yield
+    return run
+
+
 # ---------------------------------------------------------------------------- bank-transfer
 @workload
 class BankTransfer(Workload):
@@ -309,26 +329,15 @@ class BankTransfer(Workload):
         tid = f"teller-{i}"
         accounts = self.topics["accounts"]
 
-        def run(ctx) -> Iterator:
-            p = ctx.producer(tid)
-            yield from ctx.init_transactions(p, tid)
-            while self.state["done"] < self.records:
-                a = ctx.rng.randrange(accounts)
-                b = (a + ctx.rng.randrange(1, accounts)) % accounts
-                amount = ctx.rng.randint(1, 10)
-                self.state["tx"] += 1
-                t = f"t{self.state['tx']}"
-                writes = [("accounts", a, f"{t}:{a}:{-amount}|{tid}.{ctx.instance}"),
-                          ("accounts", b, f"{t}:{b}:{amount}|{tid}.{ctx.instance}")]
-                fate = yield from transact(ctx, p, writes, tid, abort=ctx.rng.random() < 0.2)
-                if fate == COMMITTED:
-                    self.state["done"] += 1
-                elif fate == DEAD:
-                    return None
-                elif fate != ABORTED:
-                    return "restart"
-                yield
-        return run
+        def transfer(ctx) -> list:
+            a = ctx.rng.randrange(accounts)
+            b = (a + ctx.rng.randrange(1, accounts)) % accounts
+            amount = ctx.rng.randint(1, 10)
+            self.state["tx"] += 1
+            t = f"t{self.state['tx']}"
+            return [("accounts", a, f"{t}:{a}:{-amount}|{tid}.{ctx.instance}"),
+                    ("accounts", b, f"{t}:{b}:{amount}|{tid}.{ctx.instance}")]
+        return _transaction_loop(self, tid, transfer, lambda writes: 1)
 
     def check(self, history) -> CheckResult:
         r = super().check(history)
@@ -359,24 +368,14 @@ class MultiPartitionAtomic(Workload):
         tid = f"writer-{i}"
         parts = self.topics["atomic"]
 
-        def run(ctx) -> Iterator:
-            p = ctx.producer(tid)
-            yield from ctx.init_transactions(p, tid)
-            while self.state["done"] < self.records:
-                chosen = sorted(ctx.rng.sample(range(parts), ctx.rng.randint(2, parts)))
-                writes = []
-                for part in chosen:
-                    self.state["value"] += 1
-                    writes.append(("atomic", part, f"a{self.state['value']}"))
-                fate = yield from transact(ctx, p, writes, tid, abort=ctx.rng.random() < 0.2)
-                if fate == COMMITTED:
-                    self.state["done"] += len(writes)
-                elif fate == DEAD:
-                    return None
-                elif fate != ABORTED:
-                    return "restart"
-                yield
-        return run
+        def spread(ctx) -> list:
+            chosen = sorted(ctx.rng.sample(range(parts), ctx.rng.randint(2, parts)))
+            writes = []
+            for part in chosen:
+                self.state["value"] += 1
+                writes.append(("atomic", part, f"a{self.state['value']}"))
+            return writes
+        return _transaction_loop(self, tid, spread, len)
 
     def check(self, history) -> CheckResult:
         r = super().check(history)
