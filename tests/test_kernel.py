@@ -66,7 +66,15 @@ def test_run_until_idle_leaves_only_background_work():
     c.run_until_idle()
     assert c.kernel.idle
     st = c.partition_state("t", 0)
-    assert all(r["leo"] == 1 and r["hw"] == 1 for r in st["replicas"].values())
+    leader = c.leader("t", 0)
+    assert all(r["leo"] == 1 for r in st["replicas"].values())     # idle: every replica has the record
+    assert st["hw"] == 1 and st["replicas"][leader]["hw"] == 1
+    # As in Kafka, a follower learns the HW lazily: a new HW alone does not answer its parked fetch,
+    # the answer comes with the next data or when the long-poll expires (replica.fetch.wait.max.ms).
+    assert all(r["hw"] == 0 for b, r in st["replicas"].items() if b != leader)
+    c.kernel.advance(500)
+    st = c.partition_state("t", 0)
+    assert all(r["hw"] == 1 for r in st["replicas"].values())
 
 
 def test_trace_round_trips_through_json_lines():

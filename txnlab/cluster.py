@@ -68,6 +68,8 @@ class Cluster(Lab):
         super().__init__(seed, latency_ms=self.sim_config["sim.network.latency.ms"],
                          jitter_ms=self.sim_config["sim.network.jitter.ms"])
         self.kernel.trace.enabled = self.sim_config["sim.trace"]
+        # with the trace off (a sweep) nobody draws the messages afterwards: keep only those in flight
+        self.kernel.network.keep_history = self.sim_config["sim.trace"]
         self.id = f"cluster-{next(_IDS)}"
         _REGISTRY[self.id] = self
         self.bootstrap = ",".join(f"{broker_name(i)}:9092" for i in range(brokers)) + f"@{self.id}"

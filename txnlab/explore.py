@@ -113,13 +113,12 @@ class Explorer:
                     opts.append(Option("crash"))
             return evs, opts
 
-        q = k._queue
-
         def driver(pred, timeout_ms):
             deadline = None if timeout_ms is None else k.now + int(timeout_ms)
             while not pred():
-                t = k.next_event_time()
-                if t is not None and q[0].kind == "deliver" and not q[0].background:
+                nxt = k.peek_event()
+                t = None if nxt is None else nxt.time
+                if nxt is not None and nxt.kind == "deliver" and not nxt.background:
                     evs, opts = options(deadline)
                     if len(opts) > 1:
                         self._choose(cluster, res, state, evs, opts, prune)

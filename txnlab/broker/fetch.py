@@ -77,11 +77,12 @@ class FetchHandling:
     def _session_followers_caught_up(self, replica: int, sess, parts: dict) -> None:
         """Every partition of a session is fetched by each request, named or not (Kafka rebuilds the full
         request from the session cache): a caught-up follower of an idle partition rejoins the ISR too."""
+        me = self.broker_id
+        get = self.partitions.get
         for tp in sess.partitions:
-            if tp in parts:
-                continue
-            p = self.partitions.get(tp)
-            if p is not None and p.is_leader and replica in p.followers:
+            p = get(tp)
+            if p is not None and replica not in p.isr and p.leader == me and tp not in parts \
+                    and replica in p.followers:
                 p.maybe_expand_isr(replica, self.kernel.now)
 
     def _fetch_session(self, req) -> tuple:
@@ -176,7 +177,10 @@ class FetchHandling:
                     continue        # nothing new here: left out of the response (an incremental fetch, KIP-227)
                 d = self._read_follower(p, req.replica_id, fp, now, initial)
                 f = p.followers.get(req.replica_id)
-                if d.records or d.diverging_epoch or d.error or (f is not None and f.last_sent_hw != d.high_watermark):
+                # Only news completes a follower's fetch (Kafka's DelayedFetch: bytes, a diverging epoch or
+                # an error); a changed HW rides along in the answer but does not wake a parked fetch, so a
+                # follower learns the HW one fetch later, or when its long-poll expires.
+                if d.records or d.diverging_epoch or d.error:
                     has_data = True
                 out[tp] = d
                 continue

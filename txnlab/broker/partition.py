@@ -86,17 +86,18 @@ class Partition:
         self.maybe_increment_hw(now)
 
     def check_replication_hold(self) -> None:
-        """Keep the simulation busy while followers in the ISR lag behind this leader."""
+        """Keep the simulation busy while followers in the ISR lag behind this leader's log.  (Not its HW:
+        followers learn the HW lazily, with their next fetch answer, as in Kafka.)"""
         key = (self.broker.name, "replicate", self.tp)
         k = self.broker.kernel
         if self.is_leader:
-            leo, hw = self.log.log_end_offset, self.log.high_watermark
+            leo = self.log.log_end_offset
             me = self.broker.broker_id
             for r in self.isr:
                 if r == me:
                     continue
                 f = self.followers.get(r)
-                if f is None or f.leo < leo or f.last_sent_hw != hw:
+                if f is None or f.leo < leo:
                     if self.broker.kernel.nodes.get(f"broker-{r}") is not None and \
                             self.broker.kernel.nodes[f"broker-{r}"].alive:
                         k.hold(key)

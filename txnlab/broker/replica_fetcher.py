@@ -26,43 +26,63 @@ class ReplicaFetcher:
         self.session_epoch = 0
         self._session_view: dict = {}
         self._pending_view: dict = {}
+        self._dirty: set = set()         # partitions whose fetch position may have changed
 
     def add_partition(self, p) -> None:
         self.partitions[p.tp] = p
+        self._dirty.add(p.tp)
         self.maybe_fetch()
 
     def remove_partition(self, tp) -> None:
         self.partitions.pop(tp, None)
         self._last_offsets.pop(tp, None)
+        self._dirty.add(tp)
+
+    def _fetch_partition(self, tp, p, max_bytes: int):
+        """The FetchPartition for ``tp`` now: (request entry, whether the LEO moved since the last request)."""
+        log = p.log
+        leo = log.log_end_offset
+        epoch = log.latest_epoch
+        key = (leo, p.leader_epoch, -1 if epoch is None else epoch)
+        hit = self._requests.get(tp)
+        if hit is None or hit[0] != key:
+            hit = self._requests[tp] = (key, m.FetchPartition(leo, max_bytes, p.leader_epoch, key[2]))
+        moved = self._last_offsets.get(tp) != leo
+        self._last_offsets[tp] = leo
+        return hit[1], moved
 
     def maybe_fetch(self) -> None:
         if self.in_flight or not self.partitions or self._backoff_timer is not None:
             return
         b = self.broker
-        parts = {}
         news = False
         max_bytes = b.config["replica.fetch.max.bytes"]
-        cache = self._requests
-        for tp, p in self.partitions.items():
-            log = p.log
-            leo = log.log_end_offset
-            epoch = log.latest_epoch if log.latest_epoch is not None else -1
-            key = (leo, p.leader_epoch, epoch)
-            hit = cache.get(tp)
-            if hit is None or hit[0] != key:
-                hit = cache[tp] = (key, m.FetchPartition(leo, max_bytes, p.leader_epoch, epoch))
-            parts[tp] = hit[1]
-            if self._last_offsets.get(tp) != leo:
-                news = True
-            self._last_offsets[tp] = leo
         if self.session_id > 0:
-            changed = {tp: fp for tp, fp in parts.items() if self._session_view.get(tp) is not fp}
+            # An incremental request (KIP-227) names only the partitions whose fetch position changed
+            # since the session last saw them: only those this fetcher touched can have.
+            parts = dict(self._session_view)
+            changed = {}
+            for tp in self._dirty:
+                p = self.partitions.get(tp)
+                if p is None:
+                    parts.pop(tp, None)
+                    continue
+                fp, moved = self._fetch_partition(tp, p, max_bytes)
+                news = news or moved
+                parts[tp] = fp
+                if self._session_view.get(tp) is not fp:
+                    changed[tp] = fp
             forgotten = tuple(tp for tp in self._session_view if tp not in parts)
             req = m.FetchRequest(b.broker_id, b.config["replica.fetch.wait.max.ms"], 1, m.READ_UNCOMMITTED,
                                  changed, self.session_id, self.session_epoch, forgotten)
         else:
+            parts = {}
+            for tp, p in self.partitions.items():
+                parts[tp], moved = self._fetch_partition(tp, p, max_bytes)
+                news = news or moved
             req = m.FetchRequest(b.broker_id, b.config["replica.fetch.wait.max.ms"], 1, m.READ_UNCOMMITTED,
                                  parts, 0, 0)
+        self._dirty = set()
         self._pending_view = parts
         self.in_flight = True
         from .broker import broker_name
@@ -81,6 +101,7 @@ class ReplicaFetcher:
         if err is not None or resp.error:
             self.session_id = 0              # start a new session with a full request
             self._session_view = {}
+            self._dirty.update(self._pending_view)
             self._backoff()
             return
         if resp.session_id > 0:
@@ -93,10 +114,12 @@ class ReplicaFetcher:
         b = self.broker
         now = b.kernel.now
         trouble = False
+        dirty = self._dirty
         for tp, d in resp.partitions.items():
             p = self.partitions.get(tp)
             if p is None or p.is_leader:
                 continue
+            dirty.add(tp)
             log = p.log
             if d.error != Errors.NONE:
                 trouble = True

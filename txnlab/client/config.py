@@ -19,7 +19,7 @@ PRODUCER = defs(
     key("retries", int, INT_MAX, at_least(0)),
     key("max.in.flight.requests.per.connection", int, 5, at_least(1)),
     key("linger.ms", int, 5, at_least(0)),
-    key("batch.size", int, 16_384, at_least(1)),
+    key("batch.size", int, 1_000_000, at_least(1)),        # librdkafka's default (Java's is 16384)
     key("batch.num.messages", int, 10_000, at_least(1)),
     key("delivery.timeout.ms", int, 120_000, at_least(1)),
     key("request.timeout.ms", int, 30_000, at_least(1)),

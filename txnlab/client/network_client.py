@@ -30,6 +30,10 @@ class ClientNode(Node):
         self._metadata_waiters: list[Callable[[], None]] = []
         self._rr = 0
         self.crashed = False
+        # librdkafka's reconnect.backoff.ms (100) doubling up to reconnect.backoff.max.ms (10000): a broker
+        # that refused a connection is not asked again before its backoff ends, if another one can be
+        self._reconnect_at: dict[str, int] = {}
+        self._reconnect_backoff: dict[str, int] = {}
 
     def handle_request(self, msg):
         return None
@@ -41,8 +45,26 @@ class ClientNode(Node):
     # ------------------------------------------------------------ metadata
     def any_broker(self) -> str:
         pool = self.live_brokers or self.bootstrap
-        self._rr = (self._rr + 1) % len(pool)
-        return pool[self._rr]
+        n = len(pool)
+        now = self.kernel.now
+        for _ in range(n):
+            self._rr = (self._rr + 1) % n
+            node = pool[self._rr]
+            if self._reconnect_at.get(node, 0) <= now:
+                return node
+        return min(pool, key=lambda b: (self._reconnect_at.get(b, 0), b))   # all backing off: the soonest
+
+    def connection_refused(self, msg) -> None:
+        backoff = min(10_000, self._reconnect_backoff.get(msg.dst, 50) * 2)
+        self._reconnect_backoff[msg.dst] = backoff
+        self._reconnect_at[msg.dst] = self.kernel.now + backoff
+        super().connection_refused(msg)
+
+    def on_message(self, msg) -> None:
+        if msg.is_response and msg.src in self._reconnect_backoff:
+            del self._reconnect_backoff[msg.src]       # it answers again: the backoff starts over
+            self._reconnect_at.pop(msg.src, None)
+        super().on_message(msg)
 
     def leader_for(self, tp) -> Optional[str]:
         parts = self.topics.get(tp[0])

@@ -21,9 +21,6 @@ from .sender import Sender
 from .transaction_manager import State, TransactionManager
 
 
-_new_record = tuple.__new__
-
-
 def _to_bytes(v, what: str):
     if v is None or isinstance(v, bytes):
         return v
@@ -58,7 +55,8 @@ class Producer:
         self._default_cb = cfg["on_delivery"]
         self._reports: list = []               # (callback, err, msg) waiting for poll()
         self._unacked = 0                      # records produced, delivery not yet reported
-        self._sticky: dict = {}
+        self._sticky: dict = {}                # topic -> the sticky partition of keyless records
+        self._sticky_batch: dict = {}          # topic -> the open batch of that partition (produce's short path)
         self._unassigned: list = []
         self._closed: Optional[KafkaError] = None
         self._partitioner = cfg["partitioner"]
@@ -95,26 +93,20 @@ class Producer:
                 timestamp: int = 0, headers=None, callback: Optional[Callable] = None) -> None:
         if self._txn.state is not self._producing_state or self._node.crashed:
             self._produce_refused()
-        if headers is None and (key is None or key.__class__ is bytes) and value.__class__ is bytes:
-            # the common case, kept short: it is what a benchmark (and a busy notebook) calls most
-            n = self._node.num_partitions(topic)
-            if n is not None and (partition < 0 or partition < n):
-                if partition < 0:
-                    partition = self._partition_for(topic, key, n)
-                tp = (topic, partition)
-                size = 10 + len(value) + (len(key) if key else 0)
-                dq = self._acc.batches.get(tp)
-                b = dq[-1] if dq else None
-                cb = on_delivery or callback or self._default_cb
-                if b is not None and not b.closed and b.size + size < self._batch_size and \
-                        len(b.records) < self._batch_records and size <= self._max_bytes:
-                    b.records.append(_new_record(Record, (key, value, (), timestamp or self._kernel.now)))
-                    b.callbacks.append(cb)
+        if key is None and partition < 0 and headers is None and value.__class__ is bytes:
+            # the common case, kept short (it is what a benchmark and a busy notebook call most): a
+            # keyless record joins the open batch of its topic's sticky partition
+            b = self._sticky_batch.get(topic)
+            if b is not None and not b.closed:
+                size = 10 + len(value)
+                if b.size + size < self._batch_size and len(b.records) < self._batch_records \
+                        and size <= self._max_bytes:
+                    # a plain tuple: the batch turns it into a Record only if somebody reads it
+                    b.records.append((None, value, (), timestamp or self._kernel.now))
+                    b.callbacks.append(on_delivery or callback or self._default_cb)
                     b.size += size
                     self._unacked += 1
                     return
-                self._append(topic, value, key, partition, cb, timestamp or self._kernel.now, (), n)
-                return
         if value.__class__ is not bytes and value is not None:
             value = _to_bytes(value, "value")
         if key.__class__ is not bytes and key is not None:
@@ -187,6 +179,8 @@ class Producer:
             raise KafkaException(KafkaError(10, f"message of {size} bytes is larger than message.max.bytes"))
         batch, created, full = self._acc.append(tp, Record(key, value, headers, ts), size, cb, self._kernel.now)
         self._unacked += 1
+        if key is None and headers == () and self._sticky.get(topic) == partition:
+            self._sticky_batch[topic] = batch
         if txn.transactional_id is not None and tp not in txn.partitions_in_txn:
             txn.pending_partitions.add(tp)
         if full:

@@ -156,7 +156,7 @@ class Sender(TransactionalRequests):
                 b.attempts += 1
                 b.sent_once = True
                 data[tp] = RecordBatch(tuple(b.records), b.producer_id, b.producer_epoch, b.base_sequence,
-                                       b.is_transactional, size_in_bytes=b.size)
+                                       b.is_transactional, size_in_bytes=b.size, raw=True)
                 batches[tp] = b
                 if dq and self._drainable_again(tp, dq[0], now):
                     rest.append(tp)
@@ -199,6 +199,7 @@ class Sender(TransactionalRequests):
         p, txn = self.p, self.txn
         b.in_flight = False
         b.done = True
+        b.closed = True
         if p._idempotent:
             txn.remove_in_flight(b.tp, b)
         kerr = None
@@ -215,7 +216,8 @@ class Sender(TransactionalRequests):
             return
         for i, (rec, cb) in enumerate(zip(b.records, b.callbacks)):
             off = base_offset + i if base_offset >= 0 and kerr is None else -1
-            msg = Message(topic, part, off, rec.key, rec.value, rec.headers or None, (1, rec.timestamp), kerr)
+            key, value, headers, ts = rec      # a Record, or the plain tuple produce()'s short path stored
+            msg = Message(topic, part, off, key, value, headers or None, (1, ts), kerr)
             p.deliver(cb or _noop, kerr, msg)
 
     def _can_retry(self, b, error: Errors) -> bool:

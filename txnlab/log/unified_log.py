@@ -194,7 +194,7 @@ class UnifiedLog:
         assigned = []
         for batch in batches:
             assigned.append(batch.with_base_offset(offset, leader_epoch, append_time))
-            offset += len(batch.records)
+            offset += batch.record_count
         return self._append(assigned, origin, TV_UNKNOWN, verification_guard, size,
                             NO_TIMESTAMP if append_time is None else append_time)
 
@@ -271,7 +271,7 @@ class UnifiedLog:
             batches, origin, verification_guard, transaction_version)
         num_records = 0
         for batch in batches:
-            num_records += len(batch.records)
+            num_records += batch.record_count
         if duplicate is not None:
             return LogAppendInfo(duplicate.first_offset, duplicate.last_offset, duplicate.timestamp,
                                  True, num_records, len(batches), self._log_start_offset)

@@ -8,8 +8,10 @@ default (``consistent_random``).
 from __future__ import annotations
 
 import zlib
+from functools import lru_cache
 
 
+@lru_cache(maxsize=4096)
 def java_string_hash(s: str) -> int:
     """Java's String.hashCode over UTF-16 code units, as a signed 32-bit int."""
     h = 0

@@ -42,6 +42,9 @@ class Record(NamedTuple):
     timestamp: int = 0
 
 
+_make_record = Record._make
+
+
 class ControlRecordType(IntEnum):
     """Type id carried in the key of a control record (``ControlRecordType``)."""
     UNKNOWN = -1
@@ -85,7 +88,7 @@ class RecordBatch:
     """
 
     __slots__ = ("base_offset", "partition_leader_epoch", "producer_id", "producer_epoch",
-                 "base_sequence", "is_transactional", "is_control", "records",
+                 "base_sequence", "is_transactional", "is_control", "_rows", "_raw",
                  "log_append_time", "_size", "_max_ts")
 
     def __init__(self, records: Sequence[Record], producer_id: int = NO_PRODUCER_ID,
@@ -93,8 +96,11 @@ class RecordBatch:
                  is_transactional: bool = False, is_control: bool = False,
                  base_offset: int = -1, partition_leader_epoch: int = NO_PARTITION_LEADER_EPOCH,
                  *, log_append_time: int = NO_TIMESTAMP, size_in_bytes: int | None = None,
-                 max_timestamp: int | None = None):
-        self.records = records
+                 max_timestamp: int | None = None, raw: bool = False):
+        # ``raw``: the rows are plain (key, value, headers, timestamp) tuples, turned into ``Record``s
+        # only when somebody reads ``records`` -- as Kafka decodes a batch's records only when read.
+        self._rows = records
+        self._raw = raw
         self.producer_id = producer_id
         self.producer_epoch = producer_epoch
         self.base_sequence = base_sequence
@@ -106,28 +112,35 @@ class RecordBatch:
         self._size = size_in_bytes
         self._max_ts = max_timestamp
 
+    @property
+    def records(self) -> Sequence[Record]:
+        if self._raw:
+            self._rows = tuple(map(_make_record, self._rows))
+            self._raw = False
+        return self._rows
+
     # -- derived header fields ------------------------------------------------
     @property
     def record_count(self) -> int:
-        return len(self.records)
+        return len(self._rows)
 
     @property
     def last_offset_delta(self) -> int:
-        return len(self.records) - 1
+        return len(self._rows) - 1
 
     @property
     def last_offset(self) -> int:
-        return self.base_offset + len(self.records) - 1
+        return self.base_offset + len(self._rows) - 1
 
     @property
     def next_offset(self) -> int:
-        return self.base_offset + len(self.records)
+        return self.base_offset + len(self._rows)
 
     @property
     def last_sequence(self) -> int:
         if self.base_sequence == NO_SEQUENCE:
             return NO_SEQUENCE
-        return increment_sequence(self.base_sequence, len(self.records) - 1)
+        return increment_sequence(self.base_sequence, len(self._rows) - 1)
 
     @property
     def has_producer_id(self) -> bool:
@@ -145,7 +158,7 @@ class RecordBatch:
             return self.log_append_time
         ts = self._max_ts
         if ts is None:
-            ts = max(map(_TIMESTAMP, self.records)) if self.records else NO_TIMESTAMP
+            ts = max(map(_TIMESTAMP, self._rows)) if self._rows else NO_TIMESTAMP
             self._max_ts = ts
         return ts
 
@@ -153,7 +166,7 @@ class RecordBatch:
     def size_in_bytes(self) -> int:
         size = self._size
         if size is None:
-            size = self._size = _estimate_size(self.records)
+            size = self._size = _estimate_size(self._rows)
         return size
 
     # -- control records ------------------------------------------------------
@@ -194,7 +207,8 @@ class RecordBatch:
     # -- copies ---------------------------------------------------------------
     def _copy(self) -> "RecordBatch":
         new = RecordBatch.__new__(RecordBatch)
-        new.records = self.records
+        new._rows = self._rows
+        new._raw = self._raw
         new.producer_id = self.producer_id
         new.producer_epoch = self.producer_epoch
         new.base_sequence = self.base_sequence
@@ -239,7 +253,7 @@ class RecordBatch:
         if self.base_offset >= 0:
             parts = [f"offsets {self.base_offset}..{self.last_offset}"]
         else:
-            parts = [f"unassigned, {len(self.records)} records"]
+            parts = [f"unassigned, {len(self._rows)} records"]
         if self.producer_id != NO_PRODUCER_ID:
             parts.append(f"pid={self.producer_id} epoch={self.producer_epoch}")
             if self.base_sequence != NO_SEQUENCE:
@@ -262,4 +276,4 @@ class RecordBatch:
 
     def __hash__(self) -> int:
         return hash((self.base_offset, self.producer_id, self.producer_epoch,
-                     self.base_sequence, len(self.records)))
+                     self.base_sequence, len(self._rows)))

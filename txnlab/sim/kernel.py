@@ -37,6 +37,9 @@ class Event:
     def __lt__(self, other: "Event") -> bool:
         return (self.time, self.seq) < (other.time, other.seq)
 
+    def sort_key(self) -> tuple:
+        return (self.time, self.seq)
+
 
 class SimulationStuck(RuntimeError):
     """run_until_idle() took more steps than allowed: something loops forever."""
@@ -54,7 +57,8 @@ class Kernel:
         self.step_count = 0
         self.trace = Trace()
         self.nodes: dict[str, "Node"] = {}
-        self._queue: list[Event] = []
+        # heap entries are (time, seq, event): tuples compare in C, without calling Event.__lt__
+        self._queue: list[tuple] = []
         self._seq = 0
         self._foreground = 0
         self._holds: set = set()
@@ -75,9 +79,9 @@ class Kernel:
     def schedule(self, delay: int, kind: str, node: str, name: str, fn=None, msg=None,
                  background: bool = False, incarnation: int = 0) -> Event:
         self._seq += 1
-        ev = Event(self.now + max(0, int(delay)), self._seq, kind, node, name, fn, msg,
-                   background, incarnation)
-        heapq.heappush(self._queue, ev)
+        t = self.now + int(delay) if delay > 0 else self.now
+        ev = Event(t, self._seq, kind, node, name, fn, msg, background, incarnation)
+        heapq.heappush(self._queue, (t, self._seq, ev))
         if not background:
             self._foreground += 1
         return ev
@@ -89,12 +93,12 @@ class Kernel:
                 self._foreground -= 1
 
     def cancel_timers_of(self, node: str) -> None:
-        for ev in self._queue:
+        for _, _, ev in self._queue:
             if ev.node == node and ev.kind == "timer":
                 self.cancel(ev)
 
     def pending_events(self) -> list[Event]:
-        return sorted(e for e in self._queue if not e.cancelled)
+        return sorted((e for _, _, e in self._queue if not e.cancelled), key=Event.sort_key)
 
     @property
     def idle(self) -> bool:
@@ -112,11 +116,18 @@ class Kernel:
     def release_holds_of(self, node: str) -> None:
         self._holds = {h for h in self._holds if h[0] != node}
 
+    def peek_event(self) -> Optional[Event]:
+        """The event ``step()`` would run next (None when nothing is queued)."""
+        q = self._queue
+        while q and q[0][2].cancelled:
+            heapq.heappop(q)
+        return q[0][2] if q else None
+
     def next_event_time(self) -> Optional[int]:
         q = self._queue
-        while q and q[0].cancelled:
+        while q and q[0][2].cancelled:
             heapq.heappop(q)
-        return q[0].time if q else None
+        return q[0][0] if q else None
 
     # ------------------------------------------------------------------- trace
     def record(self, kind: str, node: str, text: str, **kw) -> TraceEvent:
@@ -128,7 +139,7 @@ class Kernel:
 
     def narrate(self, text: str) -> None:
         """Add a line to what the current step did (the rule that decided says why)."""
-        if self.current is not None:
+        if self.current is not None and self.trace.enabled:
             self.current.details.append(text)
 
     def begin_step(self, kind: str, node: str, text: str, **kw) -> TraceEvent:
@@ -142,20 +153,20 @@ class Kernel:
         """The events a stepper or an explorer may pick to run next (``step(choice=i)``): each foreground
         message delivery that is the oldest in flight on its connection (src -> dst, which is FIFO) and is
         due no later than the next other event (so no timer is overtaken).  Soonest first."""
-        pending = [e for e in self._queue if not e.cancelled]
+        pending = sorted((e for _, _, e in self._queue if not e.cancelled), key=Event.sort_key)
         other = min((e.time for e in pending if e.kind != "deliver" or e.background), default=None)
         heads: dict = {}
-        for e in sorted(pending):
+        for e in pending:
             if e.kind == "deliver" and not e.background and (other is None or e.time <= other):
                 heads.setdefault((e.msg.src, e.msg.dst), e)
-        return sorted(heads.values())
+        return sorted(heads.values(), key=Event.sort_key)
 
     def step(self, choice: Optional[int] = None) -> Optional[TraceEvent]:
         """Execute exactly one event.  Returns its trace entry, or None if nothing is queued.
         ``choice`` runs ``choices()[choice]`` instead of the earliest event (an explorer's pick)."""
         if choice is not None:
             ev = self.choices()[choice]
-            self._queue.remove(ev)
+            self._queue[:] = [entry for entry in self._queue if entry[2] is not ev]
             heapq.heapify(self._queue)
             self._foreground -= 1
             if ev.time > self.now:
@@ -166,7 +177,7 @@ class Kernel:
             return tev
         q = self._queue
         while q:
-            ev = heapq.heappop(q)
+            ev = heapq.heappop(q)[2]
             if ev.cancelled:
                 continue
             node = self.nodes.get(ev.node)
@@ -175,7 +186,7 @@ class Kernel:
                 ev.time = node.paused_until
                 self._seq += 1
                 ev.seq = self._seq
-                heapq.heappush(q, ev)
+                heapq.heappush(q, (ev.time, ev.seq, ev))
                 continue
             if not ev.background:
                 self._foreground -= 1
@@ -196,7 +207,8 @@ class Kernel:
             self.current = self.record("timer", ev.node, f"timer {ev.name} of a crashed process discarded",
                                        background=True)
             return self.current
-        self.current = self.record("timer", ev.node, f"{ev.node}: {ev.name}", background=ev.background)
+        self.current = self.record("timer", ev.node, f"{ev.node}: {ev.name}" if self.trace.enabled else "",
+                                   background=ev.background)
         ev.fn()
         return self.current
 
