@@ -99,3 +99,66 @@ def test_a_batch_that_expires_while_its_leader_is_down_bumps_the_epoch():
     c.advance(15_000)
     p.abort_transaction()
     assert p.transaction_manager.producer_epoch == epoch0 + 1
+
+
+def _txn_cluster():
+    c = Cluster(brokers=1, seed=2, config=CFG)
+    c.create_topic("t")
+    p = Producer({"bootstrap.servers": c.bootstrap, "transactional.id": "slow"})
+    return c, p
+
+
+def test_a_commit_that_timed_out_is_resumed_by_calling_commit_again():
+    c, p = _txn_cluster()
+    p.init_transactions()
+    p.begin_transaction()
+    p.produce("t", value=b"late but committed")
+    c.delay_next("EndTxn", 3_000, response=True)          # the coordinator's answer is slow
+    with pytest.raises(KafkaException) as e:
+        p.commit_transaction(1.0)
+    assert e.value.error.name() == "_TIMED_OUT" and e.value.error.retriable()
+    # librdkafka: only the same call may come next; any other transactional call conflicts
+    with pytest.raises(KafkaException) as e:
+        p.begin_transaction()
+    assert e.value.error.name() == "_CONFLICT"
+    c.advance(5_000)                                      # the commit finishes in the background meanwhile
+    p.commit_transaction()                                # ... and the retry reports its success
+    p.begin_transaction()
+    p.produce("t", value=b"next")
+    p.commit_transaction()
+    c.run_until_idle()
+    assert read_all(c, "t") == [b"late but committed", b"next"]
+
+
+def test_an_init_that_timed_out_is_resumed_by_calling_init_again():
+    c, p = _txn_cluster()
+    c.delay_next("InitProducerId", 4_000, response=True)
+    with pytest.raises(KafkaException) as e:
+        p.init_transactions(0.5)
+    assert e.value.error.name() == "_TIMED_OUT"
+    p.init_transactions()                                 # waits for the same InitProducerId
+    assert p.transaction_manager.producer_id >= 0
+    p.begin_transaction()
+    p.produce("t", value=b"ok")
+    p.commit_transaction()
+    c.run_until_idle()
+    assert read_all(c, "t") == [b"ok"]
+
+
+def test_a_record_that_expires_before_it_is_sent_fails_the_commit():
+    c = Cluster(brokers=1, seed=0, config=CFG)
+    c.create_topic("t")
+    p = Producer({"bootstrap.servers": c.bootstrap, "transactional.id": "t1", "delivery.timeout.ms": 2_000,
+                  "linger.ms": 10_000})
+    p.init_transactions()
+    p.begin_transaction()
+    p.produce("t", value=b"kept")
+    p.flush()
+    p.produce("t", value=b"never sent")                   # lingers past delivery.timeout.ms
+    c.advance(3_000)
+    with pytest.raises(KafkaException) as e:
+        p.commit_transaction()
+    assert e.value.error.txn_requires_abort() and e.value.error.name() == "_MSG_TIMED_OUT"
+    p.abort_transaction()
+    c.run_until_idle()
+    assert read_all(c, "t") == []                         # all or nothing: "kept" was aborted too

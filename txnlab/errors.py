@@ -25,10 +25,11 @@ class KafkaError:
     _PARTITION_EOF = -191
     _ALL_BROKERS_DOWN = -187
     _NO_OFFSET = -168
+    _CONFLICT = -147
     _NAMES = {-186: "_INVALID_ARG", -185: "_TIMED_OUT", -172: "_STATE", -150: "_FATAL",
               -192: "_MSG_TIMED_OUT", -152: "_PURGE_QUEUE", -195: "_TRANSPORT",
               -191: "_PARTITION_EOF", -187: "_ALL_BROKERS_DOWN",
-              -168: "_NO_OFFSET"}
+              -168: "_NO_OFFSET", -147: "_CONFLICT"}
 
     def __init__(self, error: Union[Errors, int], reason: str = "", fatal: bool = False,
                  retriable: Optional[bool] = None, txn_requires_abort: bool = False) -> None:

@@ -96,7 +96,8 @@ show(narration(cluster.trace.filter(api="Produce")[-1:]))
 nb.code("""
 producer.flush()            # let it finish: followers fetch, the HW moves, the Produce is acknowledged
 cluster.run_until_idle()
-done_strip = LogStrip(cluster, title="Replicated: every replica has r0..r4, the HW is 5")
+done = cluster.partition_state("t", 0)
+done_strip = LogStrip(cluster, title="Replicated: every replica has r0..r4; the leader's HW is 5")
 done_strip.figure
 """)
 
@@ -105,10 +106,38 @@ assert mid["replicas"][leader]["leo"] == 5 and mid["replicas"][leader]["hw"] == 
 assert all(mid["replicas"][f]["leo"] == 2 for f in followers)
 assert drawn_line(mid_strip, "LEO", "t", 0) == 5 and drawn_line(mid_strip, "HW", "t", 0) == 2   # as drawn
 assert sorted(mid_strip.line_positions("LEO")) == [2, 2, 5]             # one LEO line per replica
-final = cluster.partition_state("t", 0)
-assert all(final["replicas"][b]["leo"] == 5 for b in cluster.brokers)
-assert final["hw"] == 5 and final["lso"] == 5           # no transactions: the LSO is the HW
-assert done_strip.line_positions("HW") == [5, 5, 5]
+assert all(done["replicas"][b]["leo"] == 5 for b in cluster.brokers)
+assert done["hw"] == 5 and done["lso"] == 5           # no transactions: the LSO is the HW
+""")
+
+nb.md("""
+### Followers learn the HW late
+
+Look again at the dashed blue lines of the finished strip. The leader moved its HW to 5 when the
+followers' fetches told it they had everything; but a follower learns the HW only from a **fetch
+response**, and the leader does not answer a parked follower fetch just because the HW moved:
+Kafka's `DelayedFetch` waits for new **bytes** (or a diverging epoch, or an error). The new HW rides
+along with the next data, or with the empty answer when the long poll expires after
+`replica.fetch.wait.max.ms` (500 ms).
+""")
+
+nb.predict("""
+Right now, what HW does each follower hold? What will it hold after 500 ms of simulated time with
+nothing produced?
+""")
+
+nb.code("""
+print("HW per replica now:      ", {b: r["hw"] for b, r in done["replicas"].items()})
+cluster.advance(500)        # the followers' long polls expire: the answers carry HW 5
+later = cluster.partition_state("t", 0)
+print("HW per replica 500ms on: ", {b: r["hw"] for b, r in later["replicas"].items()})
+show(narration(cluster.trace.filter(api="Fetch", include_background=True)[-2:]))
+""")
+
+nb.check("""
+assert sorted(done_strip.line_positions("HW")) == [2, 2, 5]                 # one HW line per replica, as drawn
+assert all(done["replicas"][f]["hw"] == 2 for f in followers)     # still the HW of their last answer
+assert all(later["replicas"][b]["hw"] == 5 for b in cluster.brokers)
 """)
 
 # ----------------------------------------------------------------------------------------------

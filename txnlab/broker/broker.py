@@ -232,7 +232,9 @@ class Broker(ProduceHandling, FetchHandling, Node):
                     for f in self.fetchers.values():
                         f.remove_partition(tp)
                     if s.leader >= 0:
-                        self._fetcher_for(s.leader).add_partition(p)
+                        self._fetcher_for(s.leader).add_partition(p, fetch=False)
+        for f in list(self.fetchers.values()):
+            f.maybe_fetch()
         return m.LeaderAndIsrResponse(Errors.NONE)
 
     def _fetched_tps(self) -> set:

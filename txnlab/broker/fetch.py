@@ -147,7 +147,6 @@ class FetchHandling:
             f = p.followers.get(req.replica_id) if p is not None else None
             if f is not None:
                 f.last_sent_hw = d.high_watermark
-                p.check_replication_hold()
 
     def _read_fetch(self, req, parts: Optional[dict] = None, initial: bool = False, session=None) -> tuple:
         out = {}

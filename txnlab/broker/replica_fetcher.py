@@ -28,10 +28,13 @@ class ReplicaFetcher:
         self._pending_view: dict = {}
         self._dirty: set = set()         # partitions whose fetch position may have changed
 
-    def add_partition(self, p) -> None:
+    def add_partition(self, p, fetch: bool = True) -> None:
+        """Start fetching ``p`` (Kafka's addFetcherForPartitions: a LeaderAndIsr adds all its partitions,
+        then the next request names them all)."""
         self.partitions[p.tp] = p
         self._dirty.add(p.tp)
-        self.maybe_fetch()
+        if fetch:
+            self.maybe_fetch()
 
     def remove_partition(self, tp) -> None:
         self.partitions.pop(tp, None)

@@ -59,6 +59,7 @@ class Producer:
         self._sticky_batch: dict = {}          # topic -> the open batch of that partition (produce's short path)
         self._unassigned: list = []
         self._closed: Optional[KafkaError] = None
+        self._resumable: Optional[tuple] = None   # (call, op) of a transactional call that timed out
         self._partitioner = cfg["partitioner"]
         self._max_bytes = cfg["message.max.bytes"]
         self._batch_size = cfg["batch.size"]
@@ -154,10 +155,12 @@ class Producer:
                     self._append(*rec, n)
                 except KafkaException as e:
                     self._unacked += 1
+                    self.sender.record_failed_in_txn(e.error)
                     self.deliver(rec[4], e.error, Message(topic, -1, -1, rec[2], rec[1], error=e.error))
             elif self._kernel.now - rec[5] >= self._config["delivery.timeout.ms"]:
                 kerr = KafkaError(KafkaError._MSG_TIMED_OUT if err is None else err,
                                   f"no metadata for topic {topic!r}")
+                self.sender.record_failed_in_txn(kerr)
                 self.deliver(rec[4], kerr, Message(topic, -1, -1, rec[2], rec[1], error=kerr))
             else:
                 self._unassigned.append(rec)
@@ -187,7 +190,8 @@ class Producer:
             self._sticky.pop(topic, None)
             self.sender.wakeup(0)
         elif created:
-            self.sender.wakeup(self._config["linger.ms"])
+            # a flush() in progress sends at once (librdkafka: flush ignores linger.ms)
+            self.sender.wakeup(0 if self.sender.flushing else self._config["linger.ms"])
 
     def _partition_for(self, topic: str, key, n: int) -> int:
         if key is None:
@@ -258,25 +262,42 @@ class Producer:
         return self._kernel.run_until(lambda: pred() or self._node.crashed
                                       or self._txn.state == State.FATAL_ERROR, timeout_ms=ms)
 
-    def _require_transactional(self, call: str) -> None:
+    def _require_transactional(self, call: str) -> bool:
+        """Checks a transactional call may start now; True when it resumes the same call that timed out.
+
+        librdkafka's rule for the blocking transactional calls: one at a time; a call that timed out goes
+        on in the background and is *resumed* by calling it again (which returns its outcome once known);
+        any other transactional call meanwhile fails with _CONFLICT."""
         self._check_alive()
         if not self._txn.is_transactional:
             raise KafkaStateError(f"{call}() needs a transactional producer: set transactional.id")
+        pending = self._resumable
+        if pending is None:
+            return False
+        if pending[0] != call:
+            raise KafkaException(KafkaError(KafkaError._CONFLICT, f"Conflicting {call} API call: {pending[0]}() "
+                                            f"timed out and is still in progress; call {pending[0]}() again"))
+        return True
+
+    def _timed_out(self, call: str, op=None, text: str = "") -> KafkaException:
+        self._resumable = (call, op)
+        return KafkaException(KafkaError(KafkaError._TIMED_OUT, text or f"{call}() timed out; call it again to "
+                                         f"wait for its outcome", retriable=True))
 
     def init_transactions(self, timeout: Optional[float] = None) -> None:
-        self._require_transactional("init_transactions")
+        resuming = self._require_transactional("init_transactions")
         txn = self._txn
-        self._note(f"{self.name} calls init_transactions()")
+        self._note(f"{self.name} calls init_transactions()" + (" again (resuming)" if resuming else ""))
         if txn.state == State.UNINITIALIZED:
             txn.transition(State.INITIALIZING)
             self.sender.send_init_producer_id()
-        elif txn.state != State.INITIALIZING:
+        elif txn.state != State.INITIALIZING and not resuming:
             raise KafkaStateError(f"init_transactions() was already called (state {txn.state.name})")
+        self._resumable = None
         done = self._wait(lambda: txn.state != State.INITIALIZING, timeout, 2 * txn.transaction_timeout_ms)
         self._check_alive()
         if not done:
-            raise KafkaException(KafkaError(KafkaError._TIMED_OUT, "init_transactions() timed out; call it again",
-                                            retriable=True))
+            raise self._timed_out("init_transactions")
 
     def begin_transaction(self) -> None:
         self._require_transactional("begin_transaction")
@@ -291,8 +312,13 @@ class Producer:
         txn.transaction_started = False
 
     def send_offsets_to_transaction(self, positions, group_metadata, timeout: Optional[float] = None) -> None:
-        self._require_transactional("send_offsets_to_transaction")
         txn = self._txn
+        if self._require_transactional("send_offsets_to_transaction"):
+            op = self._resumable[1]
+            self._resumable = None
+            self._note(f"{self.name} calls send_offsets_to_transaction() again (resuming)")
+            self._finish_send_offsets(op, timeout)
+            return
         if txn.state == State.ABORTABLE_ERROR:
             raise KafkaException(txn.last_error)
         if txn.state != State.IN_TRANSACTION:
@@ -307,11 +333,13 @@ class Producer:
             offsets[(tp.topic, tp.partition)] = (tp.offset, tp.metadata or "")
         self._note(f"{self.name} calls send_offsets_to_transaction(group {group_metadata.group_id!r})")
         op = self.sender.send_offsets(offsets, group_metadata)
-        done = self._wait(lambda: op.done, timeout, txn.transaction_timeout_ms)
+        self._finish_send_offsets(op, timeout)
+
+    def _finish_send_offsets(self, op, timeout: Optional[float]) -> None:
+        done = self._wait(lambda: op.done, timeout, self._txn.transaction_timeout_ms)
         self._check_alive()
         if not done:
-            raise KafkaException(KafkaError(KafkaError._TIMED_OUT, "send_offsets_to_transaction() timed out",
-                                            retriable=True))
+            raise self._timed_out("send_offsets_to_transaction", op)
         if op.error is not None:
             raise KafkaException(op.error)
 
@@ -323,13 +351,17 @@ class Producer:
 
     def _end_transaction(self, commit: bool, timeout: Optional[float]) -> None:
         call = "commit_transaction" if commit else "abort_transaction"
-        self._require_transactional(call)
+        resuming = self._require_transactional(call)
+        self._resumable = None
         txn = self._txn
         ending = State.COMMITTING_TRANSACTION if commit else State.ABORTING_TRANSACTION
         if commit and txn.state == State.ABORTABLE_ERROR:
             raise KafkaException(txn.last_error)
+        if resuming and txn.state == State.READY:
+            self._note(f"{self.name} calls {call}() again: it finished in the background")
+            return
         if txn.state == ending:
-            pass   # a retry after a timeout: keep waiting for the same outcome
+            self._note(f"{self.name} calls {call}() again (resuming)")   # keep waiting for the same outcome
         elif txn.state == State.IN_TRANSACTION or (not commit and txn.state == State.ABORTABLE_ERROR):
             self._note(f"{self.name} calls {call}()")
             self.sender.begin_end_txn(commit)
@@ -342,8 +374,7 @@ class Producer:
         self._serve_reports()
         self._check_alive()
         if not done:
-            raise KafkaException(KafkaError(KafkaError._TIMED_OUT, f"{call}() timed out; call it again to wait "
-                                            f"for the outcome", retriable=True))
+            raise self._timed_out(call)
         if txn.state == State.ABORTABLE_ERROR:
             raise KafkaException(txn.last_error)
 

@@ -210,6 +210,7 @@ class Sender(TransactionalRequests):
                 s.last_acked_offset = base_offset + len(b.records) - 1
         else:
             kerr = error if isinstance(error, KafkaError) else KafkaError(error, reason or Errors(error).description)
+            self.record_failed_in_txn(kerr)
         topic, part = b.tp
         if not any(b.callbacks):          # nobody asked for delivery reports: just count them off
             p._unacked -= len(b.records)
@@ -232,6 +233,19 @@ class Sender(TransactionalRequests):
         if error == Errors.OUT_OF_ORDER_SEQUENCE_NUMBER and self.p._idempotent:
             return True
         return False
+
+    def record_failed_in_txn(self, kerr: KafkaError) -> None:
+        """A record of the open transaction failed (expired, rejected, no metadata): the transaction can no
+        longer commit what the application produced, so it must abort (Java's TransactionManager
+        .handleFailedBatch / maybeTransitionToErrorState; librdkafka likewise)."""
+        txn = self.txn
+        if txn.is_transactional and kerr.code() != KafkaError._PURGE_QUEUE and not kerr.fatal() and \
+                txn.state in (State.IN_TRANSACTION, State.COMMITTING_TRANSACTION):
+            self.narrate(f"{self.p.name}: a record of the transaction failed ({kerr.name()}): "
+                         f"the transaction must be aborted")
+            txn.transition(State.ABORTABLE_ERROR, KafkaError(
+                kerr.code(), f"a record of the transaction failed: {kerr.str()}", retriable=False,
+                txn_requires_abort=True))
 
     def _handle_error(self, b, error: Errors, reason: str) -> None:
         p, txn, tp = self.p, self.txn, b.tp
