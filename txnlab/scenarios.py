@@ -7,6 +7,11 @@ written only with the public API (Cluster, Producer, Consumer).  Run plainly,
 its blocking calls drive the simulation; under a stepper they wait for Step
 clicks.  Pure engine: no widgets here.
 
+A ``Scenario`` with a ``lab`` recipe runs on another design's lab instead of a Kafka
+``Cluster`` (any ``txnlab.sim.lab.Lab``: RocketMQ's half messages, two-phase commit);
+those stories live beside their labs (``txnlab/rocketmq/scenarios.py``,
+``txnlab/twopc/scenarios.py``), are listed by ``comparison_names()`` and ``load`` finds them too.
+
     sc = load("zombie-fenced")
     cluster, result = sc.play(seed=0)      # build, set up, run to the end
     sc.verify(cluster, result)             # raises ScenarioCheckFailed if the ending differs
@@ -23,6 +28,7 @@ from .client.producer import Producer
 from .cluster import Cluster
 from .errors import KafkaException
 from .protocol.record_batch import ControlRecordType
+from .sim.lab import Lab
 
 TOPIC = "orders"
 # Small internal topics and no initial rebalance delay keep the stories short to step
@@ -51,6 +57,8 @@ class Scenario:
     client code a person steps through and returns a dict of what the clients saw;
     ``check(cluster, result, variant)`` asserts the expected ending.  ``variants`` name extra
     cluster configs for the same story (for instance the classic protocol vs transaction.version 2).
+    ``lab(seed, config)``, when given, builds another design's lab (a ``txnlab.sim.lab.Lab``) in place
+    of a Kafka ``Cluster``; ``setup`` and ``run`` then take that lab.
     """
 
     name: str
@@ -63,6 +71,7 @@ class Scenario:
     config: Mapping = field(default_factory=dict)
     variants: Mapping[str, Mapping] = field(default_factory=dict)
     brokers: int = 3
+    lab: Optional[Callable[[int, dict], Lab]] = None
 
     def __call__(self, cluster: Cluster) -> dict:
         return self.run(cluster)
@@ -75,10 +84,16 @@ class Scenario:
         variant = self.default_variant if variant is None else variant
         if variant and variant not in self.variants:
             raise KeyError(f"scenario {self.name!r} has no variant {variant!r}; variants: {list(self.variants)}")
-        return {**BASE_CONFIG, **self.config, **(self.variants.get(variant, {}) if variant else {})}
+        base = BASE_CONFIG if self.lab is None else {}
+        return {**base, **self.config, **(self.variants.get(variant, {}) if variant else {})}
 
-    def make_cluster(self, seed: int = 0, variant: Optional[str] = None) -> Cluster:
-        """A new cluster for this scenario, set up and ready for ``run``."""
+    def make_cluster(self, seed: int = 0, variant: Optional[str] = None) -> Lab:
+        """A new cluster (or the scenario's other lab) for this scenario, set up and ready for ``run``."""
+        if self.lab is not None:
+            lab = self.lab(seed, self.cluster_config(variant))
+            if self.setup is not None:
+                self.setup(lab)
+            return lab
         cluster = Cluster(brokers=self.brokers, seed=seed, config=self.cluster_config(variant))
         if self.setup is not None:
             self.setup(cluster)
@@ -605,12 +620,29 @@ def names() -> list[str]:
     return list(GALLERY)
 
 
+def comparison_gallery() -> dict:
+    """The stories of the other designs (RocketMQ's half messages, two-phase commit), by name."""
+    from .rocketmq.scenarios import GALLERY as ROCKETMQ
+    from .twopc.scenarios import GALLERY as TWOPC
+    return {**ROCKETMQ, **TWOPC}
+
+
+def comparison_names() -> list[str]:
+    """Names of the scenarios that run on another design's lab (each a ``Scenario`` with a ``lab`` recipe)."""
+    return list(comparison_gallery())
+
+
 def load(name: str) -> Scenario:
-    """The scenario called ``name`` (callable as ``fn(cluster)``, with description and expected ending)."""
-    try:
+    """The scenario called ``name`` (callable as ``fn(cluster)``, with description and expected ending):
+    a Kafka story of the gallery, or one of the comparison labs' stories."""
+    if name in GALLERY:
         return GALLERY[name]
-    except KeyError:
-        raise KeyError(f"no scenario {name!r}; the gallery has: {', '.join(GALLERY)}") from None
+    other = comparison_gallery()
+    if name in other:
+        return other[name]
+    raise KeyError(f"no scenario {name!r}; the gallery has: {', '.join(GALLERY)}; "
+                   f"the comparison labs have: {', '.join(other)}")
 
 
-__all__ = ["Scenario", "ScenarioCheckFailed", "names", "load", "expect", "GALLERY", "BASE_CONFIG"]
+__all__ = ["Scenario", "ScenarioCheckFailed", "names", "comparison_names", "load", "expect", "GALLERY",
+           "BASE_CONFIG"]

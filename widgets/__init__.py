@@ -3,7 +3,10 @@
 ``Stepper`` steps, rewinds and perturbs a scenario (a gallery name from ``txnlab.scenarios`` or
 a function of a cluster) while ``LogStrip`` (partition logs with LEO/HW/LSO and markers),
 ``CoordinatorView`` (the transaction state machine, ``__transaction_state``,
-``__consumer_offsets``) and ``SpaceTime`` (the message-flow diagram) follow it.  Views only read
+``__consumer_offsets``) and ``SpaceTime`` (the message-flow diagram) follow it.  It steps the
+comparison labs the same way (``Stepper("rocketmq-end-transaction-lost")``, ``Stepper("2pc-transfer")``):
+the message diagram and the trace as for Kafka, plus the lab's own view (``lab_views``: RocketMQ's
+half and op topics, two-phase commit's participants and durable logs).  Views only read
 the cluster's state and trace; they import ``txnlab``, and nothing in ``txnlab`` imports this
 package.  Everything renders offline (plotly's FigureWidget through anywidget, no CDN).
 

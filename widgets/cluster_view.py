@@ -12,6 +12,12 @@ from typing import Optional
 INTERNAL = ("__consumer_offsets", "__transaction_state")
 
 
+def is_kafka(lab) -> bool:
+    """Is this lab a Kafka ``Cluster`` (partition logs, coordinators) rather than another design's lab?"""
+    from txnlab import Cluster
+    return isinstance(lab, Cluster)
+
+
 def user_topics(cluster) -> list[str]:
     return [t for t in cluster.topics() if t not in INTERNAL]
 
@@ -60,8 +66,10 @@ def consumers_of(cluster) -> list:
 
 
 def transactional_ids(cluster) -> list[str]:
-    """Every transactional.id known to a producer of this cluster or to a coordinator."""
+    """Every transactional.id known to a producer of this cluster or to a coordinator (none outside Kafka)."""
     from txnlab import Producer
+    if not is_kafka(cluster):
+        return []
     tids = []
     for _, p in clients(cluster, Producer):
         tid = getattr(getattr(p, "transaction_manager", None), "transactional_id", None)
@@ -85,7 +93,9 @@ def client_of_transactional_id(cluster, tid: str) -> list[str]:
 
 
 def roles(cluster) -> dict:
-    """broker id -> list of short role words (leaderships, coordinators)."""
+    """broker id -> list of short role words (leaderships, coordinators); empty outside Kafka."""
+    if not is_kafka(cluster):
+        return {}
     out: dict = {b: [] for b in cluster.brokers}
     for topic in user_topics(cluster):
         for p in partitions_of(cluster, topic):

@@ -1,8 +1,11 @@
 """Live runs of a scenario that a person steps through: branches, faults and the client-code thread.
 
 Owns ``Fault`` (one fault a person applies at a step), ``Branch`` (seed + scenario variant + the
-list of (step index, fault) applied: everything needed to re-execute it deterministically) and
-``Execution`` (one live run of a branch).  The scenario's client code runs in a worker thread whose
+list of (step index, fault) applied: everything needed to re-execute it deterministically),
+``Story`` (how to build the lab and the client code to run on it) and ``Execution`` (one live run
+of a branch).  All of it needs only the ``txnlab.sim.lab.Lab`` face -- a kernel, its trace, named
+processes and the faults -- so a Kafka ``Cluster``, a ``RocketMQCluster`` and a two-phase-commit
+lab are stepped alike.  The scenario's client code runs in a worker thread whose
 blocking calls (``commit_transaction``, ``poll``, ``flush`` ...) reach the kernel's ``driver``: they
 park until the stepper executes the next kernel event for them.  Only one thread ever touches the
 engine at a time -- the two hand a baton back and forth -- so the engine stays single-threaded in
@@ -17,6 +20,7 @@ from typing import Any, Callable, Optional
 
 from txnlab import Cluster
 from txnlab.scenarios import Scenario
+from txnlab.sim.lab import Lab
 
 MAIN, WORKER = "main", "worker"
 
@@ -42,7 +46,7 @@ class Fault:
     ms: int = 0
     others: tuple = ()
 
-    def apply(self, cluster: Cluster) -> None:
+    def apply(self, cluster: Lab) -> None:
         k = self.kind
         if k in ("crash", "crash-clean"):
             cluster.crash(self.node, clean=k == "crash-clean")
@@ -109,27 +113,35 @@ class Branch:
 # ---------------------------------------------------------------------------- stories
 @dataclass
 class Story:
-    """What a stepper runs: how to build the cluster and the client code to step through."""
+    """What a stepper runs: how to build the lab (a Kafka ``Cluster`` or another design's ``Lab``) and
+    the client code to step through on it."""
 
     name: str
-    make_cluster: Callable[[int, Optional[str]], Cluster]
-    run: Callable[[Cluster], Any]
+    make_cluster: Callable[[int, Optional[str]], Lab]
+    run: Callable[[Lab], Any]
     scenario: Optional[Scenario] = None
     variants: tuple = ()
 
     @classmethod
-    def of(cls, scenario, brokers: int = 3, config: Optional[dict] = None) -> "Story":
-        """A gallery name, a ``Scenario`` or a plain function of a cluster."""
+    def of(cls, scenario, brokers: int = 3, config: Optional[dict] = None,
+           lab: Optional[Callable[[int], Lab]] = None) -> "Story":
+        """A scenario name (``txnlab.scenarios.load``), a ``Scenario``, or a plain function of a lab:
+        of a Kafka ``Cluster(brokers, seed, config)``, or of ``lab(seed)`` when that recipe is given
+        (e.g. ``lambda seed: RocketMQCluster(seed=seed)``)."""
         if isinstance(scenario, str):
             from txnlab import scenarios
             scenario = scenarios.load(scenario)
         if isinstance(scenario, Scenario):
             return cls(scenario.name, scenario.make_cluster, scenario.run, scenario, tuple(scenario.variants))
         if callable(scenario):
-            def make(seed: int, variant: Optional[str]) -> Cluster:
-                return Cluster(brokers=brokers, seed=seed, config=dict(config or {}))
+            if lab is not None:
+                def make(seed: int, variant: Optional[str]) -> Lab:
+                    return lab(seed)
+            else:
+                def make(seed: int, variant: Optional[str]) -> Lab:
+                    return Cluster(brokers=brokers, seed=seed, config=dict(config or {}))
             return cls(getattr(scenario, "__name__", "scenario"), make, scenario)
-        raise TypeError(f"a scenario is a gallery name, a Scenario or a function of a cluster, not {scenario!r}")
+        raise TypeError(f"a scenario is a scenario name, a Scenario or a function of a lab, not {scenario!r}")
 
 
 # --------------------------------------------------------------------------- execution
@@ -145,7 +157,7 @@ class Execution:
         self.story = story
         self.branch = branch
         self.max_steps = max_steps
-        self.cluster = story.make_cluster(branch.seed, branch.variant)
+        self.cluster = story.make_cluster(branch.seed, branch.variant)   # any Lab (Kafka's Cluster is one)
         self.kernel = self.cluster.kernel
         self.start_mark = len(self.kernel.trace)
         self.position = 0
@@ -243,6 +255,11 @@ class Execution:
                 if t is not None and (deadline is None or t <= deadline):
                     return
             self._to_worker()
+
+    @property
+    def lab(self) -> Lab:
+        """The lab of this run (``cluster`` is the same object, named for the Kafka case)."""
+        return self.cluster
 
     # ------------------------------------------------------------------- stepping
     def _mark(self) -> None:

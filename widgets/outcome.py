@@ -4,18 +4,24 @@ Owns ``outcome(execution)`` (per partition: the records in the leader's log and 
 read_committed and a read_uncommitted consumer would read; each transactional.id's state; the
 group offsets; what the client code returned or raised) and ``diff(a, b)`` with its HTML form:
 which records exist in only one branch, which moved to another offset, what read_committed
-readers see differently.  Computed from state, never by running more of the simulation.
+readers see differently.  Another design's lab (RocketMQ, two-phase commit) has no partitions or
+coordinators: its ending is ``lab.summary()`` (``state``), compared fact by fact.  Computed from
+state, never by running more of the simulation.
 """
 from __future__ import annotations
 
 import html
 from collections import Counter
 
-from .cluster_view import partitions_of, transactional_ids, user_topics, visible_records
+from .cluster_view import is_kafka, partitions_of, transactional_ids, user_topics, visible_records
 
 
 def outcome(execution) -> dict:
     c = execution.cluster
+    if not is_kafka(c):
+        return {"branch": execution.branch.name, "faults": execution.branch.describe(),
+                "position": execution.position, "clock_ms": c.now, "partitions": {}, "transactions": {},
+                "offsets": {}, "state": c.summary(), "result": execution.result, "error": execution.error_text}
     parts = {}
     for topic in user_topics(c):
         for p in partitions_of(c, topic):
@@ -35,7 +41,7 @@ def outcome(execution) -> dict:
             except Exception:
                 pass
     return {"branch": execution.branch.name, "faults": execution.branch.describe(), "position": execution.position,
-            "clock_ms": c.now, "partitions": parts, "transactions": txns, "offsets": offsets,
+            "clock_ms": c.now, "partitions": parts, "transactions": txns, "offsets": offsets, "state": {},
             "result": execution.result, "error": execution.error_text}
 
 
@@ -45,7 +51,7 @@ def _values(rows: list) -> Counter:
 
 def diff(a: dict, b: dict) -> dict:
     """What differs between two outcomes (a: the reference branch)."""
-    out: dict = {"partitions": {}, "transactions": {}, "offsets": {}, "result": None}
+    out: dict = {"partitions": {}, "transactions": {}, "offsets": {}, "state": {}, "result": None}
     for tp in sorted(set(a["partitions"]) | set(b["partitions"])):
         pa = a["partitions"].get(tp, {"read_committed": [], "read_uncommitted": []})
         pb = b["partitions"].get(tp, {"read_committed": [], "read_uncommitted": []})
@@ -70,14 +76,26 @@ def diff(a: dict, b: dict) -> dict:
     for key in sorted(set(a["offsets"]) | set(b["offsets"]), key=str):
         if a["offsets"].get(key) != b["offsets"].get(key):
             out["offsets"][key] = (a["offsets"].get(key), b["offsets"].get(key))
+    sa, sb = a.get("state", {}), b.get("state", {})
+    for key in list(sa) + [k for k in sb if k not in sa]:
+        if sa.get(key) != sb.get(key):
+            out["state"][key] = (sa.get(key), sb.get(key))
     if (a["result"], a["error"]) != (b["result"], b["error"]):
         out["result"] = ((a["result"], a["error"]), (b["result"], b["error"]))
-    out["same"] = not (out["partitions"] or out["transactions"] or out["offsets"] or out["result"])
+    out["same"] = not (out["partitions"] or out["transactions"] or out["offsets"] or out["state"] or out["result"])
     return out
 
 
 def _vals(vs: list) -> str:
     return html.escape(", ".join(map(str, vs))) if vs else "–"
+
+
+def _fact(v) -> str:
+    if v is None:
+        return "–"
+    if isinstance(v, (list, tuple)):
+        return _vals(list(v))
+    return html.escape(str(v))
 
 
 def diff_html(a: dict, b: dict, d: dict) -> str:
@@ -101,6 +119,10 @@ def diff_html(a: dict, b: dict, d: dict) -> str:
     for tid, (x, y) in d["transactions"].items():
         rows.append(f"<tr><td>{html.escape(tid)}</td><td>coordinator state</td><td>{html.escape(str(x))}</td>"
                     f"<td>{html.escape(str(y))}</td><td></td></tr>")
+    for key, (x, y) in d["state"].items():
+        where, _, what = key.partition(": ")
+        rows.append(f"<tr><td>{html.escape(where)}</td><td>{html.escape(what)}</td>"
+                    f"<td>{_fact(x)}</td><td>{_fact(y)}</td><td></td></tr>")
     for key, (x, y) in d["offsets"].items():
         rows.append(f"<tr><td>{html.escape(str(key[0]))} {key[1]}</td><td>group offset ({key[2]})</td>"
                     f"<td>{x}</td><td>{y}</td><td></td></tr>")
@@ -108,6 +130,10 @@ def diff_html(a: dict, b: dict, d: dict) -> str:
         (ra, ea), (rb, eb) = d["result"]
         rows.append(f"<tr><td>client code</td><td>returned / raised</td><td>{html.escape(str(ea or ra))}</td>"
                     f"<td>{html.escape(str(eb or rb))}</td><td></td></tr>")
-    return (f"<div>{head}</div><table class='txl-t'><tr><th>where</th><th>what</th><th>only in "
-            f"{html.escape(a['branch'])}</th><th>only in {html.escape(b['branch'])}</th><th>moved (offset a → b)</th></tr>"
+    if d["partitions"] or d["offsets"] or d["transactions"]:
+        cols = (f"<th>only in {html.escape(a['branch'])}</th><th>only in {html.escape(b['branch'])}</th>"
+                f"<th>moved (offset a → b)</th>")
+    else:                                   # another design's lab: facts side by side
+        cols = f"<th>in {html.escape(a['branch'])}</th><th>in {html.escape(b['branch'])}</th><th></th>"
+    return (f"<div>{head}</div><table class='txl-t'><tr><th>where</th><th>what</th>{cols}</tr>"
             + "".join(rows) + "</table>")

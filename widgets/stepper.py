@@ -2,8 +2,11 @@
 
 Owns ``Stepper`` (what a notebook cell displays and a person drives: Step, Back, Run/Pause with a
 speed, a slider to jump, Reset, a filter, faults at the current step, branches and their
-comparison) and wires the views (log strip, coordinator view, space-time diagram, trace) to the
-live run.  Step executes exactly one kernel event (a filter may skip over non-matching ones);
+comparison) and wires the views to the live run: for every lab the space-time diagram and the
+trace; for a Kafka cluster the log strip and the coordinator view; for a RocketMQ lab the half and
+op topics; for a two-phase-commit lab the participants and their durable logs.  The stepper needs
+only the ``Lab`` face (kernel, trace, processes, faults), so the faults it offers are the lab's own
+processes and in-flight messages.  Step executes exactly one kernel event (a filter may skip over non-matching ones);
 Back re-executes the branch deterministically from its seed to the earlier position.  A fault
 forks a new branch (the old one is kept); ``compare`` says how their endings differ.
 """
@@ -11,10 +14,11 @@ from __future__ import annotations
 
 from typing import Callable, Optional, Union
 
-from .cluster_view import in_flight_now
+from .cluster_view import in_flight_now, is_kafka
 from .execution import Branch, Fault, Story
 from .history import EVENT_KINDS, History, StepFilter
 from .coordinator_view import CoordinatorView
+from .lab_views import lab_views
 from .log_strip import LogStrip
 from .spacetime import SpaceTime
 from .stepper_ui import StepperUI
@@ -23,10 +27,12 @@ NodeRef = Union[int, str, object]
 
 
 class Stepper(StepperUI):
-    """``Stepper(scenario, seed=0)``: ``scenario`` is a gallery name, a Scenario or a function of a cluster.
+    """``Stepper(scenario, seed=0)``: ``scenario`` is a scenario name (the Kafka gallery, or a comparison
+    lab's story such as ``"rocketmq-end-transaction-lost"`` or ``"2pc-coordinator-crash-blocks"``), a
+    Scenario, or a function of a cluster (``lab=`` builds another kind of lab for it from the seed).
 
     Python face: ``step(n)``, ``back(n)``, ``jump(i)``, ``reset()``, ``step_until(text or fn)``,
-    ``position``, ``length``, ``cluster`` (the state at the current position), ``narration``,
+    ``position``, ``length``, ``cluster`` / ``lab`` (the state at the current position), ``narration``,
     ``widget``; faults ``crash``, ``restart``, ``pause``, ``drop``, ``delay``, ``duplicate``,
     ``isolate``, ``heal`` (each forks a branch); ``branches``, ``switch``, ``variant``, ``compare``.
 
@@ -37,8 +43,9 @@ class Stepper(StepperUI):
 
     def __init__(self, scenario, seed: int = 0, *, variant: Optional[str] = None, brokers: int = 3,
                  config: Optional[dict] = None, skip_background: bool = False, topics: Optional[list] = None,
-                 max_steps: int = 50_000, window: int = 40, max_cells: int = 200, title: Optional[str] = None) -> None:
-        story = Story.of(scenario, brokers, config)
+                 max_steps: int = 50_000, window: int = 40, max_cells: int = 200, title: Optional[str] = None,
+                 lab: Optional[Callable] = None) -> None:
+        story = Story.of(scenario, brokers, config, lab)
         if variant is None and story.scenario is not None and story.variants:
             variant = story.scenario.default_variant
         self.story = story
@@ -48,8 +55,10 @@ class Stepper(StepperUI):
         self.branch = "main"
         self._ex = self.history.execution("main")
         self.notice = ""
-        self.log_strip = LogStrip(topics=topics, max_cells=max_cells)
-        self.coordinators = CoordinatorView()
+        kafka = is_kafka(self._ex.cluster)
+        self.log_strip = LogStrip(topics=topics, max_cells=max_cells) if kafka else None
+        self.coordinators = CoordinatorView() if kafka else None
+        self.lab_views = lab_views(self._ex.cluster)      # the other designs' own pictures
         self.messages = SpaceTime(window=window)
         self.messages.match = lambda m: self.filter.message_matches(m, self._ex.cluster)
         self.messages.on_message_click(self.select_message)
@@ -70,6 +79,11 @@ class Stepper(StepperUI):
     @property
     def cluster(self):
         """The cluster as it is at the current position (read it; change it only through faults)."""
+        return self._ex.cluster
+
+    @property
+    def lab(self):
+        """The same as ``cluster``: the lab (Kafka, RocketMQ, two-phase commit) at the current position."""
         return self._ex.cluster
 
     @property
@@ -215,13 +229,15 @@ class Stepper(StepperUI):
         alive = node is not None and node.alive and not getattr(node, "crashed", False)
         if fault.kind in ("crash", "crash-clean", "pause", "isolate") and not alive:
             raise ValueError(f"{fault.node} is down")
-        if fault.kind in ("crash", "crash-clean") and fault.node == "controller":
-            raise ValueError("the controller quorum cannot be crashed here")
+        if fault.kind in ("crash", "crash-clean") and not getattr(node, "crashable", True):
+            raise ValueError(f"{fault.node} cannot be crashed here"
+                             + (" (it stands for the whole controller quorum)" if fault.node == "controller" else ""))
         if fault.kind == "restart":
             if alive:
                 raise ValueError(f"{fault.node} is running; crash it first")
-            if not fault.node.startswith("broker-"):
-                raise ValueError(f"{fault.node} is a client: a crashed client stays down")
+            if not getattr(node, "restartable", False):
+                raise ValueError(f"{fault.node} is a client: a crashed client stays down "
+                                 f"(its code may start a new instance)")
         if fault.kind in ("drop", "delay", "duplicate"):
             m = self._ex.kernel.network.messages.get(fault.msg_id)
             if m is None or m.state != "in-flight":

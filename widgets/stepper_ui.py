@@ -20,6 +20,12 @@ from .keys import KeyCatcher
 from .spacetime import lanes_of
 
 APIS = sorted({getattr(c, "API") for c in vars(_messages).values() if isinstance(c, type) and hasattr(c, "API")})
+
+
+def apis_of(lab) -> list:
+    """The request names a filter can pick: the lab's own (RocketMQ's request codes, 2PC's messages)."""
+    own = getattr(lab, "APIS", None)
+    return sorted(own) if own else APIS
 CSS = """<style>
 .txl-narr{border-left:4px solid #ae3ec9;background:#f8f0fc;padding:6px 10px;margin:4px 0;font-size:13px;
           line-height:1.45;min-height:64px}
@@ -74,11 +80,12 @@ class StepperUI:
         self._slider.observe(self._on_slider, "value")
 
         # filter
-        self._f_api = W.Dropdown(options=[("any API", "")] + [(a, a) for a in APIS], description="API",
-                                 layout=W.Layout(width="240px"))
+        kafka = self.coordinators is not None
+        self._f_api = W.Dropdown(options=[("any API", "")] + [(a, a) for a in apis_of(self._ex.cluster)],
+                                 description="API", layout=W.Layout(width="240px"))
         self._f_node = W.Dropdown(options=[("any process", "")], description="process", layout=W.Layout(width="250px"))
         self._f_tid = W.Dropdown(options=[("any transactional.id", "")], description="txn id",
-                                 layout=W.Layout(width="260px"))
+                                 layout=W.Layout(width="260px", display=None if kafka else "none"))
         self._f_bg = W.Checkbox(value=self.filter.skip_background, description="skip background events",
                                 indent=False, layout=W.Layout(width="200px"))
         for w in (self._f_api, self._f_node, self._f_tid, self._f_bg):
@@ -86,8 +93,9 @@ class StepperUI:
 
         # faults
         self._fault_node = W.Dropdown(options=[], description="process", layout=W.Layout(width="250px"))
-        self._btn_crash = _b("Crash", "bolt", "crash this process now (memory lost; a broker keeps its log)", "danger")
-        self._btn_restart = _b("Restart", "redo", "restart this broker (recovers from its log)", "success")
+        self._btn_crash = _b("Crash", "bolt", "crash this process now (memory lost; what it wrote to its disk stays)",
+                             "danger")
+        self._btn_restart = _b("Restart", "redo", "restart this server process (it recovers from its disk)", "success")
         self._pause_ms = W.BoundedIntText(value=5000, min=1, max=10_000_000, description="ms",
                                           layout=W.Layout(width="140px"))
         self._btn_pause = _b("Pause", "pause", "freeze this process for the given ms (a long GC pause)", "warning")
@@ -137,9 +145,10 @@ class StepperUI:
         branches = W.VBox([self._branch_dd, W.HBox([self._cmp_a, self._cmp_b, self._btn_cmp]), self._cmp_out])
         tools = W.Accordion(children=[filters, faults, branches], titles=("Filter", "Faults", "Branches"))
         tools.selected_index = None
-        self._tabs = W.Tab(children=[self.log_strip.figure, self.coordinators.widget, self.messages.figure,
-                                     self._trace_html],
-                           titles=("Partition logs", "Coordinators", "Messages", "Trace"))
+        tabs = ([("Partition logs", self.log_strip.figure), ("Coordinators", self.coordinators.widget)] if kafka
+                else [(title, view.widget) for title, view in self.lab_views])
+        tabs += [("Messages", self.messages.figure), ("Trace", self._trace_html)]
+        self._tabs = W.Tab(children=[w for _, w in tabs], titles=tuple(t for t, _ in tabs))
         self.widget = W.VBox([self._header, controls, position, self._narr, self._status, tools, self._tabs])
 
     # --------------------------------------------------------------- callbacks
@@ -219,8 +228,12 @@ class StepperUI:
         c = ex.cluster
         self._syncing = True
         try:
-            self.log_strip.update(c)
-            self.coordinators.update(c)
+            if self.log_strip is not None:
+                self.log_strip.update(c)
+            if self.coordinators is not None:
+                self.coordinators.update(c)
+            for _, view in self.lab_views:
+                view.update(c)
             self.messages.update(c)
             length = self.length
             for w in (self._slider, self._play):
@@ -252,10 +265,10 @@ class StepperUI:
         self._set_options(self._f_node, [("any process", "")] + [(n, n) for n in lanes])
         self._set_options(self._f_tid, [("any transactional.id", "")] + [(t, t) for t in transactional_ids(c)])
         procs = []
-        for n in lanes:
-            if n == "controller":
-                continue
+        for n in lanes:                                  # the lab's own processes, as the fault menu offers them
             node = c.kernel.nodes[n]
+            if not getattr(node, "crashable", True):     # Kafka's controller stands for the whole quorum
+                continue
             up = node.alive and not getattr(node, "crashed", False)
             procs.append((f"{n} ({'up' if up else 'down'})", n))
         self._set_options(self._fault_node, procs)

@@ -355,7 +355,81 @@ assert dao.order_ids() == [] and seen(consumer) == []
 """, intro="""15 checks, then discarded; no message, no order.""")
 
 nb.md("""
-## 6. What you should have filled in
+## 6. Step through it yourself: the lost END_TRANSACTION, then a crash of your own
+
+The stepper runs the order service of section 2 as a story, `rocketmq-end-transaction-lost`: the same
+`CreateOrderService`, a consumer of `order-topic`, and a lost END_TRANSACTION. Each **Step** (or →) is one
+event of the simulation; **Back** (←) re-runs it from its seed. The tab **Half and op topics** is the
+picture of sections 1 and 2, redrawn at every step; **Messages** is the space-time diagram; **Faults**
+offers this lab's own processes (`producer-1`, `consumer-1`, `broker-a`, `namesrv`) and the messages in
+flight. The story's code waits a minute twice (the check service wakes once a minute), so the clock in the
+narration header jumps.
+""")
+
+nb.predict("""
+at which step does `o-1` become readable in `order-topic`: when END_TRANSACTION is sent, or later? At
+about what simulated time? Just before that, what colours do the cells of `RMQ_SYS_TRANS_HALF_TOPIC` have?
+""")
+
+nb.code("""
+from IPython.display import HTML
+from widgets import Stepper
+
+story = Stepper("rocketmq-end-transaction-lost", skip_background=True)
+story.widget
+""")
+
+nb.check("""
+story.switch("main", 0)
+assert story.step_until("the network dropped END_TRANSACTION")
+assert story.lab.topic_messages(ORDER_TOPIC) == []                          # still a half message
+assert story.step_until("CHECK_TRANSACTION_STATE for")                        # the check service, a minute on
+assert 60_000 <= story.lab.clock < 61_000
+assert [h["status"] for h in story.lab.half_messages()] == ["copied", "pending"]
+assert story.step_until("checkLocalTransaction(")                            # the producer looks in its DB
+assert "returned COMMIT_MESSAGE" in story.narration
+assert story.step_until("is copied to its real topic")
+assert len(story.lab.topic_messages(ORDER_TOPIC)) == 1
+story.run_to_end()
+assert story.result["consumer_saw"] == ["o-1"] and story.result["orders_in_db"] == ["o-1"]
+""", intro="""
+what you should have seen (the cell drives the stepper above from step 0; it fails if the lab disagrees):
+""")
+
+nb.md("""
+Now add the fault of section 4 yourself, at an earlier moment. Go back to the step that says *the half
+message is stored* (`story.step_until(...)` below does it, or use the slider), open **Faults**, pick
+`producer-1` (or click its lane head in **Messages**) and **Crash** it. The local transaction has not run
+yet. The story's code sees its `send_message_in_transaction` fail and starts a new instance of the order
+service (`producer-2`, same group `myGroup`). A new branch starts; `main` is kept.
+""")
+
+nb.predict("""
+what will the consumer of `order-topic` have read at the end of the new branch, and what is in the
+database? How many check-backs go out, to which producer, and what do they answer?
+""")
+
+nb.code("""
+story.switch("main", 0)
+story.step_until("the half message is stored")
+crashed = story.crash("producer-1")              # the same as Faults -> producer-1 -> Crash
+story.run_to_end()
+print({k: story.result[k] for k in ("create_order", "orders_in_db", "consumer_saw", "checks_sent_to")})
+HTML(story.compare_html("main", crashed))
+""")
+
+nb.check("""
+r = story.result
+assert r["orders_in_db"] == [] and r["consumer_saw"] == []                   # neither the order nor the message
+assert r["checks_sent_to"] == ["producer-2", "producer-2"]                    # asked twice, UNKNOW twice
+assert [t["status"] for t in story.lab.transactions()] == ["pending"]         # until transactionCheckMax
+assert story.compare("main", crashed)["state"]["order-topic: what consumers can read"] == (["q0@0 o-1"], [])
+""", intro="""
+The database and the topic agree in both branches: a message without its order never became visible.
+""")
+
+nb.md("""
+## 7. What you should have filled in
 
 | fault | RocketMQ | Kafka |
 |---|---|---|

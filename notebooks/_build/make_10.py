@@ -130,7 +130,64 @@ assert lab.locks() == {"bank-a": {}, "bank-b": {}}
 """, intro="""No decision in the log -> presumed abort; the locks are free again only now.""")
 
 nb.md("""
-## 4. The decision was logged, but nobody heard it
+## 4. Step through it yourself: crash the coordinator at the moment you choose
+
+The stepper runs the same transfer as a story, `2pc-transfer`: the application asks for T1 and waits up to
+30 s for the outcome; an operator then restarts whatever is down. Nothing goes wrong as written. Each
+**Step** (or →) is one event; **Back** (←) re-runs from the seed. The tab **Participants** shows each
+process's state for T1 (a prepared bank is orange, BLOCKED when it waits for a decision it cannot take
+alone), its locks and data, and below it the durable logs recovery will read. **Faults** offers this lab's
+processes: `coordinator`, `bank-a`, `bank-b`.
+
+Step until the narration says *every participant voted VOTE_COMMIT: the decision is COMMIT* — the
+coordinator has started forcing GLOBAL_COMMIT, which is not on its disk yet — then open **Faults**, pick
+`coordinator` (or click its lane head in **Messages**) and **Crash** it. A new branch starts; `main` is kept.
+""")
+
+nb.predict("""
+in your branch, what do the banks do during the 30 s the application waits, and which log records
+exist when the operator restarts the coordinator? How does your branch end, compared with `main`? Had you
+crashed it one step later, right after *GLOBAL_COMMIT T1 is on disk*, how would it end?
+""")
+
+nb.code("""
+from IPython.display import HTML
+from widgets import Stepper
+
+transfer = Stepper("2pc-transfer", skip_background=True)
+transfer.widget
+""")
+
+nb.check("""
+transfer.switch("main", 0)
+assert transfer.step_until("every participant voted VOTE_COMMIT")
+assert transfer.lab.participant_states("T1") == {"bank-a": "READY", "bank-b": "READY"}
+crashed = transfer.crash("coordinator")                       # Faults -> coordinator -> Crash, at this step
+assert transfer.step_until("cannot help")                      # each bank asks the other: prepared too
+assert transfer.lab.blocked("T1") == ["bank-a", "bank-b"]
+assert [r.kind for r in transfer.lab.coordinator.log.records] == ["START_2PC"]
+transfer.run_to_end()
+r = transfer.result
+assert r["after_30s"]["blocked"] == ["bank-a", "bank-b"] and r["after_30s"]["teller_reads_alice"].startswith("locked")
+assert r["operator_restarted"] == ["coordinator"] and r["outcome"] == "ABORT"
+assert transfer.lab.balances() == {"bank-a": {"alice": 100}, "bank-b": {"bob": 20}}
+assert transfer.outcome("main")["state"]["T1: coordinator's log"] == "COMMIT"
+HTML(transfer.compare_html("main", crashed))
+""", intro="""
+what you should have seen (the cell drives the stepper above from step 0, crashes the coordinator at that
+step and follows the new branch to its end; it fails if the lab disagrees):
+""")
+
+nb.md("""
+The branch where you crashed the coordinator ends like section 3 — blocked for 30 s, then presumed abort —
+while `main` committed. The scenario `2pc-coordinator-crash-blocks` is that branch written as a story
+(`Stepper("2pc-coordinator-crash-blocks")`). For the last question, go back (`transfer.switch("main", 0)`),
+step to *GLOBAL_COMMIT T1 is on disk* and crash the coordinator there: its two GLOBAL_COMMIT messages are
+already on the wire, so the banks commit without waiting. The next section loses those messages as well.
+""")
+
+nb.md("""
+## 5. The decision was logged, but nobody heard it
 
 This time GLOBAL_COMMIT reaches the coordinator's disk and both messages are lost; then it crashes. Only its
 disk knows the outcome.
@@ -159,7 +216,7 @@ assert lab4.balances() == {"bank-a": {"alice": 70}, "bank-b": {"bob": 50}}
 """, intro="""Blocked until the restart, then committed from the log.""")
 
 nb.md("""
-## 5. Kafka at the same moment: PrepareCommit is durable, the coordinator crashes
+## 6. Kafka at the same moment: PrepareCommit is durable, the coordinator crashes
 
 Kafka's PREPARE is not a vote: the transaction coordinator writes `PrepareCommit` to its partition of
 `__transaction_state`, replicated to other brokers. Once that record is durable, the transaction *will*
@@ -218,7 +275,7 @@ assert read_committed(c) == [b"alice -30", b"bob +30"]
 """, intro="""Rolled forward by another broker, without the crashed one.""")
 
 nb.md("""
-## 6. The differences, as the seeds list them
+## 7. The differences, as the seeds list them
 
 | | classic 2PC | Kafka's transactions |
 |---|---|---|

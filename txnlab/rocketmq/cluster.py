@@ -19,7 +19,7 @@ from .client import MQClientInstance
 from .message import MessageExt, MQClientException
 from .namesrv import NamesrvController
 from .protocol import (ALL_APIS, CID_SYS_RMQ_TRANS, RMQ_SYS_TRANS_HALF_TOPIC, RMQ_SYS_TRANS_OP_HALF_TOPIC,
-                       TRANS_CHECK_MAX_TIME_TOPIC, MessageConst, MessageSysFlag)
+                       SYSTEM_TOPICS, TRANS_CHECK_MAX_TIME_TOPIC, MessageConst, MessageSysFlag)
 
 _REGISTRY: "weakref.WeakValueDictionary[str, RocketMQCluster]" = weakref.WeakValueDictionary()
 _IDS = itertools.count(1)
@@ -158,6 +158,20 @@ class RocketMQCluster(Lab):
             t["delivered"] = sum(1 for m in self.topic_messages(t["real_topic"], b)
                                  if m.uniq_key == t["transaction_id"])
         return list(by_id.values())
+
+    def summary(self) -> dict:
+        """What the run ended with: what consumers of each real topic can read (keys, queue by queue), and
+        each transaction's fate (status, check-backs, deliveries).  For comparing two runs side by side."""
+        out: dict = {}
+        for topic in self.topics():
+            if topic in SYSTEM_TOPICS:
+                continue
+            out[f"{topic}: what consumers can read"] = [
+                f"q{m.queue_id}@{m.queue_offset} {m.get_keys() or m.uniq_key}" for m in self.topic_messages(topic)]
+        for t in self.transactions():
+            out[f"transaction {t['transaction_id']} ({t['keys']})"] = (
+                f"{t['status']}, checked {t['check_times']}x, delivered {t['delivered']}x")
+        return out
 
     def client_nodes(self) -> list[str]:
         return sorted(n for n, node in self.kernel.nodes.items() if isinstance(node, MQClientInstance))

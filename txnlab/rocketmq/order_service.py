@@ -34,7 +34,10 @@ class OrderDao:
     ``insert_takes_ms`` makes the insert slow: it is handed to a worker and finishes later (simulated time)."""
 
     def __init__(self, path: str = ":memory:") -> None:
-        self.conn = sqlite3.connect(path)
+        # A stepper runs the application's code on its own thread while the broker's check-back (and the
+        # local transaction, a step of the producer process) run on the stepping thread; the two never run
+        # at the same time, so one connection may be shared between them.
+        self.conn = sqlite3.connect(path, check_same_thread=False)
         self.conn.execute("CREATE TABLE IF NOT EXISTS orders (order_id TEXT PRIMARY KEY, item TEXT NOT NULL, "
                           "amount INTEGER NOT NULL CHECK (amount > 0))")
         self.conn.commit()

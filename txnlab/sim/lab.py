@@ -59,6 +59,12 @@ class Lab:
             return n
         raise KeyError(f"not a process: {ref!r}")
 
+    def summary(self) -> dict:
+        """What a person compares between two runs of this lab (a stepper's branches): plain, comparable
+        facts keyed by a label a person reads ("order-topic: what consumers can read", "bank-a: T1").
+        Subclasses say what matters in their design; the base has nothing to add."""
+        return {}
+
     def note(self, node: str, text: str) -> None:
         """Record a call made by a person or an application (not a step)."""
         self.kernel.record("call", node, text)

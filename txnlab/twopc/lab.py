@@ -64,6 +64,31 @@ class TwoPhaseCommitLab(Lab):
                 out.append(n)
         return out
 
+    def tx_ids(self) -> list[str]:
+        """Every transaction the coordinator or a participant has heard of, in the order first seen."""
+        seen: dict = {}
+        for tx_id in self.coordinator.log.tx_ids() + list(self.coordinator.txs):
+            seen.setdefault(tx_id, None)
+        for p in self.participants.values():
+            for tx_id in p.log.tx_ids() + list(p.txs):
+                seen.setdefault(tx_id, None)
+        return list(seen)
+
+    def summary(self) -> dict:
+        """What the run ended with: each transaction's decision in the coordinator's log and each
+        participant's state, who is blocked, then every participant's data and locks."""
+        out: dict = {}
+        for tx_id in self.tx_ids():
+            out[f"{tx_id}: coordinator's log"] = self.outcome(tx_id) or "no decision"
+            for n, state in self.participant_states(tx_id).items():
+                out[f"{tx_id}: {n}"] = state or "-"
+            out[f"{tx_id}: blocked"] = self.blocked(tx_id)
+        for n, data in self.balances().items():
+            out[f"{n}: data"] = data
+        for n, locks in self.locks().items():
+            out[f"{n}: locks"] = locks
+        return out
+
     def balances(self) -> dict:
         return {n: dict(p.data) for n, p in sorted(self.participants.items())}
 
