@@ -5,6 +5,11 @@ debugging shrinks a failing schedule that still fails; the command line prints a
 with ``N seeds, V violations``.
 """
 import json
+import os
+import subprocess
+import sys
+
+import pytest
 
 from txnlab.check import History
 from txnlab.sim.__main__ import main
@@ -21,6 +26,28 @@ def test_the_same_seed_replays_into_the_identical_trace():
     assert len(a.cluster.trace) > 500
     assert a.trace_jsonl() == b.trace_jsonl()
     assert a.history.to_jsonl() == b.history.to_jsonl()
+
+
+_TRACE_DIGEST = """
+import hashlib, sys
+from txnlab.sim.sweep import RunConfig, replay
+r = replay(int(sys.argv[2]), RunConfig(workload=sys.argv[1], faults="all", records=20))
+print(hashlib.sha256(r.trace_jsonl().encode()).hexdigest(), r.steps)
+"""
+
+
+@pytest.mark.parametrize("workload,seed", [("copier", 3), ("bank-transfer", 1), ("multi-partition-atomic", 1),
+                                           ("group-rebalance", 12)])
+def test_a_seed_replays_identically_in_another_process(workload, seed):
+    """A bug report works on another machine: nothing may depend on Python's per-process string hashing
+    (the iteration order of a set of names or partitions, say)."""
+    digests = set()
+    for hash_seed in ("1", "2"):
+        env = dict(os.environ, PYTHONHASHSEED=hash_seed)
+        out = subprocess.run([sys.executable, "-c", _TRACE_DIGEST, workload, str(seed)], env=env,
+                             capture_output=True, text=True, check=True)
+        digests.add(out.stdout.split()[0])
+    assert len(digests) == 1
 
 
 def test_a_failing_seed_replays_into_the_identical_trace_and_the_same_violations():

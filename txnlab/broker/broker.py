@@ -78,6 +78,7 @@ class Broker(ProduceHandling, FetchHandling, Node):
         self.registered = False
         self.group_coordinator = GroupCoordinator(self)
         self.txn_coordinator = TransactionCoordinator(self)
+        self._handlers: dict = {}              # api -> bound handler (of the objects above)
 
     def narrate(self, text: str) -> None:
         self.kernel.narrate(text)
@@ -175,6 +176,17 @@ class Broker(ProduceHandling, FetchHandling, Node):
                 src.connection_refused(msg)
             return None
 
+    def _handler(self, api: str):
+        """The method that handles ``api`` here (the broker's own, or its group or transaction coordinator's)."""
+        h = self._handlers.get(api)
+        if h is None:
+            name = "handle_" + api
+            h = getattr(self, name, None) or getattr(self.group_coordinator, name, None) \
+                or getattr(self.txn_coordinator, name, None)
+            if h is not None:
+                self._handlers[api] = h
+        return h
+
     def _dispatch(self, msg):
         if self.broker_epoch < 0 and not msg.src.startswith("broker-") and msg.src != "controller":
             # A (re)starting broker accepts client connections only once it has registered and learned the
@@ -190,9 +202,7 @@ class Broker(ProduceHandling, FetchHandling, Node):
             denied = check_request(authz, self.cluster.principal_of(msg.src), msg, self.narrate)
             if denied is not None:
                 return denied
-        name = "handle_" + msg.api
-        handler = getattr(self, name, None) or getattr(self.group_coordinator, name, None) \
-            or getattr(self.txn_coordinator, name, None)
+        handler = self._handler(msg.api)
         if handler is None:
             self.narrate(f"broker {self.broker_id} does not handle {msg.api}")
             return None

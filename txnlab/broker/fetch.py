@@ -35,7 +35,7 @@ class FetchSession:
         self.replica_id = replica_id
         self.epoch = 1
         self.partitions: dict = {}
-        self.dirty: set = set()
+        self.dirty: dict = {}      # an ordered set (tp -> None): iteration order must not depend on hashing
 
     def view(self, changed: dict) -> dict:
         """The partitions worth looking at now: those the request changed, and those with news."""
@@ -124,7 +124,7 @@ class FetchHandling:
     def _complete_parked_for(self, tp) -> None:
         for sess in self.fetch_sessions.values():
             if tp in sess.partitions:
-                sess.dirty.add(tp)
+                sess.dirty[tp] = None
         if not self.parked:
             return
         for pf in list(self.parked):

@@ -26,20 +26,22 @@ class ReplicaFetcher:
         self.session_epoch = 0
         self._session_view: dict = {}
         self._pending_view: dict = {}
-        self._dirty: set = set()         # partitions whose fetch position may have changed
+        # partitions whose fetch position may have changed: an ordered set (tp -> None), so that the order
+        # of a request's partitions never depends on string hashing (same seed, same trace, any process)
+        self._dirty: dict = {}
 
     def add_partition(self, p, fetch: bool = True) -> None:
         """Start fetching ``p`` (Kafka's addFetcherForPartitions: a LeaderAndIsr adds all its partitions,
         then the next request names them all)."""
         self.partitions[p.tp] = p
-        self._dirty.add(p.tp)
+        self._dirty[p.tp] = None
         if fetch:
             self.maybe_fetch()
 
     def remove_partition(self, tp) -> None:
         self.partitions.pop(tp, None)
         self._last_offsets.pop(tp, None)
-        self._dirty.add(tp)
+        self._dirty[tp] = None
 
     def _fetch_partition(self, tp, p, max_bytes: int):
         """The FetchPartition for ``tp`` now: (request entry, whether the LEO moved since the last request)."""
@@ -85,7 +87,7 @@ class ReplicaFetcher:
                 news = news or moved
             req = m.FetchRequest(b.broker_id, b.config["replica.fetch.wait.max.ms"], 1, m.READ_UNCOMMITTED,
                                  parts, 0, 0)
-        self._dirty = set()
+        self._dirty = {}
         self._pending_view = parts
         self.in_flight = True
         from .broker import broker_name
@@ -104,7 +106,7 @@ class ReplicaFetcher:
         if err is not None or resp.error:
             self.session_id = 0              # start a new session with a full request
             self._session_view = {}
-            self._dirty.update(self._pending_view)
+            self._dirty.update(dict.fromkeys(self._pending_view))
             self._backoff()
             return
         if resp.session_id > 0:
@@ -122,7 +124,7 @@ class ReplicaFetcher:
             p = self.partitions.get(tp)
             if p is None or p.is_leader:
                 continue
-            dirty.add(tp)
+            dirty[tp] = None
             log = p.log
             if d.error != Errors.NONE:
                 trouble = True

@@ -75,7 +75,7 @@ class ProducerAppendInfo:
         if origin is not None:
             self.origin = origin
         if batch.is_control:
-            if not batch.records:  # emptied by the cleaner: the whole txn is gone
+            if not batch.record_count:  # emptied by the cleaner: the whole txn is gone
                 return None
             return self.append_end_txn_marker(batch, None, transaction_version)
         self.append_data_batch(batch.producer_epoch, batch.base_sequence, batch.last_sequence,

@@ -234,7 +234,7 @@ class UnifiedLog:
         total = 0
         txn_pid = None
         for batch in batches:
-            if not batch.records:
+            if not batch.record_count:
                 raise ProtocolError(Errors.INVALID_RECORD, f"a record batch with no records was sent to {tp}")
             size = batch.size_in_bytes
             if size > self._max_message_bytes:

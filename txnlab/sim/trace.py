@@ -8,11 +8,9 @@ checkers read the trace; they never reach into the engine.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
-from typing import Iterator
+from typing import Iterator, Optional
 
 
-@dataclass(slots=True)
 class TraceEvent:
     """One entry of the trace.
 
@@ -23,20 +21,36 @@ class TraceEvent:
     while handling this step, so a space-time diagram can draw the arrows.
     """
 
-    step: int
-    time: int
-    kind: str
-    node: str
-    text: str
-    api: str = ""
-    src: str = ""
-    dst: str = ""
-    msg_id: int = -1
-    is_response: bool = False
-    background: bool = False
-    details: list[str] = field(default_factory=list)
-    sent: list[int] = field(default_factory=list)
-    attrs: dict = field(default_factory=dict)
+    __slots__ = ("step", "time", "kind", "node", "text", "api", "src", "dst", "msg_id", "is_response",
+                 "background", "details", "sent", "attrs")
+
+    def __init__(self, step: int, time: int, kind: str, node: str, text: str, api: str = "", src: str = "",
+                 dst: str = "", msg_id: int = -1, is_response: bool = False, background: bool = False,
+                 details: Optional[list] = None, sent: Optional[list] = None, attrs: Optional[dict] = None):
+        self.step = step
+        self.time = time
+        self.kind = kind
+        self.node = node
+        self.text = text
+        self.api = api
+        self.src = src
+        self.dst = dst
+        self.msg_id = msg_id
+        self.is_response = is_response
+        self.background = background
+        self.details = [] if details is None else details
+        self.sent = [] if sent is None else sent
+        self.attrs = {} if attrs is None else attrs
+
+    def __eq__(self, other) -> bool:
+        if not isinstance(other, TraceEvent):
+            return NotImplemented
+        return self.to_dict() == other.to_dict()
+
+    __hash__ = None
+
+    def __repr__(self) -> str:
+        return f"TraceEvent({str(self)!r})"
 
     @property
     def narration(self) -> str:

@@ -305,39 +305,61 @@ def _transaction_loop(workload, tid: str, next_writes, credit):
     return run
 
 
-# ---------------------------------------------------------------------------- bank-transfer
-@workload
-class BankTransfer(Workload):
-    name = "bank-transfer"
-    topics = {"accounts": 4}
-    tellers = 2
-    initial = 100
+class _TransactionalWriters(Workload):
+    """``workers`` client processes ``<role>-<i>``, each writing ``writes(ctx, tid)`` in one transaction after
+    another (``_transaction_loop``), and an unsupervised read_committed reader of the workload's topic."""
+    role = "writer"
+    workers = 2
+    reader = "reader"
+    state_keys: tuple = ()
+
+    @property
+    def topic(self) -> str:
+        return next(iter(self.topics))
 
     def client_processes(self) -> list:
-        return [f"teller-{i}" for i in range(self.tellers)]
+        return [f"{self.role}-{i}" for i in range(self.workers)]
 
     def transactional_ids(self) -> list:
         return self.client_processes()
 
     def start(self, rt) -> None:
-        self.state.update(done=0, tx=0)
-        for i in range(self.tellers):
-            rt.spawn(f"teller-{i}", self.teller(i))
-        rt.spawn("auditor", _reader("accounts", self.topics["accounts"]), supervised=False)
+        self.state.update(done=0, **{k: 0 for k in self.state_keys})
+        for tid in self.client_processes():
+            rt.spawn(tid, _transaction_loop(self, tid, lambda ctx, tid=tid: self.writes(ctx, tid), self.credit))
+        rt.spawn(self.reader, _reader(self.topic, self.topics[self.topic]), supervised=False)
 
-    def teller(self, i: int):
-        tid = f"teller-{i}"
+    def writes(self, ctx, tid: str) -> list:
+        raise NotImplementedError
+
+    def credit(self, writes: list) -> int:
+        """How many units of ``records`` a committed transaction of these writes counts for."""
+        return len(writes)
+
+
+# ---------------------------------------------------------------------------- bank-transfer
+@workload
+class BankTransfer(_TransactionalWriters):
+    name = "bank-transfer"
+    topics = {"accounts": 4}
+    role = "teller"
+    reader = "auditor"
+    state_keys = ("tx",)
+    initial = 100
+
+    def writes(self, ctx, tid: str) -> list:
+        """One transfer: a debit on one account and the matching credit on another."""
         accounts = self.topics["accounts"]
+        a = ctx.rng.randrange(accounts)
+        b = (a + ctx.rng.randrange(1, accounts)) % accounts
+        amount = ctx.rng.randint(1, 10)
+        self.state["tx"] += 1
+        t = f"t{self.state['tx']}"
+        return [("accounts", a, f"{t}:{a}:{-amount}|{tid}.{ctx.instance}"),
+                ("accounts", b, f"{t}:{b}:{amount}|{tid}.{ctx.instance}")]
 
-        def transfer(ctx) -> list:
-            a = ctx.rng.randrange(accounts)
-            b = (a + ctx.rng.randrange(1, accounts)) % accounts
-            amount = ctx.rng.randint(1, 10)
-            self.state["tx"] += 1
-            t = f"t{self.state['tx']}"
-            return [("accounts", a, f"{t}:{a}:{-amount}|{tid}.{ctx.instance}"),
-                    ("accounts", b, f"{t}:{b}:{amount}|{tid}.{ctx.instance}")]
-        return _transaction_loop(self, tid, transfer, lambda writes: 1)
+    def credit(self, writes: list) -> int:
+        return 1
 
     def check(self, history) -> CheckResult:
         r = super().check(history)
@@ -347,35 +369,20 @@ class BankTransfer(Workload):
 
 # ------------------------------------------------------------------- multi-partition-atomic
 @workload
-class MultiPartitionAtomic(Workload):
+class MultiPartitionAtomic(_TransactionalWriters):
     name = "multi-partition-atomic"
     topics = {"atomic": 3}
-    writers = 2
+    state_keys = ("value",)
 
-    def client_processes(self) -> list:
-        return [f"writer-{i}" for i in range(self.writers)]
-
-    def transactional_ids(self) -> list:
-        return self.client_processes()
-
-    def start(self, rt) -> None:
-        self.state.update(done=0, value=0)
-        for i in range(self.writers):
-            rt.spawn(f"writer-{i}", self.writer(i))
-        rt.spawn("reader", _reader("atomic", self.topics["atomic"]), supervised=False)
-
-    def writer(self, i: int):
-        tid = f"writer-{i}"
+    def writes(self, ctx, tid: str) -> list:
+        """A value on each of 2..all partitions, in one transaction: all or none must be visible."""
         parts = self.topics["atomic"]
-
-        def spread(ctx) -> list:
-            chosen = sorted(ctx.rng.sample(range(parts), ctx.rng.randint(2, parts)))
-            writes = []
-            for part in chosen:
-                self.state["value"] += 1
-                writes.append(("atomic", part, f"a{self.state['value']}"))
-            return writes
-        return _transaction_loop(self, tid, spread, len)
+        chosen = sorted(ctx.rng.sample(range(parts), ctx.rng.randint(2, parts)))
+        writes = []
+        for part in chosen:
+            self.state["value"] += 1
+            writes.append(("atomic", part, f"a{self.state['value']}"))
+        return writes
 
     def check(self, history) -> CheckResult:
         r = super().check(history)
