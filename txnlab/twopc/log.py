@@ -19,7 +19,16 @@ class LogRecord:
     at: int = 0
 
     def __str__(self) -> str:
-        return f"{self.kind} {self.tx_id}" + (f" {dict(self.data)}" if self.data else "")
+        return f"{self.kind} {self.tx_id}" + (f" {_describe(self.data)}" if self.data else "")
+
+
+def _describe(data: tuple) -> str:
+    """``(("alice", -30),)`` -> ``alice -30``; ``(("bank-a", (("alice", -30),)), ...)`` -> ``bank-a: alice -30; ...``."""
+    def change(key, value) -> str:
+        return f"{key} {value:+d}" if isinstance(value, int) else f"{key} {value}"
+    if all(isinstance(v, tuple) for _k, v in data):
+        return "; ".join(f"{who}: " + ", ".join(change(k, v) for k, v in writes) for who, writes in data)
+    return ", ".join(change(k, v) for k, v in data)
 
 
 class DurableLog:
