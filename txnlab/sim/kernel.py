@@ -140,7 +140,7 @@ class Kernel:
     def narrate(self, text: str) -> None:
         """Add a line to what the current step did (the rule that decided says why)."""
         if self.current is not None and self.trace.enabled:
-            self.current.details.append(text)
+            self.current.add_detail(text)
 
     def begin_step(self, kind: str, node: str, text: str, **kw) -> TraceEvent:
         """A step that is not a queued event (a fault applied from the API)."""

@@ -8,7 +8,12 @@ checkers read the trace; they never reach into the engine.
 from __future__ import annotations
 
 import json
+from types import MappingProxyType
 from typing import Iterator, Optional
+
+
+_NONE: tuple = ()
+_NO_ATTRS = MappingProxyType({})
 
 
 class TraceEvent:
@@ -38,9 +43,22 @@ class TraceEvent:
         self.msg_id = msg_id
         self.is_response = is_response
         self.background = background
-        self.details = [] if details is None else details
-        self.sent = [] if sent is None else sent
-        self.attrs = {} if attrs is None else attrs
+        # empty until a handler adds to them (most steps never do): no allocation per step
+        self.details = _NONE if details is None else details
+        self.sent = _NONE if sent is None else sent
+        self.attrs = _NO_ATTRS if attrs is None else attrs
+
+    def add_detail(self, text: str) -> None:
+        if self.details:
+            self.details.append(text)
+        else:
+            self.details = [text]
+
+    def add_sent(self, msg_id: int) -> None:
+        if self.sent:
+            self.sent.append(msg_id)
+        else:
+            self.sent = [msg_id]
 
     def __eq__(self, other) -> bool:
         if not isinstance(other, TraceEvent):
