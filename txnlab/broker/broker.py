@@ -79,6 +79,7 @@ class Broker(ProduceHandling, FetchHandling, Node):
         self.group_coordinator = GroupCoordinator(self)
         self.txn_coordinator = TransactionCoordinator(self)
         self._handlers: dict = {}              # api -> bound handler (of the objects above)
+        self.isr_version = 0                   # bumped whenever a partition here changes leader or ISR
 
     def narrate(self, text: str) -> None:
         self.kernel.narrate(text)

@@ -28,7 +28,7 @@ class FetchSession:
     """A follower's incremental fetch session (KIP-227): the leader remembers every partition's
     fetch position, so each request carries only what changed and each response only what is new."""
 
-    __slots__ = ("session_id", "replica_id", "epoch", "partitions", "dirty")
+    __slots__ = ("session_id", "replica_id", "epoch", "partitions", "dirty", "isr_seen")
 
     def __init__(self, session_id: int, replica_id: int) -> None:
         self.session_id = session_id
@@ -36,6 +36,7 @@ class FetchSession:
         self.epoch = 1
         self.partitions: dict = {}
         self.dirty: dict = {}      # an ordered set (tp -> None): iteration order must not depend on hashing
+        self.isr_seen = -1         # the broker's isr_version when this follower was last in every ISR
 
     def view(self, changed: dict) -> dict:
         """The partitions worth looking at now: those the request changed, and those with news."""
@@ -77,13 +78,18 @@ class FetchHandling:
     def _session_followers_caught_up(self, replica: int, sess, parts: dict) -> None:
         """Every partition of a session is fetched by each request, named or not (Kafka rebuilds the full
         request from the session cache): a caught-up follower of an idle partition rejoins the ISR too."""
+        if sess.isr_seen == self.isr_version and sess.isr_seen >= 0:
+            return      # no ISR changed here since this follower was found in all of them
         me = self.broker_id
         get = self.partitions.get
+        out = False
         for tp in sess.partitions:
             p = get(tp)
-            if p is not None and replica not in p.isr and p.leader == me and tp not in parts \
-                    and replica in p.followers:
-                p.maybe_expand_isr(replica, self.kernel.now)
+            if p is not None and replica not in p.isr and p.leader == me and replica in p.followers:
+                out = True
+                if tp not in parts:
+                    p.maybe_expand_isr(replica, self.kernel.now)
+        sess.isr_seen = -1 if out else self.isr_version
 
     def _fetch_session(self, req) -> tuple:
         if req.session_id == 0:

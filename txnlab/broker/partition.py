@@ -114,6 +114,7 @@ class Partition:
             self.pending_isr = None
 
     def _apply(self, state) -> None:
+        self.broker.isr_version += 1         # fetch sessions re-check who is out of an ISR
         self.leader = state.leader
         self.leader_epoch = state.leader_epoch
         self.partition_epoch = state.partition_epoch
