@@ -196,18 +196,6 @@ class Cluster(Lab):
     def broker(self, broker_id: int) -> Broker:
         return self._brokers[broker_id]
 
-    @property
-    def trace(self):
-        return self.kernel.trace
-
-    @property
-    def clock(self) -> int:
-        return self.kernel.now
-
-    @property
-    def now(self) -> int:
-        return self.kernel.now
-
     def leader(self, topic: str, partition: int = 0) -> int:
         s = self.controller.states.get((topic, partition))
         if s is None:
