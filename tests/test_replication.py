@@ -161,3 +161,49 @@ def test_consumers_never_read_past_the_high_watermark():
     seen = [m.value() for m in consumer.consume(10, 2.0) if m.error() is None]
     assert seen == [b"replicated"]
     assert consumer.get_watermark_offsets(TopicPartition("t", 0)) == (0, 1)
+
+
+def test_moving_the_leader_in_the_middle_of_a_transaction_loses_nothing():
+    from helpers import read_all
+    c = three_brokers()
+    p = Producer({"bootstrap.servers": c.bootstrap, "transactional.id": "mover"})
+    p.init_transactions()
+    p.begin_transaction()
+    p.produce("t", value=b"before")
+    p.flush()
+    old = c.leader("t", 0)
+    new = next(b for b in c.brokers if b != old)
+    epoch = c.partition_state("t", 0)["leader_epoch"]
+    c.move_leader("t", 0, new)                              # an operator's preferred-leader election
+    c.run_until(lambda: c.broker(old).partitions[("t", 0)].leader == new)
+    p.produce("t", value=b"after")                          # the producer finds the new leader
+    p.commit_transaction()                                  # the COMMIT marker goes to it too
+    c.run_until_idle()
+    st = c.partition_state("t", 0)
+    assert st["leader"] == new and st["leader_epoch"] == epoch + 1
+    assert [b for b in c.brokers if not c.broker(b).partitions[("t", 0)].is_leader] == sorted(set(c.brokers) - {new})
+    assert read_all(c, "t") == [b"before", b"after"]
+    for b in c.brokers:                                     # every replica: data, data, COMMIT
+        assert values_in_log(c, "t", broker=b) == [b"before", b"after"]
+        assert c.log("t", 0, b).log_end_offset == 3
+    assert c.trace.filter(contains=f"broker {new} is now the preferred replica of t-0")
+
+
+def test_leadership_moves_only_to_a_live_in_sync_replica():
+    c = three_brokers(**{"replica.lag.time.max.ms": 4_000})
+    leader = c.leader("t", 0)
+    with pytest.raises(KafkaException) as e:
+        c.move_leader("t", 0, leader)
+    assert e.value.error.name() == "ELECTION_NOT_NEEDED"
+    other = next(b for b in c.brokers if b != leader)
+    c.crash(other)
+    # the controller learns of the crash when the broker's session expires; then it is out of the ISR
+    assert c.run_until(lambda: other not in c.partition_state("t", 0)["isr"], timeout_ms=30_000)
+    steps = c.kernel.step_count
+    with pytest.raises(KafkaException) as e:
+        c.move_leader("t", 0, other)
+    assert e.value.error.name() == "PREFERRED_LEADER_NOT_AVAILABLE" and e.value.error.code() == 80
+    assert c.kernel.step_count == steps and c.leader("t", 0) == leader      # refused: nothing happened
+    with pytest.raises(KafkaException) as e:
+        c.move_leader("t", 0, 7)
+    assert e.value.error.name() == "ELIGIBLE_LEADERS_NOT_AVAILABLE"

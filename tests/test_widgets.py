@@ -354,3 +354,31 @@ def test_a_variant_is_a_branch_too_classic_hangs_where_v2_does_not():
     assert rc["only_in_b"] == ["after-1"] and rc["only_in_a"] == []      # classic: LSO stuck below it
     assert s.outcome("main")["partitions"]["orders-0"]["lso"] < s.outcome("main")["partitions"]["orders-0"]["hw"]
     s.close()
+
+
+def test_moving_a_partition_leader_mid_transaction_is_a_branch_and_the_commit_still_lands():
+    s = Stepper("commit-visible-atomically", skip_background=True)
+    s.step_until("calls commit_transaction()")
+    c = s.cluster
+    tp = next(tp for tp in sorted(c.controller.states) if not tp[0].startswith("__"))
+    old = c.leader(*tp)
+    new = next(b for b in c.partition_state(*tp)["isr"] if b != old)
+    s._lead_tp.value = tp                                  # the Faults menu: partition, broker, button
+    s._fault_node.value = f"broker-{new}"
+    s._btn_lead.click()
+    assert c.partition_state(*tp)["leader"] == new
+    [(at, fault)] = s.history.branches[s.branch].faults
+    assert fault.kind == "move-leader" and fault.describe() == f"move the leadership of {tp[0]}-{tp[1]} to broker-{new}"
+    s.run_to_end()
+    assert c.transaction_state("tx-orders")["state"] == "CompleteCommit"
+    st = c.partition_state(*tp)
+    assert st["leader"] == new and st["lso"] == st["hw"]         # the COMMIT marker reached the new leader
+    with pytest.raises(ValueError, match="already leads"):
+        s.move_leader(tp[0], tp[1], new)
+    replay = Stepper("commit-visible-atomically", skip_background=True)
+    replay.step_until("calls commit_transaction()")
+    replay.move_leader(tp[0], tp[1], new)
+    replay.run_to_end()
+    assert replay.cluster.trace.text() == c.trace.text()         # same seed, same fault, same step: same run
+    s.close()
+    replay.close()

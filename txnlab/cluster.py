@@ -196,6 +196,23 @@ class Cluster(Lab):
     def broker(self, broker_id: int) -> Broker:
         return self._brokers[broker_id]
 
+    def move_leader(self, topic: str, partition: int, broker: int) -> None:
+        """Fault: an operator moves the leadership of ``topic-partition`` to ``broker`` (a reassignment that
+        makes it the preferred replica, then a preferred leader election).  ``broker`` must be an alive ISR
+        member; otherwise KafkaException with PREFERRED_LEADER_NOT_AVAILABLE (or ELECTION_NOT_NEEDED, ...)."""
+        if not self.controller.alive:
+            raise KafkaException(KafkaError(Errors.NOT_CONTROLLER, "the controller is down"))
+        s = self.controller.states.get((topic, partition))
+        who = f"{topic}-{partition}"
+        if s is not None and s.leader != broker and broker in s.replicas and broker in s.isr \
+                and broker in self.controller.registered:
+            self.kernel.begin_step("fault", "controller", f"an operator moves the leadership of {who} from broker "
+                                   f"{s.leader} to broker {broker}")
+        err = self.controller.move_leader((topic, partition), broker)
+        if err != Errors.NONE:
+            raise KafkaException(KafkaError(err, f"cannot move the leadership of {who} to broker {broker}: "
+                                                 f"{err.description}"))
+
     def leader(self, topic: str, partition: int = 0) -> int:
         s = self.controller.states.get((topic, partition))
         if s is None:

@@ -35,9 +35,10 @@ class _Abandoned(BaseException):
 class Fault:
     """A fault a person applies at the current step (re-applied at the same step on re-execution).
 
-    kind: crash | crash-clean | restart | pause | drop | delay | duplicate | isolate | partition | heal.
-    ``node`` names the process (crash/restart/pause/isolate), ``msg_id`` the in-flight message,
-    ``ms`` the delay or pause, ``others`` the far side of a partition.
+    kind: crash | crash-clean | restart | pause | drop | delay | duplicate | isolate | partition | heal |
+    move-leader.  ``node`` names the process (crash/restart/pause/isolate; the broker that takes over for
+    move-leader), ``msg_id`` the in-flight message, ``ms`` the delay or pause, ``others`` the far side of
+    a partition (for move-leader: (topic, partition)).
     """
 
     kind: str
@@ -67,6 +68,9 @@ class Fault:
             cluster.partition([self.node], list(self.others))
         elif k == "heal":
             cluster.heal()
+        elif k == "move-leader":
+            topic, partition = self.others
+            cluster.move_leader(topic, int(partition), int(self.node.rsplit("-", 1)[1]))
         else:
             raise ValueError(f"unknown fault {k!r}")
 
@@ -84,6 +88,8 @@ class Fault:
             return f"partition {self.node} from {', '.join(self.others)}"
         if k == "heal":
             return "heal the network"
+        if k == "move-leader":
+            return f"move the leadership of {self.others[0]}-{self.others[1]} to {self.node}"
         return f"{k} {self.node}"
 
 

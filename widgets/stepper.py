@@ -238,6 +238,22 @@ class Stepper(StepperUI):
             if not getattr(node, "restartable", False):
                 raise ValueError(f"{fault.node} is a client: a crashed client stays down "
                                  f"(its code may start a new instance)")
+        if fault.kind == "move-leader":
+            c = self._ex.cluster
+            if not is_kafka(c):
+                raise ValueError("only a Kafka cluster has partition leaders to move")
+            topic, partition = fault.others
+            st = c.controller.states.get((topic, int(partition)))
+            bid = int(fault.node.rsplit("-", 1)[1]) if fault.node.startswith("broker-") else -1
+            if st is None:
+                raise ValueError(f"no partition {topic}-{partition}")
+            if bid not in st.replicas:
+                raise ValueError(f"{fault.node} holds no replica of {topic}-{partition} (replicas {list(st.replicas)})")
+            if bid == st.leader:
+                raise ValueError(f"{fault.node} already leads {topic}-{partition}")
+            if bid not in st.isr or bid not in c.controller.registered:
+                raise ValueError(f"{fault.node} is not an alive in-sync replica of {topic}-{partition} "
+                                 f"(ISR {list(st.isr)}): it cannot take over")
         if fault.kind in ("drop", "delay", "duplicate"):
             m = self._ex.kernel.network.messages.get(fault.msg_id)
             if m is None or m.state != "in-flight":
@@ -271,6 +287,12 @@ class Stepper(StepperUI):
 
     def heal(self) -> str:
         return self.apply(Fault("heal"))
+
+    def move_leader(self, topic: str, partition: int, broker) -> str:
+        """An operator moves the leadership of ``topic-partition`` to ``broker`` (an id or ``broker-N``), which
+        must be an alive in-sync replica (a reassignment, then a preferred leader election)."""
+        node = broker if isinstance(broker, str) else f"broker-{int(broker)}"
+        return self.apply(Fault("move-leader", node, others=(topic, int(partition))))
 
     def drop(self, msg_id: int) -> str:
         return self.apply(Fault("drop", msg_id=int(msg_id)))

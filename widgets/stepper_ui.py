@@ -101,6 +101,11 @@ class StepperUI:
         self._btn_pause = _b("Pause", "pause", "freeze this process for the given ms (a long GC pause)", "warning")
         self._btn_isolate = _b("Isolate", "cut", "cut this process off from every other (network partition)")
         self._btn_heal = _b("Heal", "link", "heal every network partition")
+        self._lead_tp = W.Dropdown(options=[], description="partition", layout=W.Layout(width="250px"))
+        self._btn_lead = _b("Move leader to it", "exchange",
+                            "an operator makes the chosen broker lead this partition (it must be an in-sync replica)")
+        self._btn_lead.on_click(lambda _: self._fault(lambda: self.move_leader(
+            *self._lead_tp.value, self._fault_node.value)))
         self._fault_msg = W.Dropdown(options=[], description="message", layout=W.Layout(width="430px"))
         self._delay_ms = W.BoundedIntText(value=1000, min=1, max=10_000_000, description="ms",
                                           layout=W.Layout(width="140px"))
@@ -141,7 +146,9 @@ class StepperUI:
             W.HBox([self._fault_node, self._btn_crash, self._btn_restart, self._pause_ms, self._btn_pause,
                     self._btn_isolate, self._btn_heal], layout=W.Layout(flex_flow="row wrap")),
             W.HBox([self._fault_msg, self._delay_ms, self._btn_drop, self._btn_delay, self._btn_dup],
-                   layout=W.Layout(flex_flow="row wrap"))])
+                   layout=W.Layout(flex_flow="row wrap"))]
+            + ([W.HBox([self._lead_tp, self._btn_lead], layout=W.Layout(flex_flow="row wrap"))]
+               if self.log_strip is not None else []))
         branches = W.VBox([self._branch_dd, W.HBox([self._cmp_a, self._cmp_b, self._btn_cmp]), self._cmp_out])
         tools = W.Accordion(children=[filters, faults, branches], titles=("Filter", "Faults", "Branches"))
         tools.selected_index = None
@@ -272,6 +279,10 @@ class StepperUI:
             up = node.alive and not getattr(node, "crashed", False)
             procs.append((f"{n} ({'up' if up else 'down'})", n))
         self._set_options(self._fault_node, procs)
+        if self.log_strip is not None:                  # Kafka: partitions whose leader may move
+            self._set_options(self._lead_tp, [(f"{t}-{p} (leader {s.leader})", (t, p))
+                                              for (t, p), s in sorted(c.controller.states.items())
+                                              if not t.startswith("__")])
         msgs = [(f"#{m.id} {m.api} {m.kind} {m.src} → {m.dst} (due t={m.deliver_at}ms)", m.id)
                 for m in in_flight_now(c)]
         self._set_options(self._fault_msg, msgs)

@@ -274,6 +274,62 @@ whether its transaction committed.
 
 # ----------------------------------------------------------------------------------------------
 nb.md("""
+## 1d · The coordinator moves without a crash
+
+Coordinators move in healthy clusters too: an operator reassigns partitions, or the controller's
+preferred-leader rebalancing hands `__transaction_state` partitions back to their preferred replica.
+`cluster.move_leader(topic, partition, broker)` is that operator (a reassignment that makes `broker`
+the preferred replica, then a preferred leader election). Nothing crashes and nothing is lost, but
+the old coordinator stops answering for the transactional id the moment it is no longer the leader.
+""")
+
+nb.predict("""
+The transaction is open with one record written. We move its `__transaction_state` partition to
+another broker and produce to a *new* partition, which needs `AddPartitionsToTxn`. Which error does
+the producer get, from whom, and what does it do about it? Does the commit succeed?
+""")
+
+nb.code("""
+cluster = Cluster(brokers=3, seed=3)
+cluster.create_topic("orders", partitions=2, replication_factor=3)
+producer = Producer({"bootstrap.servers": cluster.bootstrap, "transactional.id": "mover"})
+producer.init_transactions()
+producer.begin_transaction()
+producer.produce("orders", value=b"o1", partition=0)
+producer.flush()
+part = cluster.transaction_state("mover")["transaction_state_partition"]
+coord = cluster.transaction_coordinator("mover")
+target = next(b for b in cluster.partition_state("__transaction_state", part)["isr"] if b != coord)
+t0 = cluster.now
+cluster.move_leader("__transaction_state", part, target)
+producer.produce("orders", value=b"o2", partition=1)
+producer.commit_transaction()
+cluster.run_until_idle()
+moved = [e for e in cluster.trace.filter() if e.time >= t0 and
+         (e.kind == "fault" or e.api in ("AddPartitionsToTxn", "FindCoordinator", "EndTxn"))]
+show(narration(moved[:8]))
+print("coordinator: broker", coord, "->", cluster.transaction_coordinator("mover"), "; state",
+      cluster.transaction_state("mover")["state"], "; read_committed reads", read(cluster, "orders", (0, 1)))
+""")
+
+nb.md("""
+The old coordinator answered the producer's `AddPartitionsToTxn` with `NOT_COORDINATOR`: it no longer
+leads the partition, so it dropped the transactions it had cached. The producer looked the
+coordinator up again (`FindCoordinator`), and the new leader, which had loaded the partition's
+`__transaction_state` records when it became leader, knew `mover` as `Ongoing` and carried on. The
+state lives in the log, not in a broker's memory.
+""")
+
+nb.check("""
+assert cluster.transaction_coordinator("mover") == target != coord
+assert any(e.api == "AddPartitionsToTxn" and e.is_response and "NOT_COORDINATOR" in e.text for e in moved)
+assert any(e.api == "FindCoordinator" for e in moved)
+assert cluster.transaction_state("mover")["state"] == "CompleteCommit"
+assert read(cluster, "orders", (0, 1)) == ["o1", "o2"]
+""")
+
+# ----------------------------------------------------------------------------------------------
+nb.md("""
 ## 2 · A marker partition's leader is down
 
 The coordinator can decide without the partitions: they have no vote. But it cannot finish without
@@ -594,6 +650,8 @@ nb.md("""
   time (the client's retried `EndTxn` decides); after it, the new coordinator reloads the record and
   resends the markers with a higher coordinator epoch.
 * A `_TIMED_OUT` from `commit_transaction()` is retriable: call it again to learn the outcome.
+* A coordinator that moves (a preferred leader election) answers `NOT_COORDINATOR`; the producer
+  finds the new one, which has loaded the transaction from `__transaction_state`.
 * A partition that cannot take its marker pins its LSO until it can; the rest of the transaction is
   already visible, and the coordinator retries forever.
 * `transaction.timeout.ms ≤ transaction.max.timeout.ms`; idle transactional ids expire with a

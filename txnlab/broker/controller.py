@@ -147,6 +147,24 @@ class Controller(Node):
         return self._with(s, leader=-1, leader_epoch=s.leader_epoch + 1 if s.leader >= 0 else s.leader_epoch,
                           isr=keep_isr)
 
+    def move_leader(self, tp, target: int) -> Errors:
+        """An operator moves leadership (kafka-reassign-partitions puts ``target`` first in the replica list,
+        then ElectLeaders with election type PREFERRED): only a live ISR member can take over."""
+        s = self.states.get(tp)
+        if s is None:
+            return Errors.UNKNOWN_TOPIC_OR_PARTITION
+        if target not in s.replicas:
+            return Errors.ELIGIBLE_LEADERS_NOT_AVAILABLE
+        if s.leader == target:
+            return Errors.ELECTION_NOT_NEEDED
+        if target not in s.isr or target not in self.registered:
+            return Errors.PREFERRED_LEADER_NOT_AVAILABLE
+        replicas = (target,) + tuple(r for r in s.replicas if r != target)
+        self.narrate(f"controller: broker {target} is now the preferred replica of {tp[0]}-{tp[1]} and is elected "
+                     f"leader (leader epoch {s.leader_epoch + 1}); broker {s.leader} becomes a follower")
+        self._publish([self._with(s, leader=target, leader_epoch=s.leader_epoch + 1, replicas=replicas)])
+        return Errors.NONE
+
     def _publish(self, changed) -> None:
         if not changed:
             return

@@ -63,6 +63,9 @@ class Errors(IntEnum):
     KAFKA_STORAGE_ERROR = 56
     UNKNOWN_PRODUCER_ID = 59
     MEMBER_ID_REQUIRED = 79
+    PREFERRED_LEADER_NOT_AVAILABLE = 80
+    ELIGIBLE_LEADERS_NOT_AVAILABLE = 83
+    ELECTION_NOT_NEEDED = 84
     FENCED_INSTANCE_ID = 82
     GROUP_ID_NOT_FOUND = 69
     FETCH_SESSION_ID_NOT_FOUND = 70
@@ -109,6 +112,7 @@ _RETRIABLE = frozenset({
     Errors.UNKNOWN_LEADER_EPOCH,
     Errors.FETCH_SESSION_ID_NOT_FOUND,
     Errors.INVALID_FETCH_SESSION_EPOCH,
+    Errors.PREFERRED_LEADER_NOT_AVAILABLE,
 })
 
 _DESCRIPTIONS = {
@@ -130,6 +134,9 @@ _DESCRIPTIONS = {
     Errors.COORDINATOR_LOAD_IN_PROGRESS: "the coordinator is still loading its state from the log",
     Errors.NOT_COORDINATOR: "this broker is not the coordinator for that key",
     Errors.COORDINATOR_NOT_AVAILABLE: "the coordinator is not available",
+    Errors.PREFERRED_LEADER_NOT_AVAILABLE: "the replica to lead is not alive or not in the ISR",
+    Errors.ELIGIBLE_LEADERS_NOT_AVAILABLE: "that broker holds no replica of the partition",
+    Errors.ELECTION_NOT_NEEDED: "that replica already leads the partition",
 }
 
 

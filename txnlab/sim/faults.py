@@ -67,6 +67,9 @@ class Fault:
             return f"t={self.at}ms client process {self.target} stalls for {self.ms}ms while a replacement starts"
         if k == "partition":
             return f"t={self.at}ms network partition {self.target} <-/-> {self.other} for {self.ms}ms"
+        if k == "move-leaders":
+            return (f"t={self.at}ms an operator moves every partition led by {self.target} to another in-sync "
+                    f"replica (preferred leader elections)")
         what = f"{self.api} {'response' if self.response else 'request'}"
         extra = f" by {self.ms}ms" if k == "delay" else ""
         return f"t={self.at}ms {k} the next {what}{extra}"
@@ -115,7 +118,11 @@ def _broker_fault(rng: Random, at: int, brokers: list, clients: list) -> Fault:
     if r < 0.6:
         api, side = CRASH_ON[rng.randrange(len(CRASH_ON))]
         return Fault(at, "crash-on", ms=down, api=api, side=side)
-    return Fault(at, "crash", brokers[rng.randrange(len(brokers))], ms=down, clean=rng.random() < 0.25)
+    target = brokers[rng.randrange(len(brokers))]
+    u = rng.random()
+    if r >= 0.85:
+        return Fault(at, "move-leaders", target)
+    return Fault(at, "crash", target, ms=down, clean=u < 0.25)
 
 
 def _client_fault(rng: Random, at: int, brokers: list, clients: list) -> Fault:
@@ -191,6 +198,8 @@ class Nemesis:
                         self._cuts.append((f.target, n))
                     self._at(f.ms, f"nemesis: heal {f.target} <-> {f.other}",
                              lambda: [self._heal((f.target, n)) for n in names])
+        elif k == "move-leaders":
+            self._move_leaders(f.target)
         elif k == "drop":
             c.drop_next(f.api, response=f.response)
         elif k == "duplicate":
@@ -205,6 +214,23 @@ class Nemesis:
         self.cluster.crash(name, clean=clean)
         self._down.add(name)
         self._at(down_ms, f"nemesis: restart {name}", lambda: self._restart(name))
+
+    def _move_leaders(self, name: str) -> None:
+        """Every partition ``name`` leads (coordinators' internal partitions too) moves to its first other
+        alive in-sync replica; one that has none stays."""
+        from ..errors import KafkaException
+        c = self.cluster
+        bid = int(name.rsplit("-", 1)[1])
+        for (topic, part), s in sorted(c.controller.states.items()):
+            if s.leader != bid:
+                continue
+            for r in s.isr:
+                if r != bid and r in c.controller.registered:
+                    try:
+                        c.move_leader(topic, part, r)
+                    except KafkaException:
+                        pass
+                    break
 
     def _blackout(self, first: str, gap: int) -> None:
         """The first broker goes down; the others follow ``gap`` ms later (a rolling power failure); they come

@@ -12,7 +12,18 @@ from types import MappingProxyType
 from typing import Iterator, Optional
 
 
-_NONE: tuple = ()
+class _EmptyList(list):
+    """The shared, read-only empty ``details`` / ``sent`` of a step that added none (a list, so that
+    ``[e.text] + e.details`` works; add with ``add_detail`` / ``add_sent``)."""
+
+    def _read_only(self, *_a, **_k):
+        raise TypeError("a trace event's empty list is shared: use add_detail() / add_sent()")
+
+    append = extend = insert = remove = pop = clear = sort = reverse = _read_only
+    __setitem__ = __delitem__ = __iadd__ = __imul__ = _read_only
+
+
+_NONE = _EmptyList()
 _NO_ATTRS = MappingProxyType({})
 
 
