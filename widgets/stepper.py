@@ -255,7 +255,10 @@ class Stepper(StepperUI):
                 raise ValueError(f"{fault.node} is not an alive in-sync replica of {topic}-{partition} "
                                  f"(ISR {list(st.isr)}): it cannot take over")
         if fault.kind in ("drop", "delay", "duplicate"):
-            m = self._ex.kernel.network.messages.get(fault.msg_id)
+            try:
+                m = self._ex.kernel.network.message(fault.msg_id)
+            except KeyError:
+                m = None
             if m is None or m.state != "in-flight":
                 raise ValueError(f"message #{fault.msg_id} is not in flight now")
 

@@ -157,19 +157,19 @@ class Lab:
 
     def drop_message(self, msg_id: int) -> None:
         """Drop one chosen message that is in flight now."""
-        msg = self.kernel.network.messages[msg_id]
+        msg = self.kernel.network.message(msg_id)
         self.kernel.begin_step("fault", "network", f"the network drops {msg.api} {msg.kind} #{msg_id} "
                                f"({msg.src} -> {msg.dst})")
         self.kernel.network.drop(msg, "dropped by a fault")
 
     def delay_message(self, msg_id: int, ms: int) -> None:
-        msg = self.kernel.network.messages[msg_id]
+        msg = self.kernel.network.message(msg_id)
         self.kernel.begin_step("fault", "network", f"the network delays {msg.api} {msg.kind} #{msg_id} by {ms}ms")
         self.kernel.network.delay(msg, ms)
 
     def duplicate_message(self, msg_id: int) -> int:
         """Deliver a chosen in-flight message twice (the copy 1ms later); returns the copy's id."""
-        msg = self.kernel.network.messages[msg_id]
+        msg = self.kernel.network.message(msg_id)
         self.kernel.begin_step("fault", "network", f"the network duplicates {msg.api} {msg.kind} #{msg_id} "
                                f"({msg.src} -> {msg.dst})")
         return self.kernel.network.duplicate(msg).id

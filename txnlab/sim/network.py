@@ -156,6 +156,14 @@ class Network:
             k.narrate(f"the network duplicated {api} {m.kind} #{m.id} as #{d.id} [injected fault]")
         return m
 
+    def message(self, msg_id: int) -> Message:
+        """A message by id: any one on the wire now, or any sent before when the history is kept."""
+        m = self._in_flight.get(msg_id) or self.messages.get(msg_id)
+        if m is None:
+            raise KeyError(f"no message #{msg_id} in flight"
+                           + ("" if self.keep_history else " (this network keeps no history)"))
+        return m
+
     def in_flight(self) -> list[Message]:
         return sorted(self._in_flight.values(), key=lambda m: (m.deliver_at, m.id))
 
