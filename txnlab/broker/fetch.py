@@ -71,7 +71,7 @@ class FetchHandling:
             return resp
         timer = self.set_timer(req.max_wait_ms, f"Fetch long-poll expiry (#{msg.id})",
                                lambda: self._expire_parked(msg), background=True)
-        tps = set(sess.partitions) if sess is not None else set(parts)
+        tps = sess.partitions if sess is not None else set(parts)    # a session's fetch waits on all of it
         self.parked.append(ParkedFetch(msg, timer, tps, parts, sess))
         return None
 

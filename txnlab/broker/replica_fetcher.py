@@ -24,8 +24,8 @@ class ReplicaFetcher:
         # KIP-227 fetch session: what the leader's session holds for us
         self.session_id = 0
         self.session_epoch = 0
-        self._session_view: dict = {}
-        self._pending_view: dict = {}
+        self._session_view: dict = {}      # tp -> FetchPartition, as the leader's session holds it
+        self._pending: tuple = ({}, None)  # (partitions sent, forgotten or None for a full request)
         # partitions whose fetch position may have changed: an ordered set (tp -> None), so that the order
         # of a request's partitions never depends on string hashing (same seed, same trace, any process)
         self._dirty: dict = {}
@@ -65,21 +65,23 @@ class ReplicaFetcher:
         if self.session_id > 0:
             # An incremental request (KIP-227) names only the partitions whose fetch position changed
             # since the session last saw them: only those this fetcher touched can have.
-            parts = dict(self._session_view)
+            view = self._session_view
             changed = {}
+            forgotten = []
             for tp in self._dirty:
                 p = self.partitions.get(tp)
                 if p is None:
-                    parts.pop(tp, None)
+                    if tp in view:
+                        forgotten.append(tp)
                     continue
                 fp, moved = self._fetch_partition(tp, p, max_bytes)
                 news = news or moved
-                parts[tp] = fp
-                if self._session_view.get(tp) is not fp:
+                if view.get(tp) is not fp:
                     changed[tp] = fp
-            forgotten = tuple(tp for tp in self._session_view if tp not in parts)
+            forgotten = tuple(forgotten)
             req = m.FetchRequest(b.broker_id, b.config["replica.fetch.wait.max.ms"], 1, m.READ_UNCOMMITTED,
                                  changed, self.session_id, self.session_epoch, forgotten)
+            self._pending = (changed, forgotten)      # what the session will hold once the leader answers
         else:
             parts = {}
             for tp, p in self.partitions.items():
@@ -87,8 +89,8 @@ class ReplicaFetcher:
                 news = news or moved
             req = m.FetchRequest(b.broker_id, b.config["replica.fetch.wait.max.ms"], 1, m.READ_UNCOMMITTED,
                                  parts, 0, 0)
+            self._pending = (parts, None)
         self._dirty = {}
-        self._pending_view = parts
         self.in_flight = True
         from .broker import broker_name
         b.send_request(broker_name(self.leader_id), req, self._on_response, timeout_ms=30_000,
@@ -106,7 +108,6 @@ class ReplicaFetcher:
         if err is not None or resp.error:
             self.session_id = 0              # start a new session with a full request
             self._session_view = {}
-            self._dirty.update(dict.fromkeys(self._pending_view))
             self._backoff()
             return
         if resp.session_id > 0:
@@ -115,7 +116,13 @@ class ReplicaFetcher:
                 self.session_epoch = 1
             else:
                 self.session_epoch += 1
-            self._session_view = self._pending_view
+            sent, forgotten = self._pending
+            if forgotten is None:
+                self._session_view = sent
+            else:
+                self._session_view.update(sent)
+                for tp in forgotten:
+                    self._session_view.pop(tp, None)
         b = self.broker
         now = b.kernel.now
         trouble = False
