@@ -202,16 +202,14 @@ class Cluster(Lab):
         member; otherwise KafkaException with PREFERRED_LEADER_NOT_AVAILABLE (or ELECTION_NOT_NEEDED, ...)."""
         if not self.controller.alive:
             raise KafkaException(KafkaError(Errors.NOT_CONTROLLER, "the controller is down"))
-        s = self.controller.states.get((topic, partition))
-        who = f"{topic}-{partition}"
-        if s is not None and s.leader != broker and broker in s.replicas and broker in s.isr \
-                and broker in self.controller.registered:
-            self.kernel.begin_step("fault", "controller", f"an operator moves the leadership of {who} from broker "
-                                   f"{s.leader} to broker {broker}")
-        err = self.controller.move_leader((topic, partition), broker)
+        tp, who = (topic, partition), f"{topic}-{partition}"
+        err = self.controller.leader_move_error(tp, broker)
         if err != Errors.NONE:
             raise KafkaException(KafkaError(err, f"cannot move the leadership of {who} to broker {broker}: "
                                                  f"{err.description}"))
+        self.kernel.begin_step("fault", "controller", f"an operator moves the leadership of {who} from broker "
+                               f"{self.controller.states[tp].leader} to broker {broker}")
+        self.controller.move_leader(tp, broker)
 
     def leader(self, topic: str, partition: int = 0) -> int:
         s = self.controller.states.get((topic, partition))

@@ -14,6 +14,8 @@ from __future__ import annotations
 
 from typing import Callable, Optional, Union
 
+from txnlab.protocol.errors import Errors
+
 from .cluster_view import in_flight_now, is_kafka
 from .execution import Branch, Fault, Story
 from .history import EVENT_KINDS, History, StepFilter
@@ -243,17 +245,16 @@ class Stepper(StepperUI):
             if not is_kafka(c):
                 raise ValueError("only a Kafka cluster has partition leaders to move")
             topic, partition = fault.others
-            st = c.controller.states.get((topic, int(partition)))
+            tp, name = (topic, int(partition)), f"{topic}-{partition}"
             bid = int(fault.node.rsplit("-", 1)[1]) if fault.node.startswith("broker-") else -1
-            if st is None:
-                raise ValueError(f"no partition {topic}-{partition}")
-            if bid not in st.replicas:
-                raise ValueError(f"{fault.node} holds no replica of {topic}-{partition} (replicas {list(st.replicas)})")
-            if bid == st.leader:
-                raise ValueError(f"{fault.node} already leads {topic}-{partition}")
-            if bid not in st.isr or bid not in c.controller.registered:
-                raise ValueError(f"{fault.node} is not an alive in-sync replica of {topic}-{partition} "
-                                 f"(ISR {list(st.isr)}): it cannot take over")
+            err = c.controller.leader_move_error(tp, bid)
+            why = {Errors.UNKNOWN_TOPIC_OR_PARTITION: f"no partition {name}",
+                   Errors.ELIGIBLE_LEADERS_NOT_AVAILABLE: f"{fault.node} holds no replica of {name}",
+                   Errors.ELECTION_NOT_NEEDED: f"{fault.node} already leads {name}",
+                   Errors.PREFERRED_LEADER_NOT_AVAILABLE: f"{fault.node} is not an alive in-sync replica of "
+                                                          f"{name}: it cannot take over"}
+            if err != Errors.NONE:
+                raise ValueError(why[err])
         if fault.kind in ("drop", "delay", "duplicate"):
             try:
                 m = self._ex.kernel.network.message(fault.msg_id)

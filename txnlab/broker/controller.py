@@ -147,9 +147,8 @@ class Controller(Node):
         return self._with(s, leader=-1, leader_epoch=s.leader_epoch + 1 if s.leader >= 0 else s.leader_epoch,
                           isr=keep_isr)
 
-    def move_leader(self, tp, target: int) -> Errors:
-        """An operator moves leadership (kafka-reassign-partitions puts ``target`` first in the replica list,
-        then ElectLeaders with election type PREFERRED): only a live ISR member can take over."""
+    def leader_move_error(self, tp, target: int) -> Errors:
+        """Why leadership of ``tp`` cannot move to ``target`` (NONE: it can): only a live ISR member can take over."""
         s = self.states.get(tp)
         if s is None:
             return Errors.UNKNOWN_TOPIC_OR_PARTITION
@@ -159,6 +158,15 @@ class Controller(Node):
             return Errors.ELECTION_NOT_NEEDED
         if target not in s.isr or target not in self.registered:
             return Errors.PREFERRED_LEADER_NOT_AVAILABLE
+        return Errors.NONE
+
+    def move_leader(self, tp, target: int) -> Errors:
+        """An operator moves leadership (kafka-reassign-partitions puts ``target`` first in the replica list,
+        then ElectLeaders with election type PREFERRED)."""
+        err = self.leader_move_error(tp, target)
+        if err != Errors.NONE:
+            return err
+        s = self.states[tp]
         replicas = (target,) + tuple(r for r in s.replicas if r != target)
         self.narrate(f"controller: broker {target} is now the preferred replica of {tp[0]}-{tp[1]} and is elected "
                      f"leader (leader epoch {s.leader_epoch + 1}); broker {s.leader} becomes a follower")

@@ -279,10 +279,11 @@ class Producer:
                                             f"timed out and is still in progress; call {pending[0]}() again"))
         return True
 
-    def _timed_out(self, call: str, op=None, text: str = "") -> KafkaException:
+    def _timed_out(self, call: str, op=None) -> KafkaException:
+        """The _TIMED_OUT a blocking transactional call raises; calling it again resumes it."""
         self._resumable = (call, op)
-        return KafkaException(KafkaError(KafkaError._TIMED_OUT, text or f"{call}() timed out; call it again to "
-                                         f"wait for its outcome", retriable=True))
+        return KafkaException(KafkaError(KafkaError._TIMED_OUT, f"{call}() timed out; call it again to wait for "
+                                         f"its outcome", retriable=True))
 
     def init_transactions(self, timeout: Optional[float] = None) -> None:
         resuming = self._require_transactional("init_transactions")

@@ -331,10 +331,7 @@ class Sender(TransactionalRequests):
                 self._complete(b, KafkaError(KafkaError._MSG_TIMED_OUT, "Local: Message timed out"), -1)
                 if sent and p._idempotent and not self.cfg["sim.naive.client"]:
                     if self.txn.is_transactional:
-                        self._bump_after_end = True
-                        if self.txn.state in (State.IN_TRANSACTION, State.COMMITTING_TRANSACTION):
-                            self.txn.transition(State.ABORTABLE_ERROR, KafkaError(
-                                KafkaError._MSG_TIMED_OUT, "a sent batch expired", txn_requires_abort=True))
+                        self._bump_after_end = True    # (_complete has made the transaction abortable)
                     else:
                         self.txn.epoch_bump_required = True
 

@@ -117,7 +117,15 @@ class TransactionalRequests:
         self.txn.pending_partitions.clear()
         self.purge_queued(kerr)
 
-    def _abortable(self, error, where: str) -> None:
+    def _fail_txn(self, error, where: str) -> KafkaError:
+        """An error the transaction cannot retry: fatal (Kafka's FATAL_TXN) or abortable; returns the error
+        the caller reports."""
+        if error in FATAL_TXN:
+            self._fatal(error, where)
+            return self.txn.last_error
+        return self._abortable(error, where)
+
+    def _abortable(self, error, where: str) -> KafkaError:
         kerr = KafkaError(error, f"{where}: {Errors(error).description}", retriable=False, txn_requires_abort=True)
         self.narrate(f"{self.p.name}: {where} failed with {Errors(error).name}; the transaction must be aborted")
         if self.txn.state in (State.IN_TRANSACTION, State.COMMITTING_TRANSACTION, State.ABORTABLE_ERROR):
@@ -224,10 +232,8 @@ class TransactionalRequests:
             if bad in RETRIABLE_TXN:
                 return "retry-fast" if first and bad == Errors.CONCURRENT_TRANSACTIONS else "retry"
             txn.new_partitions_in_flight = set()
-            if bad in FATAL_TXN:
-                self._fatal(bad, "AddPartitionsToTxn")
-            else:
-                self._abortable(bad, "AddPartitionsToTxn")
+            self._fail_txn(bad, "AddPartitionsToTxn")
+            if bad not in FATAL_TXN:
                 if bad == Errors.INVALID_PRODUCER_ID_MAPPING:
                     self._bump_after_end = True
                 self._fail_queued_of(tps, bad)
@@ -295,11 +301,7 @@ class TransactionalRequests:
                 return "refind"
             if e in RETRIABLE_TXN:
                 return "retry"
-            if e in FATAL_TXN:
-                self._fatal(e, "AddOffsetsToTxn")
-                op.finish(self.txn.last_error)
-            else:
-                op.finish(self._abortable(e, "AddOffsetsToTxn"))
+            op.finish(self._fail_txn(e, "AddOffsetsToTxn"))
             return None
         self._enqueue("AddOffsetsToTxn", self._to_coordinator("AddOffsetsToTxn", build_add, handle_add))
         return op
@@ -347,12 +349,9 @@ class TransactionalRequests:
                 return "refind"
             if e in RETRIABLE_TXN:
                 return "retry"
-            if e in FATAL_TXN:
-                self._fatal(e, "EndTxn")
-            else:
-                self._abortable(e, "EndTxn")
-                if e == Errors.INVALID_PRODUCER_ID_MAPPING:
-                    self._bump_after_end = True
+            self._fail_txn(e, "EndTxn")
+            if e == Errors.INVALID_PRODUCER_ID_MAPPING:     # not fatal: bump the epoch after the abort
+                self._bump_after_end = True
             return None
         self._enqueue("EndTxn", self._to_coordinator("EndTxn", build, handle))
 

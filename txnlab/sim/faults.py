@@ -14,6 +14,8 @@ from dataclasses import asdict, dataclass
 from random import Random
 from typing import Callable
 
+from ..protocol.errors import Errors
+
 FAULT_SETS = ("none", "brokers", "clients", "network", "all")
 
 # APIs a network fault may hit (requests between clients and brokers, and the coordinator's markers),
@@ -218,19 +220,13 @@ class Nemesis:
     def _move_leaders(self, name: str) -> None:
         """Every partition ``name`` leads (coordinators' internal partitions too) moves to its first other
         alive in-sync replica; one that has none stays."""
-        from ..errors import KafkaException
         c = self.cluster
         bid = int(name.rsplit("-", 1)[1])
         for (topic, part), s in sorted(c.controller.states.items()):
-            if s.leader != bid:
-                continue
-            for r in s.isr:
-                if r != bid and r in c.controller.registered:
-                    try:
-                        c.move_leader(topic, part, r)
-                    except KafkaException:
-                        pass
-                    break
+            if s.leader == bid:
+                to = next((r for r in s.isr if c.controller.leader_move_error((topic, part), r) == Errors.NONE), None)
+                if to is not None:
+                    c.move_leader(topic, part, to)
 
     def _blackout(self, first: str, gap: int) -> None:
         """The first broker goes down; the others follow ``gap`` ms later (a rolling power failure); they come

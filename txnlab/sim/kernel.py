@@ -37,9 +37,6 @@ class Event:
     def __lt__(self, other: "Event") -> bool:
         return (self.time, self.seq) < (other.time, other.seq)
 
-    def sort_key(self) -> tuple:
-        return (self.time, self.seq)
-
 
 class SimulationStuck(RuntimeError):
     """run_until_idle() took more steps than allowed: something loops forever."""
@@ -98,7 +95,7 @@ class Kernel:
                 self.cancel(ev)
 
     def pending_events(self) -> list[Event]:
-        return sorted((e for _, _, e in self._queue if not e.cancelled), key=Event.sort_key)
+        return sorted(e for _, _, e in self._queue if not e.cancelled)
 
     @property
     def idle(self) -> bool:
@@ -124,10 +121,8 @@ class Kernel:
         return q[0][2] if q else None
 
     def next_event_time(self) -> Optional[int]:
-        q = self._queue
-        while q and q[0][2].cancelled:
-            heapq.heappop(q)
-        return q[0][0] if q else None
+        ev = self.peek_event()
+        return None if ev is None else ev.time
 
     # ------------------------------------------------------------------- trace
     def record(self, kind: str, node: str, text: str, **kw) -> TraceEvent:
@@ -140,7 +135,7 @@ class Kernel:
     def narrate(self, text: str) -> None:
         """Add a line to what the current step did (the rule that decided says why)."""
         if self.current is not None and self.trace.enabled:
-            self.current.add_detail(text)
+            self.current.details.append(text)
 
     def begin_step(self, kind: str, node: str, text: str, **kw) -> TraceEvent:
         """A step that is not a queued event (a fault applied from the API)."""
@@ -153,13 +148,13 @@ class Kernel:
         """The events a stepper or an explorer may pick to run next (``step(choice=i)``): each foreground
         message delivery that is the oldest in flight on its connection (src -> dst, which is FIFO) and is
         due no later than the next other event (so no timer is overtaken).  Soonest first."""
-        pending = sorted((e for _, _, e in self._queue if not e.cancelled), key=Event.sort_key)
+        pending = sorted(e for _, _, e in self._queue if not e.cancelled)
         other = min((e.time for e in pending if e.kind != "deliver" or e.background), default=None)
         heads: dict = {}
         for e in pending:
             if e.kind == "deliver" and not e.background and (other is None or e.time <= other):
                 heads.setdefault((e.msg.src, e.msg.dst), e)
-        return sorted(heads.values(), key=Event.sort_key)
+        return sorted(heads.values())
 
     def step(self, choice: Optional[int] = None) -> Optional[TraceEvent]:
         """Execute exactly one event.  Returns its trace entry, or None if nothing is queued.

@@ -121,7 +121,7 @@ class Network:
             self.messages[m.id] = m
         cur = k.current
         if cur is not None:
-            cur.add_sent(m.id)
+            cur.sent.append(m.id)
         action = None
         if self.rules:
             for rule in self.rules:
@@ -150,7 +150,7 @@ class Network:
             if self.keep_history:
                 self.messages[d.id] = d
             if cur is not None:
-                cur.add_sent(d.id)
+                cur.sent.append(d.id)
             d.event = k.schedule(d.deliver_at - k.now, "deliver", dst, api, msg=d, background=background)
             self._in_flight[d.id] = d
             k.narrate(f"the network duplicated {api} {m.kind} #{m.id} as #{d.id} [injected fault]")
@@ -197,7 +197,7 @@ class Network:
         if self.keep_history:
             self.messages[d.id] = d
         if k.current is not None:
-            k.current.add_sent(d.id)
+            k.current.sent.append(d.id)
         d.event = k.schedule(max(0, d.deliver_at - k.now), "deliver", d.dst, d.api, msg=d, background=d.background)
         self._in_flight[d.id] = d
         return d

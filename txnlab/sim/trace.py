@@ -8,23 +8,7 @@ checkers read the trace; they never reach into the engine.
 from __future__ import annotations
 
 import json
-from types import MappingProxyType
 from typing import Iterator, Optional
-
-
-class _EmptyList(list):
-    """The shared, read-only empty ``details`` / ``sent`` of a step that added none (a list, so that
-    ``[e.text] + e.details`` works; add with ``add_detail`` / ``add_sent``)."""
-
-    def _read_only(self, *_a, **_k):
-        raise TypeError("a trace event's empty list is shared: use add_detail() / add_sent()")
-
-    append = extend = insert = remove = pop = clear = sort = reverse = _read_only
-    __setitem__ = __delitem__ = __iadd__ = __imul__ = _read_only
-
-
-_NONE = _EmptyList()
-_NO_ATTRS = MappingProxyType({})
 
 
 class TraceEvent:
@@ -54,22 +38,9 @@ class TraceEvent:
         self.msg_id = msg_id
         self.is_response = is_response
         self.background = background
-        # empty until a handler adds to them (most steps never do): no allocation per step
-        self.details = _NONE if details is None else details
-        self.sent = _NONE if sent is None else sent
-        self.attrs = _NO_ATTRS if attrs is None else attrs
-
-    def add_detail(self, text: str) -> None:
-        if self.details:
-            self.details.append(text)
-        else:
-            self.details = [text]
-
-    def add_sent(self, msg_id: int) -> None:
-        if self.sent:
-            self.sent.append(msg_id)
-        else:
-            self.sent = [msg_id]
+        self.details = [] if details is None else details
+        self.sent = [] if sent is None else sent
+        self.attrs = {} if attrs is None else attrs
 
     def __eq__(self, other) -> bool:
         if not isinstance(other, TraceEvent):
