@@ -307,9 +307,9 @@ producer.commit_transaction()
 cluster.run_until_idle()
 moved = [e for e in cluster.trace.filter() if e.time >= t0 and
          (e.kind == "fault" or e.api in ("AddPartitionsToTxn", "FindCoordinator", "EndTxn"))]
-show(narration(moved[:8]))
 print("coordinator: broker", coord, "->", cluster.transaction_coordinator("mover"), "; state",
       cluster.transaction_state("mover")["state"], "; read_committed reads", read(cluster, "orders", (0, 1)))
+show(narration(moved[:8]))
 """)
 
 nb.md("""
