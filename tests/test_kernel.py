@@ -83,3 +83,25 @@ def test_trace_round_trips_through_json_lines():
     c.create_topic("t")
     text = c.trace.to_jsonl()
     assert Trace.from_jsonl(text).to_jsonl() == text
+
+
+def test_a_delivery_reads_after_the_run_as_it_read_when_delivered():
+    """A delivery's line is written from its message when first read, so no process may change a message
+    after sending it (a follower once kept its Fetch request's partitions as its session view and updated
+    them, so the request later showed offsets it never carried).  Every story of the gallery: each line
+    read at delivery and read again at the end."""
+    from txnlab import scenarios
+
+    seen = []
+    for name in scenarios.names():
+        sc = scenarios.load(name)
+        cluster = sc.make_cluster(0)
+        net = cluster.kernel.network
+        # the message's line now, without reading (and so fixing) the trace entry's own
+        cluster.kernel.observers.append(
+            lambda ev, net=net: seen.append((ev, net.message(ev.msg_id).delivery_text())) if ev.kind == "deliver" else None)
+        sc.verify(cluster, sc(cluster))
+    assert len(seen) > 1000
+    assert [text for _ev, text in seen] == [ev.text for ev, _text in seen]
+    follower_fetches = [text for ev, text in seen if ev.api == "Fetch" and not ev.is_response and "follower" in text]
+    assert any("@" in text for text in follower_fetches)

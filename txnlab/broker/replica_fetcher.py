@@ -118,7 +118,7 @@ class ReplicaFetcher:
                 self.session_epoch += 1
             sent, forgotten = self._pending
             if forgotten is None:
-                self._session_view = sent
+                self._session_view = dict(sent)    # a copy: the request that was sent stays as it was
             else:
                 self._session_view.update(sent)
                 for tp in forgotten:

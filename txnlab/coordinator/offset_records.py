@@ -74,8 +74,11 @@ class GroupMetadataValue(NamedTuple):
 Key = Union[OffsetCommitKey, GroupMetadataKey]
 
 
+_JSON = json.JSONEncoder(separators=(",", ":"))
+
+
 def _encode(version: int, fields: dict) -> bytes:
-    return _VERSION.pack(version) + json.dumps(fields, separators=(",", ":")).encode("utf-8")
+    return _VERSION.pack(version) + _JSON.encode(fields).encode("utf-8")
 
 
 def _decode(data: bytes) -> tuple[int, dict]:

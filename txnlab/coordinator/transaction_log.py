@@ -11,15 +11,20 @@ from __future__ import annotations
 
 import json
 import struct
+from functools import lru_cache
 from typing import Optional
 
 from .transaction_metadata import TransactionState, TxnTransitMetadata
 
 _VERSION = struct.Struct(">h")
+_V0 = _VERSION.pack(0)
+_V1 = _VERSION.pack(1)
+_JSON = json.JSONEncoder(separators=(",", ":"))       # compact, as json.dumps(..., separators=) would write
 
 
+@lru_cache(maxsize=4096)
 def key_bytes(transactional_id: str) -> bytes:
-    return _VERSION.pack(0) + json.dumps({"TransactionalId": transactional_id}, separators=(",", ":")).encode()
+    return _V0 + _JSON.encode({"TransactionalId": transactional_id}).encode()
 
 
 def value_bytes(t: TxnTransitMetadata) -> bytes:
@@ -39,7 +44,7 @@ def value_bytes(t: TxnTransitMetadata) -> bytes:
         "NextProducerId": t.next_producer_id,
         "ClientTransactionVersion": t.client_transaction_version,
     }
-    return _VERSION.pack(1) + json.dumps(body, separators=(",", ":")).encode()
+    return _V1 + _JSON.encode(body).encode()
 
 
 def decode_key(b: bytes) -> str:

@@ -19,10 +19,10 @@ class Event:
     """A scheduled event: a message delivery or a timer (faults are applied at once)."""
 
     __slots__ = ("time", "seq", "kind", "node", "name", "fn", "msg", "background",
-                 "cancelled", "incarnation")
+                 "cancelled", "incarnation", "arg")
 
     def __init__(self, time, seq, kind, node, name, fn=None, msg=None, background=False,
-                 incarnation=0):
+                 incarnation=0, arg=None):
         self.time = time
         self.seq = seq
         self.kind = kind
@@ -33,6 +33,7 @@ class Event:
         self.background = background
         self.cancelled = False
         self.incarnation = incarnation
+        self.arg = arg          # a timer runs fn(arg) when given (no closure per timer), else fn()
 
     def __lt__(self, other: "Event") -> bool:
         return (self.time, self.seq) < (other.time, other.seq)
@@ -74,10 +75,10 @@ class Kernel:
 
     # ------------------------------------------------------------- scheduling
     def schedule(self, delay: int, kind: str, node: str, name: str, fn=None, msg=None,
-                 background: bool = False, incarnation: int = 0) -> Event:
+                 background: bool = False, incarnation: int = 0, arg=None) -> Event:
         self._seq += 1
         t = self.now + int(delay) if delay > 0 else self.now
-        ev = Event(t, self._seq, kind, node, name, fn, msg, background, incarnation)
+        ev = Event(t, self._seq, kind, node, name, fn, msg, background, incarnation, arg)
         heapq.heappush(self._queue, (t, self._seq, ev))
         if not background:
             self._foreground += 1
@@ -125,17 +126,31 @@ class Kernel:
         return None if ev is None else ev.time
 
     # ------------------------------------------------------------------- trace
-    def record(self, kind: str, node: str, text: str, **kw) -> TraceEvent:
-        ev = TraceEvent(step=self.step_count, time=self.now, kind=kind, node=node, text=text, **kw)
-        self.trace.append(ev)
-        for obs in self.observers:
-            obs(ev)
+    def record(self, kind: str, node: str, text: str, api: str = "", src: str = "", dst: str = "",
+               msg_id: int = -1, is_response: bool = False, background: bool = False) -> TraceEvent:
+        return self._recorded(TraceEvent(self.step_count, self.now, kind, node, text, api, src, dst, msg_id,
+                                         is_response, background))
+
+    def record_delivery(self, message) -> TraceEvent:
+        """The trace entry of a delivered message (its narration is written from the message when read)."""
+        return self._recorded(TraceEvent.delivery(self.step_count, self.now, message))
+
+    def _recorded(self, ev: TraceEvent) -> TraceEvent:
+        if self.trace.enabled:
+            self.trace.events.append(ev)
+        if self.observers:
+            for obs in self.observers:
+                obs(ev)
         return ev
 
     def narrate(self, text: str) -> None:
         """Add a line to what the current step did (the rule that decided says why)."""
-        if self.current is not None and self.trace.enabled:
-            self.current.details.append(text)
+        cur = self.current
+        if cur is not None and self.trace.enabled:
+            if cur.details:
+                cur.details.append(text)
+            else:
+                cur.details = [text]
 
     def begin_step(self, kind: str, node: str, text: str, **kw) -> TraceEvent:
         """A step that is not a queued event (a fault applied from the API)."""
@@ -204,7 +219,10 @@ class Kernel:
             return self.current
         self.current = self.record("timer", ev.node, f"{ev.node}: {ev.name}" if self.trace.enabled else "",
                                    background=ev.background)
-        ev.fn()
+        if ev.arg is None:
+            ev.fn()
+        else:
+            ev.fn(ev.arg)
         return self.current
 
     # --------------------------------------------------------------- running

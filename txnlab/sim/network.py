@@ -47,6 +47,12 @@ class Message:
         except Exception:  # noqa: BLE001 - a malformed request must still show up in the trace
             return "malformed: its fields cannot be read"
 
+    def delivery_text(self) -> str:
+        """The trace's line for this message's delivery."""
+        desc = self.describe()
+        verb = f"got the {self.api} response" if self.is_response else f"got {self.api}"
+        return f"{self.dst} {verb} from {self.src}" + (f" ({desc})" if desc else "")
+
     def __repr__(self) -> str:
         return (f"Message(#{self.id} {self.api} {self.kind} {self.src}->{self.dst} "
                 f"sent {self.sent_at}ms due {self.deliver_at}ms {self.state})")
@@ -121,7 +127,10 @@ class Network:
             self.messages[m.id] = m
         cur = k.current
         if cur is not None:
-            cur.sent.append(m.id)
+            if cur.sent:
+                cur.sent.append(m.id)
+            else:
+                cur.sent = [m.id]
         action = None
         if self.rules:
             for rule in self.rules:
@@ -150,7 +159,7 @@ class Network:
             if self.keep_history:
                 self.messages[d.id] = d
             if cur is not None:
-                cur.sent.append(d.id)
+                cur.sent = [*cur.sent, d.id]
             d.event = k.schedule(d.deliver_at - k.now, "deliver", dst, api, msg=d, background=background)
             self._in_flight[d.id] = d
             k.narrate(f"the network duplicated {api} {m.kind} #{m.id} as #{d.id} [injected fault]")
@@ -197,7 +206,7 @@ class Network:
         if self.keep_history:
             self.messages[d.id] = d
         if k.current is not None:
-            k.current.sent.append(d.id)
+            k.current.sent = [*k.current.sent, d.id]
         d.event = k.schedule(max(0, d.deliver_at - k.now), "deliver", d.dst, d.api, msg=d, background=d.background)
         self._in_flight[d.id] = d
         return d
@@ -235,12 +244,9 @@ class Network:
             return k.current
         m.state = "delivered"
         if k.trace.enabled:
-            desc = m.describe()
-            verb = f"got the {m.api} response" if m.is_response else f"got {m.api}"
-            text = f"{m.dst} {verb} from {m.src}" + (f" ({desc})" if desc else "")
+            k.current = k.record_delivery(m)
         else:
-            text = ""          # nobody will read it: the narration of a run with the trace off is not built
-        k.current = k.record("deliver", m.dst, text, api=m.api, src=m.src, dst=m.dst, msg_id=m.id,
-                             is_response=m.is_response, background=m.background)
+            # nobody will read it: the narration of a run with the trace off is not built
+            k.current = k.record("deliver", m.dst, "", m.api, m.src, m.dst, m.id, m.is_response, m.background)
         dst.on_message(m)
         return k.current

@@ -49,8 +49,8 @@ class Node:
         cid = self._next_correlation
         m = self.kernel.network.send(self.name, dst, request.API, request, False, cid, background)
         tev = self.kernel.schedule(timeout_ms, "timer", self.name, f"request timeout ({request.API} #{m.id})",
-                                   fn=lambda: self._on_timeout(cid), background=True,
-                                   incarnation=self.incarnation)
+                                   fn=self._on_timeout, background=True,
+                                   incarnation=self.incarnation, arg=cid)
         self._pending[cid] = _Pending(dst, request.API, callback, tev, m)
         return m
 

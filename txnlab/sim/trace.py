@@ -11,6 +11,9 @@ import json
 from typing import Iterator, Optional
 
 
+_NO_ATTRS: dict = {}      # shared, never written (attrs are given at construction)
+
+
 class TraceEvent:
     """One entry of the trace.
 
@@ -21,8 +24,8 @@ class TraceEvent:
     while handling this step, so a space-time diagram can draw the arrows.
     """
 
-    __slots__ = ("step", "time", "kind", "node", "text", "api", "src", "dst", "msg_id", "is_response",
-                 "background", "details", "sent", "attrs")
+    __slots__ = ("step", "time", "kind", "node", "_text", "api", "src", "dst", "msg_id", "is_response",
+                 "background", "details", "sent", "attrs", "_message")
 
     def __init__(self, step: int, time: int, kind: str, node: str, text: str, api: str = "", src: str = "",
                  dst: str = "", msg_id: int = -1, is_response: bool = False, background: bool = False,
@@ -31,16 +34,36 @@ class TraceEvent:
         self.time = time
         self.kind = kind
         self.node = node
-        self.text = text
+        self._text = text
+        self._message = None      # a delivery's line is written from its message when first read
         self.api = api
         self.src = src
         self.dst = dst
         self.msg_id = msg_id
         self.is_response = is_response
         self.background = background
-        self.details = [] if details is None else details
-        self.sent = [] if sent is None else sent
-        self.attrs = {} if attrs is None else attrs
+        # most steps add no detail lines and send nothing: share one empty tuple until they do
+        # (``Kernel.narrate`` and ``Network.send`` turn it into a list)
+        self.details = () if details is None else details
+        self.sent = () if sent is None else sent
+        self.attrs = _NO_ATTRS if attrs is None else attrs
+
+    @classmethod
+    def delivery(cls, step: int, time: int, message) -> "TraceEvent":
+        """The entry of a delivered message: its line ("broker-1 got Produce from producer-1 (...)") is
+        written only when someone reads it -- most steps of a long run are never read one by one."""
+        ev = cls(step, time, "deliver", message.dst, None, message.api, message.src, message.dst, message.id,
+                 message.is_response, message.background)
+        ev._message = message
+        return ev
+
+    @property
+    def text(self) -> str:
+        t = self._text
+        if t is None:
+            t = self._text = self._message.delivery_text()
+            self._message = None
+        return t
 
     def __eq__(self, other) -> bool:
         if not isinstance(other, TraceEvent):
