@@ -39,8 +39,10 @@ class Partition:
         self.topic = topic
         self.partition = partition
         self.tp = (topic, partition)
+        self._hold_key = (broker.name, "replicate", self.tp)
         self.log = log
         self.leader = -1
+        self.is_leader = False        # leader == this broker (kept with ``leader``, read on every fetch)
         self.leader_epoch = -1
         self.partition_epoch = -1
         self.replicas: tuple = ()
@@ -54,10 +56,6 @@ class Partition:
     @property
     def name(self) -> str:
         return f"{self.topic}-{self.partition}"
-
-    @property
-    def is_leader(self) -> bool:
-        return self.leader == self.broker.broker_id
 
     @property
     def min_insync_replicas(self) -> int:
@@ -88,7 +86,6 @@ class Partition:
     def check_replication_hold(self) -> None:
         """Keep the simulation busy while followers in the ISR lag behind this leader's log.  (Not its HW:
         followers learn the HW lazily, with their next fetch answer, as in Kafka.)"""
-        key = (self.broker.name, "replicate", self.tp)
         k = self.broker.kernel
         if self.is_leader:
             leo = self.log.log_end_offset
@@ -98,11 +95,11 @@ class Partition:
                     continue
                 f = self.followers.get(r)
                 if f is None or f.leo < leo:
-                    if self.broker.kernel.nodes.get(f"broker-{r}") is not None and \
-                            self.broker.kernel.nodes[f"broker-{r}"].alive:
-                        k.hold(key)
+                    node = k.nodes.get(f"broker-{r}")
+                    if node is not None and node.alive:
+                        k.hold(self._hold_key)
                         return
-        k.release(key)
+        k.release(self._hold_key)
 
     def make_follower(self, state) -> None:
         was_leader = self.is_leader
@@ -116,6 +113,7 @@ class Partition:
     def _apply(self, state) -> None:
         self.broker.isr_version += 1         # fetch sessions re-check who is out of an ISR
         self.leader = state.leader
+        self.is_leader = state.leader == self.broker.broker_id
         self.leader_epoch = state.leader_epoch
         self.partition_epoch = state.partition_epoch
         self.isr = tuple(state.isr)
@@ -128,7 +126,7 @@ class Partition:
         if not self.is_leader:
             return False
         log = self.log
-        isr = self.maximal_isr
+        isr = self.isr if self.pending_isr is None else self.maximal_isr
         if len(isr) < self.min_insync_replicas:
             return False
         new_hw = log.log_end_offset
