@@ -55,6 +55,27 @@ def batches_table(cluster, topic, partition=0, broker=None):
 # --- end: common --------------------------------------------------------------------------
 
 
+# --- begin: read --------------------------------------------------------------------------
+from txnlab import Consumer, TopicPartition
+
+
+def read(cluster, topic, partitions=(0,), isolation="read_committed", sort=True):
+    """The values a new consumer with this isolation level reads from the start of ``partitions`` of
+    ``topic`` (it stops after three empty polls in a row): sorted, or in the order read with sort=False."""
+    c = Consumer({"bootstrap.servers": cluster.bootstrap, "isolation.level": isolation, "enable.auto.commit": False})
+    c.assign([TopicPartition(topic, p, 0) for p in partitions])
+    out, empty = [], 0
+    while empty < 3:
+        msg = c.poll(0.5)
+        if msg is None:
+            empty += 1
+        elif msg.error() is None:
+            out.append(msg.value().decode())
+    c.close()
+    return sorted(out) if sort else out
+# --- end: read ----------------------------------------------------------------------------
+
+
 # --- begin: strip -------------------------------------------------------------------------
 STATUS = {  # status -> (colour, words for the legend)
     "plain": ("#4C78A8", "not transactional"),

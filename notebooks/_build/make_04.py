@@ -30,7 +30,7 @@ from collections import Counter
 from txnlab import Cluster, Producer, Consumer, TopicPartition, KafkaException
 """)
 
-nb.helpers("common", "strip", "flow", "views")
+nb.helpers("common", "strip", "flow", "views", "read")
 
 nb.code("""
 N = 30
@@ -61,17 +61,7 @@ def committed(consumer):
     return consumer.committed([TopicPartition("orders", 0)])[0].offset
 
 def read_output(cluster, topic, isolation="read_committed"):
-    c = Consumer({"bootstrap.servers": cluster.bootstrap, "isolation.level": isolation, "enable.auto.commit": False})
-    c.assign([TopicPartition(topic, 0, 0)])
-    out, empty = [], 0
-    while empty < 3:
-        msg = c.poll(0.5)
-        if msg is None:
-            empty += 1
-        elif msg.error() is None:
-            out.append(msg.value().decode().replace("shipped ", ""))
-    c.close()
-    return out
+    return [v.replace("shipped ", "") for v in read(cluster, topic, isolation=isolation, sort=False)]
 """)
 
 # ----------------------------------------------------------------------------------------------

@@ -31,22 +31,9 @@ from txnlab import (AbortTransactionSpec, AdminClient, Cluster, Consumer, KafkaE
 from txnlab.errors import KafkaStateError
 """)
 
-nb.helpers("common", "strip", "views")
+nb.helpers("common", "strip", "views", "read")
 
 nb.code("""
-def read(cluster, topic, partitions=(0,), isolation="read_committed"):
-    c = Consumer({"bootstrap.servers": cluster.bootstrap, "isolation.level": isolation, "enable.auto.commit": False})
-    c.assign([TopicPartition(topic, p, 0) for p in partitions])
-    out, empty = [], 0
-    while empty < 3:
-        msg = c.poll(0.5)
-        if msg is None:
-            empty += 1
-        elif msg.error() is None:
-            out.append(msg.value().decode())
-    c.close()
-    return sorted(out)
-
 def attempt(call):
     \"\"\"Run a client call; return 'ok' or the error it raised, with its classification.\"\"\"
     try:

@@ -292,12 +292,16 @@ class Sender(TransactionalRequests):
                               Errors.CLUSTER_AUTHORIZATION_FAILED)
             kerr = KafkaError(error, reason or error.description, fatal=fatal, retriable=False,
                               txn_requires_abort=not fatal)
+            # As Java's Sender.failBatch: the transaction manager takes the error first (one transition, with
+            # this batch's error), then the batch's records are reported failed, then the unsent ones purged.
+            moved = fatal or txn.state in (State.IN_TRANSACTION, State.COMMITTING_TRANSACTION,
+                                           State.ABORTABLE_ERROR)
+            if moved:
+                self.narrate(f"{p.name}: a record of the transaction failed ({error.name}): "
+                             + ("the producer is now in FATAL_ERROR" if fatal else "the transaction must be aborted"))
+                txn.transition(State.FATAL_ERROR if fatal else State.ABORTABLE_ERROR, kerr)
             self._complete(b, kerr, -1)
-            if fatal:
-                txn.transition(State.FATAL_ERROR, kerr)
-                self._abort_undrained(kerr)
-            elif txn.state in (State.IN_TRANSACTION, State.COMMITTING_TRANSACTION, State.ABORTABLE_ERROR):
-                txn.transition(State.ABORTABLE_ERROR, kerr)
+            if moved:
                 self._abort_undrained(kerr)
             if error in (Errors.OUT_OF_ORDER_SEQUENCE_NUMBER, Errors.INVALID_PRODUCER_ID_MAPPING) \
                     and not self.cfg["sim.naive.client"]:

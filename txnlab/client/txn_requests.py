@@ -25,6 +25,16 @@ FATAL_TXN = {Errors.PRODUCER_FENCED, Errors.INVALID_PRODUCER_EPOCH, Errors.INVAL
              Errors.CLUSTER_AUTHORIZATION_FAILED, Errors.UNSUPPORTED_VERSION, Errors.INVALID_REQUEST}
 
 
+def _retry_action(error) -> Optional[str]:
+    """What a transactional request does on a coordinator error that is not the client's fault: find the
+    coordinator again (it moved or is down), or send again after the backoff (it is busy); None otherwise."""
+    if error in REFIND:
+        return "refind"
+    if error in RETRIABLE_TXN:
+        return "retry"
+    return None
+
+
 class PendingOp:
     __slots__ = ("done", "error")
 
@@ -194,10 +204,8 @@ class TransactionalRequests:
                 txn.partitions.clear()
                 txn.transition(State.READY)
                 return None
-            if e in REFIND:
-                return "refind"
-            if e in RETRIABLE_TXN:
-                return "retry"
+            if action := _retry_action(e):
+                return action
             self._pid_requested = False
             self._fatal(e, "InitProducerId")
             return None
@@ -227,10 +235,10 @@ class TransactionalRequests:
                 return None
             bad = next(e for e in errors if e not in (Errors.NONE, Errors.OPERATION_NOT_ATTEMPTED)) \
                 if errors - {Errors.NONE, Errors.OPERATION_NOT_ATTEMPTED} else Errors.OPERATION_NOT_ATTEMPTED
-            if bad in REFIND:
-                return "refind"
-            if bad in RETRIABLE_TXN:
-                return "retry-fast" if first and bad == Errors.CONCURRENT_TRANSACTIONS else "retry"
+            if bad == Errors.CONCURRENT_TRANSACTIONS and first:
+                return "retry-fast"     # the previous transaction is completing: Kafka retries it after 20ms
+            if action := _retry_action(bad):
+                return action
             txn.new_partitions_in_flight = set()
             self._fail_txn(bad, "AddPartitionsToTxn")
             if bad not in FATAL_TXN:
@@ -297,10 +305,8 @@ class TransactionalRequests:
                 txn.transaction_started = True
                 commit_offsets()
                 return None
-            if e in REFIND:
-                return "refind"
-            if e in RETRIABLE_TXN:
-                return "retry"
+            if action := _retry_action(e):
+                return action
             op.finish(self._fail_txn(e, "AddOffsetsToTxn"))
             return None
         self._enqueue("AddOffsetsToTxn", self._to_coordinator("AddOffsetsToTxn", build_add, handle_add))
@@ -345,10 +351,8 @@ class TransactionalRequests:
                     txn.reset_sequences()
                 self._finish_txn()
                 return None
-            if e in REFIND:
-                return "refind"
-            if e in RETRIABLE_TXN:
-                return "retry"
+            if action := _retry_action(e):
+                return action
             self._fail_txn(e, "EndTxn")
             if e == Errors.INVALID_PRODUCER_ID_MAPPING:     # not fatal: bump the epoch after the abort
                 self._bump_after_end = True

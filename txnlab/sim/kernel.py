@@ -147,10 +147,7 @@ class Kernel:
         """Add a line to what the current step did (the rule that decided says why)."""
         cur = self.current
         if cur is not None and self.trace.enabled:
-            if cur.details:
-                cur.details.append(text)
-            else:
-                cur.details = [text]
+            cur.add_detail(text)
 
     def begin_step(self, kind: str, node: str, text: str, **kw) -> TraceEvent:
         """A step that is not a queued event (a fault applied from the API)."""

@@ -127,10 +127,7 @@ class Network:
             self.messages[m.id] = m
         cur = k.current
         if cur is not None:
-            if cur.sent:
-                cur.sent.append(m.id)
-            else:
-                cur.sent = [m.id]
+            cur.add_sent(m.id)
         action = None
         if self.rules:
             for rule in self.rules:
@@ -159,7 +156,7 @@ class Network:
             if self.keep_history:
                 self.messages[d.id] = d
             if cur is not None:
-                cur.sent = [*cur.sent, d.id]
+                cur.add_sent(d.id)
             d.event = k.schedule(d.deliver_at - k.now, "deliver", dst, api, msg=d, background=background)
             self._in_flight[d.id] = d
             k.narrate(f"the network duplicated {api} {m.kind} #{m.id} as #{d.id} [injected fault]")
@@ -206,7 +203,7 @@ class Network:
         if self.keep_history:
             self.messages[d.id] = d
         if k.current is not None:
-            k.current.sent = [*k.current.sent, d.id]
+            k.current.add_sent(d.id)
         d.event = k.schedule(max(0, d.deliver_at - k.now), "deliver", d.dst, d.api, msg=d, background=d.background)
         self._in_flight[d.id] = d
         return d

@@ -11,9 +11,6 @@ import json
 from typing import Iterator, Optional
 
 
-_NO_ATTRS: dict = {}      # shared, never written (attrs are given at construction)
-
-
 class TraceEvent:
     """One entry of the trace.
 
@@ -25,7 +22,7 @@ class TraceEvent:
     """
 
     __slots__ = ("step", "time", "kind", "node", "_text", "api", "src", "dst", "msg_id", "is_response",
-                 "background", "details", "sent", "attrs", "_message")
+                 "background", "_details", "_sent", "_attrs", "_message")
 
     def __init__(self, step: int, time: int, kind: str, node: str, text: str, api: str = "", src: str = "",
                  dst: str = "", msg_id: int = -1, is_response: bool = False, background: bool = False,
@@ -42,11 +39,10 @@ class TraceEvent:
         self.msg_id = msg_id
         self.is_response = is_response
         self.background = background
-        # most steps add no detail lines and send nothing: share one empty tuple until they do
-        # (``Kernel.narrate`` and ``Network.send`` turn it into a list)
-        self.details = () if details is None else details
-        self.sent = () if sent is None else sent
-        self.attrs = _NO_ATTRS if attrs is None else attrs
+        # most steps add no detail lines and many send nothing: the lists are made when first needed
+        self._details = details
+        self._sent = sent
+        self._attrs = attrs
 
     @classmethod
     def delivery(cls, step: int, time: int, message) -> "TraceEvent":
@@ -56,6 +52,38 @@ class TraceEvent:
                  message.is_response, message.background)
         ev._message = message
         return ev
+
+    @property
+    def details(self) -> list:
+        """Lines the handlers added to this step (which rule decided, what was appended)."""
+        if self._details is None:
+            self._details = []
+        return self._details
+
+    def add_detail(self, text: str) -> None:
+        if self._details is None:
+            self._details = [text]
+        else:
+            self._details.append(text)
+
+    @property
+    def sent(self) -> list:
+        """Ids of the messages sent while handling this step."""
+        if self._sent is None:
+            self._sent = []
+        return self._sent
+
+    def add_sent(self, msg_id: int) -> None:
+        if self._sent is None:
+            self._sent = [msg_id]
+        else:
+            self._sent.append(msg_id)
+
+    @property
+    def attrs(self) -> dict:
+        if self._attrs is None:
+            self._attrs = {}
+        return self._attrs
 
     @property
     def text(self) -> str:
@@ -77,9 +105,9 @@ class TraceEvent:
 
     @property
     def narration(self) -> str:
-        if not self.details:
+        if not self._details:
             return self.text
-        return self.text + "; " + "; ".join(self.details)
+        return self.text + "; " + "; ".join(self._details)
 
     def __str__(self) -> str:
         head = f"#{self.step} t={self.time}ms {self.kind}"
@@ -92,8 +120,8 @@ class TraceEvent:
             "step": self.step, "time": self.time, "kind": self.kind, "node": self.node,
             "text": self.text, "api": self.api, "src": self.src, "dst": self.dst,
             "msg_id": self.msg_id, "is_response": self.is_response,
-            "background": self.background, "details": list(self.details),
-            "sent": list(self.sent), "attrs": dict(self.attrs),
+            "background": self.background, "details": list(self._details or ()),
+            "sent": list(self._sent or ()), "attrs": dict(self._attrs or {}),
         }
 
     @classmethod
