@@ -9,6 +9,10 @@ does not exist yet) is recorded as ``null`` with its error text, and the run goe
 
 results.json keeps every key it already had; a run overwrites only the keys it measured. Top-level
 keys hold the headline numbers; ``details`` holds, per key, the runs, n, unit, error and date.
+
+An engine benchmark and its librdkafka reference run in turns (reference, engine, reference, ...),
+so both see the same moments of a shared, noisy machine; the engine's details add ``paired_ratio``,
+the median of the per-turn ratios, shown in the table's last column.
 """
 
 from __future__ import annotations
@@ -95,6 +99,35 @@ def measure(b: Benchmark) -> dict:
             "n": b.n, "unit": b.unit}
 
 
+def measure_pair(eng: Benchmark, ref: Benchmark) -> tuple[dict, dict]:
+    """An engine benchmark and its reference, run in turns (reference, engine, reference, ...), so that
+    both see the same moments of a shared machine; each reports the median of its runs, and the engine's
+    entry also ``paired_ratio``: the median of the per-turn ratios engine/reference."""
+    runs: dict[str, list[float]] = {ref.key: [], eng.key: []}
+    spent = {ref.key: 0.0, eng.key: 0.0}
+    errors: dict[str, str] = {}
+    for _ in range(REPEATS):
+        for b in (ref, eng):
+            if b.key in errors or (runs[b.key] and spent[b.key] >= BUDGET_S):
+                continue
+            started = time.perf_counter()
+            try:
+                runs[b.key].append(b.fn(b.n))
+            except Exception as e:  # noqa: BLE001 - any failure is a result to record, not a crash
+                errors[b.key] = f"{type(e).__name__}: {e}"
+            spent[b.key] += time.perf_counter() - started
+    out = []
+    for b in (eng, ref):
+        r = runs[b.key]
+        err = errors.get(b.key)
+        out.append({"value": None if err or not r else statistics.median(r), "error": err, "runs": r,
+                    "n": b.n, "unit": b.unit})
+    pairs = list(zip(runs[eng.key], runs[ref.key]))
+    if pairs and all(r for _e, r in pairs):
+        out[0]["paired_ratio"] = statistics.median(e / r for e, r in pairs)
+    return out[0], out[1]
+
+
 def derive(fresh: dict[str, dict]) -> dict[str, dict]:
     """The ratios whose both operands were measured in this run."""
     out = {}
@@ -125,11 +158,12 @@ def fmt(value) -> str:
 
 
 def table(results: dict) -> str:
-    lines = [f"{'benchmark':<34}{'engine':>14}{'mock (ref)':>14}{'engine/ref':>12}"]
+    lines = [f"{'benchmark':<34}{'engine':>14}{'mock (ref)':>14}{'engine/ref':>12}{'in turns':>10}"]
     for label, eng, ref in ROWS:
         e, r = results.get(eng), results.get(ref)
         ratio = f"{e / r:.3f}" if e is not None and r else "-"
-        lines.append(f"{label:<34}{fmt(e):>14}{fmt(r):>14}{ratio:>12}")
+        turns = results.get("details", {}).get(eng, {}).get("paired_ratio")
+        lines.append(f"{label:<34}{fmt(e):>14}{fmt(r):>14}{ratio:>12}{'-' if turns is None else f'{turns:.3f}':>10}")
     return "\n".join(lines)
 
 
@@ -138,9 +172,20 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("filters", nargs="*", help="run only benchmarks whose key contains one")
     args = parser.parse_args(argv)
 
+    chosen = [b for b in BENCHMARKS if not args.filters or any(f in b.key for f in args.filters)]
+    by_key = {b.key: b for b in chosen}
+    partner = {eng: by_key[ref] for _label, eng, ref in ROWS if eng in by_key and ref in by_key}
+    paired = {b.key for b in partner.values()}
     fresh = {}
-    for b in BENCHMARKS:
-        if args.filters and not any(f in b.key for f in args.filters):
+    for b in chosen:
+        if b.key in paired:
+            continue        # measured in turns with its engine benchmark
+        if b.key in partner:
+            ref = partner[b.key]
+            print(f"{b.key} and {ref.key} in turns (n={b.n}) ...", end=" ", flush=True)
+            fresh[b.key], fresh[ref.key] = measure_pair(b, ref)
+            shown = [fmt(fresh[k]["value"]) if fresh[k]["error"] is None else "failed" for k in (b.key, ref.key)]
+            print(" vs ".join(shown))
             continue
         print(f"{b.key} (n={b.n}) ...", end=" ", flush=True)
         fresh[b.key] = measure(b)
