@@ -14,8 +14,11 @@ from ..protocol.errors import Errors
 
 class ReplicaFetcher:
     def __init__(self, broker, leader_id: int) -> None:
+        from .broker import broker_name       # (broker.py imports this module)
+
         self.broker = broker
         self.leader_id = leader_id
+        self.leader_name = broker_name(leader_id)
         self.partitions: dict = {}
         self.in_flight = False
         self._last_offsets: dict = {}
@@ -92,9 +95,7 @@ class ReplicaFetcher:
             self._pending = (parts, None)
         self._dirty = {}
         self.in_flight = True
-        from .broker import broker_name
-        b.send_request(broker_name(self.leader_id), req, self._on_response, timeout_ms=30_000,
-                       background=not news)
+        b.send_request(self.leader_name, req, self._on_response, timeout_ms=30_000, background=not news)
 
     def _backoff(self) -> None:
         def again():

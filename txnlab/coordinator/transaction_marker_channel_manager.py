@@ -10,6 +10,7 @@ partition has its marker.
 """
 from __future__ import annotations
 
+from ..broker.broker import broker_name
 from ..protocol import messages as m
 from ..protocol.errors import Errors
 from .transaction_metadata import TransactionState
@@ -85,7 +86,6 @@ class TransactionMarkerChannelManager:
                 p.in_flight.update(tps)
                 sent.append((tid, tuple(tps)))
             req = m.WriteTxnMarkersRequest(tuple(entries))
-            from ..broker.broker import broker_name
             b.send_request(broker_name(leader), req, self._on_response(sent), timeout_ms=30_000)
         if unknown:
             b.narrate("some marker partitions have no available leader; the coordinator will retry")

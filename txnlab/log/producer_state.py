@@ -308,6 +308,8 @@ class ProducerStateManager:
 
     def _remove_unreplicated_transactions(self, offset: int) -> None:
         txns = self.unreplicated_txns
+        if not txns:
+            return
         done = [first for first, txn in txns.items()
                 if txn.last_offset is not None and txn.last_offset < offset]
         for first in done:
