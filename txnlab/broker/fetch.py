@@ -80,12 +80,11 @@ class FetchHandling:
         request from the session cache): a caught-up follower of an idle partition rejoins the ISR too."""
         if sess.isr_seen == self.isr_version and sess.isr_seen >= 0:
             return      # no ISR changed here since this follower was found in all of them
-        me = self.broker_id
         get = self.partitions.get
         out = False
         for tp in sess.partitions:
             p = get(tp)
-            if p is not None and replica not in p.isr and p.leader == me and replica in p.followers:
+            if p is not None and replica not in p.isr and p.is_leader and replica in p.followers:
                 out = True
                 if tp not in parts:
                     p.maybe_expand_isr(replica, self.kernel.now)

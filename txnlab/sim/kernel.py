@@ -136,8 +136,7 @@ class Kernel:
         return self._recorded(TraceEvent.delivery(self.step_count, self.now, message))
 
     def _recorded(self, ev: TraceEvent) -> TraceEvent:
-        if self.trace.enabled:
-            self.trace.events.append(ev)
+        self.trace.append(ev)
         if self.observers:
             for obs in self.observers:
                 obs(ev)
