@@ -28,9 +28,10 @@ RUN_ENV := PATH="$(VENV_DIR)/bin:$$PATH" \
 NOTEBOOKS := $(sort $(wildcard notebooks/*.ipynb))
 NBMAKE    := $(if $(NOTEBOOKS),--nbmake $(NOTEBOOKS))
 
-# `make lab` flags: loopback only; --allow-root when run as root (JupyterLab refuses otherwise);
+# `make lab` flags: loopback only; no JupyterLab news fetched from the internet (the lab works offline, and a
+# learner is not asked about announcements); --allow-root when run as root (JupyterLab refuses otherwise);
 # --no-browser on request (NO_BROWSER=1 on the command line or LAB_NO_BROWSER=1 in the env).
-LAB_FLAGS := --ip 127.0.0.1
+LAB_FLAGS := --ip 127.0.0.1 --LabApp.news_url=None
 ifeq ($(shell id -u),0)
 LAB_FLAGS += --allow-root
 endif
