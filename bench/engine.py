@@ -71,8 +71,8 @@ def txn1000_records_per_s(n: int) -> float:
 def sim_seeds_per_s(n: int) -> float:
     """n seeds of the simulation sweep (copier, 1,000 records, every kind of fault), one core: seeds per
     second.  Each seed builds its cluster, runs the workload under its fault schedule, settles, reads
-    everything back and checks the history (``python -m txnlab.sim``)."""
-    from txnlab.sim.sweep import RunConfig, run_seed
+    everything back and checks the history (``python -m txnlab.sweep``)."""
+    from txnlab.sweep.runner import RunConfig, run_seed
 
     cfg = RunConfig(workload="copier", faults="all", records=1_000)
     start = time.perf_counter()

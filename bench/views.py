@@ -53,7 +53,7 @@ def _run(cluster) -> dict:
 
 
 def scenario():
-    from txnlab.scenarios import Scenario
+    from txnlab.gallery import Scenario
     return Scenario("bench-views", "benchmark", "two transactional producers and a reader on 6 partitions",
                     "-", _run, lambda c, r, v: None, setup=_setup)
 

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from txnlab.protocol.record_batch import Record, RecordBatch
 from txnlab.protocol import messages as m
-from txnlab.sim.node import Node
+from txnlab.kernel.node import Node
 
 
 class RawClient(Node):

@@ -1,13 +1,13 @@
 """Exhaustive exploration of the small scenario (one copier: a read_committed consumer and a transactional
 producer, two output partitions): every interleaving it enumerates and every placement of up to two faults
 ends exactly once, and with no-fencing the explorer finds a counterexample that replays step for step."""
-from txnlab.explore import Explorer, main, replay
-from txnlab.sim.kernel import Kernel
+from txnlab.sweep.explore import Explorer, main, replay
+from txnlab.kernel.kernel import Kernel
 
 
 def test_kernel_choices_offer_the_oldest_message_of_each_connection():
     k = Kernel(seed=1)
-    from txnlab.sim.node import Node
+    from txnlab.kernel.node import Node
 
     class Echo(Node):
         def handle_request(self, msg):

@@ -78,7 +78,7 @@ def test_run_until_idle_leaves_only_background_work():
 
 
 def test_trace_round_trips_through_json_lines():
-    from txnlab.sim.trace import Trace
+    from txnlab.kernel.trace import Trace
     c = Cluster(brokers=1, seed=4)
     c.create_topic("t")
     text = c.trace.to_jsonl()
@@ -90,11 +90,11 @@ def test_a_delivery_reads_after_the_run_as_it_read_when_delivered():
     after sending it (a follower once kept its Fetch request's partitions as its session view and updated
     them, so the request later showed offsets it never carried).  Every story of the gallery: each line
     read at delivery and read again at the end."""
-    from txnlab import scenarios
+    from txnlab import gallery
 
     seen = []
-    for name in scenarios.names():
-        sc = scenarios.load(name)
+    for name in gallery.names():
+        sc = gallery.load(name)
         cluster = sc.make_cluster(0)
         net = cluster.kernel.network
         # the message's line now, without reading (and so fixing) the trace entry's own

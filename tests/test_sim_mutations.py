@@ -8,7 +8,7 @@ import multiprocessing as mp
 import pytest
 
 from txnlab import MUTATIONS, Cluster
-from txnlab.sim.sweep import RunConfig, run_seed
+from txnlab.sweep.runner import RunConfig, run_seed
 
 # mutation -> (workload, fault set, anomalies that show it)
 MATCH = {

@@ -12,10 +12,10 @@ import sys
 import pytest
 
 from txnlab.check import History
-from txnlab.sim.__main__ import main
-from txnlab.sim.faults import Fault, minimize, plan, schedule_from_json, schedule_to_json
-from txnlab.sim.sweep import RunConfig, minimize_failure, replay, run_seed
-from txnlab.sim.trace import Trace
+from txnlab.sweep.__main__ import main
+from txnlab.sweep.nemesis import Fault, minimize, plan, schedule_from_json, schedule_to_json
+from txnlab.sweep.runner import RunConfig, minimize_failure, replay, run_seed
+from txnlab.kernel.trace import Trace
 
 CFG = RunConfig(workload="copier", faults="all")
 
@@ -30,7 +30,7 @@ def test_the_same_seed_replays_into_the_identical_trace():
 
 _TRACE_DIGEST = """
 import hashlib, sys
-from txnlab.sim.sweep import RunConfig, replay
+from txnlab.sweep.runner import RunConfig, replay
 r = replay(int(sys.argv[2]), RunConfig(workload=sys.argv[1], faults="all", records=20))
 print(hashlib.sha256(r.trace_jsonl().encode()).hexdigest(), r.steps)
 """
@@ -104,7 +104,7 @@ def test_the_command_line_reports_the_first_failing_seed_and_how_to_replay_it(ca
     out = capsys.readouterr().out.strip().splitlines()
     assert code == 1
     assert "first failing seed: 0" in out
-    assert any(line.startswith("replay: python -m txnlab.sim --workload copier --faults none --seed 0") and
+    assert any(line.startswith("replay: python -m txnlab.sweep --workload copier --faults none --seed 0") and
                "--mutation ignore-lso" in line for line in out)
     assert any(line.startswith("G1a:") for line in out)
     assert out[-1].startswith("1 seeds, 1 violations")

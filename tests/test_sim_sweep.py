@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from txnlab.sim.sweep import RunConfig, run_seed
+from txnlab.sweep.runner import RunConfig, run_seed
 
 SEEDS = 1_000
 RECORDS = 20

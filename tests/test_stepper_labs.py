@@ -7,7 +7,7 @@ hold at the end.  Same seed + same branch replays to the same trace.
 """
 import pytest
 
-from txnlab import scenarios
+from txnlab import gallery
 from txnlab.twopc import TwoPhaseCommitLab
 from widgets import Stepper
 from widgets.execution import Branch, Execution, Story
@@ -44,9 +44,9 @@ def pick_and_click(stepper, process: str, button) -> None:
 
 
 # ------------------------------------------------------------------------- the stories themselves
-@pytest.mark.parametrize("name", scenarios.comparison_names())
+@pytest.mark.parametrize("name", gallery.comparison_names())
 def test_each_comparison_story_runs_plainly_ends_as_described_and_replays_by_seed(name):
-    sc = scenarios.load(name)
+    sc = gallery.load(name)
     assert sc.lab is not None and len(sc.description) > 80 and len(sc.expected) > 40
     lab, result = sc.play(seed=0)
     assert lab.kernel.idle
@@ -57,7 +57,7 @@ def test_each_comparison_story_runs_plainly_ends_as_described_and_replays_by_see
 
 @pytest.mark.parametrize("name", [RMQ, BLOCKS])
 def test_a_stepped_run_of_another_lab_is_the_plain_run(name):
-    sc = scenarios.load(name)
+    sc = gallery.load(name)
     lab, _ = sc.play(seed=3)
     ex = replay(name, Branch("main", seed=3))
     stepped = [line for line in trace_text(ex).splitlines() if "scenario's client code" not in line]
@@ -66,10 +66,10 @@ def test_a_stepped_run_of_another_lab_is_the_plain_run(name):
 
 
 def test_the_kafka_gallery_stays_kafka_and_load_finds_the_other_labs_stories():
-    assert not set(scenarios.comparison_names()) & set(scenarios.names())
-    assert {RMQ, TRANSFER, BLOCKS} <= set(scenarios.comparison_names())
+    assert not set(gallery.comparison_names()) & set(gallery.names())
+    assert {RMQ, TRANSFER, BLOCKS} <= set(gallery.comparison_names())
     with pytest.raises(KeyError, match="comparison labs have"):
-        scenarios.load("no-such-story")
+        gallery.load("no-such-story")
 
 
 # ---------------------------------------------------------------------------------- RocketMQ
@@ -178,7 +178,7 @@ def test_2pc_stepper_crash_the_coordinator_after_both_votes_from_the_fault_menu_
     assert s.outcome("main")["state"]["T1: coordinator's log"] == "COMMIT"
     assert s.compare("main", crashed)["state"]["bank-a: data"] == ({"alice": 70}, {"alice": 100})
     # the crash from the menu ends exactly as the story that scripts it
-    scripted, _ = scenarios.load(BLOCKS).play()
+    scripted, _ = gallery.load(BLOCKS).play()
     assert s.lab.summary() == scripted.summary()
     branch = s.history.branches[crashed]
     assert trace_text(replay(TRANSFER, branch)) == trace_text(replay(TRANSFER, branch))

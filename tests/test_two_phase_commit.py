@@ -4,7 +4,7 @@ log, so another broker finishes the transaction."""
 from txnlab import Cluster, Producer
 from txnlab.client.message import TopicPartition
 from txnlab.client.consumer import Consumer
-from txnlab.broker.broker import broker_name
+from txnlab.protocol.names import broker_name
 from txnlab.twopc import KeyLocked, TwoPhaseCommitLab
 
 import pytest

@@ -3,7 +3,7 @@ the pictures as a person would see them; going back is exact; faults fork branch
 differ as the scenario says; client code stepped live behaves as when it runs plainly."""
 import pytest
 
-from txnlab import Cluster, Consumer, Producer, TopicPartition, scenarios
+from txnlab import Cluster, Consumer, Producer, TopicPartition, gallery
 from widgets import Stepper
 from widgets.execution import Branch, Execution, Story
 
@@ -180,7 +180,7 @@ def test_drop_a_chosen_in_flight_message_from_the_fault_panel():
     assert s.branch != "main" and s.cluster.kernel.network.messages[produce.id].state == "dropped"
     s.run_to_end()
     assert s.execution.error is None                         # the producers retried: every record once
-    scenarios.load("dropped-ack-dedup").verify(s.cluster, s.result)
+    gallery.load("dropped-ack-dedup").verify(s.cluster, s.result)
     s.close()
 
 
@@ -218,7 +218,7 @@ def test_clicking_a_broker_lane_picks_it_and_crash_restart_buttons_apply():
 # --------------------------------------------------------------- determinism, deadlines
 @pytest.mark.parametrize("name", ["transaction-timeout-abort", "consume-transform-produce"])
 def test_a_stepped_run_produces_the_same_trace_as_a_plain_run(name):
-    sc = scenarios.load(name)
+    sc = gallery.load(name)
     cluster, _ = sc.play()
     ex = Execution(Story.of(name), Branch("main"))
     ex.run_to_end()
@@ -318,7 +318,7 @@ def test_log_strip_stays_readable_at_ten_thousand_offsets():
 
 
 def test_the_pictures_only_read_a_run_stepped_with_every_view_redrawn_is_the_plain_run():
-    sc = scenarios.load("abort-hidden-from-read-committed")
+    sc = gallery.load("abort-hidden-from-read-committed")
     plain, _ = sc.play()
     s = Stepper(sc)
     while not s.at_end:

@@ -12,15 +12,16 @@ import itertools
 import weakref
 from typing import Optional, Union
 
-from .broker.broker import OFFSETS_TOPIC, TRANSACTION_STATE_TOPIC, Broker, broker_name
+from .broker.broker import Broker
 from .broker.controller import Controller
 from .config import BROKER, CLUSTER, TOPIC, resolve
 from .errors import ConfigException, KafkaError, KafkaException
 from .log.unified_log import UnifiedLog
 from .protocol.errors import Errors
 from .protocol.hashing import partition_for
-from .sim.lab import Lab
-from .sim.node import Node
+from .kernel.lab import Lab
+from .kernel.node import Node
+from .protocol.names import OFFSETS_TOPIC, TRANSACTION_STATE_TOPIC, broker_name
 
 _REGISTRY: "weakref.WeakValueDictionary[str, Cluster]" = weakref.WeakValueDictionary()
 _IDS = itertools.count(1)

@@ -1,6 +1,6 @@
 """The lab's pictures: ipywidgets and plotly views over a txnlab cluster and its trace.
 
-``Stepper`` steps, rewinds and perturbs a scenario (a gallery name from ``txnlab.scenarios`` or
+``Stepper`` steps, rewinds and perturbs a scenario (a gallery name from ``txnlab.gallery`` or
 a function of a cluster) while ``LogStrip`` (partition logs with LEO/HW/LSO and markers),
 ``CoordinatorView`` (the transaction state machine, ``__transaction_state``,
 ``__consumer_offsets``) and ``SpaceTime`` (the message-flow diagram) follow it.  It steps the

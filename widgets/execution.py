@@ -3,7 +3,7 @@
 Owns ``Fault`` (one fault a person applies at a step), ``Branch`` (seed + scenario variant + the
 list of (step index, fault) applied: everything needed to re-execute it deterministically),
 ``Story`` (how to build the lab and the client code to run on it) and ``Execution`` (one live run
-of a branch).  All of it needs only the ``txnlab.sim.lab.Lab`` face -- a kernel, its trace, named
+of a branch).  All of it needs only the ``txnlab.kernel.lab.Lab`` face -- a kernel, its trace, named
 processes and the faults -- so a Kafka ``Cluster``, a ``RocketMQCluster`` and a two-phase-commit
 lab are stepped alike.  The scenario's client code runs in a worker thread whose
 blocking calls (``commit_transaction``, ``poll``, ``flush`` ...) reach the kernel's ``driver``: they
@@ -19,8 +19,8 @@ from dataclasses import dataclass
 from typing import Any, Callable, Optional
 
 from txnlab import Cluster
-from txnlab.scenarios import Scenario
-from txnlab.sim.lab import Lab
+from txnlab.gallery import Scenario
+from txnlab.kernel.lab import Lab
 
 MAIN, WORKER = "main", "worker"
 
@@ -131,12 +131,12 @@ class Story:
     @classmethod
     def of(cls, scenario, brokers: int = 3, config: Optional[dict] = None,
            lab: Optional[Callable[[int], Lab]] = None) -> "Story":
-        """A scenario name (``txnlab.scenarios.load``), a ``Scenario``, or a plain function of a lab:
+        """A scenario name (``txnlab.gallery.load``), a ``Scenario``, or a plain function of a lab:
         of a Kafka ``Cluster(brokers, seed, config)``, or of ``lab(seed)`` when that recipe is given
         (e.g. ``lambda seed: RocketMQCluster(seed=seed)``)."""
         if isinstance(scenario, str):
-            from txnlab import scenarios
-            scenario = scenarios.load(scenario)
+            from txnlab import gallery
+            scenario = gallery.load(scenario)
         if isinstance(scenario, Scenario):
             return cls(scenario.name, scenario.make_cluster, scenario.run, scenario, tuple(scenario.variants))
         if callable(scenario):

@@ -21,11 +21,11 @@ This tour does what every chapter does:
 """)
 
 nb.code("""
-from txnlab import scenarios
+from txnlab import gallery
 from widgets import Stepper
 
-for name in scenarios.names():
-    print(f"{name:36} {scenarios.load(name).title}")
+for name in gallery.names():
+    print(f"{name:36} {gallery.load(name).title}")
 """)
 
 nb.md("""
@@ -166,8 +166,8 @@ print(s.narration)
 """)
 
 nb.code("""
-for name in scenarios.names():
-    sc = scenarios.load(name)
+for name in gallery.names():
+    sc = gallery.load(name)
     for variant in (list(sc.variants) or [None]):
         cluster, result = sc.play(seed=0, variant=variant)
         sc.verify(cluster, result, variant)

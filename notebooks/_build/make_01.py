@@ -327,7 +327,7 @@ batch we give it: a process on the simulated network that builds a `ProduceReque
 nb.code("""
 from txnlab.protocol.record_batch import Record, RecordBatch
 from txnlab.protocol import messages as m
-from txnlab.sim.node import Node
+from txnlab.kernel.node import Node
 
 
 class RawClient(Node):

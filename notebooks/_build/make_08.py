@@ -32,8 +32,8 @@ from IPython.display import display
 
 from txnlab import MUTATIONS
 from txnlab.check import KINDS
-from txnlab.explore import Explorer, replay as replay_choices
-from txnlab.sim.sweep import RunConfig, minimize_failure, replay, replay_command, run_seed
+from txnlab.sweep.explore import Explorer, replay as replay_choices
+from txnlab.sweep.runner import RunConfig, minimize_failure, replay, replay_command, run_seed
 """)
 
 nb.helpers("common")
@@ -185,7 +185,7 @@ assert not run_seed(fence_fail.seed, fence_cfg, schedule=small).ok     # the sma
 nb.md("""
 ## 4 · Every interleaving of a small case
 
-A sweep samples; a model checker enumerates. `txnlab.explore` takes one copier (a read_committed
+A sweep samples; a model checker enumerates. `txnlab.sweep.explore` takes one copier (a read_committed
 consumer and a transactional producer) copying two records into two partitions on one broker, and
 runs it again and again: at every moment where two messages could arrive in either order, or where a
 fault could strike (a lost Produce, EndTxn, WriteTxnMarkers or TxnOffsetCommit, or the copier crashing
@@ -221,7 +221,7 @@ nb.md("""
 
 Each mutation is caught by a sweep of the copier within 200 seeds (`tests/test_sim_mutations.py`
 checks it on every `make test`). Try them from a terminal:
-`python -m txnlab.sim --workload copier --faults <set> --mutation <name>`.
+`python -m txnlab.sweep --workload copier --faults <set> --mutation <name>`.
 
 | mutation | what is turned off | fault set | what the checker reports |
 |---|---|---|---|

@@ -14,20 +14,16 @@ from ..log.unified_log import UnifiedLog
 from ..protocol import messages as m
 from ..protocol.errors import Errors, ProtocolError
 from ..protocol.hashing import partition_for
-from ..sim.node import Node
+from ..kernel.node import Node
 from .authorizer import check_request
 from .fetch import FetchHandling
 from .partition import Partition
 from .produce import ProduceHandling
 from .replica_fetcher import ReplicaFetcher
+from ..protocol.names import OFFSETS_TOPIC, TRANSACTION_STATE_TOPIC, broker_name
 
 CONTROLLER = "controller"
-OFFSETS_TOPIC = "__consumer_offsets"
-TRANSACTION_STATE_TOPIC = "__transaction_state"
 
-
-def broker_name(broker_id: int) -> str:
-    return f"broker-{broker_id}"
 
 
 class MetadataCache:

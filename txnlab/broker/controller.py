@@ -11,7 +11,8 @@ from __future__ import annotations
 
 from ..protocol import messages as m
 from ..protocol.errors import Errors
-from ..sim.node import Node
+from ..kernel.node import Node
+from ..protocol.names import broker_name
 
 PRODUCER_ID_BLOCK_SIZE = 1000
 
@@ -180,7 +181,6 @@ class Controller(Node):
             self._send(b, tuple(changed))
 
     def _send(self, broker_id: int, states) -> None:
-        from .broker import broker_name
         req = m.LeaderAndIsrRequest(self.controller_epoch, tuple(states), self.live_brokers)
         tps = [(st.topic, st.partition) for st in states]
 

@@ -10,13 +10,9 @@ from ..protocol.record_batch import ControlRecordType
 from ..protocol import messages as m
 from ..protocol.errors import Errors, ProtocolError
 from ..protocol.hashing import partition_for
-
-OFFSETS_TOPIC = "__consumer_offsets"
-TRANSACTION_STATE_TOPIC = "__transaction_state"
+from ..protocol.names import OFFSETS_TOPIC, TRANSACTION_STATE_TOPIC, broker_name
 
 
-def broker_name(broker_id: int) -> str:
-    return f"broker-{broker_id}"
 
 
 class _ProduceState:

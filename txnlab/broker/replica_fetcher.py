@@ -10,11 +10,11 @@ from __future__ import annotations
 
 from ..protocol import messages as m
 from ..protocol.errors import Errors
+from ..protocol.names import broker_name
 
 
 class ReplicaFetcher:
     def __init__(self, broker, leader_id: int) -> None:
-        from .broker import broker_name       # (broker.py imports this module)
 
         self.broker = broker
         self.leader_id = leader_id

@@ -195,7 +195,7 @@ class ConsumerCoordinator:
             counts = {t: self.node.num_partitions(t) for t in topics if self.node.num_partitions(t)}
             plan = ASSIGNORS.get(resp.protocol_name, ASSIGNORS["range"])(subscriptions, counts)
             self.narrate(f"{self.c.name} ({resp.protocol_name} assignor) assigns "
-                         + "; ".join(f"{mid}: {m._tps(tps) or 'nothing'}" for mid, tps in plan.items()))
+                         + "; ".join(f"{mid}: {m.tps_str(tps) or 'nothing'}" for mid, tps in plan.items()))
             self._send_sync(tuple((mid, tuple(tps)) for mid, tps in plan.items()))
         self.node.request_metadata(tuple(topics), then=ready)
 
@@ -384,7 +384,7 @@ class ConsumerCoordinator:
                 return
             unstable = sorted(tp for tp, (_, _, pe) in resp.offsets.items() if pe == Errors.UNSTABLE_OFFSET_COMMIT)
             if unstable:
-                self.narrate(f"{self.c.name}: OffsetFetch -> UNSTABLE_OFFSET_COMMIT for {m._tps(unstable)}: the "
+                self.narrate(f"{self.c.name}: OffsetFetch -> UNSTABLE_OFFSET_COMMIT for {m.tps_str(unstable)}: the "
                              f"transaction that holds their offsets has no marker yet; asking again after "
                              f"retry.backoff.ms={self.cfg['retry.backoff.ms']}")
                 retry("", False)

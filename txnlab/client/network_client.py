@@ -11,7 +11,7 @@ from typing import Callable, Optional
 
 from ..protocol import messages as m
 from ..protocol.errors import Errors
-from ..sim.node import Node
+from ..kernel.node import Node
 
 
 def broker_node(broker_id: int) -> str:

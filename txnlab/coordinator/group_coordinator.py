@@ -16,7 +16,8 @@ from typing import Optional
 from ..protocol import messages as m
 from ..protocol.errors import Errors
 from .group_metadata import GroupMetadata, GroupState, MemberMetadata
-from .group_metadata_manager import OFFSETS_TOPIC, GroupMetadataManager
+from ..protocol.names import OFFSETS_TOPIC
+from .group_metadata_manager import GroupMetadataManager
 from .group_offsets import GroupOffsetHandlers
 
 S = GroupState
@@ -464,7 +465,7 @@ class GroupCoordinator(GroupOffsetHandlers):
         for mid in group.members:
             assignment.setdefault(mid, ())
         self.narrate(f"group {group.group_id!r}: leader {member.member_id} sent the assignment "
-                     + "; ".join(f"{mid}: {m._tps(a) or 'nothing'}" for mid, a in assignment.items()))
+                     + "; ".join(f"{mid}: {m.tps_str(a) or 'nothing'}" for mid, a in assignment.items()))
         generation = group.generation_id
         self.manager.store_group(group, assignment, lambda e: self._on_group_stored(group, generation, assignment, e))
         return None

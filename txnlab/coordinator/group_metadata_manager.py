@@ -16,8 +16,8 @@ from ..protocol.errors import Errors
 from ..protocol.hashing import partition_for
 from . import offset_records as rec
 from .group_metadata import GroupMetadata, GroupState, MemberMetadata, OffsetAndMetadata
+from ..protocol.names import OFFSETS_TOPIC
 
-OFFSETS_TOPIC = "__consumer_offsets"
 
 
 def map_offset_write_error(error: Errors) -> Errors:

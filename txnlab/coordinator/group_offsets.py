@@ -16,9 +16,9 @@ from ..protocol import messages as m
 from ..protocol.errors import Errors
 from ..protocol.hashing import partition_for
 from .group_metadata import GroupMetadata, GroupState
+from ..protocol.names import TRANSACTION_STATE_TOPIC, broker_name
 
 S = GroupState
-TRANSACTION_STATE_TOPIC = "__transaction_state"
 # what a failed KIP-890 check becomes for TxnOffsetCommit (retriable ones: find the coordinator, retry)
 VERIFICATION_ERRORS = {Errors.PRODUCER_FENCED: Errors.INVALID_PRODUCER_EPOCH,
                        Errors.INVALID_PRODUCER_EPOCH: Errors.INVALID_PRODUCER_EPOCH,
@@ -26,9 +26,6 @@ VERIFICATION_ERRORS = {Errors.PRODUCER_FENCED: Errors.INVALID_PRODUCER_EPOCH,
                        Errors.TRANSACTION_ABORTABLE: Errors.TRANSACTION_ABORTABLE,
                        Errors.INVALID_PRODUCER_ID_MAPPING: Errors.INVALID_PRODUCER_ID_MAPPING}
 
-
-def broker_name(broker_id: int) -> str:
-    return f"broker-{broker_id}"
 
 
 class GroupOffsetHandlers:
@@ -162,7 +159,7 @@ class GroupOffsetHandlers:
             e = group.offsets.get(tp)
             out[tp] = (e.offset, e.metadata, Errors.NONE) if e is not None else (-1, "", Errors.NONE)
         if unstable:
-            self.narrate(f"group {group.group_id!r}: the offsets of {m._tps(unstable)} were written by a transaction "
+            self.narrate(f"group {group.group_id!r}: the offsets of {m.tps_str(unstable)} were written by a transaction "
                          f"that has no marker yet (or by a commit still being replicated) -> UNSTABLE_OFFSET_COMMIT "
                          f"(retriable: ask again once the transaction ends)")
         return m.OffsetFetchResponse(Errors.NONE, out)

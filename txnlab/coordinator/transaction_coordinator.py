@@ -20,9 +20,9 @@ from .transaction_marker_channel_manager import TransactionMarkerChannelManager
 from .transaction_metadata import (EXPIRATION_ALLOWED, MAX_EPOCH, IllegalTransition, TransactionMetadata,
                                    TransactionState)
 from .transaction_state_manager import TransactionStateManager
+from ..protocol.names import OFFSETS_TOPIC
 
 S = TransactionState
-OFFSETS_TOPIC = "__consumer_offsets"
 
 
 class TransactionCoordinator:

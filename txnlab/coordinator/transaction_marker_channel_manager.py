@@ -10,10 +10,10 @@ partition has its marker.
 """
 from __future__ import annotations
 
-from ..broker.broker import broker_name
 from ..protocol import messages as m
 from ..protocol.errors import Errors
 from .transaction_metadata import TransactionState
+from ..protocol.names import broker_name
 
 RETRY_MS = 100
 RETRY_ERRORS = {Errors.UNKNOWN_TOPIC_OR_PARTITION, Errors.NOT_LEADER_OR_FOLLOWER, Errors.NOT_ENOUGH_REPLICAS,

@@ -36,9 +36,9 @@ from typing import Any, Optional
 from ..client.network_client import ClientNode
 from ..errors import ConfigException, KafkaError, KafkaException
 from ..protocol.errors import Errors
-from ..sim.kernel import Kernel
-from ..sim.network import Message
-from ..sim.node import _Pending
+from ..kernel.kernel import Kernel
+from ..kernel.network import Message
+from ..kernel.node import _Pending
 from . import codec
 
 ADDRESS = re.compile(r"^txnlab://(?P<host>\[[0-9a-fA-F:]+\]|[A-Za-z0-9.\-]+):(?P<port>\d{1,5})/(?P<token>[A-Za-z0-9_\-]+)$")

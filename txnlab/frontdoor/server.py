@@ -35,7 +35,7 @@ import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Callable, Optional
 
-from ..sim.node import Node
+from ..kernel.node import Node
 from . import codec
 from .codec import BadRequest
 

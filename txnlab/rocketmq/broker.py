@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Optional
 
-from ..sim.node import Node
+from ..kernel.node import Node
 from .message import MessageExt
 from .protocol import (RMQ_SYS_TRANS_HALF_TOPIC, SYSTEM_TOPICS, GetMaxOffsetResponseHeader, MessageConst,
                        MessageSysFlag, PullMessageResponseHeader, RegisterBrokerRequestHeader, RemotingResponse,

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Callable, Optional
 
-from ..sim.node import Node
+from ..kernel.node import Node
 from .protocol import GetRouteInfoRequestHeader, HeartbeatData, MessageConst, ResponseCode
 
 NAMESRV = "namesrv"

@@ -1,7 +1,7 @@
 """``RocketMQCluster``: a name server and broker(s) on one deterministic kernel, with faults and views.
 
 Owns construction (broker.conf keys such as transactionCheckInterval, transactionTimeOut and
-transactionCheckMax), topics, the lab's faults (from ``txnlab.sim.lab.Lab``: crash, pause,
+transactionCheckMax), topics, the lab's faults (from ``txnlab.kernel.lab.Lab``: crash, pause,
 drop/delay/duplicate the next END_TRANSACTION or any other request code, partitions), and the
 read-only views that pictures and tests use: ``half_messages()`` (RMQ_SYS_TRANS_HALF_TOPIC with
 each offset's fate), ``op_messages()`` (RMQ_SYS_TRANS_OP_HALF_TOPIC), ``transactions()`` (one
@@ -13,7 +13,7 @@ import itertools
 import weakref
 from typing import Optional
 
-from ..sim.lab import Lab
+from ..kernel.lab import Lab
 from .broker import AUTO_CREATE_TOPIC_KEY_TOPIC, BrokerController
 from .client import MQClientInstance
 from .message import MessageExt, MQClientException

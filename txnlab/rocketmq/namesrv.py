@@ -6,7 +6,7 @@ which brokers fill again on their next registration.
 """
 from __future__ import annotations
 
-from ..sim.node import Node
+from ..kernel.node import Node
 from .protocol import RemotingResponse, ResponseCode, TopicRouteData
 
 

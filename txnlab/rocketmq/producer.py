@@ -17,7 +17,7 @@ from __future__ import annotations
 from enum import Enum
 from typing import Optional
 
-from ..sim.lab import send_oneway
+from ..kernel.lab import send_oneway
 from .client import ExecutorService
 from .message import (LocalTransactionState, Message, MessageQueue, MQClientException, SendResult, SendStatus,
                       TransactionSendResult)

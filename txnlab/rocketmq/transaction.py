@@ -17,7 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Optional
 
-from ..sim.lab import send_oneway
+from ..kernel.lab import send_oneway
 from .message import MessageExt
 from .protocol import (CID_SYS_RMQ_TRANS, REMOVETAG, RMQ_SYS_TRANS_HALF_TOPIC, RMQ_SYS_TRANS_OP_HALF_TOPIC,
                        TRANS_CHECK_MAX_TIME_TOPIC, CheckTransactionStateRequestHeader, MessageConst, MessageSysFlag,

@@ -1,8 +1,3 @@
-"""Deterministic simulation kernel: clock, seeded scheduler, network, faults, trace."""
-from .kernel import Event, Kernel, SimulationStuck
-from .network import FaultRule, Message, Network
-from .node import Node
-from .trace import Trace, TraceEvent
-
-__all__ = ["Event", "Kernel", "SimulationStuck", "FaultRule", "Message", "Network", "Node",
-           "Trace", "TraceEvent"]
+"""The old name of the simulation-testing harness: ``python -m txnlab.sim`` still runs ``txnlab.sweep``'s command
+line, so replay commands printed before the harness moved keep working.  Code imports ``txnlab.kernel`` (the
+deterministic kernel) or ``txnlab.sweep`` (workloads, nemesis, runner, explorer)."""

@@ -13,8 +13,8 @@ from __future__ import annotations
 from enum import Enum
 from typing import Optional
 
-from ..sim.lab import send_oneway
-from ..sim.node import Node
+from ..kernel.lab import send_oneway
+from ..kernel.node import Node
 from .log import DurableLog, LogRecord
 from .protocol import GlobalAbort, GlobalCommit, Prepare
 

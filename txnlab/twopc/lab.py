@@ -2,7 +2,7 @@
 
 Owns construction (participants with their accounts; config keys log.force.ms, vote.timeout.ms,
 decision.timeout.ms, decision.retry.ms, cooperative.termination), starting a transaction (a bank
-transfer: writes per participant), the faults of ``txnlab.sim.lab.Lab`` (crash and restart the
+transfer: writes per participant), the faults of ``txnlab.kernel.lab.Lab`` (crash and restart the
 coordinator or a participant, drop the next GLOBAL_COMMIT, pause, partitions) and the views that
 pictures and tests read: the outcome in the coordinator's log, each participant's state, locks and
 balances, and which participants are blocked.
@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Optional
 
-from ..sim.lab import Lab
+from ..kernel.lab import Lab
 from .coordinator import TwoPhaseCommitCoordinator
 from .participant import Participant, ParticipantState
 from .protocol import ALL_APIS

@@ -12,8 +12,8 @@ from __future__ import annotations
 from enum import Enum
 from typing import Optional
 
-from ..sim.lab import send_oneway
-from ..sim.node import Node
+from ..kernel.lab import send_oneway
+from ..kernel.node import Node
 from .coordinator import DEFAULTS
 from .log import DurableLog, LogRecord
 from .protocol import Ack, DecisionRequest, GlobalAbort, GlobalCommit, VoteAbort, VoteCommit

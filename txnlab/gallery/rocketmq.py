@@ -1,6 +1,6 @@
 """Stories of RocketMQ's transactional messages for the stepper: the seed's order service under a fault.
 
-Owns ``GALLERY`` (``txnlab.scenarios.load(name)`` finds these too).  Each is a ``txnlab.scenarios.Scenario``
+Owns ``GALLERY`` (``txnlab.gallery.load(name)`` finds these too).  Each is a ``txnlab.gallery.Scenario``
 whose ``lab`` recipe builds a ``RocketMQCluster`` (a name server and broker-a, ``order-topic`` with two
 queues) and whose ``run`` is the application's code, written with RocketMQ's client API only
 (``CreateOrderService`` over ``TransactionMQProducer``, ``DefaultLitePullConsumer``).  Run plainly, its
@@ -13,11 +13,11 @@ from __future__ import annotations
 
 from typing import Optional
 
-from ..scenarios import Scenario, expect
-from .cluster import RocketMQCluster
-from .consumer import ConsumeFromWhere, DefaultLitePullConsumer
-from .message import MQClientException
-from .order_service import ORDER_TOPIC, CreateOrderRequest, CreateOrderService, OrderDao
+from .scenario import Scenario, expect
+from ..rocketmq.cluster import RocketMQCluster
+from ..rocketmq.consumer import ConsumeFromWhere, DefaultLitePullConsumer
+from ..rocketmq.message import MQClientException
+from ..rocketmq.order_service import ORDER_TOPIC, CreateOrderRequest, CreateOrderService, OrderDao
 
 ORDER = CreateOrderRequest("o-1", "book", 30)
 

@@ -17,7 +17,7 @@ from typing import Iterator, Optional
 from ..check import CheckResult
 from ..check.history import History
 from ..cluster import Cluster
-from .faults import FAULT_SETS, Fault, Nemesis, minimize, plan, schedule_to_json
+from .nemesis import FAULT_SETS, Fault, Nemesis, minimize, plan, schedule_to_json
 from .invariants import StepInvariants, end_invariants
 from .runtime import Runtime
 from .workloads import WORKLOADS
@@ -171,7 +171,7 @@ def minimize_failure(res: SeedResult, budget: int = 30) -> list:
 
 
 def replay_command(seed: int, cfg: RunConfig, schedule: Optional[list] = None) -> str:
-    parts = ["python -m txnlab.sim", f"--workload {cfg.workload}", f"--faults {cfg.faults}", f"--seed {seed}"]
+    parts = ["python -m txnlab.sweep", f"--workload {cfg.workload}", f"--faults {cfg.faults}", f"--seed {seed}"]
     if cfg.transaction_version:
         parts.append(f"--transaction-version {cfg.transaction_version}")
     if cfg.mutation:

@@ -1,6 +1,6 @@
 """Exhaustive exploration of a small scenario: every interleaving, every placement of up to two faults.
 
-``python -m txnlab.explore [--mutation NAME] [--faults 2] [--max-runs N] [--replay 0,2,1]``
+``python -m txnlab.sweep.explore [--mutation NAME] [--faults 2] [--max-runs N] [--replay 0,2,1]``
 
 The scenario (DSLabs-style, small enough to enumerate): one broker; the input
 topic holds two committed records; a copier -- one read_committed consumer and
@@ -32,14 +32,14 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Optional
 
-from .check import check, check_copy, check_fencing, check_offsets
-from .check.history import FAIL, INFO, OK, History
-from .client.consumer import Consumer
-from .client.message import TopicPartition
-from .client.producer import Producer
-from .cluster import MUTATIONS, Cluster
-from .errors import KafkaException
-from .sim.clientops import final_read, poll_mops, record_committed_offsets
+from ..check import check, check_copy, check_fencing, check_offsets
+from ..check.history import FAIL, INFO, OK, History
+from ..client.consumer import Consumer
+from ..client.message import TopicPartition
+from ..client.producer import Producer
+from ..cluster import MUTATIONS, Cluster
+from ..errors import KafkaException
+from .clientops import final_read, poll_mops, record_committed_offsets
 
 INPUT = ("a", "b")
 # Messages a fault may hit: the ones exactly-once depends on (a lost Fetch or Metadata only adds a retry).
@@ -356,7 +356,7 @@ def replay(choices: list, mutation: Optional[str] = None, seed: int = 0, max_fau
 
 
 def main(argv: Optional[list] = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m txnlab.explore", description=__doc__.split("\n\n")[0])
+    ap = argparse.ArgumentParser(prog="python -m txnlab.sweep.explore", description=__doc__.split("\n\n")[0])
     ap.add_argument("--mutation", choices=MUTATIONS)
     ap.add_argument("--faults", type=int, default=2, help="at most this many faults per run (default 2)")
     ap.add_argument("--reorderings", type=int, default=1,
@@ -385,7 +385,7 @@ def main(argv: Optional[list] = None) -> int:
         flags = (f" --mutation {args.mutation}" if args.mutation else "") + \
             (f" --transaction-version {args.transaction_version}" if args.transaction_version else "")
         print(f"counterexample: seed {args.seed}, choices {','.join(map(str, ce.choices))}")
-        print(f"replay: python -m txnlab.explore --seed {args.seed}{flags} --faults {args.faults} "
+        print(f"replay: python -m txnlab.sweep.explore --seed {args.seed}{flags} --faults {args.faults} "
               f"--reorderings {args.reorderings} --replay {','.join(map(str, ce.choices))}")
         return 1
     print("no violation")

@@ -1,6 +1,6 @@
 """Stories of classic two-phase commit for the stepper: a bank transfer, and the coordinator crash that blocks it.
 
-Owns ``GALLERY`` (``txnlab.scenarios.load(name)`` finds these too).  Each is a ``txnlab.scenarios.Scenario``
+Owns ``GALLERY`` (``txnlab.gallery.load(name)`` finds these too).  Each is a ``txnlab.gallery.Scenario``
 whose ``lab`` recipe builds a ``TwoPhaseCommitLab`` (the coordinator, bank-a with alice's account and
 bank-b with bob's) and whose ``run`` is the application and the operator: alice pays bob 30 in
 transaction T1, the application waits up to 30 s for the outcome, and an operator who finds the
@@ -11,9 +11,9 @@ from __future__ import annotations
 
 from typing import Optional
 
-from ..scenarios import Scenario, expect
-from .lab import TwoPhaseCommitLab
-from .participant import KeyLocked, ParticipantState
+from .scenario import Scenario, expect
+from ..twopc.lab import TwoPhaseCommitLab
+from ..twopc.participant import KeyLocked, ParticipantState
 
 ACCOUNTS = {"bank-a": {"alice": 100}, "bank-b": {"bob": 20}}
 TRANSFER = {"bank-a": {"alice": -30}, "bank-b": {"bob": +30}}      # alice pays bob 30

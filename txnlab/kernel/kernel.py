@@ -10,9 +10,15 @@ from __future__ import annotations
 
 import heapq
 from random import Random
-from typing import Callable, Optional
+from typing import Callable, Optional, Protocol
 
 from .trace import Trace, TraceEvent
+
+
+class Process(Protocol):
+    """What the kernel needs of a node (``node.Node`` is the one implementation; node.py imports this module)."""
+
+    name: str
 
 
 class Event:
@@ -54,7 +60,7 @@ class Kernel:
         self.rng = Random(seed)
         self.step_count = 0
         self.trace = Trace()
-        self.nodes: dict[str, "Node"] = {}
+        self.nodes: dict[str, Process] = {}
         # heap entries are (time, seq, event): tuples compare in C, without calling Event.__lt__
         self._queue: list[tuple] = []
         self._seq = 0
@@ -68,7 +74,7 @@ class Kernel:
         self.driver: Optional[Callable[[Callable[[], bool], Optional[int]], bool]] = None
 
     # ----------------------------------------------------------------- nodes
-    def register(self, node: "Node") -> None:
+    def register(self, node: Process) -> None:
         if node.name in self.nodes:
             raise ValueError(f"a node named {node.name!r} already exists")
         self.nodes[node.name] = node
@@ -261,6 +267,3 @@ class Kernel:
     def advance(self, ms: int) -> None:
         """Let ``ms`` of simulated time pass, handling every event due in it."""
         self.run_until(lambda: False, timeout_ms=ms)
-
-
-from .node import Node  # noqa: E402  (type reference only)

@@ -1,0 +1,24 @@
+"""What every message module shares: the partition key, isolation levels, and the short texts of ``describe()``."""
+from __future__ import annotations
+
+from .errors import Errors
+
+TP = tuple  # (topic, partition)
+
+READ_UNCOMMITTED = 0
+READ_COMMITTED = 1
+CONSUMER_REPLICA_ID = -1
+
+
+def tp_str(tp) -> str:
+    return f"{tp[0]}-{tp[1]}"
+
+
+def tps_str(tps, limit: int = 4) -> str:
+    tps = sorted(tps)
+    s = ", ".join(tp_str(t) for t in tps[:limit])
+    return s + (f" +{len(tps) - limit} more" if len(tps) > limit else "")
+
+
+def _err(e) -> str:
+    return "ok" if e == Errors.NONE else str(Errors(e))

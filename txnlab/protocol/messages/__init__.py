@@ -1,0 +1,30 @@
+"""Requests and responses, named after Kafka's APIs, with Kafka's field names.
+
+The only thing clients and brokers share.  Each message is a small frozen
+dataclass with ``API`` (Kafka's request name) and ``API_KEY`` (its number).
+Partitions are keyed by ``(topic, partition)`` tuples.  ``describe()`` gives
+the short text the trace shows.  One module per family of APIs; this package
+is the one name to import them by (``from txnlab.protocol import messages as m``).
+"""
+from ..message_base import CONSUMER_REPLICA_ID, READ_COMMITTED, READ_UNCOMMITTED, TP, tp_str, tps_str  # noqa: F401
+from .data import (  # noqa: F401
+    PartitionMetadata, MetadataRequest, MetadataResponse, ProduceRequest, PartitionProduceResponse,
+    ProduceResponse, FetchPartition, FetchRequest, FetchPartitionData, FetchResponse, ListOffsetsRequest,
+    ListOffsetsResponse, FindCoordinatorRequest, FindCoordinatorResponse, InitProducerIdRequest,
+    InitProducerIdResponse, ApiVersionsRequest, ApiVersionsResponse, COORDINATOR_GROUP,
+    COORDINATOR_TRANSACTION)
+from .group import (  # noqa: F401
+    JoinGroupRequest, JoinGroupResponse, SyncGroupRequest, SyncGroupResponse, HeartbeatRequest,
+    HeartbeatResponse, LeaveGroupRequest, LeaveGroupResponse, OffsetCommitRequest, OffsetCommitResponse,
+    OffsetFetchRequest, OffsetFetchResponse)
+from .txn import (  # noqa: F401
+    AddPartitionsToTxnRequest, AddPartitionsToTxnResponse, AddOffsetsToTxnRequest, AddOffsetsToTxnResponse,
+    EndTxnRequest, EndTxnResponse, TxnMarkerEntry, WriteTxnMarkersRequest, WriteTxnMarkersResponse,
+    TxnOffsetCommitRequest, TxnOffsetCommitResponse, DescribeProducersRequest, DescribeProducersResponse,
+    DescribeTransactionsRequest, DescribeTransactionsResponse, ListTransactionsRequest,
+    ListTransactionsResponse)
+from .control import (  # noqa: F401
+    BrokerHeartbeatRequest, BrokerHeartbeatResponse, BrokerRegistrationRequest, BrokerRegistrationResponse,
+    PartitionState, LeaderAndIsrRequest, LeaderAndIsrResponse, AlterPartitionRequest, AlterPartitionResponse,
+    ControlledShutdownRequest, ControlledShutdownResponse, CreateTopicsRequest, CreateTopicsResponse,
+    AllocateProducerIdsRequest, AllocateProducerIdsResponse)

@@ -1,0 +1,169 @@
+"""Between the controller (the KRaft quorum) and the brokers: registration, heartbeats, LeaderAndIsr, AlterPartition, ControlledShutdown, CreateTopics, AllocateProducerIds."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Optional
+
+from ..message_base import _err
+
+
+# ----------------------------------------------------- controller <-> broker
+@dataclass(frozen=True, slots=True)
+class BrokerHeartbeatRequest:
+    API = "BrokerHeartbeat"
+    API_KEY = 63
+    broker_id: int
+    broker_epoch: int
+
+    def describe(self) -> str:
+        return f"broker {self.broker_id}"
+
+
+@dataclass(frozen=True, slots=True)
+class BrokerHeartbeatResponse:
+    error: int
+    is_fenced: bool = False
+
+    def describe(self) -> str:
+        return _err(self.error)
+
+    def is_quiet(self) -> bool:
+        return True
+
+
+@dataclass(frozen=True, slots=True)
+class BrokerRegistrationRequest:
+    API = "BrokerRegistration"
+    API_KEY = 62
+    broker_id: int
+    incarnation: int
+
+    def describe(self) -> str:
+        return f"broker {self.broker_id} (incarnation {self.incarnation})"
+
+
+@dataclass(frozen=True, slots=True)
+class BrokerRegistrationResponse:
+    error: int
+    broker_epoch: int = -1
+
+    def describe(self) -> str:
+        return _err(self.error) if self.error else f"broker epoch {self.broker_epoch}"
+
+
+@dataclass(frozen=True, slots=True)
+class PartitionState:
+    """What the controller decided for one partition (LeaderAndIsr / UpdateMetadata)."""
+    topic: str
+    partition: int
+    leader: int
+    leader_epoch: int
+    isr: tuple
+    replicas: tuple
+    partition_epoch: int
+    config: tuple = ()                 # topic config items
+
+
+@dataclass(frozen=True, slots=True)
+class LeaderAndIsrRequest:
+    API = "LeaderAndIsr"
+    API_KEY = 4
+    controller_epoch: int
+    partition_states: tuple             # (PartitionState, ...)
+    live_brokers: tuple
+
+    def describe(self) -> str:
+        return "; ".join(f"{p.topic}-{p.partition} leader {p.leader} epoch {p.leader_epoch} isr {list(p.isr)}"
+                         for p in self.partition_states[:4]) + (" ..." if len(self.partition_states) > 4 else "")
+
+
+@dataclass(frozen=True, slots=True)
+class LeaderAndIsrResponse:
+    error: int
+
+    def describe(self) -> str:
+        return _err(self.error)
+
+
+@dataclass(frozen=True, slots=True)
+class AlterPartitionRequest:
+    API = "AlterPartition"
+    API_KEY = 56
+    broker_id: int
+    topic: str
+    partition: int
+    leader_epoch: int
+    new_isr: tuple
+    partition_epoch: int
+
+    def describe(self) -> str:
+        return f"{self.topic}-{self.partition} ISR -> {list(self.new_isr)}"
+
+
+@dataclass(frozen=True, slots=True)
+class AlterPartitionResponse:
+    error: int
+    state: Optional[PartitionState] = None
+
+    def describe(self) -> str:
+        return _err(self.error) if self.error else f"ISR now {list(self.state.isr)}"
+
+
+@dataclass(frozen=True, slots=True)
+class ControlledShutdownRequest:
+    API = "ControlledShutdown"
+    API_KEY = 7
+    broker_id: int
+
+    def describe(self) -> str:
+        return f"broker {self.broker_id}"
+
+
+@dataclass(frozen=True, slots=True)
+class ControlledShutdownResponse:
+    error: int
+
+    def describe(self) -> str:
+        return _err(self.error)
+
+
+@dataclass(frozen=True, slots=True)
+class CreateTopicsRequest:
+    API = "CreateTopics"
+    API_KEY = 19
+    name: str
+    num_partitions: int
+    replication_factor: int
+    config: tuple = ()
+
+    def describe(self) -> str:
+        return f"{self.name} ({self.num_partitions} partitions, RF {self.replication_factor})"
+
+
+@dataclass(frozen=True, slots=True)
+class CreateTopicsResponse:
+    error: int
+    error_message: str = ""
+
+    def describe(self) -> str:
+        return _err(self.error) + (f": {self.error_message}" if self.error_message else "")
+
+
+@dataclass(frozen=True, slots=True)
+class AllocateProducerIdsRequest:
+    API = "AllocateProducerIds"
+    API_KEY = 67
+    broker_id: int
+
+    def describe(self) -> str:
+        return f"broker {self.broker_id}"
+
+
+@dataclass(frozen=True, slots=True)
+class AllocateProducerIdsResponse:
+    error: int
+    producer_id_start: int = -1
+    producer_id_len: int = 0
+
+    def describe(self) -> str:
+        return _err(self.error) if self.error else f"ids {self.producer_id_start}..{self.producer_id_start + self.producer_id_len - 1}"

@@ -1,0 +1,248 @@
+"""Metadata, Produce, Fetch, ListOffsets, FindCoordinator, InitProducerId and ApiVersions: what every client sends."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Optional
+
+from ..errors import Errors
+from ..message_base import READ_COMMITTED, tp_str, _err
+
+
+# ------------------------------------------------------------------ metadata
+@dataclass(frozen=True, slots=True)
+class PartitionMetadata:
+    error: int
+    partition: int
+    leader: int
+    leader_epoch: int
+    replicas: tuple
+    isr: tuple
+
+
+@dataclass(frozen=True, slots=True)
+class MetadataRequest:
+    API = "Metadata"
+    API_KEY = 3
+    topics: Optional[tuple] = None   # None = all topics
+
+    def describe(self) -> str:
+        return "all topics" if self.topics is None else ", ".join(self.topics)
+
+
+@dataclass(frozen=True, slots=True)
+class MetadataResponse:
+    brokers: tuple                      # broker ids that are alive
+    controller_id: int
+    topics: dict                        # topic -> (error, [PartitionMetadata])
+
+    def describe(self) -> str:
+        return f"{len(self.topics)} topic(s), brokers {list(self.brokers)}"
+
+
+# ------------------------------------------------------------------- produce
+@dataclass(frozen=True, slots=True)
+class ProduceRequest:
+    API = "Produce"
+    API_KEY = 0
+    transactional_id: Optional[str]
+    acks: int
+    timeout_ms: int
+    topic_data: dict                    # tp -> RecordBatch
+
+    def describe(self) -> str:
+        parts = []
+        for tp, b in self.topic_data.items():
+            s = f"{tp_str(tp)}: {b.record_count} record(s)"
+            if b.producer_id >= 0:
+                s += f" pid {b.producer_id} epoch {b.producer_epoch} seq {b.base_sequence}..{b.last_sequence}"
+            if b.is_transactional:
+                s += " txn"
+            parts.append(s)
+        return "; ".join(parts) + f", acks={self.acks}"
+
+
+@dataclass(frozen=True, slots=True)
+class PartitionProduceResponse:
+    error: int
+    base_offset: int = -1
+    log_append_time: int = -1
+    log_start_offset: int = -1
+    error_message: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class ProduceResponse:
+    responses: dict                     # tp -> PartitionProduceResponse
+
+    def describe(self) -> str:
+        out = []
+        for tp, r in self.responses.items():
+            if r.error == Errors.NONE:
+                out.append(f"{tp_str(tp)} ok at offset {r.base_offset}")
+            else:
+                out.append(f"{tp_str(tp)} {_err(r.error)}")
+        return "; ".join(out)
+
+
+# --------------------------------------------------------------------- fetch
+@dataclass(frozen=True, slots=True)
+class FetchPartition:
+    fetch_offset: int
+    partition_max_bytes: int = 1_048_576
+    current_leader_epoch: int = -1
+    last_fetched_epoch: int = -1
+
+
+@dataclass(frozen=True, slots=True)
+class FetchRequest:
+    API = "Fetch"
+    API_KEY = 1
+    replica_id: int                     # -1 for consumers
+    max_wait_ms: int
+    min_bytes: int
+    isolation_level: int
+    partitions: dict                    # tp -> FetchPartition (with a session: only what changed)
+    session_id: int = -1                # KIP-227: -1 no session, 0 open one, >0 an incremental fetch
+    session_epoch: int = -1
+    forgotten: tuple = ()               # partitions to drop from the session
+
+    def describe(self) -> str:
+        who = "consumer" if self.replica_id < 0 else f"follower {self.replica_id}"
+        if self.session_id > 0:
+            who += f" (session {self.session_id}, {len(self.partitions)} changed)"
+        iso = " read_committed" if self.isolation_level == READ_COMMITTED else ""
+        offs = ", ".join(f"{tp_str(tp)}@{p.fetch_offset}" for tp, p in sorted(self.partitions.items())[:4])
+        return f"{who}{iso} {offs}"
+
+
+@dataclass(frozen=True, slots=True)
+class FetchPartitionData:
+    error: int
+    high_watermark: int = -1
+    last_stable_offset: int = -1
+    log_start_offset: int = -1
+    aborted_transactions: Optional[tuple] = None   # ((producer_id, first_offset), ...)
+    records: tuple = ()                            # RecordBatch, ...
+    diverging_epoch: Optional[tuple] = None        # (epoch, end_offset)
+
+
+@dataclass(frozen=True, slots=True)
+class FetchResponse:
+    partitions: dict                    # tp -> FetchPartitionData (with a session: only what changed)
+    error: int = 0                      # top-level: FETCH_SESSION_ID_NOT_FOUND, INVALID_FETCH_SESSION_EPOCH
+    session_id: int = 0
+
+    def describe(self) -> str:
+        if self.error:
+            return _err(self.error)
+        out = []
+        for tp, d in sorted(self.partitions.items()):
+            if d.error != Errors.NONE:
+                out.append(f"{tp_str(tp)} {_err(d.error)}")
+                continue
+            n = sum(b.record_count for b in d.records)
+            s = f"{tp_str(tp)} {n} record(s) HW {d.high_watermark}"
+            if d.aborted_transactions:
+                s += f" aborted {list(d.aborted_transactions)}"
+            if d.diverging_epoch:
+                s += f" diverging epoch {d.diverging_epoch}"
+            out.append(s)
+        return "; ".join(out[:4]) + (" ..." if len(out) > 4 else "")
+
+    def is_quiet(self) -> bool:
+        return not self.error and not any(d.records or d.diverging_epoch or d.error for d in self.partitions.values())
+
+
+@dataclass(frozen=True, slots=True)
+class ListOffsetsRequest:
+    API = "ListOffsets"
+    API_KEY = 2
+    isolation_level: int
+    partitions: dict                    # tp -> timestamp (-1 latest, -2 earliest)
+
+    def describe(self) -> str:
+        return ", ".join(f"{tp_str(tp)} {'latest' if t == -1 else 'earliest' if t == -2 else t}"
+                         for tp, t in sorted(self.partitions.items()))
+
+
+@dataclass(frozen=True, slots=True)
+class ListOffsetsResponse:
+    partitions: dict                    # tp -> (error, offset)
+
+    def describe(self) -> str:
+        return ", ".join(f"{tp_str(tp)} {o if e == 0 else _err(e)}" for tp, (e, o) in sorted(self.partitions.items()))
+
+
+# --------------------------------------------------------- find coordinator
+COORDINATOR_GROUP = 0
+COORDINATOR_TRANSACTION = 1
+
+
+@dataclass(frozen=True, slots=True)
+class FindCoordinatorRequest:
+    API = "FindCoordinator"
+    API_KEY = 10
+    key: str
+    key_type: int
+
+    def describe(self) -> str:
+        return f"{'transactional.id' if self.key_type == COORDINATOR_TRANSACTION else 'group'} {self.key!r}"
+
+
+@dataclass(frozen=True, slots=True)
+class FindCoordinatorResponse:
+    error: int
+    node_id: int = -1
+    error_message: str = ""
+
+    def describe(self) -> str:
+        return f"coordinator is broker {self.node_id}" if self.error == 0 else _err(self.error)
+
+
+# --------------------------------------------------------- init producer id
+@dataclass(frozen=True, slots=True)
+class InitProducerIdRequest:
+    API = "InitProducerId"
+    API_KEY = 22
+    transactional_id: Optional[str]
+    transaction_timeout_ms: int
+    producer_id: int = -1
+    producer_epoch: int = -1
+
+    def describe(self) -> str:
+        s = f"transactional.id {self.transactional_id!r}" if self.transactional_id is not None else "idempotent"
+        if self.producer_id >= 0:
+            s += f", current pid {self.producer_id} epoch {self.producer_epoch}"
+        return s
+
+
+@dataclass(frozen=True, slots=True)
+class InitProducerIdResponse:
+    error: int
+    producer_id: int = -1
+    producer_epoch: int = -1
+
+    def describe(self) -> str:
+        if self.error:
+            return _err(self.error)
+        return f"pid {self.producer_id} epoch {self.producer_epoch}"
+
+
+@dataclass(frozen=True, slots=True)
+class ApiVersionsRequest:
+    API = "ApiVersions"
+    API_KEY = 18
+    client_software_name: str = "txnlab"
+
+    def describe(self) -> str:
+        return self.client_software_name
+
+
+@dataclass(frozen=True, slots=True)
+class ApiVersionsResponse:
+    error: int
+    api_keys: tuple = ()                # (name, api_key), ...
+    finalized_features: tuple = ()      # (name, level), ... e.g. ("transaction.version", 2)
+
+    def describe(self) -> str:
+        return ", ".join(f"{k}={v}" for k, v in self.finalized_features) or _err(self.error)

@@ -1,0 +1,151 @@
+"""The consumer group APIs: JoinGroup, SyncGroup, Heartbeat, LeaveGroup, OffsetCommit, OffsetFetch."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Optional
+
+from ..message_base import tp_str, _err, tps_str
+
+
+# ---------------------------------------------------------------- groups
+@dataclass(frozen=True, slots=True)
+class JoinGroupRequest:
+    API = "JoinGroup"
+    API_KEY = 11
+    group_id: str
+    session_timeout_ms: int
+    rebalance_timeout_ms: int
+    member_id: str
+    group_instance_id: Optional[str]
+    protocol_type: str
+    protocols: tuple                    # ((name, subscribed topics tuple), ...)
+
+    def describe(self) -> str:
+        return f"group {self.group_id!r} member {self.member_id or '(new)'}"
+
+
+@dataclass(frozen=True, slots=True)
+class JoinGroupResponse:
+    error: int
+    generation_id: int = -1
+    protocol_name: str = ""
+    leader: str = ""
+    member_id: str = ""
+    members: tuple = ()                 # ((member_id, group_instance_id, metadata), ...) for the leader
+
+    def describe(self) -> str:
+        if self.error:
+            return _err(self.error)
+        role = "leader" if self.leader == self.member_id else "follower"
+        return f"generation {self.generation_id}, {self.member_id} is {role}"
+
+
+@dataclass(frozen=True, slots=True)
+class SyncGroupRequest:
+    API = "SyncGroup"
+    API_KEY = 14
+    group_id: str
+    generation_id: int
+    member_id: str
+    group_instance_id: Optional[str]
+    assignments: tuple                  # ((member_id, assignment), ...) from the leader only
+
+    def describe(self) -> str:
+        return f"group {self.group_id!r} generation {self.generation_id} member {self.member_id}"
+
+
+@dataclass(frozen=True, slots=True)
+class SyncGroupResponse:
+    error: int
+    assignment: tuple = ()              # ((topic, partition), ...)
+
+    def describe(self) -> str:
+        return _err(self.error) if self.error else f"assigned {tps_str(self.assignment) or 'nothing'}"
+
+
+@dataclass(frozen=True, slots=True)
+class HeartbeatRequest:
+    API = "Heartbeat"
+    API_KEY = 12
+    group_id: str
+    generation_id: int
+    member_id: str
+    group_instance_id: Optional[str] = None
+
+    def describe(self) -> str:
+        return f"group {self.group_id!r} generation {self.generation_id} member {self.member_id}"
+
+
+@dataclass(frozen=True, slots=True)
+class HeartbeatResponse:
+    error: int
+
+    def describe(self) -> str:
+        return _err(self.error)
+
+    def is_quiet(self) -> bool:
+        return self.error == 0
+
+
+@dataclass(frozen=True, slots=True)
+class LeaveGroupRequest:
+    API = "LeaveGroup"
+    API_KEY = 13
+    group_id: str
+    member_id: str
+
+    def describe(self) -> str:
+        return f"group {self.group_id!r} member {self.member_id}"
+
+
+@dataclass(frozen=True, slots=True)
+class LeaveGroupResponse:
+    error: int
+
+    def describe(self) -> str:
+        return _err(self.error)
+
+
+@dataclass(frozen=True, slots=True)
+class OffsetCommitRequest:
+    API = "OffsetCommit"
+    API_KEY = 8
+    group_id: str
+    generation_id: int
+    member_id: str
+    group_instance_id: Optional[str]
+    offsets: dict                       # tp -> (offset, metadata)
+
+    def describe(self) -> str:
+        return f"group {self.group_id!r} " + ", ".join(f"{tp_str(tp)}={o}" for tp, (o, _) in sorted(self.offsets.items()))
+
+
+@dataclass(frozen=True, slots=True)
+class OffsetCommitResponse:
+    errors: dict                        # tp -> error
+
+    def describe(self) -> str:
+        return ", ".join(f"{tp_str(tp)} {_err(e)}" for tp, e in sorted(self.errors.items()))
+
+
+@dataclass(frozen=True, slots=True)
+class OffsetFetchRequest:
+    API = "OffsetFetch"
+    API_KEY = 9
+    group_id: str
+    partitions: Optional[tuple]         # None = all
+    require_stable: bool = True
+
+    def describe(self) -> str:
+        return f"group {self.group_id!r}" + (" require_stable" if self.require_stable else "")
+
+
+@dataclass(frozen=True, slots=True)
+class OffsetFetchResponse:
+    error: int
+    offsets: dict = field(default_factory=dict)   # tp -> (offset, metadata, error)
+
+    def describe(self) -> str:
+        if self.error:
+            return _err(self.error)
+        return ", ".join(f"{tp_str(tp)}={o if e == 0 else _err(e)}" for tp, (o, _, e) in sorted(self.offsets.items())) or "no offsets"

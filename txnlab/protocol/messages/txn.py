@@ -1,0 +1,199 @@
+"""The transaction APIs (AddPartitionsToTxn, AddOffsetsToTxn, EndTxn, WriteTxnMarkers, TxnOffsetCommit) and the admin APIs that describe transactions and producers."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Optional
+
+from ..message_base import tp_str, _err, tps_str
+
+
+# ------------------------------------------------------------ transactions
+@dataclass(frozen=True, slots=True)
+class AddPartitionsToTxnRequest:
+    API = "AddPartitionsToTxn"
+    API_KEY = 24
+    transactional_id: str
+    producer_id: int
+    producer_epoch: int
+    partitions: tuple                   # (tp, ...)
+    verify_only: bool = False
+
+    def describe(self) -> str:
+        v = " verify-only" if self.verify_only else ""
+        return f"{self.transactional_id!r} pid {self.producer_id} epoch {self.producer_epoch}{v}: {tps_str(self.partitions)}"
+
+
+@dataclass(frozen=True, slots=True)
+class AddPartitionsToTxnResponse:
+    errors: dict                        # tp -> error
+
+    def describe(self) -> str:
+        errs = {e for e in self.errors.values()}
+        if errs <= {0}:
+            return "ok"
+        return ", ".join(f"{tp_str(tp)} {_err(e)}" for tp, e in sorted(self.errors.items()))
+
+
+@dataclass(frozen=True, slots=True)
+class AddOffsetsToTxnRequest:
+    API = "AddOffsetsToTxn"
+    API_KEY = 25
+    transactional_id: str
+    producer_id: int
+    producer_epoch: int
+    group_id: str
+
+    def describe(self) -> str:
+        return f"{self.transactional_id!r} pid {self.producer_id} epoch {self.producer_epoch} group {self.group_id!r}"
+
+
+@dataclass(frozen=True, slots=True)
+class AddOffsetsToTxnResponse:
+    error: int
+
+    def describe(self) -> str:
+        return _err(self.error)
+
+
+@dataclass(frozen=True, slots=True)
+class EndTxnRequest:
+    API = "EndTxn"
+    API_KEY = 26
+    transactional_id: str
+    producer_id: int
+    producer_epoch: int
+    committed: bool
+
+    def describe(self) -> str:
+        return (f"{'COMMIT' if self.committed else 'ABORT'} {self.transactional_id!r} "
+                f"pid {self.producer_id} epoch {self.producer_epoch}")
+
+
+@dataclass(frozen=True, slots=True)
+class EndTxnResponse:
+    error: int
+    producer_id: int = -1               # TV2 (v5+): the pid/epoch to use next
+    producer_epoch: int = -1
+
+    def describe(self) -> str:
+        s = _err(self.error)
+        if self.producer_id >= 0 and not self.error:
+            s += f", next pid {self.producer_id} epoch {self.producer_epoch}"
+        return s
+
+
+@dataclass(frozen=True, slots=True)
+class TxnMarkerEntry:
+    producer_id: int
+    producer_epoch: int
+    transaction_result: bool            # True = COMMIT
+    partitions: tuple                   # (tp, ...)
+    coordinator_epoch: int
+    transaction_version: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class WriteTxnMarkersRequest:
+    API = "WriteTxnMarkers"
+    API_KEY = 27
+    markers: tuple                      # (TxnMarkerEntry, ...)
+
+    def describe(self) -> str:
+        return "; ".join(f"{'COMMIT' if m.transaction_result else 'ABORT'} pid {m.producer_id} epoch "
+                         f"{m.producer_epoch} coordinatorEpoch {m.coordinator_epoch} -> {tps_str(m.partitions)}"
+                         for m in self.markers)
+
+
+@dataclass(frozen=True, slots=True)
+class WriteTxnMarkersResponse:
+    markers: dict                       # producer_id -> {tp: error}
+
+    def describe(self) -> str:
+        out = []
+        for pid, errs in self.markers.items():
+            bad = {tp: e for tp, e in errs.items() if e}
+            out.append(f"pid {pid}: " + ("ok" if not bad else ", ".join(f"{tp_str(tp)} {_err(e)}" for tp, e in bad.items())))
+        return "; ".join(out)
+
+
+@dataclass(frozen=True, slots=True)
+class TxnOffsetCommitRequest:
+    API = "TxnOffsetCommit"
+    API_KEY = 28
+    transactional_id: str
+    group_id: str
+    producer_id: int
+    producer_epoch: int
+    generation_id: int
+    member_id: str
+    group_instance_id: Optional[str]
+    offsets: dict                       # tp -> (offset, metadata)
+
+    def describe(self) -> str:
+        return (f"{self.transactional_id!r} group {self.group_id!r} pid {self.producer_id} epoch {self.producer_epoch} "
+                + ", ".join(f"{tp_str(tp)}={o}" for tp, (o, _) in sorted(self.offsets.items())))
+
+
+@dataclass(frozen=True, slots=True)
+class TxnOffsetCommitResponse:
+    errors: dict                        # tp -> error
+
+    def describe(self) -> str:
+        return ", ".join(f"{tp_str(tp)} {_err(e)}" for tp, e in sorted(self.errors.items()))
+
+
+# ------------------------------------------------------------------ admin
+@dataclass(frozen=True, slots=True)
+class DescribeProducersRequest:
+    API = "DescribeProducers"
+    API_KEY = 61
+    partitions: tuple
+
+    def describe(self) -> str:
+        return tps_str(self.partitions)
+
+
+@dataclass(frozen=True, slots=True)
+class DescribeProducersResponse:
+    partitions: dict                    # tp -> (error, [dict])
+
+    def describe(self) -> str:
+        return ", ".join(f"{tp_str(tp)}: {len(ps)} producer(s)" for tp, (e, ps) in sorted(self.partitions.items()))
+
+
+@dataclass(frozen=True, slots=True)
+class DescribeTransactionsRequest:
+    API = "DescribeTransactions"
+    API_KEY = 65
+    transactional_ids: tuple
+
+    def describe(self) -> str:
+        return ", ".join(repr(t) for t in self.transactional_ids)
+
+
+@dataclass(frozen=True, slots=True)
+class DescribeTransactionsResponse:
+    transaction_states: tuple           # (dict, ...)
+
+    def describe(self) -> str:
+        return ", ".join(f"{d['transactional_id']!r} {d.get('state', _err(d['error']))}" for d in self.transaction_states)
+
+
+@dataclass(frozen=True, slots=True)
+class ListTransactionsRequest:
+    API = "ListTransactions"
+    API_KEY = 66
+    state_filters: tuple = ()
+    producer_id_filters: tuple = ()
+
+    def describe(self) -> str:
+        return "all" if not (self.state_filters or self.producer_id_filters) else "filtered"
+
+
+@dataclass(frozen=True, slots=True)
+class ListTransactionsResponse:
+    error: int
+    transaction_states: tuple = ()      # ((transactional_id, producer_id, state), ...)
+
+    def describe(self) -> str:
+        return f"{len(self.transaction_states)} transaction(s)"

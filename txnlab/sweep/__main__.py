@@ -1,0 +1,138 @@
+"""``python -m txnlab.sweep``: a seeded fault sweep from the command line.
+
+    python -m txnlab.sweep --workload copier --faults all --seeds 1000
+    python -m txnlab.sweep --workload copier --faults network --mutation no-dedup --seeds 200
+    python -m txnlab.sweep --workload copier --faults all --seed 17 --trace failing.jsonl
+
+Prints a progress bar on stderr and, last, ``N seeds, V violations``.  Exit status 1
+when anything was violated; then it also prints the first failing seed, what the
+checker found (in plain words), the command that replays it, and its fault schedule
+minimized by delta debugging.  This module is the command-line layer: the progress
+bar and the seeds/s figure read the wall clock here, never inside the engine.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+from typing import Iterator, Optional
+
+from ..cluster import MUTATIONS
+from .nemesis import FAULT_SETS, schedule_from_json
+from .runner import RunConfig, SeedResult, minimize_failure, replay, replay_command, run_seed
+from .workloads import WORKLOADS
+
+
+def _parser() -> argparse.ArgumentParser:
+    ap = argparse.ArgumentParser(prog="python -m txnlab.sweep", description="Deterministic simulation sweep of "
+                                 "Kafka's exactly-once machinery: many seeds, faults, a Jepsen-style checker.")
+    which = ap.add_mutually_exclusive_group()
+    which.add_argument("--seeds", type=int, default=100, help="run seeds 0..N-1 (default 100)")
+    which.add_argument("--seed", type=int, help="run this one seed (a replay)")
+    ap.add_argument("--first-seed", type=int, default=0, help="start the sweep at this seed")
+    ap.add_argument("--workload", choices=sorted(WORKLOADS), default="copier")
+    ap.add_argument("--faults", choices=FAULT_SETS, default="all")
+    ap.add_argument("--transaction-version", type=int, choices=(0, 1, 2), default=0)
+    ap.add_argument("--mutation", choices=MUTATIONS, default=None, help="turn off one safety mechanism")
+    ap.add_argument("--records", type=int, default=RunConfig.records, help="input size of the workload")
+    ap.add_argument("--schedule", help="a fault schedule (JSON, as printed) instead of the seed's own")
+    ap.add_argument("--jobs", type=int, default=1, help="worker processes (results do not depend on it)")
+    ap.add_argument("--trace", metavar="FILE", help="with --seed: write the run's trace as JSON lines")
+    ap.add_argument("--history", metavar="FILE", help="with --seed: write the run's history as JSON lines")
+    ap.add_argument("--no-minimize", action="store_true", help="do not delta-debug the failing schedule")
+    ap.add_argument("--keep-going", action="store_true", help="run every seed even after a violation")
+    return ap
+
+
+def _run_one(args: tuple) -> SeedResult:
+    seed, cfg, schedule = args
+    return run_seed(seed, cfg, schedule=schedule)
+
+
+def _results(seeds: list, cfg: RunConfig, schedule: Optional[list], jobs: int) -> Iterator[SeedResult]:
+    work = [(s, cfg, schedule) for s in seeds]
+    if jobs <= 1:
+        for w in work:
+            yield _run_one(w)
+        return
+    import multiprocessing as mp
+    with mp.get_context("fork" if hasattr(os, "fork") else "spawn").Pool(jobs) as pool:
+        yield from pool.imap(_run_one, work, chunksize=4)
+
+
+def progress_line(done: int, total: int, bad: int, elapsed: float, width: int = 30) -> str:
+    filled = int(width * done / total) if total else width
+    rate = done / elapsed if elapsed > 0 else 0.0
+    return f"[{'#' * filled}{'.' * (width - filled)}] {done}/{total} seeds, {bad} violation(s), {rate:.1f} seeds/s"
+
+
+def main(argv: Optional[list] = None) -> int:
+    args = _parser().parse_args(argv)
+    cfg = RunConfig(args.workload, args.faults, args.transaction_version, args.mutation, args.records)
+    schedule = schedule_from_json(args.schedule) if args.schedule else None
+    seeds = [args.seed] if args.seed is not None else list(range(args.first_seed, args.first_seed + args.seeds))
+    what = f"workload {cfg.workload}, faults {cfg.faults}, transaction.version {cfg.transaction_version}" + \
+        (f", mutation {cfg.mutation}" if cfg.mutation else "")
+    print(f"txnlab.kernel: {what}, {len(seeds)} seed(s)", file=sys.stderr)
+    start = time.perf_counter()
+    failing: list[SeedResult] = []
+    counts: dict = {}
+    done = 0
+    tty = sys.stderr.isatty()
+    for res in _results(seeds, cfg, schedule, args.jobs):
+        done += 1
+        if not res.ok:
+            failing.append(res)
+            for name in res.violations:
+                counts[name] = counts.get(name, 0) + 1
+        line = progress_line(done, len(seeds), len(failing), time.perf_counter() - start)
+        if tty:
+            print("\r" + line, end="", file=sys.stderr, flush=True)
+        elif done == len(seeds) or done % max(1, len(seeds) // 20) == 0:
+            print(line, file=sys.stderr, flush=True)
+        if failing and not args.keep_going and args.seed is None:
+            break
+    if tty:
+        print(file=sys.stderr)
+    elapsed = time.perf_counter() - start
+    if args.seed is not None and (args.trace or args.history):
+        _export(args, cfg, schedule)
+    if failing:
+        _report(failing[0], counts, schedule, args)
+    print(f"{done} seeds, {len(failing)} violations ({elapsed:.1f}s, {done / elapsed if elapsed else 0:.1f} seeds/s)")
+    return 1 if failing else 0
+
+
+def _export(args, cfg: RunConfig, schedule: Optional[list]) -> None:
+    res = replay(args.seed, cfg, schedule)
+    if args.trace:
+        with open(args.trace, "w") as f:
+            f.write(res.trace_jsonl() + "\n")
+        print(f"trace: {len(res.cluster.trace)} steps written to {args.trace}", file=sys.stderr)
+    if args.history:
+        with open(args.history, "w") as f:
+            f.write(res.history.to_jsonl() + "\n")
+        print(f"history: {len(res.history)} ops written to {args.history}", file=sys.stderr)
+
+
+def _report(res: SeedResult, counts: dict, schedule: Optional[list], args) -> None:
+    print(f"first failing seed: {res.seed}")
+    print("violations: " + ", ".join(f"{n} ({c} seed(s))" for n, c in sorted(counts.items())))
+    print(res.result.explain(examples=3))
+    if res.error:
+        print(f"error: {res.error}")
+    print("replay: " + replay_command(res.seed, res.config, schedule))
+    print("fault schedule:" + ("" if res.schedule else " (none)"))
+    for f in res.schedule:
+        print(f"  {f.describe()}")
+    if res.schedule and not args.no_minimize:
+        small = minimize_failure(res)
+        print(f"minimized fault schedule ({len(small)} of {len(res.schedule)} faults):")
+        for f in small:
+            print(f"  {f.describe()}")
+        print("replay minimized: " + replay_command(res.seed, res.config, small))
+
+
+if __name__ == "__main__":
+    sys.exit(main())
