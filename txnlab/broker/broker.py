@@ -48,6 +48,13 @@ class MetadataCache:
 
 class Broker(ProduceHandling, FetchHandling, Node):
     restartable = True
+    # Kafka's SocketServer mutes a connection until its request is answered
+    serves_one_request_at_a_time = True
+    # a broker's own clients each keep their connections: the replica fetcher threads, the marker sender
+    # (TransactionMarkerChannelManager), AddPartitionsToTxnManager, the controller channels
+    CHANNELS = {"Fetch": "replica-fetcher", "WriteTxnMarkers": "txn-markers",
+                "AddPartitionsToTxn": "add-partitions-to-txn", "BrokerHeartbeat": "heartbeat",
+                "AlterPartition": "alter-partition"}
     def __init__(self, kernel, broker_id: int, config: dict, cluster) -> None:
         super().__init__(kernel, broker_name(broker_id))
         self.broker_id = broker_id

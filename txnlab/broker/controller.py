@@ -19,6 +19,7 @@ PRODUCER_ID_BLOCK_SIZE = 1000
 
 class Controller(Node):
     crashable = False          # it stands for the whole KRaft quorum
+    serves_one_request_at_a_time = True
     def __init__(self, kernel, cluster) -> None:
         super().__init__(kernel, "controller")
         self.cluster = cluster

@@ -19,6 +19,13 @@ def broker_node(broker_id: int) -> str:
 
 
 class ClientNode(Node):
+    # librdkafka talks to the group and transaction coordinators on connections of their own (its
+    # "GroupCoordinator" and "TxnCoordinator" logical brokers); everything else shares one per broker
+    CHANNELS = {**{api: "group-coordinator" for api in ("JoinGroup", "SyncGroup", "Heartbeat", "LeaveGroup",
+                                                         "OffsetCommit", "OffsetFetch")},
+                **{api: "txn-coordinator" for api in ("InitProducerId", "AddPartitionsToTxn", "AddOffsetsToTxn",
+                                                       "EndTxn")}}
+
     def __init__(self, kernel, name: str, bootstrap: list[str], owner) -> None:
         super().__init__(kernel, name)
         self.owner = owner

@@ -34,7 +34,7 @@ MAX_STRING = 1 << 20
 #: every message dataclass, by class name (requests, responses and their parts)
 MESSAGE_CLASSES: dict[str, type] = {
     name: cls for name, cls in vars(msgs).items()
-    if isinstance(cls, type) and dataclasses.is_dataclass(cls) and cls.__module__ == msgs.__name__}
+    if isinstance(cls, type) and dataclasses.is_dataclass(cls) and cls.__module__.startswith(msgs.__name__ + ".")}
 
 _BATCH_FIELDS = ("base_offset", "partition_leader_epoch", "producer_id", "producer_epoch",
                  "base_sequence", "log_append_time")

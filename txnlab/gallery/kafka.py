@@ -19,7 +19,7 @@ def _dropped_ack_dedup(c: Cluster) -> dict:
     leader0, leader1 = c.leader(TOPIC, 0), c.leader(TOPIC, 1)
     idem = producer(c, "idempotent-producer", **{"request.timeout.ms": 3000})
     plain = producer(c, "plain-producer", **{"enable.idempotence": False, "request.timeout.ms": 3000})
-    # The broker appends the first batch and answers; the answer (the ack) is lost.
+    # The broker appends the first batch and answers; the answer (the ack) is lost: the connection breaks.
     c.drop_next("Produce", response=True, src=leader0, dst="idempotent-producer")
     for v in ("a", "b", "c"):
         idem.produce(TOPIC, value=v, partition=0)
@@ -363,9 +363,10 @@ def _check_ctp(c: Cluster, r: dict, variant: str) -> None:
 GALLERY: dict[str, Scenario] = {s.name: s for s in [
     Scenario(
         "dropped-ack-dedup", "A lost acknowledgement, retried",
-        "Two producers each send a, b, c. The broker appends the first batch, but its answer is lost; "
-        "after request.timeout.ms each producer sends the batch again. The idempotent producer's retry "
-        "carries the same producer id and sequence numbers, so the leader recognises it.",
+        "Two producers each send a, b, c. The broker appends the first batch, but its answer is lost and "
+        "the connection breaks; each producer sees the disconnect, reconnects and sends the batch again. "
+        "The idempotent producer's retry carries the same producer id and sequence numbers, so the leader "
+        "recognises it.",
         "orders-0 (idempotent producer) holds a, b, c once; orders-1 (enable.idempotence=false) holds "
         "a, b, c, a, b, c.",
         _dropped_ack_dedup, _check_dropped_ack_dedup),

@@ -163,14 +163,14 @@ class Kernel:
     # -------------------------------------------------------------------- step
     def choices(self) -> list[Event]:
         """The events a stepper or an explorer may pick to run next (``step(choice=i)``): each foreground
-        message delivery that is the oldest in flight on its connection (src -> dst, which is FIFO) and is
+        message delivery that is the oldest in flight on its connection in its direction (which is FIFO) and is
         due no later than the next other event (so no timer is overtaken).  Soonest first."""
         pending = sorted(e for _, _, e in self._queue if not e.cancelled)
         other = min((e.time for e in pending if e.kind != "deliver" or e.background), default=None)
         heads: dict = {}
         for e in pending:
             if e.kind == "deliver" and not e.background and (other is None or e.time <= other):
-                heads.setdefault((e.msg.src, e.msg.dst), e)
+                heads.setdefault((e.msg.conn.id if e.msg.conn else (e.msg.src, e.msg.dst), e.msg.is_response), e)
         return sorted(heads.values())
 
     def step(self, choice: Optional[int] = None) -> Optional[TraceEvent]:

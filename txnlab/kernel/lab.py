@@ -105,6 +105,7 @@ class Lab:
             if shutdown is not None:
                 shutdown()
         n.crash()
+        self.kernel.network.close_all_of(n.name, f"{n.name} went down")
         for other in list(self.kernel.nodes.values()):
             if other is not n and other.alive:
                 other.disconnected(n.name)
@@ -145,6 +146,8 @@ class Lab:
 
     def drop_next(self, api: str, response: bool = False, src: NodeRef = None, dst: NodeRef = None,
                   count: int = 1) -> FaultRule:
+        """Lose the next matching message: its connection breaks, and what is in flight on it fails at the
+        client (a disconnect), which reconnects and retries by its own rules."""
         return self._rule("drop", api, response, src, dst, count=count)
 
     def delay_next(self, api: str, ms: int, response: bool = False, src: NodeRef = None, dst: NodeRef = None,
@@ -153,23 +156,30 @@ class Lab:
 
     def duplicate_next(self, api: str, response: bool = False, src: NodeRef = None, dst: NodeRef = None,
                        count: int = 1) -> FaultRule:
+        """Make the next matching request be seen twice, as TCP allows it: its answer is lost (the connection
+        breaks) and the client sends it again on a new connection."""
         return self._rule("duplicate", api, response, src, dst, count=count)
 
     def drop_message(self, msg_id: int) -> None:
-        """Drop one chosen message that is in flight now."""
+        """Lose one chosen message that is in flight now: its connection breaks (what else is in flight on it
+        fails at the client, which reconnects and retries by its own rules)."""
         msg = self.kernel.network.message(msg_id)
         self.kernel.begin_step("fault", "network", f"the network drops {msg.api} {msg.kind} #{msg_id} "
                                f"({msg.src} -> {msg.dst})")
         self.kernel.network.drop(msg, "dropped by a fault")
 
     def delay_message(self, msg_id: int, ms: int) -> None:
+        """Delay one chosen message by ``ms``, and its connection behind it (nothing overtakes)."""
         msg = self.kernel.network.message(msg_id)
         self.kernel.begin_step("fault", "network", f"the network delays {msg.api} {msg.kind} #{msg_id} by {ms}ms")
         self.kernel.network.delay(msg, ms)
 
     def duplicate_message(self, msg_id: int) -> int:
-        """Deliver a chosen in-flight message twice (the copy 1ms later); returns the copy's id."""
+        """Make a chosen request be seen twice, the way it happens on TCP: it arrives, its answer is lost, the
+        connection breaks and the client sends it again on a new one (a response chosen here is lost).
+        Returns the message's id."""
         msg = self.kernel.network.message(msg_id)
-        self.kernel.begin_step("fault", "network", f"the network duplicates {msg.api} {msg.kind} #{msg_id} "
-                               f"({msg.src} -> {msg.dst})")
+        self.kernel.begin_step("fault", "network", f"the answer to {msg.api} request #{msg_id} ({msg.src} -> "
+                               f"{msg.dst}) will be lost: the client will send it again" if not msg.is_response else
+                               f"the {msg.api} response #{msg_id} is lost: the client will send its request again")
         return self.kernel.network.duplicate(msg).id

@@ -1,12 +1,18 @@
-"""The simulated network: every request and response is a visible message in flight.
+"""The simulated network: every request and response is a visible message on a connection.
 
-Owns ``Message`` (id, source, destination, API name, payload, send and delivery
-time), delivery, and the network faults: drop / delay / duplicate the next
-matching message, and partitions between groups of nodes.  Random delay, when
-configured, comes from the cluster's seeded RNG.
+Owns ``Message`` (id, source, destination, API name, payload, send and delivery time, its connection),
+``Connection`` (one TCP connection, as Kafka's clients and brokers keep them), delivery, and the network
+faults.  A connection delivers in order in each direction: latency and jitter (from the cluster's seeded RNG)
+never let a later message overtake an earlier one.  A server that serves one request of a connection at a
+time (Kafka's ``SocketServer`` mutes the channel until the response is sent) leaves the next request waiting
+in the connection.  Faults speak TCP's language: a lost request or response breaks its connection (everything
+in flight on it fails, and the client reconnects and retries by its own rules); delaying a message delays
+the connection behind it; a request is seen twice only when its answer is lost and the client sends it again
+on a new connection; a network partition leaves a connection silently dead until a request timeout closes it.
 """
 from __future__ import annotations
 
+from collections import deque
 from dataclasses import dataclass
 from typing import Any, Optional
 
@@ -15,10 +21,10 @@ from .trace import TraceEvent
 
 class Message:
     __slots__ = ("id", "src", "dst", "api", "payload", "sent_at", "deliver_at", "is_response",
-                 "correlation_id", "state", "background", "note", "event", "sent_step")
+                 "correlation_id", "state", "background", "note", "event", "sent_step", "conn", "lose_response")
 
     def __init__(self, id, src, dst, api, payload, sent_at, deliver_at, is_response,
-                 correlation_id, background, sent_step):
+                 correlation_id, background, sent_step, conn=None):
         self.id = id
         self.src = src
         self.dst = dst
@@ -28,11 +34,13 @@ class Message:
         self.deliver_at = deliver_at
         self.is_response = is_response
         self.correlation_id = correlation_id
-        self.state = "in-flight"   # in-flight | delivered | dropped
+        self.state = "in-flight"   # in-flight | waiting (in its connection, at the server) | delivered | dropped
         self.background = background
         self.note = ""
         self.event = None
         self.sent_step = sent_step
+        self.conn: Optional[Connection] = conn
+        self.lose_response = False   # a fault: the answer to this request is lost (its connection breaks)
 
     @property
     def kind(self) -> str:
@@ -56,6 +64,36 @@ class Message:
     def __repr__(self) -> str:
         return (f"Message(#{self.id} {self.api} {self.kind} {self.src}->{self.dst} "
                 f"sent {self.sent_at}ms due {self.deliver_at}ms {self.state})")
+
+
+class Connection:
+    """One TCP connection from ``client`` to ``server``.  ``channel`` tells apart the connections one process
+    keeps to the same peer (a broker's replica fetcher, its marker sender, a client's coordinator connection).
+
+    ``state``: open | dead (a partition ate a message: nothing more gets through, and neither end knows until
+    a request times out) | broken (a message was lost; the client has not noticed yet, so what it sends meanwhile
+    is lost too) | closed.  ``due`` is the last delivery time in each direction (to the server, to the
+    client), so nothing overtakes; ``in_service`` the request the server is answering when it serves one at a
+    time, ``waiting`` the requests that arrived behind it.
+    """
+
+    __slots__ = ("id", "client", "server", "channel", "state", "due", "in_service", "waiting")
+
+    def __init__(self, id: int, client: str, server: str, channel: str) -> None:
+        self.id = id
+        self.client = client
+        self.server = server
+        self.channel = channel
+        self.state = "open"
+        self.due = [0, 0]
+        self.in_service: Optional[Message] = None
+        self.waiting: deque = deque()
+
+    def describe(self) -> str:
+        return f"{self.client} -> {self.server}" + (f" ({self.channel})" if self.channel else "")
+
+    def __repr__(self) -> str:
+        return f"Connection(#{self.id} {self.describe()} {self.state})"
 
 
 @dataclass
@@ -96,6 +134,8 @@ class Network:
         self.keep_history = True
         self._in_flight: dict[int, Message] = {}     # the messages on the wire now (always kept)
         self._next_id = 0
+        self._connections: dict[tuple, Connection] = {}   # (client, server, channel) -> the live connection
+        self._next_conn = 0
 
     # ---------------------------------------------------------------- faults
     def add_rule(self, rule: FaultRule) -> None:
@@ -113,21 +153,92 @@ class Network:
     def is_cut(self, src: str, dst: str) -> bool:
         return (src, dst) in self.cuts
 
+    # ----------------------------------------------------------- connections
+    def connection(self, client: str, server: str, channel: str = "") -> Connection:
+        """The live connection ``client -> server`` on ``channel``; a new one when there is none (a reconnect)."""
+        key = (client, server, channel)
+        c = self._connections.get(key)
+        if c is None:
+            self._next_conn += 1
+            c = self._connections[key] = Connection(self._next_conn, client, server, channel)
+        return c
+
+    def connections(self) -> list[Connection]:
+        return sorted(self._connections.values(), key=lambda c: c.id)
+
+    def close(self, conn: Connection, reason: str, by_client: bool = False) -> None:
+        """Close a connection: what is on the wire or waiting in it is gone (its ends fail what they wait for).
+        ``by_client``: the client closed it in order (after a request timed out); as with TCP, the requests it
+        had already sent still reach the server and are handled, but no answer comes back."""
+        if conn.state == "closed":
+            return
+        if conn.state == "broken":
+            by_client = False
+        conn.state = "closed"
+        if self._connections.get((conn.client, conn.server, conn.channel)) is conn:
+            del self._connections[(conn.client, conn.server, conn.channel)]
+        for m in [m for m in self._in_flight.values() if m.conn is conn and (m.is_response or not by_client)]:
+            self.kernel.cancel(m.event)
+            m.state = "dropped"
+            m.note = reason
+            del self._in_flight[m.id]
+        if by_client:
+            return
+        for m in conn.waiting:
+            m.state = "dropped"
+            m.note = reason
+        conn.waiting.clear()
+        conn.in_service = None
+
+    def close_all_of(self, node: str, reason: str) -> None:
+        """A process crashed: every connection it had is gone."""
+        for c in [c for c in self._connections.values() if node in (c.client, c.server)]:
+            self.close(c, reason)
+
+    def break_connection(self, conn: Connection, reason: str) -> None:
+        """A message on ``conn`` was lost: the connection breaks.  The client notices it one latency later
+        (a step of its own), and fails every request in flight on it; until then what it sends is lost too."""
+        if conn.state in ("closed", "broken"):
+            return
+        self.close(conn, reason)
+        conn.state = "broken"
+        self._connections[(conn.client, conn.server, conn.channel)] = conn   # the client still writes to it
+        self.kernel.narrate(f"the connection {conn.describe()} breaks ({reason})")
+        client = self.kernel.nodes.get(conn.client)
+        if client is not None and client.alive:
+            self.kernel.schedule(self.latency_ms, "timer", conn.client, f"connection to {conn.server} broken",
+                                 fn=client.connection_broken, arg=conn, incarnation=client.incarnation)
+
     # ------------------------------------------------------------------ send
     def send(self, src: str, dst: str, api: str, payload: Any, is_response: bool,
-             correlation_id: int, background: bool = False) -> Message:
+             correlation_id: int, background: bool = False, channel: str = "",
+             reply_to: Optional[Message] = None) -> Message:
+        """Put a message on its connection: a request on ``src``'s connection to ``dst`` (``channel``), a
+        response on the connection of the request it answers (``reply_to``)."""
         k = self.kernel
         self._next_id += 1
+        conn = reply_to.conn if reply_to is not None else self.connection(src, dst, channel)
         delay = self.latency_ms
         if self.jitter_ms:
             delay += k.rng.randint(0, self.jitter_ms)
-        m = Message(self._next_id, src, dst, api, payload, k.now, k.now + delay, is_response,
-                    correlation_id, background, k.step_count)
+        direction = 1 if is_response else 0
+        due = k.now + delay
+        if due < conn.due[direction]:
+            due = conn.due[direction]          # one connection: nothing overtakes
+        m = Message(self._next_id, src, dst, api, payload, k.now, due, is_response,
+                    correlation_id, background, k.step_count, conn)
         if self.keep_history:
             self.messages[m.id] = m
         cur = k.current
         if cur is not None:
             cur.add_sent(m.id)
+        if reply_to is not None and conn.in_service is reply_to:
+            self._next_request(conn)
+        if conn.state in ("closed", "broken"):
+            m.state = "dropped"
+            m.note = f"its connection was {conn.state}"
+            k.narrate(f"{api} {m.kind} #{m.id} is lost: the connection {conn.describe()} was {conn.state}")
+            return m
         action = None
         if self.rules:
             for rule in self.rules:
@@ -137,30 +248,37 @@ class Network:
                     if rule.count <= 0:
                         self.rules.remove(rule)
                     break
-        if action is not None and action.action == "drop":
+        lost_answer = reply_to is not None and reply_to.lose_response
+        if action is not None and action.action == "duplicate" and is_response:
+            lost_answer = True       # a request is seen twice only when its answer is lost and it is sent again
+        if (action is not None and action.action == "drop") or lost_answer:
             m.state = "dropped"
-            m.note = "dropped by an injected fault"
-            k.narrate(f"the network dropped {api} {m.kind} #{m.id} ({src} -> {dst}) [injected fault]")
+            m.note = "lost by an injected fault"
+            k.narrate(f"the network lost {api} {m.kind} #{m.id} ({src} -> {dst}) [injected fault]")
+            self.break_connection(conn, f"{api} {m.kind} #{m.id} was lost")
             return m
         if action is not None and action.action == "delay":
             m.deliver_at += action.ms
             m.note = f"delayed {action.ms}ms by an injected fault"
-            k.narrate(f"{api} {m.kind} #{m.id} will be delayed by {action.ms}ms [injected fault]")
+            k.narrate(f"{api} {m.kind} #{m.id} will be delayed by {action.ms}ms, and the connection "
+                      f"{conn.describe()} behind it [injected fault]")
+        if action is not None and action.action == "duplicate":
+            m.lose_response = True
+            k.narrate(f"{api} request #{m.id} will arrive, but its answer will be lost: the client will send it "
+                      f"again on a new connection [injected fault]")
+        conn.due[direction] = m.deliver_at
         m.event = k.schedule(m.deliver_at - k.now, "deliver", dst, api, msg=m, background=background)
         self._in_flight[m.id] = m
-        if action is not None and action.action == "duplicate":
-            self._next_id += 1
-            d = Message(self._next_id, src, dst, api, payload, k.now, m.deliver_at + 1, is_response,
-                        correlation_id, background, k.step_count)
-            d.note = f"duplicate of #{m.id} [injected fault]"
-            if self.keep_history:
-                self.messages[d.id] = d
-            if cur is not None:
-                cur.add_sent(d.id)
-            d.event = k.schedule(d.deliver_at - k.now, "deliver", dst, api, msg=d, background=background)
-            self._in_flight[d.id] = d
-            k.narrate(f"the network duplicated {api} {m.kind} #{m.id} as #{d.id} [injected fault]")
         return m
+
+    def _next_request(self, conn: Connection) -> None:
+        """The server answered the request it was serving: it reads the next one waiting in the connection."""
+        conn.in_service = None
+        if conn.waiting:
+            nxt = conn.waiting.popleft()
+            nxt.state = "in-flight"
+            nxt.event = self.kernel.schedule(0, "deliver", nxt.dst, nxt.api, msg=nxt, background=nxt.background)
+            self._in_flight[nxt.id] = nxt
 
     def message(self, msg_id: int) -> Message:
         """A message by id: any one on the wire now, or any sent before when the history is kept."""
@@ -174,15 +292,18 @@ class Network:
         return sorted(self._in_flight.values(), key=lambda m: (m.deliver_at, m.id))
 
     def drop(self, m: Message, reason: str) -> None:
-        """Drop a message that is already in flight (a fault applied to a chosen message)."""
-        if m.state != "in-flight":
+        """Lose a message that is on the wire (a fault applied to a chosen message): its connection breaks."""
+        if m.state not in ("in-flight", "waiting"):
             raise ValueError(f"message #{m.id} is not in flight ({m.state})")
         self.kernel.cancel(m.event)
+        self._in_flight.pop(m.id, None)
         m.state = "dropped"
         m.note = reason
-        self._in_flight.pop(m.id, None)
+        if m.conn is not None:
+            self.break_connection(m.conn, f"{m.api} {m.kind} #{m.id} was lost")
 
     def delay(self, m: Message, ms: int) -> None:
+        """Delay a message on the wire by ``ms``, and with it everything behind it on its connection."""
         if m.state != "in-flight":
             raise ValueError(f"message #{m.id} is not in flight ({m.state})")
         k = self.kernel
@@ -190,36 +311,35 @@ class Network:
         m.deliver_at += ms
         m.note = f"delayed {ms}ms"
         m.event = k.schedule(m.deliver_at - k.now, "deliver", m.dst, m.api, msg=m, background=m.background)
+        behind = sorted((x for x in self._in_flight.values()
+                         if x.conn is m.conn and x.is_response == m.is_response and x.id > m.id), key=lambda x: x.id)
+        for x in behind:
+            if x.deliver_at < m.deliver_at:
+                k.cancel(x.event)
+                x.deliver_at = m.deliver_at
+                x.note = f"behind #{m.id} on its connection"
+                x.event = k.schedule(x.deliver_at - k.now, "deliver", x.dst, x.api, msg=x, background=x.background)
+        if m.conn is not None:
+            direction = 1 if m.is_response else 0
+            m.conn.due[direction] = max(m.conn.due[direction], m.deliver_at)
 
     def duplicate(self, m: Message) -> Message:
-        """Deliver a copy of a message that is in flight now, 1ms after the original."""
+        """Make a request be seen twice, the only way a connection can: its answer is lost, the connection
+        breaks and the client sends the request again on a new one (by its own retry rules)."""
         if m.state != "in-flight":
             raise ValueError(f"message #{m.id} is not in flight ({m.state})")
-        k = self.kernel
-        self._next_id += 1
-        d = Message(self._next_id, m.src, m.dst, m.api, m.payload, m.sent_at, m.deliver_at + 1, m.is_response,
-                    m.correlation_id, m.background, m.sent_step)
-        d.note = f"duplicate of #{m.id} [injected fault]"
-        if self.keep_history:
-            self.messages[d.id] = d
-        if k.current is not None:
-            k.current.add_sent(d.id)
-        d.event = k.schedule(max(0, d.deliver_at - k.now), "deliver", d.dst, d.api, msg=d, background=d.background)
-        self._in_flight[d.id] = d
-        return d
-
-    def drop_all_for(self, node: str, reason: str) -> int:
-        n = 0
-        for m in list(self._in_flight.values()):
-            if m.dst == node or m.src == node:
-                self.drop(m, reason)
-                n += 1
-        return n
+        if m.is_response:
+            self.drop(m, "its answer was lost, so the client sends the request again [injected fault]")
+            return m
+        m.lose_response = True
+        m.note = "its answer will be lost [injected fault]"
+        return m
 
     # --------------------------------------------------------------- deliver
     def deliver(self, m: Message) -> TraceEvent:
         k = self.kernel
         self._in_flight.pop(m.id, None)
+        conn = m.conn
         dst = k.nodes.get(m.dst)
         if dst is None or not dst.alive:
             m.state = "dropped"
@@ -227,18 +347,32 @@ class Network:
             k.current = k.record("drop", m.dst, f"{m.api} {m.kind} #{m.id} from {m.src} lost: {m.dst} is down",
                                  api=m.api, src=m.src, dst=m.dst, msg_id=m.id, is_response=m.is_response,
                                  background=m.background)
+            if conn is not None:
+                self.close(conn, f"{m.dst} is down")
             src = k.nodes.get(m.src)
             if not m.is_response and src is not None and src.alive:
                 src.connection_refused(m)       # a dead process refuses connections at once
             return k.current
-        if self.cuts and (m.src, m.dst) in self.cuts:
+        if conn is not None and conn.state == "dead" or self.cuts and (m.src, m.dst) in self.cuts:
             m.state = "dropped"
+            why = (f"network partition between {m.src} and {m.dst}" if (m.src, m.dst) in self.cuts
+                   else f"its connection died in a network partition")
             m.note = "network partition"
-            k.current = k.record("drop", m.dst,
-                                 f"{m.api} {m.kind} #{m.id} from {m.src} lost: network partition between {m.src} and {m.dst}",
+            if conn is not None and conn.state == "open":
+                conn.state = "dead"           # neither end knows: a request timeout will close it
+            k.current = k.record("drop", m.dst, f"{m.api} {m.kind} #{m.id} from {m.src} lost: {why}",
                                  api=m.api, src=m.src, dst=m.dst, msg_id=m.id, is_response=m.is_response,
                                  background=m.background)
             return k.current
+        if (not m.is_response and m.correlation_id and dst.serves_one_request_at_a_time and conn is not None):
+            if conn.in_service is not None:
+                m.state = "waiting"
+                conn.waiting.append(m)
+                k.current = k.record("wait", m.dst, f"{m.api} request #{m.id} from {m.src} waits in its connection: "
+                                     f"{m.dst} answers #{conn.in_service.id} ({conn.in_service.api}) first",
+                                     api=m.api, src=m.src, dst=m.dst, msg_id=m.id, background=m.background)
+                return k.current
+            conn.in_service = m
         m.state = "delivered"
         if k.trace.enabled:
             k.current = k.record_delivery(m)

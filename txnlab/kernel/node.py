@@ -28,7 +28,16 @@ class _Pending:
 
 
 class Node:
-    """Base class of every simulated process."""
+    """Base class of every simulated process.
+
+    ``CHANNELS`` maps an API to the connection it travels on when a process keeps more than one to the same
+    peer (a broker's replica fetcher and marker sender, a client's coordinator connection); anything else
+    uses the one connection per peer.  ``serves_one_request_at_a_time``: a Kafka broker reads the next request
+    of a connection only once it has answered the current one.
+    """
+
+    CHANNELS: dict = {}
+    serves_one_request_at_a_time = False
 
     def __init__(self, kernel: Kernel, name: str) -> None:
         self.kernel = kernel
@@ -47,7 +56,8 @@ class Node:
         with the response, or with (None, REQUEST_TIMED_OUT / NETWORK_EXCEPTION)."""
         self._next_correlation += 1
         cid = self._next_correlation
-        m = self.kernel.network.send(self.name, dst, request.API, request, False, cid, background)
+        m = self.kernel.network.send(self.name, dst, request.API, request, False, cid, background,
+                                     channel=self.CHANNELS.get(request.API, ""))
         tev = self.kernel.schedule(timeout_ms, "timer", self.name, f"request timeout ({request.API} #{m.id})",
                                    fn=self._on_timeout, background=True,
                                    incarnation=self.incarnation, arg=cid)
@@ -56,7 +66,7 @@ class Node:
 
     def respond(self, request_msg: Message, response: Any, background: bool = False) -> Message:
         return self.kernel.network.send(self.name, request_msg.src, request_msg.api, response, True,
-                                        request_msg.correlation_id, background)
+                                        request_msg.correlation_id, background, reply_to=request_msg)
 
     def in_flight_to(self, dst: str) -> int:
         return sum(1 for p in self._pending.values() if p.dst == dst)
@@ -65,9 +75,34 @@ class Node:
         p = self._pending.pop(cid, None)
         if p is None:
             return
+        conn = p.msg.conn
+        others = self._pending_on(conn)
         self.kernel.narrate(f"{self.name} gave up waiting for the {p.api} response from {p.dst} "
-                            f"(request timed out)")
+                            f"(request timed out) and closes its connection to {p.dst}"
+                            + (f": {len(others)} more request(s) on it fail" if others else ""))
+        self.kernel.network.close(conn, "the client closed the connection after a request timed out",
+                                  by_client=True)
         p.callback(None, Errors.REQUEST_TIMED_OUT)
+        self._fail(others, Errors.NETWORK_EXCEPTION)
+
+    def _pending_on(self, conn) -> list:
+        """The requests of this incarnation waiting for an answer on ``conn``, oldest first (removed)."""
+        cids = [cid for cid, p in self._pending.items() if p.msg.conn is conn]
+        return [self._pending.pop(cid) for cid in sorted(cids)]
+
+    def _fail(self, pending: list, error: Errors) -> None:
+        for p in pending:
+            self.kernel.cancel(p.timeout_event)
+            p.callback(None, error)
+
+    def connection_broken(self, conn) -> None:
+        """A message on ``conn`` was lost and the connection broke: what waits on it fails (a disconnect)."""
+        self.kernel.network.close(conn, "the connection broke")
+        failed = self._pending_on(conn)
+        self.kernel.narrate(f"{self.name} lost its connection to {conn.server}"
+                            + (f"; {', '.join(p.api for p in failed)} fail(s) with NETWORK_EXCEPTION" if failed
+                               else "; nothing was waiting on it"))
+        self._fail(failed, Errors.NETWORK_EXCEPTION)
 
     def on_message(self, msg: Message) -> None:
         if msg.is_response:
@@ -103,14 +138,15 @@ class Node:
         p.callback(None, Errors.NETWORK_EXCEPTION)
 
     def disconnected(self, peer: str) -> None:
-        """The connection to ``peer`` broke (it crashed): fail what waits on it."""
-        for cid, p in list(self._pending.items()):
-            if p.dst == peer:
-                del self._pending[cid]
-                self.kernel.cancel(p.timeout_event)
-                self.kernel.narrate(f"{self.name} lost its connection to {peer}; "
-                                    f"{p.api} fails with NETWORK_EXCEPTION")
-                p.callback(None, Errors.NETWORK_EXCEPTION)
+        """The connections to ``peer`` broke (it crashed): fail what waits on them, oldest first."""
+        for cid in sorted(cid for cid, p in self._pending.items() if p.dst == peer):
+            p = self._pending.pop(cid, None)
+            if p is None:
+                continue
+            self.kernel.cancel(p.timeout_event)
+            self.kernel.narrate(f"{self.name} lost its connection to {peer}; "
+                                f"{p.api} fails with NETWORK_EXCEPTION")
+            p.callback(None, Errors.NETWORK_EXCEPTION)
 
     # --------------------------------------------------------------- timers
     def set_timer(self, delay_ms: int, name: str, fn: Callable[[], None],
