@@ -23,32 +23,36 @@ def test_the_layer_contracts_hold():
 
 
 def _cycles(graph) -> list:
-    """Strongly connected components of more than one module (Tarjan, iteratively)."""
-    index, low, on, stack, found, counter = {}, {}, set(), [], [], [0]
+    """Strongly connected components of more than one module (Tarjan's algorithm, without recursion)."""
+    index: dict = {}
+    low: dict = {}
+    on_stack: list = []
+    found: list = []
+
+    def visit(v):
+        index[v] = low[v] = len(index)
+        on_stack.append(v)
+        return (v, iter(sorted(graph.find_modules_directly_imported_by(v))))
+
     for root in sorted(graph.modules):
         if root in index:
             continue
-        work = [(root, iter(sorted(graph.find_modules_directly_imported_by(root))))]
-        index[root] = low[root] = counter[0]; counter[0] += 1; stack.append(root); on.add(root)
+        work = [visit(root)]
         while work:
             v, it = work[-1]
             w = next(it, None)
             if w is not None:
                 if w not in index:
-                    index[w] = low[w] = counter[0]; counter[0] += 1; stack.append(w); on.add(w)
-                    work.append((w, iter(sorted(graph.find_modules_directly_imported_by(w)))))
-                elif w in on:
+                    work.append(visit(w))
+                elif w in on_stack:
                     low[v] = min(low[v], index[w])
                 continue
             work.pop()
             if work:
                 low[work[-1][0]] = min(low[work[-1][0]], low[v])
             if low[v] == index[v]:
-                comp = []
-                while True:
-                    x = stack.pop(); on.discard(x); comp.append(x)
-                    if x == v:
-                        break
+                i = on_stack.index(v)
+                comp, on_stack[i:] = on_stack[i:], []
                 if len(comp) > 1:
                     found.append(sorted(comp))
     return found
