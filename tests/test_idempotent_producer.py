@@ -1,5 +1,4 @@
 """Idempotent producer: retries never duplicate, order is kept, the broker's 5-batch window, epochs."""
-import pytest
 
 from txnlab import Cluster, Producer
 from txnlab.protocol.errors import Errors

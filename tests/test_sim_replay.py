@@ -84,8 +84,8 @@ def test_a_fault_schedule_round_trips_and_depends_only_on_the_seed():
 
 
 def test_delta_debugging_finds_the_fault_that_matters():
-    culprit = Fault(300, "drop", api="Produce", response=True)
-    noise = [Fault(100 * i, "delay", api="Fetch", ms=50) for i in range(1, 6)]
+    culprit = Fault("drop", api="Produce", response=True, at=300)
+    noise = [Fault("delay", api="Fetch", ms=50, at=100 * i) for i in range(1, 6)]
     schedule = sorted(noise + [culprit], key=lambda f: f.at)
     assert minimize(schedule, lambda sub: culprit in sub) == [culprit]
 

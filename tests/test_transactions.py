@@ -5,7 +5,7 @@ from txnlab import Cluster, Consumer, KafkaException, Producer, TopicPartition
 from txnlab.errors import KafkaStateError
 from txnlab.protocol.errors import Errors
 
-from helpers import read_all, values_in_log
+from helpers import read_all
 
 SMALL = {"transaction.state.log.num.partitions": 3, "offsets.topic.num.partitions": 3,
          "group.initial.rebalance.delay.ms": 0}

@@ -9,6 +9,10 @@ the message diagram and the trace as for Kafka, plus the lab's own view (``lab_v
 half and op topics, two-phase commit's participants and durable logs).  Views only read
 the cluster's state and trace; they import ``txnlab``, and nothing in ``txnlab`` imports this
 package.  Everything renders offline (plotly's FigureWidget through anywidget, no CDN).
+The chapters' own tables and pictures live here too, imported by the notebooks (never pasted into
+cells): ``tables`` (trace events and record batches as DataFrames), ``snapshots`` (static figures of
+one moment: ``log_snapshot``, ``message_flow``), ``drawn`` (what the live views draw, read back for
+check cells) and ``reader`` (what a fresh consumer reads).
 
     from widgets import Stepper
     s = Stepper("coordinator-dies-after-prepare")

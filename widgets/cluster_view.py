@@ -118,7 +118,7 @@ def visible_records(cluster, topic: str, partition: int) -> dict:
     ranges: dict = {}
     for a in log.txn_index.all():            # the aborted-transaction index, as a fetch would use it
         ranges.setdefault(a.producer_id, []).append((a.first_offset, a.last_offset))
-    rc, ru, statuses = [], [], []
+    rc, ru = [], []
     for b in log.batches:
         if b.is_control:
             continue

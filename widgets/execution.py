@@ -1,9 +1,10 @@
 """Live runs of a scenario that a person steps through: branches, faults and the client-code thread.
 
-Owns ``Fault`` (one fault a person applies at a step), ``Branch`` (seed + scenario variant + the
-list of (step index, fault) applied: everything needed to re-execute it deterministically),
-``Story`` (how to build the lab and the client code to run on it) and ``Execution`` (one live run
-of a branch).  All of it needs only the ``txnlab.kernel.lab.Lab`` face -- a kernel, its trace, named
+Owns ``Branch`` (seed + scenario variant + the list of (step index, fault) applied: everything
+needed to re-execute it deterministically; faults are the kernel's one ``Fault`` type, the one the
+sweep and the explorer apply too), ``Story`` (how to build the lab and the client code to run on it;
+a sweep's or the explorer's ``Counterexample`` is a story too) and ``Execution`` (one live run of a
+branch).  All of it needs only the ``txnlab.kernel.lab.Lab`` face -- a kernel, its trace, named
 processes and the faults -- so a Kafka ``Cluster``, a ``RocketMQCluster`` and a two-phase-commit
 lab are stepped alike.  The scenario's client code runs in a worker thread whose
 blocking calls (``commit_transaction``, ``poll``, ``flush`` ...) reach the kernel's ``driver``: they
@@ -20,7 +21,10 @@ from typing import Any, Callable, Optional
 
 from txnlab import Cluster
 from txnlab.gallery import Scenario
+from txnlab.kernel.faults import Fault
 from txnlab.kernel.lab import Lab
+from txnlab.sweep.counterexample import Counterexample
+from txnlab.sweep.recipes import recipe
 
 MAIN, WORKER = "main", "worker"
 
@@ -30,69 +34,7 @@ class _Abandoned(BaseException):
     client code that catches KafkaException or Exception must not swallow it)."""
 
 
-# ----------------------------------------------------------------------------- faults
-@dataclass(frozen=True)
-class Fault:
-    """A fault a person applies at the current step (re-applied at the same step on re-execution).
-
-    kind: crash | crash-clean | restart | pause | drop | delay | duplicate | isolate | partition | heal |
-    move-leader.  ``node`` names the process (crash/restart/pause/isolate; the broker that takes over for
-    move-leader), ``msg_id`` the in-flight message, ``ms`` the delay or pause, ``others`` the far side of
-    a partition (for move-leader: (topic, partition)).
-    """
-
-    kind: str
-    node: Optional[str] = None
-    msg_id: Optional[int] = None
-    ms: int = 0
-    others: tuple = ()
-
-    def apply(self, cluster: Lab) -> None:
-        k = self.kind
-        if k in ("crash", "crash-clean"):
-            cluster.crash(self.node, clean=k == "crash-clean")
-        elif k == "restart":
-            cluster.restart(self.node)
-        elif k == "pause":
-            cluster.pause(self.node, self.ms)
-        elif k == "drop":
-            cluster.drop_message(self.msg_id)
-        elif k == "delay":
-            cluster.delay_message(self.msg_id, self.ms)
-        elif k == "duplicate":
-            cluster.duplicate_message(self.msg_id)
-        elif k == "isolate":
-            others = self.others or tuple(n for n in cluster.kernel.nodes if n != self.node)
-            cluster.partition([self.node], list(others))
-        elif k == "partition":
-            cluster.partition([self.node], list(self.others))
-        elif k == "heal":
-            cluster.heal()
-        elif k == "move-leader":
-            topic, partition = self.others
-            cluster.move_leader(topic, int(partition), int(self.node.rsplit("-", 1)[1]))
-        else:
-            raise ValueError(f"unknown fault {k!r}")
-
-    def describe(self) -> str:
-        k = self.kind
-        if k in ("drop", "duplicate"):
-            return f"{k} message #{self.msg_id}"
-        if k == "delay":
-            return f"delay message #{self.msg_id} by {self.ms}ms"
-        if k == "pause":
-            return f"pause {self.node} for {self.ms}ms"
-        if k == "isolate":
-            return f"isolate {self.node}"
-        if k == "partition":
-            return f"partition {self.node} from {', '.join(self.others)}"
-        if k == "heal":
-            return "heal the network"
-        if k == "move-leader":
-            return f"move the leadership of {self.others[0]}-{self.others[1]} to {self.node}"
-        return f"{k} {self.node}"
-
-
+# ----------------------------------------------------------------------------- branches
 @dataclass(frozen=True)
 class Branch:
     """Seed + scenario (variant) + faults applied at step indexes: a deterministic recipe."""
@@ -115,6 +57,16 @@ class Branch:
         parts += [f"step {i}: {f.describe()}" for i, f in self.faults]
         return ", ".join(parts)
 
+    def to_dict(self) -> dict:
+        """JSON-ready: each fault carries its step (``Fault.step``)."""
+        return {"name": self.name, "seed": self.seed, "variant": self.variant, "parent": self.parent,
+                "faults": [f.at_step(i).to_dict() for i, f in self.faults]}
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "Branch":
+        faults = tuple((f.step, f.at_step(None)) for f in map(Fault.from_dict, d.get("faults", ())))
+        return cls(d["name"], int(d.get("seed", 0)), d.get("variant"), faults, d.get("parent"))
+
 
 # ---------------------------------------------------------------------------- stories
 @dataclass
@@ -127,6 +79,9 @@ class Story:
     run: Callable[[Lab], Any]
     scenario: Optional[Scenario] = None
     variants: tuple = ()
+    move: Optional[Callable[[Lab, Optional[int]], None]] = None     # one Step (default: kernel.step())
+    checks: Optional[Callable[[Lab, Any, bool], list]] = None       # invariants: (name, ok or None, words)
+    counterexample: Any = None
 
     @classmethod
     def of(cls, scenario, brokers: int = 3, config: Optional[dict] = None,
@@ -137,6 +92,10 @@ class Story:
         if isinstance(scenario, str):
             from txnlab import gallery
             scenario = gallery.load(scenario)
+        if isinstance(scenario, Counterexample):       # what a sweep or the explorer found
+            r = recipe(scenario)
+            return cls(r.name, lambda seed, variant: r.make_lab(seed), r.run, move=r.move, checks=r.checks,
+                       counterexample=scenario)
         if isinstance(scenario, Scenario):
             return cls(scenario.name, scenario.make_cluster, scenario.run, scenario, tuple(scenario.variants))
         if callable(scenario):
@@ -282,7 +241,10 @@ class Execution:
         """Execute exactly one kernel event (plus what the client code then does at once)."""
         if self.at_end:
             return False
-        self.kernel.step()
+        if self.story.move is not None and self._wait is not None and not self.done:
+            self.story.move(self.cluster, self._wait[1])     # the story's own move (an explorer's choice)
+        else:
+            self.kernel.step()
         self.position += 1
         self._settle()
         self._mark()

@@ -113,6 +113,18 @@ class History:
         self.labels[name] = f"variant {variant}"
         return self.branches[name]
 
+    def to_dict(self) -> dict:
+        """The saved branches (each fault with its step) and their labels, JSON-ready."""
+        return {"branches": [b.to_dict() for b in self.branches.values()], "labels": dict(self.labels)}
+
+    def load(self, saved: dict) -> None:
+        """Add saved branches (``to_dict``) to this history; they re-execute from their seeds like any other."""
+        for d in saved.get("branches", ()):
+            b = Branch.from_dict(d)
+            self.branches[b.name] = b
+            self.labels[b.name] = saved.get("labels", {}).get(b.name, b.describe())
+            self._ends.pop(b.name, None)
+
     def compare(self, a: str, b: str) -> dict:
         return diff(self.outcome(a), self.outcome(b))
 

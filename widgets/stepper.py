@@ -68,6 +68,38 @@ class Stepper(StepperUI):
         self._build_ui(title)
         self.refresh()
 
+    # ----------------------------------------------------------- counterexamples
+    @classmethod
+    def open(cls, counterexample, **kw) -> "Stepper":
+        """Open a sweep's or the explorer's ``Counterexample``: the run re-executed from its seed, shown at the
+        step after which its first invariant breaks (at the last step when only the end-of-run checks see it).
+        Step, Back and faults work from there as for any scenario."""
+        kw.setdefault("title", f"counterexample: {counterexample.describe()}")
+        s = cls(counterexample, seed=counterexample.seed, **kw)
+        k = counterexample.step
+        if k is None:
+            s.jump(s.length)
+            where = f"at the end of the run (step {s.position}): the checks at the end see it"
+        else:
+            s.step_until(lambda st: st.execution.kernel.step_count >= k)
+            where = f"at step {s.position} (kernel event #{k})"
+        s.notice = f"{counterexample.invariant} ✗ {where}: {counterexample.detail.splitlines()[0] if counterexample.detail else ''}"
+        s.refresh()
+        return s
+
+    @property
+    def counterexample(self):
+        """The ``Counterexample`` this stepper opened (None for a scenario)."""
+        return self.story.counterexample
+
+    @property
+    def invariants(self) -> list:
+        """For a counterexample: (name, True / False / None when not yet known, words) at the current step."""
+        if self.story.checks is None:
+            return []
+        ex = self._ex
+        return self.story.checks(ex.cluster, ex.result, ex.done)
+
     # ------------------------------------------------------------------ state
     @property
     def position(self) -> int:
@@ -225,13 +257,13 @@ class Stepper(StepperUI):
 
     def _check(self, fault: Fault) -> None:
         nodes = self._ex.kernel.nodes
-        if fault.node is not None and fault.node not in nodes:
+        if fault.node and fault.node not in nodes:
             raise ValueError(f"no process named {fault.node!r}; processes: {', '.join(nodes)}")
         node = nodes.get(fault.node) if fault.node else None
         alive = node is not None and node.alive and not getattr(node, "crashed", False)
-        if fault.kind in ("crash", "crash-clean", "pause", "isolate") and not alive:
+        if fault.kind in ("crash", "pause", "isolate") and not alive:
             raise ValueError(f"{fault.node} is down")
-        if fault.kind in ("crash", "crash-clean") and not getattr(node, "crashable", True):
+        if fault.kind == "crash" and not getattr(node, "crashable", True):
             raise ValueError(f"{fault.node} cannot be crashed here"
                              + (" (it stands for the whole controller quorum)" if fault.node == "controller" else ""))
         if fault.kind == "restart":
@@ -244,7 +276,7 @@ class Stepper(StepperUI):
             c = self._ex.cluster
             if not is_kafka(c):
                 raise ValueError("only a Kafka cluster has partition leaders to move")
-            topic, partition = fault.others
+            topic, partition = fault.topic, fault.partition
             tp, name = (topic, int(partition)), f"{topic}-{partition}"
             bid = int(fault.node.rsplit("-", 1)[1]) if fault.node.startswith("broker-") else -1
             err = c.controller.leader_move_error(tp, bid)
@@ -255,7 +287,7 @@ class Stepper(StepperUI):
                                                           f"{name}: it cannot take over"}
             if err != Errors.NONE:
                 raise ValueError(why[err])
-        if fault.kind in ("drop", "delay", "duplicate"):
+        if fault.kind in ("drop", "delay", "duplicate") and fault.msg_id is not None:
             try:
                 m = self._ex.kernel.network.message(fault.msg_id)
             except KeyError:
@@ -275,7 +307,7 @@ class Stepper(StepperUI):
         return branch.name
 
     def crash(self, node: NodeRef, clean: bool = False) -> str:
-        return self.apply(Fault("crash-clean" if clean else "crash", self._node_name(node)))
+        return self.apply(Fault("crash", self._node_name(node), clean=bool(clean)))
 
     def restart(self, node: NodeRef) -> str:
         return self.apply(Fault("restart", self._node_name(node)))
@@ -296,7 +328,7 @@ class Stepper(StepperUI):
         """An operator moves the leadership of ``topic-partition`` to ``broker`` (an id or ``broker-N``), which
         must be an alive in-sync replica (a reassignment, then a preferred leader election)."""
         node = broker if isinstance(broker, str) else f"broker-{int(broker)}"
-        return self.apply(Fault("move-leader", node, others=(topic, int(partition))))
+        return self.apply(Fault("move-leader", node, topic=topic, partition=int(partition)))
 
     def drop(self, msg_id: int) -> str:
         return self.apply(Fault("drop", msg_id=int(msg_id)))

@@ -320,6 +320,12 @@ class StepperUI:
                   else "waiting inside a blocking call")
         end = " · <b>end of this branch</b>" if ex.at_end else ""
         notice = f"<br><span class='txl-notice'>{html.escape(self.notice)}</span>" if self.notice else ""
+        checks = self.invariants
+        if checks:
+            marks = {True: "✓", False: "✗", None: "…"}
+            notice += "<br>invariants: " + " · ".join(
+                f"<span title='{html.escape(str(words))}'>{html.escape(name)} {marks[ok]}</span>"
+                for name, ok, words in checks)
         return (f"<div class='txl-status'>branch <b>{html.escape(self.branch)}</b> "
                 f"({html.escape(self.history.labels[self.branch])}) · stepping: {html.escape(self.filter.describe())}"
                 f" · client code: {html.escape(client)}{end}{notice}</div>")

@@ -135,6 +135,13 @@ class Lab:
         self.kernel.begin_step("fault", "network", "network healed: every process can reach every other")
         self.kernel.network.heal()
 
+    def heal_between(self, a: NodeRef, b: NodeRef) -> None:
+        """Heal the cut between two processes only (other partitions stay)."""
+        a, b = self.node(a).name if not isinstance(a, str) else a, self.node(b).name if not isinstance(b, str) else b
+        self.kernel.begin_step("fault", "network", f"network heals between {a} and {b}")
+        self.kernel.network.cuts.discard((a, b))
+        self.kernel.network.cuts.discard((b, a))
+
     def _rule(self, action: str, api: str, response: bool, src, dst, ms: int = 0, count: int = 1) -> FaultRule:
         if api != "*" and self.APIS and api not in self.APIS:
             raise ValueError(f"unknown API {api!r}; known: {sorted(self.APIS)}")

@@ -7,7 +7,8 @@
 Prints a progress bar on stderr and, last, ``N seeds, V violations``.  Exit status 1
 when anything was violated; then it also prints the first failing seed, what the
 checker found (in plain words), the command that replays it, and its fault schedule
-minimized by delta debugging.  This module is the command-line layer: the progress
+minimized by delta debugging, and the counterexample as JSON (``Counterexample.from_json``; the
+stepper opens it with ``Stepper.open``).  This module is the command-line layer: the progress
 bar and the seeds/s figure read the wall clock here, never inside the engine.
 """
 from __future__ import annotations
@@ -132,6 +133,11 @@ def _report(res: SeedResult, counts: dict, schedule: Optional[list], args) -> No
         for f in small:
             print(f"  {f.describe()}")
         print("replay minimized: " + replay_command(res.seed, res.config, small))
+        small_run = run_seed(res.seed, res.config, schedule=small)
+        if not small_run.ok:
+            res = small_run
+    # the value a stepper opens: from widgets import Stepper; Stepper.open(Counterexample.from_json(...))
+    print("counterexample: " + res.counterexample().to_json())
 
 
 if __name__ == "__main__":

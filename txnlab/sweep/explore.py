@@ -39,7 +39,9 @@ from ..client.message import TopicPartition
 from ..client.producer import Producer
 from ..cluster import MUTATIONS, Cluster
 from ..errors import KafkaException
+from ..kernel.faults import Fault, KernelHooks
 from .clientops import final_read, poll_mops, record_committed_offsets
+from .counterexample import Counterexample
 
 INPUT = ("a", "b")
 # Messages a fault may hit: the ones exactly-once depends on (a lost Fetch or Metadata only adds a retry).
@@ -78,6 +80,103 @@ class RunResult:
     detail: str = ""
     pruned: bool = False
     cluster: Optional[Cluster] = field(default=None, repr=False)
+    faults: list = field(default_factory=list)    # the Faults the choices applied, each with its kernel step
+
+
+class _CopierHooks(KernelHooks):
+    """The explorer's one client process: killing "copier" crashes its producer and consumer."""
+
+    def __init__(self, cluster, state: dict) -> None:
+        super().__init__(cluster)
+        self.state = state
+
+    def processes(self) -> set:
+        return {"copier"}
+
+    def kill(self, process: str) -> bool:
+        for client in self.state["copier"]:
+            if client._node.alive:
+                self.lab.crash(client)
+        return True
+
+
+class ExploreRun:
+    """One run of the scenario along a choice list.  ``move(deadline)`` makes one move -- at a choice point
+    the chosen option (a delivery out of order, a lost message, the copier's crash), else the next event --
+    so a stepper can make the moves one Step at a time; ``driver`` makes them all (the explorer's own)."""
+
+    def __init__(self, explorer: "Explorer", prefix: list, prune: bool = True) -> None:
+        self.ex = explorer
+        self.prune = prune
+        self.cluster = explorer._setup()
+        self.res = RunResult(list(prefix), [])
+        self.state = {"faults": 0, "reorders": 0, "copier": None, "k": 0, "calls": (0, "")}
+        self.choosing = False
+        k = self.kernel = self.cluster.kernel
+        state = self.state
+        k.observers.append(lambda tev: state.__setitem__("calls", (state["calls"][0] + 1, tev.text))
+                           if tev.kind == "call" else None)
+
+    def options(self, deadline):
+        ex, state, k = self.ex, self.state, self.kernel
+        evs = [e for e in k.choices() if (deadline is None or e.time <= deadline)
+               and "controller" not in (e.msg.src, e.msg.dst)]
+        can_reorder = ex.max_reorderings < 0 or state["reorders"] < ex.max_reorderings
+        opts = [Option("deliver", i) for i in range(len(evs) if can_reorder else min(1, len(evs)))]
+        if state["faults"] < ex.max_faults:
+            opts += [Option("drop", i) for i, e in enumerate(evs)
+                     if e.msg.api in (DROP_RESPONSES if e.msg.is_response else DROP_REQUESTS)]
+            if state["copier"] is not None and any(e.msg.is_response and e.msg.api in CRASH_BEFORE and
+                                                   e.msg.dst.startswith("copier") for e in evs):
+                opts.append(Option("crash"))
+        return evs, opts
+
+    def _choice_point(self, deadline) -> bool:
+        nxt = self.kernel.peek_event()
+        if self.choosing and nxt is not None and nxt.kind == "deliver" and not nxt.background:
+            evs, opts = self.options(deadline)
+            if len(opts) > 1:
+                self.ex._choose(self.cluster, self.res, self.state, evs, opts, self.prune)
+                return True
+        return False
+
+    def move(self, deadline: Optional[int]) -> None:
+        if not self._choice_point(deadline):
+            self.kernel.step()
+
+    def driver(self, pred, timeout_ms) -> bool:
+        k = self.kernel
+        deadline = None if timeout_ms is None else k.now + int(timeout_ms)
+        while not pred():
+            if self._choice_point(deadline):
+                continue
+            t = k.next_event_time()
+            if t is None or (deadline is not None and t > deadline):
+                if deadline is not None and deadline > k.now:
+                    k.now = deadline
+                return pred()
+            k.step()
+        return True
+
+    def play(self, own_driver: bool = True) -> RunResult:
+        """The copier's run and its outcome.  ``own_driver=False``: someone else (a stepper) drives."""
+        k, res = self.kernel, self.res
+        if own_driver:
+            k.driver = self.driver
+        history = History()
+        self.choosing = True
+        try:
+            finished = self.ex._app(self.cluster, history, self.state)
+        except Prune:
+            res.pruned = True
+            return res
+        finally:
+            self.choosing = False
+            if own_driver:
+                k.driver = None
+        res.outcome, res.detail = self.ex._outcome(self.cluster, history, finished)
+        res.cluster = self.cluster
+        return res
 
 
 class Explorer:
@@ -95,54 +194,7 @@ class Explorer:
 
     # ------------------------------------------------------------- one run
     def run(self, prefix: list, prune: bool = True) -> RunResult:
-        cluster = self._setup()
-        res = RunResult(list(prefix), [])
-        state = {"faults": 0, "reorders": 0, "copier": None, "k": 0, "calls": (0, "")}
-        k = cluster.kernel
-
-        def options(deadline):
-            evs = [e for e in k.choices() if (deadline is None or e.time <= deadline)
-                   and "controller" not in (e.msg.src, e.msg.dst)]
-            can_reorder = self.max_reorderings < 0 or state["reorders"] < self.max_reorderings
-            opts = [Option("deliver", i) for i in range(len(evs) if can_reorder else min(1, len(evs)))]
-            if state["faults"] < self.max_faults:
-                opts += [Option("drop", i) for i, e in enumerate(evs)
-                         if e.msg.api in (DROP_RESPONSES if e.msg.is_response else DROP_REQUESTS)]
-                if state["copier"] is not None and any(e.msg.is_response and e.msg.api in CRASH_BEFORE and
-                                                       e.msg.dst.startswith("copier") for e in evs):
-                    opts.append(Option("crash"))
-            return evs, opts
-
-        def driver(pred, timeout_ms):
-            deadline = None if timeout_ms is None else k.now + int(timeout_ms)
-            while not pred():
-                nxt = k.peek_event()
-                t = None if nxt is None else nxt.time
-                if nxt is not None and nxt.kind == "deliver" and not nxt.background:
-                    evs, opts = options(deadline)
-                    if len(opts) > 1:
-                        self._choose(cluster, res, state, evs, opts, prune)
-                        continue
-                if t is None or (deadline is not None and t > deadline):
-                    if deadline is not None and deadline > k.now:
-                        k.now = deadline
-                    return pred()
-                k.step()
-            return True
-        k.driver = driver
-        k.observers.append(lambda tev: state.__setitem__("calls", (state["calls"][0] + 1, tev.text))
-                           if tev.kind == "call" else None)
-        history = History()
-        try:
-            finished = self._app(cluster, history, state)
-        except Prune:
-            res.pruned = True
-            return res
-        finally:
-            k.driver = None
-        res.outcome, res.detail = self._outcome(cluster, history, finished)
-        res.cluster = cluster
-        return res
+        return ExploreRun(self, prefix, prune).play()
 
     def _choose(self, cluster, res: RunResult, state: dict, evs, opts, prune: bool) -> None:
         i = state["k"]
@@ -164,14 +216,9 @@ class Explorer:
             k.step(choice=opt.index)
             return
         state["faults"] += 1
-        if opt.kind == "drop":
-            m = evs[opt.index].msg
-            cluster.drop_message(m.id)
-        else:
-            copier = state["copier"]
-            for client in copier:
-                if client._node.alive:
-                    cluster.crash(client)
+        fault = Fault("drop", msg_id=evs[opt.index].msg.id) if opt.kind == "drop" else Fault("kill", "copier")
+        res.faults.append(fault.at_step(k.step_count + 1))
+        fault.apply(cluster, _CopierHooks(cluster, state))
 
     # -------------------------------------------------------------- scenario
     def _setup(self) -> Cluster:
@@ -319,6 +366,12 @@ class Explorer:
         return hashlib.sha1("\n".join(parts).encode()).hexdigest()
 
     # ------------------------------------------------------------- explore
+    def found(self):
+        """The counterexample as a value the stepper opens (``Stepper.open``), or None."""
+        if self.counterexample is None:
+            return None
+        return Counterexample.from_explorer(self, self.counterexample)
+
     def explore(self, max_runs: int = 4000) -> bool:
         """Depth-first over choice lists.  Returns False when a violation was found (kept as the
         counterexample)."""
@@ -385,6 +438,7 @@ def main(argv: Optional[list] = None) -> int:
         flags = (f" --mutation {args.mutation}" if args.mutation else "") + \
             (f" --transaction-version {args.transaction_version}" if args.transaction_version else "")
         print(f"counterexample: seed {args.seed}, choices {','.join(map(str, ce.choices))}")
+        print(f"counterexample (JSON, for Stepper.open): {ex.found().to_json()}")
         print(f"replay: python -m txnlab.sweep.explore --seed {args.seed}{flags} --faults {args.faults} "
               f"--reorderings {args.reorderings} --replay {','.join(map(str, ce.choices))}")
         return 1

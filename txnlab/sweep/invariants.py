@@ -25,6 +25,7 @@ class StepInvariants:
         self.result = CheckResult()
         self.limit = limit
         self.checked = 0
+        self.first_step = None          # the step after which an invariant first failed
         self._last = None
         cluster.kernel.observers.append(self._observe)
 
@@ -52,12 +53,31 @@ class StepInvariants:
                 log = p.log
                 lso, hw, leo = log.last_stable_offset, log.high_watermark, log.log_end_offset
                 if not lso <= hw <= leo and len(self.result.anomalies.get("watermarks", ())) < self.limit:
+                    if self.first_step is None:
+                        self.first_step = step
                     self.result.add("watermarks", f"after step {step}: {tp[0]}-{tp[1]} on broker {b.broker_id} "
                                     f"has LSO {lso}, HW {hw}, LEO {leo}", key=f"{tp[0]}-{tp[1]}")
 
     def detach(self) -> None:
         if self._observe in self.cluster.kernel.observers:
             self.cluster.kernel.observers.remove(self._observe)
+
+
+def watermark_violations(cluster, topics: list) -> list:
+    """The state now: every leader of the given topics whose LSO <= HW <= LEO does not hold (a stepper's
+    reading of the same invariant ``StepInvariants`` checks after each step)."""
+    out = []
+    for b in cluster.brokers:
+        br = cluster.broker(b)
+        if not br.alive:
+            continue
+        for tp, p in sorted(br.partitions.items()):
+            if tp[0] in topics and p.leader == br.broker_id:
+                log = p.log
+                lso, hw, leo = log.last_stable_offset, log.high_watermark, log.log_end_offset
+                if not lso <= hw <= leo:
+                    out.append(f"{tp[0]}-{tp[1]} on broker {br.broker_id} has LSO {lso}, HW {hw}, LEO {leo}")
+    return out
 
 
 def end_invariants(cluster, topics: list, transactional_ids: list) -> CheckResult:

@@ -17,6 +17,7 @@ from typing import Iterator, Optional
 from ..check import CheckResult
 from ..check.history import History
 from ..cluster import Cluster
+from .counterexample import Counterexample
 from .nemesis import FAULT_SETS, Fault, Nemesis, minimize, plan, schedule_to_json
 from .invariants import StepInvariants, end_invariants
 from .runtime import Runtime
@@ -70,6 +71,11 @@ class SeedResult:
     cluster: Optional[Cluster] = field(default=None, repr=False)
     error: Optional[str] = None
     runtime: Optional[Runtime] = field(default=None, repr=False)
+    broken_at: Optional[int] = None     # the kernel step after which a step invariant first failed
+
+    def counterexample(self):
+        """This failing run as a value the stepper opens (``Stepper.open``)."""
+        return Counterexample.from_result(self)
 
     @property
     def ok(self) -> bool:
@@ -102,8 +108,13 @@ def run_seed(seed: int, cfg: RunConfig, schedule: Optional[list] = None, keep: b
     cfg.validate()
     if schedule is None:
         schedule = schedule_for(seed, cfg)
+    return drive(build_cluster(seed, cfg), seed, cfg, schedule, keep)
+
+
+def drive(cluster: Cluster, seed: int, cfg: RunConfig, schedule: list, keep: bool = False) -> SeedResult:
+    """Everything of a run after ``build_cluster``: the workload, the nemesis, the settle and the checks.
+    A stepper runs exactly this on its client-code thread to show a counterexample step by step."""
     wl = WORKLOADS[cfg.workload](cfg.records, (cfg.mutation,) if cfg.mutation else ())
-    cluster = build_cluster(seed, cfg)
     steps = StepInvariants(cluster, list(wl.topics))
     rt = Runtime(cluster, seed, cluster.kernel.now + wl.deadline_ms, PRODUCER_CONFIG, CONSUMER_CONFIG)
     nemesis = Nemesis(cluster, rt, schedule)
@@ -132,8 +143,10 @@ def run_seed(seed: int, cfg: RunConfig, schedule: Optional[list] = None, keep: b
         result.add("crash", f"{error} (at step {cluster.kernel.step_count}, t={cluster.kernel.now}ms)")
         if keep:
             error = traceback.format_exc()
+    steps.detach()
     return SeedResult(seed, cfg, list(schedule), result, finished, cluster.kernel.step_count, cluster.kernel.now,
-                      rt.history if keep else None, cluster if keep else None, error, rt if keep else None)
+                      rt.history if keep else None, cluster if keep else None, error, rt if keep else None,
+                      steps.first_step)
 
 
 def _settle(cluster, wl, steps: StepInvariants) -> CheckResult:
@@ -189,4 +202,4 @@ def replay(seed: int, cfg: RunConfig, schedule: Optional[list] = None) -> SeedRe
 
 
 __all__ = ["RunConfig", "SeedResult", "run_seed", "sweep", "minimize_failure", "replay", "replay_command",
-           "schedule_for", "build_cluster", "Fault"]
+           "schedule_for", "build_cluster", "drive", "Fault"]

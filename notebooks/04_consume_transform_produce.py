@@ -1,43 +1,58 @@
-"""Notebook 04: consume-transform-produce with offsets inside the transaction; aborts and rewinds; ALO vs EOS."""
-from nbgen import Notebook
+# ---
+# jupyter:
+#   kernelspec:
+#     display_name: Python 3 (ipykernel)
+#     language: python
+#     name: python3
+# ---
 
-nb = Notebook("04_consume_transform_produce")
+# %% [markdown]
+# # 04 · Consume, transform, produce
+#
+# The typical stream-processing application reads records from an input topic, transforms them, and
+# writes the results to an output topic. Besides its output it has a second piece of state: **how
+# far it has read**, the consumer group's committed offsets (stored in the internal topic
+# `__consumer_offsets`). If the output and the offsets are committed separately, a crash between the
+# two breaks exactly-once:
+#
+# * output first, then offsets: after a crash the input is read again and the output is written
+#   **twice** (at least once);
+# * offsets first, then output: after a crash the input is skipped and the output is **lost**
+#   (at most once).
+#
+# Kafka puts the offsets **into the producer's transaction**:
+# `producer.send_offsets_to_transaction(offsets, consumer.consumer_group_metadata())` sends
+# `AddOffsetsToTxn` to the transaction coordinator (which adds the group's `__consumer_offsets`
+# partition to the transaction) and `TxnOffsetCommit` to the group coordinator (which stores the
+# offsets as *pending*). The COMMIT marker makes output and offsets visible together; an ABORT marker
+# discards both. The consumer must not commit offsets itself (`enable.auto.commit=False`).
 
-nb.md("""
-# 04 · Consume, transform, produce
-
-The typical stream-processing application reads records from an input topic, transforms them, and
-writes the results to an output topic. Besides its output it has a second piece of state: **how
-far it has read**, the consumer group's committed offsets (stored in the internal topic
-`__consumer_offsets`). If the output and the offsets are committed separately, a crash between the
-two breaks exactly-once:
-
-* output first, then offsets: after a crash the input is read again and the output is written
-  **twice** (at least once);
-* offsets first, then output: after a crash the input is skipped and the output is **lost**
-  (at most once).
-
-Kafka puts the offsets **into the producer's transaction**:
-`producer.send_offsets_to_transaction(offsets, consumer.consumer_group_metadata())` sends
-`AddOffsetsToTxn` to the transaction coordinator (which adds the group's `__consumer_offsets`
-partition to the transaction) and `TxnOffsetCommit` to the group coordinator (which stores the
-offsets as *pending*). The COMMIT marker makes output and offsets visible together; an ABORT marker
-discards both. The consumer must not commit offsets itself (`enable.auto.commit=False`).
-""")
-
-nb.code("""
+# %%
 from collections import Counter
 from txnlab import Cluster, Producer, Consumer, TopicPartition, KafkaException
-""")
 
-nb.helpers("common", "strip", "flow", "views", "read")
+# %% [markdown]
+# Tables and pictures come from the lab's `widgets` package: `widgets/tables.py` (the trace and the
+# logs as tables), `widgets/snapshots.py` (pictures of one moment), `widgets/drawn.py` (what the
+# live views draw, read back for the checks). They only *read* the cluster: its trace, its logs and
+# its partition state. `read` (`widgets/reader.py`) is a fresh consumer that reads a topic from the
+# start; it polls the cluster like any client.
 
-nb.code("""
+# %%
+import pandas as pd
+import plotly.graph_objects as go
+
+from widgets.tables import show, narration, since
+from widgets.snapshots import log_snapshot, message_flow
+from widgets.drawn import trace_named, html_rows
+from widgets.reader import read
+
+# %%
 N = 30
 CLUSTER_CONFIG = {"group.initial.rebalance.delay.ms": 0}   # a broker setting: start groups without waiting
 
 def new_cluster(seed=7, outputs=("shipments",)):
-    \"\"\"Three brokers, an input topic `orders` with N records, and empty output topics.\"\"\"
+    """Three brokers, an input topic `orders` with N records, and empty output topics."""
     cluster = Cluster(brokers=3, seed=seed, config=CLUSTER_CONFIG)
     for topic in ("orders",) + tuple(outputs):
         cluster.create_topic(topic, partitions=1, replication_factor=3)
@@ -62,31 +77,29 @@ def committed(consumer):
 
 def read_output(cluster, topic, isolation="read_committed"):
     return [v.replace("shipped ", "") for v in read(cluster, topic, isolation=isolation, sort=False)]
-""")
 
-# ----------------------------------------------------------------------------------------------
-nb.md("""
-## 1 · The copier loop
 
-This is the loop of the seed article's listing 14-2 (and of Kafka's own `TransactionalMessageCopier`),
-in confluent-kafka's API. One round = one transaction:
+# %% [markdown]
+# ## 1 · The copier loop
+#
+# This is the loop of the seed article's listing 14-2 (and of Kafka's own `TransactionalMessageCopier`),
+# in confluent-kafka's API. One round = one transaction:
+#
+# ```python
+# msgs = consumer.consume(5, timeout)                  # up to 5 records
+# producer.begin_transaction()
+# for msg in msgs:
+#     producer.produce("shipments", value=transform(msg))
+# producer.send_offsets_to_transaction(consumer.position(consumer.assignment()),
+#                                      consumer.consumer_group_metadata())
+# producer.commit_transaction()
+# ```
+#
+# The offsets to commit are the consumer's **positions** (the next offset to read), and
+# `consumer_group_metadata()` carries the group id, the member id and the generation, so that the
+# group coordinator can refuse offsets from a member that was replaced in a rebalance (KIP-447).
 
-```python
-msgs = consumer.consume(5, timeout)                  # up to 5 records
-producer.begin_transaction()
-for msg in msgs:
-    producer.produce("shipments", value=transform(msg))
-producer.send_offsets_to_transaction(consumer.position(consumer.assignment()),
-                                     consumer.consumer_group_metadata())
-producer.commit_transaction()
-```
-
-The offsets to commit are the consumer's **positions** (the next offset to read), and
-`consumer_group_metadata()` carries the group id, the member id and the generation, so that the
-group coordinator can refuse offsets from a member that was replaced in a rebalance (KIP-447).
-""")
-
-nb.code("""
+# %%
 cluster = new_cluster()
 consumer = consumer_for(cluster, "copier")
 producer = Producer({"bootstrap.servers": cluster.bootstrap, "transactional.id": "copier-1"})
@@ -111,29 +124,25 @@ copy_round(consumer, producer)
 cluster.run_until_idle()
 print("group metadata sent with the offsets:", consumer.consumer_group_metadata())
 print("committed offset of the group after one round:", committed(consumer))
-""")
 
-nb.predict("""
-Which partitions received a COMMIT marker at the end of that round? Which requests did the
-producer send, to which broker?
-""")
+# %% [markdown]
+# **Predict:** Which partitions received a COMMIT marker at the end of that round? Which requests did the
+# producer send, to which broker?
 
-nb.code("""
+# %%
 APIS = ("AddPartitionsToTxn", "Produce", "AddOffsetsToTxn", "TxnOffsetCommit", "EndTxn", "WriteTxnMarkers")
 show(narration([e for e in since(cluster, mark_first)
                 if e.api in ("AddOffsetsToTxn", "TxnOffsetCommit", "EndTxn", "WriteTxnMarkers") and not e.is_response]))
-""")
 
-nb.md("""
-The transaction spans two partitions: `shipments-0` (the output) and the `__consumer_offsets`
-partition that stores group `copier`. The offsets reached `__consumer_offsets` as a
-**transactional** batch of the copier's producer id; the group coordinator kept them pending until
-the COMMIT marker for that partition arrived, and only then made them the group's committed
-offsets. Here is the message flow of the **second** round (the first also had to find the group
-coordinator).
-""")
+# %% [markdown]
+# The transaction spans two partitions: `shipments-0` (the output) and the `__consumer_offsets`
+# partition that stores group `copier`. The offsets reached `__consumer_offsets` as a
+# **transactional** batch of the copier's producer id; the group coordinator kept them pending until
+# the COMMIT marker for that partition arrived, and only then made them the group's committed
+# offsets. Here is the message flow of the **second** round (the first also had to find the group
+# coordinator).
 
-nb.code("""
+# %%
 mark_second = len(cluster.trace)
 copy_round(consumer, producer)
 cluster.run_until_idle()
@@ -141,14 +150,12 @@ lanes = [producer.name] + [f"broker-{b}" for b in cluster.brokers]
 message_flow(cluster, mark_second, APIS, lanes,
              title=f"Round 2: txn coordinator broker-{cluster.transaction_coordinator('copier-1')}, "
                    f"group coordinator broker-{cluster.group_coordinator('copier')}")
-""")
 
-nb.code("""
+# %%
 markers = [e for e in since(cluster, mark_second) if e.api == "WriteTxnMarkers" and not e.is_response]
 show(narration(markers))
-""")
 
-nb.code("""
+# %%
 rounds = 2
 while committed(consumer) < N and rounds < 20:
     copy_round(consumer, producer)
@@ -156,36 +163,34 @@ while committed(consumer) < N and rounds < 20:
 cluster.run_until_idle()
 output = read_output(cluster, "shipments")
 print(rounds, "rounds; output:", len(output), "records, distinct:", len(set(output)))
-log_strip(cluster, [("shipments", 0)], title="shipments-0: six transactions of five records, each with its COMMIT marker",
+log_snapshot(cluster, [("shipments", 0)], title="shipments-0: six transactions of five records, each with its COMMIT marker",
           short=lambda v: v.replace("shipped order-", "#"))
-""")
 
-nb.check("""
+# %% [markdown]
+# **Check** what you should have seen (this cell fails if the lab disagrees):
+
+# %%
 marked = " ".join(e.narration for e in markers)
 assert "shipments-0" in marked and "__consumer_offsets-" in marked      # output and offsets, one transaction
 assert output == ["order-%02d" % i for i in range(N)]                    # everything once, in order
 assert committed(consumer) == N
 assert sum(1 for b in cluster.log("shipments", 0).batches if b.is_control) == rounds
-""")
 
-# ----------------------------------------------------------------------------------------------
-nb.md("""
-## 2 · Offsets that are not committed yet: `UNSTABLE_OFFSET_COMMIT`
+# %% [markdown]
+# ## 2 · Offsets that are not committed yet: `UNSTABLE_OFFSET_COMMIT`
+#
+# While a transaction holds pending offsets for a partition, what is the group's committed offset?
+# Neither the old one (it may be replaced in a moment) nor the new one (it may be aborted). A
+# consumer that asks (`OffsetFetch` with `RequireStable`, which every modern consumer sends, KIP-447)
+# gets the retriable error **`UNSTABLE_OFFSET_COMMIT`** and asks again until the marker has landed.
+# This is what a new member of the group does when it takes over a partition after a rebalance.
 
-While a transaction holds pending offsets for a partition, what is the group's committed offset?
-Neither the old one (it may be replaced in a moment) nor the new one (it may be aborted). A
-consumer that asks (`OffsetFetch` with `RequireStable`, which every modern consumer sends, KIP-447)
-gets the retriable error **`UNSTABLE_OFFSET_COMMIT`** and asks again until the marker has landed.
-This is what a new member of the group does when it takes over a partition after a rebalance.
-""")
+# %% [markdown]
+# **Predict:** In the middle of a round (offsets sent, transaction not yet committed), a second consumer of the
+# group asks for the committed offset with a 1-second timeout. What happens? And right after the
+# commit?
 
-nb.predict("""
-In the middle of a round (offsets sent, transaction not yet committed), a second consumer of the
-group asks for the committed offset with a 1-second timeout. What happens? And right after the
-commit?
-""")
-
-nb.code("""
+# %%
 cluster = new_cluster(seed=3)
 consumer = consumer_for(cluster, "copier")
 producer = Producer({"bootstrap.servers": cluster.bootstrap, "transactional.id": "copier-1"})
@@ -205,43 +210,41 @@ except KafkaException as e:
 producer.commit_transaction()
 after = observer.committed([TopicPartition("orders", 0)], timeout=1.0)[0].offset
 print("during the transaction:", during, "   after the commit:", after)
-""")
 
-nb.code("""
+# %%
 unstable = [e for e in since(cluster, mark) if e.api == "OffsetFetch" and "UNSTABLE_OFFSET_COMMIT" in e.narration]
 print(len(unstable), "OffsetFetch requests and responses mentioned UNSTABLE_OFFSET_COMMIT; the first two:")
 show(narration(unstable[:2]))
-""")
 
-nb.check("""
+# %% [markdown]
+# **Check** what you should have seen (this cell fails if the lab disagrees):
+
+# %%
 assert during == "_TIMED_OUT"                 # kept retrying UNSTABLE_OFFSET_COMMIT for the whole second
 assert after == 5
 assert len(unstable) >= 4
-""")
 
-# ----------------------------------------------------------------------------------------------
-nb.md("""
-## 3 · Aborting and rewinding (KAFKA-17582)
 
-An application may abort a transaction (a transform failed, a downstream check said no). The
-ABORT marker discards the output and the pending offsets, so the group's committed offset stays
-where it was. **But the consumer's position does not move back**: it already returned those
-records, and the client does not rewind on its own (the Kafka developers confirmed this is
-intended, KAFKA-17582). If the loop simply continues, the next transaction commits offsets *past*
-the aborted records: they are never processed.
+# %% [markdown]
+# ## 3 · Aborting and rewinding (KAFKA-17582)
+#
+# An application may abort a transaction (a transform failed, a downstream check said no). The
+# ABORT marker discards the output and the pending offsets, so the group's committed offset stays
+# where it was. **But the consumer's position does not move back**: it already returned those
+# records, and the client does not rewind on its own (the Kafka developers confirmed this is
+# intended, KAFKA-17582). If the loop simply continues, the next transaction commits offsets *past*
+# the aborted records: they are never processed.
+#
+# The fix, which Kafka's own copier and system tests use: after an abort, **seek back to the
+# committed offsets**.
+#
+# Two copiers abort every third round; one rewinds, one does not.
 
-The fix, which Kafka's own copier and system tests use: after an abort, **seek back to the
-committed offsets**.
+# %% [markdown]
+# **Predict:** With 30 input records, 5 per round, and rounds 3, 6, 9, ... aborted: how many records are missing
+# from the output of the copier that does not rewind? How many duplicates does the other one write?
 
-Two copiers abort every third round; one rewinds, one does not.
-""")
-
-nb.predict("""
-With 30 input records, 5 per round, and rounds 3, 6, 9, ... aborted: how many records are missing
-from the output of the copier that does not rewind? How many duplicates does the other one write?
-""")
-
-nb.code("""
+# %%
 def rewind(consumer):
     for tp in consumer.committed(consumer.assignment()):
         consumer.seek(TopicPartition(tp.topic, tp.partition, tp.offset if tp.offset >= 0 else 0))
@@ -267,9 +270,8 @@ _, with_rewind = copier_with_aborts(True)
 missing = sorted(set("order-%02d" % i for i in range(N)) - set(no_rewind))
 print("without rewind:", len(no_rewind), "records; missing:", missing)
 print("with rewind:   ", len(with_rewind), "records; duplicates:", len(with_rewind) - len(set(with_rewind)))
-""")
 
-nb.code("""
+# %%
 fig = go.Figure()
 for name, out, colour in (("no rewind after abort", no_rewind, "#E45756"), ("seek to committed after abort", with_rewind, "#54A24B")):
     counts = Counter(out)
@@ -279,41 +281,39 @@ fig.update_layout(title="Copies of each input record in the committed output", b
                   yaxis=dict(title="copies", dtick=1, range=[0, 1.6]), xaxis=dict(title="input record order-NN"),
                   plot_bgcolor="white", legend=dict(orientation="h", y=1.02, yanchor="bottom", x=0), margin=dict(t=90))
 fig
-""")
 
-nb.code("""
-log_strip(no_rewind_cluster, [("shipments", 0)], short=lambda v: v.replace("shipped order-", "#"),
+# %%
+log_snapshot(no_rewind_cluster, [("shipments", 0)], short=lambda v: v.replace("shipped order-", "#"),
           title="Without rewind: aborted rounds stay in the log (grey) and are never redone")
-""")
 
-nb.check("""
+# %% [markdown]
+# **Check** what you should have seen (this cell fails if the lab disagrees):
+
+# %%
 assert len(missing) == 10 and len(set(no_rewind)) == len(no_rewind)      # rounds 3 and 6 lost 5 records each
 assert with_rewind == ["order-%02d" % i for i in range(N)]                # rewound: each record once, in order
-""")
 
-# ----------------------------------------------------------------------------------------------
-nb.md("""
-## 4 · A crash in the middle: at-least-once vs exactly-once
 
-Now the real test. Two copiers process the same input; each **crashes** in its third round, after
-writing the round's output and before committing, and is restarted (a new consumer and producer
-with the same group and, for the transactional one, the same `transactional.id`).
+# %% [markdown]
+# ## 4 · A crash in the middle: at-least-once vs exactly-once
+#
+# Now the real test. Two copiers process the same input; each **crashes** in its third round, after
+# writing the round's output and before committing, and is restarted (a new consumer and producer
+# with the same group and, for the transactional one, the same `transactional.id`).
+#
+# * The **at-least-once** copier writes with an idempotent producer, `flush()`es, then commits its
+#   offsets with `consumer.commit()`.
+# * The **exactly-once** copier is the transactional loop above.
+#
+# `cluster.crash(client)` kills a client process: it sends nothing more and its memory is gone. The
+# restarted consumer must wait for the group to notice that the old member is gone
+# (`session.timeout.ms`, 6 s here) before it gets the partition.
 
-* The **at-least-once** copier writes with an idempotent producer, `flush()`es, then commits its
-  offsets with `consumer.commit()`.
-* The **exactly-once** copier is the transactional loop above.
+# %% [markdown]
+# **Predict:** How many records will each output topic hold at the end (read with `read_committed`)? How many of
+# them are duplicates? And what does a `read_uncommitted` reader see in the exactly-once output?
 
-`cluster.crash(client)` kills a client process: it sends nothing more and its memory is gone. The
-restarted consumer must wait for the group to notice that the old member is gone
-(`session.timeout.ms`, 6 s here) before it gets the partition.
-""")
-
-nb.predict("""
-How many records will each output topic hold at the end (read with `read_committed`)? How many of
-them are duplicates? And what does a `read_uncommitted` reader see in the exactly-once output?
-""")
-
-nb.code("""
+# %%
 def crashing_copier(cluster, mode, crash_round=3):
     out = f"out-{mode}"
     def start():
@@ -363,9 +363,8 @@ show(pd.DataFrame([
      "duplicates": len(eos) - len(set(eos))},
     {"copier": "exactly once, read with read_uncommitted", "records": len(eos_uncommitted),
      "distinct": len(set(eos_uncommitted)), "duplicates": len(eos_uncommitted) - len(set(eos_uncommitted))}]))
-""")
 
-nb.code("""
+# %%
 fig = go.Figure()
 for name, out, colour in (("at least once", alo, "#E45756"), ("exactly once", eos, "#54A24B")):
     counts = Counter(out)
@@ -376,73 +375,74 @@ fig.update_layout(title="Copies of each input record after a crash in round 3 (r
                   xaxis=dict(title="input record order-NN"), plot_bgcolor="white",
                   legend=dict(orientation="h", y=1.02, yanchor="bottom", x=0), margin=dict(t=90))
 fig
-""")
 
-nb.code("""
-log_strip(cluster, [("out-alo", 0), ("out-eos", 0)], short=lambda v: v.replace("shipped order-", "#"),
+# %%
+log_snapshot(cluster, [("out-alo", 0), ("out-eos", 0)], short=lambda v: v.replace("shipped order-", "#"),
           title="Top: at least once, the crashed round written twice. Bottom: exactly once, the crashed round aborted (grey)")
-""")
 
-nb.md("""
-What happened to the crashed transaction of the exactly-once copier? Nobody committed it. When the
-restarted copier called `init_transactions()` with the same `transactional.id`, the coordinator
-found the old transaction still `Ongoing`, **aborted it** (ABORT markers on the output and on
-`__consumer_offsets`) and bumped the producer epoch so the crashed instance could never write again.
-The aborted output stays in the log: a downstream reader with `read_uncommitted` still sees the
-duplicates. Exactly-once is a property of the whole pipeline, readers included. Notebook 05 is
-about that fencing.
-""")
+# %% [markdown]
+# What happened to the crashed transaction of the exactly-once copier? Nobody committed it. When the
+# restarted copier called `init_transactions()` with the same `transactional.id`, the coordinator
+# found the old transaction still `Ongoing`, **aborted it** (ABORT markers on the output and on
+# `__consumer_offsets`) and bumped the producer epoch so the crashed instance could never write again.
+# The aborted output stays in the log: a downstream reader with `read_uncommitted` still sees the
+# duplicates. Exactly-once is a property of the whole pipeline, readers included. Notebook 05 is
+# about that fencing.
 
-nb.code("""
+# %%
 show(narration([e for e in cluster.trace.filter(api="InitProducerId") if "copier-eos" in e.narration
                 and not e.is_response]))
-""")
 
-nb.check("""
+# %% [markdown]
+# **Check** what you should have seen (this cell fails if the lab disagrees):
+
+# %%
 assert len(alo) == N + 5 and len(set(alo)) == N           # the crashed round was written twice
 assert eos == ["order-%02d" % i for i in range(N)]         # exactly once, in order
 assert len(eos_uncommitted) == N + 5                       # the aborted round is still in the log
 aborts = [b for b in cluster.log("out-eos", 0).batches if b.is_control and b.control_type.name == "ABORT"]
 assert len(aborts) == 1
-""")
 
-# ----------------------------------------------------------------------------------------------
-nb.md("""
-## 5 · Step through it yourself: offsets inside the transaction
+# %% [markdown]
+# ## 5 · Step through it yourself: offsets inside the transaction
+#
+# The gallery scenario `consume-transform-produce` is the copier of section 1 in a smaller form: it
+# reads `orders` (values `0 … 5`) two records at a time with `read_committed`, writes `value × 10` to
+# `totals`, and commits its input offsets with `send_offsets_to_transaction()` in the same
+# transaction. Its **second** transaction fails on purpose: the copier aborts it and rewinds to the
+# committed offsets (section 3), then does the work again.
+#
+# Step through it (**Step** or →; **Back** or ← re-runs from the seed; **Filter → API** jumps between
+# requests of one kind, e.g. `TxnOffsetCommit` or `WriteTxnMarkers`). Two tabs matter here:
+#
+# * **Coordinators**: the transaction state machine with `copier-0`, and at the bottom the table
+#   **`__consumer_offsets`** as the group coordinator holds it: each offset with its status,
+#   *pending transaction* (yellow) until the transaction's marker has reached that partition, then
+#   *committed*.
+# * **Partition logs**: `orders-0` (the input) and `totals-0` (the output), with COMMIT (◆) and
+#   ABORT (✕) markers; records of an aborted transaction turn grey.
 
-The gallery scenario `consume-transform-produce` is the copier of section 1 in a smaller form: it
-reads `orders` (values `0 … 5`) two records at a time with `read_committed`, writes `value × 10` to
-`totals`, and commits its input offsets with `send_offsets_to_transaction()` in the same
-transaction. Its **second** transaction fails on purpose: the copier aborts it and rewinds to the
-committed offsets (section 3), then does the work again.
+# %% [markdown]
+# **Predict:** Step until the group coordinator writes the copier's first offsets. What does the
+# `__consumer_offsets` table say for `orders-0` at that moment, and when does that change? What
+# does the aborted second transaction leave in `totals-0` and in that table?
 
-Step through it (**Step** or →; **Back** or ← re-runs from the seed; **Filter → API** jumps between
-requests of one kind, e.g. `TxnOffsetCommit` or `WriteTxnMarkers`). Two tabs matter here:
-
-* **Coordinators**: the transaction state machine with `copier-0`, and at the bottom the table
-  **`__consumer_offsets`** as the group coordinator holds it: each offset with its status,
-  *pending transaction* (yellow) until the transaction's marker has reached that partition, then
-  *committed*.
-* **Partition logs**: `orders-0` (the input) and `totals-0` (the output), with COMMIT (◆) and
-  ABORT (✕) markers; records of an aborted transaction turn grey.
-""")
-
-nb.predict("""
-Step until the group coordinator writes the copier's first offsets. What does the
-`__consumer_offsets` table say for `orders-0` at that moment, and when does that change? What
-does the aborted second transaction leave in `totals-0` and in that table?
-""")
-
-nb.code("""
+# %%
 from widgets import Stepper
 
 ctp = Stepper("consume-transform-produce", skip_background=True)
 ctp.widget
-""")
 
-nb.check("""
+# %% [markdown]
+# **Check** what you should have seen. The cell drives the stepper above and reads the `__consumer_offsets`
+# table and the strip as they are drawn (this cell fails if the lab disagrees):
+
+# %%
 ctp.switch("main", 0)
-offsets = lambda: [row[2:5] for row in html_rows(ctp.coordinators.offsets_html.value)]   # partition, offset, status
+def offsets():
+    return [row[2:5] for row in html_rows(ctp.coordinators.offsets_html.value)]   # partition, offset, status
+
+
 assert ctp.step_until("writing transactional offsets")
 assert offsets() == [["orders-0", "2", "pending transaction"]]          # stored, not yet the group's offset
 assert ctp.step_until("__consumer_offsets-1: wrote a COMMIT marker")
@@ -460,30 +460,21 @@ ctp.run_to_end()
 assert offsets() == [["orders-0", "6", "committed"]]
 assert ctp.result["read_committed"] == ["0", "10", "20", "30", "40", "50"]
 assert ctp.result["read_uncommitted"] == ["0", "10", "20", "30", "20", "30", "40", "50"]
-""", intro="""
-what you should have seen. The cell drives the stepper above and reads the `__consumer_offsets`
-table and the strip as they are drawn (this cell fails if the lab disagrees):
-""")
 
-nb.md("""
-The offsets were written to `__consumer_offsets` long before they counted: as a pending,
-transactional write of the copier's producer id, turned into the group's committed offset by the
-same COMMIT marker that made the transaction's output visible in `totals`. The aborted attempt sent no
-offsets at all (it failed before `send_offsets_to_transaction()`); its two output records stay in
-`totals-0`, grey, and a `read_uncommitted` reader sees them twice.
-""")
+# %% [markdown]
+# The offsets were written to `__consumer_offsets` long before they counted: as a pending,
+# transactional write of the copier's producer id, turned into the group's committed offset by the
+# same COMMIT marker that made the transaction's output visible in `totals`. The aborted attempt sent no
+# offsets at all (it failed before `send_offsets_to_transaction()`); its two output records stay in
+# `totals-0`, grey, and a `read_uncommitted` reader sees them twice.
 
-nb.md("""
-## What to remember
-
-* In a consume-transform-produce loop the input offsets are **part of the output**: commit them
-  with `send_offsets_to_transaction(positions, consumer.consumer_group_metadata())`, never with
-  `consumer.commit()`.
-* The offsets are pending in `__consumer_offsets` until the marker; meanwhile `OffsetFetch` answers
-  `UNSTABLE_OFFSET_COMMIT` and the consumer retries.
-* After `abort_transaction()`, **seek back to the committed offsets** yourself (KAFKA-17582).
-* Downstream readers must use `read_committed`, or they see aborted attempts.
-""")
-
-if __name__ == "__main__":
-    print(nb.write())
+# %% [markdown]
+# ## What to remember
+#
+# * In a consume-transform-produce loop the input offsets are **part of the output**: commit them
+#   with `send_offsets_to_transaction(positions, consumer.consumer_group_metadata())`, never with
+#   `consumer.commit()`.
+# * The offsets are pending in `__consumer_offsets` until the marker; meanwhile `OffsetFetch` answers
+#   `UNSTABLE_OFFSET_COMMIT` and the consumer retries.
+# * After `abort_transaction()`, **seek back to the committed offsets** yourself (KAFKA-17582).
+# * Downstream readers must use `read_committed`, or they see aborted attempts.

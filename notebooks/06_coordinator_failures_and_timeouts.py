@@ -1,44 +1,61 @@
-"""Notebook 06: coordinator crashes, marker partitions down, failover from __transaction_state, expiry, epochs."""
-from nbgen import Notebook
+# ---
+# jupyter:
+#   kernelspec:
+#     display_name: Python 3 (ipykernel)
+#     language: python
+#     name: python3
+# ---
 
-nb = Notebook("06_coordinator_failures_and_timeouts")
+# %% [markdown]
+# # 06 · Coordinator failures and timeouts
+#
+# The transaction coordinator is a broker like any other: it can crash at any moment of a commit.
+# Kafka's answer rests on one rule from notebook 02: **a transaction is decided when its
+# `PrepareCommit` (or `PrepareAbort`) record is durable in `__transaction_state`**. Everything after
+# that (markers, `CompleteCommit`) is roll-forward work that any later coordinator can redo from the
+# log. So:
+#
+# | the coordinator crashes ... | the decision | what the new coordinator does |
+# |---|---|---|
+# | before `PrepareCommit` is replicated | not taken | finds `Ongoing`; the client's retried `EndTxn` decides |
+# | after `PrepareCommit` is durable | **commit** | reloads `PrepareCommit`, **resends the markers** |
+# | after `CompleteCommit` | commit, finished | nothing to do |
+#
+# The new coordinator is the new leader of the same `__transaction_state` partition. It gets there
+# when the controller notices the dead broker (`broker.session.timeout.ms`, 9 s) and elects another
+# in-sync replica; it then **loads** the partition (`COORDINATOR_LOAD_IN_PROGRESS` meanwhile) with a
+# higher **coordinator epoch**, which it stamps on its markers so that leaders can ignore a deposed
+# coordinator.
+#
+# This notebook crashes the coordinator at each moment, takes a marker partition's leader away,
+# and ends with the slow clocks: transaction timeouts, transactional-id expiration and epoch
+# exhaustion.
 
-nb.md("""
-# 06 · Coordinator failures and timeouts
-
-The transaction coordinator is a broker like any other: it can crash at any moment of a commit.
-Kafka's answer rests on one rule from notebook 02: **a transaction is decided when its
-`PrepareCommit` (or `PrepareAbort`) record is durable in `__transaction_state`**. Everything after
-that (markers, `CompleteCommit`) is roll-forward work that any later coordinator can redo from the
-log. So:
-
-| the coordinator crashes ... | the decision | what the new coordinator does |
-|---|---|---|
-| before `PrepareCommit` is replicated | not taken | finds `Ongoing`; the client's retried `EndTxn` decides |
-| after `PrepareCommit` is durable | **commit** | reloads `PrepareCommit`, **resends the markers** |
-| after `CompleteCommit` | commit, finished | nothing to do |
-
-The new coordinator is the new leader of the same `__transaction_state` partition. It gets there
-when the controller notices the dead broker (`broker.session.timeout.ms`, 9 s) and elects another
-in-sync replica; it then **loads** the partition (`COORDINATOR_LOAD_IN_PROGRESS` meanwhile) with a
-higher **coordinator epoch**, which it stamps on its markers so that leaders can ignore a deposed
-coordinator.
-
-This notebook crashes the coordinator at each moment, takes a marker partition's leader away,
-and ends with the slow clocks: transaction timeouts, transactional-id expiration and epoch
-exhaustion.
-""")
-
-nb.code("""
-from txnlab import Cluster, Consumer, KafkaException, Producer, TopicPartition
+# %%
+from txnlab import Cluster, KafkaException, Producer
 from txnlab.coordinator.transaction_log import describe_record
-""")
 
-nb.helpers("common", "strip", "views", "read")
+# %% [markdown]
+# Tables and pictures come from the lab's `widgets` package: `widgets/tables.py` (the trace and the
+# logs as tables), `widgets/snapshots.py` (pictures of one moment), `widgets/drawn.py` (what the
+# live views draw, read back for the checks). They only *read* the cluster: its trace, its logs and
+# its partition state. `read` (`widgets/reader.py`) is a fresh consumer that reads a topic from the
+# start; it polls the cluster like any client.
 
-nb.code("""
+# %%
+import pandas as pd
+import plotly.graph_objects as go
+
+from widgets.tables import show, narration, batches_table
+from widgets.snapshots import log_snapshot
+from widgets.drawn import (arrows_now, clear_filter, coordinator_says, drawn_consumers, drawn_line, on_the_wire,
+                           trace_named)
+from widgets.reader import read
+
+
+# %%
 def setup(seed=3):
-    \"\"\"Three brokers, `orders` with three partitions, and an open transaction of 'crashy' on all of them.\"\"\"
+    """Three brokers, `orders` with three partitions, and an open transaction of 'crashy' on all of them."""
     cluster = Cluster(brokers=3, seed=seed)
     cluster.create_topic("orders", partitions=3, replication_factor=3)
     producer = Producer({"bootstrap.servers": cluster.bootstrap, "transactional.id": "crashy"})
@@ -50,7 +67,7 @@ def setup(seed=3):
     return cluster, producer, cluster.transaction_coordinator("crashy")
 
 def txn_log(cluster, transactional_id, broker=None):
-    \"\"\"The records of one transactional id in a replica of its __transaction_state partition.\"\"\"
+    """The records of one transactional id in a replica of its __transaction_state partition."""
     part = cluster.broker(0).txn_coordinator.state_manager.partition_for(transactional_id)
     rows = []
     for batch in cluster.log("__transaction_state", part, broker).batches:
@@ -63,26 +80,23 @@ def txn_log(cluster, transactional_id, broker=None):
 
 def seconds(cluster, since_ms):
     return round((cluster.now - since_ms) / 1000, 1)
-""")
 
-# ----------------------------------------------------------------------------------------------
-nb.md("""
-## 1a · Crash before `PrepareCommit` is replicated
 
-We cut the coordinator off from the other brokers (`cluster.partition`), so the `PrepareCommit` it
-appends to its own log cannot reach its followers, and give `commit_transaction()` only 50 ms.
-In confluent-kafka, as in Java, a commit that times out raises a **retriable** `_TIMED_OUT`
-meaning *"the outcome is not known yet: call `commit_transaction()` again"*. Then the coordinator
-crashes, the network heals, and we call commit again.
-""")
+# %% [markdown]
+# ## 1a · Crash before `PrepareCommit` is replicated
+#
+# We cut the coordinator off from the other brokers (`cluster.partition`), so the `PrepareCommit` it
+# appends to its own log cannot reach its followers, and give `commit_transaction()` only 50 ms.
+# In confluent-kafka, as in Java, a commit that times out raises a **retriable** `_TIMED_OUT`
+# meaning *"the outcome is not known yet: call `commit_transaction()` again"*. Then the coordinator
+# crashes, the network heals, and we call commit again.
 
-nb.predict("""
-What does the second `commit_transaction()` do: fail, or commit? Which state will the new
-coordinator find in its copy of `__transaction_state`, and what happens to the `PrepareCommit`
-record that only the old coordinator had?
-""")
+# %% [markdown]
+# **Predict:** What does the second `commit_transaction()` do: fail, or commit? Which state will the new
+# coordinator find in its copy of `__transaction_state`, and what happens to the `PrepareCommit`
+# record that only the old coordinator had?
 
-nb.code("""
+# %%
 cluster, producer, coord = setup()
 others = [b for b in cluster.brokers if b != coord]
 cluster.partition([coord], others)
@@ -103,9 +117,8 @@ print("2nd commit_transaction() returned after", seconds(cluster, t0), "s; new c
       cluster.transaction_coordinator("crashy"))
 cluster.restart(coord)
 cluster.run_until_idle()
-""")
 
-nb.code("""
+# %%
 new_coord = cluster.transaction_coordinator("crashy")
 part = f"__transaction_state-{cluster.transaction_state('crashy')['transaction_state_partition']}"
 rows = []
@@ -118,39 +131,36 @@ for e in cluster.trace.filter():
         rows.append({"step": e.step, "t (ms)": e.time, "node": e.node, "what happened": "; ".join(lines)})
 story = pd.DataFrame(rows)
 show(story)
-""")
 
-nb.md("""
-The new coordinator loaded the partition and found `crashy` **Ongoing**: the `PrepareCommit` had
-never been replicated, so no decision existed. The producer had kept retrying `EndTxn` (first to the
-dead broker, then, once `FindCoordinator` named the new leader, to it); the new coordinator wrote
-its own `PrepareCommit`, answered, and sent the markers. When the old coordinator came back it
-truncated its unreplicated record and copied the new leader's log.
-""")
+# %% [markdown]
+# The new coordinator loaded the partition and found `crashy` **Ongoing**: the `PrepareCommit` had
+# never been replicated, so no decision existed. The producer had kept retrying `EndTxn` (first to the
+# dead broker, then, once `FindCoordinator` named the new leader, to it); the new coordinator wrote
+# its own `PrepareCommit`, answered, and sent the markers. When the old coordinator came back it
+# truncated its unreplicated record and copied the new leader's log.
 
-nb.check("""
+# %% [markdown]
+# **Check** what you should have seen (this cell fails if the lab disagrees):
+
+# %%
 assert first.name() == "_TIMED_OUT" and first.retriable()
 assert cluster.transaction_state("crashy")["state"] == "CompleteCommit"
 assert read(cluster, "orders", (0, 1, 2)) == ["c0", "c1", "c2"]
 assert new_coord != coord
 assert story["what happened"].str.contains("truncated its log").any()
-""")
 
-# ----------------------------------------------------------------------------------------------
-nb.md("""
-## 1b · Crash after `PrepareCommit` is durable, before the markers
+# %% [markdown]
+# ## 1b · Crash after `PrepareCommit` is durable, before the markers
+#
+# This time the `PrepareCommit` is replicated, the coordinator answers the producer, and only then
+# dies: we make the network lose its `WriteTxnMarkers` requests and crash it as soon as
+# `commit_transaction()` has returned. The markers were never written.
 
-This time the `PrepareCommit` is replicated, the coordinator answers the producer, and only then
-dies: we make the network lose its `WriteTxnMarkers` requests and crash it as soon as
-`commit_transaction()` has returned. The markers were never written.
-""")
+# %% [markdown]
+# **Predict:** Has the producer's commit succeeded? What can a `read_committed` consumer of `orders` read in the
+# 9 seconds until a new coordinator exists, and what will the new coordinator do first?
 
-nb.predict("""
-Has the producer's commit succeeded? What can a `read_committed` consumer of `orders` read in the
-9 seconds until a new coordinator exists, and what will the new coordinator do first?
-""")
-
-nb.code("""
+# %%
 cluster, producer, coord = setup()
 cluster.drop_next("WriteTxnMarkers", count=3)           # the markers are lost on the way
 producer.commit_transaction()
@@ -169,9 +179,8 @@ while (done_ms is None or cluster.now - done_ms < 2_000) and cluster.now - t0 < 
                      "LSO of orders-0": cluster.partition_state("orders", 0)["lso"]})
 timeline = pd.DataFrame(timeline)
 show(timeline.drop_duplicates(subset=["coordinator", "state", "HW of orders-0", "LSO of orders-0"]))
-""")
 
-nb.code("""
+# %%
 done_at = timeline[timeline["state"] == "CompleteCommit"]["t (s)"].min()
 fig = go.Figure()
 fig.add_trace(go.Scatter(x=[0] + list(timeline["t (s)"]), y=[1] + list(timeline["HW of orders-0"]),
@@ -189,49 +198,44 @@ fig.update_layout(title="orders-0 after a crash with PrepareCommit durable and n
                   yaxis=dict(title="offset", dtick=1, range=[-0.3, 2.6]),
                   legend=dict(orientation="h", y=1.02, yanchor="bottom", x=0), margin=dict(t=90))
 fig
-""")
 
-nb.code("""
+# %%
 show(narration([e for e in cluster.trace.filter() if e.time >= t0 and ("the new coordinator finishes it" in e.narration
                 or (e.api == "WriteTxnMarkers" and not e.is_response))]))
-""")
 
-nb.code("""
+# %%
 show(batches_table(cluster, "orders", 0))
-""")
 
-nb.md("""
-The producer was told *committed* at once, and that was true: the decision was in the log. For
-about 9 s there was no coordinator at all; the partitions' LSO stayed at the transaction's first
-offset, so `read_committed` readers waited. The new leader of the `__transaction_state` partition
-loaded it, found `PrepareCommit`, and finished the job: COMMIT markers stamped with **coordinator
-epoch 1** (the old coordinator's was 0), then `CompleteCommit`.
-""")
+# %% [markdown]
+# The producer was told *committed* at once, and that was true: the decision was in the log. For
+# about 9 s there was no coordinator at all; the partitions' LSO stayed at the transaction's first
+# offset, so `read_committed` readers waited. The new leader of the `__transaction_state` partition
+# loaded it, found `PrepareCommit`, and finished the job: COMMIT markers stamped with **coordinator
+# epoch 1** (the old coordinator's was 0), then `CompleteCommit`.
 
-nb.check("""
+# %% [markdown]
+# **Check** what you should have seen (this cell fails if the lab disagrees):
+
+# %%
 assert timeline["state"].iloc[-1] == "CompleteCommit"
 before_failover = timeline[timeline["state"] == "(no coordinator)"]
 assert len(before_failover) > 0 and (before_failover["LSO of orders-0"] == 0).all()   # readers wait
 assert read(cluster, "orders", (0, 1, 2)) == ["c0", "c1", "c2"]
 markers = [b for b in cluster.log("orders", 0).batches if b.is_control]
 assert [(b.control_type.name, b.coordinator_epoch) for b in markers] == [("COMMIT", 1)]
-""")
 
-# ----------------------------------------------------------------------------------------------
-nb.md("""
-## 1c · Crash after `CompleteCommit`
+# %% [markdown]
+# ## 1c · Crash after `CompleteCommit`
+#
+# Nothing is left to do for this transaction. What the application notices is the next one: its
+# first request goes to a dead coordinator, and the producer keeps asking `FindCoordinator` until a
+# new one has taken over.
 
-Nothing is left to do for this transaction. What the application notices is the next one: its
-first request goes to a dead coordinator, and the producer keeps asking `FindCoordinator` until a
-new one has taken over.
-""")
+# %% [markdown]
+# **Predict:** The commit is complete when the coordinator crashes. Does the application see any error? How long
+# will its *next* transaction take (roughly), and why?
 
-nb.predict("""
-The commit is complete when the coordinator crashes. Does the application see any error? How long
-will its *next* transaction take (roughly), and why?
-""")
-
-nb.code("""
+# %%
 cluster, producer, coord = setup()
 producer.commit_transaction()
 cluster.run_until_idle()
@@ -245,38 +249,35 @@ cluster.run_until_idle()
 print("the next transaction took", took, "simulated seconds; the new coordinator is broker",
       cluster.transaction_coordinator("crashy"))
 show(txn_log(cluster, "crashy"))
-""")
 
-nb.check("""
+# %% [markdown]
+# **Check** what you should have seen (this cell fails if the lab disagrees):
+
+# %%
 assert took > 5                                       # it waited for the failover
 assert read(cluster, "orders", (0, 1, 2)) == ["c0", "c1", "c2", "next"]
 assert list(txn_log(cluster, "crashy")["state"])[-2:] == ["PrepareCommit", "CompleteCommit"]
-""")
 
-nb.md("""
-What the client saw, in all three cases: `commit_transaction()` either returned success or raised a
-retriable timeout that a second call turned into success. The application never had to guess
-whether its transaction committed.
-""")
+# %% [markdown]
+# What the client saw, in all three cases: `commit_transaction()` either returned success or raised a
+# retriable timeout that a second call turned into success. The application never had to guess
+# whether its transaction committed.
 
-# ----------------------------------------------------------------------------------------------
-nb.md("""
-## 1d · The coordinator moves without a crash
+# %% [markdown]
+# ## 1d · The coordinator moves without a crash
+#
+# Coordinators move in healthy clusters too: an operator reassigns partitions, or the controller's
+# preferred-leader rebalancing hands `__transaction_state` partitions back to their preferred replica.
+# `cluster.move_leader(topic, partition, broker)` is that operator (a reassignment that makes `broker`
+# the preferred replica, then a preferred leader election). Nothing crashes and nothing is lost, but
+# the old coordinator stops answering for the transactional id the moment it is no longer the leader.
 
-Coordinators move in healthy clusters too: an operator reassigns partitions, or the controller's
-preferred-leader rebalancing hands `__transaction_state` partitions back to their preferred replica.
-`cluster.move_leader(topic, partition, broker)` is that operator (a reassignment that makes `broker`
-the preferred replica, then a preferred leader election). Nothing crashes and nothing is lost, but
-the old coordinator stops answering for the transactional id the moment it is no longer the leader.
-""")
+# %% [markdown]
+# **Predict:** The transaction is open with one record written. We move its `__transaction_state` partition to
+# another broker and produce to a *new* partition, which needs `AddPartitionsToTxn`. Which error does
+# the producer get, from whom, and what does it do about it? Does the commit succeed?
 
-nb.predict("""
-The transaction is open with one record written. We move its `__transaction_state` partition to
-another broker and produce to a *new* partition, which needs `AddPartitionsToTxn`. Which error does
-the producer get, from whom, and what does it do about it? Does the commit succeed?
-""")
-
-nb.code("""
+# %%
 cluster = Cluster(brokers=3, seed=3)
 cluster.create_topic("orders", partitions=2, replication_factor=3)
 producer = Producer({"bootstrap.servers": cluster.bootstrap, "transactional.id": "mover"})
@@ -297,43 +298,40 @@ moved = [e for e in cluster.trace.filter() if e.time >= t0 and
 print("coordinator: broker", coord, "->", cluster.transaction_coordinator("mover"), "; state",
       cluster.transaction_state("mover")["state"], "; read_committed reads", read(cluster, "orders", (0, 1)))
 show(narration(moved[:8]))
-""")
 
-nb.md("""
-The old coordinator answered the producer's `AddPartitionsToTxn` with `NOT_COORDINATOR`: it no longer
-leads the partition, so it dropped the transactions it had cached. The producer looked the
-coordinator up again (`FindCoordinator`), and the new leader, which had loaded the partition's
-`__transaction_state` records when it became leader, knew `mover` as `Ongoing` and carried on. The
-state lives in the log, not in a broker's memory.
-""")
+# %% [markdown]
+# The old coordinator answered the producer's `AddPartitionsToTxn` with `NOT_COORDINATOR`: it no longer
+# leads the partition, so it dropped the transactions it had cached. The producer looked the
+# coordinator up again (`FindCoordinator`), and the new leader, which had loaded the partition's
+# `__transaction_state` records when it became leader, knew `mover` as `Ongoing` and carried on. The
+# state lives in the log, not in a broker's memory.
 
-nb.check("""
+# %% [markdown]
+# **Check** what you should have seen (this cell fails if the lab disagrees):
+
+# %%
 assert cluster.transaction_coordinator("mover") == target != coord
 assert any(e.api == "AddPartitionsToTxn" and e.is_response and "NOT_COORDINATOR" in e.text for e in moved)
 assert any(e.api == "FindCoordinator" for e in moved)
 assert cluster.transaction_state("mover")["state"] == "CompleteCommit"
 assert read(cluster, "orders", (0, 1)) == ["o1", "o2"]
-""")
 
-# ----------------------------------------------------------------------------------------------
-nb.md("""
-## 2 · A marker partition's leader is down
+# %% [markdown]
+# ## 2 · A marker partition's leader is down
+#
+# The coordinator can decide without the partitions: they have no vote. But it cannot finish without
+# them: each partition needs its marker. If a partition's leader is unreachable, the coordinator keeps
+# retrying its marker **forever** (re-resolving the leader each time) while the rest of the transaction
+# is already visible.
+#
+# `audit` has a single replica, on a broker that is neither the coordinator nor the leader of
+# `orders-0`. The transaction writes to `orders-0` and `audit`; then that broker crashes.
 
-The coordinator can decide without the partitions: they have no vote. But it cannot finish without
-them: each partition needs its marker. If a partition's leader is unreachable, the coordinator keeps
-retrying its marker **forever** (re-resolving the leader each time) while the rest of the transaction
-is already visible.
+# %% [markdown]
+# **Predict:** Does `commit_transaction()` succeed while the `audit` broker is down? Can a `read_committed`
+# consumer read the `orders-0` record? What happens when the broker returns?
 
-`audit` has a single replica, on a broker that is neither the coordinator nor the leader of
-`orders-0`. The transaction writes to `orders-0` and `audit`; then that broker crashes.
-""")
-
-nb.predict("""
-Does `commit_transaction()` succeed while the `audit` broker is down? Can a `read_committed`
-consumer read the `orders-0` record? What happens when the broker returns?
-""")
-
-nb.code("""
+# %%
 cluster = Cluster(brokers=3, seed=4)
 cluster.create_topic("orders", partitions=1, replication_factor=3)
 cluster.create_topic("audit", partitions=3, replication_factor=1)
@@ -356,36 +354,35 @@ print(f"commit_transaction() returned after {commit_took} s with audit-{audit_p}
 cluster.advance(20_000)
 print("20 s later: coordinator state", cluster.transaction_state("auditor")["state"],
       "; read_committed reads orders:", read(cluster, "orders", (0,)))
-log_strip(cluster, [("orders", 0), ("audit", audit_p)], title=f"orders-0 committed; audit-{audit_p} waits for its marker (its broker is down)")
-""")
+log_snapshot(cluster, [("orders", 0), ("audit", audit_p)], title=f"orders-0 committed; audit-{audit_p} waits for its marker (its broker is down)")
 
-nb.code("""
+# %%
 retries = [e for e in cluster.trace.filter(include_background=True) if e.time >= t0
            and "retry WriteTxnMarkers" in e.narration]
 print(len(retries), "marker retries in", seconds(cluster, retries[0].time), "s; the first ones:")
 show(narration([e for e in cluster.trace.filter() if e.time >= t0 and e.api in ("EndTxn", "WriteTxnMarkers")] + retries[:3]))
-""")
 
-nb.code("""
+# %%
 cluster.restart(audit_broker)
 t1 = cluster.now
 cluster.run_until(lambda: cluster.transaction_state("auditor")["state"] == "CompleteCommit", timeout_ms=60_000)
 print("CompleteCommit", seconds(cluster, t1), "s after the broker restarted")
 cluster.run_until_idle()
 print("read_committed reads audit:", read(cluster, "audit", (audit_p,)))
-log_strip(cluster, [("orders", 0), ("audit", audit_p)], title="The broker is back: the retried marker lands, the LSO moves")
-""")
+log_snapshot(cluster, [("orders", 0), ("audit", audit_p)], title="The broker is back: the retried marker lands, the LSO moves")
 
-nb.md("""
-Why did `commit_transaction()` take about 9 s? Not because of the marker: the crashed broker also
-held a follower replica of the coordinator's `__transaction_state` partition, and the
-`PrepareCommit` write (acks=all) waited until the controller noticed the dead broker and removed it
-from the ISR. From then on the decision was durable, the producer was answered, and the markers
-went out: `orders-0` got its COMMIT at once, and the coordinator retried the `audit` partition's
-marker every 100 ms until its leader was back.
-""")
+# %% [markdown]
+# Why did `commit_transaction()` take about 9 s? Not because of the marker: the crashed broker also
+# held a follower replica of the coordinator's `__transaction_state` partition, and the
+# `PrepareCommit` write (acks=all) waited until the controller noticed the dead broker and removed it
+# from the ISR. From then on the decision was durable, the producer was answered, and the markers
+# went out: `orders-0` got its COMMIT at once, and the coordinator retried the `audit` partition's
+# marker every 100 ms until its leader was back.
 
-nb.check("""
+# %% [markdown]
+# **Check** what you should have seen (this cell fails if the lab disagrees):
+
+# %%
 assert audit_broker not in (coord, cluster.leader("orders", 0))
 assert 5 < commit_took < 15 and len(retries) > 50
 assert read(cluster, "orders", (0,)) == ["order 7"]
@@ -393,26 +390,22 @@ assert read(cluster, "audit", (audit_p,)) == ["order 7 audited"]
 assert cluster.transaction_state("auditor")["state"] == "CompleteCommit"
 st = cluster.partition_state("audit", audit_p)
 assert st["lso"] == st["hw"]
-""")
 
-# ----------------------------------------------------------------------------------------------
-nb.md("""
-## 3 · The slow clocks
+# %% [markdown]
+# ## 3 · The slow clocks
+#
+# ### 3.1 Transaction timeouts
+#
+# Notebook 05 showed the coordinator aborting a transaction older than its `transaction.timeout.ms`
+# (default 60 s) and fencing its producer. The broker bounds what a producer may ask for:
+# `transaction.timeout.ms` must not exceed `transaction.max.timeout.ms` (default 15 min), or
+# `init_transactions()` fails with `INVALID_TRANSACTION_TIMEOUT`, a fatal error.
 
-### 3.1 Transaction timeouts
+# %% [markdown]
+# **Predict:** A producer asks for `transaction.timeout.ms` = 20 minutes on a broker with the default maximum.
+# Which call fails, with which error, and can the application retry it?
 
-Notebook 05 showed the coordinator aborting a transaction older than its `transaction.timeout.ms`
-(default 60 s) and fencing its producer. The broker bounds what a producer may ask for:
-`transaction.timeout.ms` must not exceed `transaction.max.timeout.ms` (default 15 min), or
-`init_transactions()` fails with `INVALID_TRANSACTION_TIMEOUT`, a fatal error.
-""")
-
-nb.predict("""
-A producer asks for `transaction.timeout.ms` = 20 minutes on a broker with the default maximum.
-Which call fails, with which error, and can the application retry it?
-""")
-
-nb.code("""
+# %%
 cluster = Cluster(brokers=3, seed=1)
 greedy = Producer({"bootstrap.servers": cluster.bootstrap, "transactional.id": "greedy",
                    "transaction.timeout.ms": 20 * 60_000})
@@ -423,75 +416,74 @@ except KafkaException as e:
     outcome = f"{e.args[0].name()} ({'fatal' if e.args[0].fatal() else 'not fatal'})"
 print("transaction.timeout.ms = 20 min ->", outcome)
 show(narration(cluster.trace.filter(api="InitProducerId", contains="transaction.timeout.ms")))
-""")
 
-nb.check("""
+# %% [markdown]
+# **Check** what you should have seen (this cell fails if the lab disagrees):
+
+# %%
 assert outcome == "INVALID_TRANSACTION_TIMEOUT (fatal)"
-""")
 
-nb.md("""
-### 3.2 A transactional id that is never used again expires
+# %% [markdown]
+# ### 3.2 A transactional id that is never used again expires
+#
+# A coordinator keeps every `transactional.id` it has seen in memory and in `__transaction_state`.
+# One that has been idle (in `Empty`, `CompleteCommit` or `CompleteAbort`) for
+# `transactional.id.expiration.ms` (default 7 days) is removed: the coordinator moves it to `Dead`
+# and writes a **tombstone** (a record with a null value), which log compaction later uses to delete
+# its records. Here the expiration is 60 s and the scan runs every 10 s.
 
-A coordinator keeps every `transactional.id` it has seen in memory and in `__transaction_state`.
-One that has been idle (in `Empty`, `CompleteCommit` or `CompleteAbort`) for
-`transactional.id.expiration.ms` (default 7 days) is removed: the coordinator moves it to `Dead`
-and writes a **tombstone** (a record with a null value), which log compaction later uses to delete
-its records. Here the expiration is 60 s and the scan runs every 10 s.
-""")
+# %% [markdown]
+# **Predict:** After 80 idle seconds, what is the last record of `forgotten` in `__transaction_state`? If the
+# application then starts again with the same `transactional.id`, which producer id and epoch does
+# it get?
 
-nb.predict("""
-After 80 idle seconds, what is the last record of `forgotten` in `__transaction_state`? If the
-application then starts again with the same `transactional.id`, which producer id and epoch does
-it get?
-""")
-
-nb.code("""
+# %%
 cluster = Cluster(brokers=3, seed=2, config={"transactional.id.expiration.ms": 60_000,
                                              "transaction.remove.expired.transaction.cleanup.interval.ms": 10_000})
 cluster.create_topic("orders", partitions=1, replication_factor=3)
 p = Producer({"bootstrap.servers": cluster.bootstrap, "transactional.id": "forgotten"})
 p.init_transactions()
-p.begin_transaction(); p.produce("orders", value=b"x"); p.commit_transaction()
+p.begin_transaction()
+p.produce("orders", value=b"x")
+p.commit_transaction()
 first_pid = p.transaction_manager.producer_id
 cluster.advance(80_000)
 print("coordinator's view now:", cluster.transaction_state("forgotten"))
 show(txn_log(cluster, "forgotten"))
-""")
 
-nb.code("""
+# %%
 again = Producer({"bootstrap.servers": cluster.bootstrap, "transactional.id": "forgotten"})
 again.init_transactions()
 print("first life: pid", first_pid, " second life: pid", again.transaction_manager.producer_id,
       "epoch", again.transaction_manager.producer_epoch)
 show(narration(cluster.trace.filter(contains="expires")))
-""")
 
-nb.check("""
+# %% [markdown]
+# **Check** what you should have seen (this cell fails if the lab disagrees):
+
+# %%
 log = txn_log(cluster, "forgotten")
 states = list(log["state"])
 assert "(tombstone)" in states and states[states.index("(tombstone)") - 1] == "CompleteCommit"
 assert again.transaction_manager.producer_id != first_pid and again.transaction_manager.producer_epoch == 0
-""")
 
-nb.md("""
-### 3.3 Epoch exhaustion
+# %% [markdown]
+# ### 3.3 Epoch exhaustion
+#
+# The epoch is a 16-bit number. Each `init_transactions()` of the same `transactional.id` bumps it,
+# and an application restarted in a tight loop could in principle use all 32 767 values. The
+# coordinator treats an epoch of 32 766 or more as **exhausted**: the next `InitProducerId` allocates
+# a **new producer id** and starts again at epoch 0 (32 767 stays reserved so that the coordinator can
+# always fence once more).
+#
+# Restarting 32 766 times would take a while even simulated, so we take a shortcut only a lab can take:
+# we set the epoch in the coordinator's memory, as if it had happened.
 
-The epoch is a 16-bit number. Each `init_transactions()` of the same `transactional.id` bumps it,
-and an application restarted in a tight loop could in principle use all 32 767 values. The
-coordinator treats an epoch of 32 766 or more as **exhausted**: the next `InitProducerId` allocates
-a **new producer id** and starts again at epoch 0 (32 767 stays reserved so that the coordinator can
-always fence once more).
+# %% [markdown]
+# **Predict:** The coordinator holds epoch 32 766 for `restarted-a-lot`. Which producer id and epoch will the next
+# `init_transactions()` return?
 
-Restarting 32 766 times would take a while even simulated, so we take a shortcut only a lab can take:
-we set the epoch in the coordinator's memory, as if it had happened.
-""")
-
-nb.predict("""
-The coordinator holds epoch 32 766 for `restarted-a-lot`. Which producer id and epoch will the next
-`init_transactions()` return?
-""")
-
-nb.code("""
+# %%
 cluster = Cluster(brokers=3, seed=5)
 p = Producer({"bootstrap.servers": cluster.bootstrap, "transactional.id": "restarted-a-lot"})
 p.init_transactions()
@@ -505,49 +497,51 @@ p2.init_transactions()
 after = (p2.transaction_manager.producer_id, p2.transaction_manager.producer_epoch)
 print("before: (pid, epoch) =", before, "  after the exhausted epoch:", after)
 show(narration(cluster.trace.filter(contains="exhausted")))
-""")
 
-nb.check("""
+# %% [markdown]
+# **Check** what you should have seen (this cell fails if the lab disagrees):
+
+# %%
 assert after[0] != before[0] and after[1] == 0
 assert list(txn_log(cluster, "restarted-a-lot")["producer_id"])[-1] == after[0]
-""")
 
-# ----------------------------------------------------------------------------------------------
-nb.md("""
-## 4 · Step through it yourself: crash the coordinator, lose a marker's leader
+# %% [markdown]
+# ## 4 · Step through it yourself: crash the coordinator, lose a marker's leader
+#
+# Two scenarios from the lab's gallery, stepped one event at a time (**Step** or →; **Back** or ←
+# re-runs from the seed; **Run** plays; the slider jumps).
+#
+# **4.1 You crash the coordinator** (`coordinator-dies-after-prepare`, section 1b). A producer
+# writes `order-0 … order-3` to `orders-0` and `orders-1` and commits; the network loses the
+# coordinator's first `WriteTxnMarkers` requests, so no marker is written; and the scenario crashes
+# the coordinator right after `commit_transaction()` returns. You will crash it one step *earlier*:
+#
+# 1. Step (or use the slider) until the narration says **decided (PrepareCommit is durable)**. The
+#    **Coordinators** tab shows `tx-orders` in `PrepareCommit`; the **Messages** tab shows the answer
+#    to `EndTxn` on its way to the producer (an orange dot).
+# 2. Open **Faults**, pick the coordinator (`broker-1`; a click on its lane head in the Messages tab
+#    picks it too) and press **Crash**. A new branch starts here; the branch as written is kept.
+# 3. Step on, or **Run**, and watch the Coordinators tab until `tx-orders` reaches
+#    `CompleteCommit`. The failover takes about 9 simulated seconds and a few hundred steps: **Run**
+#    with more steps/s, or the slider, gets there faster.
 
-Two scenarios from the lab's gallery, stepped one event at a time (**Step** or →; **Back** or ←
-re-runs from the seed; **Run** plays; the slider jumps).
+# %% [markdown]
+# **Predict:** The coordinator dies with the producer's answer on the wire and no marker written. Does the
+# transaction commit? Does `commit_transaction()` return, with which outcome, and roughly when?
+# Which broker finishes the job?
 
-**4.1 You crash the coordinator** (`coordinator-dies-after-prepare`, section 1b). A producer
-writes `order-0 … order-3` to `orders-0` and `orders-1` and commits; the network loses the
-coordinator's first `WriteTxnMarkers` requests, so no marker is written; and the scenario crashes
-the coordinator right after `commit_transaction()` returns. You will crash it one step *earlier*:
-
-1. Step (or use the slider) until the narration says **decided (PrepareCommit is durable)**. The
-   **Coordinators** tab shows `tx-orders` in `PrepareCommit`; the **Messages** tab shows the answer
-   to `EndTxn` on its way to the producer (an orange dot).
-2. Open **Faults**, pick the coordinator (`broker-1`; a click on its lane head in the Messages tab
-   picks it too) and press **Crash**. A new branch starts here; the branch as written is kept.
-3. Step on, or **Run**, and watch the Coordinators tab until `tx-orders` reaches
-   `CompleteCommit`. The failover takes about 9 simulated seconds and a few hundred steps: **Run**
-   with more steps/s, or the slider, gets there faster.
-""")
-
-nb.predict("""
-The coordinator dies with the producer's answer on the wire and no marker written. Does the
-transaction commit? Does `commit_transaction()` return, with which outcome, and roughly when?
-Which broker finishes the job?
-""")
-
-nb.code("""
+# %%
 from widgets import Stepper
 
 dies = Stepper("coordinator-dies-after-prepare", skip_background=True)
 dies.widget
-""")
 
-nb.check("""
+# %% [markdown]
+# **Check** what you should have seen. The cell drives the stepper above: it replays the branch as written to
+# the decision, crashes the coordinator there and follows the new branch to its end (this cell
+# fails if the lab disagrees):
+
+# %%
 dies.switch("main", 0)
 assert dies.step_until("decided (PrepareCommit is durable)")
 assert "state PrepareCommit → writing CompleteCommit" in coordinator_says(dies, "tx-orders")
@@ -568,38 +562,33 @@ assert "state CompleteCommit" in coordinator_says(dies, "tx-orders")
 assert dies.result["read_committed"] == ["order-0", "order-1", "order-2", "order-3"]
 ending = dies.compare("main", crashed)
 assert ending["partitions"] == {} and ending["transactions"] == {}   # the same commit as the branch as written
-""", intro="""
-what you should have seen. The cell drives the stepper above: it replays the branch as written to
-the decision, crashes the coordinator there and follows the new branch to its end (this cell
-fails if the lab disagrees):
-""")
 
-nb.md("""
-The producer's answer was lost with its coordinator's connections (it arrived and was ignored),
-so `commit_transaction()` kept retrying `EndTxn` and asking `FindCoordinator`, for about 9 s, until
-the controller fenced the dead broker and a follower of `__transaction_state-0` took over. The new
-coordinator loaded `PrepareCommit`, sent the markers itself and answered the retried `EndTxn` with
-success: the commit ends exactly as in the branch where the scenario crashed the coordinator one
-step later.
+# %% [markdown]
+# The producer's answer was lost with its coordinator's connections (it arrived and was ignored),
+# so `commit_transaction()` kept retrying `EndTxn` and asking `FindCoordinator`, for about 9 s, until
+# the controller fenced the dead broker and a follower of `__transaction_state-0` took over. The new
+# coordinator loaded `PrepareCommit`, sent the markers itself and answered the retried `EndTxn` with
+# success: the commit ends exactly as in the branch where the scenario crashed the coordinator one
+# step later.
+#
+# **4.2 A marker's leader is down** (`marker-leader-down`, section 2). The producer writes to
+# `orders-0` and `orders-1` and commits; the coordinator leads `orders-1` and writes its marker at
+# once, while the marker for `orders-0` is still on the wire when `orders-0`'s leader crashes. Keep
+# the **Partition logs** tab open: ✕ marks a replica that is down, ★ the leader, and ▲ the
+# `read_committed` consumer's position on each partition.
 
-**4.2 A marker's leader is down** (`marker-leader-down`, section 2). The producer writes to
-`orders-0` and `orders-1` and commits; the coordinator leads `orders-1` and writes its marker at
-once, while the marker for `orders-0` is still on the wire when `orders-0`'s leader crashes. Keep
-the **Partition logs** tab open: ✕ marks a replica that is down, ★ the leader, and ▲ the
-`read_committed` consumer's position on each partition.
-""")
+# %% [markdown]
+# **Predict:** The COMMIT marker of `orders-1` is written a step after the crash. When does the LSO of `orders-1`
+# move: at once, or later? Which broker writes the marker of `orders-0`, and when?
 
-nb.predict("""
-The COMMIT marker of `orders-1` is written a step after the crash. When does the LSO of `orders-1`
-move: at once, or later? Which broker writes the marker of `orders-0`, and when?
-""")
-
-nb.code("""
+# %%
 marker = Stepper("marker-leader-down", skip_background=True)
 marker.widget
-""")
 
-nb.check("""
+# %% [markdown]
+# **Check** what you should have seen (the cell drives the stepper above; it fails if the lab disagrees):
+
+# %%
 marker.switch("main", 0)
 clear_filter(marker)                # the Filter you may have set above
 strip = marker.log_strip
@@ -618,32 +607,24 @@ marker.run_to_end()
 assert drawn_line(strip, "LSO", "orders", 0) == drawn_line(strip, "LSO", "orders", 1) == 3
 assert set(drawn_consumers(strip, "read_committed").values()) == {3}
 assert marker.result["read_committed"] == ["order-0", "order-1", "order-2", "order-3"]
-""", intro="""
-what you should have seen (the cell drives the stepper above; it fails if the lab disagrees):
-""")
 
-nb.md("""
-`orders-1` had its marker at once, but its LSO waited too: a marker counts only once it is below
-the HW, and the HW of `orders-1` could not pass the dead broker, still in the ISR, until the
-controller fenced it (`broker.session.timeout.ms`, 9 s). Then the ISR shrank, the HW and the LSO of
-`orders-1` moved, a new leader took `orders-0`, and the coordinator's next retry of the marker
-reached it.
-""")
+# %% [markdown]
+# `orders-1` had its marker at once, but its LSO waited too: a marker counts only once it is below
+# the HW, and the HW of `orders-1` could not pass the dead broker, still in the ISR, until the
+# controller fenced it (`broker.session.timeout.ms`, 9 s). Then the ISR shrank, the HW and the LSO of
+# `orders-1` moved, a new leader took `orders-0`, and the coordinator's next retry of the marker
+# reached it.
 
-nb.md("""
-## What to remember
-
-* The decision is the durable `Prepare*` record. A coordinator crash before it loses nothing but
-  time (the client's retried `EndTxn` decides); after it, the new coordinator reloads the record and
-  resends the markers with a higher coordinator epoch.
-* A `_TIMED_OUT` from `commit_transaction()` is retriable: call it again to learn the outcome.
-* A coordinator that moves (a preferred leader election) answers `NOT_COORDINATOR`; the producer
-  finds the new one, which has loaded the transaction from `__transaction_state`.
-* A partition that cannot take its marker pins its LSO until it can; the rest of the transaction is
-  already visible, and the coordinator retries forever.
-* `transaction.timeout.ms ≤ transaction.max.timeout.ms`; idle transactional ids expire with a
-  tombstone after `transactional.id.expiration.ms`; an exhausted epoch rotates the producer id.
-""")
-
-if __name__ == "__main__":
-    print(nb.write())
+# %% [markdown]
+# ## What to remember
+#
+# * The decision is the durable `Prepare*` record. A coordinator crash before it loses nothing but
+#   time (the client's retried `EndTxn` decides); after it, the new coordinator reloads the record and
+#   resends the markers with a higher coordinator epoch.
+# * A `_TIMED_OUT` from `commit_transaction()` is retriable: call it again to learn the outcome.
+# * A coordinator that moves (a preferred leader election) answers `NOT_COORDINATOR`; the producer
+#   finds the new one, which has loaded the transaction from `__transaction_state`.
+# * A partition that cannot take its marker pins its LSO until it can; the rest of the transaction is
+#   already visible, and the coordinator retries forever.
+# * `transaction.timeout.ms ≤ transaction.max.timeout.ms`; idle transactional ids expire with a
+#   tombstone after `transactional.id.expiration.ms`; an exhausted epoch rotates the producer id.

@@ -1,66 +1,78 @@
-"""Notebook 05: zombie fencing with epochs, transaction timeouts, KIP-890's anomalies and the admin tools."""
-from nbgen import Notebook
+# ---
+# jupyter:
+#   kernelspec:
+#     display_name: Python 3 (ipykernel)
+#     language: python
+#     name: python3
+# ---
 
-nb = Notebook("05_zombie_fencing")
+# %% [markdown]
+# # 05 · Zombie fencing
+#
+# A **zombie** is an old instance of an application that everybody believes dead (it crashed, was
+# partitioned from the network, or froze in a long GC pause) but that wakes up and keeps writing
+# while a new instance has already taken over its work. With the same `transactional.id`, the two
+# would write the same output twice.
+#
+# Kafka stops zombies with the **producer epoch**. Every `init_transactions()` of a
+# `transactional.id` bumps the epoch at the transaction coordinator, which also finishes
+# (aborts) whatever transaction the previous instance left open. From then on:
+#
+# * a **Produce** with the old epoch is refused by the partition leader with
+#   **`INVALID_PRODUCER_EPOCH` (47)**: an *abortable* error for the client;
+# * a request with the old epoch to the **coordinator** (`AddPartitionsToTxn`, `EndTxn`, ...) is
+#   refused with **`PRODUCER_FENCED` (90)**: a *fatal* error, the producer must be closed.
+#
+# This notebook shows fencing by a new instance, fencing by the **transaction timeout**, the
+# anomalies that the classic protocol still allowed (KIP-890) and the admin tools that clean up after
+# them.
 
-nb.md("""
-# 05 · Zombie fencing
-
-A **zombie** is an old instance of an application that everybody believes dead (it crashed, was
-partitioned from the network, or froze in a long GC pause) but that wakes up and keeps writing
-while a new instance has already taken over its work. With the same `transactional.id`, the two
-would write the same output twice.
-
-Kafka stops zombies with the **producer epoch**. Every `init_transactions()` of a
-`transactional.id` bumps the epoch at the transaction coordinator, which also finishes
-(aborts) whatever transaction the previous instance left open. From then on:
-
-* a **Produce** with the old epoch is refused by the partition leader with
-  **`INVALID_PRODUCER_EPOCH` (47)**: an *abortable* error for the client;
-* a request with the old epoch to the **coordinator** (`AddPartitionsToTxn`, `EndTxn`, ...) is
-  refused with **`PRODUCER_FENCED` (90)**: a *fatal* error, the producer must be closed.
-
-This notebook shows fencing by a new instance, fencing by the **transaction timeout**, the
-anomalies that the classic protocol still allowed (KIP-890) and the admin tools that clean up after
-them.
-""")
-
-nb.code("""
-from txnlab import (AbortTransactionSpec, AdminClient, Cluster, Consumer, KafkaException, Producer,
-                    TopicPartition)
+# %%
+from txnlab import AbortTransactionSpec, AdminClient, Cluster, KafkaException, Producer, TopicPartition
 from txnlab.errors import KafkaStateError
-""")
 
-nb.helpers("common", "strip", "views", "read")
+# %% [markdown]
+# Tables and pictures come from the lab's `widgets` package: `widgets/tables.py` (the trace and the
+# logs as tables), `widgets/snapshots.py` (pictures of one moment), `widgets/drawn.py` (what the
+# live views draw, read back for the checks). They only *read* the cluster: its trace, its logs and
+# its partition state. `read` (`widgets/reader.py`) is a fresh consumer that reads a topic from the
+# start; it polls the cluster like any client.
 
-nb.code("""
+# %%
+import pandas as pd
+import plotly.graph_objects as go
+
+from widgets.tables import show, narration, since
+from widgets.snapshots import log_snapshot
+from widgets.drawn import trace_named, drawn_line, clear_filter, arrows_now, coordinator_says
+from widgets.reader import read
+
+
+# %%
 def attempt(call):
-    \"\"\"Run a client call; return 'ok' or the error it raised, with its classification.\"\"\"
+    """Run a client call; return 'ok' or the error it raised, with its classification."""
     try:
         call()
         return "ok"
     except KafkaException as e:
         err = e.args[0]
-        kind = "fatal" if err.fatal() else "abortable" if err.txn_requires_abort() else \\
+        kind = "fatal" if err.fatal() else "abortable" if err.txn_requires_abort() else \
             "retriable" if err.retriable() else "error"
         return f"{err.name()} ({kind})"
-""")
 
-# ----------------------------------------------------------------------------------------------
-nb.md("""
-## 1 · A second instance fences the first
 
-Instance **old** of the `payments` service opens a transaction and writes one record. Then it
-stalls, and an orchestrator starts instance **new** with the same `transactional.id`.
-""")
+# %% [markdown]
+# ## 1 · A second instance fences the first
+#
+# Instance **old** of the `payments` service opens a transaction and writes one record. Then it
+# stalls, and an orchestrator starts instance **new** with the same `transactional.id`.
 
-nb.predict("""
-What will `new`'s epoch be after `init_transactions()`: 1 or 2? What happens to `old`'s open
-transaction? And what does `old` get when it wakes up and (a) writes another record, (b) tries to
-commit, (c) tries to abort?
-""")
+# %% [markdown]
+# **Predict:** What will `new`'s epoch be after `init_transactions()`: 1 or 2? What happens to `old`'s open
+# transaction? And what does `old` get when it wakes up and (a) writes another record, (b) tries to
+# commit, (c) tries to abort?
 
-nb.code("""
+# %%
 cluster = Cluster(brokers=3, seed=7)
 cluster.create_topic("payments", partitions=2, replication_factor=3)
 old = Producer({"bootstrap.servers": cluster.bootstrap, "transactional.id": "payments-svc"})
@@ -75,16 +87,14 @@ new = Producer({"bootstrap.servers": cluster.bootstrap, "transactional.id": "pay
 new.init_transactions()
 print("new: producer id", new.transaction_manager.producer_id, "epoch", new.transaction_manager.producer_epoch)
 show(narration([e for e in since(cluster, mark) if e.api in ("InitProducerId", "WriteTxnMarkers") and not e.is_response]))
-""")
 
-nb.md("""
-The coordinator found `payments-svc` **Ongoing**. It bumped the epoch once to fence the old
-instance (0 → 1), aborted the open transaction with that epoch (`PrepareEpochFence` → `PrepareAbort`
-→ ABORT markers → `CompleteAbort`) and answered `CONCURRENT_TRANSACTIONS`. The new instance retried
-and got a second bump (1 → 2). So a new instance ends at **old epoch + 2**.
-""")
+# %% [markdown]
+# The coordinator found `payments-svc` **Ongoing**. It bumped the epoch once to fence the old
+# instance (0 → 1), aborted the open transaction with that epoch (`PrepareEpochFence` → `PrepareAbort`
+# → ABORT markers → `CompleteAbort`) and answered `CONCURRENT_TRANSACTIONS`. The new instance retried
+# and got a second bump (1 → 2). So a new instance ends at **old epoch + 2**.
 
-nb.code("""
+# %%
 reports = []
 old.produce("payments", value=b"old: pay 100 again", partition=0, on_delivery=lambda err, msg: reports.append(err))
 old.flush()
@@ -92,35 +102,34 @@ fate = {"(a) produce + flush": reports[0].name() + " (delivery report)" if repor
         "(b) commit_transaction": attempt(old.commit_transaction),
         "(c) abort_transaction": attempt(old.abort_transaction)}
 show(pd.DataFrame([{"old instance calls": k, "result": v} for k, v in fate.items()]))
-""")
 
-nb.code("""
+# %%
 show(narration([e for e in since(cluster, mark) if ("INVALID_PRODUCER_EPOCH" in e.narration or "PRODUCER_FENCED"
                                                     in e.narration) and not e.is_response]))
-""")
 
-nb.md("""
-* (a) The new write reached the leader of `payments-0`. The partition had no open transaction for
-  this producer any more (the ABORT marker closed it), so the leader asked the coordinator
-  (KIP-890 verification), heard `PRODUCER_FENCED`, and refused the write with
-  **`INVALID_PRODUCER_EPOCH`**. For the client that is *abortable*: the transaction cannot commit.
-* (b) `commit_transaction()` therefore raises that abortable error.
-* (c) `abort_transaction()` sends `EndTxn` with epoch 0 to the coordinator: **`PRODUCER_FENCED`**,
-  fatal. The old instance is finished; it must be closed.
+# %% [markdown]
+# * (a) The new write reached the leader of `payments-0`. The partition had no open transaction for
+#   this producer any more (the ABORT marker closed it), so the leader asked the coordinator
+#   (KIP-890 verification), heard `PRODUCER_FENCED`, and refused the write with
+#   **`INVALID_PRODUCER_EPOCH`**. For the client that is *abortable*: the transaction cannot commit.
+# * (b) `commit_transaction()` therefore raises that abortable error.
+# * (c) `abort_transaction()` sends `EndTxn` with epoch 0 to the coordinator: **`PRODUCER_FENCED`**,
+#   fatal. The old instance is finished; it must be closed.
+#
+# The new instance works normally, and nothing the zombie wrote is visible:
 
-The new instance works normally, and nothing the zombie wrote is visible:
-""")
-
-nb.code("""
+# %%
 new.begin_transaction()
 new.produce("payments", value=b"new: pay 100", partition=0)
 new.commit_transaction()
 cluster.run_until_idle()
 print("read_committed sees:", read(cluster, "payments"))
-log_strip(cluster, [("payments", 0)], title="payments-0: the zombie's write was aborted by the fence; the new instance's committed")
-""")
+log_snapshot(cluster, [("payments", 0)], title="payments-0: the zombie's write was aborted by the fence; the new instance's committed")
 
-nb.check("""
+# %% [markdown]
+# **Check** what you should have seen (this cell fails if the lab disagrees):
+
+# %%
 assert old.transaction_manager.producer_epoch == 0 and new.transaction_manager.producer_epoch == 2
 assert fate["(a) produce + flush"].startswith("INVALID_PRODUCER_EPOCH")
 assert fate["(b) commit_transaction"] == "INVALID_PRODUCER_EPOCH (abortable)"
@@ -128,30 +137,26 @@ assert fate["(c) abort_transaction"] == "PRODUCER_FENCED (fatal)"
 assert read(cluster, "payments") == ["new: pay 100"]
 markers = [b for b in cluster.log("payments", 0).batches if b.is_control]
 assert [(b.control_type.name, b.producer_epoch) for b in markers] == [("ABORT", 1), ("COMMIT", 2)]
-""")
 
-# ----------------------------------------------------------------------------------------------
-nb.md("""
-## 2 · The transaction timeout fences a stuck producer
+# %% [markdown]
+# ## 2 · The transaction timeout fences a stuck producer
+#
+# What if no new instance comes? An open transaction pins the LSO of every partition it touched
+# (notebook 03): `read_committed` consumers stop, for everybody's records. So every transaction has a
+# deadline, `transaction.timeout.ms` (sent in `InitProducerId`; at most the broker's
+# `transaction.max.timeout.ms`). The coordinator checks every
+# `transaction.abort.timed.out.transaction.cleanup.interval.ms` (10 s) for `Ongoing` transactions
+# older than their timeout, **bumps the epoch** (fencing the producer) and **aborts** them.
+#
+# The `inventory` service sets a 10 s timeout, writes one record, and then freezes in a 30 s pause
+# (`cluster.pause`). Meanwhile a plain producer writes a record every second to the same partition.
+# We sample the HW and the LSO every half second.
 
-What if no new instance comes? An open transaction pins the LSO of every partition it touched
-(notebook 03): `read_committed` consumers stop, for everybody's records. So every transaction has a
-deadline, `transaction.timeout.ms` (sent in `InitProducerId`; at most the broker's
-`transaction.max.timeout.ms`). The coordinator checks every
-`transaction.abort.timed.out.transaction.cleanup.interval.ms` (10 s) for `Ongoing` transactions
-older than their timeout, **bumps the epoch** (fencing the producer) and **aborts** them.
+# %% [markdown]
+# **Predict:** When will the LSO move again: at 10 s, a little later, or only when the pause ends at 30 s? What
+# will the frozen producer get when it wakes up and calls `commit_transaction()`?
 
-The `inventory` service sets a 10 s timeout, writes one record, and then freezes in a 30 s pause
-(`cluster.pause`). Meanwhile a plain producer writes a record every second to the same partition.
-We sample the HW and the LSO every half second.
-""")
-
-nb.predict("""
-When will the LSO move again: at 10 s, a little later, or only when the pause ends at 30 s? What
-will the frozen producer get when it wakes up and calls `commit_transaction()`?
-""")
-
-nb.code("""
+# %%
 cluster = Cluster(brokers=3, seed=7)
 cluster.create_topic("stock", partitions=1, replication_factor=3)
 stuck = Producer({"bootstrap.servers": cluster.bootstrap, "transactional.id": "inventory-svc",
@@ -174,9 +179,8 @@ for i in range(60):
 samples = pd.DataFrame(samples)
 woke_up = attempt(stuck.commit_transaction)
 print("the frozen producer wakes up at", (cluster.now - t0) / 1000, "s; commit_transaction ->", woke_up)
-""")
 
-nb.code("""
+# %%
 abort_at = samples[samples["state"] == "CompleteAbort"]["t (s)"].min()
 fig = go.Figure()
 fig.add_trace(go.Scatter(x=samples["t (s)"], y=samples["HW"], name="HW (what read_uncommitted may read)",
@@ -192,13 +196,14 @@ fig.update_layout(title="stock-0 while inventory-svc's transaction is stuck", wi
                   xaxis_title="simulated seconds since the transaction's first write", yaxis_title="offset",
                   plot_bgcolor="white", legend=dict(orientation="h", y=1.02, yanchor="bottom", x=0), margin=dict(t=90))
 fig
-""")
 
-nb.code("""
+# %%
 show(narration(cluster.trace.filter(contains="longer than its transaction.timeout.ms")))
-""")
 
-nb.check("""
+# %% [markdown]
+# **Check** what you should have seen (this cell fails if the lab disagrees):
+
+# %%
 pinned = samples[samples["t (s)"] < 10]
 assert (pinned["LSO"] == 0).all() and pinned["HW"].iloc[-1] > 5          # readers blocked, writers not
 assert 10 < abort_at <= 21                                                 # between timeout and timeout + 10 s
@@ -206,37 +211,34 @@ assert (samples[samples["t (s)"] > abort_at]["LSO"] == samples[samples["t (s)"] 
 assert woke_up == "PRODUCER_FENCED (fatal)"
 assert cluster.transaction_state("inventory-svc")["producer_epoch"] == 1
 assert "reserve 3" not in read(cluster, "stock")
-""")
 
-# ----------------------------------------------------------------------------------------------
-nb.md("""
-## 3 · What epochs alone did not stop: KIP-890
+# %% [markdown]
+# ## 3 · What epochs alone did not stop: KIP-890
+#
+# In the classic protocol (`transaction.version` 0, all Kafka before 4.0) a producer keeps the **same
+# epoch** for all its transactions. Messages that arrive late can then be mistaken for messages of a
+# later transaction (KAFKA-EOS §7; found by Jepsen's tests of Kafka-compatible systems):
+#
+# 1. **Hanging transaction**: a Produce delayed in the network arrives *after* the ABORT marker of its
+#    transaction. The leader sees a transactional batch from a producer with no open transaction and
+#    opens a new one, which no coordinator knows about. Nobody will ever write its marker: the LSO is
+#    stuck for good.
+# 2. **Joining the next transaction**: the same late Produce arrives after the producer has already
+#    started its *next* transaction on that partition, with the same epoch: the aborted record is
+#    committed with the next transaction.
+# 3. **KAFKA-17754**: a delayed `EndTxn(commit)` of transaction N, retried and already done, arrives
+#    during transaction N+1 and commits N+1, although the application later aborts it.
+#
+# KIP-890 fixes them in two parts. **Part 1** (Kafka 3.6, `transaction.partition.verification.enable`):
+# before a leader opens a transaction for a producer, it asks the coordinator whether that partition is
+# really in the producer's current transaction, which stops anomaly 1. **Part 2**
+# (`transaction.version` 2, Kafka 4.0): every transaction ends with an epoch bump, so a late message
+# of transaction N carries an epoch that is already too old, which stops 2 and 3.
+#
+# The stock Java client makes 1 and 2 hard to hit (it bumps its epoch when a sent batch times out), so
+# the lab offers a *naive* client, `"sim.naive.client": True`, that behaves like older clients.
 
-In the classic protocol (`transaction.version` 0, all Kafka before 4.0) a producer keeps the **same
-epoch** for all its transactions. Messages that arrive late can then be mistaken for messages of a
-later transaction (KAFKA-EOS §7; found by Jepsen's tests of Kafka-compatible systems):
-
-1. **Hanging transaction**: a Produce delayed in the network arrives *after* the ABORT marker of its
-   transaction. The leader sees a transactional batch from a producer with no open transaction and
-   opens a new one, which no coordinator knows about. Nobody will ever write its marker: the LSO is
-   stuck for good.
-2. **Joining the next transaction**: the same late Produce arrives after the producer has already
-   started its *next* transaction on that partition, with the same epoch: the aborted record is
-   committed with the next transaction.
-3. **KAFKA-17754**: a delayed `EndTxn(commit)` of transaction N, retried and already done, arrives
-   during transaction N+1 and commits N+1, although the application later aborts it.
-
-KIP-890 fixes them in two parts. **Part 1** (Kafka 3.6, `transaction.partition.verification.enable`):
-before a leader opens a transaction for a producer, it asks the coordinator whether that partition is
-really in the producer's current transaction, which stops anomaly 1. **Part 2**
-(`transaction.version` 2, Kafka 4.0): every transaction ends with an epoch bump, so a late message
-of transaction N carries an epoch that is already too old, which stops 2 and 3.
-
-The stock Java client makes 1 and 2 hard to hit (it bumps its epoch when a sent batch times out), so
-the lab offers a *naive* client, `"sim.naive.client": True`, that behaves like older clients.
-""")
-
-nb.code("""
+# %%
 BASE = {"transaction.state.log.num.partitions": 3, "transaction.max.timeout.ms": 60_000}
 
 def anomaly_cluster(tv, verification, seed=1):
@@ -252,29 +254,27 @@ def naive_producer(cluster, tid="naive"):
     return p
 
 def late_produce_then_abort(cluster, producer, delay_ms):
-    \"\"\"A Produce is held up in the network; the client gives up on it and aborts the transaction.\"\"\"
+    """A Produce is held up in the network; the client gives up on it and aborts the transaction."""
     producer.begin_transaction()
     cluster.delay_next("Produce", delay_ms)
     producer.produce("out", value=b"late", partition=0)
     first = attempt(producer.commit_transaction)    # the timed-out batch makes the transaction abortable
     producer.abort_transaction()
     return first
-""")
 
-nb.md("""
-### 3.1 The hanging transaction
 
-The Produce of `late` is delayed by 20 s; the naive client's request times out after 1 s, its
-commit fails, it aborts. The ABORT marker is written; 20 s later the delayed batch arrives.
-""")
+# %% [markdown]
+# ### 3.1 The hanging transaction
+#
+# The Produce of `late` is delayed by 20 s; the naive client's request times out after 1 s, its
+# commit fails, it aborts. The ABORT marker is written; 20 s later the delayed batch arrives.
 
-nb.predict("""
-With `transaction.version` 0 and verification **off**: where will `late` land, and what happens to
-the LSO of `out-0`? Will a later, innocent non-transactional record be readable with
-`read_committed`?
-""")
+# %% [markdown]
+# **Predict:** With `transaction.version` 0 and verification **off**: where will `late` land, and what happens to
+# the LSO of `out-0`? Will a later, innocent non-transactional record be readable with
+# `read_committed`?
 
-nb.code("""
+# %%
 hang = anomaly_cluster(tv=0, verification=False)
 p = naive_producer(hang)
 first_commit = late_produce_then_abort(hang, p, 20_000)
@@ -287,28 +287,25 @@ st = hang.partition_state("out", 0)
 print("commit_transaction said:", first_commit)
 print("coordinator's view of 'naive':", hang.transaction_state("naive")["state"], "; out-0 HW", st["hw"], "LSO", st["lso"])
 print("read_committed sees:", read(hang, "out"))
-log_strip(hang, [("out", 0)], title="out-0: 'late' arrived after the ABORT marker and opened a transaction nobody will end")
-""")
+log_snapshot(hang, [("out", 0)], title="out-0: 'late' arrived after the ABORT marker and opened a transaction nobody will end")
 
-nb.code("""
+# %%
 late_offset = [b for b in hang.log("out", 0).batches if b.is_transactional and not b.is_control][0].base_offset
 show(narration([e for e in hang.trace.filter(api="Produce") if not e.is_response and " txn," in e.narration]))
-""")
 
-nb.md("""
-The coordinator says `CompleteAbort`: for it, the transaction is over. But the leader of `out-0`
-holds an open transaction from `late`'s offset on, and the LSO will stay there forever; every
-`read_committed` reader of `out-0` is stuck, including the innocent record behind it.
+# %% [markdown]
+# The coordinator says `CompleteAbort`: for it, the transaction is over. But the leader of `out-0`
+# holds an open transaction from `late`'s offset on, and the LSO will stay there forever; every
+# `read_committed` reader of `out-0` is stuck, including the innocent record behind it.
+#
+# The way out is operational: `kafka-transactions.sh find-hanging` and `abort` (KIP-664), here
+# `AdminClient.find_hanging_transactions` and `AdminClient.abort_transaction`. *find-hanging* asks the
+# partition leaders for their producers' open transactions (`DescribeProducers`), keeps those older
+# than the maximum transaction timeout, and checks with the coordinators (`ListTransactions`,
+# `DescribeTransactions`) whether anybody knows them. *abort* writes an ABORT marker for that producer
+# and epoch directly (`WriteTxnMarkers`).
 
-The way out is operational: `kafka-transactions.sh find-hanging` and `abort` (KIP-664), here
-`AdminClient.find_hanging_transactions` and `AdminClient.abort_transaction`. *find-hanging* asks the
-partition leaders for their producers' open transactions (`DescribeProducers`), keeps those older
-than the maximum transaction timeout, and checks with the coordinators (`ListTransactions`,
-`DescribeTransactions`) whether anybody knows them. *abort* writes an ABORT marker for that producer
-and epoch directly (`WriteTxnMarkers`).
-""")
-
-nb.code("""
+# %%
 hang.advance(70_000)           # older than transaction.max.timeout.ms (60 s here): nobody can still be working on it
 admin = AdminClient({"bootstrap.servers": hang.bootstrap})
 hanging = admin.find_hanging_transactions([TopicPartition("out", 0)], max_transaction_timeout_ms=60_000)
@@ -318,10 +315,12 @@ for tp, ps in hanging:
     admin.abort_transaction(AbortTransactionSpec(tp, ps.producer_id, ps.producer_epoch, ps.coordinator_epoch)).result()
 hang.run_until_idle()
 print("read_committed sees now:", read(hang, "out"))
-log_strip(hang, [("out", 0)], title="After the admin's abort: an ABORT marker closes the hanging transaction")
-""")
+log_snapshot(hang, [("out", 0)], title="After the admin's abort: an ABORT marker closes the hanging transaction")
 
-nb.check("""
+# %% [markdown]
+# **Check** what you should have seen (this cell fails if the lab disagrees):
+
+# %%
 assert first_commit.endswith("(abortable)")
 assert st["lso"] == late_offset < st["hw"]               # stuck at the late batch
 assert hang.transaction_state("naive")["state"] == "CompleteAbort"
@@ -329,24 +328,22 @@ assert len(hanging) == 1 and hanging[0][1].current_transaction_start_offset == l
 assert read(hang, "out") == ["innocent"]
 st_after = hang.partition_state("out", 0)
 assert st_after["lso"] == st_after["hw"]
-""")
 
-nb.md("""
-### 3.2 The same three stories under each protocol
 
-Now the three anomalies, each under the classic protocol and under the fix. For anomaly 2 the
-producer, after its abort, starts a new transaction that writes `new` to the same partition and
-commits; the delayed `late` arrives in the middle of it (5 s delay). For anomaly 3 a normal client
-commits `txn-N`, its `EndTxn` is delayed by 10 s and retried; it then writes `txn-N+1`, the delayed
-`EndTxn` arrives, and the application aborts `txn-N+1`.
-""")
+# %% [markdown]
+# ### 3.2 The same three stories under each protocol
+#
+# Now the three anomalies, each under the classic protocol and under the fix. For anomaly 2 the
+# producer, after its abort, starts a new transaction that writes `new` to the same partition and
+# commits; the delayed `late` arrives in the middle of it (5 s delay). For anomaly 3 a normal client
+# commits `txn-N`, its `EndTxn` is delayed by 10 s and retried; it then writes `txn-N+1`, the delayed
+# `EndTxn` arrives, and the application aborts `txn-N+1`.
 
-nb.predict("""
-Fill in the table before running it: for each anomaly and protocol, what does `read_committed`
-finally see?
-""")
+# %% [markdown]
+# **Predict:** Fill in the table before running it: for each anomaly and protocol, what does `read_committed`
+# finally see?
 
-nb.code("""
+# %%
 def hanging_story(tv, verification):
     c = anomaly_cluster(tv, verification)
     late_produce_then_abort(c, naive_producer(c), 20_000)
@@ -393,29 +390,29 @@ for story, fn in STORIES.items():
     for proto, (tv, verification) in PROTOCOLS.items():
         clusters[(story, proto)], results[(story, proto)] = fn(tv, verification)
 show(pd.DataFrame([{"anomaly": s, **{p: results[(s, p)] for p in PROTOCOLS}} for s in STORIES]))
-""")
 
-nb.code("""
+# %%
 tv2 = clusters[("3 · delayed EndTxn (KAFKA-17754)", "transaction.version 2 (KIP-890 part 2)")]
 show(narration(tv2.trace.filter(api="EndTxn")))
-""")
 
-nb.md("""
-Reading the table:
+# %% [markdown]
+# Reading the table:
+#
+# * **1** hangs only without verification. With verification (part 1) the leader asks the coordinator,
+#   which answers that `out-0` is not in a current transaction, and the late write is refused.
+# * **2** slips through part 1: when `late` arrives, `out-0` *is* in the producer's current
+#   transaction (the next one, same epoch), so verification says yes and the aborted record is
+#   committed with `new`. Only part 2 stops it: the next transaction has a higher epoch.
+# * **3** is the same mistake with `EndTxn`: in TV0 the coordinator cannot tell transaction N's
+#   commit from transaction N+1's. In TV2 every `EndTxn` bumps the epoch (its response carries the
+#   new one): the delayed request still carries epoch 0 while transaction N+1 runs under epoch 1, so
+#   the coordinator answers it `PRODUCER_FENCED` (the producer ignores that late answer: nothing of
+#   its own is waiting for it), and the application's abort of N+1 goes through (the trace above).
 
-* **1** hangs only without verification. With verification (part 1) the leader asks the coordinator,
-  which answers that `out-0` is not in a current transaction, and the late write is refused.
-* **2** slips through part 1: when `late` arrives, `out-0` *is* in the producer's current
-  transaction (the next one, same epoch), so verification says yes and the aborted record is
-  committed with `new`. Only part 2 stops it: the next transaction has a higher epoch.
-* **3** is the same mistake with `EndTxn`: in TV0 the coordinator cannot tell transaction N's
-  commit from transaction N+1's. In TV2 every `EndTxn` bumps the epoch (its response carries the
-  new one): the delayed request still carries epoch 0 while transaction N+1 runs under epoch 1, so
-  the coordinator answers it `PRODUCER_FENCED` (the producer ignores that late answer: nothing of
-  its own is waiting for it), and the application's abort of N+1 goes through (the trace above).
-""")
+# %% [markdown]
+# **Check** what you should have seen (this cell fails if the lab disagrees):
 
-nb.check("""
+# %%
 r = results
 assert r[("1 · late Produce after the abort", "classic (TV0), no verification")].startswith("LSO stuck")
 assert r[("1 · late Produce after the abort", "classic (TV0) + verification (KIP-890 part 1)")] == "refused; sees []"
@@ -425,37 +422,35 @@ assert r[("2 · late Produce joins the next transaction", "transaction.version 2
 assert r[("3 · delayed EndTxn (KAFKA-17754)", "classic (TV0), no verification")] == "sees ['txn-N', 'txn-N+1']"
 assert r[("3 · delayed EndTxn (KAFKA-17754)", "transaction.version 2 (KIP-890 part 2)")] == "sees ['txn-N']"
 assert tv2.trace.filter(contains="PRODUCER_FENCED", api="EndTxn")
-""")
 
-# ----------------------------------------------------------------------------------------------
-nb.md("""
-## 4 · Step through it yourself: a zombie, a timeout, a late Produce
+# %% [markdown]
+# ## 4 · Step through it yourself: a zombie, a timeout, a late Produce
+#
+# Three scenarios from the lab's gallery, each a short version of a section above, stepped one event
+# at a time (**Step** or →; **Back** or ← re-runs from the seed; **Run** plays). In the
+# **Coordinators** tab the state machine shows each `transactional.id` as a dot labelled with its
+# **epoch** (`copier e1`): watch the label as the fence happens. A dashed coloured arrow is a
+# transition being written to `__transaction_state`, a solid one the last that became durable.
+#
+# **4.1 A zombie** (`zombie-fenced`, section 1): instance `zombie` of `transactional.id` `copier`
+# opens a transaction and writes `zombie-1`; instance `new-instance` calls `init_transactions()`;
+# then the zombie writes `zombie-2` and tries to commit.
 
-Three scenarios from the lab's gallery, each a short version of a section above, stepped one event
-at a time (**Step** or →; **Back** or ← re-runs from the seed; **Run** plays). In the
-**Coordinators** tab the state machine shows each `transactional.id` as a dot labelled with its
-**epoch** (`copier e1`): watch the label as the fence happens. A dashed coloured arrow is a
-transition being written to `__transaction_state`, a solid one the last that became durable.
+# %% [markdown]
+# **Predict:** Which epoch does the dot show right after the coordinator receives the new instance's first
+# `InitProducerId`, and after its retry? Who refuses the zombie's `zombie-2`: the partition leader
+# on its own, or the leader after asking the coordinator?
 
-**4.1 A zombie** (`zombie-fenced`, section 1): instance `zombie` of `transactional.id` `copier`
-opens a transaction and writes `zombie-1`; instance `new-instance` calls `init_transactions()`;
-then the zombie writes `zombie-2` and tries to commit.
-""")
-
-nb.predict("""
-Which epoch does the dot show right after the coordinator receives the new instance's first
-`InitProducerId`, and after its retry? Who refuses the zombie's `zombie-2`: the partition leader
-on its own, or the leader after asking the coordinator?
-""")
-
-nb.code("""
+# %%
 from widgets import Stepper
 
 zombie = Stepper("zombie-fenced", skip_background=True)
 zombie.widget
-""")
 
-nb.check("""
+# %% [markdown]
+# **Check** what you should have seen (the cell drives the stepper above; it fails if the lab disagrees):
+
+# %%
 zombie.switch("main", 0)
 clear_filter(zombie)                # the Filter you may have set above
 assert zombie.step_until("got InitProducerId from new-instance")
@@ -472,28 +467,25 @@ assert "INVALID_PRODUCER_EPOCH" in zombie.narration
 zombie.run_to_end()
 assert trace_named(zombie.coordinators.figure, "transactional ids").text == ("copier e2",)
 assert zombie.result["read_committed"] == ["fresh-1"]
-""", intro="""
-what you should have seen (the cell drives the stepper above; it fails if the lab disagrees):
-""")
 
-nb.md("""
-**4.2 The transaction timeout** (`transaction-timeout-abort`, section 2): a producer with
-`transaction.timeout.ms=3000` writes `late-1` to `orders-0` (its transaction starts at about
-0.5 s) and then stalls for 8 s; the coordinator checks for expired transactions every second.
-Watch the clock in the narration header, the `tx-slow` dot and the LSO of `orders-0`.
-""")
+# %% [markdown]
+# **4.2 The transaction timeout** (`transaction-timeout-abort`, section 2): a producer with
+# `transaction.timeout.ms=3000` writes `late-1` to `orders-0` (its transaction starts at about
+# 0.5 s) and then stalls for 8 s; the coordinator checks for expired transactions every second.
+# Watch the clock in the narration header, the `tx-slow` dot and the LSO of `orders-0`.
 
-nb.predict("""
-At about which simulated time does the coordinator act, and what does it write first? When the
-producer finally calls `commit_transaction()`, which error does it get?
-""")
+# %% [markdown]
+# **Predict:** At about which simulated time does the coordinator act, and what does it write first? When the
+# producer finally calls `commit_transaction()`, which error does it get?
 
-nb.code("""
+# %%
 timeout = Stepper("transaction-timeout-abort", skip_background=True)
 timeout.widget
-""")
 
-nb.check("""
+# %% [markdown]
+# **Check** what you should have seen (the cell drives the stepper above; it fails if the lab disagrees):
+
+# %%
 timeout.switch("main", 0)
 assert timeout.step_until("longer than its transaction.timeout.ms")
 started = timeout.cluster.transaction_state("tx-slow")["transaction_start_ms"]
@@ -507,31 +499,29 @@ assert timeout.step_until("EndTxn with epoch 0")
 assert "-> PRODUCER_FENCED" in timeout.narration
 timeout.run_to_end()
 assert timeout.result["commit_error"] == {"name": "PRODUCER_FENCED", "fatal": True}
-""", intro="""
-what you should have seen (the cell drives the stepper above; it fails if the lab disagrees):
-""")
 
-nb.md("""
-**4.3 A late Produce, classic protocol vs `transaction.version` 2**
-(`hanging-transaction-classic-vs-v2`, section 3.1): a naive client's Produce to `orders-0` is
-delayed 10 s in the network; the client gives up on it and aborts; the Produce arrives after the
-abort; later a plain producer writes `after-1`. The stepper starts with the **classic** variant
-(`transaction.version` 0, no verification). `hanging.variant("v2")` adds a branch that runs the
-same story with `transaction.version` 2, and **Branches → Compare endings** (or
-`hanging.compare(...)`) tells the two endings apart.
-""")
+# %% [markdown]
+# **4.3 A late Produce, classic protocol vs `transaction.version` 2**
+# (`hanging-transaction-classic-vs-v2`, section 3.1): a naive client's Produce to `orders-0` is
+# delayed 10 s in the network; the client gives up on it and aborts; the Produce arrives after the
+# abort; later a plain producer writes `after-1`. The stepper starts with the **classic** variant
+# (`transaction.version` 0, no verification). `hanging.variant("v2")` adds a branch that runs the
+# same story with `transaction.version` 2, and **Branches → Compare endings** (or
+# `hanging.compare(...)`) tells the two endings apart.
 
-nb.predict("""
-Where does `late` land in each variant? Where do the LSO and HW of `orders-0` end, and what can a
-`read_committed` consumer read at the end of each branch?
-""")
+# %% [markdown]
+# **Predict:** Where does `late` land in each variant? Where do the LSO and HW of `orders-0` end, and what can a
+# `read_committed` consumer read at the end of each branch?
 
-nb.code("""
+# %%
 hanging = Stepper("hanging-transaction-classic-vs-v2", skip_background=True)
 hanging.widget
-""")
 
-nb.check("""
+# %% [markdown]
+# **Check** what you should have seen (the cell drives the stepper above, adds the `v2` branch if you have
+# not, and compares the endings; it fails if the lab disagrees):
+
+# %%
 hanging.switch("main", 0)
 assert hanging.step_until("got Produce from naive-producer")          # the delayed Produce, after the ABORT
 assert "appended at offsets 1..1" in hanging.narration                 # classic: nobody checks, it opens a txn
@@ -553,29 +543,20 @@ assert [drawn_line(hanging.log_strip, x, "orders", 0) for x in ("HW", "LSO")] ==
 ending = hanging.compare("main", v2)["partitions"]["orders-0"]
 assert ending["read_committed"]["only_in_b"] == ["after-1"]       # v2: the later record is readable
 assert ending["read_uncommitted"]["only_in_a"] == ["late"]        # classic: the late record is in the log
-""", intro="""
-what you should have seen (the cell drives the stepper above, adds the `v2` branch if you have
-not, and compares the endings; it fails if the lab disagrees):
-""")
 
-nb.code("""
+# %%
 from IPython.display import HTML
 HTML(hanging.compare_html("main", v2))
-""")
 
-nb.md("""
-## What to remember
-
-* `init_transactions()` bumps the epoch and aborts what the previous instance left open; a new
-  instance ends at old epoch + 2 when it had to fence an open transaction.
-* Old epoch at a partition leader: `INVALID_PRODUCER_EPOCH` (abortable). Old epoch at the
-  coordinator: `PRODUCER_FENCED` (fatal: close the producer).
-* `transaction.timeout.ms` bounds how long a stuck producer can pin the LSO; the coordinator aborts
-  between the timeout and the timeout plus one cleanup interval, and fences the producer.
-* With one epoch for many transactions, late messages can join or end the wrong transaction.
-  Verification (KIP-890 part 1) stops hanging transactions; `transaction.version` 2 (part 2) stops
-  the rest. `find_hanging_transactions` and `abort_transaction` repair a partition by hand.
-""")
-
-if __name__ == "__main__":
-    print(nb.write())
+# %% [markdown]
+# ## What to remember
+#
+# * `init_transactions()` bumps the epoch and aborts what the previous instance left open; a new
+#   instance ends at old epoch + 2 when it had to fence an open transaction.
+# * Old epoch at a partition leader: `INVALID_PRODUCER_EPOCH` (abortable). Old epoch at the
+#   coordinator: `PRODUCER_FENCED` (fatal: close the producer).
+# * `transaction.timeout.ms` bounds how long a stuck producer can pin the LSO; the coordinator aborts
+#   between the timeout and the timeout plus one cleanup interval, and fences the producer.
+# * With one epoch for many transactions, late messages can join or end the wrong transaction.
+#   Verification (KIP-890 part 1) stops hanging transactions; `transaction.version` 2 (part 2) stops
+#   the rest. `find_hanging_transactions` and `abort_transaction` repair a partition by hand.

@@ -1,0 +1,619 @@
+# ---
+# jupyter:
+#   kernelspec:
+#     display_name: Python 3 (ipykernel)
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # 01 · The idempotent producer
+#
+# Messaging systems promise one of three delivery guarantees:
+#
+# | guarantee | what it means | how it happens |
+# |---|---|---|
+# | **at most once** | a message may be lost, never written twice | the producer never retries |
+# | **at least once** | a message is never lost, but may be written twice | the producer retries when it is not sure |
+# | **exactly once** | every message is written once and only once | retries are safe because the broker recognises them |
+#
+# The trouble starts with a network that loses messages. When a producer sends a write and hears
+# nothing back, it cannot tell whether the **request** was lost (nothing was written) or the
+# **acknowledgement** was lost (the write is in the log). Retrying is right in the first case and
+# writes a duplicate in the second. Kafka 0.11 added the *idempotent producer* so that retrying is
+# always right: every producer gets a **producer id (PID)**, and every batch it sends to a partition
+# carries a **sequence number**. The broker keeps the last sequence numbers of each producer on each
+# partition and recognises a retry it has already written.
+#
+# (The consumer has the same choice on its side: process then commit its offset is at least once,
+# commit then process is at most once. Notebook 04 makes both atomic with a transaction.)
+#
+# Everything below runs on `txnlab`: a deterministic re-implementation of Kafka's brokers, the
+# replication protocol and the clients, inside this notebook. The client API is confluent-kafka's.
+# Time is simulated: a 30-second request timeout takes no real time, and the same seed always gives
+# the same run.
+
+# %%
+from txnlab import Cluster, Producer, ConfigException
+from txnlab.protocol.errors import Errors
+
+# %% [markdown]
+# Tables and pictures come from the lab's `widgets` package: `widgets/tables.py` (the trace and the
+# logs as tables), `widgets/snapshots.py` (pictures of one moment), `widgets/drawn.py` (what the
+# live views draw, read back for the checks). They only *read* the cluster: its trace, its logs and
+# its partition state.
+
+# %%
+import pandas as pd
+
+from widgets.tables import show, narration, batches_table
+from widgets.snapshots import log_snapshot
+from widgets.drawn import drawn_line
+
+# %%
+import plotly.graph_objects as go
+
+def copies_in_log(cluster, topic, partition=0):
+    """The values of every data record in the partition's log (the leader's replica)."""
+    return [r.value.decode() for b in cluster.log(topic, partition).batches if not b.is_control for r in b.records]
+
+
+# %% [markdown]
+# ## 1 · One write, two kinds of lost message, three producers
+#
+# We write one record, `order-1`, to a topic with one partition replicated on three brokers, and
+# make the network lose either the Produce **request** or the Produce **response**. We try three
+# producer configurations:
+#
+# * **at most once**: `enable.idempotence=False, retries=0`: never retry;
+# * **at least once**: `enable.idempotence=False` (retries stay at their default, 2 147 483 647);
+# * **idempotent**: the default since Kafka 3.0 (`enable.idempotence=True`, `acks=all`).
+#
+# `cluster.drop_next("Produce", response=...)` arms the fault: the next matching message on the
+# simulated network disappears. The producer then waits `request.timeout.ms` (5 s here, simulated)
+# and, if it may, retries.
+
+# %% [markdown]
+# **Predict:** For each of the six cells of the table below, how many copies of `order-1` will the partition's
+# log hold, and will the application's delivery report say *success*? Write your six guesses down.
+
+# %%
+CONFIGS = {
+    "at most once": {"enable.idempotence": False, "retries": 0},
+    "at least once": {"enable.idempotence": False},
+    "idempotent": {},
+}
+
+def one_write(config, lose):
+    cluster = Cluster(brokers=3, seed=7)
+    cluster.create_topic("orders", partitions=1, replication_factor=3)
+    producer = Producer({"bootstrap.servers": cluster.bootstrap, "request.timeout.ms": 5000, **config})
+    reports = []
+    producer.produce("orders", value=b"order-1", on_delivery=lambda err, msg: reports.append(err))
+    cluster.drop_next("Produce", response=(lose == "response"))
+    producer.flush()
+    report = "success" if reports == [None] else f"failed: {reports[0].name()}"
+    return cluster, producer, len(copies_in_log(cluster, "orders")), report
+
+rows = []
+for name, config in CONFIGS.items():
+    for lose in ("request", "response"):
+        _, _, copies, report = one_write(config, lose)
+        rows.append({"producer": name, "lost message": f"Produce {lose}", "copies in the log": copies,
+                     "delivery report": report})
+outcomes = pd.DataFrame(rows)
+show(outcomes)
+
+# %%
+fig = go.Figure()
+for lose, colour in (("Produce request", "#9ECAE9"), ("Produce response", "#1F5FBF")):
+    part = outcomes[outcomes["lost message"] == lose]
+    fig.add_trace(go.Bar(x=part["producer"], y=part["copies in the log"], name=f"{lose} lost",
+                         marker_color=colour, text=part["copies in the log"], textposition="outside"))
+fig.add_hline(y=1, line_dash="dot", line_color="#54A24B", annotation_text="exactly one copy",
+              annotation_position="bottom right", annotation_font_color="#2E7D32")
+fig.update_layout(title="Copies of order-1 in the log after one lost message", barmode="group",
+                  yaxis=dict(title="copies in the log", dtick=1, range=[0, 2.6]), width=760, height=400,
+                  plot_bgcolor="white", legend=dict(orientation="h", y=1.02, yanchor="bottom", x=0),
+                  margin=dict(t=90))
+fig
+
+# %% [markdown]
+# Read the table row by row:
+#
+# * **at most once** loses the record when the request is lost, and when the *response* is lost it
+#   reports a failure for a record that *is* in the log. The application cannot tell the two apart.
+# * **at least once** never loses it, but the lost response makes it write `order-1` twice.
+# * **idempotent** writes it exactly once either way, and the report is right both times.
+
+# %% [markdown]
+# **Check** what you should have seen (this cell fails if the lab disagrees):
+
+# %%
+table = {(r["producer"], r["lost message"]): (r["copies in the log"], r["delivery report"]) for r in rows}
+assert table[("at most once", "Produce request")][0] == 0
+assert table[("at most once", "Produce response")][0] == 1
+assert table[("at most once", "Produce response")][1].startswith("failed")     # written, but reported as failed
+assert table[("at least once", "Produce request")] == (1, "success")
+assert table[("at least once", "Produce response")] == (2, "success")           # the duplicate
+assert table[("idempotent", "Produce request")] == (1, "success")
+assert table[("idempotent", "Produce response")] == (1, "success")
+
+# %% [markdown]
+# ## 2 · The lost acknowledgement, told by the trace
+#
+# Every step of the simulation (a message delivered, a timer firing, a fault) is recorded in
+# `cluster.trace`, and each entry has a `.narration` that says in plain words what happened and which
+# rule decided. Let us replay the idempotent producer with a lost response and read what the
+# producer and the partition leader did.
+
+# %% [markdown]
+# **Predict:** The retry reaches the leader, which already has `order-1` at offset 0. Does the leader append it
+# again? Which offset does it put in its answer, and with which error code? (Older articles say the
+# broker answers `DUPLICATE_SEQUENCE_NUMBER`; modern brokers do something friendlier.)
+
+# %%
+cluster, producer, copies, report = one_write(CONFIGS["idempotent"], "response")
+def tells_the_story(e):
+    return e.api in ("InitProducerId", "Produce") or "[injected fault]" in e.narration or "will retry" in e.narration
+
+# include_background=True: the request timeout is a background timer of the producer
+story = [e for e in cluster.trace.filter(include_background=True) if tells_the_story(e)]
+show(narration(story))
+
+# %% [markdown]
+# The story, line by line:
+#
+# 1. `InitProducerId`: the producer asks a broker for a producer id. An idempotent producer without
+#    a `transactional.id` may ask any broker; nothing is persisted.
+# 2. The first `Produce` carries `pid 0 epoch 0 seq 0..0`. The leader appends it at offset 0 and,
+#    because `acks=all`, waits until the followers have it (the high watermark passes it).
+# 3. The response is dropped by the network (the fault we armed). The producer waits for
+#    `request.timeout.ms` and retries **the same batch with the same sequence number**.
+# 4. The leader finds `(pid 0, epoch 0, seq 0..0)` among the batches it remembers for this producer:
+#    a duplicate. It appends nothing and answers **success with the original offset 0**
+#    (error `NONE`; brokers since 1.0 no longer answer `DUPLICATE_SEQUENCE_NUMBER`).
+#
+# For comparison, the same lost response with the at-least-once producer: its batches carry no
+# producer id (`-1`), so the leader has nothing to compare them with.
+
+# %%
+plain, plain_producer, _, _ = one_write(CONFIGS["at least once"], "response")
+show(narration([e for e in plain.trace.filter(api="Produce") if not e.is_response or e.node == plain_producer.name]))
+
+# %%
+show(batches_table(plain, "orders"))
+
+# %% [markdown]
+# **Check** what you should have seen (this cell fails if the lab disagrees):
+
+# %%
+dup = cluster.trace.filter(contains="duplicate of a batch already in the log")
+assert len(dup) == 1 and "original offset 0" in dup[0].narration
+assert copies_in_log(cluster, "orders") == ["order-1"]
+assert copies_in_log(plain, "orders") == ["order-1", "order-1"]
+assert [b.producer_id for b in plain.log("orders", 0).batches] == [-1, -1]       # no PID: nothing to compare
+retry = cluster.trace.filter(node=producer.name, contains="will retry", include_background=True)
+assert retry and "same sequence" in retry[0].narration
+
+# %% [markdown]
+# ## 3 · PID and sequence numbers in the log
+#
+# PID, epoch and sequence are fields of every v2 **record batch** header (`producerId`,
+# `producerEpoch`, `baseSequence`). The sequence is counted **per partition**, starting at 0, and a
+# batch of *n* records uses *n* sequence numbers (its last sequence is `baseSequence + n - 1`). The
+# producer assigns it when the batch leaves the accumulator (at drain time), not at `produce()`.
+#
+# Note what idempotence does **not** do: two `produce()` calls with the same content are two records
+# with two sequence numbers. Kafka deduplicates *retries*, not *content*.
+
+# %% [markdown]
+# **Predict:** A fresh producer writes `a1, a2, a3` to partition 0 (one flush), then `b1, b2` to partition 1,
+# then `a4` and `a4` again (same value, twice) to partition 0. Which `base..last sequence` will each
+# batch of partition 0 carry, and what will partition 1's first sequence be?
+
+# %%
+cluster = Cluster(brokers=3, seed=11)
+cluster.create_topic("orders", partitions=2, replication_factor=3)
+producer = Producer({"bootstrap.servers": cluster.bootstrap})
+for v in (b"a1", b"a2", b"a3"):
+    producer.produce("orders", value=v, partition=0)
+producer.flush()
+for v in (b"b1", b"b2"):
+    producer.produce("orders", value=v, partition=1)
+producer.flush()
+producer.produce("orders", value=b"a4", partition=0)
+producer.produce("orders", value=b"a4", partition=0)      # same content: a second record, not a retry
+producer.flush()
+show(batches_table(cluster, "orders", 0))
+
+# %%
+show(batches_table(cluster, "orders", 1))
+
+# %%
+log_snapshot(cluster, [("orders", 0), ("orders", 1)], title="Both partitions: one producer id, sequences counted per partition")
+
+# %% [markdown]
+# The broker keeps, for every producer on every partition, a `ProducerStateEntry`: the producer's
+# epoch and the last **five** batches it wrote (first/last sequence and offsets). This is what it
+# compares a retry with.
+
+# %%
+pid = producer.transaction_manager.producer_id
+entry = cluster.log("orders", 0).producer_state.last_entry(pid)
+print("producer", entry.producer_id, "epoch", entry.producer_epoch)
+show(pd.DataFrame([{"first sequence": m.first_seq, "last sequence": m.last_seq,
+                    "first offset": m.first_offset, "last offset": m.last_offset} for m in entry.batch_metadata]))
+
+# %% [markdown]
+# **Check** what you should have seen (this cell fails if the lab disagrees):
+
+# %%
+b0 = [b for b in cluster.log("orders", 0).batches]
+b1 = [b for b in cluster.log("orders", 1).batches]
+assert {b.producer_id for b in b0 + b1} == {pid}                       # one PID for all partitions
+assert [(b.base_sequence, b.last_sequence) for b in b0] == [(0, 2), (3, 4)]
+assert [(b.base_sequence, b.last_sequence) for b in b1] == [(0, 1)]  # partition 1 starts again at 0
+assert copies_in_log(cluster, "orders", 0).count("a4") == 2            # content is not deduplicated
+assert entry.last_seq == 4
+
+
+# %% [markdown]
+# ## 4 · Five requests in flight, the first one lost: order is kept
+#
+# A producer may have up to `max.in.flight.requests.per.connection` requests on the wire at once
+# (at most 5 with idempotence). Suppose the first of five is lost. Without sequence numbers the
+# broker appends requests 2–5, and the retry of request 1 lands *after* them: the log is out of
+# order. With sequence numbers the broker sees a **gap** (it expects sequence 1 and gets 2) and
+# refuses requests 2–5 with `OUT_OF_ORDER_SEQUENCE_NUMBER`; the producer retries them, in order,
+# after request 1 succeeds.
+#
+# `linger.ms=0` and `batch.num.messages=1` make every record its own request.
+
+# %% [markdown]
+# **Predict:** Records `m0` (warm-up), then `m1 … m5` with the request of `m1` lost. In which order will the
+# records stand in the log with `enable.idempotence=False`, and with the default idempotent producer?
+
+# %%
+def five_in_flight(idempotent):
+    cluster = Cluster(brokers=3, seed=7)
+    cluster.create_topic("t", partitions=1, replication_factor=3)
+    producer = Producer({"bootstrap.servers": cluster.bootstrap, "linger.ms": 0, "batch.num.messages": 1,
+                         "request.timeout.ms": 3000, "enable.idempotence": idempotent})
+    producer.produce("t", value=b"m0")
+    producer.flush()
+    cluster.drop_next("Produce")                  # the next Produce request (m1's) is lost
+    for i in range(1, 6):
+        producer.produce("t", value=b"m%d" % i)
+    producer.flush()
+    return cluster, producer
+
+plain, _ = five_in_flight(False)
+idem, _ = five_in_flight(True)
+show(pd.DataFrame({"offset": range(6), "enable.idempotence=False": copies_in_log(plain, "t"),
+                   "idempotent": copies_in_log(idem, "t")}))
+
+# %%
+show(narration([e for e in idem.trace.filter(api="Produce") if "OUT_OF_ORDER" in e.narration and not e.is_response]))
+
+# %% [markdown]
+# **Check** what you should have seen (this cell fails if the lab disagrees):
+
+# %%
+assert copies_in_log(plain, "t") == ["m0", "m2", "m3", "m4", "m5", "m1"]      # reordered by the retry
+assert copies_in_log(idem, "t") == ["m0", "m1", "m2", "m3", "m4", "m5"]       # order kept
+refused = [e for e in idem.trace.filter(api="Produce") if "OUT_OF_ORDER_SEQUENCE_NUMBER" in e.narration
+           and not e.is_response]
+assert len(refused) == 4 and all("a gap" in e.narration for e in refused)
+
+# %% [markdown]
+# ## 5 · The broker remembers five batches
+#
+# Why *five*? The broker caches only the last 5 batches of each producer on each partition
+# (`NUM_BATCHES_TO_RETAIN = 5`), which is why a producer may have at most 5 requests in flight: any
+# batch it could still retry is in the cache. A retry of something **older** than the cache cannot be
+# told apart from a bogus write, and the broker refuses it with `OUT_OF_ORDER_SEQUENCE_NUMBER`.
+#
+# A real client never sends such a retry, so we build a tiny hand-made client that sends whatever
+# batch we give it: a process on the simulated network that builds a `ProduceRequest` itself.
+
+# %%
+from txnlab.protocol.record_batch import Record, RecordBatch
+from txnlab.protocol import messages as m
+from txnlab.kernel.node import Node
+
+
+class RawClient(Node):
+    """A bare process that sends hand-made Produce requests (what a buggy or old client could send)."""
+
+    def __init__(self, cluster, name="raw-client"):
+        super().__init__(cluster.kernel, name)
+        self.cluster = cluster
+
+    def handle_request(self, msg):
+        return None
+
+    def produce(self, topic, partition, values, pid, epoch, seq):
+        box = {}
+        batch = RecordBatch(tuple(Record(None, v, (), self.kernel.now) for v in values), pid, epoch, seq, False)
+        request = m.ProduceRequest(None, -1, 30_000, {(topic, partition): batch})
+        leader = f"broker-{self.cluster.leader(topic, partition)}"
+        self.send_request(leader, request, lambda resp, err: box.update(resp=resp, err=err))
+        self.cluster.run_until(lambda: "resp" in box)
+        answer = box["resp"].responses[(topic, partition)]
+        return Errors(answer.error).name, answer.base_offset
+
+
+# %% [markdown]
+# Our client pretends to be producer 4000, epoch 0, and writes six one-record batches with
+# sequences 0 to 5. Then it "retries" three of them.
+
+# %% [markdown]
+# **Predict:** The broker's cache now holds the last five batches. What does the leader answer to a retry of
+# sequence 5, of sequence 1, and of sequence 0? Which of them are written again?
+
+# %%
+cluster = Cluster(brokers=3, seed=7)
+cluster.create_topic("t", partitions=1, replication_factor=3)
+raw = RawClient(cluster)
+first = [raw.produce("t", 0, [b"b%d" % i], pid=4000, epoch=0, seq=i) for i in range(6)]
+window = [(meta.first_seq, meta.last_offset) for meta in cluster.log("t", 0).producer_state.last_entry(4000).batch_metadata]
+print("first writes:", first)
+print("cached (sequence, offset):", window)
+retries = {seq: raw.produce("t", 0, [b"b%d" % seq], pid=4000, epoch=0, seq=seq) for seq in (5, 1, 0)}
+show(pd.DataFrame([{"retried sequence": s, "answer": err, "offset in the answer": off}
+                   for s, (err, off) in retries.items()]))
+
+# %%
+cached = {s for s, _ in window}
+fig = go.Figure()
+for in_cache, colour, name in ((True, "#1F5FBF", "in the broker's 5-batch cache"), (False, "#BDBDBD", "forgotten")):
+    seqs = [s for s in range(6) if (s in cached) == in_cache]
+    fig.add_trace(go.Bar(x=seqs, y=[1] * len(seqs), name=name, marker_color=colour, width=0.8,
+                         text=[f"seq {s}<br>offset {s}" for s in seqs], textposition="inside",
+                         insidetextanchor="middle", hoverinfo="skip"))
+for s, (err, off) in retries.items():
+    ok = err == "NONE"
+    fig.add_annotation(x=s, y=1, yanchor="bottom", ay=-40 if ok else -80, ax=0 if ok else 90, showarrow=True, arrowhead=2,
+                       text=f"retry of seq {s}: " + (f"duplicate, NONE at offset {off}" if ok else err),
+                       font=dict(color="#1B5E20" if ok else "#B71C1C", size=12),
+                       arrowcolor="#1B5E20" if ok else "#B71C1C")
+fig.update_layout(title="Retries of producer 4000: answered from the cache, or refused", width=820, height=400,
+                  plot_bgcolor="white", yaxis=dict(visible=False, range=[0, 2.2]),
+                  xaxis=dict(title="sequence number (one batch each; offset = sequence here)", dtick=1, range=[-0.6, 5.6]),
+                  legend=dict(orientation="h", y=1.02, yanchor="bottom", x=0), margin=dict(t=90))
+fig
+
+# %% [markdown]
+# **Check** what you should have seen (this cell fails if the lab disagrees):
+
+# %%
+assert [e for e, _ in first] == ["NONE"] * 6 and [o for _, o in first] == list(range(6))
+assert [s for s, _ in window] == [1, 2, 3, 4, 5]                      # batch 0 fell out of the cache
+assert retries[5] == ("NONE", 5) and retries[1] == ("NONE", 1)         # duplicates: the original offsets
+assert retries[0][0] == "OUT_OF_ORDER_SEQUENCE_NUMBER"                 # too old to recognise
+assert copies_in_log(cluster, "t") == ["b%d" % i for i in range(6)]   # nothing was written twice
+
+
+# %% [markdown]
+# ## 6 · The window after a broker restart
+#
+# The cache lives in memory. When a broker restarts it rebuilds producer state from disk: the newest
+# **producer snapshot** (written at a segment roll and at a clean shutdown) plus a replay of the
+# batches after it. A snapshot keeps only the **last** batch of each producer. So:
+#
+# * after a **clean** shutdown the snapshot is at the end of the log: the cache holds 1 batch;
+# * after a **hard crash** with no snapshot yet, the whole log is replayed: all 5 batches are back.
+#
+# We use a one-broker cluster so that the restarted broker is the leader again.
+
+# %% [markdown]
+# **Predict:** Producer 4000 writes sequences 0–4, the broker restarts, and the producer retries sequence 3.
+# What is the answer after a clean shutdown, and after a hard crash?
+
+# %%
+def after_restart(clean):
+    cluster = Cluster(brokers=1, seed=3)
+    cluster.create_topic("t")
+    raw = RawClient(cluster)
+    for i in range(5):
+        raw.produce("t", 0, [b"b%d" % i], pid=4000, epoch=0, seq=i)
+    cluster.crash(0, clean=clean)
+    cluster.restart(0)
+    cluster.run_until_idle()
+    cached = len(cluster.log("t", 0).producer_state.last_entry(4000).batch_metadata)
+    return cluster, cached, raw.produce("t", 0, [b"b3"], pid=4000, epoch=0, seq=3)
+
+clean_cluster, clean_cached, clean_answer = after_restart(clean=True)
+hard_cluster, hard_cached, hard_answer = after_restart(clean=False)
+show(pd.DataFrame([
+    {"restart": "clean shutdown", "batches cached after restart": clean_cached, "retry of seq 3": clean_answer},
+    {"restart": "hard crash", "batches cached after restart": hard_cached, "retry of seq 3": hard_answer}]))
+
+# %%
+show(narration(clean_cluster.trace.filter(kind="fault") + hard_cluster.trace.filter(kind="fault")))
+
+# %% [markdown]
+# **Check** what you should have seen (this cell fails if the lab disagrees):
+
+# %%
+assert clean_cached == 1 and clean_answer[0] == "OUT_OF_ORDER_SEQUENCE_NUMBER"
+assert hard_cached == 5 and hard_answer == ("NONE", 3)
+
+# %% [markdown]
+# ## 7 · A stale epoch
+#
+# The **epoch** says which incarnation of a producer id is speaking. A batch whose epoch is lower
+# than the one the broker has seen for that producer is refused with `INVALID_PRODUCER_EPOCH`: an
+# older incarnation (a "zombie", notebook 05) must not write any more. A batch with a **newer**
+# epoch starts a new sequence stream, so its first sequence must be 0.
+
+# %% [markdown]
+# **Predict:** Producer 4000 writes with epoch 3, sequence 0. Then it sends (epoch 2, seq 1), (epoch 4, seq 5)
+# and (epoch 4, seq 0). What does the leader answer to each?
+
+# %%
+cluster = Cluster(brokers=3, seed=7)
+cluster.create_topic("t", partitions=1, replication_factor=3)
+raw = RawClient(cluster)
+attempts = [(3, 0, b"a"), (2, 1, b"z"), (4, 5, b"b"), (4, 0, b"b")]
+epochs = [{"epoch": e, "sequence": s, "answer": raw.produce("t", 0, [v], pid=4000, epoch=e, seq=s)[0]}
+          for e, s, v in attempts]
+show(pd.DataFrame(epochs))
+
+# %%
+show(narration([e for e in cluster.trace.filter(api="Produce") if "rejected" in e.narration]))
+
+# %% [markdown]
+# **Check** what you should have seen (this cell fails if the lab disagrees):
+
+# %%
+assert [a["answer"] for a in epochs] == ["NONE", "INVALID_PRODUCER_EPOCH", "OUT_OF_ORDER_SEQUENCE_NUMBER", "NONE"]
+assert copies_in_log(cluster, "t") == ["a", "b"]
+
+# %% [markdown]
+# ## 8 · The configuration rules
+#
+# Idempotence only works if the producer retries (`retries` > 0), waits for every in-sync replica
+# (`acks=all`: a write acknowledged by the leader alone can be lost, notebook 03) and keeps at most 5
+# requests in flight (the broker's cache). Kafka's `ProducerConfig` checks this when the producer is
+# built:
+#
+# * if you set `enable.idempotence=True` **explicitly** and break a rule, construction fails with a
+#   `ConfigException` quoting the rule;
+# * if idempotence is only **defaulted** (on since Kafka 3.0, KIP-679; older articles say the default
+#   is `false`), a conflicting setting silently turns it off;
+# * a `transactional.id` needs idempotence (notebook 02).
+
+# %% [markdown]
+# **Predict:** Which of these configurations build a producer, and which raise? For those that build, will the
+# producer be idempotent (will its batches carry a producer id)?
+
+# %%
+candidates = [
+    {"enable.idempotence": True, "retries": 0},
+    {"enable.idempotence": True, "acks": "1"},
+    {"enable.idempotence": True, "max.in.flight.requests.per.connection": 6},
+    {"transactional.id": "shop-1", "enable.idempotence": False},
+    {"acks": "1"},
+    {"max.in.flight.requests.per.connection": 6},
+    {},
+]
+cluster = Cluster(brokers=1, seed=1)
+cluster.create_topic("t")
+rules = []
+for conf in candidates:
+    try:
+        p = Producer({"bootstrap.servers": cluster.bootstrap, **conf})
+    except ConfigException as e:
+        rules.append({"config": conf, "result": f"ConfigException ({e.key}): {e.message}"})
+        continue
+    p.produce("t", value=b"x")
+    p.flush()
+    pid = cluster.log("t", 0).batches[-1].producer_id
+    rules.append({"config": conf, "result": f"built; batches carry producer id {pid}"
+                  + (" (idempotent)" if pid >= 0 else " (-1: idempotence is off)")})
+show(pd.DataFrame(rules))
+
+# %% [markdown]
+# **Check** what you should have seen (this cell fails if the lab disagrees):
+
+# %%
+results = [r["result"] for r in rules]
+assert "Must set retries to non-zero when using the idempotent producer." in results[0]
+assert "Must set acks to all in order to use the idempotent producer." in results[1]
+assert "Must set max.in.flight.requests.per.connection to at most 5" in results[2]
+assert "Cannot set a transactional.id without also enabling idempotence." in results[3]
+assert "idempotence is off" in results[4] and "idempotence is off" in results[5]
+assert "(idempotent)" in results[6]
+
+# %% [markdown]
+# ## 9 · Step through it yourself: the lost acknowledgement
+#
+# Section 2 read the lost acknowledgement from the trace after the fact. The **stepper** below replays
+# a scenario from the lab's gallery, `dropped-ack-dedup`, one event at a time. Two producers each write
+# `a, b, c`: the idempotent one to `orders-0`, one with `enable.idempotence=False` to `orders-1`. The
+# scenario itself loses the first Produce **response** to each of them (it arms `drop_next` before
+# each write), so each one retries after `request.timeout.ms` (3 s here).
+#
+# * **Step** (or the → key) executes exactly one event: a message delivered or a timer firing. The
+#   purple box says what happened and which rule decided. **Back** (←) goes one step back by
+#   re-running the scenario from its seed, so the past is reproduced exactly; **Run** plays, the
+#   slider jumps. `skip_background=True` skips the background chatter (empty follower fetches,
+#   heartbeats).
+# * The tabs follow every step. **Partition logs**: every replica of `orders-0` and `orders-1` (★ the
+#   leader), one cell per offset (hover a cell for its producer id, epoch and sequence), with each
+#   replica's LEO (thin black line) and HW (dashed blue; the wide orange line under it is the LSO of
+#   notebook 03). **Messages**: the space-time diagram, one lane per process and time running down;
+#   the step just executed is purple, a message still on the wire ends in an orange dot. **Trace**:
+#   the last events in words.
+# * **Faults** act *now*, at the current step. Pick an in-flight message (or click its orange dot in
+#   the Messages tab) and **Drop** it. A fault starts a new **branch** and keeps the old one;
+#   **Branches → Compare endings** says how two branches end differently.
+#
+# Step to the lost response (narration: *the network dropped Produce response*) and on to the
+# retry (*duplicate of a batch already in the log*). Then go back to the start and build a branch in
+# which the answer to each producer's **retry** is lost too: step until a Produce response to
+# `idempotent-producer` is on the wire and drop it, then the same for `plain-producer`. (The first
+# answers never get on the wire: the scenario's fault drops them as they are sent.)
+
+# %% [markdown]
+# **Predict:** In that branch each producer loses two answers instead of one. Which partition's log ends
+# differently from the branch as written, and how? What will the two producers' delivery reports
+# say in the end?
+
+# %%
+from widgets import Stepper
+
+dedup = Stepper("dropped-ack-dedup", skip_background=True)
+dedup.widget
+
+# %% [markdown]
+# **Check** what you should have seen. The cell drives the stepper above (watch it move): it replays the
+# branch as written, then builds the branch with two lost answers per producer and compares the
+# endings (this cell fails if the lab disagrees):
+
+# %%
+dedup.switch("main", 0)                                  # the branch as written, from its start
+assert dedup.step_until("the network dropped Produce response")
+assert "orders-0 HW 0 -> 3" in dedup.narration            # written and replicated: only the answer is lost
+assert dedup.step_until("duplicate of a batch already in the log")
+assert "answering with the original offset 0" in dedup.narration
+assert drawn_line(dedup.log_strip, "LEO", "orders", 0) == 3   # the retry appended nothing
+
+def drop_answer_to(client):
+    """Step until a Produce response to ``client`` is on the wire, then drop it (Faults → Drop)."""
+    def answer(s):
+        return next((m for m in s.in_flight() if m.api == "Produce" and m.is_response and m.dst == client), None)
+    assert dedup.step_until(lambda s: answer(s) is not None)
+    return dedup.drop(answer(dedup).id)
+
+dedup.reset()
+drop_answer_to("idempotent-producer")                    # the answer to its retry is lost too ...
+lost_twice = drop_answer_to("plain-producer")            # ... and the plain producer's: a branch with both faults
+dedup.run_to_end()
+assert dedup.result == {"unacked_idempotent": 0, "unacked_plain": 0}      # every report says success
+ending = dedup.compare("main", lost_twice)
+assert "orders-0" not in ending["partitions"]                             # idempotent: a, b, c once, as before
+assert ending["partitions"]["orders-1"]["read_uncommitted"]["only_in_b"] == ["a", "b", "c"]   # plain: a third copy
+assert dedup.outcome(lost_twice)["partitions"]["orders-1"]["leo"] == 9
+
+# %% [markdown]
+# The comparison, as **Branches → Compare endings** shows it. The retries of the idempotent producer
+# were recognised every time; each retry of the plain producer wrote `a, b, c` once more.
+
+# %%
+from IPython.display import HTML
+HTML(dedup.compare_html("main", lost_twice))
+
+# %% [markdown]
+# ## What to remember
+#
+# * A producer cannot tell a lost request from a lost acknowledgement; retrying is only safe if the
+#   broker can recognise a retry. The **PID + per-partition sequence number** lets it.
+# * A duplicate in the broker's cache is answered with **success and the original offset**; a gap is
+#   `OUT_OF_ORDER_SEQUENCE_NUMBER`; an older epoch is `INVALID_PRODUCER_EPOCH`.
+# * The cache holds **5 batches** per producer per partition, hence `max.in.flight ≤ 5`; after a
+#   restart it is rebuilt from a snapshot that keeps one batch, plus replay.
+# * Idempotence is per producer session and per partition. Writing to **several** partitions
+#   atomically, and surviving a producer restart, needs a `transactional.id`: notebook 02.

@@ -1,0 +1,450 @@
+# ---
+# jupyter:
+#   kernelspec:
+#     display_name: Python 3 (ipykernel)
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # 02 · Transactions and markers
+#
+# The idempotent producer (notebook 01) makes retries safe on **one** partition, for **one** producer
+# session. Two things are still missing:
+#
+# * **atomicity across partitions**: an order written to `orders` and its payment written to
+#   `payments` must become visible together or not at all;
+# * **surviving a restart**: a new instance of the same application must finish or cancel whatever
+#   its crashed predecessor left open, and the predecessor must never write again (notebook 05).
+#
+# Kafka's transactions give both. The application names itself with a stable **`transactional.id`**;
+# a broker-side **transaction coordinator** keeps each transaction's state in the internal topic
+# **`__transaction_state`**; and when a transaction ends, the coordinator writes a **COMMIT** or
+# **ABORT marker** (a *control batch*) into every partition the transaction touched. There is no
+# "BEGIN" marker in the data partitions: a transaction begins, for the coordinator, with its first
+# `AddPartitionsToTxn`.
+#
+# In this notebook we follow one transaction request by request.
+
+# %%
+from txnlab import Cluster, Producer
+from txnlab.coordinator.transaction_log import describe_record
+from txnlab.coordinator.transaction_metadata import (VALID_PREVIOUS_STATES, TV2_EXTRA_PREVIOUS_STATES,
+                                                     TransactionState, is_valid_transition)
+
+# %% [markdown]
+# Tables and pictures come from the lab's `widgets` package: `widgets/tables.py` (the trace and the
+# logs as tables), `widgets/snapshots.py` (pictures of one moment), `widgets/drawn.py` (what the
+# live views draw, read back for the checks). They only *read* the cluster: its trace, its logs and
+# its partition state.
+
+# %%
+import pandas as pd
+import plotly.graph_objects as go
+
+from widgets.tables import show, narration, batches_table
+from widgets.snapshots import log_snapshot, message_flow
+from widgets.drawn import clear_filter, arrows_now, on_the_wire, coordinator_says, html_rows
+
+# %% [markdown]
+# ## 1 · The transactional API
+#
+# The same calls as the Java client's `initTransactions / beginTransaction / send /
+# commitTransaction`, in confluent-kafka's spelling. `init_transactions()` finds the coordinator and
+# obtains a producer id and epoch; `begin_transaction()` only changes the producer's local state;
+# each `produce()` to a partition not yet in the transaction makes the producer send
+# `AddPartitionsToTxn` first; `commit_transaction()` flushes and sends `EndTxn`.
+#
+# Our cluster has 3 brokers and Kafka's default of **50** `__transaction_state` partitions (created
+# on first use). `mark` remembers where the trace stood, so that we can read what each call did.
+
+# %%
+cluster = Cluster(brokers=3, seed=7)
+cluster.create_topic("orders", partitions=2, replication_factor=3)
+cluster.create_topic("payments", partitions=1, replication_factor=3)
+
+producer = Producer({"bootstrap.servers": cluster.bootstrap, "transactional.id": "shop-1"})
+mark_init = len(cluster.trace)
+producer.init_transactions()
+print("producer id", producer.transaction_manager.producer_id, "epoch", producer.transaction_manager.producer_epoch)
+
+
+# %% [markdown]
+# ## 2 · Which broker is the coordinator?
+#
+# Every `transactional.id` belongs to one partition of `__transaction_state`:
+#
+#     partition = Utils.abs(transactionalId.hashCode()) % transaction.state.log.num.partitions
+#
+# (Java's `String.hashCode`, the same formula that places a consumer group on `__consumer_offsets`.)
+# The **leader** of that partition is the transaction coordinator for this id. The producer asks any
+# broker with `FindCoordinator` (key type 1 = TRANSACTION).
+
+# %% [markdown]
+# **Predict:** Compute the partition for `"shop-1"` yourself with the function below before looking at the
+# trace. Which broker will answer `InitProducerId`?
+
+# %%
+def java_string_hash(s):
+    h = 0
+    for ch in s.encode("utf-16-be").decode("utf-16-be"):   # Java hashes UTF-16 code units
+        h = (31 * h + ord(ch)) & 0xFFFFFFFF
+    return h - (1 << 32) if h >= (1 << 31) else h
+
+def kafka_abs(n):
+    return 0 if n == -(1 << 31) else abs(n)              # Utils.abs: MIN_VALUE maps to 0
+
+my_partition = kafka_abs(java_string_hash("shop-1")) % 50
+print("hashCode =", java_string_hash("shop-1"), "-> __transaction_state partition", my_partition)
+print("its leader, the coordinator:", cluster.leader("__transaction_state", my_partition))
+
+# %%
+show(narration([e for e in cluster.trace.events[mark_init:]
+                if e.api in ("FindCoordinator", "InitProducerId") and not e.background]))
+
+# %% [markdown]
+# The first `FindCoordinator` found no `__transaction_state` yet, so the broker had it created and
+# answered `COORDINATOR_NOT_AVAILABLE` (retriable). The retry found the coordinator. `InitProducerId`
+# then gave `shop-1` a producer id (from a block of 1000 that the coordinator got from the
+# controller) and **epoch 0**, and wrote the mapping `shop-1 → (pid, epoch 0, state Empty)` to
+# `__transaction_state` before answering. The answer waited until that record was replicated:
+# the coordinator writes with `acks=all`.
+
+# %% [markdown]
+# **Check** what you should have seen (this cell fails if the lab disagrees):
+
+# %%
+coordinator = cluster.transaction_coordinator("shop-1")
+state = cluster.transaction_state("shop-1")
+assert state["transaction_state_partition"] == my_partition
+assert coordinator == cluster.leader("__transaction_state", my_partition)
+assert state["state"] == "Empty" and state["producer_epoch"] == 0
+assert state["producer_id"] == producer.transaction_manager.producer_id
+init = [e for e in cluster.trace.events[mark_init:] if e.api == "InitProducerId" and not e.is_response]
+assert init[-1].node == f"broker-{coordinator}"
+
+# %% [markdown]
+# ## 3 · One transaction, request by request
+#
+# The order `o-1` goes to `orders` (partitions 0 and 1, one line each) and its payment to `payments`.
+
+# %% [markdown]
+# **Predict:** List the requests you expect, in order, with their sender and receiver. In particular: who sends
+# `WriteTxnMarkers`, to whom, and does `commit_transaction()` return before or after the markers are
+# written?
+
+# %%
+mark_txn = len(cluster.trace)
+producer.begin_transaction()
+producer.produce("orders", key=b"o-1", value=b"o-1 line 1", partition=0)
+producer.produce("orders", key=b"o-1", value=b"o-1 line 2", partition=1)
+producer.produce("payments", key=b"o-1", value=b"o-1 paid", partition=0)
+producer.commit_transaction()
+cluster.run_until_idle()          # let the coordinator finish its work
+
+# %%
+APIS = ("AddPartitionsToTxn", "Produce", "EndTxn", "WriteTxnMarkers")
+lanes = [producer.name] + [f"broker-{b}" for b in cluster.brokers]
+message_flow(cluster, mark_txn, APIS, lanes,
+             title=f"shop-1's transaction: the coordinator is broker-{coordinator}")
+
+# %%
+story = [e for e in cluster.trace.events[mark_txn:] if e.api in APIS and not e.background]
+show(narration(story))
+
+# %% [markdown]
+# Reading the trace top to bottom:
+#
+# 1. **AddPartitionsToTxn** (producer → coordinator): before the first write to a partition, the
+#    producer registers it. The coordinator writes `Ongoing` with the partition set to
+#    `__transaction_state`; the first one starts the transaction's timer (`transaction.timeout.ms`).
+#    The producer learned the `payments` leader later, so `payments-0` came in a second request.
+# 2. **Produce** (producer → partition leaders): ordinary batches, with `isTransactional` set and the
+#    pid, epoch and sequence of notebook 01. Since Kafka 3.6 the leader first checks with the
+#    coordinator that the partition really is in the transaction (an `AddPartitionsToTxn` with
+#    *verify only*, KIP-890; notebook 05 shows what it prevents).
+# 3. **EndTxn** (producer → coordinator): `COMMIT`. The coordinator writes **`PrepareCommit`**. Once
+#    that record is replicated the outcome is **decided**: the coordinator answers the producer
+#    *now*, and `commit_transaction()` returns.
+# 4. **WriteTxnMarkers** (coordinator → each partition leader, one request per broker): each leader
+#    appends a COMMIT control batch. When every partition has acknowledged, the coordinator writes
+#    **`CompleteCommit`**.
+
+# %% [markdown]
+# **Check** what you should have seen (this cell fails if the lab disagrees):
+
+# %%
+first = {}
+for e in story:
+    key = (e.api, e.is_response)
+    first.setdefault(key, e.step)
+assert first[("AddPartitionsToTxn", False)] < first[("Produce", False)] < first[("EndTxn", False)] \
+    < first[("WriteTxnMarkers", False)]
+end_txn_response = [e for e in story if e.api == "EndTxn" and e.is_response][0]
+markers = [e for e in story if e.api == "WriteTxnMarkers" and not e.is_response]
+assert end_txn_response.step <= min(e.step for e in markers) + 1        # answered before the markers landed
+assert all(e.src == f"broker-{coordinator}" for e in markers)          # the coordinator sends the markers
+assert {e.node for e in markers} == {f"broker-{cluster.leader(t, p)}" for t, p in
+                                     (("orders", 0), ("orders", 1), ("payments", 0))}
+assert cluster.transaction_state("shop-1")["state"] == "CompleteCommit"
+
+
+# %% [markdown]
+# ## 4 · What `__transaction_state` holds
+#
+# Every state change of a transaction is one record in its `__transaction_state` partition, keyed
+# by the `transactional.id` (the topic is compacted: the newest record per key is the state). The
+# value carries the producer id and epoch, the timeout, the **state** and the **partition set**.
+# `describe_record` decodes one.
+
+# %% [markdown]
+# **Predict:** How many records does `shop-1` have in its `__transaction_state` partition now, and which state
+# does each record carry?
+
+# %%
+def transaction_log(cluster, transactional_id):
+    part = cluster.transaction_state(transactional_id)["transaction_state_partition"]
+    rows = []
+    for batch in cluster.log("__transaction_state", part).batches:
+        for offset, record in enumerate(batch.records, start=batch.base_offset):
+            row = describe_record(record.key, record.value)
+            if row["transactional_id"] == transactional_id:
+                rows.append({"offset": offset, **row})
+    return pd.DataFrame(rows)
+
+show(transaction_log(cluster, "shop-1"))
+
+# %% [markdown]
+# **Check** what you should have seen (this cell fails if the lab disagrees):
+
+# %%
+txlog = transaction_log(cluster, "shop-1")
+assert list(txlog["state"]) == ["Empty", "Ongoing", "Ongoing", "PrepareCommit", "CompleteCommit"]
+assert txlog["partitions"].iloc[3] == [("orders", 0), ("orders", 1), ("payments", 0)]
+assert set(txlog["producer_epoch"]) == {0}
+
+# %% [markdown]
+# ## 5 · The markers in the partition logs
+#
+# A marker is a **control batch**: one record, both `isTransactional` and `isControl` set, the
+# transaction's pid and epoch, no sequence. Its key holds the type (**0 = ABORT, 1 = COMMIT**) and
+# its value the coordinator epoch. It takes an offset like any record, so a committed transaction
+# leaves a visible gap in the offsets a consumer sees. Consumers never receive control records.
+
+# %%
+show(batches_table(cluster, "orders", 0))
+
+# %%
+log_snapshot(cluster, [("orders", 0), ("orders", 1), ("payments", 0)], title="After the commit: data, then a COMMIT marker")
+
+# %% [markdown]
+# Now a second transaction that the application **aborts**. The coordinator writes `PrepareAbort`,
+# then ABORT markers, then `CompleteAbort`. The aborted records stay in the log (a log is
+# append-only); the marker tells readers to skip them (notebook 03).
+
+# %% [markdown]
+# **Predict:** After the abort, what will `orders-0` contain at offsets 2 and 3? What sequence number will the
+# aborted batch carry (the producer's epoch is still 0)?
+
+# %%
+producer.begin_transaction()
+producer.produce("orders", key=b"o-2", value=b"o-2 line 1", partition=0)
+producer.produce("payments", key=b"o-2", value=b"o-2 paid", partition=0)
+producer.flush()
+producer.abort_transaction()
+cluster.run_until_idle()
+show(batches_table(cluster, "orders", 0))
+
+# %%
+log_snapshot(cluster, [("orders", 0), ("orders", 1), ("payments", 0)], title="After the abort: aborted data stays, an ABORT marker follows it")
+
+# %%
+show(transaction_log(cluster, "shop-1").tail(4))
+
+# %% [markdown]
+# Two details to notice. `orders-1` got no marker for the second transaction: it was never added
+# to it, so the coordinator does not write there. And with the classic protocol (Kafka before 4.0,
+# `transaction.version` 0) the sequence numbers simply continue across transactions under the same
+# epoch; with `transaction.version` 2 every transaction ends with an epoch bump and restarts at 0.
+
+# %% [markdown]
+# **Check** what you should have seen (this cell fails if the lab disagrees):
+
+# %%
+b = list(cluster.log("orders", 0).batches)
+assert [x.control_type.name if x.is_control else "data" for x in b] == ["data", "COMMIT", "data", "ABORT"]
+commit, aborted, abort = b[1], b[2], b[3]
+assert commit.is_transactional and commit.is_control and commit.base_sequence == -1
+assert commit.records[0].key[2:4] == b"\x00\x01" and abort.records[0].key[2:4] == b"\x00\x00"  # type 1 / 0
+assert aborted.base_sequence == 1 and aborted.producer_epoch == 0           # sequences continue (TV0)
+assert [x.control_type.name for x in cluster.log("orders", 1).batches if x.is_control] == ["COMMIT"]
+assert list(transaction_log(cluster, "shop-1")["state"])[-3:] == ["Ongoing", "PrepareAbort", "CompleteAbort"]
+
+# %% [markdown]
+# ## 6 · The coordinator's state machine
+#
+# The coordinator moves a transactional id through these states (their ids are what
+# `__transaction_state` stores). Kafka keeps the legal moves as a table: for each target state, the
+# states it may be entered from. A transition is written to the log first and applied only when the
+# write is durable (a *pending* state in between); a request that finds a transition pending gets
+# `CONCURRENT_TRANSACTIONS` and retries.
+
+# %%
+states = list(TransactionState)
+matrix = pd.DataFrame([{"to ↓ / from →": target.name,
+                        **{source.name: ("✓" if source in VALID_PREVIOUS_STATES[target] else
+                                         "TV2" if source in TV2_EXTRA_PREVIOUS_STATES.get(target, ()) else "")
+                           for source in states}}
+                       for target in states])
+show(matrix, left=False)
+
+# %% [markdown]
+# `TV2` marks the moves that `transaction.version` 2 (Kafka 4.0, KIP-890) adds: an abort from
+# `Empty` or a completed state, so that a client that lost track of its outcome can always abort.
+# `PrepareEpochFence` is never written to the log; it is the pending state of a coordinator that
+# fences a producer (notebooks 05 and 06). `Dead` is written as a tombstone when an idle
+# transactional id expires (notebook 06).
+
+# %% [markdown]
+# **Predict:** Can a transaction go straight from `Ongoing` to `CompleteCommit`? Can a `PrepareCommit` become a
+# `PrepareAbort` if a partition leader is down when the markers are due?
+
+# %%
+POS = {"Empty": (0, 1), "Ongoing": (1.5, 1), "PrepareCommit": (3, 1.8), "PrepareAbort": (3, 0.2),
+       "CompleteCommit": (4.5, 1.8), "CompleteAbort": (4.5, 0.2), "PrepareEpochFence": (1.5, -0.6),
+       "Dead": (0, -0.6)}
+HALF_W, HALF_H = 0.5, 0.2          # half the size of a state's box, in axis units
+taken = list(transaction_log(cluster, "shop-1")["state"])
+path = {(a, b) for a, b in zip(taken, taken[1:]) if a != b}
+
+def edge(a, b):
+    """The arrow from box a to box b, from border to border."""
+    (x0, y0), (x1, y1) = POS[a], POS[b]
+    dx, dy = x1 - x0, y1 - y0
+    t = min(HALF_W / abs(dx) if dx else 1, HALF_H / abs(dy) if dy else 1)
+    return x0 + t * dx, y0 + t * dy, x1 - t * dx, y1 - t * dy
+
+fig = go.Figure()
+for target, sources in VALID_PREVIOUS_STATES.items():
+    for source in sources:
+        if source == target:
+            continue
+        used = (source.name, target.name) in path
+        ax, ay, x, y = edge(source.name, target.name)
+        fig.add_annotation(x=x, y=y, ax=ax, ay=ay, xref="x", yref="y", axref="x", ayref="y", showarrow=True,
+                           arrowhead=2, arrowsize=1.1, arrowwidth=3.5 if used else 1.2,
+                           arrowcolor="#1F5FBF" if used else "#BDBDBD")
+for name, (x, y) in POS.items():
+    fig.add_shape(type="rect", x0=x - HALF_W, x1=x + HALF_W, y0=y - HALF_H, y1=y + HALF_H,
+                  line=dict(color="#455A64", width=1.5), fillcolor="#E3F2FD" if name in taken else "#F5F5F5")
+    fig.add_annotation(x=x, y=y, text=f"<b>{name}</b> ({TransactionState[name].value})", showarrow=False,
+                       font=dict(size=12))
+fig.update_layout(title="Transaction states: blue arrows are the moves shop-1 made (commit, then abort)",
+                  width=940, height=480, plot_bgcolor="white", showlegend=False, margin=dict(l=10, r=10, t=60, b=10),
+                  xaxis=dict(visible=False, range=[-0.6, 5.1]), yaxis=dict(visible=False, range=[-0.95, 2.15]))
+fig
+
+# %% [markdown]
+# **Check** what you should have seen (this cell fails if the lab disagrees):
+
+# %%
+S = TransactionState
+assert not is_valid_transition(S.Ongoing, S.CompleteCommit)          # PrepareCommit must be durable first
+assert not is_valid_transition(S.PrepareCommit, S.PrepareAbort)      # once decided, never undone
+assert is_valid_transition(S.Ongoing, S.PrepareAbort) and is_valid_transition(S.PrepareEpochFence, S.PrepareAbort)
+assert not is_valid_transition(S.CompleteCommit, S.PrepareAbort)
+assert is_valid_transition(S.CompleteCommit, S.PrepareAbort, transaction_version=2)
+assert ("Ongoing", "PrepareCommit") in path and ("PrepareAbort", "CompleteAbort") in path
+
+# %% [markdown]
+# The answer to the second question is the heart of Kafka's design: once `PrepareCommit` is durable
+# the transaction **is** committed, whatever happens next. A marker that cannot be written now is
+# retried until its partition's leader is back (notebook 06). This is a two-phase commit in which the
+# "vote" is only the coordinator's own log write; the participants (the partitions) cannot refuse.
+
+# %% [markdown]
+# ## 7 · Step through a transaction, request by request
+#
+# Sections 3 to 6 read one transaction after it had happened. The **stepper** below runs one live
+# and stops after every event: the gallery scenario `commit-visible-atomically`. A producer with
+# `transactional.id` `tx-orders` writes `order-0 … order-3` to `orders-0` and `orders-1`, flushes
+# (the records are in the logs and replicated, the transaction still open) and commits, while a
+# `read_committed` and a `read_uncommitted` consumer read both partitions. (This cluster has 3
+# `__transaction_state` partitions instead of 50: the story is shorter to step through.)
+#
+# * **Step** (→) executes exactly one event, **Back** (←) re-runs from the seed to the step before,
+#   **Run** plays. The purple box narrates the step.
+# * **Filter → txn id `tx-orders`** makes Step stop only at events that concern this transaction
+#   (about 35 of them): request by request. Choose an **API** such as `EndTxn` to jump between its
+#   requests and responses.
+# * The **Coordinators** tab is the state machine of section 6, drawn from the coordinator's own
+#   transition table (dashed arrows: moves only `transaction.version` 2 allows). The dot is
+#   `tx-orders` at its current state (hover it); a **dashed** coloured arrow is a transition being
+#   written to `__transaction_state` and not yet replicated, a **solid** one the last transition that
+#   became durable. Under it, what the coordinator holds in memory and the `__transaction_state`
+#   records (yellow: not replicated yet).
+# * The **Messages** tab is the space-time diagram of section 3, live: one lane per process, time
+#   running down, the request or response delivered at this step in purple, messages still on the
+#   wire ending in an orange dot (hover an arrow for its content).
+
+# %% [markdown]
+# **Predict:** Step until the coordinator receives `EndTxn`. Is `tx-orders` in `PrepareCommit` at that step
+# already? When the producer receives the answer to its `EndTxn`, are the COMMIT markers in the
+# partition logs yet, or still on the wire?
+
+# %%
+from widgets import Stepper
+
+txn = Stepper("commit-visible-atomically", skip_background=True)
+txn.widget
+
+# %% [markdown]
+# **Check** what you should have seen. The cell drives the stepper above from the start, stopping at each
+# request of the transaction, and asserts what the narration, the state machine and the message
+# diagram showed (this cell fails if the lab disagrees):
+
+# %%
+txn.switch("main", 0)
+clear_filter(txn)                # the Filter you may have set above
+assert txn.step_until("got AddPartitionsToTxn from producer")
+coordinator = f"broker-{txn.cluster.transaction_coordinator('tx-orders')}"
+assert arrows_now(txn) == [("AddPartitionsToTxn", "producer", coordinator)]
+assert "state Empty → writing Ongoing" in coordinator_says(txn, "tx-orders")      # dashed: being written
+assert txn.step_until("is now Ongoing")
+assert "state Ongoing" in coordinator_says(txn, "tx-orders")                       # replicated: solid
+
+assert txn.step_until("got EndTxn from producer")
+assert arrows_now(txn) == [("EndTxn", "producer", coordinator)]
+assert "state Ongoing → writing PrepareCommit" in coordinator_says(txn, "tx-orders")   # not decided yet
+
+assert txn.step_until("is now PrepareCommit")
+assert "decided (PrepareCommit is durable)" in txn.narration
+assert ("EndTxn", "response", coordinator, "producer") in on_the_wire(txn)        # the answer goes out ...
+assert {w[3] for w in on_the_wire(txn) if w[0] == "WriteTxnMarkers"} == \
+    {f"broker-{txn.cluster.leader('orders', p)}" for p in (0, 1)}                 # ... together with the markers
+
+assert txn.step_until("producer got the EndTxn response")
+assert arrows_now(txn) == [("EndTxn", coordinator, "producer")]                  # commit_transaction() returns
+assert not any(b.is_control for p in (0, 1) for b in txn.cluster.log("orders", p).batches)   # no marker yet
+
+assert txn.step_until("is now CompleteCommit")
+assert "state CompleteCommit" in coordinator_says(txn, "tx-orders")
+assert [r[3] for r in html_rows(txn.coordinators.txn_log_html.value)] == \
+    ["Empty", "Ongoing", "PrepareCommit", "CompleteCommit"]
+txn.run_to_end()
+assert txn.result["read_committed_before_commit"] == [] and len(txn.result["read_uncommitted_before_commit"]) == 4
+
+# %% [markdown]
+# `EndTxn` arrived while `tx-orders` was `Ongoing`; the coordinator *started* writing `PrepareCommit`
+# (the dashed arrow) and decided only when that record was replicated. In the same step it answered
+# the producer and sent the markers: `commit_transaction()` returned while the COMMIT markers were
+# still on the wire, exactly as the trace of section 3 showed.
+
+# %% [markdown]
+# ## What to remember
+#
+# * A `transactional.id` maps to one `__transaction_state` partition; its leader is the coordinator.
+# * `InitProducerId` gives the pid and epoch; `AddPartitionsToTxn` registers partitions (state
+#   `Ongoing`); `EndTxn` writes `PrepareCommit`/`PrepareAbort` (the decision) and is answered at once;
+#   `WriteTxnMarkers` puts a COMMIT/ABORT control batch into each partition; then `Complete*`.
+# * Markers are records with offsets; aborted data is never removed, only marked.

@@ -1,0 +1,242 @@
+# ---
+# jupyter:
+#   kernelspec:
+#     display_name: Python 3 (ipykernel)
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # 08 · Break it
+#
+# Every mechanism in the earlier notebooks exists because something goes wrong without it. This
+# notebook proves it the way FoundationDB, TigerBeetle and Jepsen do: run the same workload under
+# **many seeds**, each seed choosing its own faults (broker crashes, client crashes and zombies, lost,
+# late and duplicated messages, network partitions), and check every run with a **history checker**.
+#
+# * A **workload** is an application: here the **copier** of Kafka's own `transactions_test.py`. A
+#   transactional *feeder* writes the input (some transactions aborted); one copier per input
+#   partition reads it `read_committed` and copies each batch to the output in a transaction together
+#   with its consumed offsets; about one batch in four is aborted on purpose and re-read.
+# * The **checker** reads only the recorded history (what each client sent, polled and was told) and
+#   names what went wrong with Jepsen's words: **G1a** (aborted read), **lost-write**, **duplicate**,
+#   **poll-skip**, **nonmonotonic-poll**, **G0**/**G1c** (dependency cycles), ... The engine's own
+#   invariants (LSO ≤ HW ≤ LEO after every step, no transaction left hanging) are checked too.
+# * A **seed** is a complete bug report: the same seed (and fault schedule) replays into the same
+#   trace, step for step.
+#
+# Then we **break** things: a *mutation* turns one safety mechanism off, and the sweep must find the
+# damage.
+
+# %%
+import ipywidgets
+import pandas as pd
+from IPython.display import display
+
+from txnlab import MUTATIONS
+from txnlab.check import KINDS
+from txnlab.sweep.explore import Explorer, replay as replay_choices
+from txnlab.sweep.runner import RunConfig, minimize_failure, replay, replay_command, run_seed
+from widgets.tables import narration, show
+
+
+# %%
+def sweep(cfg, seeds, stop_at_first=True):
+    """Run seeds with a progress bar; return (results, first failing result or None)."""
+    bar = ipywidgets.IntProgress(min=0, max=len(seeds), description=cfg.mutation or "no mutation")
+    label = ipywidgets.Label()
+    display(ipywidgets.HBox([bar, label]))
+    results, failing = [], None
+    for seed in seeds:
+        res = run_seed(seed, cfg)
+        results.append(res)
+        bar.value += 1
+        label.value = f"seed {seed}: {res.result.summary() if not res.ok else 'ok'}"
+        if not res.ok and failing is None:
+            failing = res
+            if stop_at_first:
+                break
+    print(f"{len(results)} seeds, {sum(not r.ok for r in results)} violations")
+    return results, failing
+
+
+def nodes_of(process):
+    """History process 'copier-0#2' -> the prefix of its client nodes ('copier-0.2', 'copier-0.2-c')."""
+    name, _, instance = process.partition("#")
+    return f"{name}.{instance}"
+
+
+def failing_steps(res, anomaly, limit=12):
+    """The foreground steps of the clients involved in one anomaly case, in the time it happened."""
+    ops = [res.history[i] for i in anomaly.ops] or list(res.history)[-2:]
+    prefixes = {nodes_of(op.process) for op in ops}
+    start, end = min(op.start for op in ops), max(op.end for op in ops)
+    steps = [e for e in res.cluster.trace.events if not e.background and start <= e.time <= end
+             and any(p in (e.node + " " + e.src + " " + e.dst) for p in prefixes)]
+    return steps[-limit:]
+
+
+# %% [markdown]
+# ## 1 · A clean sweep
+#
+# First the machinery as built: the copier, every kind of fault, twenty seeds. Each seed builds a
+# fresh three-broker cluster, runs the workload while its faults strike, heals everything, waits for
+# every timeout, reads everything back and checks the history.
+
+# %% [markdown]
+# **Predict:** With idempotence, fencing, markers, the LSO and offsets committed inside the transaction all in
+# place, how many of the twenty seeds will the checker flag?
+
+# %%
+clean_cfg = RunConfig(workload="copier", faults="all", records=20)
+clean, _ = sweep(clean_cfg, list(range(20)), stop_at_first=False)
+show(pd.DataFrame([{"seed": r.seed, "faults": len(r.schedule), "steps": r.steps, "simulated ms": r.sim_ms,
+                    "first fault": r.schedule[0].describe() if r.schedule else "-", "checker": r.result.summary()}
+                   for r in clean[:8]]))
+
+# %% [markdown]
+# **Check** what you should have seen (this cell fails if the lab disagrees):
+
+# %%
+assert all(r.ok for r in clean), [r.result.summary() for r in clean if not r.ok]
+assert any(r.schedule for r in clean)        # the seeds did inject faults
+
+# %% [markdown]
+# ## 2 · Ignore the last stable offset
+#
+# A `read_committed` consumer may only read up to the **LSO**, the first offset of the oldest
+# transaction that is still open; everything above it is undecided. The mutation **`ignore-lso`** makes
+# the broker answer `read_committed` fetches up to the high watermark instead (and forget the
+# aborted-transaction list).
+
+# %% [markdown]
+# **Predict:** The feeder aborts about one transaction in five. What will the copier copy, and which anomaly name
+# will the checker use?
+
+# %%
+lso_cfg = RunConfig(workload="copier", faults="none", mutation="ignore-lso", records=20)
+_, lso_fail = sweep(lso_cfg, list(range(20)))
+print(lso_fail.result.explain(examples=2))
+
+# %% [markdown]
+# The checker's **G1a** is Adya's *aborted read*: a value written by a transaction that did not
+# commit was returned to a reader. With the LSO ignored, the copier reads the feeder's records before
+# the feeder decides, and copies records whose transaction is then aborted.
+#
+# ### The counterexample
+#
+# The seed replays with the trace on. **The stepper widget will open it here**; until then, this cell
+# prints the command that replays it and the narration of the steps of the clients involved.
+
+# %%
+# === STEPPER: open the counterexample (replay the seed, step through its trace) ===
+print("replay:", replay_command(lso_fail.seed, lso_cfg))
+lso_run = replay(lso_fail.seed, lso_cfg)
+case = lso_run.result.violations["G1a"][0]
+print("first case:", case.detail)
+show(narration(failing_steps(lso_run, case)))
+
+# %% [markdown]
+# **Check** what you should have seen (this cell fails if the lab disagrees):
+
+# %%
+assert "G1a" in lso_fail.violations
+again = replay(lso_fail.seed, lso_cfg)
+assert again.trace_jsonl() == lso_run.trace_jsonl()      # the same seed, the same trace, byte for byte
+assert again.violations == lso_run.violations
+
+# %% [markdown]
+# ## 3 · No fencing
+#
+# `init_transactions()` bumps the producer **epoch** and aborts whatever the previous instance of the
+# `transactional.id` left open: that is what fences a zombie. The mutation **`no-fencing`** hands the new
+# instance the *same* epoch and leaves the old transaction open. The client faults kill copiers
+# (a supervisor restarts them) and create zombies (an instance stalls while a replacement starts).
+
+# %% [markdown]
+# **Predict:** Two instances now write with the same producer id and epoch. The broker de-duplicates by sequence
+# number. What could a reader see that no committed transaction wrote?
+
+# %%
+fence_cfg = RunConfig(workload="copier", faults="clients", mutation="no-fencing", records=20)
+_, fence_fail = sweep(fence_cfg, list(range(60)))
+print(fence_fail.result.explain(examples=2))
+print()
+print("fault schedule:")
+for f in fence_fail.schedule:
+    print("  ", f.describe())
+small = minimize_failure(fence_fail)
+print("minimized by delta debugging:")
+for f in small:
+    print("  ", f.describe())
+print("replay:", replay_command(fence_fail.seed, fence_cfg, small))
+
+# %% [markdown]
+# **Check** what you should have seen (this cell fails if the lab disagrees):
+
+# %%
+assert set(fence_fail.violations) & {"G1a", "duplicate", "inconsistent-offsets", "zombie-commit", "lost-write"}
+assert 1 <= len(small) <= len(fence_fail.schedule)
+assert not run_seed(fence_fail.seed, fence_cfg, schedule=small).ok     # the small schedule still fails
+
+# %% [markdown]
+# ## 4 · Every interleaving of a small case
+#
+# A sweep samples; a model checker enumerates. `txnlab.sweep.explore` takes one copier (a read_committed
+# consumer and a transactional producer) copying two records into two partitions on one broker, and
+# runs it again and again: at every moment where two messages could arrive in either order, or where a
+# fault could strike (a lost Produce, EndTxn, WriteTxnMarkers or TxnOffsetCommit, or the copier crashing
+# just before an answer), it tries every choice, up to two faults per run. States it has seen before
+# are pruned. A counterexample is the list of choices: replaying it gives the same trace.
+
+# %%
+explorer = Explorer(mutation="no-fencing", max_faults=2)
+explorer.explore()
+print("runs:", explorer.runs, " states:", len(explorer.visited))
+print(dict(explorer.histogram))
+ce = explorer.counterexample
+print("counterexample choices:", ce.choices)
+print(ce.detail.splitlines()[0])
+
+# %%
+# === STEPPER: open the explorer's counterexample (seed 0 + this choice list) ===
+run = replay_choices(ce.choices, "no-fencing")
+steps = [e for e in run.cluster.trace.events if not e.background and e.kind in ("fault", "deliver", "call")
+         and ("copier" in e.node or "copier" in e.src or e.kind == "fault")]
+show(narration(steps[-14:]))
+
+# %% [markdown]
+# **Check** what you should have seen (this cell fails if the lab disagrees):
+
+# %%
+assert ce is not None and ce.outcome in ("violation", "duplicate", "loss", "stuck")
+assert replay_choices(ce.choices, "no-fencing").cluster.trace.to_jsonl() == run.cluster.trace.to_jsonl()
+
+# %% [markdown]
+# ## 5 · The other switches
+#
+# Each mutation is caught by a sweep of the copier within 200 seeds (`tests/test_sim_mutations.py`
+# checks it on every `make test`). Try them from a terminal:
+# `python -m txnlab.sweep --workload copier --faults <set> --mutation <name>`.
+#
+# | mutation | what is turned off | fault set | what the checker reports |
+# |---|---|---|---|
+# | `no-dedup` | the broker's duplicate and sequence checks | network | duplicate |
+# | `no-fencing` | the epoch bump of `init_transactions()` | clients | G1a, inconsistent-offsets |
+# | `ignore-lso` | the LSO bound and the aborted list of read_committed fetches | none | G1a |
+# | `no-marker-retry` | the coordinator's retry of a failed marker | brokers | G1a (the missing ABORT marker lets the next transaction commit the old records), hanging-transaction |
+# | `offsets-outside-txn` | `send_offsets_to_transaction` (a plain commit instead) | none | lost-write, offsets-outputs-mismatch |
+# | `no-coordinator-reload` | completing Prepare* transactions after a coordinator failover | brokers | hanging-transaction, stuck |
+# | `unclean-election` | the rule that only ISR members become leader | brokers | lost-write, inconsistent-offsets |
+# | `naive-client-classic` | KIP-360/KIP-890 (TV0, no verification, a naive client) | network | G1a, hanging-transaction |
+
+# %%
+show(pd.DataFrame([{"anomaly": k.name, "allowed in Kafka": k.allowed, "meaning": k.explanation}
+                   for k in KINDS.values()]))
+
+# %% [markdown]
+# **Check** what you should have seen (this cell fails if the lab disagrees):
+
+# %%
+assert set(MUTATIONS) == {"no-dedup", "no-fencing", "ignore-lso", "no-marker-retry", "offsets-outside-txn",
+                          "no-coordinator-reload", "unclean-election", "naive-client-classic"}

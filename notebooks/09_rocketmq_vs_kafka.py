@@ -1,0 +1,439 @@
+# ---
+# jupyter:
+#   kernelspec:
+#     display_name: Python 3 (ipykernel)
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # 09 · RocketMQ's half messages next to Kafka's transactions
+#
+# The seed article *RocketMQ与Kafka中如何实现事务* starts from an **order service**: insert an order into the
+# local database *and* send a "order created" message — both or neither ("要么都成功，要么都失败").
+# RocketMQ builds exactly that: a **half message** parked where no consumer can see it, the **local
+# transaction**, a one-way **END_TRANSACTION**, and a **check-back** (事务反查) that repairs whatever the
+# one-way request did not. Kafka's transactions solve a different problem (several messages, and the
+# consumer offsets, atomically — exactly-once for read-process-write) and have **no check-back**.
+#
+# Here both run on the same deterministic kernel, under the same four faults:
+#
+# | fault | RocketMQ | Kafka |
+# |---|---|---|
+# | the end-transaction request is lost | ? | ? |
+# | the local database fails | ? | ? |
+# | the producer crashes after the half message | ? | ? |
+# | the local transaction is slow | ? | ? |
+#
+# You fill in the table as you go.
+
+# %%
+import inspect
+from txnlab import Cluster
+from txnlab.rocketmq import (RocketMQCluster, DefaultLitePullConsumer, ConsumeFromWhere, LocalTransactionState,
+                             MessageConst, RMQ_SYS_TRANS_HALF_TOPIC)
+from txnlab.rocketmq.order_service import (ORDER_TOPIC, CreateOrderRequest, CreateOrderService, OrderDao,
+                                           OrderTransactionListener, KafkaOrderService, create_message,
+                                           kafka_committed_orders)
+from widgets.rocketmq_views import half_topic_figure, transactions_table, space_time_figure, message_table_figure
+
+# %% [markdown]
+# ## The order service
+#
+# This is the seed's `createTransactionListener()` in Python. `execute_local_transaction` inserts the order into
+# a SQLite table and answers `COMMIT_MESSAGE`, or `ROLLBACK_MESSAGE` if the insert throws.
+# `check_local_transaction` is what the broker's check-back calls: if the order id is in the database the
+# transaction must have committed; if not, it *may have failed or may still be running*, so it answers
+# `UNKNOW` (RocketMQ's own spelling).
+
+# %%
+print(inspect.getsource(OrderTransactionListener))
+
+
+# %%
+def order_lab(seed=7, **broker_conf):
+    lab = RocketMQCluster(seed=seed, config=broker_conf or None)       # a name server and broker-a
+    lab.create_topic(ORDER_TOPIC, queues=2)
+    dao = OrderDao()                                                    # sqlite3, in memory
+    service = CreateOrderService(lab.namesrv_addr, dao)                 # TransactionMQProducer("myGroup")
+    consumer = DefaultLitePullConsumer("order-consumers", namesrv_addr=lab.namesrv_addr)
+    consumer.set_consume_from_where(ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET)
+    consumer.subscribe(ORDER_TOPIC)
+    consumer.start()
+    return lab, dao, service, consumer
+
+def seen(consumer, ms=1000):
+    return [m.get_user_property("orderId") for m in consumer.poll(ms)]
+
+lab, dao, service, consumer = order_lab()
+impl = service.producer.default_mq_producer_impl
+lab.topics(), service.producer.name
+
+# %% [markdown]
+# ## 1. The happy path, one step at a time
+#
+# `send_message_in_transaction(msg, arg)` does three things, and here each is a step of the producer process:
+#
+# 1. **SEND_MESSAGE** with the property `TRAN_MSG=true`. The broker sees the flag and does *not* store the
+#    message in `order-topic`: it records `REAL_TOPIC` and `REAL_QID` in the message's properties and stores it
+#    in **`RMQ_SYS_TRANS_HALF_TOPIC` queue 0**, which no consumer reads.
+# 2. **executeLocalTransaction**: the order goes into the database.
+# 3. **END_TRANSACTION**, *one-way*: commit copies the half message to its real topic and queue, then writes an
+#    **op message** (tag `d`, body = the half offset) to `RMQ_SYS_TRANS_OP_HALF_TOPIC` so the check service
+#    knows this half message is done.
+
+# %% [markdown]
+# **Predict:** right after step 1 (the half message is stored, the order is not inserted yet), how many messages
+# can the consumer of `order-topic` read? After END_TRANSACTION arrives, how many? And how many responses does
+# END_TRANSACTION get?
+
+# %%
+order1 = CreateOrderRequest("o-1", "book", 30)
+op = impl.begin_send_message_in_transaction(create_message(order1), order1)
+lab.run_until(lambda: op.stage == "HALF_STORED")
+[half] = lab.broker.store.queue_messages(RMQ_SYS_TRANS_HALF_TOPIC, 0)
+print(half.topic, "queue", half.queue_id, {k: half.get_property(k) for k in ("REAL_TOPIC", "REAL_QID", "TRAN_MSG", "PGROUP")})
+# (no poll here: a poll would step the simulation on; we look at what a consumer *could* read)
+half_was_invisible = lab.topic_messages(ORDER_TOPIC) == [] and dao.order_ids() == []
+print("order-topic holds:", lab.topic_messages(ORDER_TOPIC), "| orders in the DB:", dao.order_ids())
+half_topic_figure(lab)
+
+# %%
+lab.run_until(lambda: op.done)
+lab.run_until_idle()
+print(lab.trace.tail(4))
+print("consumer sees:", seen(consumer), "| orders in the DB:", dao.order_ids())
+half_topic_figure(lab)
+
+# %% [markdown]
+# **Check** The half message was invisible, the commit copied it once, END_TRANSACTION got no response.
+
+# %%
+assert half_was_invisible
+assert op.local_transaction_state == LocalTransactionState.COMMIT_MESSAGE
+assert half.get_property(MessageConst.PROPERTY_REAL_TOPIC) == ORDER_TOPIC and half.queue_id == 0
+assert dao.order_ids() == ["o-1"]
+assert [t["status"] for t in lab.transactions()] == ["committed"]
+assert [m for m in lab.network_messages() if m.api == "END_TRANSACTION" and m.is_response] == []
+
+# %% [markdown]
+# ## 2. Fault: the END_TRANSACTION request is lost
+#
+# END_TRANSACTION is one-way (`invokeOneway`): the producer never learns whether it arrived. The seed says
+# it does not matter, "由于有事务反查的机制来兜底" — the check-back is the safety net. The broker's
+# `TransactionalMessageCheckService` wakes every `transactionCheckInterval` (60 s), reads the half queue from
+# its own offset, skips every half offset named by an op message, and for a half message older than
+# `transactionTimeOut` (6 s) it copies the message to the end of the half queue with
+# `TRANSACTION_CHECK_TIMES` + 1 and sends **CHECK_TRANSACTION_STATE** to a live producer of the group.
+
+# %% [markdown]
+# **Predict:** we drop the next END_TRANSACTION. The order is in the database. What does the consumer see
+# right after `create_order` returns? After one minute? After five more minutes — one message or two?
+
+# %%
+lab.drop_next("END_TRANSACTION")
+order2 = CreateOrderRequest("o-2", "pen", 3)
+print("create_order ->", service.create_order(order2))
+print("now:", seen(consumer), "| DB:", dao.order_ids())
+lab.advance(61_000)
+print("after a minute:", seen(consumer))
+lab.advance(5 * 60_000)
+print("five minutes later:", seen(consumer))
+half_topic_figure(lab)
+
+# %%
+transactions_table(lab)
+
+# %% [markdown]
+# **Check** One check-back, one delivery, and the half offset that was checked is marked by an op message.
+
+# %%
+t2 = [t for t in lab.transactions() if t["keys"] == "o-2"][0]
+assert t2["status"] == "committed" and t2["check_times"] == 1 and t2["delivered"] == 1
+assert len([m for m in lab.network_messages() if m.api == "CHECK_TRANSACTION_STATE"]) == 1
+assert dao.order_ids() == ["o-1", "o-2"]
+
+# %% [markdown]
+# **Kafka, same fault.** Kafka's `EndTxn` is a request *with* a response. If it is lost, the producer's
+# request times out (30 s) and it sends it again; `commit_transaction()` returns only when the coordinator
+# answered. No check-back is needed because the client retries — but the client must be alive to do so.
+
+# %%
+kc = Cluster(brokers=1, seed=3)
+kc.create_topic(ORDER_TOPIC, partitions=1)
+kdao = OrderDao()
+kafka = KafkaOrderService(kc, kdao, transaction_timeout_ms=60_000)
+kafka.begin(order2)
+kdao.create_order_in_db(order2)
+kc.drop_next("EndTxn")
+kafka.producer.commit_transaction(timeout=60)
+print("Kafka read_committed consumer sees:", kafka_committed_orders(kc), "| DB:", kdao.order_ids())
+
+# %% [markdown]
+# **Check** Kafka's retried EndTxn committed: one message, one order.
+
+# %%
+assert kafka_committed_orders(kc) == ["o-2"] and kdao.order_ids() == ["o-2"]
+assert len([m for m in kc.network_messages() if m.api == "EndTxn" and not m.is_response]) >= 2
+
+# %% [markdown]
+# ## 3. Fault: the local database fails
+#
+# The insert throws (a broken disk). The listener catches it and answers `ROLLBACK_MESSAGE`. Rollback does
+# *less* than commit: nothing is copied; only the op message is written, so the check service never asks.
+
+# %% [markdown]
+# **Predict:** what is in `order-topic`, in the op topic and in the database? Will the broker ever send a
+# CHECK_TRANSACTION_STATE about this order?
+
+# %%
+checks_before = len([m for m in lab.network_messages() if m.api == "CHECK_TRANSACTION_STATE"])
+dao.fail_next_write = "disk I/O error"
+order3 = CreateOrderRequest("o-3", "cup", 8)
+result = service.producer.send_message_in_transaction(create_message(order3), order3)
+print("local transaction:", result.local_transaction_state)
+lab.advance(3 * 60_000)
+print("consumer sees:", seen(consumer), "| DB:", dao.order_ids())
+half_topic_figure(lab)
+
+# %% [markdown]
+# **Check** Rolled back, never checked, never delivered, and no order.
+
+# %%
+t3 = [t for t in lab.transactions() if t["keys"] == "o-3"][0]
+assert result.local_transaction_state == LocalTransactionState.ROLLBACK_MESSAGE
+assert t3["status"] == "rolled back" and t3["delivered"] == 0
+assert "o-3" not in dao.order_ids()
+assert len([m for m in lab.network_messages() if m.api == "CHECK_TRANSACTION_STATE"]) == checks_before
+
+# %% [markdown]
+# **Kafka, same fault:** the service calls `abort_transaction()`; ABORT markers are written and a
+# read_committed consumer skips the record. Consistent, too.
+
+# %%
+kdao.fail_next_write = "disk I/O error"
+print("create_order ->", kafka.create_order(order3))
+print("Kafka consumer sees:", kafka_committed_orders(kc), "| DB:", kdao.order_ids())
+
+# %% [markdown]
+# **Check** Aborted on both sides.
+
+# %%
+assert kafka_committed_orders(kc) == ["o-2"] and "o-3" not in kdao.order_ids()
+
+# %% [markdown]
+# ## 4. Fault: the producer crashes after the half message
+#
+# The process dies after the order was inserted but **before END_TRANSACTION left**. While no producer of
+# group `myGroup` is connected, the check service finds no channel ("channel is null") and can ask nobody.
+# When the order service comes back — a *new instance* of the same group — its heartbeat registers it, and the
+# check goes to it. That is why `check_local_transaction` must look at the database, not at memory: the
+# instance that is asked may not be the one that sent the message.
+
+# %% [markdown]
+# **Predict:** we crash the producer after its local transaction, wait two minutes, then start a new instance.
+# Who receives CHECK_TRANSACTION_STATE? What will the consumer see, and when?
+
+# %%
+lab, dao, service, consumer = order_lab(seed=8)
+order4 = CreateOrderRequest("o-4", "lamp", 12)
+op = service.producer.default_mq_producer_impl.begin_send_message_in_transaction(create_message(order4), order4)
+lab.run_until(lambda: op.stage == "LOCAL_TRANSACTION_DONE")      # the order is committed in the DB ...
+lab.crash(service.producer)                                       # ... and END_TRANSACTION never leaves
+lab.advance(2 * 60_000)
+print("while no producer of the group is alive:", seen(consumer), "| DB:", dao.order_ids())
+restarted = CreateOrderService(lab.namesrv_addr, dao)
+lab.advance(60_000)
+checks = [m for m in lab.network_messages() if m.api == "CHECK_TRANSACTION_STATE"]
+print("checks went to:", [m.dst for m in checks], "| consumer sees:", seen(consumer))
+space_time_figure(lab, hide=("HEART_BEAT", "REGISTER_BROKER", "GET_ROUTEINFO_BY_TOPIC", "PULL_MESSAGE"))
+
+# %% [markdown]
+# **Check** The new instance answered the check from the database; the message is delivered exactly once.
+
+# %%
+assert [m.dst for m in checks] == [restarted.producer.name]
+[t4] = lab.transactions()
+assert t4["status"] == "committed" and t4["delivered"] == 1 and dao.order_ids() == ["o-4"]
+
+# %% [markdown]
+# **Kafka, same fault.** The service inserted the order inside its Kafka transaction and dies before
+# `commit_transaction()`. Nobody asks the order service anything: after `transaction.timeout.ms` the
+# coordinator aborts the transaction. The order exists; its message never will.
+
+# %% [markdown]
+# **Predict:** after the timeout, what does Kafka's read_committed consumer see, and what is in the database?
+
+# %%
+kc = Cluster(brokers=1, seed=4)
+kc.create_topic(ORDER_TOPIC, partitions=1)
+kdao = OrderDao()
+kafka = KafkaOrderService(kc, kdao, transaction_timeout_ms=10_000)
+kafka.begin(order4)
+kafka.producer.flush()
+kdao.create_order_in_db(order4)
+kc.crash(kafka.producer)                          # before commit_transaction()
+kc.advance(20_000)
+print(kc.transaction_state("order-service")["state"], "| Kafka consumer sees:", kafka_committed_orders(kc),
+      "| DB:", kdao.order_ids())
+
+# %% [markdown]
+# **Check** Kafka aborted on the timeout: the database and the topic disagree (no check-back).
+
+# %%
+assert kc.transaction_state("order-service")["state"] == "CompleteAbort"
+assert kdao.order_ids() == ["o-4"] and kafka_committed_orders(kc) == []
+
+# %% [markdown]
+# ## 5. Fault: a slow local transaction — UNKNOW, then commit at check-back
+#
+# Here the insert is handed to a worker and takes 90 s, so `execute_local_transaction` answers `UNKNOW`
+# and END_TRANSACTION carries `TRANSACTION_NOT_TYPE` (the broker does nothing). The first check (about
+# 60 s) finds no order and gets `UNKNOW` again; the second (about 120 s) finds it.
+
+# %% [markdown]
+# **Predict:** how many CHECK_TRANSACTION_STATE requests will there be, and what will `TRANSACTION_CHECK_TIMES`
+# be on the half message that finally commits?
+
+# %%
+lab, dao, service, consumer = order_lab(seed=9)
+dao.insert_takes_ms = 90_000
+order5 = CreateOrderRequest("o-5", "desk", 120)
+result = service.producer.send_message_in_transaction(create_message(order5), order5)
+print("local transaction:", result.local_transaction_state)
+for minute in (1, 2):
+    lab.advance(60_000 if minute == 2 else 61_000)
+    print(f"after check #{minute}: consumer sees {seen(consumer, 0)}, DB {dao.order_ids()}")
+half_topic_figure(lab)
+
+# %% [markdown]
+# **Check** UNKNOW first, one UNKNOW check, then a committing check; delivered once.
+
+# %%
+[t5] = lab.transactions()
+assert result.local_transaction_state == LocalTransactionState.UNKNOW
+assert t5["status"] == "committed" and t5["check_times"] == 2 and t5["delivered"] == 1
+assert len([m for m in lab.network_messages() if m.api == "CHECK_TRANSACTION_STATE"]) == 2
+
+# %% [markdown]
+# **When the answer stays UNKNOW.** If the process died *before* the insert, the database never gets the
+# order and every check answers `UNKNOW`. After `transactionCheckMax` = 15 checks the broker gives up: the half
+# message is discarded (RocketMQ 5 parks it in `TRANS_CHECK_MAX_TIME_TOPIC`; 4.x only logs it) and is never
+# delivered. Consistent — but only because the check said UNKNOW rather than COMMIT.
+
+# %% [markdown]
+# **Predict:** how many minutes until the half message is discarded?
+
+# %%
+lab, dao, service, consumer = order_lab(seed=10)
+order6 = CreateOrderRequest("o-6", "chair", 40)
+op = service.producer.default_mq_producer_impl.begin_send_message_in_transaction(create_message(order6), order6)
+lab.run_until(lambda: op.stage == "HALF_STORED")
+lab.crash(service.producer)                       # before the local transaction
+CreateOrderService(lab.namesrv_addr, dao)
+minutes = 0
+while lab.transactions()[0]["status"] != "discarded":
+    lab.advance(60_000)
+    minutes += 1
+print(f"discarded after {minutes} minutes;", lab.transactions()[0])
+half_topic_figure(lab)
+
+# %% [markdown]
+# **Check** 15 checks, then discarded; no message, no order.
+
+# %%
+[t6] = lab.transactions()
+assert t6["check_times"] == 15 and t6["delivered"] == 0 and minutes == 16
+assert len([m for m in lab.network_messages() if m.api == "CHECK_TRANSACTION_STATE"]) == 15
+assert dao.order_ids() == [] and seen(consumer) == []
+
+# %% [markdown]
+# ## 6. Step through it yourself: the lost END_TRANSACTION, then a crash of your own
+#
+# The stepper runs the order service of section 2 as a story, `rocketmq-end-transaction-lost`: the same
+# `CreateOrderService`, a consumer of `order-topic`, and a lost END_TRANSACTION. Each **Step** (or →) is one
+# event of the simulation; **Back** (←) re-runs it from its seed. The tab **Half and op topics** is the
+# picture of sections 1 and 2, redrawn at every step; **Messages** is the space-time diagram; **Faults**
+# offers this lab's own processes (`producer-1`, `consumer-1`, `broker-a`, `namesrv`) and the messages in
+# flight. The story's code waits a minute twice (the check service wakes once a minute), so the clock in the
+# narration header jumps.
+
+# %% [markdown]
+# **Predict:** at which step does `o-1` become readable in `order-topic`: when END_TRANSACTION is sent, or later? At
+# about what simulated time? Just before that, what colours do the cells of `RMQ_SYS_TRANS_HALF_TOPIC` have?
+
+# %%
+from IPython.display import HTML
+from widgets import Stepper
+
+story = Stepper("rocketmq-end-transaction-lost", skip_background=True)
+story.widget
+
+# %% [markdown]
+# **Check** what you should have seen (the cell drives the stepper above from step 0; it fails if the lab disagrees):
+
+# %%
+story.switch("main", 0)
+assert story.step_until("the network dropped END_TRANSACTION")
+assert story.lab.topic_messages(ORDER_TOPIC) == []                          # still a half message
+assert story.step_until("CHECK_TRANSACTION_STATE for")                        # the check service, a minute on
+assert 60_000 <= story.lab.clock < 61_000
+assert [h["status"] for h in story.lab.half_messages()] == ["copied", "pending"]
+assert story.step_until("checkLocalTransaction(")                            # the producer looks in its DB
+assert "returned COMMIT_MESSAGE" in story.narration
+assert story.step_until("is copied to its real topic")
+assert len(story.lab.topic_messages(ORDER_TOPIC)) == 1
+story.run_to_end()
+assert story.result["consumer_saw"] == ["o-1"] and story.result["orders_in_db"] == ["o-1"]
+
+# %% [markdown]
+# Now add the fault of section 4 yourself, at an earlier moment. Go back to the step that says *the half
+# message is stored* (`story.step_until(...)` below does it, or use the slider), open **Faults**, pick
+# `producer-1` (or click its lane head in **Messages**) and **Crash** it. The local transaction has not run
+# yet. The story's code sees its `send_message_in_transaction` fail and starts a new instance of the order
+# service (`producer-2`, same group `myGroup`). A new branch starts; `main` is kept.
+
+# %% [markdown]
+# **Predict:** what will the consumer of `order-topic` have read at the end of the new branch, and what is in the
+# database? How many check-backs go out, to which producer, and what do they answer?
+
+# %%
+story.switch("main", 0)
+story.step_until("the half message is stored")
+crashed = story.crash("producer-1")              # the same as Faults -> producer-1 -> Crash
+story.run_to_end()
+print({k: story.result[k] for k in ("create_order", "orders_in_db", "consumer_saw", "checks_sent_to")})
+HTML(story.compare_html("main", crashed))
+
+# %% [markdown]
+# **Check** The database and the topic agree in both branches: a message without its order never became visible.
+
+# %%
+r = story.result
+assert r["orders_in_db"] == [] and r["consumer_saw"] == []                   # neither the order nor the message
+assert r["checks_sent_to"] == ["producer-2", "producer-2"]                    # asked twice, UNKNOW twice
+assert [t["status"] for t in story.lab.transactions()] == ["pending"]         # until transactionCheckMax
+assert story.compare("main", crashed)["state"]["order-topic: what consumers can read"] == (["q0@0 o-1"], [])
+
+# %% [markdown]
+# ## 7. What you should have filled in
+#
+# | fault | RocketMQ | Kafka |
+# |---|---|---|
+# | END_TRANSACTION / EndTxn lost | check-back commits it; one message | the client retries EndTxn; one message |
+# | local database fails | ROLLBACK_MESSAGE; no order, no message | abort_transaction(); no order, no message |
+# | producer crash after the local commit | check-back (to another instance) finds the order and commits | the coordinator aborts on timeout: **order without message** |
+# | slow local transaction | UNKNOW, then the check-back commits | the transaction simply stays open (and aborts if it outlives `transaction.timeout.ms`) |
+#
+# The seed's summary: both use a two-phase protocol and a special topic; RocketMQ keeps the uncommitted
+# message *outside* its topic (half queue, then a copy), Kafka writes it *into* the partition and lets
+# read_committed consumers skip it until the marker. RocketMQ's check-back ties the message to a *local*
+# transaction; Kafka's transactions make a group of Kafka writes (and consumer offsets) atomic, which is what
+# exactly-once stream processing needs.
+#
+# One more difference worth seeing in the lab: RocketMQ's documentation warns that a transactional message
+# can be checked — and delivered — more than once (try `lab.pause(service.producer, 100_000)` right after the
+# half message is stored), so its consumers deduplicate on the message key.
+
+# %%
+message_table_figure(lab, hide=("HEART_BEAT", "REGISTER_BROKER", "GET_ROUTEINFO_BY_TOPIC", "PULL_MESSAGE"))

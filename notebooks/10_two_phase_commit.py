@@ -1,0 +1,289 @@
+# ---
+# jupyter:
+#   kernelspec:
+#     display_name: Python 3 (ipykernel)
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # 10 · Classic two-phase commit, and where Kafka's transactions differ
+#
+# The Kafka design articles in the seeds compare Kafka's transactions with the classic **two-phase commit**
+# (2PC): "看似相似，都分PREPARE阶段和最终COMMIT阶段，但又有很大不同". In 2PC the coordinator sends
+# **PREPARE** to every participant; each answers **VOTE_COMMIT** (it made its changes durable and *holds its
+# locks*) or **VOTE_ABORT**; then the coordinator logs and sends **GLOBAL_COMMIT** or **GLOBAL_ABORT**, and the
+# participants **ACK**. Once a participant voted VOTE_COMMIT it is *prepared*: it may no longer decide alone.
+#
+# The seeds' sharpest point: *if the coordinator fails after the participants prepared, they block*
+# ("其它事务参与方无法判断事务状态从而使得整个事务阻塞"). Kafka's coordinator writes PrepareCommit to a
+# *replicated* log: once that record is durable the outcome is fixed, and another broker can finish it.
+
+# %%
+from txnlab import Cluster, Producer, Consumer, TopicPartition
+from txnlab.broker.broker import broker_name
+from txnlab.twopc import TwoPhaseCommitLab, KeyLocked
+from widgets.rocketmq_views import participants_table, space_time_figure
+
+ACCOUNTS = {"bank-a": {"alice": 100}, "bank-b": {"bob": 20}}
+TRANSFER = {"bank-a": {"alice": -30}, "bank-b": {"bob": +30}}     # alice pays bob 30
+
+def bank(seed=1, **config):
+    return TwoPhaseCommitLab(ACCOUNTS, seed=seed, config=config or None)
+
+def all_voted(lab, tx_id):
+    tx = lab.coordinator.txs.get(tx_id)
+    return tx is not None and len(tx.votes) == len(lab.participants)
+
+
+# %% [markdown]
+# ## 1. A transfer that commits
+#
+# Every log write is *forced* (it takes `log.force.ms` of simulated time): the coordinator forces
+# `START_2PC` before PREPARE goes out and the decision before anyone hears it; a participant forces `READY`
+# before it votes.
+
+# %% [markdown]
+# **Predict:** how many messages does one committed transfer between two banks take, and which records end up
+# in the coordinator's log?
+
+# %%
+lab = bank()
+print(lab.run_transaction("T1", TRANSFER), lab.balances())
+print(lab.coordinator.log.lines())
+space_time_figure(lab)
+
+# %% [markdown]
+# **Check** 2 PREPARE + 2 votes + 2 GLOBAL_COMMIT + 2 ACK, and START_2PC, GLOBAL_COMMIT, END in the log.
+
+# %%
+apis = [m.api for m in lab.network_messages()]
+assert len(apis) == 8 and all(apis.count(a) == 2 for a in ("PREPARE", "VOTE_COMMIT", "GLOBAL_COMMIT", "ACK"))
+assert [r.kind for r in lab.coordinator.log.records] == ["START_2PC", "GLOBAL_COMMIT", "END"]
+assert lab.balances() == {"bank-a": {"alice": 70}, "bank-b": {"bob": 50}}
+
+# %% [markdown]
+# ## 2. One "no" is enough
+#
+# Alice cannot pay 500. bank-a votes VOTE_ABORT — allowed, it has promised nothing yet — and the coordinator
+# aborts everywhere. bank-b, which had prepared, waits for GLOBAL_ABORT and then drops its locks.
+
+# %% [markdown]
+# **Predict:** the balances after T2, and whose locks are still held?
+
+# %%
+print(lab.run_transaction("T2", {"bank-a": {"alice": -500}, "bank-b": {"bob": +500}}))
+participants_table(lab, "T2")
+
+# %% [markdown]
+# **Check** Nothing changed and no lock is left.
+
+# %%
+assert lab.outcome("T2") == "ABORT"
+assert lab.balances() == {"bank-a": {"alice": 70}, "bank-b": {"bob": 50}}
+assert lab.locks() == {"bank-a": {}, "bank-b": {}}
+
+# %% [markdown]
+# ## 3. The coordinator crashes after both participants prepared: blocking
+#
+# We step until both votes reached the coordinator, then crash it — its decision is not on disk yet. Both banks
+# are prepared. After `decision.timeout.ms` each asks the coordinator (down) and the other bank
+# (cooperative termination) for the outcome. The other bank is prepared too and knows nothing.
+
+# %% [markdown]
+# **Predict:** one minute later, can a teller at bank-a read alice's balance? Has either bank decided on its
+# own? When the coordinator restarts and reads its log — which has `START_2PC T3` but no decision — what will
+# it decide?
+
+# %%
+lab.begin_transaction("T3", TRANSFER)
+lab.run_until(lambda: all_voted(lab, "T3"))
+lab.crash(lab.coordinator)
+lab.advance(60_000)
+try:
+    lab.participants["bank-a"].read("alice")
+except KeyLocked as e:
+    print("read refused:", e)
+print("blocked:", lab.blocked("T3"))
+print(lab.trace.filter(contains="cannot help")[-1])
+participants_table(lab, "T3")
+
+# %% [markdown]
+# **Check** Both prepared participants are blocked and hold their locks; nothing was applied.
+
+# %%
+assert lab.blocked("T3") == ["bank-a", "bank-b"]
+assert lab.locks() == {"bank-a": {"alice": "T3"}, "bank-b": {"bob": "T3"}}
+assert lab.balances() == {"bank-a": {"alice": 70}, "bank-b": {"bob": 50}}
+
+# %%
+lab.restart(lab.coordinator)
+lab.run_until_idle()
+print(lab.trace.filter(contains="read its log")[-1])
+participants_table(lab, "T3")
+
+# %% [markdown]
+# **Check** No decision in the log -> presumed abort; the locks are free again only now.
+
+# %%
+assert lab.outcome("T3") == "ABORT" and lab.blocked("T3") == []
+assert lab.locks() == {"bank-a": {}, "bank-b": {}}
+
+# %% [markdown]
+# ## 4. Step through it yourself: crash the coordinator at the moment you choose
+#
+# The stepper runs the same transfer as a story, `2pc-transfer`: the application asks for T1 and waits up to
+# 30 s for the outcome; an operator then restarts whatever is down. Nothing goes wrong as written. Each
+# **Step** (or →) is one event; **Back** (←) re-runs from the seed. The tab **Participants** shows each
+# process's state for T1 (a prepared bank is orange, BLOCKED when it waits for a decision it cannot take
+# alone), its locks and data, and below it the durable logs recovery will read. **Faults** offers this lab's
+# processes: `coordinator`, `bank-a`, `bank-b`.
+#
+# Step until the narration says *every participant voted VOTE_COMMIT: the decision is COMMIT* — the
+# coordinator has started forcing GLOBAL_COMMIT, which is not on its disk yet — then open **Faults**, pick
+# `coordinator` (or click its lane head in **Messages**) and **Crash** it. A new branch starts; `main` is kept.
+
+# %% [markdown]
+# **Predict:** in your branch, what do the banks do during the 30 s the application waits, and which log records
+# exist when the operator restarts the coordinator? How does your branch end, compared with `main`? Had you
+# crashed it one step later, right after *GLOBAL_COMMIT T1 is on disk*, how would it end?
+
+# %%
+from IPython.display import HTML
+from widgets import Stepper
+
+transfer = Stepper("2pc-transfer", skip_background=True)
+transfer.widget
+
+# %% [markdown]
+# **Check** what you should have seen (the cell drives the stepper above from step 0, crashes the coordinator at that
+# step and follows the new branch to its end; it fails if the lab disagrees):
+
+# %%
+transfer.switch("main", 0)
+assert transfer.step_until("every participant voted VOTE_COMMIT")
+assert transfer.lab.participant_states("T1") == {"bank-a": "READY", "bank-b": "READY"}
+crashed = transfer.crash("coordinator")                       # Faults -> coordinator -> Crash, at this step
+assert transfer.step_until("cannot help")                      # each bank asks the other: prepared too
+assert transfer.lab.blocked("T1") == ["bank-a", "bank-b"]
+assert [r.kind for r in transfer.lab.coordinator.log.records] == ["START_2PC"]
+transfer.run_to_end()
+r = transfer.result
+assert r["after_30s"]["blocked"] == ["bank-a", "bank-b"] and r["after_30s"]["teller_reads_alice"].startswith("locked")
+assert r["operator_restarted"] == ["coordinator"] and r["outcome"] == "ABORT"
+assert transfer.lab.balances() == {"bank-a": {"alice": 100}, "bank-b": {"bob": 20}}
+assert transfer.outcome("main")["state"]["T1: coordinator's log"] == "COMMIT"
+HTML(transfer.compare_html("main", crashed))
+
+# %% [markdown]
+# The branch where you crashed the coordinator ends like section 3 — blocked for 30 s, then presumed abort —
+# while `main` committed. The scenario `2pc-coordinator-crash-blocks` is that branch written as a story
+# (`Stepper("2pc-coordinator-crash-blocks")`). For the last question, go back (`transfer.switch("main", 0)`),
+# step to *GLOBAL_COMMIT T1 is on disk* and crash the coordinator there: its two GLOBAL_COMMIT messages are
+# already on the wire, so the banks commit without waiting. The next section loses those messages as well.
+
+# %% [markdown]
+# ## 5. The decision was logged, but nobody heard it
+#
+# This time GLOBAL_COMMIT reaches the coordinator's disk and both messages are lost; then it crashes. Only its
+# disk knows the outcome.
+
+# %% [markdown]
+# **Predict:** do the banks commit before the coordinator is back? After?
+
+# %%
+lab4 = bank(seed=2)
+lab4.drop_next("GLOBAL_COMMIT", count=2)
+lab4.begin_transaction("T4", TRANSFER)
+lab4.run_until(lambda: lab4.outcome("T4") == "COMMIT")
+lab4.crash(lab4.coordinator)
+lab4.advance(30_000)
+print("while it is down:", lab4.participant_states("T4"), "blocked", lab4.blocked("T4"))
+lab4.restart(lab4.coordinator)
+lab4.run_until_idle()
+print("after restart:", lab4.participant_states("T4"), lab4.balances())
+
+# %% [markdown]
+# **Check** Blocked until the restart, then committed from the log.
+
+# %%
+assert lab4.participant_states("T4") == {"bank-a": "COMMIT", "bank-b": "COMMIT"}
+assert lab4.balances() == {"bank-a": {"alice": 70}, "bank-b": {"bob": 50}}
+
+# %% [markdown]
+# ## 6. Kafka at the same moment: PrepareCommit is durable, the coordinator crashes
+#
+# Kafka's PREPARE is not a vote: the transaction coordinator writes `PrepareCommit` to its partition of
+# `__transaction_state`, replicated to other brokers. Once that record is durable, the transaction *will*
+# commit; the partitions never voted. We drive `commit_transaction()` step by step, stop right there, throw
+# away the markers the coordinator just sent, and crash it. The partitions' leaders are "participants" that
+# also wait — a read_committed consumer cannot pass the LSO — but the controller soon makes another broker
+# leader of that `__transaction_state` partition; it loads the log, finds PrepareCommit, and writes the
+# markers.
+
+# %% [markdown]
+# **Predict:** will a read_committed consumer see the transfer before the crashed broker restarts? Roughly how
+# many simulated seconds after the crash?
+
+# %%
+c = Cluster(brokers=3, seed=7)
+for t in ("debits", "credits"):
+    c.create_topic(t, partitions=1, replication_factor=3)
+tid = "transfer"
+p = Producer({"bootstrap.servers": c.bootstrap, "transactional.id": tid})
+p.init_transactions()
+p.begin_transaction()
+p.produce("debits", value=b"alice -30")
+p.produce("credits", value=b"bob +30")
+p.flush()
+p.sender.begin_end_txn(True)                      # commit_transaction(), one step at a time
+c.run_until(lambda: (c.transaction_state(tid) or {}).get("state") == "PrepareCommit")
+old = c.transaction_coordinator(tid)
+for m in c.in_flight():
+    if m.api == "WriteTxnMarkers" and m.src == broker_name(old):
+        c.drop_message(m.id)
+crashed_at = c.clock
+c.crash(old)
+
+def read_committed(cluster):
+    cons = Consumer({"bootstrap.servers": cluster.bootstrap, "group.id": "audit", "enable.auto.commit": False,
+                     "isolation.level": "read_committed", "auto.offset.reset": "earliest"})
+    cons.assign([TopicPartition("debits", 0), TopicPartition("credits", 0)])
+    out, empty = [], 0
+    while empty < 2:
+        msg = cons.poll(0.5)
+        if msg is None:
+            empty += 1
+        elif msg.error() is None:
+            out.append(msg.value())
+    return sorted(out)
+
+print("right after the crash:", read_committed(c))
+c.run_until(lambda: (c.transaction_state(tid) or {}).get("state") == "CompleteCommit", 60_000)
+new = c.transaction_coordinator(tid)
+print(f"broker {new} finished the commit {c.clock - crashed_at} ms after broker {old} crashed; "
+      f"broker {old} is {'up' if c.broker(old).alive else 'still down'}")
+print("now:", read_committed(c))
+
+# %% [markdown]
+# **Check** Rolled forward by another broker, without the crashed one.
+
+# %%
+assert new != old and not c.broker(old).alive
+assert c.clock - crashed_at < 30_000
+assert read_committed(c) == [b"alice -30", b"bob +30"]
+
+# %% [markdown]
+# ## 7. The differences, as the seeds list them
+#
+# | | classic 2PC | Kafka's transactions |
+# |---|---|---|
+# | prepare | PREPARE to every participant; each votes | `PrepareCommit`/`PrepareAbort` written to `__transaction_state` only; no votes |
+# | when is the outcome fixed | when the coordinator has all votes and logs its decision | when PrepareCommit is durable (replicated) |
+# | coordinator failure after prepare | prepared participants block, holding locks, until *that* coordinator returns | another broker becomes coordinator, reads the replicated log, writes the markers |
+# | a participant unavailable | the whole transaction waits | only that partition's marker waits; others are readable |
+# | abandoned transactions | locks held until the coordinator decides | `transaction.timeout.ms`: the coordinator aborts them |
+# | coordinators | one transaction manager | many, one per `__transaction_state` partition leader |
+#
+# Note what Kafka does *not* remove: a read_committed consumer of a partition still waits at the LSO until the
+# marker is written. The wait is seconds (a leader election), not "until the machine comes back".

@@ -1,0 +1,193 @@
+"""Snapshots: static plotly figures of one moment, drawn once by a chapter cell (not live widgets).
+
+Owns two pictures.  ``log_snapshot``: chosen partition logs as strips of offset cells, each cell
+labelled with its value and coloured by what the record is (not transactional; transactional and
+committed, still open or aborted; COMMIT / ABORT markers, KAFKA-EOS §3), with the LEO, HW and LSO
+as vertical marks and, optionally, consumer positions (§4).  ``message_flow``: a space-time diagram
+of the messages of chosen APIs between chosen processes after a trace mark.  The live views
+(``LogStrip``, ``SpaceTime``) follow a stepper through time; a snapshot keeps a moment for the text
+to talk about.  Reads ``cluster.log``, ``cluster.partition_state``, the trace and the network's
+messages only.
+"""
+from __future__ import annotations
+
+from typing import Callable, Optional, Sequence
+
+import plotly.graph_objects as go
+
+from .log_strip import _LogDigest
+
+STATUS = {  # status -> (colour, words for the legend)
+    "plain": ("#4C78A8", "not transactional"),
+    "committed": ("#54A24B", "transactional, committed"),
+    "open": ("#F2B701", "transactional, still open"),
+    "aborted": ("#BDBDBD", "transactional, aborted"),
+    "COMMIT": ("#1B5E20", "COMMIT marker"),
+    "ABORT": ("#B71C1C", "ABORT marker"),
+}
+MARKS = {"LEO": ("#222222", "solid"), "HW": ("#1F5FBF", "dash"), "LSO": ("#D9480F", "dot")}
+MARK_WORDS = {"LEO": "LEO (log end offset)", "HW": "HW (high watermark)", "LSO": "LSO (last stable offset)"}
+
+
+def offset_cells(cluster, topic: str, partition: int = 0, broker: Optional[int] = None) -> list[dict]:
+    """One dict per offset of a replica's log: value, producer fields and the fate of its transaction
+    (the fate as the live ``LogStrip`` decides it: the producer's next marker in the log)."""
+    digest = _LogDigest(cluster.log(topic, partition, broker))
+    cells = []
+    for b, status in zip(digest.batches, digest.status):
+        if b.is_control:
+            name = b.control_type.name
+            cells.append({"offset": b.base_offset, "label": name, "status": name,
+                          "hover": f"{name} marker, pid {b.producer_id} epoch {b.producer_epoch}"})
+            continue
+        for i, r in enumerate(b.records):
+            value = r.value.decode() if r.value is not None else "null"
+            cells.append({"offset": b.base_offset + i, "label": value, "status": status,
+                          "hover": f"{value}<br>pid {b.producer_id} epoch {b.producer_epoch} "
+                                   f"seq {b.base_sequence + i if b.base_sequence >= 0 else '-'}"})
+    return cells
+
+
+def _strip(cluster, topic: str, partition: int, rest: list) -> tuple:
+    """(row name, offset cells, {mark: offset}) of one row: the leader's replica, or the one asked for."""
+    state = cluster.partition_state(topic, partition)
+    leader = state["leader"]
+    who = rest[0] if rest else (leader if leader >= 0 else next(iter(state["replicas"])))
+    if rest:
+        name = f"{topic}-{partition} · broker {who}" + (" (leader)" if who == leader else "")
+    else:
+        name = f"{topic}-{partition} · leader {leader}" if leader >= 0 else f"{topic}-{partition} · no leader"
+    rep = state["replicas"][who]
+    if not rep["alive"]:
+        name += " (down)"
+    values = {"LEO": rep["leo"], "HW": rep["hw"], "LSO": state["lso"] if who == leader else None}
+    return name, offset_cells(cluster, topic, partition, who), values
+
+
+def _draw_marks(fig: go.Figure, y: int, values: dict, marks: Sequence[str]) -> None:
+    """The vertical LEO / HW / LSO marks of one row, with one label per offset ("HW=LSO 4")."""
+    at: dict = {}
+    for mark in marks:
+        if values.get(mark) is not None:
+            at.setdefault(values[mark], []).append(mark)
+    for k, (x, names) in enumerate(sorted(at.items())):
+        for j, mark in enumerate(names):      # marks at the same offset: side by side, 5 px apart
+            colour, dash = MARKS[mark]
+            dx = 5 * (j - (len(names) - 1) / 2)
+            fig.add_shape(type="line", xsizemode="pixel", xanchor=x - 0.5, x0=dx, x1=dx, y0=y - 0.42, y1=y + 0.42,
+                          line=dict(color=colour, dash=dash, width=3))
+        fig.add_annotation(x=x - 0.5, y=y - 0.42, text="=".join(names) + f" {x}", showarrow=False,
+                           yanchor="bottom", yshift=2 + 15 * (k % 2), font=dict(size=11, color=MARKS[names[0]][0]),
+                           bgcolor="rgba(255,255,255,0.8)")
+
+
+def log_snapshot(cluster, rows: Sequence[tuple], title: str = "", marks: Sequence[str] = ("LEO", "HW", "LSO"),
+                 positions: Optional[dict] = None, short: Optional[Callable[[str], str]] = None,
+                 width: int = 1000) -> go.Figure:
+    """The partition logs as strips of offset cells, now.
+
+    ``rows``: (topic, partition) for the leader's replica or (topic, partition, broker) for one
+    replica.  Cells are coloured by what the record is (see ``STATUS``); vertical marks show the
+    LEO, HW and LSO (the LSO only on a leader).  ``positions``: {row index: [(offset, text), ...]}
+    draws consumer positions under a row.  ``short``: a function shortening a record's label.
+    """
+    strips = [_strip(cluster, topic, partition, rest) for topic, partition, *rest in rows]
+    widest = max([1] + [v["LEO"] for _, _, v in strips])
+    wide = widest <= 10                                  # room for whole words in the cells
+
+    fig = go.Figure()
+    by_status = {s: {"x": [], "y": [], "base": [], "text": [], "hover": []} for s in STATUS}
+    for y, (name, cells, values) in enumerate(strips):
+        for cell in cells:
+            d = by_status[cell["status"]]
+            label = cell["label"]
+            if cell["status"] in ("COMMIT", "ABORT"):
+                label = label if wide else label[0]
+            elif short:
+                label = short(label)
+            d["x"].append(0.9)
+            d["base"].append(cell["offset"] - 0.45)
+            d["y"].append(y)
+            d["text"].append(label)
+            d["hover"].append(f"offset {cell['offset']}: {cell['hover']}")
+        _draw_marks(fig, y, values, marks)
+    for y, marks_here in (positions or {}).items():
+        for k, (offset, text) in enumerate(marks_here):
+            fig.add_annotation(x=offset - 0.5, y=y + 0.3, ax=0, ay=24 + 20 * k, text=text, showarrow=True,
+                               arrowhead=2, arrowcolor="#6A1B9A", font=dict(size=11, color="#6A1B9A"),
+                               yanchor="top")
+    for status, d in by_status.items():
+        if not d["x"]:
+            continue
+        colour, words = STATUS[status]
+        fig.add_trace(go.Bar(orientation="h", x=d["x"], y=d["y"], base=d["base"], width=0.56, name=words,
+                             showlegend=True, marker=dict(color=colour, line=dict(color="white", width=1)),
+                             text=d["text"], textposition="inside", insidetextanchor="middle", hovertext=d["hover"],
+                             hoverinfo="text", textfont=dict(color="black" if status in ("open", "aborted") else "white")))
+    for mark in marks:                              # legend entries for the vertical marks
+        colour, dash = MARKS[mark]
+        fig.add_trace(go.Scatter(x=[None], y=[None], mode="lines", name=MARK_WORDS[mark],
+                                 line=dict(color=colour, dash=dash, width=3)))
+    n = len(strips)
+    fig.update_layout(title=title, barmode="overlay", width=width, height=190 + 95 * n + (40 if positions else 0),
+                      plot_bgcolor="white", margin=dict(l=10, r=10, t=60, b=40 + (40 if positions else 0)),
+                      legend=dict(orientation="v", yanchor="top", y=1.0, x=1.01, font=dict(size=11)),
+                      uniformtext=dict(minsize=8, mode="hide"))
+    fig.update_yaxes(tickvals=list(range(n)), ticktext=[s[0] for s in strips], showgrid=False,
+                     range=[n - 0.45 + (0.8 if positions else 0), -0.95], zeroline=False)
+    fig.update_xaxes(title="offset", range=[-0.7, widest + 0.7 + widest / 12], dtick=1 if widest <= 20 else 5,
+                     showgrid=False, zeroline=False)
+    return fig
+
+
+def _arrow(fig: go.Figure, m, x: dict, y0: float, y1: float, delivered: bool) -> None:
+    """One message: an arrow from its sender's lane to its receiver's, labelled with its API."""
+    colour = "#757575" if m.is_response else "#0D47A1"
+    if m.state == "dropped":
+        colour = "#C62828"
+    label = m.api + (" ✓" if m.is_response else "") + (" ✗ dropped" if m.state == "dropped" else "")
+    if m.src == m.dst:          # a broker talking to itself (e.g. the coordinator leads the partition)
+        xs = x[m.src]
+        fig.add_annotation(x=xs + 0.03, y=y1, ax=xs + 0.22, ay=y0, xref="x", yref="y", axref="x", ayref="y",
+                           showarrow=True, arrowhead=2, arrowsize=1.2, arrowwidth=1.6, arrowcolor=colour, text="")
+        fig.add_annotation(x=xs + 0.24, y=(y0 + y1) / 2, text=label + " (to itself)", showarrow=False,
+                           xanchor="left", font=dict(size=10, color=colour), bgcolor="rgba(255,255,255,0.85)")
+        return
+    fig.add_annotation(x=x[m.dst] if delivered else (x[m.src] + x[m.dst]) / 2, y=y1,
+                       ax=x[m.src], ay=y0, xref="x", yref="y", axref="x", ayref="y",
+                       showarrow=True, arrowhead=2, arrowsize=1.2, arrowwidth=1.6, arrowcolor=colour, text="")
+    fig.add_annotation(x=(x[m.src] + x[m.dst]) / 2, y=(y0 + y1) / 2, text=label, showarrow=False,
+                       font=dict(size=10, color=colour), bgcolor="rgba(255,255,255,0.85)")
+
+
+def message_flow(cluster, mark: int, apis: Sequence[str], lanes: Sequence[str], title: str = "",
+                 height: Optional[int] = None) -> go.Figure:
+    """A space-time diagram of the messages sent after trace position ``mark``.
+
+    One vertical lane per process in ``lanes`` (time runs downwards, one row per step that
+    sent or received one of the chosen messages); each request is a dark arrow and each
+    response a grey one, labelled with its API.  Only messages of ``apis`` between two lanes
+    are drawn.
+    """
+    first_step = cluster.trace.events[mark].step if mark < len(cluster.trace) else cluster.trace.events[-1].step
+    delivered = {e.msg_id: e.step for e in cluster.trace.events if e.kind == "deliver" and e.msg_id >= 0}
+    msgs = [m for m in cluster.network_messages()
+            if m.api in apis and m.src in lanes and m.dst in lanes and m.sent_step >= first_step]
+    steps = sorted({m.sent_step for m in msgs} | {delivered[m.id] for m in msgs if m.id in delivered})
+    row = {s: i for i, s in enumerate(steps)}
+    x = {name: i for i, name in enumerate(lanes)}
+    fig = go.Figure()
+    for name in lanes:
+        fig.add_shape(type="line", x0=x[name], x1=x[name], y0=-0.5, y1=len(steps) - 0.5,
+                      line=dict(color="#9E9E9E", width=1))
+    for m in msgs:
+        y0 = row[m.sent_step]
+        y1 = row[delivered[m.id]] if m.id in delivered else y0 + 0.6
+        _arrow(fig, m, x, y0, y1, m.id in delivered)
+    fig.update_layout(title=title, width=900, height=height or 120 + 26 * max(1, len(steps)),
+                      plot_bgcolor="white", margin=dict(l=10, r=10, t=60, b=10), showlegend=False)
+    fig.update_xaxes(tickvals=list(range(len(lanes))), ticktext=list(lanes), side="top", range=[-0.5, len(lanes) - 0.5],
+                     showgrid=False, zeroline=False)
+    fig.update_yaxes(showticklabels=False, showgrid=False, zeroline=False,
+                     range=[len(steps) - 0.3, -0.7])
+    return fig
