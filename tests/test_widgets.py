@@ -190,9 +190,11 @@ def test_duplicate_a_chosen_produce_request_and_the_broker_deduplicates_it():
     produce = next(m for m in s.in_flight() if m.api == "Produce" and m.src == "idempotent-producer")
     s._fault_msg.value = produce.id
     s._btn_dup.click()
-    copies = [m for m in s.in_flight() if m.api == "Produce" and m.src == "idempotent-producer"]
-    assert len(copies) == 2 and "duplicate" in copies[1].note
+    assert "answer will be lost" in produce.note
     s.run_to_end()
+    sent = [m for m in s.cluster.network_messages()
+            if m.api == "Produce" and not m.is_response and m.src == "idempotent-producer"]
+    assert sent[0].id == produce.id and any(m.conn is not produce.conn for m in sent[1:])   # sent again, reconnected
     assert [v for _, v in s.outcome()["partitions"]["orders-0"]["read_uncommitted"]] == ["a", "b", "c"]
     s.close()
 

@@ -261,7 +261,10 @@ class ConsumerCoordinator:
         if self.coordinator is None:
             self.ensure_coordinator()
             return
-        if self._heartbeat_in_flight or self.state not in (MemberState.SYNCING, MemberState.STABLE):
+        # librdkafka heartbeats only a member that has its assignment: a Heartbeat sent while SyncGroup waits
+        # for the leader would wait behind it in the coordinator connection anyway (the broker answers one
+        # request of a connection at a time), and the coordinator keeps a member awaiting sync alive
+        if self._heartbeat_in_flight or self.state != MemberState.STABLE:
             return
         self._heartbeat_in_flight = True
         req = m.HeartbeatRequest(self.group_id, self.generation_id, self.member_id, self.group_instance_id)

@@ -254,7 +254,7 @@ class Network:
         if (action is not None and action.action == "drop") or lost_answer:
             m.state = "dropped"
             m.note = "lost by an injected fault"
-            k.narrate(f"the network lost {api} {m.kind} #{m.id} ({src} -> {dst}) [injected fault]")
+            k.narrate(f"the network dropped {api} {m.kind} #{m.id} ({src} -> {dst}) [injected fault]")
             self.break_connection(conn, f"{api} {m.kind} #{m.id} was lost")
             return m
         if action is not None and action.action == "delay":
