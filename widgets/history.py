@@ -14,7 +14,7 @@ from .cluster_view import client_of_transactional_id
 from .execution import Branch, Execution, Fault, Story
 from .outcome import diff, diff_html, outcome
 
-EVENT_KINDS = ("deliver", "timer", "drop", "fault", "admin")
+EVENT_KINDS = ("deliver", "wait", "timer", "drop", "fault", "admin")
 
 
 @dataclass
