@@ -11,7 +11,7 @@ import time
 import pytest
 
 from txnlab import Cluster, Consumer, KafkaException, Producer
-from txnlab.frontdoor import FrontDoorError, RemoteCluster, codec, parse_address
+from txnlab.frontdoor import FrontDoorError, RemoteAttachment, codec, parse_address
 from txnlab.spark.io import Link
 from helpers import values_in_log
 
@@ -216,7 +216,7 @@ def test_wrong_token_and_missing_length_are_refused(served):
     host, port, _ = parse_address(addr)
     wrong = addr.rsplit("/", 1)[0] + "/" + "x" * 32
     with pytest.raises(FrontDoorError, match="token"):
-        RemoteCluster(wrong)
+        RemoteAttachment(wrong)
     conn = http.client.HTTPConnection(host, port, timeout=60)
     conn.putrequest("POST", "/v1")
     conn.endheaders()

@@ -19,6 +19,7 @@ from .errors import ConfigException, KafkaError, KafkaException
 from .log.unified_log import UnifiedLog
 from .protocol.errors import Errors
 from .protocol.hashing import partition_for
+from .kernel import attach
 from .kernel.lab import Lab
 from .kernel.node import Node
 from .protocol.names import OFFSETS_TOPIC, TRANSACTION_STATE_TOPIC, broker_name
@@ -30,6 +31,14 @@ MUTATIONS = ("no-dedup", "no-fencing", "ignore-lso", "no-marker-retry", "offsets
              "no-coordinator-reload", "unclean-election", "naive-client-classic")
 
 NodeRef = Union[int, str, Node, object]
+
+
+def _remote_attachment(address: str) -> attach.Attachment:
+    from .frontdoor.remote import RemoteAttachment   # a cluster served by cluster.serve() in another process
+    return RemoteAttachment.connect(address)
+
+
+attach.register_scheme("txnlab://", _remote_attachment)
 
 
 def _kafka_apis() -> frozenset:
@@ -77,9 +86,13 @@ class Cluster(Lab):
         self.broker_ids = list(range(brokers))
         self.controller = Controller(self.kernel, self)
         self._brokers = {i: Broker(self.kernel, i, self.broker_config, self) for i in range(brokers)}
-        self._client_counts: dict = {}
-        self.clients: dict = {}
-        self.principals: dict = {}
+        # what a client gets for cluster.bootstrap: the kernel, the brokers to dial, and the lab's client switch
+        client_config = {"sim.naive.client": True} if "naive-client-classic" in self.mutations else {}
+        self.attachment = attach.Attachment(self.bootstrap, self.kernel, [broker_name(i) for i in self.broker_ids],
+                                            client_config)
+        attach.register(self.bootstrap, self.attachment)
+        self.clients: dict = self.attachment.clients          # node name -> client object (for the views)
+        self.principals: dict = self.attachment.principals    # node name -> authenticated principal
         from .broker.authorizer import Authorizer
         self.authorizer = Authorizer() if self.broker_config["authorizer.class.name"] else None
         self.kernel.begin_step("admin", "cluster", f"cluster of {brokers} broker(s) starts (seed {seed})")
@@ -90,9 +103,11 @@ class Cluster(Lab):
     # ------------------------------------------------------------ registry
     @staticmethod
     def lookup(bootstrap: str) -> "Cluster":
+        """The in-kernel cluster behind ``bootstrap`` (for notebooks and analysis helpers; clients attach
+        through ``txnlab.kernel.attach`` and never see this object)."""
         if isinstance(bootstrap, str) and bootstrap.strip().startswith("txnlab://"):
-            from .frontdoor.remote import RemoteCluster   # a cluster served by cluster.serve() elsewhere
-            return RemoteCluster.connect(bootstrap)
+            raise ConfigException("bootstrap.servers", f"{bootstrap!r} is a cluster served to this process by "
+                                  f"a front door: its Cluster object lives in the notebook's kernel")
         if not isinstance(bootstrap, str) or "@" not in bootstrap:
             raise ConfigException("bootstrap.servers", f"must be a cluster's bootstrap string (cluster.bootstrap), "
                                   f"got {bootstrap!r}")
@@ -109,13 +124,8 @@ class Cluster(Lab):
         from .frontdoor.server import serve
         return serve(self, host, port, mode=mode, **kw).address
 
-    def next_client_name(self, kind: str) -> str:
-        n = self._client_counts.get(kind, 0) + 1
-        self._client_counts[kind] = n
-        return f"{kind}-{n}"
-
     def principal_of(self, node_name: str) -> str:
-        return self.principals.get(node_name, "User:ANONYMOUS")
+        return self.attachment.principal_of(node_name)
 
     def add_acl(self, principal: str, resource_type: str, resource_name: str, operation: str,
                 pattern_type: str = "LITERAL", permission: str = "ALLOW") -> None:
@@ -124,20 +134,6 @@ class Cluster(Lab):
         if self.authorizer is None:
             raise ConfigException("authorizer.class.name", "set it (e.g. 'StandardAuthorizer') to use ACLs")
         self.authorizer.add(AclBinding(principal, resource_type, resource_name, operation, pattern_type, permission))
-
-    def new_client_node(self, name: str, owner, principal: Optional[str] = None):
-        from .client.network_client import ClientNode
-        if name in self.kernel.nodes:
-            old = self.kernel.nodes[name]
-            if getattr(old, "crashed", False) or not old.alive:
-                del self.kernel.nodes[name]
-            else:
-                name = self.next_client_name(name)
-        node = ClientNode(self.kernel, name, [broker_name(i) for i in self.broker_ids], owner)
-        self.clients[name] = owner
-        if principal:
-            self.principals[name] = principal
-        return node
 
     def new_log(self, topic: str, partition: int, topic_config: dict) -> UnifiedLog:
         seg = topic_config.get("segment.bytes") or self.broker_config["log.segment.bytes"]

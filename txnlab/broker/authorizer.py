@@ -3,7 +3,8 @@
 Owns ACL bindings (principal, resource type, name or prefix, operation, allow)
 and the per-request checks a broker makes before handling a request, with the
 errors Kafka answers: TRANSACTIONAL_ID_AUTHORIZATION_FAILED (53),
-TOPIC_AUTHORIZATION_FAILED (29), GROUP_AUTHORIZATION_FAILED (30).  Off unless
+TOPIC_AUTHORIZATION_FAILED (29), GROUP_AUTHORIZATION_FAILED (30), CLUSTER_AUTHORIZATION_FAILED (31)
+(the admin APIs check per topic in ``admin.py``).  Off unless
 ``authorizer.class.name`` is set; then everything not allowed is denied.
 A client's principal is ``User:<sasl.username>`` (``User:ANONYMOUS`` without one).
 """
@@ -16,9 +17,11 @@ from ..protocol import messages as m
 from ..protocol.errors import Errors
 
 RESOURCE_TYPES = ("TOPIC", "GROUP", "TRANSACTIONAL_ID", "CLUSTER")
-OPERATIONS = ("ALL", "READ", "WRITE", "DESCRIBE", "CREATE", "ALTER", "IDEMPOTENT_WRITE")
-# DESCRIBE is implied by READ/WRITE, as in Kafka
-IMPLIES = {"DESCRIBE": {"READ", "WRITE", "ALTER", "DELETE"}}
+OPERATIONS = ("ALL", "READ", "WRITE", "DESCRIBE", "CREATE", "DELETE", "ALTER", "DESCRIBE_CONFIGS",
+              "ALTER_CONFIGS", "IDEMPOTENT_WRITE")
+# DESCRIBE is implied by READ/WRITE/ALTER/DELETE, DESCRIBE_CONFIGS by ALTER_CONFIGS, as in Kafka
+IMPLIES = {"DESCRIBE": {"READ", "WRITE", "ALTER", "DELETE"}, "DESCRIBE_CONFIGS": {"ALTER_CONFIGS"}}
+CLUSTER_RESOURCE = "kafka-cluster"       # the name of the one CLUSTER resource
 
 
 @dataclass(frozen=True)

@@ -1,6 +1,6 @@
 """A Kafka broker: request handling, partitions it hosts, its metadata cache.
 
-Owns the dispatch of requests by API name (``handle_<Api>``), the partition
+Owns the dispatch of requests by API name (``handle_<Api>``; the admin APIs in ``admin``), the partition
 replicas this broker hosts (``Partition`` over a ``UnifiedLog`` that survives
 a crash), produce and fetch for clients, and what a crash and a restart do:
 memory is lost, logs stay, caches are rebuilt from the logs.  Replication to
@@ -15,6 +15,7 @@ from ..protocol import messages as m
 from ..protocol.errors import Errors, ProtocolError
 from ..protocol.hashing import partition_for
 from ..kernel.node import Node
+from .admin import AdminHandling
 from .authorizer import check_request
 from .fetch import FetchHandling
 from .partition import Partition
@@ -46,7 +47,7 @@ class MetadataCache:
         return s.leader if s else -1
 
 
-class Broker(ProduceHandling, FetchHandling, Node):
+class Broker(ProduceHandling, FetchHandling, AdminHandling, Node):
     restartable = True
     # Kafka's SocketServer mutes a connection until its request is answered
     serves_one_request_at_a_time = True
@@ -310,7 +311,8 @@ class Broker(ProduceHandling, FetchHandling, Node):
 
     def _create_topic(self, name: str, partitions: int, rf: int, config: tuple = ()) -> None:
         self.narrate(f"broker {self.broker_id} asks the controller to create topic {name}")
-        self.send_request(CONTROLLER, m.CreateTopicsRequest(name, partitions, rf, config), lambda r, e: None)
+        self.send_request(CONTROLLER, m.CreateTopicsRequest((m.CreatableTopic(name, partitions, rf, config),)),
+                          lambda r, e: None)
 
     def append_to_leader(self, p: Partition, batches, now, origin_client=True, verification_guard=None):
         """Append on the leader, narrate it, wake waiting fetches, move the HW."""

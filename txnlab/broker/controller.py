@@ -4,17 +4,20 @@ Owns the cluster's partition states (replicas, leader, leader epoch, ISR,
 partition epoch), broker liveness (registration, heartbeats, fencing after
 ``broker.session.timeout.ms``), leader election from the ISR (unclean election
 only when enabled), ISR changes requested by leaders (AlterPartition), topic
-creation, and producer-id blocks (AllocateProducerIds, blocks of 1000).
+creation and deletion (CreateTopics, DeleteTopics: clients' requests forwarded by a
+broker, and StopReplica to the replicas of a deleted topic), and producer-id blocks (AllocateProducerIds, blocks of 1000).
 It tells brokers what changed with LeaderAndIsr.
 """
 from __future__ import annotations
 
+from ..config import TOPIC, resolve
+from ..kernel.node import Node
 from ..protocol import messages as m
 from ..protocol.errors import Errors
-from ..kernel.node import Node
-from ..protocol.names import broker_name
+from ..protocol.names import OFFSETS_TOPIC, TRANSACTION_STATE_TOPIC, broker_name
 
 PRODUCER_ID_BLOCK_SIZE = 1000
+TOPIC_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-")
 
 
 class Controller(Node):
@@ -29,6 +32,7 @@ class Controller(Node):
         self.incarnations: dict[int, int] = {}     # broker id -> incarnation of its registration
         self.session_timers: dict[int, object] = {}
         self.next_broker_epoch = 1
+        self.deleted: dict[tuple, bool] = {}        # partitions of deleted topics (a restarted replica drops them)
         self.next_producer_id_block = 0
         self.controller_epoch = 1
         self._next_replica_start = 0
@@ -108,8 +112,10 @@ class Controller(Node):
                 if ns.leader >= 0:
                     changed.append(ns)
         self._publish(changed)
-        # a (re)started broker learns every partition state
+        # a (re)started broker learns every partition state, and forgets the deleted ones it may still hold
         self._send(broker_id, tuple(self.states[tp] for tp in sorted(self.states)))
+        if self.deleted:
+            self._stop_replicas(broker_id, tuple(sorted(self.deleted)))
 
     # --------------------------------------------------------- election
     def _with(self, s: m.PartitionState, **kw) -> m.PartitionState:
@@ -222,6 +228,8 @@ class Controller(Node):
         if partitions < 1:
             return Errors.INVALID_PARTITIONS
         self.topic_configs[name] = dict(config)
+        for tp in [tp for tp in self.deleted if tp[0] == name]:
+            del self.deleted[tp]
         live = set(self.registered)
         start = self._next_replica_start
         self._next_replica_start += 1
@@ -238,10 +246,81 @@ class Controller(Node):
         self._publish(new)
         return Errors.NONE
 
+    def check_new_topic(self, t) -> tuple:
+        """(error, message, partitions, replication factor, config) for one CreatableTopic: Kafka's rules
+        (``ReplicationControlManager.createTopic``) with the broker defaults for -1 partitions / RF."""
+        name = t.name
+        if type(name) is not str or not name or len(name) > 249 or name in (".", "..") \
+                or any(c not in TOPIC_CHARS for c in name):
+            return (Errors.INVALID_TOPIC_EXCEPTION, f"{name!r} is not a legal topic name (at most 249 letters, "
+                    f"digits, '.', '_', '-')", 0, 0, {})
+        if any(tn == name for tn, _ in self.states):
+            return Errors.TOPIC_ALREADY_EXISTS, f"Topic '{name}' already exists.", 0, 0, {}
+        c = self.cluster.broker_config
+        partitions = c["num.partitions"] if t.num_partitions == -1 else t.num_partitions
+        rf = c["default.replication.factor"] if t.replication_factor == -1 else t.replication_factor
+        if type(partitions) is not int or partitions < 1:
+            return Errors.INVALID_PARTITIONS, "Number of partitions must be larger than 0.", 0, 0, {}
+        brokers = len(self.cluster.broker_ids)
+        if type(rf) is not int or rf < 1 or rf > brokers:
+            return (Errors.INVALID_REPLICATION_FACTOR, f"Unable to replicate the partition {rf} time(s): the "
+                    f"cluster has {brokers} broker(s).", 0, 0, {})
+        try:
+            given = dict(t.configs)
+            resolved, _ = resolve(TOPIC, given, "topic")
+        except (TypeError, ValueError) as e:
+            return Errors.INVALID_CONFIG, str(e), 0, 0, {}
+        config = {k: v for k, v in resolved.items() if given.get(k) is not None}
+        misr = config.get("min.insync.replicas")
+        if misr is not None and misr > rf:
+            return (Errors.INVALID_CONFIG, f"min.insync.replicas ({misr}) must not exceed the replication factor "
+                    f"({rf})", 0, 0, {})
+        return Errors.NONE, "", partitions, rf, config
+
     def handle_CreateTopics(self, msg):
         req = msg.payload
-        err = self.create_topic(req.name, req.num_partitions, req.replication_factor, dict(req.config))
-        return m.CreateTopicsResponse(err)
+        out = []
+        for t in req.topics:
+            err, why, partitions, rf, config = self.check_new_topic(t)
+            if err == Errors.NONE and not req.validate_only:
+                err = self.create_topic(t.name, partitions, rf, config)
+            elif err not in (Errors.NONE, Errors.TOPIC_ALREADY_EXISTS):
+                self.narrate(f"controller refused to create topic {t.name!r}: {why} -> {err.name}")
+            out.append(m.CreatableTopicResult(t.name, err, why if err else "",
+                                              partitions if not err else -1, rf if not err else -1))
+        return m.CreateTopicsResponse(tuple(out))
+
+    def handle_DeleteTopics(self, msg):
+        out = []
+        for name in msg.payload.topic_names:
+            err, why = self.delete_topic(name)
+            out.append(m.DeletableTopicResult(name, err, why))
+        return m.DeleteTopicsResponse(tuple(out))
+
+    def delete_topic(self, name: str) -> tuple:
+        """(error, message): remove the topic's partitions and tell their replicas to delete them."""
+        tps = sorted(tp for tp in self.states if tp[0] == name)
+        if not tps:
+            return Errors.UNKNOWN_TOPIC_OR_PARTITION, f"Topic {name!r} does not exist."
+        if name in (TRANSACTION_STATE_TOPIC, OFFSETS_TOPIC):
+            self.narrate(f"controller refused to delete {name}: the coordinators' state lives there")
+            return Errors.INVALID_REQUEST, f"the internal topic {name} cannot be deleted"
+        hosts: dict[int, list] = {}
+        for tp in tps:
+            for r in self.states.pop(tp).replicas:
+                hosts.setdefault(r, []).append(tp)
+            self.deleted[tp] = True
+        self.topic_configs.pop(name, None)
+        self.narrate(f"controller deleted topic {name} ({len(tps)} partition(s)); its replicas are told to "
+                     f"delete their logs")
+        for b, parts in sorted(hosts.items()):
+            if b in self.registered:
+                self._stop_replicas(b, tuple(parts))
+        return Errors.NONE, ""
+
+    def _stop_replicas(self, broker_id: int, tps: tuple) -> None:
+        self.send_request(broker_name(broker_id), m.StopReplicaRequest(self.controller_epoch, tps, True),
+                          lambda r, e: None, timeout_ms=2 * self.cluster.broker_config["broker.heartbeat.interval.ms"])
 
     # ------------------------------------------------------ producer ids
     def handle_AllocateProducerIds(self, msg):

@@ -1,6 +1,8 @@
 """``AdminClient``: confluent-kafka's admin surface plus Kafka's transaction tools (KIP-664).
 
-Owns create_topics / list_topics, and what ``kafka-transactions.sh`` does:
+Owns create_topics / delete_topics / describe_configs / list_topics (CreateTopics,
+DeleteTopics, DescribeConfigs, Metadata: every one a protocol request to a broker,
+which forwards topic changes to the controller), and what ``kafka-transactions.sh`` does:
 list and describe transactions (asked of every transaction coordinator),
 describe producers (asked of partition leaders), find hanging transactions,
 and abort one (a WriteTxnMarkers ABORT sent to the partition leader with the
@@ -16,9 +18,10 @@ from typing import Optional
 from ..errors import KafkaError, KafkaException
 from ..protocol import messages as m
 from ..protocol.errors import Errors
-from .config import ADMIN, principal
+from .admin_types import ConfigEntry, ConfigResource, ConfigSource  # noqa: F401 - ConfigResource: the public name
+from .config import ADMIN
 from .message import TopicPartition
-from .network_client import broker_node
+from .network_client import attach_client, broker_node
 
 
 @dataclass
@@ -98,17 +101,18 @@ def cluster_metadata(node, kernel, topic: Optional[str] = None) -> ClusterMetada
     return ClusterMetadata({b: f"broker-{b}" for b in resp.brokers}, topics)
 
 
+def _error(code: int, message: str = "") -> KafkaError:
+    err = Errors(code)
+    return KafkaError(err, message or err.name)
+
+
 class AdminClient:
     def __init__(self, config: dict) -> None:
-        from ..cluster import Cluster
         from ..config import resolve
         cfg, _ = resolve(ADMIN, config, "admin")
         self._config = cfg
-        cluster = Cluster.lookup(cfg["bootstrap.servers"])
-        self._cluster = cluster
-        self._kernel = cluster.kernel
-        self.name = cfg["client.id"] or cluster.next_client_name("admin")
-        self._node = cluster.new_client_node(self.name, self, principal(cfg))
+        self._attachment, self.name, self._node = attach_client(cfg, "admin", self)
+        self._kernel = self._attachment.kernel
 
     def _on_process_crash(self) -> None:
         pass
@@ -122,19 +126,72 @@ class AdminClient:
             raise KafkaException(KafkaError(box["e"], f"{request.API} failed: {Errors(box['e']).name}"))
         return box["r"]
 
+    def _call_any(self, request):
+        """``request`` to any broker; a broker that cannot be reached is left for another (it backs off, as
+        Kafka's admin client retries with retry.backoff.ms) until request.timeout.ms has passed."""
+        deadline = self._kernel.now + self._config["request.timeout.ms"]
+        while True:
+            try:
+                return self._call(self._node.any_broker(), request)
+            except KafkaException as e:
+                if not e.error.retriable() or self._kernel.now >= deadline:
+                    raise
+            box: dict = {}
+            self._node.set_timer(100, "admin retry backoff", lambda: box.update(done=True))
+            self._kernel.run_until(lambda: "done" in box)
+
     def _live_brokers(self) -> list:
         md = cluster_metadata(self._node, self._kernel)
         return sorted(md.brokers)
 
     # ------------------------------------------------------------ topics
-    def create_topics(self, new_topics, operation_timeout: float = 0, request_timeout: float = 0) -> dict:
+    def create_topics(self, new_topics, operation_timeout: float = 0, request_timeout: float = 0,
+                      validate_only: bool = False) -> dict:
+        """CreateTopics (to a broker, which forwards it to the controller): {topic: Future(None)}."""
+        topics = tuple(m.CreatableTopic(nt.topic, nt.num_partitions, nt.replication_factor,
+                                        tuple(sorted((nt.config or {}).items()))) for nt in new_topics)
+        timeout_ms = int(operation_timeout * 1000) or self._config["request.timeout.ms"]
+        return self._per_topic(m.CreateTopicsRequest(topics, timeout_ms, validate_only), [t.name for t in topics],
+                               lambda r: r.topics)
+
+    def delete_topics(self, topics, operation_timeout: float = 0, request_timeout: float = 0) -> dict:
+        """DeleteTopics (to a broker, which forwards it to the controller): {topic: Future(None)}."""
+        timeout_ms = int(operation_timeout * 1000) or self._config["request.timeout.ms"]
+        return self._per_topic(m.DeleteTopicsRequest(tuple(topics), timeout_ms), list(topics), lambda r: r.responses)
+
+    def _per_topic(self, request, names: list, results_of) -> dict:
+        try:
+            resp = self._call_any(request)
+        except KafkaException as e:
+            return {n: _done(error=e.error) for n in names}
         out = {}
-        for nt in new_topics:
+        for r in results_of(resp):
+            out[r.name] = _done(error=_error(r.error_code, r.error_message)) if r.error_code else _done(None)
+        return out
+
+    def describe_configs(self, resources, request_timeout: float = 0) -> dict:
+        """DescribeConfigs: {ConfigResource: Future({name: ConfigEntry})}.  A broker's configs are asked of
+        that broker, topics' of any broker (as Kafka's admin client does)."""
+        out = {}
+        for res in resources:
+            rtype = int(res.restype)
+            req = m.DescribeConfigsRequest((m.DescribeConfigsResource(rtype, str(res.name)),))
             try:
-                self._cluster.create_topic(nt.topic, nt.num_partitions, nt.replication_factor, nt.config)
-                out[nt.topic] = _done(None)
+                if rtype == m.RESOURCE_BROKER and str(res.name).isdigit():
+                    resp = self._call(broker_node(int(res.name)), req)
+                else:
+                    resp = self._call_any(req)
             except KafkaException as e:
-                out[nt.topic] = _done(error=e.error)
+                out[res] = _done(error=e.error)
+                continue
+            r = resp.results[0]
+            if r.error_code:
+                out[res] = _done(error=_error(r.error_code, r.error_message))
+            else:
+                out[res] = _done({c.name: ConfigEntry(c.name, c.value, ConfigSource(c.config_source),
+                                                      is_read_only=c.read_only,
+                                                      is_default=c.config_source == ConfigSource.DEFAULT_CONFIG,
+                                                      is_sensitive=c.is_sensitive) for c in r.configs})
         return out
 
     def list_topics(self, topic: Optional[str] = None, timeout: float = -1) -> ClusterMetadata:

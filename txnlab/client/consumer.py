@@ -15,9 +15,10 @@ from typing import Callable, Optional
 
 from ..errors import KafkaError, KafkaException
 from ..protocol.errors import Errors
-from .config import consumer_config, principal
+from .config import consumer_config
 from .consumer_coordinator import ConsumerCoordinator, MemberState
 from .fetcher import LIST_EARLIEST, LIST_LATEST, Fetcher, PartitionState
+from .network_client import attach_client
 from .message import OFFSET_BEGINNING, OFFSET_END, OFFSET_INVALID, OFFSET_STORED, Message, TopicPartition
 
 
@@ -46,16 +47,11 @@ class Consumer:
     """A Kafka consumer (group member with ``subscribe``, or manual with ``assign``)."""
 
     def __init__(self, config: dict, **kwargs) -> None:
-        from ..cluster import Cluster
-
         conf = dict(config or {})
         conf.update(kwargs)
         self._config = cfg = consumer_config(conf)
-        cluster = Cluster.lookup(cfg["bootstrap.servers"])
-        self._cluster = cluster
-        self._kernel = cluster.kernel
-        self.name = cfg["client.id"] or cluster.next_client_name("consumer")
-        self._node = cluster.new_client_node(self.name, self, principal(self._config))
+        self._attachment, _, self._node = attach_client(cfg, "consumer", self)
+        self._kernel = self._attachment.kernel
         self.name = self._node.name
         self._subscription: set = set()
         self._on_assign: Optional[Callable] = None

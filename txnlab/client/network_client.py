@@ -3,19 +3,45 @@
 Owns what every client needs: its node on the network, the cluster metadata
 it has learned (topics, partition leaders, live brokers) and its refresh,
 coordinator lookup (FindCoordinator), and "which broker should I ask".
-Clients speak only the protocol: they never import broker, coordinator or log.
+Clients speak only the protocol: they never import broker, coordinator or log, and they never
+hold the lab's ``Cluster``: ``attach_client`` turns ``bootstrap.servers`` into a node on the
+network through the kernel's registry (``txnlab.kernel.attach``).
 """
 from __future__ import annotations
 
 from typing import Callable, Optional
 
+from ..errors import ConfigException
+from ..kernel import attach
+from ..kernel.node import Node
 from ..protocol import messages as m
 from ..protocol.errors import Errors
-from ..kernel.node import Node
+from .config import principal
 
 
 def broker_node(broker_id: int) -> str:
     return f"broker-{broker_id}"
+
+
+def attachment_for(bootstrap) -> attach.Attachment:
+    """What ``bootstrap.servers`` dials: the kernel's registry answers (ConfigException if nobody does)."""
+    try:
+        return attach.lookup(bootstrap)
+    except attach.AddressError as e:
+        raise ConfigException("bootstrap.servers", str(e)) from None
+
+
+def attach_client(cfg: dict, kind: str, owner, node_class=None) -> tuple:
+    """(attachment, node name, node) of a new client of kind ``kind`` (``producer``, ``consumer``,
+    ``admin``) on the network ``cfg["bootstrap.servers"]`` names.  The lab-only client keys the
+    attachment carries (``sim.*``) are applied to ``cfg`` when the client's config knows them."""
+    att = attachment_for(cfg["bootstrap.servers"])
+    for k, v in att.client_config.items():
+        if k in cfg:
+            cfg[k] = v
+    name = cfg.get("client.id") or att.next_client_name(kind)
+    node = att.attach(name, owner, node_class or ClientNode, principal(cfg))
+    return att, name, node
 
 
 class ClientNode(Node):

@@ -14,8 +14,9 @@ from typing import Callable, Optional
 from ..errors import KafkaError, KafkaException, KafkaStateError
 from ..protocol.hashing import murmur2_partition
 from ..protocol.record_batch import Record
-from .config import principal, producer_config
+from .config import producer_config
 from .message import Message
+from .network_client import attach_client
 from .record_accumulator import RecordAccumulator
 from .sender import Sender
 from .transaction_manager import State, TransactionManager
@@ -35,19 +36,12 @@ class Producer:
     """A Kafka producer (idempotent by default; transactional with ``transactional.id``)."""
 
     def __init__(self, config: dict, **kwargs) -> None:
-        from ..cluster import Cluster
-
         conf = dict(config or {})
         conf.update(kwargs)
         self._config = cfg = producer_config(conf)
-        cluster = Cluster.lookup(cfg["bootstrap.servers"])
-        self._cluster = cluster
-        if "naive-client-classic" in cluster.mutations:
-            cfg["sim.naive.client"] = True      # the break-it switch: every producer is a pre-KIP-360 client
-        self._kernel = cluster.kernel
-        name = cfg["client.id"] or cluster.next_client_name("producer")
-        self.name = name
-        self._node = cluster.new_client_node(name, self, principal(cfg))
+        # the lab's "naive-client-classic" switch reaches us as sim.naive.client (every producer pre-KIP-360)
+        self._attachment, self.name, self._node = attach_client(cfg, "producer", self)
+        self._kernel = self._attachment.kernel
         self._acks = cfg["acks"]
         self._idempotent = cfg["enable.idempotence"]
         self._txn = TransactionManager(cfg["transactional.id"], cfg["transaction.timeout.ms"])

@@ -304,13 +304,19 @@ CONTAINERS: dict[tuple[str, str], Any] = {
     ("ListTransactionsRequest", "producer_id_filters"): ("tuple", "int"),
     ("WriteTxnMarkersRequest", "markers"): ("tuple", "TxnMarkerEntry"),
     ("TxnMarkerEntry", "partitions"): ("tuple", TP),
+    ("CreateTopicsRequest", "topics"): ("tuple", "CreatableTopic"),
+    ("CreatableTopic", "configs"): ("tuple", ("pair", "str", "scalar")),
+    ("DeleteTopicsRequest", "topic_names"): ("tuple", "str"),
+    ("DescribeConfigsRequest", "resources"): ("tuple", "DescribeConfigsResource"),
+    ("DescribeConfigsResource", "configuration_keys"): ("opt", ("tuple", "str")),
 }
 
 #: the APIs a process outside the kernel may call (never the brokers' and controller's own)
 CLIENT_APIS = ("Metadata", "Produce", "Fetch", "ListOffsets", "FindCoordinator", "InitProducerId",
                "JoinGroup", "SyncGroup", "Heartbeat", "LeaveGroup", "OffsetCommit", "OffsetFetch",
                "AddPartitionsToTxn", "AddOffsetsToTxn", "EndTxn", "TxnOffsetCommit", "DescribeProducers",
-               "DescribeTransactions", "ListTransactions", "WriteTxnMarkers", "ApiVersions")
+               "DescribeTransactions", "ListTransactions", "WriteTxnMarkers", "ApiVersions", "CreateTopics",
+               "DeleteTopics", "DescribeConfigs")
 REQUEST_CLASSES = {getattr(c, "API"): c for n, c in MESSAGE_CLASSES.items()
                    if n.endswith("Request") and getattr(c, "API", None) in CLIENT_APIS}
 _SCALARS = {int: "int", str: "str", bool: "bool"}
@@ -448,6 +454,8 @@ def _check_semantics(req: Any) -> None:
             _int(b.base_sequence, f"{where}.base_sequence", -1, 2 ** 31 - 1)
     elif api == "AddPartitionsToTxn" and req.verify_only:
         raise BadRequest("request.verify_only: only a partition leader verifies a transaction (KIP-890)")
+    elif api in ("CreateTopics", "DeleteTopics"):
+        _int(req.timeout_ms, "request.timeout_ms", 0, 2 ** 31 - 1)
     elif api == "FindCoordinator" and req.key_type not in (msgs.COORDINATOR_GROUP, msgs.COORDINATOR_TRANSACTION):
         raise BadRequest("request.key_type: must be 0 (group) or 1 (transaction)")
     for name in ("transaction_timeout_ms", "session_timeout_ms", "rebalance_timeout_ms"):

@@ -1,9 +1,12 @@
 """The other side of the front door: txnlab's clients in a process outside the kernel.
 
-``Cluster.lookup("txnlab://127.0.0.1:PORT/TOKEN")`` returns a ``RemoteCluster``:
-the same surface the clients use on an in-kernel cluster (``kernel``,
-``next_client_name``, ``new_client_node``, ``broker_config``, ``bootstrap``), so
-``Producer``, ``Consumer`` and ``AdminClient`` run unchanged in a Spark worker.
+A client given ``bootstrap.servers="txnlab://127.0.0.1:PORT/TOKEN"`` attaches
+through the kernel's registry (``txnlab.kernel.attach``) like any client; for
+that scheme the registry returns a ``RemoteAttachment``: an ``Attachment`` whose
+kernel is a private one of this process, whose brokers are the served cluster's,
+and whose nodes forward their requests through the front door.  So
+``Producer``, ``Consumer`` and ``AdminClient`` run unchanged in a Spark worker,
+speaking nothing but protocol messages (CreateTopics included).
 
 Why this design: a client's logic (the Sender, the Fetcher, the transaction
 manager, group membership) is written as reactions to events of a kernel --
@@ -35,8 +38,9 @@ from typing import Any, Optional
 
 from ..client.network_client import ClientNode
 from ..errors import ConfigException, KafkaError, KafkaException
-from ..protocol.errors import Errors
+from ..kernel.attach import Attachment
 from ..kernel.kernel import Kernel
+from ..protocol.errors import Errors
 from ..kernel.network import Message
 from ..kernel.node import _Pending
 from . import codec
@@ -111,7 +115,7 @@ class Channel:
 class RemoteClientNode(ClientNode):
     """A client's node in the private kernel: requests go through the front door."""
 
-    def __init__(self, kernel, name: str, bootstrap: list, owner, remote: "RemoteCluster") -> None:
+    def __init__(self, kernel, name: str, bootstrap: list, owner, remote: "RemoteAttachment") -> None:
         super().__init__(kernel, name, bootstrap, owner)
         self.remote = remote
 
@@ -166,15 +170,16 @@ class _ForwardingNetwork:
         return self._inner.send(src, dst, api, payload, is_response, correlation_id, background)
 
 
-class RemoteCluster:
-    """What a client sees of a cluster served by a front door in another process."""
+class RemoteAttachment(Attachment):
+    """What a client sees of a cluster served by a front door in another process: a private kernel,
+    the served brokers, and the lab's client switches (``client_config``) as the door reports them."""
 
     _connected: dict = {}
     _connect_lock = threading.Lock()
 
     @classmethod
-    def connect(cls, address: str) -> "RemoteCluster":
-        """One RemoteCluster per address and process (clients of one process share a private kernel)."""
+    def connect(cls, address: str) -> "RemoteAttachment":
+        """One RemoteAttachment per address and process (clients of one process share a private kernel)."""
         key = (address.strip(), os.getpid())
         with cls._connect_lock:
             rc = cls._connected.get(key)
@@ -184,37 +189,28 @@ class RemoteCluster:
 
     def __init__(self, address: str) -> None:
         host, port, token = parse_address(address)
-        self.bootstrap = address.strip()
-        self.channel = Channel(host, port, token)
-        info = self.channel.call({"op": "hello"})
+        channel = Channel(host, port, token)
+        info = channel.call({"op": "hello"})
+        kernel = Kernel(info["seed"], latency_ms=1)
+        kernel.trace.enabled = False
+        kernel.network.keep_history = False
+        kernel.network = _ForwardingNetwork(kernel.network, kernel)
+        kernel.now = info["now"]
+        super().__init__(address.strip(), kernel, [f"broker-{b}" for b in info["brokers"]],
+                         info.get("client_config", {}))
+        self.bootstrap = self.address
+        self.channel = channel
         self.id = info["cluster"]
-        self.broker_ids = list(info["brokers"])
-        self.broker_config = dict(info["broker_config"])
-        self.mutations = set(info.get("mutations", ()))
-        self.kernel = Kernel(info["seed"], latency_ms=1)
-        self.kernel.trace.enabled = False
-        self.kernel.network.keep_history = False
-        self.kernel.network = _ForwardingNetwork(self.kernel.network, self.kernel)
-        self.kernel.now = info["now"]
-        self.clients: dict = {}
-        self._counts: dict = {}
         self._lock = threading.RLock()
 
     def __repr__(self) -> str:
-        return f"<RemoteCluster {self.id} via {self.channel.host}:{self.channel.port}>"
+        return f"<RemoteAttachment {self.id} via {self.channel.host}:{self.channel.port}>"
 
-    @property
-    def brokers(self) -> list:
-        return list(self.broker_ids)
-
-    def next_client_name(self, kind: str) -> str:
-        n = self._counts.get(kind, 0) + 1
-        self._counts[kind] = n
-        return f"{kind}-{n}"
-
-    def new_client_node(self, name: str, owner, principal: Optional[str] = None) -> RemoteClientNode:
+    def attach(self, name: str, owner, node_class=None, principal: Optional[str] = None) -> RemoteClientNode:
+        """Connect a node at the front door (it names it ``remote-<n>`` in the cluster) and make its local
+        twin here, whose requests go through the door."""
         reply = self.channel.call({"op": "connect", "label": str(name), "pid": os.getpid(), "principal": principal})
-        node = RemoteClientNode(self.kernel, reply["node"], [f"broker-{b}" for b in self.broker_ids], owner, self)
+        node = RemoteClientNode(self.kernel, reply["node"], list(self.brokers), owner, self)
         self.kernel.now = max(self.kernel.now, reply["now"])
         self.clients[node.name] = owner
         return node
@@ -243,33 +239,6 @@ class RemoteCluster:
         if reply.get("response") is not None:
             reply["response"] = codec.decode(reply["response"], "response")
         return reply
-
-    def create_topic(self, name: str, partitions: int = 1, replication_factor: int = 1,
-                     config: Optional[dict] = None) -> None:
-        """``Cluster.create_topic`` applied in the kernel (what ``AdminClient.create_topics`` calls)."""
-        reply = self.channel.call({"op": "create_topic", "name": name, "partitions": partitions,
-                                   "replication_factor": replication_factor, "config": config})
-        if reply.get("error"):
-            raise KafkaException(KafkaError(Errors[reply["error"]], f"cannot create topic {name!r}: {reply['error']}"))
-
-    def topics(self) -> list:
-        from ..protocol import messages as m
-        box: dict = {}
-        node = self._admin_node()
-        node.send_request(node.any_broker(), m.MetadataRequest(None), lambda r, e: box.update(r=r, e=e))
-        self.kernel.run_until(lambda: "e" in box)
-        if box["e"] is not None:
-            raise KafkaException(KafkaError(box["e"]))
-        return sorted(box["r"].topics)
-
-    def _admin_node(self) -> RemoteClientNode:
-        node = getattr(self, "_admin", None)
-        if node is None:
-            node = self._admin = self.new_client_node("admin", self)
-        return node
-
-    def _on_process_crash(self) -> None:
-        self._admin = None
 
     # -------------------------------------------------- helpers for txnlab.spark
     def claim(self, key: str) -> bool:

@@ -117,7 +117,7 @@ class FrontDoor:
                                         name=f"txnlab-frontdoor-{self.port}", daemon=True)
         self._thread.start()
         self.ops = {"hello": self._hello, "connect": self._connect, "request": self._request,
-                    "create_topic": self._create_topic, "claim": self._claim, "signal": self._signal}
+                    "claim": self._claim, "signal": self._signal}
 
     @property
     def address(self) -> str:
@@ -177,11 +177,13 @@ class FrontDoor:
 
     # ------------------------------------------------------------------ ops
     def _hello(self, payload: dict) -> dict:
+        """What a client learns by dialing: the brokers to bootstrap from and the lab's client switches
+        (the cluster's attachment); everything else it asks the brokers with protocol requests."""
         c = self.cluster
+        att = c.attachment
         return {"cluster": c.id, "brokers": list(c.broker_ids), "now": self.kernel.now,
-                "broker_config": {k: v for k, v in c.broker_config.items()
-                                  if v is None or type(v) in (int, str, bool)},
-                "mutations": sorted(getattr(c, "mutations", ())), "seed": secrets.randbits(32)}
+                "client_config": {k: v for k, v in att.client_config.items() if type(v) in (int, str, bool)},
+                "seed": secrets.randbits(32)}
 
     def _connect(self, payload: dict) -> dict:
         label = self._field(payload, "label", str, "client")[:200]
@@ -195,8 +197,8 @@ class FrontDoor:
                     break
             node = RemoteNode(self.kernel, name, label)
             self.nodes[name] = node
-            if principal and isinstance(getattr(self.cluster, "principals", None), dict):
-                self.cluster.principals[name] = principal
+            if principal:
+                self.cluster.attachment.principals[name] = principal   # what SASL would have told the brokers
             self.kernel.record("note", name, f"{name} connects through the front door: {label} (pid {pid})")
         return {"node": name, "now": self.kernel.now}
 
@@ -264,25 +266,6 @@ class FrontDoor:
         err = box["e"]
         return {"response": None if err is not None else codec.encode(box["r"]),
                 "error": None if err is None else err.name, "sent": sent, "now": box["t"], "crashed": False}
-
-    def _create_topic(self, payload: dict) -> dict:
-        """Kafka's CreateTopics goes through a broker to the controller; here the admin call is
-        applied as the cluster API's own step (``cluster.create_topic``)."""
-        from ..errors import KafkaException
-        name = self._field(payload, "name", str)
-        partitions = self._field(payload, "partitions", int, 1)
-        rf = self._field(payload, "replication_factor", int, 1)
-        config = self._field(payload, "config", dict, None)
-        if config is not None and any(type(v) not in (int, str, bool) for v in config.values()):
-            raise BadRequest("config: values must be strings, numbers or booleans")
-        with self.lock:                     # check and create as one step: tasks race to create a topic
-            if name in self.cluster.topics():
-                return {"error": "TOPIC_ALREADY_EXISTS"}
-            try:
-                self.cluster.create_topic(name, partitions, rf, config)
-            except (KafkaException, ValueError) as e:
-                raise BadRequest(f"cannot create topic {name!r}: {e}") from None
-        return {"error": None}
 
     def _claim(self, payload: dict) -> dict:
         key = self._field(payload, "key", str)

@@ -14,6 +14,7 @@ import threading
 from typing import Iterator, Optional
 
 from ..client.fetcher import CompletedFetch
+from ..client.network_client import ClientNode, attachment_for
 from ..errors import KafkaError, KafkaException
 from ..protocol import messages as m
 from ..protocol.errors import Errors
@@ -30,11 +31,9 @@ _LOCAL_CLAIMS: set = set()
 _LOCAL_CLAIMS_LOCK = threading.Lock()
 
 
-def release(cluster, node) -> None:
-    """Drop a finished client's node from a remote process's private kernel (see RemoteCluster)."""
-    fn = getattr(cluster, "release", None)
-    if fn is not None:
-        fn(node)
+def release(client) -> None:
+    """Drop a finished client's node from a remote process's private kernel (see RemoteAttachment)."""
+    client._attachment.release(client._node)
 
 
 def isolation_of(level: str) -> int:
@@ -49,17 +48,16 @@ class Link:
     """One client node on a (served or in-kernel) cluster with blocking protocol calls."""
 
     def __init__(self, bootstrap: str, label: str = "spark") -> None:
-        from ..cluster import Cluster
-        self.cluster = Cluster.lookup(bootstrap)
-        self.kernel = self.cluster.kernel
-        self.node = self.cluster.new_client_node(self.cluster.next_client_name(label), self)
+        self._attachment = attachment_for(bootstrap)       # through the kernel's registry, like any client
+        self.kernel = self._attachment.kernel
+        self._node = self.node = self._attachment.attach(self._attachment.next_client_name(label), self, ClientNode)
 
     def _on_process_crash(self) -> None:
         pass
 
     def close(self) -> None:
         """Let a served cluster's client side forget this link's node (in-kernel: nothing to do)."""
-        release(self.cluster, self.node)
+        release(self)
 
     def call(self, dst: str, request, timeout_ms: int = 30_000):
         """(response, error) of one request."""
@@ -182,23 +180,29 @@ class Link:
 
     # -------------------------------------------------------------- helpers
     def ensure_topic(self, name: str, partitions: int, replication_factor: int = 3) -> None:
-        """Create ``name`` unless it exists (through the front door when served)."""
-        rf = max(1, min(replication_factor, len(self.cluster.broker_ids)))
+        """Create ``name`` unless it exists (a CreateTopics request; racing tasks: one creates it, the
+        others are told TOPIC_ALREADY_EXISTS)."""
+        rf = max(1, min(replication_factor, len(self._attachment.brokers)))
         try:
             self.partitions(name, attempts=1)
             return
         except KafkaException:
             pass
-        try:
-            self.cluster.create_topic(name, partitions, rf)
-        except KafkaException as e:
-            if e.args and "TOPIC_ALREADY_EXISTS" not in str(e):
-                raise
+        request = m.CreateTopicsRequest((m.CreatableTopic(name, partitions, rf),))
+        for _ in range(RETRIES):
+            resp, err = self.call(self.node.any_broker(), request)
+            if err is None:
+                e = Errors(resp.topics[0].error_code)
+                if e not in (Errors.NONE, Errors.TOPIC_ALREADY_EXISTS):
+                    raise KafkaException(KafkaError(e, f"cannot create topic {name!r}: "
+                                                       f"{resp.topics[0].error_message or e.name}"))
+                break
+            self.backoff()
         self.partitions(name)
 
     def claim(self, key: str) -> bool:
         """True the first time ``key`` is claimed (at the front door, so across processes)."""
-        claim = getattr(self.cluster, "claim", None)
+        claim = getattr(self._attachment, "claim", None)
         if claim is not None:
             return claim(key)
         with _LOCAL_CLAIMS_LOCK:
@@ -207,7 +211,7 @@ class Link:
             return first
 
     def signal(self, name: str, data=None):
-        fn = getattr(self.cluster, "signal", None)
+        fn = getattr(self._attachment, "signal", None)
         return fn(name, data) if fn is not None else None
 
 

@@ -160,7 +160,7 @@ class _SinkBase:
     def _release(self, link: Link) -> None:
         """The call is over: its link and producers leave this process's private kernel."""
         for p in self.__dict__.pop("_made", []):
-            release(p._cluster, p._node)
+            release(p)
         link.close()
 
     # ---------------------------------------------------------------- write

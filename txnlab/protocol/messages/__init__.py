@@ -26,5 +26,10 @@ from .txn import (  # noqa: F401
 from .control import (  # noqa: F401
     BrokerHeartbeatRequest, BrokerHeartbeatResponse, BrokerRegistrationRequest, BrokerRegistrationResponse,
     PartitionState, LeaderAndIsrRequest, LeaderAndIsrResponse, AlterPartitionRequest, AlterPartitionResponse,
-    ControlledShutdownRequest, ControlledShutdownResponse, CreateTopicsRequest, CreateTopicsResponse,
+    ControlledShutdownRequest, ControlledShutdownResponse, StopReplicaRequest, StopReplicaResponse,
     AllocateProducerIdsRequest, AllocateProducerIdsResponse)
+from .admin import (  # noqa: F401
+    CreatableTopic, CreateTopicsRequest, CreatableTopicResult, CreateTopicsResponse, DeleteTopicsRequest,
+    DeletableTopicResult, DeleteTopicsResponse, DescribeConfigsResource, DescribeConfigsRequest,
+    DescribeConfigsResourceResult, DescribeConfigsResult, DescribeConfigsResponse, RESOURCE_BROKER, RESOURCE_TOPIC,
+    SOURCE_DEFAULT_CONFIG, SOURCE_DYNAMIC_TOPIC_CONFIG, SOURCE_STATIC_BROKER_CONFIG)

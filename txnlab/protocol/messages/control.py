@@ -1,10 +1,11 @@
-"""Between the controller (the KRaft quorum) and the brokers: registration, heartbeats, LeaderAndIsr, AlterPartition, ControlledShutdown, CreateTopics, AllocateProducerIds."""
+"""Between the controller (the KRaft quorum) and the brokers: registration, heartbeats, LeaderAndIsr, AlterPartition, ControlledShutdown, StopReplica, AllocateProducerIds
+(CreateTopics, which brokers also send to the controller, is in ``admin``)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Optional
 
-from ..message_base import _err
+from ..message_base import _err, tps_str
 
 
 # ----------------------------------------------------- controller <-> broker
@@ -128,25 +129,24 @@ class ControlledShutdownResponse:
 
 
 @dataclass(frozen=True, slots=True)
-class CreateTopicsRequest:
-    API = "CreateTopics"
-    API_KEY = 19
-    name: str
-    num_partitions: int
-    replication_factor: int
-    config: tuple = ()
+class StopReplicaRequest:
+    """The controller tells a broker to stop hosting partitions (and delete them: a deleted topic)."""
+    API = "StopReplica"
+    API_KEY = 5
+    controller_epoch: int
+    partitions: tuple                   # ((topic, partition), ...)
+    delete_partitions: bool = True
 
     def describe(self) -> str:
-        return f"{self.name} ({self.num_partitions} partitions, RF {self.replication_factor})"
+        return tps_str(self.partitions) + (" (delete)" if self.delete_partitions else "")
 
 
 @dataclass(frozen=True, slots=True)
-class CreateTopicsResponse:
+class StopReplicaResponse:
     error: int
-    error_message: str = ""
 
     def describe(self) -> str:
-        return _err(self.error) + (f": {self.error_message}" if self.error_message else "")
+        return _err(self.error)
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,0 +1,200 @@
+"""A broker's admin APIs: CreateTopics, DeleteTopics, DescribeConfigs, and the controller's StopReplica.
+
+Owns what a broker does with an admin client's request: topic changes are
+checked for authorization here and forwarded to the controller (Kafka 4's
+``ForwardingManager``: a KRaft broker hands them to the quorum and answers with
+its result); DescribeConfigs is answered from the broker's own configuration
+and the topic configs it learned with LeaderAndIsr.  StopReplica makes a
+broker drop the replicas of a deleted topic (partition, log, fetchers).
+"""
+from __future__ import annotations
+
+from typing import Optional
+
+from ..config import BROKER, TOPIC
+from ..protocol import messages as m
+from ..protocol.errors import Errors
+from .authorizer import CLUSTER_RESOURCE
+
+CONTROLLER = "controller"
+# A topic config and the broker key that gives its default (Kafka's LogConfig synonyms)
+TOPIC_DEFAULTS = {"min.insync.replicas": "min.insync.replicas",
+                  "unclean.leader.election.enable": "unclean.leader.election.enable",
+                  "segment.bytes": "log.segment.bytes"}
+
+
+def _text(v) -> Optional[str]:
+    """A config value as Kafka shows it (strings; booleans lower case)."""
+    if v is None:
+        return None
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    return str(v)
+
+
+class AdminHandling:
+    """Mixed into ``Broker``."""
+
+    # ------------------------------------------------------------ helpers
+    def _from_client(self, msg) -> bool:
+        return not msg.src.startswith("broker-") and msg.src != CONTROLLER
+
+    def _allowed(self, msg, rtype: str, name: str, op: str) -> bool:
+        authz = self.cluster.authorizer
+        if authz is None or not self._from_client(msg):
+            return True
+        return authz.authorize(self.cluster.principal_of(msg.src), rtype, name, op)
+
+    def _forward(self, msg, request, refused: dict, order: list, results_of, make_response) -> None:
+        """Send ``request`` (the part of the client's request that may go on) to the controller, then answer
+        the client with its results and ``refused`` ({name: result}) in the client's order."""
+        def answer(results) -> None:
+            got = {r.name: r for r in results}
+            got.update(refused)
+            self.respond(msg, make_response(tuple(got[n] for n in order)))
+
+        if not (request.topics if request.API == "CreateTopics" else request.topic_names):
+            answer(())             # nothing left to forward: every topic was refused here
+            return
+
+        def done(resp, err):
+            if err is not None:
+                self.narrate(f"broker {self.broker_id} could not reach the controller for {request.API}: {err.name}")
+                answer(tuple(self._failed(request, Errors.REQUEST_TIMED_OUT)))
+            else:
+                answer(results_of(resp))
+        self.narrate(f"broker {self.broker_id} forwards {request.API} from {msg.src} to the controller")
+        self.send_request(CONTROLLER, request, done, timeout_ms=max(1, min(request.timeout_ms, 300_000)))
+
+    @staticmethod
+    def _failed(request, err: Errors):
+        if request.API == "CreateTopics":
+            return [m.CreatableTopicResult(t.name, err) for t in request.topics]
+        return [m.DeletableTopicResult(n, err) for n in request.topic_names]
+
+    # -------------------------------------------------------- CreateTopics
+    def handle_CreateTopics(self, msg):
+        req = msg.payload
+        if type(req.topics) is not tuple or not all(type(t) is m.CreatableTopic and type(t.name) is str
+                                                    and type(t.configs) is tuple for t in req.topics):
+            raise TypeError("CreateTopics: topics must be a tuple of CreatableTopic")
+        order = [t.name for t in req.topics]
+        refused, go = {}, []
+        for t in req.topics:
+            if order.count(t.name) > 1:
+                refused[t.name] = m.CreatableTopicResult(t.name, Errors.INVALID_REQUEST,
+                                                         f"Duplicate topic name {t.name!r} in the request.")
+            elif not (self._allowed(msg, "CLUSTER", CLUSTER_RESOURCE, "CREATE")
+                      or self._allowed(msg, "TOPIC", t.name, "CREATE")):
+                self.narrate(f"{self.cluster.principal_of(msg.src)} may not CREATE topic {t.name!r} "
+                             f"-> TOPIC_AUTHORIZATION_FAILED")
+                refused[t.name] = m.CreatableTopicResult(t.name, Errors.TOPIC_AUTHORIZATION_FAILED,
+                                                         "Authorization failed.")
+            else:
+                go.append(t)
+        self._forward(msg, m.CreateTopicsRequest(tuple(go), req.timeout_ms, req.validate_only), refused, order,
+                      lambda r: r.topics, m.CreateTopicsResponse)
+        return None
+
+    # -------------------------------------------------------- DeleteTopics
+    def handle_DeleteTopics(self, msg):
+        req = msg.payload
+        if type(req.topic_names) is not tuple or not all(type(n) is str for n in req.topic_names):
+            raise TypeError("DeleteTopics: topic_names must be a tuple of strings")
+        order = list(req.topic_names)
+        refused, go = {}, []
+        for name in order:
+            if order.count(name) > 1:
+                refused[name] = m.DeletableTopicResult(name, Errors.INVALID_REQUEST,
+                                                       f"Duplicate topic name {name!r} in the request.")
+            elif not self._allowed(msg, "TOPIC", name, "DELETE"):
+                self.narrate(f"{self.cluster.principal_of(msg.src)} may not DELETE topic {name!r} "
+                             f"-> TOPIC_AUTHORIZATION_FAILED")
+                refused[name] = m.DeletableTopicResult(name, Errors.TOPIC_AUTHORIZATION_FAILED,
+                                                       "Authorization failed.")
+            else:
+                go.append(name)
+        self._forward(msg, m.DeleteTopicsRequest(tuple(go), req.timeout_ms), refused, order,
+                      lambda r: r.responses, m.DeleteTopicsResponse)
+        return None
+
+    # ----------------------------------------------------- DescribeConfigs
+    def handle_DescribeConfigs(self, msg):
+        results = []
+        for res in msg.payload.resources:
+            results.append(self._describe_configs(msg, res))
+        return m.DescribeConfigsResponse(tuple(results))
+
+    def _describe_configs(self, msg, res) -> m.DescribeConfigsResult:
+        rtype, name, keys = res.resource_type, res.resource_name, res.configuration_keys
+
+        def fail(err: Errors, why: str) -> m.DescribeConfigsResult:
+            return m.DescribeConfigsResult(err, why, rtype, name)
+        if rtype == m.RESOURCE_TOPIC:
+            if not self._allowed(msg, "TOPIC", name, "DESCRIBE_CONFIGS"):
+                return fail(Errors.TOPIC_AUTHORIZATION_FAILED, "Authorization failed.")
+            if name not in self.metadata.topics:
+                return fail(Errors.UNKNOWN_TOPIC_OR_PARTITION, f"Topic {name!r} does not exist.")
+            entries = self._topic_configs(name)
+        elif rtype == m.RESOURCE_BROKER:
+            if not self._allowed(msg, "CLUSTER", CLUSTER_RESOURCE, "DESCRIBE_CONFIGS"):
+                return fail(Errors.CLUSTER_AUTHORIZATION_FAILED, "Authorization failed.")
+            if name != str(self.broker_id):
+                return fail(Errors.INVALID_REQUEST, f"Unexpected broker id, expected {self.broker_id} but "
+                                                    f"received {name}")
+            entries = self._broker_configs()
+        else:
+            return fail(Errors.INVALID_REQUEST, f"unsupported resource type {rtype}")
+        if keys is not None:
+            entries = [e for e in entries if e.name in keys]
+        return m.DescribeConfigsResult(Errors.NONE, "", rtype, name, tuple(entries))
+
+    def _broker_configs(self) -> list:
+        return [m.DescribeConfigsResourceResult(k, _text(self.config[k]), True, _broker_source(k, self.config[k]))
+                for k in sorted(self.config) if not k.startswith("sim.")]
+
+    def _topic_configs(self, topic: str) -> list:
+        state = self.metadata.partitions.get((topic, 0))
+        overrides = dict(state.config) if state is not None else {}
+        out = []
+        for k in sorted(TOPIC):
+            if k in overrides:
+                out.append(m.DescribeConfigsResourceResult(k, _text(overrides[k]), False,
+                                                           m.SOURCE_DYNAMIC_TOPIC_CONFIG))
+                continue
+            bk = TOPIC_DEFAULTS.get(k)
+            if bk is not None and bk in self.config:
+                out.append(m.DescribeConfigsResourceResult(k, _text(self.config[bk]), False,
+                                                           _broker_source(bk, self.config[bk])))
+            else:
+                out.append(m.DescribeConfigsResourceResult(k, _text(TOPIC[k].default), False,
+                                                           m.SOURCE_DEFAULT_CONFIG))
+        return out
+
+    # ---------------------------------------------------------- StopReplica
+    def handle_StopReplica(self, msg):
+        req = msg.payload
+        dropped = []
+        for tp in req.partitions:
+            for f in self.fetchers.values():
+                f.remove_partition(tp)
+            p = self.partitions.pop(tp, None)
+            if p is not None:
+                p.fail_delayed(Errors.UNKNOWN_TOPIC_OR_PARTITION, "the topic was deleted")
+            self.metadata.partitions.pop(tp, None)
+            if req.delete_partitions and self.logs.pop(tp, None) is not None:
+                dropped.append(tp)
+            self._complete_parked_for(tp)
+        for topic in {tp[0] for tp in req.partitions}:
+            if not any(t == topic for t, _ in self.metadata.partitions):
+                self.metadata.topics.pop(topic, None)
+        if dropped:
+            self.narrate(f"broker {self.broker_id} stopped and deleted {len(dropped)} replica(s): "
+                         f"{m.tps_str(dropped)}")
+        return m.StopReplicaResponse(Errors.NONE)
+
+
+def _broker_source(key: str, value) -> int:
+    """DEFAULT_CONFIG when the broker runs Kafka's default, else STATIC_BROKER_CONFIG (set at start)."""
+    d = BROKER.get(key)
+    return m.SOURCE_DEFAULT_CONFIG if d is not None and d.default == value else m.SOURCE_STATIC_BROKER_CONFIG

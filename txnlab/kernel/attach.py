@@ -1,0 +1,105 @@
+"""Attaching a client to a simulated network: what ``bootstrap.servers`` resolves to.
+
+A real Kafka client knows only its bootstrap addresses; it dials one, and from
+then on it learns everything else from protocol responses (ApiVersions,
+Metadata, FindCoordinator).  Here the "dialing" is done by this registry: a lab
+registers an ``Attachment`` under its bootstrap address, and a client that is
+given that address gets the attachment -- the kernel its node lives in, the
+broker node names to bootstrap from, and the lab-only client switches -- and
+nothing else.  So a client never holds the lab object (``Cluster``); it holds a
+node on the network and speaks protocol messages.
+
+Owns: the registry of addresses (``register``, ``lookup``; schemes such as
+``txnlab://`` resolved by whoever registered the scheme, i.e. the front door's
+remote side with its private kernel), client names (``producer-1``, ...), the
+principal each client node authenticated as, and the client objects attached.
+"""
+from __future__ import annotations
+
+import weakref
+from typing import Any, Callable, Optional
+
+_ADDRESSES: "weakref.WeakValueDictionary[str, Attachment]" = weakref.WeakValueDictionary()
+_SCHEMES: dict[str, Callable[[str], "Attachment"]] = {}
+
+
+class AddressError(ValueError):
+    """No network answers at that address (a client turns it into a ConfigException on bootstrap.servers)."""
+
+
+class Attachment:
+    """One simulated network as a client sees it before it has sent anything.
+
+    ``brokers``: the node names a client bootstraps from (what ``bootstrap.servers`` lists).
+    ``client_config``: lab-only client keys (``sim.*``) every client attached here takes, e.g. the
+    "naive-client-classic" break-it switch as ``{"sim.naive.client": True}``; a client applies the
+    keys its own config knows."""
+
+    def __init__(self, address: str, kernel, brokers, client_config: Optional[dict] = None) -> None:
+        self.address = address
+        self.kernel = kernel
+        self.brokers: tuple = tuple(brokers)
+        self.client_config: dict = dict(client_config or {})
+        self.clients: dict = {}         # node name -> the client object that owns it
+        self.principals: dict = {}      # node name -> the principal it authenticated as (SASL)
+        self._counts: dict = {}
+
+    def __repr__(self) -> str:
+        return f"<Attachment {self.address} brokers={list(self.brokers)}>"
+
+    def next_client_name(self, kind: str) -> str:
+        """``producer-1``, ``producer-2``, ``consumer-1``, ...: one counter per kind and network."""
+        n = self._counts.get(kind, 0) + 1
+        self._counts[kind] = n
+        return f"{kind}-{n}"
+
+    def attach(self, name: str, owner: Any, node_class: Callable, principal: Optional[str] = None):
+        """A new node ``node_class(kernel, name, brokers, owner)`` for the client ``owner``.
+        A crashed client's name is reused; a live one's gets a suffix (``producer-1-1``)."""
+        nodes = self.kernel.nodes
+        if name in nodes:
+            old = nodes[name]
+            if getattr(old, "crashed", False) or not old.alive:
+                del nodes[name]
+            else:
+                name = self.next_client_name(name)
+        node = node_class(self.kernel, name, list(self.brokers), owner)
+        self.clients[name] = owner
+        if principal:
+            self.principals[name] = principal
+        return node
+
+    def principal_of(self, node_name: str) -> str:
+        return self.principals.get(node_name, "User:ANONYMOUS")
+
+    def release(self, node) -> None:
+        """A client that is done: in a lab's own kernel its node stays for the pictures (nothing to do)."""
+
+
+def register(address: str, attachment: Attachment) -> None:
+    """Make ``address`` (a lab's bootstrap string, ``...@<id>``) resolve to ``attachment``.
+    The registry holds it weakly: the lab that registered it keeps it alive."""
+    _ADDRESSES[_key(address)] = attachment
+
+
+def register_scheme(prefix: str, resolver: Callable[[str], Attachment]) -> None:
+    """Addresses starting with ``prefix`` (``txnlab://``) resolve through ``resolver(address)``."""
+    _SCHEMES[prefix] = resolver
+
+
+def _key(address: str) -> str:
+    return address.strip().rsplit("@", 1)[1]
+
+
+def lookup(address: Any) -> Attachment:
+    """The attachment ``bootstrap.servers`` names (AddressError, saying why, if none answers)."""
+    if isinstance(address, str):
+        for prefix, resolver in _SCHEMES.items():
+            if address.strip().startswith(prefix):
+                return resolver(address)
+    if not isinstance(address, str) or "@" not in address:
+        raise AddressError(f"must be a cluster's bootstrap string (cluster.bootstrap), got {address!r}")
+    att = _ADDRESSES.get(_key(address))
+    if att is None:
+        raise AddressError(f"no running cluster answers at {address!r}")
+    return att

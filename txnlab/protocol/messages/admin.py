@@ -1,0 +1,141 @@
+"""CreateTopics, DeleteTopics and DescribeConfigs: what ``kafka-topics.sh`` / ``kafka-configs.sh`` send.
+
+A client sends them to any broker; the broker forwards topic changes to the
+controller (as Kafka 4 forwards them to the KRaft quorum) and answers with the
+controller's result.  Brokers send CreateTopics to the controller themselves to
+create internal topics and (with ``auto.create.topics.enable``) asked-for ones.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Optional
+
+from ..message_base import _err
+
+# ConfigResource.Type (org.apache.kafka.common.config.ConfigResource)
+RESOURCE_TOPIC = 2
+RESOURCE_BROKER = 4
+# DescribeConfigsResponse.ConfigSource
+SOURCE_DYNAMIC_TOPIC_CONFIG = 1
+SOURCE_STATIC_BROKER_CONFIG = 4
+SOURCE_DEFAULT_CONFIG = 5
+
+
+def _results(results) -> str:
+    """One result: its error (the line a broker's own CreateTopics always had); several: each topic's.
+    The error messages travel to the client; the trace says why in the controller's narration."""
+    if len(results) == 1:
+        return _err(results[0].error_code)
+    return "; ".join(f"{r.name}: {_err(r.error_code)}" for r in results)
+
+
+# --------------------------------------------------------------- CreateTopics
+@dataclass(frozen=True, slots=True)
+class CreatableTopic:
+    name: str
+    num_partitions: int = -1           # -1: the broker's num.partitions
+    replication_factor: int = -1       # -1: the broker's default.replication.factor
+    configs: tuple = ()                # (name, value), ...
+
+
+@dataclass(frozen=True, slots=True)
+class CreateTopicsRequest:
+    API = "CreateTopics"
+    API_KEY = 19
+    topics: tuple                      # (CreatableTopic, ...)
+    timeout_ms: int = 30_000
+    validate_only: bool = False
+
+    def describe(self) -> str:
+        return "; ".join(f"{t.name} ({t.num_partitions} partitions, RF {t.replication_factor})"
+                         for t in self.topics) + (" (validate only)" if self.validate_only else "")
+
+
+@dataclass(frozen=True, slots=True)
+class CreatableTopicResult:
+    name: str
+    error_code: int
+    error_message: str = ""
+    num_partitions: int = -1
+    replication_factor: int = -1
+
+
+@dataclass(frozen=True, slots=True)
+class CreateTopicsResponse:
+    topics: tuple                      # (CreatableTopicResult, ...)
+
+    def describe(self) -> str:
+        return _results(self.topics)
+
+
+# --------------------------------------------------------------- DeleteTopics
+@dataclass(frozen=True, slots=True)
+class DeleteTopicsRequest:
+    API = "DeleteTopics"
+    API_KEY = 20
+    topic_names: tuple                 # (name, ...)
+    timeout_ms: int = 30_000
+
+    def describe(self) -> str:
+        return ", ".join(self.topic_names)
+
+
+@dataclass(frozen=True, slots=True)
+class DeletableTopicResult:
+    name: str
+    error_code: int
+    error_message: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class DeleteTopicsResponse:
+    responses: tuple                   # (DeletableTopicResult, ...)
+
+    def describe(self) -> str:
+        return _results(self.responses)
+
+
+# ------------------------------------------------------------ DescribeConfigs
+@dataclass(frozen=True, slots=True)
+class DescribeConfigsResource:
+    resource_type: int                 # RESOURCE_TOPIC or RESOURCE_BROKER
+    resource_name: str                 # a topic, or a broker id as text
+    configuration_keys: Optional[tuple] = None   # None: every key
+
+
+@dataclass(frozen=True, slots=True)
+class DescribeConfigsRequest:
+    API = "DescribeConfigs"
+    API_KEY = 32
+    resources: tuple                   # (DescribeConfigsResource, ...)
+
+    def describe(self) -> str:
+        kinds = {RESOURCE_TOPIC: "topic", RESOURCE_BROKER: "broker"}
+        return ", ".join(f"{kinds.get(r.resource_type, r.resource_type)} {r.resource_name}" for r in self.resources)
+
+
+@dataclass(frozen=True, slots=True)
+class DescribeConfigsResourceResult:
+    name: str
+    value: Optional[str]
+    read_only: bool
+    config_source: int                 # SOURCE_*
+    is_sensitive: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class DescribeConfigsResult:
+    error_code: int
+    error_message: str
+    resource_type: int
+    resource_name: str
+    configs: tuple = ()                # (DescribeConfigsResourceResult, ...)
+
+
+@dataclass(frozen=True, slots=True)
+class DescribeConfigsResponse:
+    results: tuple                     # (DescribeConfigsResult, ...)
+
+    def describe(self) -> str:
+        return "; ".join(f"{r.resource_name}: {_err(r.error_code) if r.error_code else f'{len(r.configs)} config(s)'}"
+                         for r in self.results)
