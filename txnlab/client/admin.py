@@ -16,7 +16,7 @@ from typing import Optional
 from ..errors import KafkaError, KafkaException
 from ..protocol import messages as m
 from ..protocol.errors import Errors
-from .config import ADMIN, principal
+from .config import admin_config, principal
 from .message import TopicPartition
 from .network_client import broker_node
 
@@ -101,8 +101,7 @@ def cluster_metadata(node, kernel, topic: Optional[str] = None) -> ClusterMetada
 class AdminClient:
     def __init__(self, config: dict) -> None:
         from ..cluster import Cluster
-        from ..config import resolve
-        cfg, _ = resolve(ADMIN, config, "admin")
+        cfg = admin_config(config)
         self._config = cfg
         cluster = Cluster.lookup(cfg["bootstrap.servers"])
         self._cluster = cluster

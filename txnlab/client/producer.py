@@ -14,7 +14,7 @@ from typing import Callable, Optional
 from ..errors import KafkaError, KafkaException, KafkaStateError
 from ..protocol.hashing import murmur2_partition
 from ..protocol.record_batch import Record
-from .config import principal, producer_config
+from .config import notices, principal, producer_config
 from .message import Message
 from .record_accumulator import RecordAccumulator
 from .sender import Sender
@@ -68,6 +68,8 @@ class Producer:
         # producer; an idempotent or plain producer never leaves UNINITIALIZED
         self._producing_state = State.IN_TRANSACTION if cfg["transactional.id"] is not None else State.UNINITIALIZED
         self.sender = Sender(self)
+        for line in notices(cfg):                 # librdkafka's CONFWARN lines and what the lab ignores
+            self._kernel.record("note", name, line)
 
     # --------------------------------------------------------------- helpers
     def __repr__(self) -> str:
