@@ -98,14 +98,16 @@ DELIBERATE = {
     "Producer": {
         "extra": {"transaction_manager": "the lab's view into the client's transaction state (widgets read it)",
                   "sender": "the lab's Sender, for the stepper and the views",
-                  "name": "the client's node name in the trace"},
+                  "name": "the client's node name in the trace",
+                  "deliver": "the lab's hook that queues a delivery report for poll()"},
         "missing": {"produce_batch": "batch produce is not modelled yet (issue 13, client behaviour part)",
                     "set_sasl_credentials": "SASL is not modelled (credentials come from sasl.username)",
                     "cluster_id": "not modelled yet", "close": "not modelled yet",
                     "list_topics": "not modelled yet (AdminClient.list_topics is)"},
     },
     "Consumer": {
-        "extra": {"name": "the client's node name in the trace"},
+        "extra": {"name": "the client's node name in the trace",
+                  "coordinator": "the lab's ConsumerCoordinator, for the views", "fetcher": "the lab's Fetcher"},
         "missing": {"set_sasl_credentials": "SASL is not modelled", "cluster_id": "not modelled yet",
                     "memberid": "not modelled yet", "offsets_for_times": "not modelled yet",
                     "list_topics": "not modelled yet", "incremental_assign": "no cooperative rebalancing yet",

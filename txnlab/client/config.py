@@ -127,6 +127,9 @@ def parse(prop: L.Property, value: Any, given: str) -> Any:
                 raise _fail(name, f'Invalid value "{bare}" for configuration property "{name}"',
                             "must be one of " + ", ".join(prop.range), given=given)
             out.append(match[0])
+        if prop.type == ENUM and not out:
+            raise _fail(name, f'Invalid value "{s}" for configuration property "{name}"',
+                        "must be one of " + ", ".join(prop.range), given=given)
         return out[0] if prop.type == ENUM else ",".join(out)
     s = s.lstrip() if prop.type == STR else s
     if name == "partitioner" and s not in L.PARTITIONERS:
@@ -237,10 +240,10 @@ _REPORTED: set = set()
 
 def _aliases(cfg: dict) -> dict:
     """Every alias reads as its property, so ``cfg["linger.ms"]`` is ``cfg["queue.buffering.max.ms"]``."""
-    for table in (L.TOPIC, L.GLOBAL):
-        for name, p in table.items():
-            if p.alias_of:
-                cfg[name] = cfg[p.alias_of]
+    for name in L.names():
+        p = L.GLOBAL.get(name) or L.TOPIC[name]
+        if p.alias_of:                   # a name that is a global property is that property, not a topic alias
+            cfg[name] = cfg[p.alias_of]
     return cfg
 
 

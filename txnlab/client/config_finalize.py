@@ -25,7 +25,8 @@ TXN_NEEDS_IDEMPOTENCE = "Cannot set a transactional.id without also enabling ide
 
 def _refuse(modified: dict, name: str, what: str, text: str) -> ConfigException:
     key = modified.get(name, name)
-    return ConfigException(key, text, f"Failed to create {what}: {text}")
+    full = f"Failed to create {what}: {text}" + ("" if key in text else f' (set as "{key}")')
+    return ConfigException(key, text, full)
 
 
 def finalize_producer(cfg: dict, modified: dict, dialect: str, what: str = "producer") -> None:
@@ -39,7 +40,8 @@ def finalize_producer(cfg: dict, modified: dict, dialect: str, what: str = "prod
     mt, linger = cfg["message.timeout.ms"], cfg["queue.buffering.max.ms"]
     if dialect == dialects.LIBRDKAFKA and mt != 0 and mt <= linger:
         if "queue.buffering.max.ms" in modified:
-            raise _refuse(modified, "message.timeout.ms", what, "`message.timeout.ms` must be greater than `linger.ms`")
+            raise _refuse(modified, "message.timeout.ms" if "message.timeout.ms" in modified
+                          else "queue.buffering.max.ms", what, "`message.timeout.ms` must be greater than `linger.ms`")
         cfg["queue.buffering.max.ms"] = mt - 0.1
     if "sticky.partitioning.linger.ms" not in modified:
         cfg["sticky.partitioning.linger.ms"] = int(min(900_000, 2 * cfg["queue.buffering.max.ms"]))
