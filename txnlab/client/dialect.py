@@ -118,8 +118,6 @@ def normalize(dialect: str, code: int) -> int:
             return KafkaError._FENCED
         if code == KafkaError._TIMED_OUT_QUEUE:
             return KafkaError._TIMED_OUT
-    elif dialect == JAVA and code == E.INVALID_PRODUCER_EPOCH:
-        return code
     return code
 
 
