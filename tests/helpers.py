@@ -75,7 +75,7 @@ def read_all(cluster, topic, isolation="read_committed", partitions=None, max_po
     from txnlab import Consumer, TopicPartition
     n = len([1 for (t, _p) in cluster.controller.states if t == topic])
     parts = partitions if partitions is not None else range(n)
-    c = Consumer({"bootstrap.servers": cluster.bootstrap, "isolation.level": isolation,
+    c = Consumer({"group.id": "lab-reader", "bootstrap.servers": cluster.bootstrap, "isolation.level": isolation,
                   "enable.auto.commit": False})
     c.assign([TopicPartition(topic, p, 0) for p in parts])
     out = []

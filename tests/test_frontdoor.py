@@ -77,7 +77,7 @@ p.flush()
 p.abort_transaction()
 seen = {}
 for level in ("read_committed", "read_uncommitted"):
-    c = Consumer({"bootstrap.servers": addr, "isolation.level": level})
+    c = Consumer({"group.id": "lab-reader", "enable.auto.commit": False, "bootstrap.servers": addr, "isolation.level": level})
     c.assign([TopicPartition("t", 0, 0), TopicPartition("t", 1, 0)])
     values = []
     while True:
@@ -111,7 +111,7 @@ print(json.dumps(seen))
 def test_faults_armed_in_the_kernel_hit_remote_requests(served):
     cluster, addr = served
     cluster.drop_next("Produce", response=True)        # the broker appends, the answer is lost
-    p = Producer({"bootstrap.servers": addr, "client.id": "remote-idempotent"})
+    p = Producer({"bootstrap.servers": addr, "client.id": "remote-idempotent", "enable.idempotence": True})
     for i in range(20):
         p.produce("t", value=b"v%d" % i, partition=0)
     assert p.flush(60) == 0

@@ -148,7 +148,7 @@ def assert_cluster_still_serves_clients():
     p = Producer({"bootstrap.servers": c.bootstrap, "linger.ms": 0})
     p.produce("t", value=b"still-alive", partition=0)
     assert p.flush(10) == 0
-    cons = Consumer({"bootstrap.servers": c.bootstrap, "auto.offset.reset": "earliest"})
+    cons = Consumer({"group.id": "lab-reader", "enable.auto.commit": False, "bootstrap.servers": c.bootstrap, "auto.offset.reset": "earliest"})
     cons.assign([TopicPartition("t", 0, 0)])
     seen = [msg.value() for msg in cons.consume(1000, 2.0) if msg.error() is None]
     assert b"still-alive" in seen

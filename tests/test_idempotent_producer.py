@@ -18,7 +18,7 @@ def deliveries(p, out):
 
 def test_dropped_produce_response_is_retried_and_deduplicated():
     c = cluster()
-    p = Producer({"bootstrap.servers": c.bootstrap})
+    p = Producer({"bootstrap.servers": c.bootstrap, "enable.idempotence": True})
     got = []
     p.produce("t", value=b"order-1", on_delivery=deliveries(p, got))
     c.drop_next("Produce", response=True)
@@ -134,7 +134,7 @@ def test_client_bumps_epoch_when_the_broker_lost_its_state():
     locally and resends from sequence 0."""
     c = Cluster(brokers=1, seed=1)
     c.create_topic("t")
-    p = Producer({"bootstrap.servers": c.bootstrap})
+    p = Producer({"bootstrap.servers": c.bootstrap, "enable.idempotence": True})
     for i in range(3):
         p.produce("t", value=b"a%d" % i)
     p.flush()

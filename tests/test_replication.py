@@ -156,7 +156,7 @@ def test_consumers_never_read_past_the_high_watermark():
     assert raw.produce("t", 0, [b"only-on-leader"], acks=1).error == Errors.NONE
     st = c.partition_state("t", 0)
     assert (st["hw"], st["leo"]) == (1, 2)
-    consumer = Consumer({"bootstrap.servers": c.bootstrap, "isolation.level": "read_uncommitted"})
+    consumer = Consumer({"group.id": "lab-reader", "enable.auto.commit": False, "bootstrap.servers": c.bootstrap, "isolation.level": "read_uncommitted"})
     consumer.assign([TopicPartition("t", 0, 0)])
     seen = [m.value() for m in consumer.consume(10, 2.0) if m.error() is None]
     assert seen == [b"replicated"]

@@ -75,8 +75,8 @@ def test_undecided_data_is_invisible_and_the_lso_stops_at_the_open_transaction()
     assert (st["lso"], st["hw"], st["leo"]) == (1, 3, 3)
     assert read_all(c, "one") == [b"before"]
     assert read_all(c, "one", "read_uncommitted") == [b"before", b"open-1", b"after"]
-    rc = Consumer({"bootstrap.servers": c.bootstrap, "isolation.level": "read_committed"})
-    ru = Consumer({"bootstrap.servers": c.bootstrap, "isolation.level": "read_uncommitted"})
+    rc = Consumer({"group.id": "lab-reader", "enable.auto.commit": False, "bootstrap.servers": c.bootstrap, "isolation.level": "read_committed"})
+    ru = Consumer({"group.id": "lab-reader", "enable.auto.commit": False, "bootstrap.servers": c.bootstrap, "isolation.level": "read_uncommitted"})
     assert rc.get_watermark_offsets(TopicPartition("one", 0)) == (0, 1)
     assert ru.get_watermark_offsets(TopicPartition("one", 0)) == (0, 3)
     p.commit_transaction()

@@ -26,7 +26,7 @@ def test_markers_for_twenty_partitions_on_one_leader_go_in_one_request():
 def test_a_waiting_read_committed_fetch_gets_only_committed_records():
     c = Cluster(brokers=1, seed=0, config=CFG)
     c.create_topic("t")
-    consumer = Consumer({"bootstrap.servers": c.bootstrap, "isolation.level": "read_committed"})
+    consumer = Consumer({"group.id": "lab-reader", "enable.auto.commit": False, "bootstrap.servers": c.bootstrap, "isolation.level": "read_committed"})
     consumer.assign([TopicPartition("t", 0, 0)])
     assert consumer.poll(0.1) is None                     # its fetch now waits at the broker
     a = Producer({"bootstrap.servers": c.bootstrap, "transactional.id": "A"})
@@ -149,7 +149,7 @@ def test_a_record_that_expires_before_it_is_sent_fails_the_commit():
     c = Cluster(brokers=1, seed=0, config=CFG)
     c.create_topic("t")
     p = Producer({"bootstrap.servers": c.bootstrap, "transactional.id": "t1", "delivery.timeout.ms": 2_000,
-                  "linger.ms": 10_000})
+                  "linger.ms": 10_000, "sim.client.dialect": "java"})
     p.init_transactions()
     p.begin_transaction()
     p.produce("t", value=b"kept")

@@ -19,7 +19,7 @@ from ..errors import KafkaError, KafkaException
 from ..protocol import messages as m
 from ..protocol.errors import Errors
 from .admin_types import ConfigEntry, ConfigResource, ConfigSource  # noqa: F401 - ConfigResource: the public name
-from .config import ADMIN
+from .config import admin_config
 from .message import TopicPartition
 from .network_client import attach_client, broker_node
 
@@ -108,8 +108,7 @@ def _error(code: int, message: str = "") -> KafkaError:
 
 class AdminClient:
     def __init__(self, config: dict) -> None:
-        from ..config import resolve
-        cfg, _ = resolve(ADMIN, config, "admin")
+        cfg = admin_config(config)
         self._config = cfg
         self._attachment, self.name, self._node = attach_client(cfg, "admin", self)
         self._kernel = self._attachment.kernel

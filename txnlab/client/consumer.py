@@ -15,7 +15,7 @@ from typing import Callable, Optional
 
 from ..errors import KafkaError, KafkaException
 from ..protocol.errors import Errors
-from .config import consumer_config
+from .config import consumer_config, notices
 from .consumer_coordinator import ConsumerCoordinator, MemberState
 from .fetcher import LIST_EARLIEST, LIST_LATEST, Fetcher, PartitionState
 from .network_client import attach_client
@@ -71,6 +71,8 @@ class Consumer:
         self._committing_fetch = False
         self._auto_commit_timer = None
         self._note(f"{self.name} created (group {cfg['group.id']!r}, isolation.level={cfg['isolation.level']})")
+        for line in notices(cfg):                 # librdkafka's CONFWARN lines and what the lab ignores
+            self._say(line)
 
     # --------------------------------------------------------------- helpers
     def __repr__(self) -> str:

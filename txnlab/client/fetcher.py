@@ -188,7 +188,8 @@ class Fetcher:
             else:
                 ts = (TIMESTAMP_CREATE_TIME, record.timestamp)
             return Message(cf.tp[0], cf.tp[1], offset, record.key, record.value,
-                           list(record.headers) if record.headers else None, ts)
+                           list(record.headers) if record.headers else None, timestamp=ts,
+                           leader_epoch=batch.partition_leader_epoch if batch.partition_leader_epoch >= 0 else None)
         return None
 
     def _note_skipped(self, cf: CompletedFetch) -> None:

@@ -1,4 +1,9 @@
-"""``Message`` and ``TopicPartition`` with confluent-kafka's Python surface."""
+"""``Message`` and ``TopicPartition`` with confluent-kafka's Python surface.
+
+``TopicPartition`` equals, orders and hashes by (topic, partition), as confluent-kafka's does; its
+``leader_epoch`` is None when unknown (-1).  ``Message`` equals another with the same topic, partition,
+offset, key, value, headers, error, timestamp and leader epoch, and is not hashable, as in confluent-kafka.
+"""
 from __future__ import annotations
 
 from typing import Optional
@@ -16,7 +21,8 @@ TIMESTAMP_LOG_APPEND_TIME = 2
 
 
 class TopicPartition:
-    __slots__ = ("topic", "partition", "offset", "metadata", "leader_epoch", "error")
+    """TopicPartition(topic, [partition], [offset], [metadata], [leader_epoch])"""
+    __slots__ = ("topic", "partition", "offset", "metadata", "_leader_epoch", "error")
 
     def __init__(self, topic: str, partition: int = -1, offset: int = OFFSET_INVALID,
                  metadata: Optional[str] = None, leader_epoch: Optional[int] = None) -> None:
@@ -24,39 +30,71 @@ class TopicPartition:
         self.partition = partition
         self.offset = offset
         self.metadata = metadata
-        self.leader_epoch = leader_epoch
+        self._leader_epoch = None if leader_epoch is None or leader_epoch < 0 else leader_epoch
         self.error: Optional[KafkaError] = None
 
+    @property
+    def leader_epoch(self) -> Optional[int]:
+        return self._leader_epoch
+
     def __repr__(self) -> str:
-        err = f",error={self.error!r}" if self.error else ""
-        return f"TopicPartition{{topic={self.topic},partition={self.partition},offset={self.offset}{err}}}"
+        return (f"TopicPartition{{topic={self.topic},partition={self.partition},offset={self.offset},"
+                f"leader_epoch={self._leader_epoch},error={self.error!r}}}")
+
+    __str__ = __repr__
+
+    def _key(self) -> tuple:
+        return (self.topic, self.partition)
 
     def __eq__(self, other) -> bool:
-        return (isinstance(other, TopicPartition) and self.topic == other.topic
-                and self.partition == other.partition and self.offset == other.offset)
+        if not isinstance(other, TopicPartition):
+            return NotImplemented
+        return self._key() == other._key()
 
-    def __hash__(self) -> int:
-        return hash((self.topic, self.partition))
+    def __ne__(self, other) -> bool:
+        if not isinstance(other, TopicPartition):
+            return NotImplemented
+        return self._key() != other._key()
 
     def __lt__(self, other) -> bool:
-        return (self.topic, self.partition) < (other.topic, other.partition)
+        if not isinstance(other, TopicPartition):
+            return NotImplemented
+        return self._key() < other._key()
+
+    def __le__(self, other) -> bool:
+        return self == other or self < other
+
+    def __gt__(self, other) -> bool:
+        if not isinstance(other, TopicPartition):
+            return NotImplemented
+        return self._key() > other._key()
+
+    def __ge__(self, other) -> bool:
+        return self == other or self > other
+
+    def __hash__(self) -> int:
+        return hash(self._key())
 
 
 class Message:
+    """Message([topic], [partition], [offset], [key], [value], [headers], [error], [timestamp], [latency],
+    [leader_epoch]): a consumed or delivered message, or an event (``error()`` is not None)."""
     __slots__ = ("_topic", "_partition", "_offset", "_key", "_value", "_headers", "_timestamp",
-                 "_error", "_latency")
+                 "_error", "_latency", "_leader_epoch")
 
-    def __init__(self, topic, partition, offset, key, value, headers=None, timestamp=(0, 0),
-                 error: Optional[KafkaError] = None, latency: Optional[float] = None) -> None:
+    def __init__(self, topic=None, partition=None, offset=None, key=None, value=None, headers=None,
+                 error: Optional[KafkaError] = None, timestamp=(TIMESTAMP_NOT_AVAILABLE, 0),
+                 latency: Optional[float] = None, leader_epoch: Optional[int] = None) -> None:
         self._topic = topic
         self._partition = partition
         self._offset = offset
         self._key = key
         self._value = value
         self._headers = headers
-        self._timestamp = timestamp
         self._error = error
-        self._latency = latency
+        self._timestamp = tuple(timestamp) if timestamp is not None else (TIMESTAMP_NOT_AVAILABLE, 0)
+        self._latency = None if latency is None or latency < 0 else latency
+        self._leader_epoch = None if leader_epoch is None or leader_epoch < 0 else leader_epoch
 
     def topic(self):
         return self._topic
@@ -74,25 +112,61 @@ class Message:
         return self._value
 
     def headers(self):
+        if self._headers is None or isinstance(self._headers, dict):
+            return self._headers
         return list(self._headers) if self._headers else None
 
-    def timestamp(self):
+    def timestamp(self) -> tuple:
+        """(type, ms): TIMESTAMP_CREATE_TIME / TIMESTAMP_LOG_APPEND_TIME / TIMESTAMP_NOT_AVAILABLE."""
         return self._timestamp
 
-    def error(self):
+    def error(self) -> Optional[KafkaError]:
         return self._error
 
-    def latency(self):
+    def latency(self) -> Optional[float]:
+        """Produce latency in seconds (delivery reports), None otherwise."""
         return self._latency
 
-    def set_value(self, v) -> None:
-        self._value = v
+    def leader_epoch(self) -> Optional[int]:
+        return self._leader_epoch
 
-    def set_key(self, k) -> None:
-        self._key = k
+    def delivery_count(self) -> Optional[int]:
+        return None              # share consumers only (KIP-932), which the lab does not have
+
+    def deserialized_key(self):
+        return self._key
+
+    def deserialized_value(self):
+        return self._value
+
+    def set_headers(self, headers) -> None:
+        self._headers = headers
+
+    def set_value(self, value) -> None:
+        self._value = value
+
+    def set_key(self, key) -> None:
+        self._key = key
+
+    def set_topic(self, topic) -> None:
+        self._topic = topic
+
+    def set_error(self, error) -> None:
+        self._error = error
 
     def __len__(self) -> int:
         return len(self._value) if self._value is not None else 0
+
+    def _fields(self) -> tuple:
+        return (self._topic, self._partition, self._offset, self._key, self._value, self._headers,
+                self._error, self._timestamp[1], self._leader_epoch)
+
+    def __eq__(self, other) -> bool:
+        if not isinstance(other, Message):
+            return NotImplemented
+        return self._fields() == other._fields()
+
+    __hash__ = None  # type: ignore[assignment]   # unhashable, as confluent-kafka's Message
 
     def __repr__(self) -> str:
         return (f"Message(topic={self._topic!r}, partition={self._partition}, offset={self._offset}, "

@@ -14,7 +14,7 @@ from typing import Callable, Optional
 from ..errors import KafkaError, KafkaException, KafkaStateError
 from ..protocol.hashing import murmur2_partition
 from ..protocol.record_batch import Record
-from .config import producer_config
+from .config import notices, producer_config
 from .message import Message
 from .network_client import attach_client
 from .record_accumulator import RecordAccumulator
@@ -62,6 +62,8 @@ class Producer:
         # producer; an idempotent or plain producer never leaves UNINITIALIZED
         self._producing_state = State.IN_TRANSACTION if cfg["transactional.id"] is not None else State.UNINITIALIZED
         self.sender = Sender(self)
+        for line in notices(cfg):                 # librdkafka's CONFWARN lines and what the lab ignores
+            self._kernel.record("note", self.name, line)
 
     # --------------------------------------------------------------- helpers
     def __repr__(self) -> str:

@@ -218,7 +218,7 @@ class Sender(TransactionalRequests):
         for i, (rec, cb) in enumerate(zip(b.records, b.callbacks)):
             off = base_offset + i if base_offset >= 0 and kerr is None else -1
             key, value, headers, ts = rec      # a Record, or the plain tuple produce()'s short path stored
-            msg = Message(topic, part, off, key, value, headers or None, (1, ts), kerr)
+            msg = Message(topic, part, off, key, value, headers or None, timestamp=(1, ts), error=kerr)
             p.deliver(cb or _noop, kerr, msg)
 
     def _can_retry(self, b, error: Errors) -> bool:
@@ -343,7 +343,7 @@ class Sender(TransactionalRequests):
         p = self.p
         waiting, p._unassigned = p._unassigned, []
         for topic, value, key, _part, cb, ts, headers in waiting:
-            p.deliver(cb or _noop, error, Message(topic, -1, -1, key, value, headers or None, (1, ts), error))
+            p.deliver(cb or _noop, error, Message(topic, -1, -1, key, value, headers or None, timestamp=(1, ts), error=error))
         for tp, dq in p._acc.batches.items():
             keep = [b for b in dq if b.in_flight or b.retry]
             for b in dq:

@@ -17,7 +17,7 @@ from .scenario import (TOPIC, Scenario, assigned, consumer, drain, error_name, e
 # -------------------------------------------------------------------------- 1. dedup
 def _dropped_ack_dedup(c: Cluster) -> dict:
     leader0, leader1 = c.leader(TOPIC, 0), c.leader(TOPIC, 1)
-    idem = producer(c, "idempotent-producer", **{"request.timeout.ms": 3000})
+    idem = producer(c, "idempotent-producer", **{"enable.idempotence": True, "request.timeout.ms": 3000})
     plain = producer(c, "plain-producer", **{"enable.idempotence": False, "request.timeout.ms": 3000})
     # The broker appends the first batch and answers; the answer (the ack) is lost: the connection breaks.
     c.drop_next("Produce", response=True, src=leader0, dst="idempotent-producer")

@@ -356,7 +356,7 @@ class Network:
         if conn is not None and conn.state == "dead" or self.cuts and (m.src, m.dst) in self.cuts:
             m.state = "dropped"
             why = (f"network partition between {m.src} and {m.dst}" if (m.src, m.dst) in self.cuts
-                   else f"its connection died in a network partition")
+                   else "its connection died in a network partition")
             m.note = "network partition"
             if conn is not None and conn.state == "open":
                 conn.state = "dead"           # neither end knows: a request timeout will close it

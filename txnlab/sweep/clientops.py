@@ -130,7 +130,7 @@ def final_read(cluster, history, topics: list, process: str = "final-reader", ma
     """Read every partition of ``topics`` from offset 0 to its end (read_committed); record one final-read op."""
     from ..client.consumer import Consumer
 
-    c = Consumer({"bootstrap.servers": cluster.bootstrap, "client.id": process, "isolation.level": "read_committed",
+    c = Consumer({"group.id": "lab-reader", "bootstrap.servers": cluster.bootstrap, "client.id": process, "isolation.level": "read_committed",
                   "enable.auto.commit": False, "auto.offset.reset": "earliest"})
     tps = [TopicPartition(t, p, 0) for (t, p) in sorted(cluster.controller.states) if t in topics]
     start = cluster.kernel.now

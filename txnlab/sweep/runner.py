@@ -33,9 +33,9 @@ CLUSTER_CONFIG = {
     "broker.heartbeat.interval.ms": 1_000,
     "group.initial.rebalance.delay.ms": 0,
 }
-PRODUCER_CONFIG = {"transaction.timeout.ms": 8_000, "request.timeout.ms": 4_000, "delivery.timeout.ms": 30_000,
+PRODUCER_CONFIG = {"transaction.timeout.ms": 8_000, "request.timeout.ms": 4_000, "delivery.timeout.ms": 8_000,
                    "linger.ms": 2}
-CONSUMER_CONFIG = {"request.timeout.ms": 4_000}
+CONSUMER_CONFIG = {"socket.timeout.ms": 4_000}     # librdkafka times consumer requests with socket.timeout.ms
 SETTLE_MS = 45_000        # after the run: every timeout (30 s inter-broker requests included) has passed
 SETTLE_STEP_MS = 250
 

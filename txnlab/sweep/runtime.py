@@ -67,6 +67,7 @@ class Ctx:
 
     def consumer(self, **extra) -> Consumer:
         conf = {"bootstrap.servers": self.cluster.bootstrap, "client.id": f"{self.name}.{self.instance}-c",
+                "group.id": f"{self.name}-reader",      # librdkafka refuses a consumer without one
                 "isolation.level": "read_committed", "enable.auto.commit": False,
                 "auto.offset.reset": "earliest", **self.rt.consumer_config, **extra}
         c = Consumer(conf)

@@ -1,0 +1,134 @@
+"""Client dialects: which client's defaults and error reactions a lab client follows.
+
+``librdkafka`` (the default; confluent-kafka is librdkafka) or ``java`` (Kafka's Java client), chosen with
+the lab key ``sim.client.dialect``.  This module owns, as data, (1) the defaults where the two differ and
+(2) how each classifies a broker error per request: retry, abortable (``txn_requires_abort``) or fatal.
+librdkafka's tables are read from ``rdkafka_txnmgr.c`` (``rd_kafka_txn_handle_<Api>``), ``rdkafka_request.c``
+(``rd_kafka_handle_Produce_error``) and ``rdkafka_idempotence.c`` (``rd_kafka_idemp_pid_fetch``); Java's from
+KAFKA-EOS §9.  A producer asks ``classify(dialect, api, code)`` and builds its error with ``kafka_error``.
+"""
+from __future__ import annotations
+
+from enum import Enum
+from typing import Optional
+
+from ..errors import KafkaError
+from ..protocol.errors import Errors as E
+
+LIBRDKAFKA = "librdkafka"
+JAVA = "java"
+DIALECTS = (LIBRDKAFKA, JAVA)
+
+INT32_MAX = 2_147_483_647
+
+# Defaults where Kafka's Java client differs from librdkafka (librdkafka's are in librdkafka_config.py).
+# Keys are librdkafka's canonical property names.
+JAVA_DEFAULTS = {
+    "enable.idempotence": True,                          # Java 3.0+
+    "max.in.flight.requests.per.connection": 5,
+    "batch.size": 16_384,
+    "message.timeout.ms": 120_000,                       # delivery.timeout.ms
+    "isolation.level": "read_uncommitted",
+    "auto.offset.reset": "latest",
+    "partition.assignment.strategy": "range,cooperative-sticky",
+    "socket.timeout.ms": 30_000,                         # the consumer's request.timeout.ms
+}
+
+
+class Action(Enum):
+    RETRY = "retry"             # retry the request (after refreshing the coordinator/leader if need be)
+    ABORTABLE = "abortable"     # the transaction must be aborted; the producer carries on
+    FATAL = "fatal"             # the producer must be closed
+    PERMANENT = "permanent"     # fails this request/message only (idempotent producer, consumer calls)
+
+
+R, A, F = Action.RETRY, Action.ABORTABLE, Action.FATAL
+_COORD = {E.NOT_COORDINATOR: R, E.COORDINATOR_NOT_AVAILABLE: R, E.COORDINATOR_LOAD_IN_PROGRESS: R,
+          E.CONCURRENT_TRANSACTIONS: R, E.REQUEST_TIMED_OUT: R, E.NETWORK_EXCEPTION: R}
+_AUTH_FATAL = {E.TRANSACTIONAL_ID_AUTHORIZATION_FAILED: F, E.CLUSTER_AUTHORIZATION_FAILED: F}
+
+# librdkafka: what each transactional request's handler does with a broker error; anything not listed is
+# "unhandled error, fail transaction" (abortable).  Fencing errors become _FENCED (rd_kafka_txn_normalize_err).
+LIBRDKAFKA_TXN = {
+    "InitProducerId": {**_COORD, **_AUTH_FATAL, E.INVALID_TRANSACTION_TIMEOUT: F, E.INVALID_PRODUCER_EPOCH: F,
+                       E.PRODUCER_FENCED: F, "default": R},
+    "AddPartitionsToTxn": {**_COORD, E.UNKNOWN_TOPIC_OR_PARTITION: R, **_AUTH_FATAL, E.INVALID_PRODUCER_EPOCH: F,
+                           E.PRODUCER_FENCED: F, E.INVALID_TXN_STATE: F, E.UNKNOWN_PRODUCER_ID: A,
+                           E.INVALID_PRODUCER_ID_MAPPING: A, E.TOPIC_AUTHORIZATION_FAILED: A,
+                           E.OPERATION_NOT_ATTEMPTED: A, "default": A},
+    "AddOffsetsToTxn": {**_COORD, E.UNKNOWN_TOPIC_OR_PARTITION: R, **_AUTH_FATAL, E.INVALID_PRODUCER_EPOCH: F,
+                        E.PRODUCER_FENCED: F, E.INVALID_TXN_STATE: F, E.UNSUPPORTED_FOR_MESSAGE_FORMAT: F,
+                        E.TOPIC_AUTHORIZATION_FAILED: A, E.GROUP_AUTHORIZATION_FAILED: A, "default": A},
+    "TxnOffsetCommit": {**_COORD, E.UNKNOWN_TOPIC_OR_PARTITION: R, **_AUTH_FATAL, E.INVALID_PRODUCER_ID_MAPPING: F,
+                        E.INVALID_PRODUCER_EPOCH: F, E.PRODUCER_FENCED: F, E.INVALID_TXN_STATE: F,
+                        E.UNSUPPORTED_FOR_MESSAGE_FORMAT: F, E.TOPIC_AUTHORIZATION_FAILED: A,
+                        E.GROUP_AUTHORIZATION_FAILED: A, E.ILLEGAL_GENERATION: A, E.UNKNOWN_MEMBER_ID: A,
+                        E.FENCED_INSTANCE_ID: A, "default": A},
+    "EndTxn": {**_COORD, **_AUTH_FATAL, E.INVALID_PRODUCER_EPOCH: F, E.PRODUCER_FENCED: F, E.INVALID_TXN_STATE: F,
+               E.UNKNOWN_PRODUCER_ID: A, E.INVALID_PRODUCER_ID_MAPPING: A, "default": A},
+    # a transactional producer's Produce: fenced -> fatal _FENCED, any other permanent error -> abortable
+    "Produce": {E.NOT_LEADER_OR_FOLLOWER: R, E.LEADER_NOT_AVAILABLE: R, E.UNKNOWN_TOPIC_OR_PARTITION: R,
+                E.REQUEST_TIMED_OUT: R, E.NETWORK_EXCEPTION: R, E.NOT_ENOUGH_REPLICAS: R,
+                E.NOT_ENOUGH_REPLICAS_AFTER_APPEND: R, E.KAFKA_STORAGE_ERROR: R, E.FENCED_LEADER_EPOCH: R,
+                E.UNKNOWN_LEADER_EPOCH: R, E.INVALID_PRODUCER_EPOCH: F, E.PRODUCER_FENCED: F, "default": A},
+}
+
+# Java (KAFKA-EOS §9): fatal = fenced, authorization, InvalidTxnState from the coordinator; Produce's
+# INVALID_PRODUCER_EPOCH is abortable; other failures abortable; retriable codes retried.
+_JAVA_FATAL = {E.PRODUCER_FENCED: F, E.TRANSACTIONAL_ID_AUTHORIZATION_FAILED: F, E.CLUSTER_AUTHORIZATION_FAILED: F,
+               E.UNSUPPORTED_VERSION: F, E.INVALID_TRANSACTION_TIMEOUT: F}
+JAVA_TXN = {
+    "InitProducerId": {**_JAVA_FATAL, E.INVALID_PRODUCER_EPOCH: F, E.TRANSACTIONAL_ID_AUTHORIZATION_FAILED: A,
+                       "default": R},
+    "AddPartitionsToTxn": {**_JAVA_FATAL, E.INVALID_PRODUCER_EPOCH: F, E.INVALID_TXN_STATE: F, "default": A},
+    "AddOffsetsToTxn": {**_JAVA_FATAL, E.INVALID_PRODUCER_EPOCH: F, E.INVALID_TXN_STATE: F, "default": A},
+    "TxnOffsetCommit": {**_JAVA_FATAL, E.INVALID_PRODUCER_EPOCH: F, "default": A},
+    "EndTxn": {**_JAVA_FATAL, E.INVALID_PRODUCER_EPOCH: F, E.INVALID_TXN_STATE: F, "default": A},
+    "Produce": {**_JAVA_FATAL, E.INVALID_PRODUCER_EPOCH: A, E.INVALID_TXN_STATE: A, "default": A},
+}
+
+TABLES = {LIBRDKAFKA: LIBRDKAFKA_TXN, JAVA: JAVA_TXN}
+
+
+def check(dialect: str) -> str:
+    if dialect not in DIALECTS:
+        raise ValueError(f"sim.client.dialect must be one of {', '.join(DIALECTS)}, got {dialect!r}")
+    return dialect
+
+
+def classify(dialect: str, api: str, code: int) -> Action:
+    """What a transactional producer of ``dialect`` does with broker error ``code`` answering ``api``."""
+    table = TABLES[check(dialect)][api]
+    try:
+        err = E(code)
+    except ValueError:
+        return table["default"]
+    if err in table:
+        return table[err]
+    if table["default"] is not R and err.retriable:
+        return R                     # retriable broker codes are retried by both clients
+    return table["default"]
+
+
+def normalize(dialect: str, code: int) -> int:
+    """The code the application sees: librdkafka folds both fencing errors into ``_FENCED`` and a request
+    that timed out in its queue into ``_TIMED_OUT`` (``rd_kafka_txn_normalize_err``)."""
+    if dialect == LIBRDKAFKA:
+        if code in (E.INVALID_PRODUCER_EPOCH, E.PRODUCER_FENCED):
+            return KafkaError._FENCED
+        if code == KafkaError._TIMED_OUT_QUEUE:
+            return KafkaError._TIMED_OUT
+    return code
+
+
+def kafka_error(dialect: str, api: str, code: int, reason: Optional[str] = None) -> KafkaError:
+    """The ``KafkaError`` a transactional call raises for ``code`` from ``api``, flags set per the dialect."""
+    action = classify(dialect, api, code)
+    if action is Action.FATAL:
+        code = normalize(dialect, code)
+    return KafkaError(code, reason, fatal=action is Action.FATAL, retriable=action is Action.RETRY,
+                      txn_requires_abort=action is Action.ABORTABLE)
+
+
+def is_fencing(dialect: str, api: str, code: int) -> bool:
+    return classify(dialect, api, code) is Action.FATAL and normalize(dialect, code) == KafkaError._FENCED
