@@ -4,8 +4,9 @@ Owns the message-flow picture (as Maelstrom draws it, from the network journal a
 one vertical lane per process (clients, brokers and the controller, or another lab's processes);
 time (kernel steps) runs downwards; an arrow from the step a message was sent on its source lane
 to the step it was delivered on its destination lane.  In-flight messages end in a clickable dot
-(drop / delay / duplicate them), dropped messages end in a red cross, the current step is a
-highlighted band, and the lane heads are clickable (crash / restart that process).  Reads the
+(drop / delay / duplicate them), dropped messages end in a red cross, a broken connection is a ⚡ on
+its client's lane at the step the client noticed it, the current step is a highlighted band, and the lane
+heads are clickable (crash / restart that process).  Reads the
 trace and ``network.messages`` only.
 """
 from __future__ import annotations
@@ -79,6 +80,10 @@ class SpaceTime:
                                 text=[], showlegend=False, cliponaxis=False,
                                 marker=dict(symbol="square", size=16, color=[]),
                                 hovertemplate="%{hovertext}<extra>click to pick this process</extra>")
+        self.figure.add_scatter(x=[], y=[], mode="markers+text", name="connection broke", text=[],
+                                textposition="bottom right", textfont=dict(size=11, color="#c92a2a"),
+                                marker=dict(symbol="star-diamond", size=13, color="#c92a2a"),
+                                hovertemplate="%{hovertext}<extra></extra>")
         self._sent: dict = {}
         self._flight_ids: list[int] = []
         self._lane_names: list[str] = []
@@ -145,6 +150,7 @@ class SpaceTime:
         lanes = lanes_of(cluster)
         groups, flights, lost = self._arrows(cluster, lo, cur, {n: i for i, n in enumerate(lanes)})
         lane_text, lane_hover, lane_colors = self._lanes(cluster, lanes)
+        breaks = self._breaks(cluster, lo, {n: i for i, n in enumerate(lanes)})
         self._flight_ids = flights[3]
         self._lane_names = lanes
         n, top = len(lanes), lo - 1.6
@@ -154,7 +160,8 @@ class SpaceTime:
                    self._n: {"x": flights[0], "y": flights[1], "hovertext": flights[2]},
                    self._n + 1: {"x": lost[0], "y": lost[1], "hovertext": lost[2]},
                    self._n + 2: {"x": list(range(n)), "y": [top] * n, "text": lane_text, "hovertext": lane_hover,
-                                 "marker.color": lane_colors}}
+                                 "marker.color": lane_colors},
+                   self._n + 3: {"x": breaks[0], "y": breaks[1], "text": breaks[2], "hovertext": breaks[3]}}
         for i, name in enumerate(STYLE):
             xs, ys, hs, sizes = groups[name]
             updates[self._arrows0 + i] = {"x": xs, "y": ys, "hovertext": hs, "marker.size": sizes}
@@ -205,6 +212,20 @@ class SpaceTime:
             arrows[m.id] = (group, m.src, m.dst, m.api)
         self.last_arrows = arrows
         return groups, flights, lost
+
+    @staticmethod
+    def _breaks(cluster, lo: int, x_of: dict) -> tuple:
+        """The steps at which a client noticed that a connection broke (a lost message breaks it, as TCP
+        does): x, y, label and hover text of a ⚡ on the client's lane."""
+        trace = cluster.kernel.trace.events
+        out: tuple = ([], [], [], [])
+        for e in trace[bisect_left(trace, lo, key=lambda e: e.step):]:
+            if e.kind == "timer" and e.node in x_of and e.text.startswith(f"{e.node}: connection to "):
+                peer = e.text.rsplit(" ", 2)[-2]
+                for col, v in zip(out, (x_of[e.node], e.step, f"⚡ connection to {peer} broke",
+                                        "<br>".join([e.text] + list(e.details)))):
+                    col.append(v)
+        return out
 
     @staticmethod
     def _lanes(cluster, lanes: list) -> tuple:
