@@ -67,11 +67,19 @@ def copies_in_log(cluster, topic, partition=0):
 #
 # * **at most once**: `enable.idempotence=False, retries=0`: never retry;
 # * **at least once**: `enable.idempotence=False` (retries stay at their default, 2 147 483 647);
-# * **idempotent**: the default since Kafka 3.0 (`enable.idempotence=True`, `acks=all`).
+# * **idempotent**: `enable.idempotence=True` (with `acks=all`).
+#
+# We set `enable.idempotence` explicitly every time. confluent-kafka's producer (librdkafka) is **not**
+# idempotent unless you ask: its default is `false`. (Kafka's Java producer turned idempotence on by
+# default in Kafka 3.0; many articles describe that client.)
 #
 # `cluster.drop_next("Produce", response=...)` arms the fault: the next matching message on the
-# simulated network disappears. The producer then waits `request.timeout.ms` (5 s here, simulated)
-# and, if it may, retries.
+# simulated network disappears. A producer talks to a broker over a TCP connection, and a lost
+# packet does not silently remove one message: the connection **breaks**. The producer notices
+# (one network latency later), every request that was waiting for an answer on that connection fails
+# with `NETWORK_EXCEPTION`, and, if it may retry, the producer sends them again on a **new connection**
+# after `retry.backoff.ms` (100 ms). What it cannot know is whether the broker had received the
+# request before the connection broke.
 
 # %% [markdown]
 # **Predict:** For each of the six cells of the table below, how many copies of `order-1` will the partition's
@@ -81,13 +89,13 @@ def copies_in_log(cluster, topic, partition=0):
 CONFIGS = {
     "at most once": {"enable.idempotence": False, "retries": 0},
     "at least once": {"enable.idempotence": False},
-    "idempotent": {},
+    "idempotent": {"enable.idempotence": True},
 }
 
 def one_write(config, lose):
     cluster = Cluster(brokers=3, seed=7)
     cluster.create_topic("orders", partitions=1, replication_factor=3)
-    producer = Producer({"bootstrap.servers": cluster.bootstrap, "request.timeout.ms": 5000, **config})
+    producer = Producer({"bootstrap.servers": cluster.bootstrap, **config})
     reports = []
     producer.produce("orders", value=b"order-1", on_delivery=lambda err, msg: reports.append(err))
     cluster.drop_next("Produce", response=(lose == "response"))
@@ -122,7 +130,8 @@ fig
 # Read the table row by row:
 #
 # * **at most once** loses the record when the request is lost, and when the *response* is lost it
-#   reports a failure for a record that *is* in the log. The application cannot tell the two apart.
+#   reports a failure (`NETWORK_EXCEPTION`: the connection broke) for a record that *is* in the log.
+#   The application cannot tell the two apart.
 # * **at least once** never loses it, but the lost response makes it write `order-1` twice.
 # * **idempotent** writes it exactly once either way, and the report is right both times.
 
@@ -157,8 +166,7 @@ cluster, producer, copies, report = one_write(CONFIGS["idempotent"], "response")
 def tells_the_story(e):
     return e.api in ("InitProducerId", "Produce") or "[injected fault]" in e.narration or "will retry" in e.narration
 
-# include_background=True: the request timeout is a background timer of the producer
-story = [e for e in cluster.trace.filter(include_background=True) if tells_the_story(e)]
+story = [e for e in cluster.trace.filter() if tells_the_story(e)]
 show(narration(story))
 
 # %% [markdown]
@@ -168,8 +176,10 @@ show(narration(story))
 #    a `transactional.id` may ask any broker; nothing is persisted.
 # 2. The first `Produce` carries `pid 0 epoch 0 seq 0..0`. The leader appends it at offset 0 and,
 #    because `acks=all`, waits until the followers have it (the high watermark passes it).
-# 3. The response is dropped by the network (the fault we armed). The producer waits for
-#    `request.timeout.ms` and retries **the same batch with the same sequence number**.
+# 3. The response is dropped by the network (the fault we armed), and the connection breaks. The
+#    producer notices one latency later: the Produce fails with `NETWORK_EXCEPTION`, and after
+#    `retry.backoff.ms` the producer sends **the same batch with the same sequence number** again,
+#    on a new connection.
 # 4. The leader finds `(pid 0, epoch 0, seq 0..0)` among the batches it remembers for this producer:
 #    a duplicate. It appends nothing and answers **success with the original offset 0**
 #    (error `NONE`; brokers since 1.0 no longer answer `DUPLICATE_SEQUENCE_NUMBER`).
@@ -208,14 +218,14 @@ assert retry and "same sequence" in retry[0].narration
 # with two sequence numbers. Kafka deduplicates *retries*, not *content*.
 
 # %% [markdown]
-# **Predict:** A fresh producer writes `a1, a2, a3` to partition 0 (one flush), then `b1, b2` to partition 1,
+# **Predict:** A fresh idempotent producer writes `a1, a2, a3` to partition 0 (one flush), then `b1, b2` to partition 1,
 # then `a4` and `a4` again (same value, twice) to partition 0. Which `base..last sequence` will each
 # batch of partition 0 carry, and what will partition 1's first sequence be?
 
 # %%
 cluster = Cluster(brokers=3, seed=11)
 cluster.create_topic("orders", partitions=2, replication_factor=3)
-producer = Producer({"bootstrap.servers": cluster.bootstrap})
+producer = Producer({"bootstrap.servers": cluster.bootstrap, "enable.idempotence": True})
 for v in (b"a1", b"a2", b"a3"):
     producer.produce("orders", value=v, partition=0)
 producer.flush()
@@ -259,27 +269,34 @@ assert entry.last_seq == 4
 
 
 # %% [markdown]
-# ## 4 · Five requests in flight, the first one lost: order is kept
+# ## 4 · Five requests in flight: what keeps their order, and what breaks it
 #
 # A producer may have up to `max.in.flight.requests.per.connection` requests on the wire at once
-# (at most 5 with idempotence). Suppose the first of five is lost. Without sequence numbers the
-# broker appends requests 2–5, and the retry of request 1 lands *after* them: the log is out of
-# order. With sequence numbers the broker sees a **gap** (it expects sequence 1 and gets 2) and
-# refuses requests 2–5 with `OUT_OF_ORDER_SEQUENCE_NUMBER`; the producer retries them, in order,
-# after request 1 succeeds.
+# (at most 5 with idempotence). They travel on **one TCP connection** to the partition leader, and
+# TCP delivers in order. The broker reads one request of a connection at a time and answers it before
+# it reads the next one, so the requests of one connection are appended in the order they were sent.
 #
 # `linger.ms=0` and `batch.num.messages=1` make every record its own request.
+#
+# ### 4a · The first request is lost
+#
+# A lost packet does not make request 1 vanish while requests 2–5 land: the **connection breaks**. All
+# five requests fail together with `NETWORK_EXCEPTION`, and the idempotent producer sends them again,
+# in sequence order, on a new connection. The broker sees no gap. A plain producer keeps the order here
+# too: librdkafka puts failed messages back into the queue in their original order. (The Java client
+# puts each failed non-idempotent batch at the *head* of its queue, so it would send the five back
+# reversed: `sim.client.dialect: "java"` shows it.)
 
 # %% [markdown]
 # **Predict:** Records `m0` (warm-up), then `m1 … m5` with the request of `m1` lost. In which order will the
-# records stand in the log with `enable.idempotence=False`, and with the default idempotent producer?
+# records stand in the log of the idempotent producer? Will the broker refuse anything?
 
 # %%
 def five_in_flight(idempotent):
     cluster = Cluster(brokers=3, seed=7)
     cluster.create_topic("t", partitions=1, replication_factor=3)
     producer = Producer({"bootstrap.servers": cluster.bootstrap, "linger.ms": 0, "batch.num.messages": 1,
-                         "request.timeout.ms": 3000, "enable.idempotence": idempotent})
+                         "enable.idempotence": idempotent})
     producer.produce("t", value=b"m0")
     producer.flush()
     cluster.drop_next("Produce")                  # the next Produce request (m1's) is lost
@@ -288,13 +305,82 @@ def five_in_flight(idempotent):
     producer.flush()
     return cluster, producer
 
-plain, _ = five_in_flight(False)
-idem, _ = five_in_flight(True)
-show(pd.DataFrame({"offset": range(6), "enable.idempotence=False": copies_in_log(plain, "t"),
-                   "idempotent": copies_in_log(idem, "t")}))
+lost, lost_producer = five_in_flight(True)
+lost_plain, _ = five_in_flight(False)
+print("idempotent:", copies_in_log(lost, "t"))
+print("plain:     ", copies_in_log(lost_plain, "t"))
+show(narration([e for e in lost.trace.filter(contains="connection") if e.node in (lost_producer.name, "network")]))
+
+# %% [markdown]
+# The whole connection failed: the request of `m1` was dropped, the four requests behind it were
+# lost with the connection, the producer failed all five with `NETWORK_EXCEPTION` and retried them
+# with their sequence numbers 1 to 5, in order.
+
+# %% [markdown]
+# **Check** what you should have seen (this cell fails if the lab disagrees):
 
 # %%
-show(narration([e for e in idem.trace.filter(api="Produce") if "OUT_OF_ORDER" in e.narration and not e.is_response]))
+assert copies_in_log(lost, "t") == ["m0", "m1", "m2", "m3", "m4", "m5"]      # order kept
+assert copies_in_log(lost_plain, "t") == ["m0", "m1", "m2", "m3", "m4", "m5"]  # librdkafka retries in order
+assert not lost.trace.filter(contains="OUT_OF_ORDER_SEQUENCE_NUMBER")          # no gap: nothing refused
+retried = lost.trace.filter(node=lost_producer.name, contains="after NETWORK_EXCEPTION")
+assert retried and all(f"seq {i}..{i} after NETWORK_EXCEPTION" in retried[0].narration for i in range(1, 6))
+
+# %% [markdown]
+# ### 4b · The first request is refused, the next four are accepted
+#
+# What really reorders a producer with several requests in flight is a request that **fails with a
+# retriable error while the requests behind it succeed**: its retry is sent after them, so it lands
+# after them.
+#
+# Here is one way that happens. The topic has two replicas and `min.insync.replicas=2`: a write with
+# `acks=all` needs both replicas in the ISR. The follower crashed a while ago and has just been
+# restarted; it is not back in the ISR yet. The request of `m1` arrives: the ISR is too small, the
+# leader answers `NOT_ENOUGH_REPLICAS` (retriable) and appends nothing. The network holds the request of
+# `m2` for 300 ms (a TCP retransmission, say), and the requests `m3 … m5` behind it on the connection
+# wait with it. Meanwhile the follower catches up and rejoins the ISR, so `m2 … m5` are accepted
+# when they arrive. The retry of `m1`, sent 100 ms after the refusal (`retry.backoff.ms`) on the same
+# connection, arrives behind them.
+
+# %% [markdown]
+# **Predict:** In which order will `m0 … m5` stand in the log with `enable.idempotence=False`, and with
+# `enable.idempotence=True`? What will the leader answer to the requests of `m2 … m5` in the idempotent
+# case, when they arrive before the retry of `m1`?
+
+# %%
+def refused_first(idempotent):
+    cluster = Cluster(brokers=2, seed=7)
+    cluster.create_topic("t", partitions=1, replication_factor=2, config={"min.insync.replicas": 2})
+    producer = Producer({"bootstrap.servers": cluster.bootstrap, "linger.ms": 0, "batch.num.messages": 1,
+                         "enable.idempotence": idempotent})
+    producer.produce("t", value=b"m0")
+    producer.flush()
+    follower = 1 - cluster.leader("t")
+    cluster.crash(follower)                                   # the follower drops out of the ISR ...
+    cluster.run_until(lambda: len(cluster.partition_state("t")["isr"]) == 1, 60_000)
+    cluster.restart(follower)                                 # ... and is on its way back
+    for i in range(1, 6):
+        producer.produce("t", value=b"m%d" % i)
+    cluster.run_until(lambda: len([m for m in cluster.in_flight() if m.api == "Produce" and not m.is_response]) == 5, 1_000)
+    requests = [m for m in cluster.in_flight() if m.api == "Produce" and not m.is_response]
+    cluster.delay_message(requests[1].id, 300)                # m2's request (and all behind it) waits 300 ms
+    producer.flush()
+    return cluster, producer
+
+plain, plain_producer = refused_first(False)
+idem, idem_producer = refused_first(True)
+show(pd.DataFrame({"offset": range(6), "enable.idempotence=False": copies_in_log(plain, "t"),
+                   "enable.idempotence=True": copies_in_log(idem, "t")}))
+
+# %% [markdown]
+# The plain producer's log holds `m1` last: the leader appended whatever arrived, in the order it
+# arrived. The idempotent producer's requests carry sequence numbers. The leader expected sequence 1
+# (`m1`) and got 2, 3, 4, 5: a **gap**, refused with `OUT_OF_ORDER_SEQUENCE_NUMBER` and nothing appended.
+# The producer retries them after `m1`, which it retries first:
+
+# %%
+show(narration([e for e in idem.trace.filter(api="Produce") if not e.is_response
+                and ("NOT_ENOUGH_REPLICAS" in e.narration or "OUT_OF_ORDER" in e.narration or "appended" in e.narration)]))
 
 # %% [markdown]
 # **Check** what you should have seen (this cell fails if the lab disagrees):
@@ -302,9 +388,13 @@ show(narration([e for e in idem.trace.filter(api="Produce") if "OUT_OF_ORDER" in
 # %%
 assert copies_in_log(plain, "t") == ["m0", "m2", "m3", "m4", "m5", "m1"]      # reordered by the retry
 assert copies_in_log(idem, "t") == ["m0", "m1", "m2", "m3", "m4", "m5"]       # order kept
+for cluster_ in (plain, idem):
+    assert len(cluster_.trace.filter(api="Produce", contains="-> NOT_ENOUGH_REPLICAS, nothing appended")) == 1
 refused = [e for e in idem.trace.filter(api="Produce") if "OUT_OF_ORDER_SEQUENCE_NUMBER" in e.narration
            and not e.is_response]
 assert len(refused) == 4 and all("a gap" in e.narration for e in refused)
+assert not plain.trace.filter(contains="OUT_OF_ORDER_SEQUENCE_NUMBER")          # no sequence numbers, no gap
+
 
 # %% [markdown]
 # ## 5 · The broker remembers five batches
@@ -476,18 +566,22 @@ assert copies_in_log(cluster, "t") == ["a", "b"]
 #
 # Idempotence only works if the producer retries (`retries` > 0), waits for every in-sync replica
 # (`acks=all`: a write acknowledged by the leader alone can be lost, notebook 03) and keeps at most 5
-# requests in flight (the broker's cache). Kafka's `ProducerConfig` checks this when the producer is
-# built:
+# requests in flight (the broker's cache). The producer checks this when it is built:
 #
-# * if you set `enable.idempotence=True` **explicitly** and break a rule, construction fails with a
-#   `ConfigException` quoting the rule;
-# * if idempotence is only **defaulted** (on since Kafka 3.0, KIP-679; older articles say the default
-#   is `false`), a conflicting setting silently turns it off;
+# * if you set `enable.idempotence=True` and break a rule, construction fails with a
+#   `ConfigException` quoting the rule (librdkafka's words here);
+# * confluent-kafka's producer is not idempotent unless you ask (`enable.idempotence` defaults to
+#   `false`), so without it the other settings are simply used as given;
 # * a `transactional.id` needs idempotence (notebook 02).
+#
+# Kafka's Java producer differs: idempotence is on by default since Kafka 3.0 (KIP-679), and when it is
+# only defaulted, a conflicting setting silently turns it off. The lab's config key
+# `sim.client.dialect: "java"` gives a producer the Java client's defaults and rules; the last column
+# uses it.
 
 # %% [markdown]
 # **Predict:** Which of these configurations build a producer, and which raise? For those that build, will the
-# producer be idempotent (will its batches carry a producer id)?
+# producer be idempotent (will its batches carry a producer id)? And with the Java client's rules?
 
 # %%
 candidates = [
@@ -501,31 +595,35 @@ candidates = [
 ]
 cluster = Cluster(brokers=1, seed=1)
 cluster.create_topic("t")
-rules = []
-for conf in candidates:
+
+def try_build(conf):
     try:
         p = Producer({"bootstrap.servers": cluster.bootstrap, **conf})
     except ConfigException as e:
-        rules.append({"config": conf, "result": f"ConfigException ({e.key}): {e.message}"})
-        continue
+        return f"ConfigException ({e.key}): {e.message}"
     p.produce("t", value=b"x")
     p.flush()
     pid = cluster.log("t", 0).batches[-1].producer_id
-    rules.append({"config": conf, "result": f"built; batches carry producer id {pid}"
-                  + (" (idempotent)" if pid >= 0 else " (-1: idempotence is off)")})
+    return f"built; batches carry producer id {pid}" + (" (idempotent)" if pid >= 0 else " (-1: not idempotent)")
+
+rules = [{"config": conf, "confluent-kafka (librdkafka)": try_build(conf),
+          "Java client's rules": try_build({"sim.client.dialect": "java", **conf})} for conf in candidates]
 show(pd.DataFrame(rules))
 
 # %% [markdown]
 # **Check** what you should have seen (this cell fails if the lab disagrees):
 
 # %%
-results = [r["result"] for r in rules]
-assert "Must set retries to non-zero when using the idempotent producer." in results[0]
-assert "Must set acks to all in order to use the idempotent producer." in results[1]
-assert "Must set max.in.flight.requests.per.connection to at most 5" in results[2]
-assert "Cannot set a transactional.id without also enabling idempotence." in results[3]
-assert "idempotence is off" in results[4] and "idempotence is off" in results[5]
-assert "(idempotent)" in results[6]
+results = [r["confluent-kafka (librdkafka)"] for r in rules]
+java = [r["Java client's rules"] for r in rules]
+assert "`retries` must be set >= 1 when `enable.idempotence` is true" in results[0]
+assert "`acks` must be set to `all` when `enable.idempotence` is true" in results[1]
+assert "`max.in.flight` must be set <= 5 when `enable.idempotence` is true" in results[2]
+assert "`transactional.id` requires `enable.idempotence=true`" in results[3]
+assert all("not idempotent" in r for r in results[4:])                  # librdkafka: off unless asked
+assert "Must set acks to all in order to use the idempotent producer." in java[1]
+assert "not idempotent" in java[4] and "not idempotent" in java[5]      # Java: defaulted, silently off
+assert "(idempotent)" in java[6]                                         # Java: on by default
 
 # %% [markdown]
 # ## 9 · Step through it yourself: the lost acknowledgement
@@ -534,7 +632,7 @@ assert "(idempotent)" in results[6]
 # a scenario from the lab's gallery, `dropped-ack-dedup`, one event at a time. Two producers each write
 # `a, b, c`: the idempotent one to `orders-0`, one with `enable.idempotence=False` to `orders-1`. The
 # scenario itself loses the first Produce **response** to each of them (it arms `drop_next` before
-# each write), so each one retries after `request.timeout.ms` (3 s here).
+# each write): the connection breaks, and each producer reconnects and sends its batch again.
 #
 # * **Step** (or the → key) executes exactly one event: a message delivered or a timer firing. The
 #   purple box says what happened and which rule decided. **Back** (←) goes one step back by
@@ -551,8 +649,8 @@ assert "(idempotent)" in results[6]
 #   the Messages tab) and **Drop** it. A fault starts a new **branch** and keeps the old one;
 #   **Branches → Compare endings** says how two branches end differently.
 #
-# Step to the lost response (narration: *the network dropped Produce response*) and on to the
-# retry (*duplicate of a batch already in the log*). Then go back to the start and build a branch in
+# Step to the lost response (narration: *the network dropped Produce response*), to the moment the
+# producer notices (*lost its connection*) and on to the retry (*duplicate of a batch already in the log*). Then go back to the start and build a branch in
 # which the answer to each producer's **retry** is lost too: step until a Produce response to
 # `idempotent-producer` is on the wire and drop it, then the same for `plain-producer`. (The first
 # answers never get on the wire: the scenario's fault drops them as they are sent.)

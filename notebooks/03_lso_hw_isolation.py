@@ -45,8 +45,9 @@ from widgets.drawn import trace_named, drawn_line, drawn_consumers
 
 # %%
 def reader(cluster, isolation, topic, partition=0):
-    """A consumer without a group, reading one partition from offset 0."""
-    c = Consumer({"bootstrap.servers": cluster.bootstrap, "isolation.level": isolation, "enable.auto.commit": False})
+    """A consumer reading one partition from offset 0 (assigned by hand: it never joins its group)."""
+    c = Consumer({"bootstrap.servers": cluster.bootstrap, "group.id": "reader", "isolation.level": isolation,
+                  "enable.auto.commit": False})
     c.assign([TopicPartition(topic, partition, 0)])
     return c
 
@@ -332,7 +333,7 @@ assert len([e for e in filtering if " skips " in e.narration]) >= 2
 def lost_ack(acks):
     cluster = Cluster(brokers=3, seed=11)
     cluster.create_topic("t", partitions=1, replication_factor=3, config={"min.insync.replicas": 2})
-    producer = Producer({"bootstrap.servers": cluster.bootstrap, "acks": acks})   # acks=1: idempotence off
+    producer = Producer({"bootstrap.servers": cluster.bootstrap, "acks": acks})   # not idempotent (the default)
     producer.produce("t", value=b"safe")
     producer.flush()
     cluster.run_until_idle()

@@ -19,16 +19,22 @@
 # (aborts) whatever transaction the previous instance left open. From then on:
 #
 # * a **Produce** with the old epoch is refused by the partition leader with
-#   **`INVALID_PRODUCER_EPOCH` (47)**: an *abortable* error for the client;
+#   **`INVALID_PRODUCER_EPOCH` (47)**;
 # * a request with the old epoch to the **coordinator** (`AddPartitionsToTxn`, `EndTxn`, ...) is
-#   refused with **`PRODUCER_FENCED` (90)**: a *fatal* error, the producer must be closed.
+#   refused with **`PRODUCER_FENCED` (90)**.
+#
+# confluent-kafka's producer (librdkafka) reacts to both the same way: it is **fenced**. It raises the
+# *fatal* error **`_FENCED` (-144)**, and from then on every transactional call fails with it: the
+# producer must be closed. (Kafka's Java producer differs for the leader's answer: there
+# `INVALID_PRODUCER_EPOCH` is only *abortable*, and `PRODUCER_FENCED` is the fatal one.)
 #
 # This notebook shows fencing by a new instance, fencing by the **transaction timeout**, the
 # anomalies that the classic protocol still allowed (KIP-890) and the admin tools that clean up after
 # them.
 
 # %%
-from txnlab import AbortTransactionSpec, AdminClient, Cluster, KafkaException, Producer, TopicPartition
+from txnlab import Cluster, KafkaException, Producer, TopicPartition
+from txnlab.admin import AbortTransactionSpec, AdminClient
 from txnlab.errors import KafkaStateError
 
 # %% [markdown]
@@ -111,10 +117,11 @@ show(narration([e for e in since(cluster, mark) if ("INVALID_PRODUCER_EPOCH" in 
 # * (a) The new write reached the leader of `payments-0`. The partition had no open transaction for
 #   this producer any more (the ABORT marker closed it), so the leader asked the coordinator
 #   (KIP-890 verification), heard `PRODUCER_FENCED`, and refused the write with
-#   **`INVALID_PRODUCER_EPOCH`**. For the client that is *abortable*: the transaction cannot commit.
-# * (b) `commit_transaction()` therefore raises that abortable error.
-# * (c) `abort_transaction()` sends `EndTxn` with epoch 0 to the coordinator: **`PRODUCER_FENCED`**,
-#   fatal. The old instance is finished; it must be closed.
+#   **`INVALID_PRODUCER_EPOCH`**. For confluent-kafka's producer that means *fenced*: the delivery
+#   report carries the fatal **`_FENCED`**.
+# * (b) and (c): a fenced producer is finished. `commit_transaction()` and `abort_transaction()` raise
+#   the same fatal `_FENCED`; the old instance must be closed. (The Java producer
+#   would have got an abortable error at (a) and (b), and `PRODUCER_FENCED` from the coordinator at (c).)
 #
 # The new instance works normally, and nothing the zombie wrote is visible:
 
@@ -131,9 +138,11 @@ log_snapshot(cluster, [("payments", 0)], title="payments-0: the zombie's write w
 
 # %%
 assert old.transaction_manager.producer_epoch == 0 and new.transaction_manager.producer_epoch == 2
-assert fate["(a) produce + flush"].startswith("INVALID_PRODUCER_EPOCH")
-assert fate["(b) commit_transaction"] == "INVALID_PRODUCER_EPOCH (abortable)"
-assert fate["(c) abort_transaction"] == "PRODUCER_FENCED (fatal)"
+assert fate["(a) produce + flush"] == "_FENCED (delivery report)"
+assert reports[0].fatal() and reports[0].code() == -144
+assert fate["(b) commit_transaction"] == "_FENCED (fatal)"
+assert fate["(c) abort_transaction"] == "_FENCED (fatal)"
+assert cluster.trace.filter(api="Produce", contains="INVALID_PRODUCER_EPOCH")   # what the leader answered
 assert read(cluster, "payments") == ["new: pay 100"]
 markers = [b for b in cluster.log("payments", 0).batches if b.is_control]
 assert [(b.control_type.name, b.producer_epoch) for b in markers] == [("ABORT", 1), ("COMMIT", 2)]
@@ -208,7 +217,8 @@ pinned = samples[samples["t (s)"] < 10]
 assert (pinned["LSO"] == 0).all() and pinned["HW"].iloc[-1] > 5          # readers blocked, writers not
 assert 10 < abort_at <= 21                                                 # between timeout and timeout + 10 s
 assert (samples[samples["t (s)"] > abort_at]["LSO"] == samples[samples["t (s)"] > abort_at]["HW"]).all()
-assert woke_up == "PRODUCER_FENCED (fatal)"
+assert woke_up == "_FENCED (fatal)"                                       # the coordinator said PRODUCER_FENCED
+assert cluster.trace.filter(api="EndTxn", contains="-> PRODUCER_FENCED")
 assert cluster.transaction_state("inventory-svc")["producer_epoch"] == 1
 assert "reserve 3" not in read(cluster, "stock")
 
@@ -217,7 +227,7 @@ assert "reserve 3" not in read(cluster, "stock")
 #
 # In the classic protocol (`transaction.version` 0, all Kafka before 4.0) a producer keeps the **same
 # epoch** for all its transactions. Messages that arrive late can then be mistaken for messages of a
-# later transaction (KAFKA-EOS §7; found by Jepsen's tests of Kafka-compatible systems):
+# later transaction (found by Jepsen's tests of Kafka-compatible systems):
 #
 # 1. **Hanging transaction**: a Produce delayed in the network arrives *after* the ABORT marker of its
 #    transaction. The leader sees a transactional batch from a producer with no open transaction and
@@ -406,8 +416,9 @@ show(narration(tv2.trace.filter(api="EndTxn")))
 # * **3** is the same mistake with `EndTxn`: in TV0 the coordinator cannot tell transaction N's
 #   commit from transaction N+1's. In TV2 every `EndTxn` bumps the epoch (its response carries the
 #   new one): the delayed request still carries epoch 0 while transaction N+1 runs under epoch 1, so
-#   the coordinator answers it `PRODUCER_FENCED` (the producer ignores that late answer: nothing of
-#   its own is waiting for it), and the application's abort of N+1 goes through (the trace above).
+#   the coordinator answers it `PRODUCER_FENCED` (an answer nobody hears: the producer closed that
+#   connection when the request timed out, and its retry on a new connection had long committed N),
+#   and the application's abort of N+1 goes through (the trace above).
 
 # %% [markdown]
 # **Check** what you should have seen (this cell fails if the lab disagrees):
@@ -498,7 +509,7 @@ assert drawn_line(timeout.log_strip, "LSO", "orders", 0) == 2    # the ABORT mar
 assert timeout.step_until("EndTxn with epoch 0")
 assert "-> PRODUCER_FENCED" in timeout.narration
 timeout.run_to_end()
-assert timeout.result["commit_error"] == {"name": "PRODUCER_FENCED", "fatal": True}
+assert timeout.result["commit_error"] == {"name": "_FENCED", "code": -144, "fatal": True}   # librdkafka: fenced
 
 # %% [markdown]
 # **4.3 A late Produce, classic protocol vs `transaction.version` 2**
@@ -536,8 +547,8 @@ else:
 v2 = "v2"
 assert hanging.step_until("got Produce from naive-producer")
 assert "adds it to the transaction (transaction.version 2)" in hanging.narration   # the leader asks first ...
-assert hanging.step_until("naive-producer got the Produce response")
-assert "INVALID_PRODUCER_EPOCH" in hanging.narration                               # ... and refuses: old epoch
+assert hanging.step_until("the write is refused -> INVALID_PRODUCER_EPOCH")        # ... and refuses: old epoch
+assert "the connection naive-producer -> broker-0 was closed" in hanging.narration  # the client gave up on it
 hanging.run_to_end()
 assert [drawn_line(hanging.log_strip, x, "orders", 0) for x in ("HW", "LSO")] == [1, 1]
 ending = hanging.compare("main", v2)["partitions"]["orders-0"]
@@ -553,8 +564,9 @@ HTML(hanging.compare_html("main", v2))
 #
 # * `init_transactions()` bumps the epoch and aborts what the previous instance left open; a new
 #   instance ends at old epoch + 2 when it had to fence an open transaction.
-# * Old epoch at a partition leader: `INVALID_PRODUCER_EPOCH` (abortable). Old epoch at the
-#   coordinator: `PRODUCER_FENCED` (fatal: close the producer).
+# * Old epoch at a partition leader: `INVALID_PRODUCER_EPOCH`. Old epoch at the coordinator:
+#   `PRODUCER_FENCED`. confluent-kafka's producer raises the fatal `_FENCED` for both: close it. (The
+#   Java producer treats the leader's answer as abortable.)
 # * `transaction.timeout.ms` bounds how long a stuck producer can pin the LSO; the coordinator aborts
 #   between the timeout and the timeout plus one cleanup interval, and fences the producer.
 # * With one epoch for many transactions, late messages can join or end the wrong transaction.

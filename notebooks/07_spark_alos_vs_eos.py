@@ -138,7 +138,7 @@ print(inspect.getsource(pl.partial_income))
 # %% [markdown]
 # ## 4 · The failures
 #
-# Spark's own failures, the ones STACK-NOTES lists, all in micro-batch 1 (the second one):
+# Spark's own failures, the ones a streaming job meets in practice, all in micro-batch 1 (the second one):
 #
 # 1. **a task fails after writing part of its rows**: task 0 raises after writing 3 rows; Spark
 #    retries it (attempt 1), which writes all its rows;

@@ -125,11 +125,10 @@ print(lso_fail.result.explain(examples=2))
 #
 # ### The counterexample
 #
-# The seed replays with the trace on. **The stepper widget will open it here**; until then, this cell
-# prints the command that replays it and the narration of the steps of the clients involved.
+# The seed replays with the trace on. This cell prints the command that replays it from a terminal and
+# the narration of the steps of the clients involved. (Section 4 opens a counterexample in the stepper.)
 
 # %%
-# === STEPPER: open the counterexample (replay the seed, step through its trace) ===
 print("replay:", replay_command(lso_fail.seed, lso_cfg))
 lso_run = replay(lso_fail.seed, lso_cfg)
 case = lso_run.result.violations["G1a"][0]
@@ -198,8 +197,26 @@ ce = explorer.counterexample
 print("counterexample choices:", ce.choices)
 print(ce.detail.splitlines()[0])
 
+# %% [markdown]
+# `explorer.found()` is the counterexample as a value: the seed, the mutation and the list of choices,
+# the first invariant that broke and the step at which it broke. `Stepper.open` re-runs it from its seed
+# and opens the stepper **at that step**; the status line shows each invariant as ✓ or ✗. Here the
+# checks at the end of the run see the violation, so the stepper opens at the last step. Step **Back**
+# to find the two faults (a lost message, then the copier killed and restarted) and watch what the
+# restarted copier and the old transaction do; **Messages** shows the whole run.
+
 # %%
-# === STEPPER: open the explorer's counterexample (seed 0 + this choice list) ===
+from widgets import Stepper
+
+found = explorer.found()
+print(found.describe())
+counterexample = Stepper.open(found)
+counterexample.widget
+
+# %% [markdown]
+# The last client steps, in words (the same run, replayed from its choice list):
+
+# %%
 run = replay_choices(ce.choices, "no-fencing")
 steps = [e for e in run.cluster.trace.events if not e.background and e.kind in ("fault", "deliver", "call")
          and ("copier" in e.node or "copier" in e.src or e.kind == "fault")]
@@ -211,6 +228,11 @@ show(narration(steps[-14:]))
 # %%
 assert ce is not None and ce.outcome in ("violation", "duplicate", "loss", "stuck")
 assert replay_choices(ce.choices, "no-fencing").cluster.trace.to_jsonl() == run.cluster.trace.to_jsonl()
+assert counterexample.counterexample == found
+broken = [name for name, ok, _ in counterexample.invariants if ok is False]
+assert broken                                                        # ✗ on the status line where it opened
+assert found.step is None and counterexample.position == counterexample.length   # the end checks see it
+assert counterexample.notice.startswith(f"{found.invariant} ✗")
 
 # %% [markdown]
 # ## 5 · The other switches

@@ -166,7 +166,7 @@ kafka = KafkaOrderService(kc, kdao, transaction_timeout_ms=60_000)
 kafka.begin(order2)
 kdao.create_order_in_db(order2)
 kc.drop_next("EndTxn")
-kafka.producer.commit_transaction(timeout=60)
+kafka.producer.commit_transaction(60)
 print("Kafka read_committed consumer sees:", kafka_committed_orders(kc), "| DB:", kdao.order_ids())
 
 # %% [markdown]

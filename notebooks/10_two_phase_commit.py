@@ -9,13 +9,13 @@
 # %% [markdown]
 # # 10 · Classic two-phase commit, and where Kafka's transactions differ
 #
-# The Kafka design articles in the seeds compare Kafka's transactions with the classic **two-phase commit**
+# Articles on Kafka's design compare Kafka's transactions with the classic **two-phase commit**
 # (2PC): "看似相似，都分PREPARE阶段和最终COMMIT阶段，但又有很大不同". In 2PC the coordinator sends
 # **PREPARE** to every participant; each answers **VOTE_COMMIT** (it made its changes durable and *holds its
 # locks*) or **VOTE_ABORT**; then the coordinator logs and sends **GLOBAL_COMMIT** or **GLOBAL_ABORT**, and the
 # participants **ACK**. Once a participant voted VOTE_COMMIT it is *prepared*: it may no longer decide alone.
 #
-# The seeds' sharpest point: *if the coordinator fails after the participants prepared, they block*
+# Their sharpest point: *if the coordinator fails after the participants prepared, they block*
 # ("其它事务参与方无法判断事务状态从而使得整个事务阻塞"). Kafka's coordinator writes PrepareCommit to a
 # *replicated* log: once that record is durable the outcome is fixed, and another broker can finish it.
 
@@ -274,7 +274,7 @@ assert c.clock - crashed_at < 30_000
 assert read_committed(c) == [b"alice -30", b"bob +30"]
 
 # %% [markdown]
-# ## 7. The differences, as the seeds list them
+# ## 7. The differences, as those articles list them
 #
 # | | classic 2PC | Kafka's transactions |
 # |---|---|---|

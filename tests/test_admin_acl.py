@@ -1,7 +1,8 @@
 """AdminClient transaction tools (KIP-664) and the ACL authorizer's errors."""
 import pytest
 
-from txnlab import AdminClient, Cluster, Consumer, KafkaException, NewTopic, Producer, TopicPartition
+from txnlab import Cluster, Consumer, KafkaException, Producer, TopicPartition
+from txnlab.admin import AdminClient, NewTopic
 
 CFG = {"transaction.state.log.num.partitions": 3, "offsets.topic.num.partitions": 3,
        "group.initial.rebalance.delay.ms": 0}

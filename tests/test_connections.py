@@ -100,3 +100,29 @@ def test_a_crashed_broker_takes_its_connections_with_it():
     assert p.flush(60) == 0
     assert sorted(values_in_log(c, "t")) == [b"v0", b"v1"]
     assert Errors.NETWORK_EXCEPTION.name in " ".join(e.narration for e in c.trace)
+
+
+def _plain_producer_after_a_lost_request(dialect=None):
+    c = cluster()
+    cfg = {"bootstrap.servers": c.bootstrap, "linger.ms": 0, "batch.num.messages": 1, "enable.idempotence": False,
+           "max.in.flight.requests.per.connection": 5}
+    if dialect:
+        cfg["sim.client.dialect"] = dialect
+    p = Producer(cfg)
+    p.produce("t", value=b"m0")
+    p.flush()
+    c.drop_next("Produce")
+    for i in range(1, 6):
+        p.produce("t", value=b"m%d" % i)
+    assert p.flush(60) == 0
+    return values_in_log(c, "t")
+
+
+def test_librdkafka_retries_a_broken_connections_batches_in_message_order():
+    """All five fail with the disconnect; librdkafka puts them back in message order."""
+    assert _plain_producer_after_a_lost_request() == [b"m0", b"m1", b"m2", b"m3", b"m4", b"m5"]
+
+
+def test_the_java_client_puts_each_non_idempotent_retry_at_the_head_of_the_queue():
+    """Java's RecordAccumulator.reenqueue adds a non-idempotent retry first: five failures come back reversed."""
+    assert _plain_producer_after_a_lost_request("java") == [b"m0", b"m5", b"m4", b"m3", b"m2", b"m1"]

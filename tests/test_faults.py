@@ -77,7 +77,7 @@ def _fault_steps(cluster) -> list:
 
 def _orders(cluster):
     cluster.create_topic("orders", partitions=1, replication_factor=3)
-    p = Producer({"bootstrap.servers": cluster.bootstrap, "acks": "all"})
+    p = Producer({"bootstrap.servers": cluster.bootstrap, "acks": "all", "enable.idempotence": True})
     for v in ("a", "b", "c"):
         p.produce("orders", value=v)
     p.flush(30)

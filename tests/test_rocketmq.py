@@ -240,7 +240,7 @@ def test_kafka_lost_end_txn_is_retried_by_the_producer_no_check_back_needed():
     svc.begin(ORDER)
     dao.create_order_in_db(ORDER)
     c.drop_next("EndTxn")
-    svc.producer.commit_transaction(timeout=60)    # EndTxn is a request with a response: it is retried
+    svc.producer.commit_transaction(60)    # EndTxn is a request with a response: it is retried
     assert kafka_committed_orders(c) == ["o-1"]
 
 

@@ -1,7 +1,7 @@
 """Transactions end to end, as a user sees them (Kafka's TransactionsTest themes and KAFKA-EOS §7-§8)."""
 import pytest
 
-from txnlab import Cluster, Consumer, KafkaException, Producer, TopicPartition
+from txnlab import Cluster, Consumer, KafkaError, KafkaException, Producer, TopicPartition
 from txnlab.errors import KafkaStateError
 from txnlab.protocol.errors import Errors
 
@@ -160,8 +160,13 @@ def test_second_producer_with_the_same_transactional_id_fences_the_first():
     assert new.transaction_manager.producer_epoch >= old.transaction_manager.producer_epoch + 1
     with pytest.raises(KafkaException) as e:
         old.commit_transaction()
+    # librdkafka (confluent-kafka) folds PRODUCER_FENCED / INVALID_PRODUCER_EPOCH into the fatal _FENCED
     assert e.value.error.fatal()
-    assert e.value.error.name() in ("PRODUCER_FENCED", "INVALID_PRODUCER_EPOCH")
+    assert (e.value.error.name(), e.value.error.code()) == ("_FENCED", KafkaError._FENCED) == ("_FENCED", -144)
+    assert any("librdkafka: PRODUCER_FENCED is fatal (_FENCED)" in ev.narration for ev in c.trace)
+    with pytest.raises(KafkaException) as e:
+        old.produce("out", value=b"after-fencing", partition=0)
+    assert e.value.error.code() == KafkaError._FATAL      # librdkafka: produce() on a fatally failed producer
     new.begin_transaction()
     new.produce("out", value=b"new-write", partition=0)
     new.commit_transaction()
@@ -204,7 +209,7 @@ def test_api_misuse_raises_clear_state_errors():
     p.init_transactions()
     with pytest.raises(KafkaStateError, match="begin_transaction"):
         p.commit_transaction()
-    with pytest.raises(KafkaStateError, match="outside a transaction"):
+    with pytest.raises(KafkaStateError, match="Erroneous state .*begin_transaction"):   # librdkafka: _STATE
         p.produce("out", value=b"x")
     plain = Producer({"bootstrap.servers": c.bootstrap})
     with pytest.raises(KafkaStateError, match="transactional.id"):
@@ -233,8 +238,21 @@ def test_stuck_transaction_is_aborted_at_its_timeout_and_the_producer_is_fenced(
     assert c.partition_state("out", 0)["lso"] == c.partition_state("out", 0)["hw"]
     with pytest.raises(KafkaException) as e:
         p.commit_transaction()
-    assert e.value.error.name() == "PRODUCER_FENCED"
+    assert e.value.error.code() == KafkaError._FENCED and e.value.error.fatal()
     assert read_all(c, "out") == []
+
+
+def test_java_dialect_keeps_the_brokers_fencing_code():
+    c = make_cluster()
+    old = txn_producer(c, tid="zombie", **{"sim.client.dialect": "java"})
+    old.begin_transaction()
+    old.produce("out", value=b"zombie-write", partition=0)
+    old.flush()
+    txn_producer(c, tid="zombie")
+    with pytest.raises(KafkaException) as e:
+        old.commit_transaction()
+    assert e.value.error.fatal() and e.value.error.name() in ("PRODUCER_FENCED", "INVALID_PRODUCER_EPOCH")
+    assert any("java: " in ev.narration and "is fatal" in ev.narration for ev in c.trace)
 
 
 def test_marker_partition_leader_down_pins_the_lso_until_it_returns():

@@ -2,7 +2,8 @@
 client, prevented by partition verification or by transaction.version 2."""
 import pytest
 
-from txnlab import AbortTransactionSpec, AdminClient, Cluster, KafkaException, Producer, TopicPartition
+from txnlab import Cluster, KafkaException, Producer, TopicPartition
+from txnlab.admin import AbortTransactionSpec, AdminClient
 from txnlab.errors import KafkaStateError
 
 from helpers import RawClient, read_all

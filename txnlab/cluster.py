@@ -8,12 +8,15 @@ running the simulation, and read-only views of state for pictures and tests
 """
 from __future__ import annotations
 
+import base64
+import hashlib
 import itertools
 import weakref
 from typing import Optional, Union
 
 from .broker.broker import Broker
 from .broker.controller import Controller
+from .broker.topic_config import NOT_HONOURED
 from .config import BROKER, CLUSTER, TOPIC, resolve
 from .errors import ConfigException, KafkaError, KafkaException
 from .log.unified_log import UnifiedLog
@@ -139,6 +142,7 @@ class Cluster(Lab):
         seg = topic_config.get("segment.bytes") or self.broker_config["log.segment.bytes"]
         log = UnifiedLog(topic, partition, {
             "segment.bytes": seg,
+            "max.message.bytes": topic_config.get("max.message.bytes") or TOPIC["max.message.bytes"].default,
             "producer.id.expiration.ms": self.broker_config["producer.id.expiration.ms"],
             "transaction.partition.verification.enable":
                 self.broker_config["transaction.partition.verification.enable"]
@@ -164,6 +168,9 @@ class Cluster(Lab):
         if misr is not None and misr > replication_factor:
             raise ConfigException("min.insync.replicas", f"must not exceed the replication factor "
                                   f"({replication_factor}), got {misr}")
+        for k, (honoured, why) in NOT_HONOURED.items():
+            if k in topic_config and topic_config[k] not in honoured:
+                raise ConfigException(k, f"{topic_config[k]!r} is refused: {why}")
         self.kernel.begin_step("admin", "controller", f"create topic {name}")
         err = self.controller.create_topic(name, partitions, replication_factor, topic_config)
         if err != Errors.NONE:
@@ -181,6 +188,13 @@ class Cluster(Lab):
             n, rf = c["offsets.topic.num.partitions"], min(c["offsets.topic.replication.factor"], len(self.broker_ids))
             cfg = (("cleanup.policy", "compact"),)
         broker._create_topic(topic, n, rf, cfg)
+
+    @property
+    def cluster_id(self) -> str:
+        """The cluster id DescribeCluster reports: 22 URL-safe base64 characters like Kafka's, derived from the
+        seed (the same lab always has the same id)."""
+        digest = hashlib.sha256(f"txnlab-cluster-{self.seed}".encode()).digest()[:16]
+        return base64.urlsafe_b64encode(digest).decode().rstrip("=")
 
     def topics(self) -> list[str]:
         return sorted({t for t, _ in self.controller.states})

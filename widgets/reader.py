@@ -17,7 +17,9 @@ def read(cluster, topic: str, partitions: Iterable[int] = (0,), isolation: str =
          sort: bool = True) -> list[str]:
     """The values a new consumer with this isolation level reads from the start of ``partitions`` of
     ``topic`` (it stops after three empty polls in a row): sorted, or in the order read with sort=False."""
-    c = Consumer({"bootstrap.servers": cluster.bootstrap, "isolation.level": isolation, "enable.auto.commit": False})
+    # confluent-kafka refuses a Consumer without a group.id; assign() never joins the group
+    c = Consumer({"bootstrap.servers": cluster.bootstrap, "group.id": "reader", "isolation.level": isolation,
+                  "enable.auto.commit": False})
     c.assign([TopicPartition(topic, p, 0) for p in partitions])
     out, empty = [], 0
     while empty < 3:

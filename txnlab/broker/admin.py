@@ -1,4 +1,5 @@
-"""A broker's admin APIs: CreateTopics, DeleteTopics, DescribeConfigs, and the controller's StopReplica.
+"""A broker's admin APIs: CreateTopics, DeleteTopics, CreatePartitions, AlterConfigs, IncrementalAlterConfigs,
+DescribeConfigs, and the controller's StopReplica (the group and cluster ones: ``admin_groups.py``).
 
 Owns what a broker does with an admin client's request: topic changes are
 checked for authorization here and forwarded to the controller (Kafka 4's
@@ -14,11 +15,13 @@ from typing import Optional
 from ..config import BROKER, TOPIC
 from ..protocol import messages as m
 from ..protocol.errors import Errors
+from .admin_groups import GroupAdminHandling
 from .authorizer import CLUSTER_RESOURCE
 
 CONTROLLER = "controller"
 # A topic config and the broker key that gives its default (Kafka's LogConfig synonyms)
 TOPIC_DEFAULTS = {"min.insync.replicas": "min.insync.replicas",
+                  "max.message.bytes": "message.max.bytes",
                   "unclean.leader.election.enable": "unclean.leader.election.enable",
                   "segment.bytes": "log.segment.bytes"}
 
@@ -32,7 +35,7 @@ def _text(v) -> Optional[str]:
     return str(v)
 
 
-class AdminHandling:
+class AdminHandling(GroupAdminHandling):
     """Mixed into ``Broker``."""
 
     # ------------------------------------------------------------ helpers
@@ -45,32 +48,33 @@ class AdminHandling:
             return True
         return authz.authorize(self.cluster.principal_of(msg.src), rtype, name, op)
 
-    def _forward(self, msg, request, refused: dict, order: list, results_of, make_response) -> None:
+    def _forward(self, msg, request, refused: dict, order: list, results_of, make_response, key_of=None,
+                 failed=None, items=None) -> None:
         """Send ``request`` (the part of the client's request that may go on) to the controller, then answer
         the client with its results and ``refused`` ({name: result}) in the client's order."""
+        key_of = key_of or (lambda r: r.name)
+        failed = failed or (lambda err: self._failed(request, err))
+
         def answer(results) -> None:
-            got = {r.name: r for r in results}
+            got = {key_of(r): r for r in results}
             got.update(refused)
             self.respond(msg, make_response(tuple(got[n] for n in order)))
 
-        if not (request.topics if request.API == "CreateTopics" else request.topic_names):
+        if items is None:
+            items = request.topics if request.API == "CreateTopics" else request.topic_names
+        if not items:
             answer(())             # nothing left to forward: every topic was refused here
             return
 
         def done(resp, err):
             if err is not None:
                 self.narrate(f"broker {self.broker_id} could not reach the controller for {request.API}: {err.name}")
-                answer(tuple(self._failed(request, Errors.REQUEST_TIMED_OUT)))
+                answer(tuple(failed(Errors.REQUEST_TIMED_OUT)))
             else:
                 answer(results_of(resp))
         self.narrate(f"broker {self.broker_id} forwards {request.API} from {msg.src} to the controller")
-        self.send_request(CONTROLLER, request, done, timeout_ms=max(1, min(request.timeout_ms, 300_000)))
-
-    @staticmethod
-    def _failed(request, err: Errors):
-        if request.API == "CreateTopics":
-            return [m.CreatableTopicResult(t.name, err) for t in request.topics]
-        return [m.DeletableTopicResult(n, err) for n in request.topic_names]
+        timeout = getattr(request, "timeout_ms", 30_000)
+        self.send_request(CONTROLLER, request, done, timeout_ms=max(1, min(timeout, 300_000)))
 
     # -------------------------------------------------------- CreateTopics
     def handle_CreateTopics(self, msg):
@@ -170,6 +174,67 @@ class AdminHandling:
                 out.append(m.DescribeConfigsResourceResult(k, _text(TOPIC[k].default), False,
                                                            m.SOURCE_DEFAULT_CONFIG))
         return out
+
+    # ---------------------------------------------------- CreatePartitions
+    def handle_CreatePartitions(self, msg):
+        req = msg.payload
+        if type(req.topics) is not tuple or not all(type(t) is m.CreatePartitionsTopic for t in req.topics):
+            raise TypeError("CreatePartitions: topics must be a tuple of CreatePartitionsTopic")
+        order = [t.name for t in req.topics]
+        refused, go = {}, []
+        for t in req.topics:
+            if order.count(t.name) > 1:
+                refused[t.name] = m.CreatePartitionsTopicResult(t.name, Errors.INVALID_REQUEST,
+                                                                "Duplicate topic in request.")
+            elif not self._allowed(msg, "TOPIC", t.name, "ALTER"):
+                self.narrate(f"{self.cluster.principal_of(msg.src)} may not ALTER topic {t.name!r} "
+                             f"-> TOPIC_AUTHORIZATION_FAILED")
+                refused[t.name] = m.CreatePartitionsTopicResult(t.name, Errors.TOPIC_AUTHORIZATION_FAILED,
+                                                                "Authorization failed.")
+            else:
+                go.append(t)
+        fwd = m.CreatePartitionsRequest(tuple(go), req.timeout_ms, req.validate_only)
+        self._forward(msg, fwd, refused, order, lambda r: r.results, m.CreatePartitionsResponse, items=go,
+                      failed=lambda err: [m.CreatePartitionsTopicResult(t.name, err) for t in go])
+        return None
+
+    # ------------------------------------------ AlterConfigs / IncrementalAlterConfigs
+    def handle_AlterConfigs(self, msg):
+        return self._alter_configs(msg)
+
+    def handle_IncrementalAlterConfigs(self, msg):
+        return self._alter_configs(msg)
+
+    def _alter_configs(self, msg):
+        """Topic configs live in the metadata log: the controller checks and applies them (forwarded)."""
+        req = msg.payload
+        if type(req.resources) is not tuple or not all(type(r) is m.AlterConfigsResource and type(r.configs) is tuple
+                                                       for r in req.resources):
+            raise TypeError(f"{req.API}: resources must be a tuple of AlterConfigsResource")
+        key = lambda r: (r.resource_type, r.resource_name)  # noqa: E731
+        order = [key(r) for r in req.resources]
+        refused, go = {}, []
+        for r in req.resources:
+            def no(err: Errors, why: str, r=r) -> None:
+                refused[key(r)] = m.AlterConfigsResourceResponse(err, why, r.resource_type, r.resource_name)
+            if order.count(key(r)) > 1:
+                no(Errors.INVALID_REQUEST, "Duplicate resource in request.")
+            elif r.resource_type == m.RESOURCE_TOPIC and not self._allowed(msg, "TOPIC", r.resource_name,
+                                                                           "ALTER_CONFIGS"):
+                self.narrate(f"{self.cluster.principal_of(msg.src)} may not ALTER_CONFIGS of topic "
+                             f"{r.resource_name!r} -> TOPIC_AUTHORIZATION_FAILED")
+                no(Errors.TOPIC_AUTHORIZATION_FAILED, "Authorization failed.")
+            elif r.resource_type == m.RESOURCE_BROKER:
+                self.narrate(f"broker {self.broker_id}: the lab's broker configs are static (set when the "
+                             f"cluster is built) -> INVALID_REQUEST")
+                no(Errors.INVALID_REQUEST, "the lab's broker configs are static: set them in Cluster(config=...)")
+            else:
+                go.append(r)
+        fwd = type(req)(tuple(go), req.validate_only)
+        self._forward(msg, fwd, refused, order, lambda resp: resp.responses, m.AlterConfigsResponse, key_of=key,
+                      items=go, failed=lambda err: [m.AlterConfigsResourceResponse(err, "", r.resource_type,
+                                                                                   r.resource_name) for r in go])
+        return None
 
     # ---------------------------------------------------------- StopReplica
     def handle_StopReplica(self, msg):

@@ -375,6 +375,13 @@ class Broker(ProduceHandling, FetchHandling, AdminHandling, Node):
                 out[tp] = (Errors.NONE, log.log_start_offset)
             elif ts == -1:
                 out[tp] = (Errors.NONE, end)
+            elif ts == -3:      # KIP-734 MAX_TIMESTAMP: the first record with the largest timestamp
+                best, off = None, -1
+                for b in log.read(log.log_start_offset, end) if end > log.log_start_offset else []:
+                    for i, r in enumerate(() if b.is_control else b.records):
+                        if best is None or r.timestamp > best:
+                            best, off = r.timestamp, b.base_offset + i
+                out[tp] = (Errors.NONE, off)
             else:
                 off = -1
                 for b in log.read(log.log_start_offset, end) if end > log.log_start_offset else []:

@@ -6,21 +6,24 @@ partition epoch), broker liveness (registration, heartbeats, fencing after
 only when enabled), ISR changes requested by leaders (AlterPartition), topic
 creation and deletion (CreateTopics, DeleteTopics: clients' requests forwarded by a
 broker, and StopReplica to the replicas of a deleted topic), and producer-id blocks (AllocateProducerIds, blocks of 1000).
+Adding partitions and changing topic configs (CreatePartitions, AlterConfigs, IncrementalAlterConfigs)
+live in ``controller_topics.py``.
 It tells brokers what changed with LeaderAndIsr.
 """
 from __future__ import annotations
 
-from ..config import TOPIC, resolve
 from ..kernel.node import Node
 from ..protocol import messages as m
 from ..protocol.errors import Errors
 from ..protocol.names import OFFSETS_TOPIC, TRANSACTION_STATE_TOPIC, broker_name
+from .controller_topics import TopicChanges
+from .topic_config import check_topic_config
 
 PRODUCER_ID_BLOCK_SIZE = 1000
 TOPIC_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-")
 
 
-class Controller(Node):
+class Controller(TopicChanges, Node):
     crashable = False          # it stands for the whole KRaft quorum
     serves_one_request_at_a_time = True
     def __init__(self, kernel, cluster) -> None:
@@ -230,21 +233,27 @@ class Controller(Node):
         self.topic_configs[name] = dict(config)
         for tp in [tp for tp in self.deleted if tp[0] == name]:
             del self.deleted[tp]
+        new = self._place(name, 0, partitions, rf, tuple(sorted(config.items())))
+        self.narrate(f"controller created topic {name}: {partitions} partition(s), replication factor {rf}")
+        self._publish(new)
+        return Errors.NONE
+
+    def _place(self, name: str, first: int, count: int, rf: int, items: tuple) -> list:
+        """Partitions ``first``..``first+count-1`` of ``name``: replicas round-robin over the brokers, the first
+        live replica leads (Kafka's StripedReplicaPlacer, without racks)."""
+        brokers = sorted(self.cluster.broker_ids)
         live = set(self.registered)
         start = self._next_replica_start
         self._next_replica_start += 1
         new = []
-        items = tuple(sorted(config.items()))
-        for i in range(partitions):
+        for i in range(first, first + count):
             replicas = tuple(brokers[(start + i + j) % len(brokers)] for j in range(rf))
             alive = [r for r in replicas if r in live]
             leader = alive[0] if alive else -1
             s = m.PartitionState(name, i, leader, 0, tuple(alive) or replicas[:1], replicas, 0, items)
             self.states[(name, i)] = s
             new.append(s)
-        self.narrate(f"controller created topic {name}: {partitions} partition(s), replication factor {rf}")
-        self._publish(new)
-        return Errors.NONE
+        return new
 
     def check_new_topic(self, t) -> tuple:
         """(error, message, partitions, replication factor, config) for one CreatableTopic: Kafka's rules
@@ -265,16 +274,10 @@ class Controller(Node):
         if type(rf) is not int or rf < 1 or rf > brokers:
             return (Errors.INVALID_REPLICATION_FACTOR, f"Unable to replicate the partition {rf} time(s): the "
                     f"cluster has {brokers} broker(s).", 0, 0, {})
-        try:
-            given = dict(t.configs)
-            resolved, _ = resolve(TOPIC, given, "topic")
-        except (TypeError, ValueError) as e:
-            return Errors.INVALID_CONFIG, str(e), 0, 0, {}
-        config = {k: v for k, v in resolved.items() if given.get(k) is not None}
-        misr = config.get("min.insync.replicas")
-        if misr is not None and misr > rf:
-            return (Errors.INVALID_CONFIG, f"min.insync.replicas ({misr}) must not exceed the replication factor "
-                    f"({rf})", 0, 0, {})
+        err, why, config = check_topic_config(dict(t.configs), rf, internal=name in (TRANSACTION_STATE_TOPIC,
+                                                                                    OFFSETS_TOPIC))
+        if err != Errors.NONE:
+            return err, why, 0, 0, {}
         return Errors.NONE, "", partitions, rf, config
 
     def handle_CreateTopics(self, msg):

@@ -119,6 +119,7 @@ class Partition:
         self.isr = tuple(state.isr)
         self.replicas = tuple(state.replicas)
         self.config = dict(state.config)
+        self.log.update_topic_config(self.config)     # topic configs changed by an admin apply at once
 
     # ------------------------------------------------------------------- HW
     def maybe_increment_hw(self, now: int) -> bool:

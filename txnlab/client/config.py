@@ -51,7 +51,10 @@ PYTHON_KEYS = {
     "on_commit": ("C", ConfigException, "on_commit requires a callable object"),
 }
 PYTHON_HONOURED = frozenset({"on_delivery", "on_commit"})
-LAB_KEYS = {"sim.client.dialect": dialects.LIBRDKAFKA, "sim.naive.client": False}
+# sim.clock.epoch.ms: the Unix time (ms) the lab clock's 0 stands for; clients add it to what they show (record
+# timestamps, offsets_for_times), so timestamps look real and stay deterministic (never the wall clock)
+EPOCH_MS = 1_767_225_600_000          # 2026-01-01T00:00:00Z
+LAB_KEYS = {"sim.client.dialect": dialects.LIBRDKAFKA, "sim.naive.client": False, "sim.clock.epoch.ms": EPOCH_MS}
 NO_EFFECT = "has no effect in the lab"
 
 

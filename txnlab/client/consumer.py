@@ -17,7 +17,8 @@ from ..errors import KafkaError, KafkaException
 from ..protocol.errors import Errors
 from .config import consumer_config, notices
 from .consumer_coordinator import ConsumerCoordinator, MemberState
-from .fetcher import LIST_EARLIEST, LIST_LATEST, Fetcher, PartitionState
+from .consumer_lookup import ConsumerLookups
+from .fetcher import Fetcher, PartitionState
 from .network_client import attach_client
 from .message import OFFSET_BEGINNING, OFFSET_END, OFFSET_INVALID, OFFSET_STORED, Message, TopicPartition
 
@@ -39,11 +40,14 @@ class ConsumerGroupMetadata:
                 f"member_id={self.member_id!r}, group_instance_id={self.group_instance_id!r})")
 
 
+_UNSET = object()      # subscribe()'s "no callback given" (an explicit None is refused, as in confluent-kafka)
+
+
 def _tp_list(tps) -> list[TopicPartition]:
     return [TopicPartition(t, p) for t, p in sorted(tps)]
 
 
-class Consumer:
+class Consumer(ConsumerLookups):
     """A Kafka consumer (group member with ``subscribe``, or manual with ``assign``)."""
 
     def __init__(self, config: dict, **kwargs) -> None:
@@ -127,9 +131,13 @@ class Consumer:
         return None if timeout is None or timeout < 0 else int(round(timeout * 1000))
 
     # ------------------------------------------------------------ subscribe
-    def subscribe(self, topics: list, on_assign: Optional[Callable] = None, on_revoke: Optional[Callable] = None,
-                  on_lost: Optional[Callable] = None) -> None:
+    def subscribe(self, topics: list, on_assign: Optional[Callable] = _UNSET, on_revoke: Optional[Callable] = _UNSET,
+                  on_lost: Optional[Callable] = _UNSET) -> None:
         self._check_open()
+        for what, fn in (("on_assign", on_assign), ("on_revoke", on_revoke), ("on_lost", on_lost)):
+            if fn is not _UNSET and not callable(fn):
+                raise TypeError(f"{what} expects a callable")      # confluent-kafka refuses None too
+        on_assign, on_revoke, on_lost = (None if fn is _UNSET else fn for fn in (on_assign, on_revoke, on_lost))
         self._require_group("subscribe")
         if isinstance(topics, str) or not all(isinstance(t, str) and t for t in topics):
             raise TypeError("topics must be a list of topic names")
@@ -150,7 +158,7 @@ class Consumer:
         self._coordinator.rejoin_needed = False
 
     # --------------------------------------------------------------- assign
-    def assign(self, partitions: list) -> None:
+    def assign(self, partitions: list, /) -> None:
         """Consume exactly these partitions (offsets: >=0, OFFSET_BEGINNING, OFFSET_END, or committed)."""
         self._check_open()
         self._assign_called = True
@@ -201,6 +209,46 @@ class Consumer:
         self._note(f"{self.name} calls unassign()")
         self._assignment = {}
         self._fetcher.clear_buffer()
+
+    def _incremental_allowed(self, call: str) -> None:
+        self._check_open()
+        cooperative = "cooperative" in str(self._config["partition.assignment.strategy"])
+        if self._subscription and not cooperative:
+            raise KafkaException(KafkaError(KafkaError._STATE, f"{call}: Changes to the current assignment must be "
+                                            f"made using assign() when rebalance protocol type is EAGER"))
+
+    def incremental_assign(self, partitions: list, /) -> None:
+        """Add these partitions to the assignment (the others keep their positions)."""
+        self._incremental_allowed("incremental_assign")
+        for tp in partitions:
+            if (tp.topic, tp.partition) in self._assignment:
+                raise KafkaException(KafkaError(KafkaError._CONFLICT, f"{tp.topic} [{tp.partition}] is already "
+                                                f"part of the current assignment"))
+        self._assign_called = True
+        if not self._subscription:
+            self._manual = True
+        self._note(f"{self.name} calls incremental_assign({[f'{tp.topic}-{tp.partition}' for tp in partitions]})")
+        for tp in partitions:
+            key = (tp.topic, tp.partition)
+            st = self._assignment[key] = PartitionState()
+            self._init_position(key, st, tp.offset)
+        self._node.request_metadata(tuple(sorted({t for t, _ in self._assignment})))
+        self._start_auto_commit()
+        self._changed = True
+
+    def incremental_unassign(self, partitions: list, /) -> None:
+        """Remove these partitions from the assignment."""
+        self._incremental_allowed("incremental_unassign")
+        for tp in partitions:
+            if (tp.topic, tp.partition) not in self._assignment:
+                raise KafkaException(KafkaError(KafkaError._INVALID_ARG, f"{tp.topic} [{tp.partition}] can't be "
+                                                f"unassigned since it is not in the current assignment"))
+        self._note(f"{self.name} calls incremental_unassign({[f'{tp.topic}-{tp.partition}' for tp in partitions]})")
+        for tp in partitions:
+            key = (tp.topic, tp.partition)
+            del self._assignment[key]
+            self._fetcher.clear_buffer(key)
+        self._changed = True
 
     def assignment(self) -> list[TopicPartition]:
         self._check_open()
@@ -498,37 +546,6 @@ class Consumer:
             out.append(TopicPartition(t, p, off if off >= 0 else OFFSET_INVALID, meta or None))
         return out
 
-    def get_watermark_offsets(self, partition: TopicPartition, timeout: Optional[float] = None,
-                              cached: bool = False) -> Optional[tuple]:
-        """(low, high): the log start offset, and the LSO (read_committed) or HW (read_uncommitted)."""
-        self._check_open()
-        key = (partition.topic, partition.partition)
-        if cached:
-            st = self._assignment.get(key)
-            if st is None:
-                return (OFFSET_INVALID, OFFSET_INVALID)
-            high = st.last_stable_offset if self._fetcher.read_committed else st.high_watermark
-            return (st.log_start_offset, high)
-        box: dict = {}
-
-        def ask(name, ts):
-            def go():
-                self._fetcher.list_offsets(key, ts, lambda e, off: box.__setitem__(name, (e, off)))
-            if self._node.leader_for(key) is None:
-                self._node.request_metadata((key[0],), then=go)
-            else:
-                go()
-        ask("low", LIST_EARLIEST)
-        ask("high", LIST_LATEST)
-        if not self._wait(lambda: "low" in box and "high" in box, self._timeout_ms(timeout)):
-            self._check_open()
-            return None
-        for name in ("low", "high"):
-            e, _ = box[name]
-            if e != Errors.NONE:
-                raise KafkaException(KafkaError(e, f"get_watermark_offsets: {Errors(e).name}"))
-        return (box["low"][1], box["high"][1])
-
     def consumer_group_metadata(self) -> ConsumerGroupMetadata:
         self._check_open()
         self._require_group("consumer_group_metadata")
@@ -538,11 +555,6 @@ class Consumer:
     def memberid(self) -> Optional[str]:
         self._check_open()
         return self._coordinator.member_id or None
-
-    def list_topics(self, topic: Optional[str] = None, timeout: float = -1):
-        self._check_open()
-        from .admin import cluster_metadata
-        return cluster_metadata(self._node, self._kernel, topic)
 
     # ---------------------------------------------------------------- close
     def close(self) -> None:

@@ -5,7 +5,7 @@ id and generation, JoinGroup / SyncGroup (the leader runs the assignor on the
 client), heartbeats every ``heartbeat.interval.ms`` with the reaction to each
 answer, leaving the group (LeaveGroup, or when ``max.poll.interval.ms``
 passes without a poll), and the offset requests that go to the coordinator:
-OffsetCommit and OffsetFetch (always with RequireStable, retrying
+OffsetCommit and OffsetFetch (RequireStable for read_committed, retrying
 UNSTABLE_OFFSET_COMMIT).  Application callbacks never run here: the consumer
 runs them inside ``poll()``.
 """
@@ -356,13 +356,16 @@ class ConsumerCoordinator:
 
     def fetch_committed(self, tps: list, done: Callable[[Optional[KafkaError], dict], None],
                         wanted: Callable[[], bool] = lambda: True) -> None:
-        """OffsetFetch(require_stable=True); retries UNSTABLE_OFFSET_COMMIT and coordinator errors until
-        ``done(error, {tp: (offset, metadata)})`` can be called with stable offsets (or until
-        ``wanted()`` says the caller gave up)."""
+        """OffsetFetch; retries UNSTABLE_OFFSET_COMMIT and coordinator errors until
+        ``done(error, {tp: (offset, metadata)})`` can be called (or until ``wanted()`` says the caller gave up).
+        RequireStable (KIP-447) only for a read_committed consumer, as librdkafka and the Java client ask it:
+        a read_uncommitted one gets the last committed offsets at once, even while a transaction holds new ones."""
+        require_stable = self.cfg["isolation.level"] == "read_committed"
+
         def send():
             if not wanted():
                 return
-            req = m.OffsetFetchRequest(self.group_id, tuple(sorted(tps)), require_stable=True)
+            req = m.OffsetFetchRequest(self.group_id, tuple(sorted(tps)), require_stable=require_stable)
             self.node.send_request(self.coordinator, req, on_resp, timeout_ms=self.cfg["request.timeout.ms"])
 
         def retry(why: str, refind: bool) -> None:

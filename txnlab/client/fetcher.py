@@ -183,10 +183,11 @@ class Fetcher:
                 continue
             offset, record, batch = got
             st.position = cf.next_fetch_offset
+            # the log keeps lab time; the application sees Unix time (anchored at sim.clock.epoch.ms)
             if batch.log_append_time >= 0:
-                ts = (TIMESTAMP_LOG_APPEND_TIME, batch.log_append_time)
+                ts = (TIMESTAMP_LOG_APPEND_TIME, batch.log_append_time + self.cfg["sim.clock.epoch.ms"])
             else:
-                ts = (TIMESTAMP_CREATE_TIME, record.timestamp)
+                ts = (TIMESTAMP_CREATE_TIME, record.timestamp + self.cfg["sim.clock.epoch.ms"])
             return Message(cf.tp[0], cf.tp[1], offset, record.key, record.value,
                            list(record.headers) if record.headers else None, timestamp=ts,
                            leader_epoch=batch.partition_leader_epoch if batch.partition_leader_epoch >= 0 else None)

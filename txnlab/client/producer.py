@@ -14,7 +14,8 @@ from typing import Callable, Optional
 from ..errors import KafkaError, KafkaException, KafkaStateError
 from ..protocol.hashing import murmur2_partition
 from ..protocol.record_batch import Record
-from .config import notices, producer_config
+from .config import dialect_of, notices, producer_config
+from .dialect import LIBRDKAFKA
 from .message import Message
 from .network_client import attach_client
 from .record_accumulator import RecordAccumulator
@@ -45,7 +46,8 @@ class Producer:
         self._acks = cfg["acks"]
         self._idempotent = cfg["enable.idempotence"]
         self._txn = TransactionManager(cfg["transactional.id"], cfg["transaction.timeout.ms"])
-        self._acc = RecordAccumulator(cfg["batch.size"], cfg["batch.num.messages"])
+        self._acc = RecordAccumulator(cfg["batch.size"], cfg["batch.num.messages"],
+                                      retry_in_order=dialect_of(cfg) != "java")
         self._default_cb = cfg["on_delivery"]
         self._reports: list = []               # (callback, err, msg) waiting for poll()
         self._unacked = 0                      # records produced, delivery not yet reported
@@ -55,6 +57,8 @@ class Producer:
         self._closed: Optional[KafkaError] = None
         self._resumable: Optional[tuple] = None   # (call, op) of a transactional call that timed out
         self._partitioner = cfg["partitioner"]
+        self._dialect = dialect_of(cfg)
+        self._epoch_ms = cfg["sim.clock.epoch.ms"]     # the lab clock's 0, as a Unix time (timestamps, latency)
         self._max_bytes = cfg["message.max.bytes"]
         self._batch_size = cfg["batch.size"]
         self._batch_records = cfg["batch.num.messages"]
@@ -74,6 +78,8 @@ class Producer:
         return self._txn
 
     def _check_alive(self) -> None:
+        if self._closed is not None:
+            raise RuntimeError("Producer has been closed")
         if self._node.crashed:
             raise KafkaException(KafkaError(KafkaError._FATAL, f"{self.name}'s process has crashed", fatal=True))
         if self._txn.state == State.FATAL_ERROR:
@@ -86,9 +92,11 @@ class Producer:
         self._kernel.record("call", self.name, text)
 
     # ---------------------------------------------------------------- produce
-    def produce(self, topic: str, value=None, key=None, partition: int = -1, on_delivery: Optional[Callable] = None,
-                timestamp: int = 0, headers=None, callback: Optional[Callable] = None) -> None:
-        if self._txn.state is not self._producing_state or self._node.crashed:
+    def produce(self, topic: str, value=None, key=None, partition: int = -1, callback: Optional[Callable] = None,
+                on_delivery: Optional[Callable] = None, timestamp: int = 0, headers=None) -> None:
+        """confluent-kafka's argument order (``callback`` is ``on_delivery``'s old name).  ``timestamp`` is
+        milliseconds since the Unix epoch, as the application sees it (0: now, on the lab's anchored clock)."""
+        if self._txn.state is not self._producing_state or self._node.crashed or self._closed is not None:
             self._produce_refused()
         if key is None and partition < 0 and headers is None and value.__class__ is bytes:
             # the common case, kept short (it is what a benchmark and a busy notebook call most): a
@@ -99,8 +107,10 @@ class Producer:
                 if b.size + size < self._batch_size and len(b.records) < self._batch_records \
                         and size <= self._max_bytes:
                     # a plain tuple: the batch turns it into a Record only if somebody reads it
-                    b.records.append((None, value, (), timestamp or self._kernel.now))
+                    now = self._kernel.now
+                    b.records.append((None, value, (), timestamp - self._epoch_ms if timestamp else now))
                     b.callbacks.append(on_delivery or callback or self._default_cb)
+                    b.enqueued.append(now)
                     b.size += size
                     self._unacked += 1
                     return
@@ -115,7 +125,7 @@ class Producer:
                 headers = tuple((k, _to_bytes(v, "header value")) for k, v in headers)
         else:
             headers = ()
-        ts = timestamp or self._kernel.now
+        ts = timestamp - self._epoch_ms if timestamp else self._kernel.now    # the log keeps lab time
         cb = on_delivery or callback or self._default_cb
         n = self._node.num_partitions(topic)
         if n is None:
@@ -129,12 +139,26 @@ class Producer:
         self._append(topic, value, key, partition, cb, ts, headers, n)
 
     def _produce_refused(self) -> None:
-        self._check_alive()
         txn = self._txn
+        if self._closed is not None:
+            raise RuntimeError("Producer has been closed")
+        if self._dialect == LIBRDKAFKA and not self._node.crashed:
+            # librdkafka's rd_kafka_msg_new: a producer with a fatal error refuses with _FATAL, a transactional
+            # producer not IN_TRANSACTION (an abortable error included) with _STATE
+            if txn.state == State.FATAL_ERROR:
+                raise KafkaException(KafkaError(KafkaError._FATAL, "Unable to produce message: Local: Fatal error "
+                                                f"({txn.last_error.name()}: the producer must be closed)"))
+            if txn.state is not self._producing_state:
+                raise KafkaStateError("Unable to produce message: Local: Erroneous state (" + (
+                    f"the transaction must be aborted after {txn.last_error.name()}"
+                    if txn.state == State.ABORTABLE_ERROR else
+                    f"a transactional producer must call begin_transaction() first; state {txn.state.name}") + ")")
+            return
+        self._check_alive()
         if txn.state is self._producing_state:
             return
         if txn.state == State.ABORTABLE_ERROR:
-            raise KafkaException(txn.last_error)
+            raise KafkaException(txn.last_error)      # Java: the error that made the transaction abortable
         raise KafkaStateError(f"produce() outside a transaction: a transactional producer must call "
                               f"begin_transaction() first (state {txn.state.name})")
 
@@ -281,7 +305,7 @@ class Producer:
         return KafkaException(KafkaError(KafkaError._TIMED_OUT, f"{call}() timed out; call it again to wait for "
                                          f"its outcome", retriable=True))
 
-    def init_transactions(self, timeout: Optional[float] = None) -> None:
+    def init_transactions(self, timeout: Optional[float] = None, /) -> None:
         resuming = self._require_transactional("init_transactions")
         txn = self._txn
         self._note(f"{self.name} calls init_transactions()" + (" again (resuming)" if resuming else ""))
@@ -308,7 +332,7 @@ class Producer:
         txn.transition(State.IN_TRANSACTION)
         txn.transaction_started = False
 
-    def send_offsets_to_transaction(self, positions, group_metadata, timeout: Optional[float] = None) -> None:
+    def send_offsets_to_transaction(self, positions, group_metadata, timeout: Optional[float] = None, /) -> None:
         txn = self._txn
         if self._require_transactional("send_offsets_to_transaction"):
             op = self._resumable[1]
@@ -340,10 +364,10 @@ class Producer:
         if op.error is not None:
             raise KafkaException(op.error)
 
-    def commit_transaction(self, timeout: Optional[float] = None) -> None:
+    def commit_transaction(self, timeout: Optional[float] = None, /) -> None:
         self._end_transaction(True, timeout)
 
-    def abort_transaction(self, timeout: Optional[float] = None) -> None:
+    def abort_transaction(self, timeout: Optional[float] = None, /) -> None:
         self._end_transaction(False, timeout)
 
     def _end_transaction(self, commit: bool, timeout: Optional[float]) -> None:
@@ -375,5 +399,37 @@ class Producer:
         if txn.state == State.ABORTABLE_ERROR:
             raise KafkaException(txn.last_error)
 
-    def close(self) -> None:
-        self.flush()
+    def close(self, *args, **kwargs) -> bool:
+        """librdkafka's close: abort an open transaction, flush what is left, then refuse every call.  Returns
+        True (confluent-kafka ignores the arguments)."""
+        if self._closed is not None:
+            return True
+        self._note(f"{self.name} calls close()")
+        txn = self._txn
+        if not self._node.crashed and txn.is_transactional and txn.state in (
+                State.IN_TRANSACTION, State.ABORTABLE_ERROR, State.COMMITTING_TRANSACTION, State.ABORTING_TRANSACTION):
+            try:
+                self._end_transaction(False, None)
+            except KafkaException:
+                pass
+        if not self._node.crashed and txn.state != State.FATAL_ERROR:
+            self.flush()
+        self._closed = KafkaError(KafkaError._DESTROY, "Producer has been closed")
+        return True
+
+    def produce_batch(self, topic: str, messages: list, partition: int = -1, on_delivery: Optional[Callable] = None,
+                      callback: Optional[Callable] = None) -> int:
+        """Produce dicts (``value``, ``key``, ``partition``, ``timestamp``, ``callback``/``on_delivery``); returns
+        how many were queued; a refused one gets its error in ``_error``, as in confluent-kafka."""
+        if not isinstance(messages, list):
+            raise TypeError("expected list of messages")
+        queued = 0
+        for msg in messages:
+            try:
+                self.produce(topic, msg.get("value"), msg.get("key"), msg.get("partition", partition),
+                             msg.get("callback") or msg.get("on_delivery") or on_delivery or callback,
+                             timestamp=msg.get("timestamp", 0))
+                queued += 1
+            except KafkaException as e:
+                msg["_error"] = e.args[0]
+        return queued

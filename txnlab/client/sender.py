@@ -16,6 +16,7 @@ from ..errors import KafkaError
 from ..protocol import messages as m
 from ..protocol.errors import Errors
 from ..protocol.record_batch import RecordBatch
+from .dialect import Action, classify, normalize
 from .message import Message
 from .transaction_manager import State
 from .txn_requests import TransactionalRequests
@@ -215,10 +216,14 @@ class Sender(TransactionalRequests):
         if not any(b.callbacks):          # nobody asked for delivery reports: just count them off
             p._unacked -= len(b.records)
             return
-        for i, (rec, cb) in enumerate(zip(b.records, b.callbacks)):
+        now, epoch = self.kernel.now, self.cfg["sim.clock.epoch.ms"]
+        for i, (rec, cb, enq) in enumerate(zip(b.records, b.callbacks, b.enqueued)):
             off = base_offset + i if base_offset >= 0 and kerr is None else -1
             key, value, headers, ts = rec      # a Record, or the plain tuple produce()'s short path stored
-            msg = Message(topic, part, off, key, value, headers or None, timestamp=(1, ts), error=kerr)
+            # the application sees Unix time (the lab clock anchored at sim.clock.epoch.ms) and the
+            # simulated produce latency, in seconds, as librdkafka's Message.latency()
+            msg = Message(topic, part, off, key, value, headers or None, timestamp=(1, ts + epoch), error=kerr,
+                          latency=(now - enq) / 1000)
             p.deliver(cb or _noop, kerr, msg)
 
     def _can_retry(self, b, error: Errors) -> bool:
@@ -288,16 +293,18 @@ class Sender(TransactionalRequests):
         p, txn = self.p, self.txn
         self.narrate(f"{p.name}: {b.describe()} failed with {error.name}")
         if txn.is_transactional:
-            fatal = error in (Errors.PRODUCER_FENCED, Errors.TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
-                              Errors.CLUSTER_AUTHORIZATION_FAILED)
-            kerr = KafkaError(error, reason or error.description, fatal=fatal, retriable=False,
+            # which Produce errors end the producer is the client dialect's rule: librdkafka makes a fenced
+            # producer (PRODUCER_FENCED, INVALID_PRODUCER_EPOCH) fatal _FENCED, Java aborts on INVALID_PRODUCER_EPOCH
+            fatal = classify(self.dialect, "Produce", error) is Action.FATAL
+            code = normalize(self.dialect, error) if fatal else error
+            kerr = KafkaError(code, reason or error.description, fatal=fatal, retriable=False,
                               txn_requires_abort=not fatal)
             # As Java's Sender.failBatch: the transaction manager takes the error first (one transition, with
             # this batch's error), then the batch's records are reported failed, then the unsent ones purged.
             moved = fatal or txn.state in (State.IN_TRANSACTION, State.COMMITTING_TRANSACTION,
                                            State.ABORTABLE_ERROR)
             if moved:
-                self.narrate(f"{p.name}: a record of the transaction failed ({error.name}): "
+                self.narrate(f"{p.name}: a record of the transaction failed ({error.name}); {self._reaction(error, kerr)}: "
                              + ("the producer is now in FATAL_ERROR" if fatal else "the transaction must be aborted"))
                 txn.transition(State.FATAL_ERROR if fatal else State.ABORTABLE_ERROR, kerr)
             self._complete(b, kerr, -1)
@@ -343,7 +350,8 @@ class Sender(TransactionalRequests):
         p = self.p
         waiting, p._unassigned = p._unassigned, []
         for topic, value, key, _part, cb, ts, headers in waiting:
-            p.deliver(cb or _noop, error, Message(topic, -1, -1, key, value, headers or None, timestamp=(1, ts), error=error))
+            p.deliver(cb or _noop, error, Message(topic, -1, -1, key, value, headers or None,
+                                                  timestamp=(1, ts + self.cfg["sim.clock.epoch.ms"]), error=error))
         for tp, dq in p._acc.batches.items():
             keep = [b for b in dq if b.in_flight or b.retry]
             for b in dq:

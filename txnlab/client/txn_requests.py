@@ -15,24 +15,22 @@ from typing import Callable, Optional
 from ..errors import KafkaError
 from ..protocol import messages as m
 from ..protocol.errors import Errors
+from .config import dialect_of
+from .dialect import Action, classify, kafka_error
 from .transaction_manager import PRIORITY, State
 
-RETRIABLE_TXN = {Errors.CONCURRENT_TRANSACTIONS, Errors.COORDINATOR_LOAD_IN_PROGRESS}
+# Coordinator errors that mean "ask FindCoordinator again": the coordinator moved, is down or did not answer.
 REFIND = {Errors.NOT_COORDINATOR, Errors.COORDINATOR_NOT_AVAILABLE, Errors.NETWORK_EXCEPTION,
           Errors.REQUEST_TIMED_OUT}
-FATAL_TXN = {Errors.PRODUCER_FENCED, Errors.INVALID_PRODUCER_EPOCH, Errors.INVALID_TXN_STATE,
-             Errors.INVALID_TRANSACTION_TIMEOUT, Errors.TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
-             Errors.CLUSTER_AUTHORIZATION_FAILED, Errors.UNSUPPORTED_VERSION, Errors.INVALID_REQUEST}
 
 
-def _retry_action(error) -> Optional[str]:
-    """What a transactional request does on a coordinator error that is not the client's fault: find the
-    coordinator again (it moved or is down), or send again after the backoff (it is busy); None otherwise."""
-    if error in REFIND:
-        return "refind"
-    if error in RETRIABLE_TXN:
-        return "retry"
-    return None
+def _retry_action(dialect: str, api: str, error) -> Optional[str]:
+    """What a transactional request does with a coordinator error its client dialect retries (the tables in
+    ``dialect.py``): find the coordinator again (it moved or is down) or send again after the backoff (it is
+    busy); None when the error is not retried (abortable or fatal)."""
+    if classify(dialect, api, error) is not Action.RETRY:
+        return None
+    return "refind" if error in REFIND else "retry"
 
 
 class PendingOp:
@@ -115,11 +113,28 @@ class TransactionalRequests:
             self.node.send_request(coord, req, on_resp, timeout_ms=self.cfg["request.timeout.ms"])
         return send
 
-    def _fatal(self, error, where: str) -> None:
-        kerr = KafkaError(error, f"{where}: {Errors(error).description}", fatal=True, retriable=False)
-        self.narrate(f"{self.p.name}: {where} failed with {Errors(error).name}; the producer is now in FATAL_ERROR")
+    @property
+    def dialect(self) -> str:
+        return dialect_of(self.cfg)
+
+    def _reaction(self, error, kerr: KafkaError) -> str:
+        """How the narration says which client's rule decided (KAFKA-EOS §12)."""
+        if kerr.fatal():
+            return f"{self.dialect}: {Errors(error).name} is fatal ({kerr.name()})"
+        return f"{self.dialect}: {Errors(error).name} is abortable"
+
+    def _fatal(self, error, where: str, kerr: Optional[KafkaError] = None) -> KafkaError:
+        """The producer cannot go on: FATAL_ERROR, every call fails with this error from now on.  librdkafka
+        folds both fencing errors into ``_FENCED`` (-144); the Java client keeps the broker's code."""
+        if kerr is None:
+            kerr = kafka_error(self.dialect, where, error, f"{where}: {Errors(error).description}")
+            if not kerr.fatal():
+                kerr = KafkaError(kerr.code(), kerr.str(), fatal=True, retriable=False)
+        self.narrate(f"{self.p.name}: {where} failed with {Errors(error).name}; {self._reaction(error, kerr)}: "
+                     f"the producer is now in FATAL_ERROR")
         self.txn.transition(State.FATAL_ERROR, kerr)
         self._abort_undrained(kerr)
+        return kerr
 
     def _abort_undrained(self, kerr) -> None:
         """Records not yet sent can never be part of this transaction now: fail them (Kafka's
@@ -128,17 +143,19 @@ class TransactionalRequests:
         self.purge_queued(kerr)
 
     def _fail_txn(self, error, where: str) -> KafkaError:
-        """An error the transaction cannot retry: fatal (Kafka's FATAL_TXN) or abortable; returns the error
-        the caller reports."""
-        if error in FATAL_TXN:
-            self._fatal(error, where)
-            return self.txn.last_error
+        """An error the transaction cannot retry: fatal or abortable as the client dialect classifies it for
+        ``where`` (``dialect.classify``); returns the error the caller reports."""
+        kerr = kafka_error(self.dialect, where, error, f"{where}: {Errors(error).description}")
+        if kerr.fatal():
+            return self._fatal(error, where, kerr)
         return self._abortable(error, where)
 
     def _abortable(self, error, where: str) -> KafkaError:
         kerr = KafkaError(error, f"{where}: {Errors(error).description}", retriable=False, txn_requires_abort=True)
-        self.narrate(f"{self.p.name}: {where} failed with {Errors(error).name}; the transaction must be aborted")
-        if self.txn.state in (State.IN_TRANSACTION, State.COMMITTING_TRANSACTION, State.ABORTABLE_ERROR):
+        self.narrate(f"{self.p.name}: {where} failed with {Errors(error).name}; {self._reaction(error, kerr)}: "
+                     f"the transaction must be aborted")
+        if self.txn.state in (State.IN_TRANSACTION, State.COMMITTING_TRANSACTION, State.ABORTABLE_ERROR,
+                              State.INITIALIZING):
             self.txn.transition(State.ABORTABLE_ERROR, kerr)
             self._abort_undrained(kerr)
         return kerr
@@ -204,10 +221,10 @@ class TransactionalRequests:
                 txn.partitions.clear()
                 txn.transition(State.READY)
                 return None
-            if action := _retry_action(e):
+            if action := _retry_action(self.dialect, "InitProducerId", e):
                 return action
             self._pid_requested = False
-            self._fatal(e, "InitProducerId")
+            self._fail_txn(e, "InitProducerId")
             return None
         self._enqueue("EpochBump" if bump else "InitProducerId", self._to_coordinator("InitProducerId", build, handle))
 
@@ -237,11 +254,10 @@ class TransactionalRequests:
                 if errors - {Errors.NONE, Errors.OPERATION_NOT_ATTEMPTED} else Errors.OPERATION_NOT_ATTEMPTED
             if bad == Errors.CONCURRENT_TRANSACTIONS and first:
                 return "retry-fast"     # the previous transaction is completing: Kafka retries it after 20ms
-            if action := _retry_action(bad):
+            if action := _retry_action(self.dialect, "AddPartitionsToTxn", bad):
                 return action
             txn.new_partitions_in_flight = set()
-            self._fail_txn(bad, "AddPartitionsToTxn")
-            if bad not in FATAL_TXN:
+            if not self._fail_txn(bad, "AddPartitionsToTxn").fatal():
                 if bad == Errors.INVALID_PRODUCER_ID_MAPPING:
                     self._bump_after_end = True
                 self._fail_queued_of(tps, bad)
@@ -275,15 +291,10 @@ class TransactionalRequests:
                     op.finish()
                     return None
                 bad = sorted(errors)[0]
-                if bad in REFIND or bad == Errors.COORDINATOR_LOAD_IN_PROGRESS:
-                    return "refind"
-                if bad in (Errors.CONCURRENT_TRANSACTIONS, Errors.UNKNOWN_TOPIC_OR_PARTITION):
-                    return "retry"
-                if bad in (Errors.PRODUCER_FENCED, Errors.INVALID_PRODUCER_EPOCH, Errors.TRANSACTIONAL_ID_AUTHORIZATION_FAILED):
-                    self._fatal(bad, "TxnOffsetCommit")
-                    op.finish(self.txn.last_error)
-                    return None
-                op.finish(self._abortable(bad, "TxnOffsetCommit"))
+                if action := _retry_action(self.dialect, "TxnOffsetCommit", bad):
+                    # the group coordinator loading its partition is asked again via FindCoordinator
+                    return "refind" if bad == Errors.COORDINATOR_LOAD_IN_PROGRESS else action
+                op.finish(self._fail_txn(bad, "TxnOffsetCommit"))
                 return None
             self._enqueue("TxnOffsetCommit", self._to_coordinator(
                 "TxnOffsetCommit", build, handle, m.COORDINATOR_GROUP, group_metadata.group_id))
@@ -305,7 +316,7 @@ class TransactionalRequests:
                 txn.transaction_started = True
                 commit_offsets()
                 return None
-            if action := _retry_action(e):
+            if action := _retry_action(self.dialect, "AddOffsetsToTxn", e):
                 return action
             op.finish(self._fail_txn(e, "AddOffsetsToTxn"))
             return None
@@ -351,7 +362,7 @@ class TransactionalRequests:
                     txn.reset_sequences()
                 self._finish_txn()
                 return None
-            if action := _retry_action(e):
+            if action := _retry_action(self.dialect, "EndTxn", e):
                 return action
             self._fail_txn(e, "EndTxn")
             if e == Errors.INVALID_PRODUCER_ID_MAPPING:     # not fatal: bump the epoch after the abort

@@ -309,6 +309,13 @@ CONTAINERS: dict[tuple[str, str], Any] = {
     ("DeleteTopicsRequest", "topic_names"): ("tuple", "str"),
     ("DescribeConfigsRequest", "resources"): ("tuple", "DescribeConfigsResource"),
     ("DescribeConfigsResource", "configuration_keys"): ("opt", ("tuple", "str")),
+    ("CreatePartitionsRequest", "topics"): ("tuple", "CreatePartitionsTopic"),
+    ("AlterConfigsRequest", "resources"): ("tuple", "AlterConfigsResource"),
+    ("IncrementalAlterConfigsRequest", "resources"): ("tuple", "AlterConfigsResource"),
+    ("AlterConfigsResource", "configs"): ("tuple", "AlterableConfig"),
+    ("ListGroupsRequest", "states_filter"): ("tuple", "str"),
+    ("DescribeGroupsRequest", "groups"): ("tuple", "str"),
+    ("DeleteGroupsRequest", "groups_names"): ("tuple", "str"),
 }
 
 #: the APIs a process outside the kernel may call (never the brokers' and controller's own)
@@ -316,7 +323,8 @@ CLIENT_APIS = ("Metadata", "Produce", "Fetch", "ListOffsets", "FindCoordinator",
                "JoinGroup", "SyncGroup", "Heartbeat", "LeaveGroup", "OffsetCommit", "OffsetFetch",
                "AddPartitionsToTxn", "AddOffsetsToTxn", "EndTxn", "TxnOffsetCommit", "DescribeProducers",
                "DescribeTransactions", "ListTransactions", "WriteTxnMarkers", "ApiVersions", "CreateTopics",
-               "DeleteTopics", "DescribeConfigs")
+               "DeleteTopics", "DescribeConfigs", "CreatePartitions", "AlterConfigs", "IncrementalAlterConfigs",
+               "ListGroups", "DescribeGroups", "DeleteGroups", "DescribeCluster")
 REQUEST_CLASSES = {getattr(c, "API"): c for n, c in MESSAGE_CLASSES.items()
                    if n.endswith("Request") and getattr(c, "API", None) in CLIENT_APIS}
 _SCALARS = {int: "int", str: "str", bool: "bool"}

@@ -178,6 +178,15 @@ class UnifiedLog:
         if not self._online:
             raise RuntimeError(f"log {self.topic_partition} has crashed or was closed: call recover() first")
 
+    def update_topic_config(self, topic_config: dict) -> None:
+        """The topic's configs changed (IncrementalAlterConfigs, learned with LeaderAndIsr): the next append
+        is checked against the new ``max.message.bytes`` (and ``segment.bytes``, when overridden)."""
+        mmb = topic_config.get("max.message.bytes")
+        self._max_message_bytes = int(mmb if mmb is not None else DEFAULT_CONFIG["max.message.bytes"])  # type: ignore[arg-type]
+        seg = topic_config.get("segment.bytes")
+        if seg is not None:
+            self._segment_bytes = int(seg)
+
     # -- appends --------------------------------------------------------------
     def append_as_leader(self, batches: Sequence[RecordBatch] | RecordBatch, leader_epoch: int, now: int,
                          origin: AppendOrigin = _CLIENT,

@@ -32,4 +32,11 @@ from .admin import (  # noqa: F401
     CreatableTopic, CreateTopicsRequest, CreatableTopicResult, CreateTopicsResponse, DeleteTopicsRequest,
     DeletableTopicResult, DeleteTopicsResponse, DescribeConfigsResource, DescribeConfigsRequest,
     DescribeConfigsResourceResult, DescribeConfigsResult, DescribeConfigsResponse, RESOURCE_BROKER, RESOURCE_TOPIC,
-    SOURCE_DEFAULT_CONFIG, SOURCE_DYNAMIC_TOPIC_CONFIG, SOURCE_STATIC_BROKER_CONFIG)
+    SOURCE_DEFAULT_CONFIG, SOURCE_DYNAMIC_TOPIC_CONFIG, SOURCE_STATIC_BROKER_CONFIG, CreatePartitionsTopic,
+    CreatePartitionsRequest, CreatePartitionsTopicResult, CreatePartitionsResponse, AlterableConfig,
+    AlterConfigsResource, AlterConfigsRequest, IncrementalAlterConfigsRequest, AlterConfigsResourceResponse,
+    AlterConfigsResponse, OP_SET, OP_DELETE, OP_APPEND, OP_SUBTRACT)
+from .admin_groups import (  # noqa: F401
+    ListGroupsRequest, ListedGroup, ListGroupsResponse, DescribeGroupsRequest, DescribedGroupMember,
+    DescribedGroup, DescribeGroupsResponse, DeleteGroupsRequest, DeletableGroupResult, DeleteGroupsResponse,
+    DescribeClusterRequest, DescribeClusterResponse)

@@ -139,3 +139,108 @@ class DescribeConfigsResponse:
     def describe(self) -> str:
         return "; ".join(f"{r.resource_name}: {_err(r.error_code) if r.error_code else f'{len(r.configs)} config(s)'}"
                          for r in self.results)
+
+
+# ----------------------------------------------------------- CreatePartitions
+@dataclass(frozen=True, slots=True)
+class CreatePartitionsTopic:
+    name: str
+    count: int                         # the new total number of partitions
+
+
+@dataclass(frozen=True, slots=True)
+class CreatePartitionsRequest:
+    API = "CreatePartitions"
+    API_KEY = 37
+    topics: tuple                      # (CreatePartitionsTopic, ...)
+    timeout_ms: int = 30_000
+    validate_only: bool = False
+
+    def describe(self) -> str:
+        return "; ".join(f"{t.name} to {t.count} partitions" for t in self.topics) + \
+            (" (validate only)" if self.validate_only else "")
+
+
+@dataclass(frozen=True, slots=True)
+class CreatePartitionsTopicResult:
+    name: str
+    error_code: int
+    error_message: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class CreatePartitionsResponse:
+    results: tuple                     # (CreatePartitionsTopicResult, ...)
+
+    def describe(self) -> str:
+        return _results(self.results)
+
+
+# ------------------------------------------ AlterConfigs / IncrementalAlterConfigs
+# AlterConfigOp.OpType (IncrementalAlterConfigs)
+OP_SET = 0
+OP_DELETE = 1
+OP_APPEND = 2
+OP_SUBTRACT = 3
+
+
+@dataclass(frozen=True, slots=True)
+class AlterableConfig:
+    name: str
+    value: Optional[str]
+    config_operation: int = OP_SET     # IncrementalAlterConfigs only (AlterConfigs replaces every key)
+
+
+@dataclass(frozen=True, slots=True)
+class AlterConfigsResource:
+    resource_type: int                 # RESOURCE_TOPIC (the lab alters topic configs only)
+    resource_name: str
+    configs: tuple                     # (AlterableConfig, ...)
+
+
+@dataclass(frozen=True, slots=True)
+class AlterConfigsRequest:
+    """The legacy AlterConfigs (33): the given keys become the topic's whole set of overrides."""
+    API = "AlterConfigs"
+    API_KEY = 33
+    resources: tuple                   # (AlterConfigsResource, ...)
+    validate_only: bool = False
+
+    def describe(self) -> str:
+        return _alter_text(self.resources, self.validate_only)
+
+
+@dataclass(frozen=True, slots=True)
+class IncrementalAlterConfigsRequest:
+    """KIP-339: SET / DELETE (APPEND / SUBTRACT for list configs) one key at a time."""
+    API = "IncrementalAlterConfigs"
+    API_KEY = 44
+    resources: tuple                   # (AlterConfigsResource, ...)
+    validate_only: bool = False
+
+    def describe(self) -> str:
+        return _alter_text(self.resources, self.validate_only)
+
+
+def _alter_text(resources, validate_only: bool) -> str:
+    ops = {OP_SET: "=", OP_DELETE: " deleted", OP_APPEND: "+=", OP_SUBTRACT: "-="}
+    return "; ".join(f"{r.resource_name}: " + ", ".join(
+        f"{c.name}{ops.get(c.config_operation, '?')}{c.value if c.config_operation != OP_DELETE else ''}"
+        for c in r.configs) for r in resources) + (" (validate only)" if validate_only else "")
+
+
+@dataclass(frozen=True, slots=True)
+class AlterConfigsResourceResponse:
+    error_code: int
+    error_message: str
+    resource_type: int
+    resource_name: str
+
+
+@dataclass(frozen=True, slots=True)
+class AlterConfigsResponse:
+    responses: tuple                   # (AlterConfigsResourceResponse, ...): AlterConfigs' and
+                                       # IncrementalAlterConfigs' answers have the same shape
+
+    def describe(self) -> str:
+        return "; ".join(f"{r.resource_name}: {_err(r.error_code)}" for r in self.responses)

@@ -1,0 +1,158 @@
+"""Where the lab's client behaves as librdkafka (confluent-kafka) does rather than as Kafka's Java client:
+produce() after an abortable error, the anchored clock, latency, watermarks, committed(), offsets_for_times,
+incremental assignment and close()."""
+import pytest
+
+from txnlab import Cluster, Consumer, KafkaError, KafkaException, Producer, TopicPartition
+
+EPOCH_2026 = 1_767_225_600_000          # 2026-01-01T00:00:00Z, the lab clock's 0 unless sim.clock.epoch.ms says
+
+
+def cluster(**cfg) -> Cluster:
+    c = Cluster(brokers=3, seed=3, config=cfg or None)
+    c.create_topic("t", partitions=1, replication_factor=3)
+    return c
+
+
+def acl_cluster() -> Cluster:
+    c = cluster(**{"authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer"})
+    c.add_acl("User:alice", "TRANSACTIONAL_ID", "app-", "WRITE", pattern_type="PREFIXED")
+    return c
+
+
+def test_produce_after_an_abortable_error_fails_with_state_until_the_abort():
+    c = acl_cluster()                           # alice may not write topic t: the transaction must be aborted
+    p = Producer({"bootstrap.servers": c.bootstrap, "transactional.id": "app-1", "sasl.username": "alice"})
+    p.init_transactions()
+    p.begin_transaction()
+    p.produce("t", value=b"x")
+    with pytest.raises(KafkaException) as e:
+        p.commit_transaction()
+    assert e.value.error.txn_requires_abort() and not e.value.error.fatal()
+    with pytest.raises(KafkaException) as e:
+        p.produce("t", value=b"y")
+    assert e.value.error.code() == KafkaError._STATE            # librdkafka: "Local: Erroneous state"
+    p.abort_transaction()
+
+
+def test_java_dialect_raises_the_abortable_error_from_produce():
+    c = acl_cluster()
+    p = Producer({"bootstrap.servers": c.bootstrap, "transactional.id": "app-1", "sasl.username": "alice",
+                  "sim.client.dialect": "java"})
+    p.init_transactions()
+    p.begin_transaction()
+    p.produce("t", value=b"x")
+    with pytest.raises(KafkaException):
+        p.commit_transaction()
+    with pytest.raises(KafkaException) as e:
+        p.produce("t", value=b"y")
+    assert e.value.error.name() == "TOPIC_AUTHORIZATION_FAILED" and e.value.error.txn_requires_abort()
+
+
+def test_timestamps_are_unix_time_anchored_at_the_lab_epoch_and_latency_is_simulated_seconds():
+    c = cluster()
+    c.advance(1_500)
+    reports = []
+    p = Producer({"bootstrap.servers": c.bootstrap, "linger.ms": 20})
+    p.produce("t", value=b"a", on_delivery=lambda err, msg: reports.append(msg))
+    p.produce("t", value=b"b", timestamp=EPOCH_2026 - 60_000, on_delivery=lambda err, msg: reports.append(msg))
+    p.flush()
+    a, b = reports
+    assert a.timestamp()[0] == 1 and EPOCH_2026 + 1_500 <= a.timestamp()[1] < EPOCH_2026 + 2_000
+    assert b.timestamp() == (1, EPOCH_2026 - 60_000)           # the application's own timestamp comes back
+    assert 0 < a.latency() < 1.0                                 # simulated seconds (flush() skips linger.ms)
+    reader = Consumer({"bootstrap.servers": c.bootstrap, "group.id": "r", "auto.offset.reset": "earliest"})
+    reader.assign([TopicPartition("t", 0)])
+    got = reader.consume(2, 5.0)
+    assert [m.timestamp() for m in got] == [a.timestamp(), b.timestamp()]
+    found = reader.offsets_for_times([TopicPartition("t", 0, EPOCH_2026 + 1_000)])
+    assert found[0].offset == 0                                  # the first record at or after that time
+    later = reader.offsets_for_times([TopicPartition("t", 0, EPOCH_2026 + 3_600_000)])
+    assert later[0].offset == -1                                 # none: OFFSET_END
+
+
+def test_the_epoch_is_a_lab_key():
+    c = cluster()
+    reports = []
+    p = Producer({"bootstrap.servers": c.bootstrap, "sim.clock.epoch.ms": 0})
+    p.produce("t", value=b"a", on_delivery=lambda err, msg: reports.append(msg))
+    p.flush()
+    assert reports[0].timestamp()[1] < 10_000
+
+
+def test_cached_watermarks_are_log_start_and_hw_for_read_committed_too():
+    c = cluster()
+    p = Producer({"bootstrap.servers": c.bootstrap, "transactional.id": "open"})
+    p.init_transactions()
+    p.begin_transaction()
+    p.produce("t", value=b"open", partition=0)
+    p.flush()
+    reader = Consumer({"bootstrap.servers": c.bootstrap, "group.id": "r", "auto.offset.reset": "earliest"})
+    reader.assign([TopicPartition("t", 0)])
+    assert reader.poll(1.0) is None                              # read_committed (librdkafka's default)
+    assert reader.get_watermark_offsets(TopicPartition("t", 0), cached=True) == (0, 1)    # the HW
+    assert reader.get_watermark_offsets(TopicPartition("t", 0)) == (0, 0)                 # asked: the LSO
+
+
+def test_committed_on_a_read_uncommitted_consumer_does_not_wait_for_an_open_transaction():
+    c = cluster()
+    owner = Consumer({"bootstrap.servers": c.bootstrap, "group.id": "g", "enable.auto.commit": False})
+    owner.assign([TopicPartition("t", 0)])
+    owner.commit(offsets=[TopicPartition("t", 0, 0)], asynchronous=False)
+    p = Producer({"bootstrap.servers": c.bootstrap, "transactional.id": "copier"})
+    p.init_transactions()
+    p.begin_transaction()
+    p.produce("t", value=b"x", partition=0)
+    p.send_offsets_to_transaction([TopicPartition("t", 0, 5)], owner.consumer_group_metadata())
+    uncommitted = Consumer({"bootstrap.servers": c.bootstrap, "group.id": "g",
+                            "isolation.level": "read_uncommitted"})
+    assert uncommitted.committed([TopicPartition("t", 0)], 2.0)[0].offset == 0   # no RequireStable
+    committed = Consumer({"bootstrap.servers": c.bootstrap, "group.id": "g"})
+    with pytest.raises(KafkaException) as e:
+        committed.committed([TopicPartition("t", 0)], 2.0)      # RequireStable: waits for the transaction
+    assert e.value.error.code() == KafkaError._TIMED_OUT
+    p.commit_transaction()
+    assert committed.committed([TopicPartition("t", 0)], 5.0)[0].offset == 5
+
+
+def test_incremental_assign_and_unassign_change_only_the_named_partitions():
+    c = cluster()
+    c.create_topic("u", partitions=2, replication_factor=3)
+    reader = Consumer({"bootstrap.servers": c.bootstrap, "group.id": "r"})
+    reader.incremental_assign([TopicPartition("u", 0)])
+    reader.incremental_assign([TopicPartition("u", 1), TopicPartition("t", 0)])
+    assert reader.assignment() == [TopicPartition("t", 0), TopicPartition("u", 0), TopicPartition("u", 1)]
+    with pytest.raises(KafkaException) as e:
+        reader.incremental_assign([TopicPartition("u", 0)])
+    assert e.value.error.code() == KafkaError._CONFLICT
+    reader.incremental_unassign([TopicPartition("u", 0)])
+    assert reader.assignment() == [TopicPartition("t", 0), TopicPartition("u", 1)]
+    with pytest.raises(KafkaException) as e:
+        reader.incremental_unassign([TopicPartition("u", 0)])
+    assert e.value.error.code() == KafkaError._INVALID_ARG
+    assert reader.memberid() is None                             # never joined a group
+    reader.close()
+    with pytest.raises(RuntimeError):
+        reader.poll(0)
+
+
+def test_producer_list_topics_answers_metadata():
+    c = cluster()
+    p = Producer({"bootstrap.servers": c.bootstrap})
+    assert list(p.list_topics("t").topics["t"].partitions) == [0]
+
+
+def test_producer_close_aborts_the_open_transaction_and_refuses_calls_after():
+    c = cluster()
+    p = Producer({"bootstrap.servers": c.bootstrap, "transactional.id": "closing"})
+    p.init_transactions()
+    p.begin_transaction()
+    p.produce("t", value=b"never", partition=0)
+    p.flush()
+    assert c.transaction_state("closing")["state"] == "Ongoing"
+    assert p.close() is True
+    c.run_until_idle()
+    assert c.transaction_state("closing")["state"] == "CompleteAbort"
+    with pytest.raises(RuntimeError, match="closed"):
+        p.produce("t", value=b"x")
+    assert p.close() is True

@@ -1,0 +1,68 @@
+"""Topic configs Kafka honours are honoured by the lab, or refused clearly at creation (INVALID_CONFIG)."""
+from __future__ import annotations
+
+from txnlab import Cluster, Producer
+from txnlab.admin import (AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource, NewTopic, ResourceType)
+
+
+def admin_of(c: Cluster) -> AdminClient:
+    return AdminClient({"bootstrap.servers": c.bootstrap})
+
+
+def error_of(future) -> tuple:
+    e = future.exception()
+    return (e.args[0].name(), e.args[0].code()) if e is not None else None
+
+
+def send(c: Cluster, topic: str, value: bytes) -> list:
+    p = Producer({"bootstrap.servers": c.bootstrap})
+    reports = []
+    p.produce(topic, value=value, partition=0, on_delivery=lambda err, msg: reports.append(err))
+    p.flush(10)
+    return reports
+
+
+def test_a_record_larger_than_max_message_bytes_is_refused_and_nothing_is_committed():
+    c = Cluster(brokers=3, seed=7)
+    admin = admin_of(c)
+    admin.create_topics([NewTopic("tiny", 1, 3, config={"max.message.bytes": "100"})])["tiny"].result()
+    [err] = send(c, "tiny", b"x" * 500)
+    assert (err.name(), err.code()) == ("MSG_SIZE_TOO_LARGE", 10)        # Kafka's MESSAGE_TOO_LARGE
+    assert "max.message.bytes=100" in err.str()
+    assert c.log("tiny", 0).log_end_offset == 0 and c.log("tiny", 0).high_watermark == 0
+
+
+def test_raising_max_message_bytes_takes_effect_on_the_next_produce():
+    c = Cluster(brokers=3, seed=7)
+    admin = admin_of(c)
+    admin.create_topics([NewTopic("tiny", 1, 3, config={"max.message.bytes": "100"})])["tiny"].result()
+    res = ConfigResource(ResourceType.TOPIC, "tiny")
+    res.add_incremental_config(ConfigEntry("max.message.bytes", "2000", incremental_operation=AlterConfigOpType.SET))
+    assert admin.incremental_alter_configs([res])[res].result() is None
+    assert send(c, "tiny", b"x" * 500) == [None]
+    assert c.log("tiny", 0).log_end_offset == 1
+    assert admin.describe_configs([res])[res].result()["max.message.bytes"].value == "2000"
+
+
+def test_unknown_and_unhonourable_topic_configs_are_refused_with_invalid_config():
+    c = Cluster(brokers=1, seed=3)
+    got = admin_of(c).create_topics([NewTopic("typo", 1, 1, config={"max.mesage.bytes": "100"}),
+                                     NewTopic("compacted", 1, 1, config={"cleanup.policy": "compact"}),
+                                     NewTopic("short-lived", 1, 1, config={"retention.ms": "1000"}),
+                                     NewTopic("negative", 1, 1, config={"max.message.bytes": "-5"}),
+                                     NewTopic("forever", 1, 1, config={"retention.ms": "-1"})])
+    for name in ("typo", "compacted", "short-lived", "negative"):
+        assert error_of(got[name]) == ("INVALID_CONFIG", 40), name
+    assert "Unknown topic config name: max.mesage.bytes" in got["typo"].exception().args[0].str()
+    assert "cleanup.policy" in got["compacted"].exception().args[0].str()
+    assert got["forever"].result() is None
+    assert c.topics() == ["forever"]
+
+
+def test_altering_to_an_unknown_key_is_refused_and_changes_nothing():
+    c = Cluster(brokers=1, seed=3)
+    admin = admin_of(c)
+    admin.create_topics([NewTopic("t", 1, 1)])["t"].result()
+    res = ConfigResource("topic", "t", set_config={"no.such.key": "1"})
+    assert error_of(admin.alter_configs([res])[res]) == ("INVALID_CONFIG", 40)
+    assert c.controller.topic_configs["t"] == {}

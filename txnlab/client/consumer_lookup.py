@@ -1,0 +1,83 @@
+"""The consumer's look-ups that are not fetching: watermarks, ``offsets_for_times`` and metadata.
+
+Owns ``get_watermark_offsets`` (ListOffsets earliest/latest, or the cached values the last fetch answer
+carried), ``offsets_for_times`` (ListOffsets by timestamp: the first offset whose record timestamp is at
+least the one asked) and ``list_topics``.  A mixin of ``Consumer``.  Timestamps cross here between the
+application's Unix time and the lab's clock (``sim.clock.epoch.ms`` is the lab's 0).
+"""
+from __future__ import annotations
+
+from typing import Optional
+
+from ..errors import KafkaError, KafkaException
+from ..protocol.errors import Errors
+from .fetcher import LIST_EARLIEST, LIST_LATEST
+from .message import OFFSET_END, OFFSET_INVALID, TopicPartition
+
+
+class ConsumerLookups:
+    def _list_offsets(self, asks: dict, timeout: Optional[float]) -> Optional[dict]:
+        """One ListOffsets per (name -> (tp, timestamp)) to each partition's leader; {name: (error, offset)},
+        or None when ``timeout`` simulated seconds passed first."""
+        box: dict = {}
+        for name, (key, ts) in asks.items():
+            def go(name=name, key=key, ts=ts):
+                self._fetcher.list_offsets(key, ts, lambda e, off: box.__setitem__(name, (e, off)))
+            if self._node.leader_for(key) is None:
+                self._node.request_metadata((key[0],), then=go)
+            else:
+                go()
+        if not self._wait(lambda: len(box) == len(asks), self._timeout_ms(timeout)):
+            self._check_open()
+            return None
+        return box
+
+    def get_watermark_offsets(self, partition: TopicPartition, timeout: Optional[float] = None,
+                              cached: bool = False) -> Optional[tuple]:
+        """(low, high): the log start offset, and the end a consumer of this isolation level may read (the LSO
+        for read_committed, else the HW).  ``cached=True`` answers, as librdkafka does, from the last fetch
+        answer: (log start, **high watermark**) whatever the isolation level (the LSO is kept apart)."""
+        self._check_open()
+        key = (partition.topic, partition.partition)
+        if cached:
+            st = self._assignment.get(key)
+            if st is None:
+                return (OFFSET_INVALID, OFFSET_INVALID)
+            return (st.log_start_offset, st.high_watermark)
+        got = self._list_offsets({"low": (key, LIST_EARLIEST), "high": (key, LIST_LATEST)}, timeout)
+        if got is None:
+            return None
+        for name in ("low", "high"):
+            e, _ = got[name]
+            if e != Errors.NONE:
+                raise KafkaException(KafkaError(e, f"get_watermark_offsets: {Errors(e).name}"))
+        return (got["low"][1], got["high"][1])
+
+    def offsets_for_times(self, partitions: list, timeout: Optional[float] = None) -> list[TopicPartition]:
+        """For each TopicPartition whose ``offset`` holds a timestamp (Unix ms): the earliest offset whose
+        record timestamp is at least that (ListOffsets by timestamp), or -1 (OFFSET_END) if there is none."""
+        self._check_open()
+        epoch = self._config["sim.clock.epoch.ms"]
+        asks = {}
+        for i, tp in enumerate(partitions):
+            ts = tp.offset
+            # -1 / -2 keep ListOffsets' meaning (latest / earliest); a time before the lab began asks for 0
+            asks[i] = ((tp.topic, tp.partition), ts if ts < 0 else max(0, ts - epoch))
+        self._note(f"{self.name} calls offsets_for_times({', '.join(f'{tp.topic}-{tp.partition}@{tp.offset}' for tp in partitions)})")
+        got = self._list_offsets(asks, timeout)
+        if got is None:
+            raise KafkaException(KafkaError(KafkaError._TIMED_OUT, "Failed to get offsets: Local: Timed out"))
+        out = []
+        for i, tp in enumerate(partitions):
+            e, off = got[i]
+            r = TopicPartition(tp.topic, tp.partition, off if off >= 0 else OFFSET_END)
+            if e != Errors.NONE:
+                r.offset = OFFSET_INVALID
+                r.error = KafkaError(e)
+            out.append(r)
+        return out
+
+    def list_topics(self, topic: Optional[str] = None, timeout: float = -1):
+        self._check_open()
+        from .admin import cluster_metadata
+        return cluster_metadata(self._node, self._kernel, topic)
