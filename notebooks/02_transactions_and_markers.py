@@ -13,7 +13,8 @@
 # session. Two things are still missing:
 #
 # * **atomicity across partitions**: an order written to `orders` and its payment written to
-#   `payments` must become visible together or not at all;
+#   `payments` must both be committed or both be discarded: one decision for both (each partition
+#   then shows the committed records as soon as its own marker lands there);
 # * **surviving a restart**: a new instance of the same application must finish or cancel whatever
 #   its crashed predecessor left open, and the predecessor must never write again (notebook 05).
 #

@@ -24,8 +24,8 @@
 # `producer.send_offsets_to_transaction(offsets, consumer.consumer_group_metadata())` sends
 # `AddOffsetsToTxn` to the transaction coordinator (which adds the group's `__consumer_offsets`
 # partition to the transaction) and `TxnOffsetCommit` to the group coordinator (which stores the
-# offsets as *pending*). The COMMIT marker makes output and offsets visible together; an ABORT marker
-# discards both. The consumer must not commit offsets itself (`enable.auto.commit=False`).
+# offsets as *pending*). One commit decision covers output and offsets (each becomes visible when the
+# COMMIT marker lands in its own partition); an abort discards both. The consumer must not commit offsets itself (`enable.auto.commit=False`).
 
 # %%
 from collections import Counter

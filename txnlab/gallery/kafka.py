@@ -372,11 +372,13 @@ GALLERY: dict[str, Scenario] = {s.name: s for s in [
         "a, b, c, a, b, c.",
         _dropped_ack_dedup, _check_dropped_ack_dedup),
     Scenario(
-        "commit-visible-atomically", "A commit becomes visible everywhere at once",
+        "commit-visible-atomically", "A commit is decided once, for every partition",
         "A transactional producer writes four records to two partitions and flushes: they are in the logs "
         "and replicated, but the transaction is open. A read_committed consumer sees nothing until the "
-        "coordinator has written PrepareCommit and the COMMIT markers; a read_uncommitted consumer sees "
-        "the records at once.",
+        "coordinator has written PrepareCommit (the decision, atomic and durable) and the COMMIT markers; "
+        "each partition becomes readable when its own marker lands there, so for a moment one partition "
+        "can show the transaction while the other does not yet. A read_uncommitted consumer sees the "
+        "records at once.",
         "read_committed saw nothing before the commit and all four records after it; each partition ends "
         "with one COMMIT marker and its LSO equal to its HW; the coordinator is in CompleteCommit.",
         _commit_visible_atomically, _check_commit_visible_atomically),
