@@ -171,6 +171,10 @@ class Consumer(ConsumerLookups):
         self._assignment = {}
         self._committing_fetch = False          # an OffsetFetch for the old assignment is abandoned
         self._fetcher.clear_buffer()
+        self._add_partitions(partitions)
+
+    def _add_partitions(self, partitions: list) -> None:
+        """Start fetching ``partitions`` from their given offsets (or the committed / reset ones)."""
         for tp in partitions:
             key = (tp.topic, tp.partition)
             st = self._assignment[key] = PartitionState()
@@ -228,13 +232,7 @@ class Consumer(ConsumerLookups):
         if not self._subscription:
             self._manual = True
         self._note(f"{self.name} calls incremental_assign({[f'{tp.topic}-{tp.partition}' for tp in partitions]})")
-        for tp in partitions:
-            key = (tp.topic, tp.partition)
-            st = self._assignment[key] = PartitionState()
-            self._init_position(key, st, tp.offset)
-        self._node.request_metadata(tuple(sorted({t for t, _ in self._assignment})))
-        self._start_auto_commit()
-        self._changed = True
+        self._add_partitions(partitions)
 
     def incremental_unassign(self, partitions: list, /) -> None:
         """Remove these partitions from the assignment."""
