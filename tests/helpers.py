@@ -16,14 +16,22 @@ class RawClient(Node):
     def handle_request(self, msg):
         return None
 
-    def call(self, dst, request, timeout_ms: int = 30_000):
+    def call(self, dst, request, timeout_ms: int = 30_000, from_broker=None):
+        """Send ``request`` to ``dst`` and wait for the answer.  ``from_broker``: send it from that broker's
+        own node instead (an inter-broker request, e.g. WriteTxnMarkers as a coordinator would send it;
+        ``True`` picks the first live broker): brokers refuse those from any client."""
         box = {}
 
         def cb(resp, err):
             box["resp"], box["err"] = resp, err
         if isinstance(dst, int):
             dst = f"broker-{dst}"
-        self.send_request(dst, request, cb, timeout_ms=timeout_ms)
+        sender = self
+        if from_broker is True:
+            from_broker = next(b for b in self.cluster.broker_ids if self.cluster.broker(b).alive)
+        if from_broker is not None:
+            sender = self.cluster.broker(from_broker)
+        sender.send_request(dst, request, cb, timeout_ms=timeout_ms)
         self.cluster.run_until(lambda: "resp" in box or "err" in box)
         if box.get("err") is not None:
             raise AssertionError(f"{request.API} failed: {box['err']}")

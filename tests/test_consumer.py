@@ -232,7 +232,7 @@ def test_read_committed_skips_an_aborted_transaction_and_the_markers():
     raw.produce("t", 0, [b"committed"], pid=901, epoch=0, seq=0, txn=True)          # 3
     marker = m.WriteTxnMarkersRequest((m.TxnMarkerEntry(900, 0, False, (("t", 0),), 0),
                                        m.TxnMarkerEntry(901, 0, True, (("t", 0),), 0)))
-    raw.call(leader, marker)                                                          # ABORT 4, COMMIT 5
+    raw.call(leader, marker, from_broker=True)                                                       # ABORT 4, COMMIT 5
     raw.produce("t", 0, [b"after"])                                                   # 6
     tp = TopicPartition("t", 0)
     rc = consumer(c)

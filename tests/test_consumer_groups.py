@@ -233,7 +233,7 @@ def txn_offset_commit(raw, c, group, offsets, pid=500, epoch=0, generation=-1, m
 def write_marker(raw, c, group, pid=500, epoch=0, commit=True):
     tp = offsets_tp(group)
     req = m.WriteTxnMarkersRequest((m.TxnMarkerEntry(pid, epoch, commit, (tp,), 0),))
-    return raw.call(c.group_coordinator(group), req).markers[pid][tp]
+    return raw.call(c.group_coordinator(group), req, from_broker=True).markers[pid][tp]
 
 
 def ready_group(c, group="g"):

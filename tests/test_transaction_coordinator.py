@@ -31,9 +31,9 @@ class Txn:
             r = self.call(m.FindCoordinatorRequest(tid, m.COORDINATOR_TRANSACTION))
         self.coord = r.node_id
 
-    def call(self, req):
+    def call(self, req, from_broker=None):
         dst = getattr(self, "coord", 0)
-        return self.raw.call(dst, req)
+        return self.raw.call(dst, req, from_broker=from_broker)
 
     def init(self, pid=-1, epoch=-1, timeout=60_000):
         r = self.call(m.InitProducerIdRequest(self.tid, timeout, pid, epoch))
@@ -139,7 +139,7 @@ def test_verify_only_says_which_partitions_are_in_the_transaction():
     r = t.init()
     t.add(r.producer_id, r.producer_epoch, (("out", 0),))
     v = t.call(m.AddPartitionsToTxnRequest(t.tid, r.producer_id, r.producer_epoch, (("out", 0), ("out", 1)),
-                                           verify_only=True))
+                                           verify_only=True), from_broker=True)   # a leader asks
     assert v.errors == {("out", 0): Errors.NONE, ("out", 1): Errors.TRANSACTION_ABORTABLE}
     assert t.state["partitions"] == [("out", 0)]                     # nothing written
 
@@ -166,7 +166,7 @@ def test_coordinator_epoch_fences_a_stale_coordinators_markers():
     t.c.run_until_idle()
     leader = t.c.leader("out", 0)
     stale = m.WriteTxnMarkersRequest((m.TxnMarkerEntry(r.producer_id, r.producer_epoch, False, (("out", 0),), -5),))
-    resp = t.raw.call(leader, stale)
+    resp = t.raw.call(leader, stale, from_broker=True)     # a stale coordinator is a broker
     assert resp.markers[r.producer_id][("out", 0)] == Errors.TRANSACTION_COORDINATOR_FENCED
 
 

@@ -14,6 +14,7 @@ import itertools
 import weakref
 from typing import Optional, Union
 
+from .broker.authorizer import BROKER_PRINCIPAL
 from .broker.broker import Broker
 from .broker.controller import Controller
 from .broker.topic_config import NOT_HONOURED
@@ -89,6 +90,8 @@ class Cluster(Lab):
         self.broker_ids = list(range(brokers))
         self.controller = Controller(self.kernel, self)
         self._brokers = {i: Broker(self.kernel, i, self.broker_config, self) for i in range(brokers)}
+        for server in (self.controller, *self._brokers.values()):
+            self.kernel.add_server(server)        # their role on the network: what the lab made them
         # what a client gets for cluster.bootstrap: the kernel, the brokers to dial, and the lab's client switch
         client_config = {"sim.naive.client": True} if "naive-client-classic" in self.mutations else {}
         self.attachment = attach.Attachment(self.bootstrap, self.kernel, [broker_name(i) for i in self.broker_ids],
@@ -128,6 +131,8 @@ class Cluster(Lab):
         return serve(self, host, port, mode=mode, **kw).address
 
     def principal_of(self, node_name: str) -> str:
+        if self.kernel.is_server(node_name):
+            return BROKER_PRINCIPAL
         return self.attachment.principal_of(node_name)
 
     def add_acl(self, principal: str, resource_type: str, resource_name: str, operation: str,

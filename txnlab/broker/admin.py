@@ -40,7 +40,7 @@ class AdminHandling(GroupAdminHandling):
 
     # ------------------------------------------------------------ helpers
     def _from_client(self, msg) -> bool:
-        return not msg.src.startswith("broker-") and msg.src != CONTROLLER
+        return not self.kernel.is_server(msg.src)
 
     def _allowed(self, msg, rtype: str, name: str, op: str) -> bool:
         authz = self.cluster.authorizer

@@ -18,10 +18,14 @@ from ..protocol.errors import Errors
 
 RESOURCE_TYPES = ("TOPIC", "GROUP", "TRANSACTIONAL_ID", "CLUSTER")
 OPERATIONS = ("ALL", "READ", "WRITE", "DESCRIBE", "CREATE", "DELETE", "ALTER", "DESCRIBE_CONFIGS",
-              "ALTER_CONFIGS", "IDEMPOTENT_WRITE")
+              "ALTER_CONFIGS", "IDEMPOTENT_WRITE", "CLUSTER_ACTION")
 # DESCRIBE is implied by READ/WRITE/ALTER/DELETE, DESCRIBE_CONFIGS by ALTER_CONFIGS, as in Kafka
 IMPLIES = {"DESCRIBE": {"READ", "WRITE", "ALTER", "DELETE"}, "DESCRIBE_CONFIGS": {"ALTER_CONFIGS"}}
 CLUSTER_RESOURCE = "kafka-cluster"       # the name of the one CLUSTER resource
+# the principal the lab's servers authenticate as on the inter-broker listener; it holds CLUSTER_ACTION
+# (what an operator grants brokers in Kafka).  A client naming itself so gains nothing: inter-broker APIs
+# are refused first by the sender's role (``inter_broker.py``)
+BROKER_PRINCIPAL = "User:broker"
 
 
 @dataclass(frozen=True)
@@ -46,7 +50,7 @@ class AclBinding:
 
 class Authorizer:
     def __init__(self) -> None:
-        self.acls: list[AclBinding] = []
+        self.acls: list[AclBinding] = [AclBinding(BROKER_PRINCIPAL, "CLUSTER", CLUSTER_RESOURCE, "CLUSTER_ACTION")]
 
     def add(self, binding: AclBinding) -> None:
         if binding.resource_type not in RESOURCE_TYPES:

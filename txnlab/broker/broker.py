@@ -18,12 +18,11 @@ from ..kernel.node import Node
 from .admin import AdminHandling
 from .authorizer import check_request
 from .fetch import FetchHandling
+from .inter_broker import is_inter_broker, refuse_cluster_action
 from .partition import Partition
 from .produce import ProduceHandling
 from .replica_fetcher import ReplicaFetcher
-from ..protocol.names import OFFSETS_TOPIC, TRANSACTION_STATE_TOPIC, broker_name
-
-CONTROLLER = "controller"
+from ..protocol.names import CONTROLLER, OFFSETS_TOPIC, TRANSACTION_STATE_TOPIC, broker_name
 
 
 
@@ -193,7 +192,12 @@ class Broker(ProduceHandling, FetchHandling, AdminHandling, Node):
         return h
 
     def _dispatch(self, msg):
-        if self.broker_epoch < 0 and not msg.src.startswith("broker-") and msg.src != "controller":
+        from_server = self.kernel.is_server(msg.src)      # the lab's record of its servers, never a name
+        if is_inter_broker(msg):
+            refused, response = refuse_cluster_action(self, msg, self.cluster.authorizer, self.cluster.principal_of)
+            if refused:
+                return response
+        if self.broker_epoch < 0 and not from_server:
             # A (re)starting broker accepts client connections only once it has registered and learned the
             # cluster's metadata (KRaft: the broker is not RUNNING yet); until then a client is refused.
             self.narrate(f"broker {self.broker_id} is still starting (not registered, no metadata yet): "
@@ -203,7 +207,7 @@ class Broker(ProduceHandling, FetchHandling, AdminHandling, Node):
                 src.connection_refused(msg)
             return None
         authz = self.cluster.authorizer
-        if authz is not None and not msg.src.startswith("broker-") and msg.src != "controller":
+        if authz is not None and not from_server:
             denied = check_request(authz, self.cluster.principal_of(msg.src), msg, self.narrate)
             if denied is not None:
                 return denied

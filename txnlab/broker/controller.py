@@ -15,8 +15,9 @@ from __future__ import annotations
 from ..kernel.node import Node
 from ..protocol import messages as m
 from ..protocol.errors import Errors
-from ..protocol.names import OFFSETS_TOPIC, TRANSACTION_STATE_TOPIC, broker_name
+from ..protocol.names import CONTROLLER, OFFSETS_TOPIC, TRANSACTION_STATE_TOPIC, broker_name
 from .controller_topics import TopicChanges
+from .inter_broker import refuse_cluster_action
 from .topic_config import check_topic_config
 
 PRODUCER_ID_BLOCK_SIZE = 1000
@@ -27,7 +28,7 @@ class Controller(TopicChanges, Node):
     crashable = False          # it stands for the whole KRaft quorum
     serves_one_request_at_a_time = True
     def __init__(self, kernel, cluster) -> None:
-        super().__init__(kernel, "controller")
+        super().__init__(kernel, CONTROLLER)
         self.cluster = cluster
         self.states: dict[tuple, m.PartitionState] = {}
         self.topic_configs: dict[str, dict] = {}
@@ -48,7 +49,15 @@ class Controller(TopicChanges, Node):
         return tuple(sorted(self.registered))
 
     def handle_request(self, msg):
-        return getattr(self, "handle_" + msg.api)(msg)
+        # everything the controller serves is controller traffic: only the lab's servers send it
+        refused, response = refuse_cluster_action(self, msg, self.cluster.authorizer, self.cluster.principal_of)
+        if refused:
+            return response
+        handler = getattr(self, "handle_" + msg.api, None)
+        if handler is None:
+            self.narrate(f"controller does not handle {msg.api}")
+            return None
+        return handler(msg)
 
     # ---------------------------------------------------------- brokers
     def handle_BrokerRegistration(self, msg):

@@ -39,7 +39,7 @@ def attach_client(cfg: dict, kind: str, owner, node_class=None) -> tuple:
     for k, v in att.client_config.items():
         if k in cfg:
             cfg[k] = v
-    name = cfg.get("client.id") or att.next_client_name(kind)
+    name = att.client_node_name(kind, cfg.get("client.id"))     # client.id is a label, not an identity
     node = att.attach(name, owner, node_class or ClientNode, principal(cfg))
     return att, name, node
 

@@ -318,11 +318,12 @@ CONTAINERS: dict[tuple[str, str], Any] = {
     ("DeleteGroupsRequest", "groups_names"): ("tuple", "str"),
 }
 
-#: the APIs a process outside the kernel may call (never the brokers' and controller's own)
+#: the APIs a process outside the kernel may call (never the brokers' and controller's own: WriteTxnMarkers,
+#: LeaderAndIsr, AlterPartition... are inter-broker APIs, refused by the brokers too)
 CLIENT_APIS = ("Metadata", "Produce", "Fetch", "ListOffsets", "FindCoordinator", "InitProducerId",
                "JoinGroup", "SyncGroup", "Heartbeat", "LeaveGroup", "OffsetCommit", "OffsetFetch",
                "AddPartitionsToTxn", "AddOffsetsToTxn", "EndTxn", "TxnOffsetCommit", "DescribeProducers",
-               "DescribeTransactions", "ListTransactions", "WriteTxnMarkers", "ApiVersions", "CreateTopics",
+               "DescribeTransactions", "ListTransactions", "ApiVersions", "CreateTopics",
                "DeleteTopics", "DescribeConfigs", "CreatePartitions", "AlterConfigs", "IncrementalAlterConfigs",
                "ListGroups", "DescribeGroups", "DeleteGroups", "DescribeCluster")
 REQUEST_CLASSES = {getattr(c, "API"): c for n, c in MESSAGE_CLASSES.items()

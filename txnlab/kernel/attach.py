@@ -11,13 +11,16 @@ node on the network and speaks protocol messages.
 
 Owns: the registry of addresses (``register``, ``lookup``; schemes such as
 ``txnlab://`` resolved by whoever registered the scheme, i.e. the front door's
-remote side with its private kernel), client names (``producer-1``, ...), the
+remote side with its private kernel), client names (``producer-1``, ...; never a server's, whatever
+``client.id`` says), the
 principal each client node authenticated as, and the client objects attached.
 """
 from __future__ import annotations
 
 import weakref
 from typing import Any, Callable, Optional
+
+from ..protocol.names import looks_like_server
 
 _ADDRESSES: "weakref.WeakValueDictionary[str, Attachment]" = weakref.WeakValueDictionary()
 _SCHEMES: dict[str, Callable[[str], "Attachment"]] = {}
@@ -53,10 +56,26 @@ class Attachment:
         self._counts[kind] = n
         return f"{kind}-{n}"
 
+    def client_node_name(self, kind: str, client_id: Optional[str]) -> str:
+        """The node name of a new client: its ``client.id`` if that is a safe name, else ``producer-1``...
+        A client's ``client.id`` is only a label: a name that is a server's, or shaped like one
+        (``broker-2``, ``controller``), is never given to a client, so no client becomes or passes for one."""
+        if not client_id:
+            return self.next_client_name(kind)
+        if looks_like_server(client_id) or self.kernel.is_server(client_id):
+            name = self.next_client_name(kind)
+            self.kernel.record("note", name, f"client.id {client_id!r} is only a label: a client never takes a "
+                                             f"server's name; its node on the network is {name}")
+            return name
+        return client_id
+
     def attach(self, name: str, owner: Any, node_class: Callable, principal: Optional[str] = None):
         """A new node ``node_class(kernel, name, brokers, owner)`` for the client ``owner``.
-        A crashed client's name is reused; a live one's gets a suffix (``producer-1-1``)."""
+        A crashed client's name is reused; a live one's gets a suffix (``producer-1-1``); a server's
+        node is never replaced, even while it is down."""
         nodes = self.kernel.nodes
+        if looks_like_server(name) or self.kernel.is_server(name):
+            raise ValueError(f"{name!r} is a server's name: a client node is never given one")
         if name in nodes:
             old = nodes[name]
             if getattr(old, "crashed", False) or not old.alive:

@@ -61,6 +61,9 @@ class Kernel:
         self.step_count = 0
         self.trace = Trace()
         self.nodes: dict[str, Process] = {}
+        # the nodes the lab itself created as servers (brokers, the controller): a node's role on the network
+        # is this record, never its name or anything a client's config says
+        self.servers: dict[str, Process] = {}
         # heap entries are (time, seq, event): tuples compare in C, without calling Event.__lt__
         self._queue: list[tuple] = []
         self._seq = 0
@@ -78,6 +81,15 @@ class Kernel:
         if node.name in self.nodes:
             raise ValueError(f"a node named {node.name!r} already exists")
         self.nodes[node.name] = node
+
+    def add_server(self, node: Process) -> None:
+        """The lab made ``node`` a server (a broker, the controller): only the lab calls this."""
+        self.servers[node.name] = node
+
+    def is_server(self, name: str) -> bool:
+        """Is the node now called ``name`` one the lab created as a server (the very object)?"""
+        node = self.servers.get(name)
+        return node is not None and self.nodes.get(name) is node
 
     # ------------------------------------------------------------- scheduling
     def schedule(self, delay: int, kind: str, node: str, name: str, fn=None, msg=None,
