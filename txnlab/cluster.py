@@ -26,7 +26,7 @@ from .protocol.hashing import partition_for
 from .kernel import attach
 from .kernel.lab import Lab
 from .kernel.node import Node
-from .protocol.names import OFFSETS_TOPIC, TRANSACTION_STATE_TOPIC, broker_name
+from .protocol.names import OFFSETS_TOPIC, TRANSACTION_STATE_TOPIC, broker_name, topic_name_error
 
 _REGISTRY: "weakref.WeakValueDictionary[str, Cluster]" = weakref.WeakValueDictionary()
 _IDS = itertools.count(1)
@@ -160,9 +160,9 @@ class Cluster(Lab):
                      config: Optional[dict] = None) -> None:
         topic_config, _ = resolve(TOPIC, config, "topic")
         topic_config = {k: v for k, v in topic_config.items() if v is not None and (config or {}).get(k) is not None}
-        if not isinstance(name, str) or not name or len(name) > 249 or any(
-                c not in "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-" for c in name):
-            raise ConfigException("topic", f"{name!r} is not a legal topic name (letters, digits, '.', '_', '-')")
+        why = topic_name_error(name)
+        if why is not None:
+            raise ConfigException("topic", why)
         if not isinstance(partitions, int) or partitions < 1:
             raise ConfigException("partitions", f"must be at least 1, got {partitions!r}")
         if not isinstance(replication_factor, int) or not 1 <= replication_factor <= len(self.broker_ids):

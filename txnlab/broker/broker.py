@@ -22,7 +22,7 @@ from .inter_broker import is_inter_broker, refuse_cluster_action
 from .partition import Partition
 from .produce import ProduceHandling
 from .replica_fetcher import ReplicaFetcher
-from ..protocol.names import CONTROLLER, OFFSETS_TOPIC, TRANSACTION_STATE_TOPIC, broker_name
+from ..protocol.names import CONTROLLER, OFFSETS_TOPIC, TRANSACTION_STATE_TOPIC, broker_name, topic_name_error
 
 
 
@@ -295,7 +295,12 @@ class Broker(ProduceHandling, FetchHandling, AdminHandling, Node):
         for t in names:
             n = self.metadata.topics.get(t)
             if n is None:
-                if req.topics is not None and self.config["auto.create.topics.enable"] and not t.startswith("__"):
+                why = topic_name_error(t)
+                if why is not None:      # Kafka's KafkaApis: Topic.validate, whether or not it may auto-create
+                    self.narrate(f"broker {self.broker_id}: Metadata for {t!r}: {why} -> INVALID_TOPIC_EXCEPTION")
+                    topics[t] = (Errors.INVALID_TOPIC_EXCEPTION, [])
+                elif req.topics is not None and req.allow_auto_topic_creation \
+                        and self.config["auto.create.topics.enable"] and not t.startswith("__"):
                     self._create_topic(t, self.config["num.partitions"],
                                        min(self.config["default.replication.factor"], len(self.cluster.broker_ids)))
                     topics[t] = (Errors.LEADER_NOT_AVAILABLE, [])

@@ -15,13 +15,12 @@ from __future__ import annotations
 from ..kernel.node import Node
 from ..protocol import messages as m
 from ..protocol.errors import Errors
-from ..protocol.names import CONTROLLER, OFFSETS_TOPIC, TRANSACTION_STATE_TOPIC, broker_name
+from ..protocol.names import CONTROLLER, OFFSETS_TOPIC, TRANSACTION_STATE_TOPIC, broker_name, topic_name_error
 from .controller_topics import TopicChanges
 from .inter_broker import refuse_cluster_action
 from .topic_config import check_topic_config
 
 PRODUCER_ID_BLOCK_SIZE = 1000
-TOPIC_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-")
 
 
 class Controller(TopicChanges, Node):
@@ -268,10 +267,9 @@ class Controller(TopicChanges, Node):
         """(error, message, partitions, replication factor, config) for one CreatableTopic: Kafka's rules
         (``ReplicationControlManager.createTopic``) with the broker defaults for -1 partitions / RF."""
         name = t.name
-        if type(name) is not str or not name or len(name) > 249 or name in (".", "..") \
-                or any(c not in TOPIC_CHARS for c in name):
-            return (Errors.INVALID_TOPIC_EXCEPTION, f"{name!r} is not a legal topic name (at most 249 letters, "
-                    f"digits, '.', '_', '-')", 0, 0, {})
+        why = topic_name_error(name)
+        if why is not None:
+            return Errors.INVALID_TOPIC_EXCEPTION, why, 0, 0, {}
         if any(tn == name for tn, _ in self.states):
             return Errors.TOPIC_ALREADY_EXISTS, f"Topic '{name}' already exists.", 0, 0, {}
         c = self.cluster.broker_config

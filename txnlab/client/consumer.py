@@ -139,8 +139,11 @@ class Consumer(ConsumerLookups):
                 raise TypeError(f"{what} expects a callable")      # confluent-kafka refuses None too
         on_assign, on_revoke, on_lost = (None if fn is _UNSET else fn for fn in (on_assign, on_revoke, on_lost))
         self._require_group("subscribe")
-        if isinstance(topics, str) or not all(isinstance(t, str) and t for t in topics):
+        if isinstance(topics, str) or not all(isinstance(t, str) for t in topics):
             raise TypeError("topics must be a list of topic names")
+        if not all(topics):     # librdkafka's rd_kafka_subscribe refuses an empty name locally
+            raise KafkaException(KafkaError(KafkaError._INVALID_ARG, "Failed to set subscription: Local: Invalid "
+                                            "argument or configuration"))
         self._note(f"{self.name} calls subscribe({sorted(set(topics))})")
         self._subscription = set(topics)
         self._on_assign, self._on_revoke, self._on_lost = on_assign, on_revoke, on_lost

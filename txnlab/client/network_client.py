@@ -41,6 +41,8 @@ def attach_client(cfg: dict, kind: str, owner, node_class=None) -> tuple:
             cfg[k] = v
     name = att.client_node_name(kind, cfg.get("client.id"))     # client.id is a label, not an identity
     node = att.attach(name, owner, node_class or ClientNode, principal(cfg))
+    if kind == "consumer":
+        node.allow_auto_create_topics = bool(cfg.get("allow.auto.create.topics", False))
     return att, name, node
 
 
@@ -59,6 +61,8 @@ class ClientNode(Node):
         self.live_brokers: list[str] = list(bootstrap)
         self.topics: dict[str, list] = {}            # topic -> [PartitionMetadata]
         self.topic_errors: dict[str, Errors] = {}
+        # librdkafka's allow.auto.create.topics: true for a producer, false for a consumer unless set
+        self.allow_auto_create_topics = True
         self._metadata_in_flight = False
         self._metadata_waiters: list[Callable[[], None]] = []
         self._rr = 0
@@ -144,7 +148,8 @@ class ClientNode(Node):
             for w in waiters:
                 w()
 
-        self.send_request(self.any_broker(), m.MetadataRequest(want), done, timeout_ms=5_000)
+        self.send_request(self.any_broker(), m.MetadataRequest(want, self.allow_auto_create_topics), done,
+                          timeout_ms=5_000)
 
     def find_coordinator(self, key: str, key_type: int, then: Callable[[Optional[str], Optional[Errors]], None],
                          retry_ms: int = 100) -> None:

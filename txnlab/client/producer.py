@@ -12,6 +12,7 @@ import zlib
 from typing import Callable, Optional
 
 from ..errors import KafkaError, KafkaException, KafkaStateError
+from ..protocol.errors import Errors
 from ..protocol.hashing import murmur2_partition
 from ..protocol.record_batch import Record
 from .config import dialect_of, notices, producer_config
@@ -129,8 +130,8 @@ class Producer:
         cb = on_delivery or callback or self._default_cb
         n = self._node.num_partitions(topic)
         if n is None:
-            if not isinstance(topic, str) or not topic:
-                raise TypeError("topic must be a non-empty str")
+            if not isinstance(topic, str):
+                raise TypeError("topic must be a str")
             # like librdkafka: the record waits (unassigned) until the topic's metadata arrives
             self._unassigned.append((topic, value, key, partition, cb, ts, headers))
             self._unacked += 1
@@ -177,6 +178,12 @@ class Producer:
                     self._unacked += 1
                     self.sender.record_failed_in_txn(e.error)
                     self.deliver(rec[4], e.error, Message(topic, -1, -1, rec[2], rec[1], error=e.error))
+            elif err == Errors.INVALID_TOPIC_EXCEPTION:
+                # librdkafka's rd_kafka_topic_set_notexists: an invalid topic is a permanent error, its
+                # records fail at once with the broker's error
+                kerr = KafkaError(int(err), f"Broker: Invalid topic ({topic!r} is not a legal topic name)")
+                self.sender.record_failed_in_txn(kerr)
+                self.deliver(rec[4], kerr, Message(topic, -1, -1, rec[2], rec[1], error=kerr))
             elif self._kernel.now - rec[5] >= self._config["delivery.timeout.ms"]:
                 kerr = KafkaError(KafkaError._MSG_TIMED_OUT if err is None else err,
                                   f"no metadata for topic {topic!r}")

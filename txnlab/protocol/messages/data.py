@@ -24,6 +24,7 @@ class MetadataRequest:
     API = "Metadata"
     API_KEY = 3
     topics: Optional[tuple] = None   # None = all topics
+    allow_auto_topic_creation: bool = True   # v4+: may the broker create the asked-for topics it lacks
 
     def describe(self) -> str:
         return "all topics" if self.topics is None else ", ".join(self.topics)
