@@ -82,7 +82,7 @@ def read_output(cluster, topic, isolation="read_committed"):
 # %% [markdown]
 # ## 1 · The copier loop
 #
-# This is the loop of the seed article's listing 14-2 (and of Kafka's own `TransactionalMessageCopier`),
+# This is the classic consume–transform–produce loop (Kafka's own `TransactionalMessageCopier` runs it),
 # in confluent-kafka's API. One round = one transaction:
 #
 # ```python

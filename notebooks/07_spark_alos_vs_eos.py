@@ -9,10 +9,10 @@
 # %% [markdown]
 # # 07 · Spark: at-least-once and exactly-once against the ground truth
 #
-# The seed article's example: all orders are in a Kafka topic `Order`; a Flink job computes the
-# **income of every minute** and writes the results to a topic `Income`. "To keep the result
-# correct, every message must be computed exactly once, whichever Kafka or Flink node fails --
-# never twice, or the result is wrong." And the condition: Kafka's exactly-once covers this
+# A classic example: all orders are in a Kafka topic `Order`; a stream job computes the
+# **income of every minute** and writes the results to a topic `Income`. To keep the result
+# correct, every message must be computed exactly once, whichever node fails: counted twice, the
+# income is wrong. And the condition: Kafka's exactly-once covers this
 # *read - compute - write* loop only when the data comes from Kafka and the results go back to Kafka.
 #
 # Here Spark Structured Streaming plays Flink and the lab's cluster plays Kafka. We run **the same

@@ -99,7 +99,7 @@ show(pd.DataFrame([{"seed": r.seed, "faults": len(r.schedule), "steps": r.steps,
 
 # %%
 assert all(r.ok for r in clean), [r.result.summary() for r in clean if not r.ok]
-assert any(r.schedule for r in clean)        # the seeds did inject faults
+assert any(r.schedule for r in clean)        # the runs did inject faults
 
 # %% [markdown]
 # ## 2 · Ignore the last stable offset

@@ -9,8 +9,8 @@
 # %% [markdown]
 # # 09 · RocketMQ's half messages next to Kafka's transactions
 #
-# The seed article *RocketMQ与Kafka中如何实现事务* starts from an **order service**: insert an order into the
-# local database *and* send a "order created" message — both or neither ("要么都成功，要么都失败").
+# Picture an **order service**: it inserts an order into its local database *and* sends an "order
+# created" message — both or neither (要么都成功，要么都失败: "either both succeed or both fail").
 # RocketMQ builds exactly that: a **half message** parked where no consumer can see it, the **local
 # transaction**, a one-way **END_TRANSACTION**, and a **check-back** (事务反查) that repairs whatever the
 # one-way request did not. Kafka's transactions solve a different problem (several messages, and the

@@ -13,8 +13,6 @@ authorizer is on; a COMMIT marker never does.
 from __future__ import annotations
 
 import dataclasses
-from typing import Optional
-
 from ..protocol import messages as m
 from ..protocol.errors import Errors
 from .authorizer import CLUSTER_RESOURCE
@@ -34,26 +32,23 @@ def is_inter_broker(msg) -> bool:
     return msg.api in INTER_BROKER_APIS
 
 
-def refuse_cluster_action(node, msg, authorizer, principal_of) -> Optional[object]:
+def refuse_cluster_action(node, msg, authorizer, principal_of) -> tuple:
     """``(False, None)`` if the sender of ``msg`` may send it; else ``(True, the refusal)``, narrated by
     ``node``: a response with CLUSTER_AUTHORIZATION_FAILED, or None after closing the connection when the
     API's response has no error field to carry it."""
     src = msg.src
-    what = "a replica's Fetch" if msg.api == "Fetch" else msg.api
-    if not node.kernel.is_server(src) and _admin_abort(msg):
-        # KIP-664: kafka-transactions.sh abort (AdminClient.abortTransaction) writes an ABORT marker itself;
-        # Kafka authorises it as CLUSTER_ACTION like a broker's.  A COMMIT never comes from a client.
-        if authorizer is None or authorizer.authorize(principal_of(src), "CLUSTER", CLUSTER_RESOURCE,
-                                                      "CLUSTER_ACTION"):
-            return False, None
-        why = f"{principal_of(src)} has no CLUSTER_ACTION on the cluster (needed to abort a transaction)"
-    elif not node.kernel.is_server(src):
+    server = node.kernel.is_server(src)
+    # KIP-664: kafka-transactions.sh abort (AdminClient.abortTransaction) writes an ABORT marker itself;
+    # Kafka authorises it as CLUSTER_ACTION like a broker's.  A COMMIT never comes from a client.
+    if not server and not _admin_abort(msg):
+        what = "a replica's Fetch" if msg.api == "Fetch" else msg.api
         why = f"only brokers send {what}"
         if msg.api == "WriteTxnMarkers":
             why += " COMMIT (a client may only ABORT a hanging transaction, KIP-664)"
     elif authorizer is not None and not authorizer.authorize(principal_of(src), "CLUSTER", CLUSTER_RESOURCE,
                                                              "CLUSTER_ACTION"):
-        why = f"{principal_of(src)} has no CLUSTER_ACTION on the cluster"
+        why = f"{principal_of(src)} has no CLUSTER_ACTION on the cluster" + (
+            "" if server else " (needed to abort a transaction)")
     else:
         return False, None
     err = Errors.CLUSTER_AUTHORIZATION_FAILED

@@ -68,9 +68,6 @@ class Node:
         return self.kernel.network.send(self.name, request_msg.src, request_msg.api, response, True,
                                         request_msg.correlation_id, background, reply_to=request_msg)
 
-    def in_flight_to(self, dst: str) -> int:
-        return sum(1 for p in self._pending.values() if p.dst == dst)
-
     def _on_timeout(self, cid: int) -> None:
         p = self._pending.pop(cid, None)
         if p is None:
