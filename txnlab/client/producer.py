@@ -15,6 +15,7 @@ from ..errors import KafkaError, KafkaException, KafkaStateError
 from ..protocol.errors import Errors
 from ..protocol.hashing import murmur2_partition
 from ..protocol.record_batch import Record
+from .client_events import ClientEvents
 from .config import dialect_of, notices, producer_config
 from .dialect import LIBRDKAFKA
 from .message import Message
@@ -52,6 +53,7 @@ class Producer:
         self._default_cb = cfg["on_delivery"]
         self._reports: list = []               # (callback, err, msg) waiting for poll()
         self._unacked = 0                      # records produced, delivery not yet reported
+        self._delivered = 0                    # records acknowledged (statistics' txmsgs)
         self._sticky: dict = {}                # topic -> the sticky partition of keyless records
         self._sticky_batch: dict = {}          # topic -> the open batch of that partition (produce's short path)
         self._unassigned: list = []
@@ -67,6 +69,8 @@ class Producer:
         # producer; an idempotent or plain producer never leaves UNINITIALIZED
         self._producing_state = State.IN_TRANSACTION if cfg["transactional.id"] is not None else State.UNINITIALIZED
         self.sender = Sender(self)
+        self._events = ClientEvents(cfg, "producer", self.name, self._kernel, self._epoch_ms, self._statistics)
+        self._txn.on_transition = self._on_txn_transition
         for line in notices(cfg):                 # librdkafka's CONFWARN lines and what the lab ignores
             self._kernel.record("note", self.name, line)
 
@@ -88,6 +92,24 @@ class Producer:
 
     def _on_process_crash(self) -> None:
         self.sender.on_crash()
+
+    def _on_txn_transition(self, old: State, new: State) -> None:
+        # librdkafka's rd_kafka_set_fatal_error: the application hears of it through error_cb as _FATAL
+        if new == State.FATAL_ERROR:
+            err = self._txn.last_error
+            self._events.error(KafkaError._FATAL, f"Fatal error: {err.str() if err is not None else new.name}",
+                               fatal=True)
+
+    def _statistics(self) -> dict:
+        """The producer's part of librdkafka's statistics (msg_cnt, txmsgs, brokers' tx/rx, eos)."""
+        node, txn = self._node, self._txn
+        return {"msg_cnt": self._unacked, "msg_max": self._config["queue.buffering.max.messages"],
+                "txmsgs": self._delivered,
+                "brokers": {b: {"name": b, "nodeid": int(b.rsplit("-", 1)[-1]), "tx": node.tx.get(b, 0),
+                                "rx": node.rx.get(b, 0)} for b in sorted(set(node.tx) | set(node.rx))},
+                "eos": {"idemp_state": "Assigned" if txn.has_producer_id else "Init",
+                        "txn_state": txn.state.name, "producer_id": txn.producer_id,
+                        "producer_epoch": txn.producer_epoch}}
 
     def _note(self, text: str) -> None:
         self._kernel.record("call", self.name, text)
@@ -234,7 +256,7 @@ class Producer:
 
     # ---------------------------------------------------------- poll / flush
     def _serve_reports(self) -> int:
-        served = 0
+        served = self._events.serve()
         while self._reports:
             cb, err, msg = self._reports.pop(0)
             served += 1
@@ -244,6 +266,8 @@ class Producer:
 
     def deliver(self, cb, err, msg) -> None:
         self._unacked -= 1
+        if err is None:
+            self._delivered += 1
         if cb is not None:
             self._reports.append((cb, err, msg))
 
@@ -282,6 +306,10 @@ class Producer:
     def list_topics(self, topic: Optional[str] = None, timeout: float = -1):
         from .admin import cluster_metadata
         return cluster_metadata(self._node, self._kernel, topic)
+
+    def cluster_id(self, timeout: float = -1) -> Optional[str]:
+        """The cluster id from a Metadata request (v2+ carries it), as librdkafka's rd_kafka_clusterid."""
+        return self.list_topics(None, timeout).cluster_id
 
     # ------------------------------------------------------- transactions
     def _wait(self, pred: Callable[[], bool], timeout: Optional[float], default_ms: int) -> bool:
