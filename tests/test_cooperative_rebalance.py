@@ -87,6 +87,8 @@ def test_a_leaving_member_hands_its_partitions_to_the_others_who_keep_theirs(clu
 def test_assign_on_a_cooperative_subscription_is_a_state_error(cluster):
     from txnlab import TopicPartition
     c = member(cluster, "a", [])
+    while not parts(c):
+        c.poll(0.5)
     with pytest.raises(KafkaException) as e:
         c.assign([TopicPartition("t", 0)])
     assert e.value.args[0].code() == KafkaError._STATE

@@ -174,7 +174,7 @@ class Consumer(ConsumerRebalance, ConsumerLookups):
     def assign(self, partitions: list, /) -> None:
         """Consume exactly these partitions (offsets: >=0, OFFSET_BEGINNING, OFFSET_END, or committed)."""
         self._check_open()
-        if self._subscription and self._coordinator.cooperative:
+        if self._rebalance_protocol() == "COOPERATIVE":
             raise KafkaException(KafkaError(KafkaError._STATE, "Changes to the current assignment must be made "
                                             "using incremental_assign() or incremental_unassign() when rebalance "
                                             "protocol type is COOPERATIVE"))
@@ -231,10 +231,15 @@ class Consumer(ConsumerRebalance, ConsumerLookups):
         self._assignment = {}
         self._fetcher.clear_buffer()
 
+    def _rebalance_protocol(self) -> str:
+        """librdkafka's rd_kafka_rebalance_protocol: NONE until the group has chosen a protocol."""
+        if not self._subscription or self._coordinator.protocol is None:
+            return "NONE"
+        return "COOPERATIVE" if self._coordinator.cooperative else "EAGER"
+
     def _incremental_allowed(self, call: str) -> None:
         self._check_open()
-        cooperative = "cooperative" in str(self._config["partition.assignment.strategy"])
-        if self._subscription and not cooperative:
+        if self._rebalance_protocol() == "EAGER":
             raise KafkaException(KafkaError(KafkaError._STATE, f"{call}: Changes to the current assignment must be "
                                             f"made using assign() when rebalance protocol type is EAGER"))
 

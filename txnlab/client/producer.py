@@ -148,6 +148,11 @@ class Producer:
                 headers = tuple((k, _to_bytes(v, "header value")) for k, v in headers)
         else:
             headers = ()
+        # librdkafka's rd_kafka_msg_new0 refuses an oversized record at once, before it is partitioned
+        size = 10 + (len(value) if value else 0) + (len(key) if key else 0)
+        if size > self._max_bytes:
+            raise KafkaException(KafkaError(10, f"Unable to produce message: Broker: Message size too large "
+                                            f"({size} bytes > message.max.bytes {self._max_bytes})"))
         ts = timestamp - self._epoch_ms if timestamp else self._kernel.now    # the log keeps lab time
         cb = on_delivery or callback or self._default_cb
         n = self._node.num_partitions(topic)
@@ -227,8 +232,6 @@ class Producer:
             raise KafkaException(KafkaError(3, f"partition {partition} of {topic} does not exist ({n} partitions)"))
         tp = (topic, partition)
         size = 10 + (len(value) if value else 0) + (len(key) if key else 0)
-        if size > self._max_bytes:
-            raise KafkaException(KafkaError(10, f"message of {size} bytes is larger than message.max.bytes"))
         batch, created, full = self._acc.append(tp, Record(key, value, headers, ts), size, cb, self._kernel.now)
         self._unacked += 1
         if key is None and headers == () and self._sticky.get(topic) == partition:
@@ -324,8 +327,9 @@ class Producer:
         on in the background and is *resumed* by calling it again (which returns its outcome once known);
         any other transactional call meanwhile fails with _CONFLICT."""
         self._check_alive()
-        if not self._txn.is_transactional:
-            raise KafkaStateError(f"{call}() needs a transactional producer: set transactional.id")
+        if not self._txn.is_transactional:     # librdkafka's rd_kafka_ensure_transactional
+            raise KafkaException(KafkaError(KafkaError._NOT_CONFIGURED, f"{call}(): The Transactional API requires "
+                                            "transactional.id to be configured"))
         pending = self._resumable
         if pending is None:
             return False
@@ -369,6 +373,10 @@ class Producer:
 
     def send_offsets_to_transaction(self, positions, group_metadata, timeout: Optional[float] = None, /) -> None:
         txn = self._txn
+        if not all(hasattr(group_metadata, a) for a in ("group_id", "generation_id", "member_id")):
+            # confluent-kafka checks it before anything else (a TypeError)
+            raise TypeError(f"group_metadata must be the consumer's consumer_group_metadata(), not "
+                            f"{type(group_metadata).__name__}")
         if self._require_transactional("send_offsets_to_transaction"):
             op = self._resumable[1]
             self._resumable = None
@@ -379,8 +387,6 @@ class Producer:
             raise KafkaException(txn.last_error)
         if txn.state != State.IN_TRANSACTION:
             raise KafkaStateError(f"send_offsets_to_transaction() needs an open transaction (state {txn.state.name})")
-        if group_metadata is None:
-            raise KafkaException(KafkaError(KafkaError._INVALID_ARG, "group_metadata is required"))
         offsets = {}
         for tp in positions:
             if tp.offset < 0:
