@@ -157,6 +157,18 @@ class WireDoor:
                              "state": m.state if m is not None else "reading", "head": i == 0})
         return rows
 
+    def step_until(self, done, max_steps: int = 1_000_000) -> int:
+        """Step mode, from the notebook: step the kernel whenever a real client waits for an answer, until
+        ``done()`` (e.g. the client's call returned); the number of steps taken."""
+        steps = 0
+        while not done() and steps < max_steps:
+            if self.pending():
+                self.cluster.step()
+                steps += 1
+            else:
+                time.sleep(0.005)
+        return steps
+
     def note(self, text: str, what: str = "note") -> None:
         with self.lock:
             self.kernel.record("note", "wire-door", f"the wire door {what}: {text}")
