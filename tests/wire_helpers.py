@@ -11,7 +11,7 @@ from txnlab.cluster import Cluster
 
 ck = pytest.importorskip("confluent_kafka", reason="confluent-kafka (librdkafka) is not installed")
 
-QUIET = {"log_level": 3}   # librdkafka logs only errors
+QUIET = {"log_level": 2}   # librdkafka logs only critical errors (not the reconnects after a lab closes)
 
 
 @contextlib.contextmanager

@@ -6,13 +6,10 @@ import collections
 import socket
 import threading
 import time
-from typing import TYPE_CHECKING, Optional
+from typing import Optional
 
 from ..kernel.node import Node
 from . import codec
-
-if TYPE_CHECKING:
-    from .listener import WireDoor
 
 
 class _OneChannel(dict):
@@ -73,7 +70,7 @@ class _Slot:
 class WireConnection:
     """One accepted socket."""
 
-    def __init__(self, door: "WireDoor", sock: socket.socket, broker: int, number: int) -> None:
+    def __init__(self, door, sock: socket.socket, broker: int, number: int) -> None:
         self.door = door
         self.sock = sock
         self.broker = broker
