@@ -81,4 +81,4 @@ def cooperative_sticky_assign(subscriptions: dict, partitions_per_topic: dict, o
 
 
 ASSIGNORS = {"range": range_assign, "roundrobin": roundrobin_assign}
-COOPERATIVE = {"cooperative-sticky": cooperative_sticky_assign}
+COOPERATIVE = {"cooperative-sticky": cooperative_sticky_assign}     # protocol.messages.COOPERATIVE_PROTOCOLS

@@ -23,9 +23,27 @@ def _string(buf: bytes, pos: int) -> tuple[str, int]:
     return buf[pos:pos + n].decode("utf-8"), pos + n
 
 
-def decode_subscription(data: bytes) -> tuple:
-    """The subscribed topics of a ``ConsumerProtocolSubscription`` (any version; the rest is not needed)."""
+def _partitions(data: bytes, pos: int) -> tuple[list, int]:
+    """A ``[topic, [partition...]]...`` array (an assignment's, or a subscription's owned partitions)."""
+    (n,) = struct.unpack_from(">i", data, pos)
+    pos += 4
+    tps = []
+    for _ in range(max(n, 0)):
+        t, pos = _string(data, pos)
+        (k,) = struct.unpack_from(">i", data, pos)
+        pos += 4
+        for _ in range(max(k, 0)):
+            (p,) = struct.unpack_from(">i", data, pos)
+            pos += 4
+            tps.append((t, p))
+    return tps, pos
+
+
+def decode_subscription(data: bytes, protocol: str = "") -> tuple:
+    """A ``ConsumerProtocolSubscription`` (any version) as the engine keeps it: the subscribed topics, or for a
+    cooperative protocol ``(topics, owned partitions)`` (v1+ carries them after the user data)."""
     try:
+        (version,) = struct.unpack_from(">h", data, 0)
         pos = 2
         (n,) = struct.unpack_from(">i", data, pos)
         pos += 4
@@ -33,7 +51,15 @@ def decode_subscription(data: bytes) -> tuple:
         for _ in range(max(n, 0)):
             t, pos = _string(data, pos)
             topics.append(t)
-        return tuple(topics)
+        if protocol not in m.COOPERATIVE_PROTOCOLS:
+            return tuple(topics)
+        owned: list = []
+        if version >= 1 and pos + 4 <= len(data):
+            (k,) = struct.unpack_from(">i", data, pos)          # user data (nullable bytes), skipped
+            pos += 4 + max(k, 0)
+            if pos + 4 <= len(data):
+                owned, pos = _partitions(data, pos)
+        return tuple(topics), tuple(sorted(owned))
     except (struct.error, UnicodeDecodeError) as e:
         raise ProtocolBytesError(f"subscription metadata: {e}") from None
 
@@ -43,11 +69,27 @@ def _put_string(out: bytearray, s: str) -> None:
     out += struct.pack(">h", len(b)) + b
 
 
-def encode_subscription(topics) -> bytes:
-    out = bytearray(struct.pack(">hi", 0, len(topics)))
+def _put_partitions(out: bytearray, tps) -> None:
+    by_topic: dict = {}
+    for t, p in tps:
+        by_topic.setdefault(t, []).append(p)
+    out += struct.pack(">i", len(by_topic))
+    for t, ps in by_topic.items():
+        _put_string(out, t)
+        out += struct.pack(">i", len(ps)) + b"".join(struct.pack(">i", p) for p in sorted(ps))
+
+
+def encode_subscription(meta, protocol: str = "") -> bytes:
+    """The engine's subscription as ``ConsumerProtocolSubscription``: v0 with the topics, or v1 with the owned
+    partitions for a cooperative protocol."""
+    cooperative = protocol in m.COOPERATIVE_PROTOCOLS and len(meta) == 2 and isinstance(meta[0], tuple)
+    topics, owned = (meta[0], meta[1]) if cooperative else (meta, ())
+    out = bytearray(struct.pack(">hi", 1 if cooperative else 0, len(topics)))
     for t in topics:
         _put_string(out, t)
     out += struct.pack(">i", -1)
+    if cooperative:
+        _put_partitions(out, owned)
     return bytes(out)
 
 
@@ -55,38 +97,21 @@ def decode_assignment(data: bytes) -> tuple:
     if not data:
         return ()
     try:
-        pos = 2
-        (n,) = struct.unpack_from(">i", data, pos)
-        pos += 4
-        tps = []
-        for _ in range(max(n, 0)):
-            t, pos = _string(data, pos)
-            (k,) = struct.unpack_from(">i", data, pos)
-            pos += 4
-            for _ in range(max(k, 0)):
-                (p,) = struct.unpack_from(">i", data, pos)
-                pos += 4
-                tps.append((t, p))
-        return tuple(tps)
+        return tuple(_partitions(data, 2)[0])
     except (struct.error, UnicodeDecodeError) as e:
         raise ProtocolBytesError(f"assignment: {e}") from None
 
 
 def encode_assignment(tps) -> bytes:
-    by_topic: dict = {}
-    for t, p in tps:
-        by_topic.setdefault(t, []).append(p)
-    out = bytearray(struct.pack(">hi", 0, len(by_topic)))
-    for t, ps in by_topic.items():
-        _put_string(out, t)
-        out += struct.pack(">i", len(ps)) + b"".join(struct.pack(">i", p) for p in sorted(ps))
+    out = bytearray(struct.pack(">h", 0))
+    _put_partitions(out, tps)
     out += struct.pack(">i", -1)
     return bytes(out)
 
 
 # -------------------------------------------------------------- JoinGroup
 def decode_join_group(body, version, door):
-    protocols = tuple((p.name, decode_subscription(p.metadata) if body.protocol_type == "consumer" else ())
+    protocols = tuple((p.name, decode_subscription(p.metadata, p.name) if body.protocol_type == "consumer" else ())
                       for p in body.protocols)
     session = ms(body.session_timeout)
     return m.JoinGroupRequest(body.group_id, session, ms(get(body, "rebalance_timeout"), session), body.member_id,
@@ -95,7 +120,7 @@ def decode_join_group(body, version, door):
 
 def encode_join_group(resp, body, version, state, door, cls):
     Member = nested(cls, "members")
-    members = tuple(build(Member, member_id=mid, group_instance_id=gid, metadata=encode_subscription(meta))
+    members = tuple(build(Member, member_id=mid, group_instance_id=gid, metadata=encode_subscription(meta, resp.protocol_name))
                     for mid, gid, meta in resp.members)
     return build(cls, error_code=resp.error, generation_id=resp.generation_id, protocol_type=body.protocol_type,
                  protocol_name=resp.protocol_name or (None if version >= 7 else ""), leader=resp.leader,

@@ -32,7 +32,8 @@ def encode_add_offsets_to_txn(resp, body, version, state, door, cls):
 
 
 def decode_end_txn(body, version, door):
-    return m.EndTxnRequest(body.transactional_id, body.producer_id, body.producer_epoch, bool(body.committed)), None
+    return m.EndTxnRequest(body.transactional_id, body.producer_id, body.producer_epoch, bool(body.committed),
+                           2 if version >= 5 else 0), None
 
 
 def encode_end_txn(resp, body, version, state, door, cls):
