@@ -123,6 +123,7 @@ class KafkaCluster:
         self.controller_port = free_port()
         self.ports = {i: free_port() for i in range(brokers)}
         self.procs: dict = {}
+        self.killed: set = set()                      # nodes killed on purpose and not started again
         self.bootstrap = ",".join(f"127.0.0.1:{p}" for p in self.ports.values())
         self.nodes = {}                               # node key -> properties file
         controller_id = 0 if self.combined else 1000
@@ -172,6 +173,7 @@ class KafkaCluster:
             raise RuntimeError(f"kafka-storage format failed for node {key}: {done.stdout}{done.stderr}")
 
     def start_node(self, key) -> None:
+        self.killed.discard(key)
         d = self.dir / f"node-{key}"
         out = open(d / "logs" / "stdout.log", "ab")
         self.procs[key] = subprocess.Popen(self._java(key, "kafka.Kafka", str(d / "server.properties")),
@@ -194,7 +196,7 @@ class KafkaCluster:
         admin = None
         while time.monotonic() < deadline:
             for key, p in self.procs.items():
-                if p.poll() is not None and key in self.alive:
+                if p.poll() is not None and key not in self.killed:
                     raise RuntimeError(f"Kafka node {key} exited with {p.returncode}; see {self.dir}/node-{key}/logs")
             if admin is None:
                 if not any(_listening(p) for p in self.ports.values()):
@@ -216,6 +218,7 @@ class KafkaCluster:
 
     def kill(self, broker: int) -> None:
         p = self.procs[broker]
+        self.killed.add(broker)
         os.killpg(p.pid, signal.SIGKILL)
         p.wait(30)
 

@@ -1,0 +1,112 @@
+"""Kafka's own Java client as a reference (issue 17 item 4): a transactional copier on kafka-clients
+(reference/src/main/java/txnlab/reference/Copier.java) runs against real Apache Kafka, plainly, with a zombie
+fenced by a second initTransactions, and with the transaction coordinator's broker killed before a commit.  The
+same copier written with txnlab's client runs on a txnlab cluster with the same settings; what a user checks
+must agree: the records read_committed in the output, the offset committed for the input, whether the zombie
+was fenced, and the producer epoch after each commit (with transaction.version 2 the Java client bumps it on
+every EndTxn, KIP-890)."""
+import subprocess
+
+import pytest
+
+from conftest import CLUSTERS
+from reference.backends import KafkaBackend, LabBackend
+from reference.harness import Observer, err_sig, produce, txn_producer
+
+TOTAL, BATCH = 6, 2
+
+
+def _seed(b) -> tuple:
+    src, dst, group, tid = b.unique("jin"), b.unique("jout"), b.unique("jg"), b.unique("jtx")
+    b.create_topic(src)
+    b.create_topic(dst)
+    produce(b.Producer({"bootstrap.servers": b.bootstrap}), src, [f"e{i}" for i in range(TOTAL)])
+    return src, dst, group, tid
+
+
+def _outcome(b, dst: str, result: dict) -> dict:
+    o = Observer(b)
+    o.read("out", dst)
+    return {"copied": result["copied"], "committed": result["committed"], "epochs": result["epochs"],
+            "fenced": result["fenced"], "out": o.values["out.rc.records"], "lso": o.values["out.rc.lso"]}
+
+
+def java_copier(b: KafkaBackend, mode: str) -> dict:
+    src, dst, group, tid = _seed(b)
+    cmd = ["java", "-Xmx256m", "-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC", "-cp", b.cluster.cp,
+           "txnlab.reference.Copier", b.bootstrap, src, dst, group, tid, str(TOTAL), str(BATCH), mode]
+    proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    killed = None
+    while True:
+        line = proc.stdout.readline()
+        assert line, "the Java copier ended without an answer"
+        if line.startswith("KILL "):
+            killed = int(line.split()[1])
+            b.kill(killed)
+            proc.stdin.write("go\n")
+            proc.stdin.flush()
+            continue
+        if line.startswith("{"):
+            break
+    proc.wait(120)
+    import json
+    result = json.loads(line)
+    result["fenced"] = any(e.startswith("fenced") for e in result["events"])
+    if killed is not None:
+        b.restart(killed)
+    return _outcome(b, dst, result)
+
+
+def lab_copier(b: LabBackend, mode: str) -> dict:
+    """The same copier, on txnlab's confluent-kafka-shaped client."""
+    src, dst, group, tid = _seed(b)
+    c = b.Consumer({"bootstrap.servers": b.bootstrap, "group.id": group, "enable.auto.commit": False,
+                    "auto.offset.reset": "earliest", "isolation.level": "read_committed"})
+    tp = b.TopicPartition(src, 0)
+    c.assign([b.TopicPartition(src, 0, b.mod.OFFSET_BEGINNING)])
+    p = txn_producer(b, tid)
+    p.init_transactions(30)
+    copied, txn, epochs, fenced = 0, 0, [], False
+    while copied < TOTAL:
+        batch = [m for m in c.consume(BATCH, 20) if not m.error()]
+        if not batch:
+            break
+        txn += 1
+        p.begin_transaction()
+        produce(p, dst, [m.value().upper() for m in batch])
+        p.send_offsets_to_transaction(c.position([tp]), c.consumer_group_metadata(), 30)
+        if txn == 2 and mode == "fence":
+            successor = txn_producer(b, tid)
+            successor.init_transactions(30)
+            try:
+                p.commit_transaction(30)
+            except b.KafkaException as e:
+                fenced = err_sig(e).startswith("_FENCED")
+            p = successor
+            c.seek(b.TopicPartition(src, 0, c.committed([tp], 10)[0].offset))
+            continue
+        if txn == 2 and mode == "failover":
+            b.kill(b.coordinator(tid))
+        p.commit_transaction(60)
+        copied += len(batch)
+        epochs.append(b.describe_transactions(tid)[tid]["producer_epoch"])
+    committed = c.committed([tp], 10)[0].offset
+    c.close()
+    return _outcome(b, dst, {"copied": copied, "committed": committed, "epochs": epochs, "fenced": fenced})
+
+
+@pytest.mark.parametrize("mode,kind", [("plain", "one"), ("fence", "one"), ("failover", "three")])
+def test_java_copier_on_kafka_and_txnlab_copier_agree(mode, kind, real_kafka):
+    real = real_kafka(kind)
+    want = java_copier(KafkaBackend(real), mode)
+    got = lab_copier(LabBackend(*CLUSTERS[kind]), mode)
+    assert want["out"] == [(o, f"E{i}") for o, i in zip([r[0] for r in want["out"]], range(TOTAL))]
+    assert want["committed"] == TOTAL and want["fenced"] == (mode == "fence")
+    assert got == want
+
+
+@pytest.mark.skip(reason="the lab's Kafka-protocol listener (cluster.listen(), branch 'wire') is not on main yet: "
+                         "Kafka's Java client cannot reach a txnlab cluster until it is")
+def test_java_copier_against_the_labs_listener():
+    """Once cluster.listen() exists: run Copier (all three modes) with bootstrap.servers set to the listener's
+    address and compare with the same copier on real Kafka, as above."""
