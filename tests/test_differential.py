@@ -26,7 +26,8 @@ ARTIFACT = Path(__file__).parent / "artifacts" / "fidelity.md"
 # rules (a predicate over scenario, observable, Kafka's value, the lab's value).  Anything else that differs
 # fails its test.
 TV2_CLIENT = ("txnlab's client speaks KIP-890 (EndTxn v5: the coordinator bumps the epoch on every EndTxn) whenever "
-              "the cluster finalizes transaction.version 2, as Kafka's Java client 4.x does; librdkafka 2.16 does not "
+              "the cluster finalizes transaction.version 2, as Kafka's Java client 4.x does (tests/test_java_client.py: "
+              "the same epochs, and INVALID_TXN_STATE after a timeout, on real Kafka); librdkafka 2.16 does not "
               "implement KIP-890 (librdkafka issue 5423), so with it real Kafka keeps the classic rules: one epoch "
               "for every transaction, and a timed-out transaction's producer is fenced (_FENCED) at its next call")
 APP_POSITION = ("librdkafka's position() is the offset after the last message handed to the application, "

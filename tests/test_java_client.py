@@ -110,3 +110,51 @@ def test_java_copier_on_kafka_and_txnlab_copier_agree(mode, kind, real_kafka):
 def test_java_copier_against_the_labs_listener():
     """Once cluster.listen() exists: run Copier (all three modes) with bootstrap.servers set to the listener's
     address and compare with the same copier on real Kafka, as above."""
+
+
+JAVA_EXCEPTION = {"PRODUCER_FENCED": "ProducerFencedException", "_FENCED": "ProducerFencedException",
+                  "INVALID_PRODUCER_EPOCH": "InvalidProducerEpochException",
+                  "INVALID_TXN_STATE": "InvalidTxnStateException", "_TIMED_OUT": "TimeoutException",
+                  "TRANSACTION_ABORTABLE": "TransactionAbortableException"}
+
+
+@pytest.mark.parametrize("kind", ["one", "three"])
+def test_java_client_transaction_timeout_matches_the_labs_java_dialect(kind, real_kafka):
+    """A transaction older than transaction.timeout.ms is aborted by the coordinator (epoch bumped); Kafka's Java
+    client on real Kafka and txnlab's client in its Java dialect (sim.client.dialect=java) see the same exception
+    at the next commit and abort (transaction.version 2 on one broker, 1 on three)."""
+    real = KafkaBackend(real_kafka(kind))
+    t, tid = real.unique("jto"), real.unique("jtotx")
+    real.create_topic(t)
+    out = subprocess.run(["java", "-Xmx256m", "-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC", "-cp", real.cluster.cp,
+                          "txnlab.reference.TimeoutProbe", real.bootstrap, t, tid, "5000"],
+                         capture_output=True, text=True, timeout=180)
+    import json
+    want = json.loads(out.stdout.strip().splitlines()[-1])
+
+    lab = LabBackend(*CLUSTERS[kind])
+    lab.create_topic(t)
+    p = lab.Producer({"bootstrap.servers": lab.bootstrap, "transactional.id": tid, "sim.client.dialect": "java",
+                      "transaction.timeout.ms": 2000, "delivery.timeout.ms": 2000, "request.timeout.ms": 1500,
+                      "linger.ms": 0})
+    p.init_transactions(30)
+    p.begin_transaction()
+    produce(p, t, ["slow"])
+    lab.sleep(5)
+
+    def java_name(call) -> str:
+        try:
+            call(30)
+            return "ok"
+        except lab.KafkaException as e:
+            name = e.args[0].name()
+            return JAVA_EXCEPTION.get(name, name)
+    got = {"commit": java_name(p.commit_transaction)}
+    got["abort"] = "-" if got["commit"] == "ok" else java_name(p.abort_transaction)
+    assert want["commit"] != "ok"                     # the coordinator did abort it on real Kafka
+    if want["abort"] == "KafkaException" and got["abort"] == got["commit"] != "ProducerFencedException":
+        # the Java client rethrows a fatal error other than fencing, on every later call, as a plain KafkaException
+        # ("Cannot execute transactional method because we are in an error state", the error as its cause);
+        # txnlab's KafkaError keeps the fatal error's own name: the same error, named one level deeper
+        got["abort"] = "KafkaException"
+    assert got == want

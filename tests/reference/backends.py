@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import itertools
 import json
-import subprocess
 import time
 import uuid
 
@@ -86,7 +85,12 @@ class KafkaBackend(Backend):
         time.sleep(seconds)
 
     def settle(self) -> None:
-        time.sleep(0.3)
+        """Until no transaction is between its decision and its markers (Kafka answers EndTxn first)."""
+        time.sleep(0.1)
+        for _ in range(50):
+            if not any(r["state"].startswith("Prepare") for r in self.list_transactions()):
+                return
+            time.sleep(0.1)
 
     def kill(self, broker: int) -> None:
         self.cluster.kill(broker)
@@ -95,12 +99,8 @@ class KafkaBackend(Backend):
         self.cluster.restart(broker)
 
     def _tool(self, *args: str):
-        out = subprocess.run(["java", "-Xmx256m", "-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC",
-                              "-cp", self.cluster.cp, "txnlab.reference.TxnTool", self.bootstrap, *args],
-                             capture_output=True, text=True, timeout=120)
-        if out.returncode != 0:
-            raise RuntimeError(f"TxnTool {args} failed: {out.stderr[-2000:]}")
-        return json.loads(out.stdout.strip().splitlines()[-1])
+        """One command to the cluster's TxnTool (a JVM kept for the session: Kafka's Admin client)."""
+        return self.cluster.admin_tool(*args)
 
     def describe_transactions(self, *tids: str) -> dict:
         return self._tool("describe-transactions", *tids)

@@ -76,7 +76,13 @@ class Observer:
         """DescribeTransactions per id: state, producer (normalised), epoch, timeout, partitions."""
         out = {}
         self.b.settle()
-        for tid, d in self.b.describe_transactions(*tids).items():
+        described = self.b.describe_transactions(*tids)
+        for _ in range(20):     # a decided transaction completes once its markers are written: a moment later
+            if not any(str(d.get("state", "")).startswith("Prepare") for d in described.values()):
+                break
+            self.b.settle()
+            described = self.b.describe_transactions(*tids)
+        for tid, d in described.items():
             name = tid.rsplit("-", 1)[0]
             if "error" in d:
                 out[name] = d["error"]

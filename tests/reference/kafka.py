@@ -124,6 +124,7 @@ class KafkaCluster:
         self.ports = {i: free_port() for i in range(brokers)}
         self.procs: dict = {}
         self.killed: set = set()                      # nodes killed on purpose and not started again
+        self._tool = None                             # the TxnTool JVM (admin_tool)
         self.bootstrap = ",".join(f"127.0.0.1:{p}" for p in self.ports.values())
         self.nodes = {}                               # node key -> properties file
         controller_id = 0 if self.combined else 1000
@@ -159,7 +160,8 @@ class KafkaCluster:
 
     def _java(self, key, main: str, *args: str) -> list[str]:
         d = self.dir / f"node-{key}"
-        return ["java", "-Xms128m", "-Xmx512m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",
+        heap = "-Xmx256m" if key == "admin-tool" else "-Xmx512m"
+        return ["java", "-Xms128m", heap, "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",
                 "-Djava.awt.headless=true", f"-Dkafka.logs.dir={d / 'logs'}",
                 f"-Dlog4j2.configurationFile={d / 'log4j2.properties'}", "-cp", self.cp, main, *args]
 
@@ -237,8 +239,36 @@ class KafkaCluster:
         self.start_node(broker)
         self.wait_ready(timeout)
 
+    def admin_tool(self, *args: str):
+        """Runs one TxnTool command (reference/TxnTool.java: Kafka's Admin client) in a JVM kept for the cluster's
+        life; returns its JSON answer."""
+        import json
+        if self._tool is None or self._tool.poll() is not None:
+            d = self.dir / "node-admin-tool"
+            d.mkdir(exist_ok=True)
+            (d / "logs").mkdir(exist_ok=True)
+            (d / "log4j2.properties").write_text(LOG4J2)
+            self._tool = subprocess.Popen(self._java("admin-tool", "txnlab.reference.TxnTool", self.bootstrap),
+                                          stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                                          text=True, start_new_session=True)
+        self._tool.stdin.write(" ".join(args) + "\n")
+        self._tool.stdin.flush()
+        line = self._tool.stdout.readline()
+        if not line:
+            raise RuntimeError(f"TxnTool ended without answering {args}")
+        answer = json.loads(line)
+        if isinstance(answer, dict) and "tool_error" in answer:
+            raise RuntimeError(f"TxnTool {args}: {answer['tool_error']}")
+        return answer
+
     def close(self) -> None:
         """Clean shutdown: brokers first, then the controller; the temporary directory goes with them."""
+        if self._tool is not None and self._tool.poll() is None:
+            self._tool.stdin.close()
+            try:
+                self._tool.wait(30)
+            except subprocess.TimeoutExpired:
+                self._tool.kill()
         for key in [k for k in self.procs if k != "controller"]:
             self.stop_node(key)
         self.stop_node("controller")

@@ -36,6 +36,23 @@ def tv1_zombie_fenced(b, o):
 
 
 @scenario("three")
+def tv1_transaction_timeout_fences(b, o):
+    """transaction.version 1: the coordinator aborts a transaction older than transaction.timeout.ms and bumps
+    the epoch; the producer's next call is fenced."""
+    t, tid = _topic(b, "tv1to"), b.unique("tx")
+    p = txn_producer(b, tid, **{"transaction.timeout.ms": 2000})
+    p.init_transactions(30)
+    p.begin_transaction()
+    produce(p, t, ["slow"])
+    b.sleep(5)
+    o.transactions("describe", tid)
+    o.read("expired", t)
+    o.read("expired", t, isolation="read_uncommitted")
+    o.call("commit", p.commit_transaction, 30)
+    o.call("abort", p.abort_transaction, 30)
+
+
+@scenario("three")
 def coordinator_killed_mid_commit(b, o):
     t, tid = _topic(b, "cfail", 2), b.unique("tx")
     p = txn_producer(b, tid)
@@ -93,3 +110,4 @@ def idempotent_retries_across_leader_kill(b, o):
     values = [v for _, v in o.read("log", t, isolation="read_uncommitted")]
     o["log.duplicates"] = len(values) - len(set(values))
     b.restart(leader)
+

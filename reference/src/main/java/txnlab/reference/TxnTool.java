@@ -26,6 +26,7 @@ import org.apache.kafka.common.TopicPartition;
  *   TxnTool BOOTSTRAP list-transactions
  *   TxnTool BOOTSTRAP describe-producers TOPIC PARTITION
  *   TxnTool BOOTSTRAP abort TOPIC PARTITION      (aborts the open transaction of the first active producer)
+ *   TxnTool BOOTSTRAP                            (serves: one command a line on stdin, one JSON line each)
  */
 public final class TxnTool {
     private TxnTool() {}
@@ -54,6 +55,25 @@ public final class TxnTool {
         props.put(AdminClientConfig.REQUEST_TIMEOUT_MS_CONFIG, "10000");
         props.put(AdminClientConfig.DEFAULT_API_TIMEOUT_MS_CONFIG, "30000");
         try (Admin admin = Admin.create(props)) {
+            if (args.length == 1) {
+                java.io.BufferedReader in = new java.io.BufferedReader(new java.io.InputStreamReader(System.in));
+                for (String line = in.readLine(); line != null; line = in.readLine()) {
+                    String[] words = (args[0] + " " + line.trim()).split(" ");
+                    try {
+                        System.out.println(run(admin, words));
+                    } catch (Exception e) {
+                        System.out.println("{\"tool_error\":" + q(e.toString()) + "}");
+                    }
+                    System.out.flush();
+                }
+                return;
+            }
+            System.out.println(run(admin, args));
+        }
+    }
+
+    static String run(Admin admin, String[] args) throws Exception {
+        {
             String out;
             switch (args[1]) {
                 case "describe-transactions": {
@@ -117,7 +137,7 @@ public final class TxnTool {
                 default:
                     throw new IllegalArgumentException("unknown command " + args[1]);
             }
-            System.out.println(out);
+            return out;
         }
     }
 }
