@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
-from bench import engine, reference, views
+from bench import engine, reference, views, wire
 from bench import spark as spark_bench
 
 RESULTS = Path(__file__).with_name("results.json")
@@ -54,6 +54,10 @@ BENCHMARKS = [
     Benchmark("idempotent_records_per_s", engine.idempotent_records_per_s, 100_000, "records/s"),
     Benchmark("txn1_per_s", engine.txn1_per_s, 300, "txn/s"),
     Benchmark("txn1000_records_per_s", engine.txn1000_records_per_s, 50, "records/s"),
+    # confluent-kafka's own producer through the lab's wire door (cluster.listen()), same sizes as the mock's
+    Benchmark("wire_idempotent_records_per_s", wire.wire_idempotent_records_per_s, 100_000, "records/s"),
+    Benchmark("wire_txn1_per_s", wire.wire_txn1_per_s, 300, "txn/s"),
+    Benchmark("wire_txn1000_records_per_s", wire.wire_txn1000_records_per_s, 50, "records/s"),
     # simulation testing: copier, 1,000 records, all faults, one core (target: 50 seeds/s); no reference
     Benchmark("sim_seeds_per_s", engine.sim_seeds_per_s, 3, "seeds/s"),
     # kernel-side ms from one Step to every view redrawn (target: 50 ms or less); no reference
@@ -77,6 +81,9 @@ ROWS = [
     ("1 record per txn, txn/s", "txn1_per_s", "mock_txn1_per_s"),
     ("1000 x 100 B per txn, records/s", "txn1000_records_per_s", "mock_txn1000_records_per_s"),
     ("txn1000 / idempotent records/s", "txn_vs_idempotent_ratio", "mock_txn_vs_idempotent_ratio"),
+    ("wire door: idempotent, records/s", "wire_idempotent_records_per_s", "mock_idempotent_records_per_s"),
+    ("wire door: 1 record per txn, txn/s", "wire_txn1_per_s", "mock_txn1_per_s"),
+    ("wire door: 1000 x 100 B per txn, rec/s", "wire_txn1000_records_per_s", "mock_txn1000_records_per_s"),
     ("stepper: Step -> views updated, ms", "step_update_ms_median", None),
     ("sim: copier 1000 rec, faults, seeds/s", "sim_seeds_per_s", None),
     ("Spark EOS, rows/s (running query)", "spark_rows_per_s", None),

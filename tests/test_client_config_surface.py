@@ -122,12 +122,12 @@ def test_aliases_read_as_their_property():
 
 def test_what_the_lab_cannot_honour_is_accepted_and_narrated(cluster):
     p = Producer({"bootstrap.servers": cluster.bootstrap, "client.id": "tls-producer",
-                  "security.protocol": "ssl", "compression.type": "zstd", "stats_cb": print,
+                  "security.protocol": "ssl", "compression.type": "zstd", "throttle_cb": print,
                   "enable.auto.commit": False})
     said = notices(p._config)
     assert "security.protocol has no effect in the lab" in said
     assert "compression.type has no effect in the lab" in said
-    assert any(s.startswith("stats_cb has no effect in the lab") for s in said)
+    assert any(s.startswith("throttle_cb has no effect in the lab") for s in said)
     assert ("Configuration property enable.auto.commit is a consumer property and will be ignored by this "
             "producer instance") in said
     narrated = [e for e in cluster.trace if "has no effect in the lab" in str(e)]
@@ -136,8 +136,11 @@ def test_what_the_lab_cannot_honour_is_accepted_and_narrated(cluster):
         assert L.lookup(name) is not None and L.lookup(name).name == name
 
 
-def test_a_consumer_may_prefer_cooperative_sticky_and_is_told_the_lab_rebalances_eagerly(cluster):
+def test_a_consumer_offers_the_first_assignor_it_is_given_and_says_so(cluster):
     c = Consumer({"bootstrap.servers": cluster.bootstrap, "group.id": "coop",
                   "partition.assignment.strategy": "cooperative-sticky"})
-    assert c._config["partition.assignment.strategy"] == "range"
-    assert any("cooperative-sticky" in s for s in notices(c._config))
+    assert c._config["partition.assignment.strategy"] == "cooperative-sticky" and not notices(c._config)
+    c = Consumer({"bootstrap.servers": cluster.bootstrap, "group.id": "eager",
+                  "partition.assignment.strategy": "roundrobin,range"})
+    assert c._config["partition.assignment.strategy"] == "roundrobin"
+    assert any("offers only the first, roundrobin" in s for s in notices(c._config))

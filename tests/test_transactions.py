@@ -212,8 +212,9 @@ def test_api_misuse_raises_clear_state_errors():
     with pytest.raises(KafkaStateError, match="Erroneous state .*begin_transaction"):   # librdkafka: _STATE
         p.produce("out", value=b"x")
     plain = Producer({"bootstrap.servers": c.bootstrap})
-    with pytest.raises(KafkaStateError, match="transactional.id"):
+    with pytest.raises(KafkaException, match="transactional.id") as e:     # librdkafka: _NOT_CONFIGURED
         plain.begin_transaction()
+    assert e.value.args[0].code() == KafkaError._NOT_CONFIGURED
 
 
 def test_transaction_timeout_larger_than_broker_max_is_rejected():

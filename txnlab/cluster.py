@@ -130,6 +130,13 @@ class Cluster(Lab):
         from .frontdoor.server import serve
         return serve(self, host, port, mode=mode, **kw).address
 
+    def listen(self, mode: str = "run", **kw):
+        """Open Kafka's wire protocol for real clients (txnlab.wire): one loopback listener per broker.
+        Returns the ``WireDoor`` (``.bootstrap_servers`` for confluent-kafka, kafka-python, aiokafka;
+        ``.close()``, or use it as a context manager); each request a real client sends is a step."""
+        from .wire.listener import listen
+        return listen(self, mode=mode, **kw)
+
     def principal_of(self, node_name: str) -> str:
         if self.kernel.is_server(node_name):
             return BROKER_PRINCIPAL

@@ -316,7 +316,7 @@ class Broker(ProduceHandling, FetchHandling, AdminHandling, Node):
                 err = Errors.NONE if s.leader >= 0 else Errors.LEADER_NOT_AVAILABLE
                 parts.append(m.PartitionMetadata(err, i, s.leader, s.leader_epoch, s.replicas, s.isr))
             topics[t] = (Errors.NONE, parts)
-        return m.MetadataResponse(self.metadata.live_brokers, -1, topics)
+        return m.MetadataResponse(self.metadata.live_brokers, -1, topics, self.cluster.cluster_id)
 
     def _create_topic(self, name: str, partitions: int, rf: int, config: tuple = ()) -> None:
         self.narrate(f"broker {self.broker_id} asks the controller to create topic {name}")

@@ -3,7 +3,8 @@
 Owns the list of APIs only servers send (WriteTxnMarkers, LeaderAndIsr, StopReplica, a replica's Fetch,
 AlterPartition, BrokerHeartbeat, BrokerRegistration, AllocateProducerIds, ControlledShutdown...) and the
 refusal of one from anybody else.  In Kafka only brokers and controllers send them, and the receiver
-authorises each as CLUSTER_ACTION on the cluster (CLUSTER_AUTHORIZATION_FAILED, 31, when refused).
+authorises each as CLUSTER_ACTION on the cluster (CLUSTER_AUTHORIZATION_FAILED, 31, when refused; a
+follower's Fetch gets TOPIC_AUTHORIZATION_FAILED, 29, on each partition instead).
 Here the sender's *role* decides first: a node is a server only if the lab created it as one
 (``kernel.is_server``), never because of its name; with the authorizer on, the server's principal must
 also hold CLUSTER_ACTION (brokers do).  One exception, as in Kafka: KIP-664's admin abort (a
@@ -51,7 +52,9 @@ def refuse_cluster_action(node, msg, authorizer, principal_of) -> tuple:
             "" if server else " (needed to abort a transaction)")
     else:
         return False, None
-    err = Errors.CLUSTER_AUTHORIZATION_FAILED
+    # KafkaApis.handleFetchRequest answers a follower fetch without CLUSTER_ACTION per partition with
+    # TOPIC_AUTHORIZATION_FAILED; every other CLUSTER_ACTION request fails as a whole with CLUSTER_AUTHORIZATION_FAILED
+    err = Errors.TOPIC_AUTHORIZATION_FAILED if msg.api == "Fetch" else Errors.CLUSTER_AUTHORIZATION_FAILED
     node.kernel.narrate(f"{node.name} refused {msg.api} from {src}: {why} -> {err.name}")
     return True, refusal(msg, err, node)
 
@@ -67,7 +70,7 @@ def refusal(msg, err: Errors, node=None):
     if msg.api == "WriteTxnMarkers":
         return m.WriteTxnMarkersResponse({e.producer_id: {tp: err for tp in e.partitions} for e in req.markers})
     if msg.api == "Fetch":
-        return m.FetchResponse({tp: m.FetchPartitionData(err) for tp in req.partitions}, error=err)
+        return m.FetchResponse({tp: m.FetchPartitionData(err) for tp in req.partitions})
     if msg.api == "AddPartitionsToTxn":
         return m.AddPartitionsToTxnResponse({tp: err for tp in req.partitions})
     cls = getattr(m, msg.api + "Response", None)

@@ -22,6 +22,7 @@ from .admin_types import (AbortTransactionSpec, AlterConfigOpType, BrokerMetadat
                           ConfigEntry, ConfigResource, ConfigSource, DescribeClusterResult, NewPartitions, NewTopic,
                           PartitionMetadata, ProducerState, ResourceType, TopicDescription, TopicMetadata,
                           TransactionListing)
+from .client_events import ClientEvents
 from .config import admin_config
 from .network_client import attach_client, broker_node
 
@@ -39,16 +40,17 @@ class AdminClient(GroupAdmin, TransactionAdmin, AdminRequests):
         self._attachment, self.name, self._node = attach_client(cfg, "admin", self)
         self._kernel = self._attachment.kernel
         self._coordinators: dict = {}        # (key, key type) -> the coordinator that last answered
+        self._events = ClientEvents(cfg, "admin", self.name, self._kernel, 0, lambda: {})
 
     def _on_process_crash(self) -> None:
         pass
 
     def poll(self, timeout: float = -1) -> int:
-        """Serve callbacks: the lab's admin client raises none (its answers are futures), so this only lets
-        ``timeout`` simulated seconds pass, as librdkafka's poll waits for events; returns 0."""
+        """Serve callbacks (error_cb, stats_cb, logger; the answers themselves are futures), letting up to
+        ``timeout`` simulated seconds pass first, as librdkafka's poll waits for events; returns how many ran."""
         if timeout and timeout > 0:
             self._kernel.run_until(lambda: False, int(timeout * 1000))
-        return 0
+        return self._events.serve()
 
     # ------------------------------------------------------------ topics
     def create_topics(self, new_topics, **kwargs) -> dict:

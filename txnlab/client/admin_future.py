@@ -45,7 +45,7 @@ def cluster_metadata(node, kernel, topic: Optional[str] = None) -> ClusterMetada
         topics[t] = TopicMetadata(t, {p.partition: PartitionMetadata(
             p.partition, p.leader, p.replicas, p.isr, kafka_error(p.error) if p.error else None) for p in parts},
             kafka_error(err) if err else None)
-    return ClusterMetadata(None, resp.controller_id, {b: BrokerMetadata(b, host(b), PORT) for b in resp.brokers},
+    return ClusterMetadata(resp.cluster_id or None, resp.controller_id, {b: BrokerMetadata(b, host(b), PORT) for b in resp.brokers},
                            topics)
 
 

@@ -9,7 +9,7 @@ librdkafka fails (``_INVALID_ARG``, ``No such configuration property: "..."``). 
 ``default.topic.config``) are checked as confluent-kafka checks them.  Lab keys start with ``sim.``
 (``sim.client.dialect``: ``librdkafka`` or ``java``, see ``dialect.py``).
 
-What the lab cannot honour (TLS, SASL mechanisms, compression, sockets, statistics...) is accepted,
+What the lab cannot honour (TLS, SASL mechanisms, compression, sockets...) is accepted,
 validated, and reported: ``notices(cfg)`` lists "has no effect in the lab" and librdkafka's own CONFWARN
 lines (a producer property on a consumer...); the client narrates them once at construction.  The
 properties the lab does honour are ``HONOURED`` below.
@@ -39,6 +39,7 @@ HONOURED = frozenset({
     "group.id", "group.instance.id", "partition.assignment.strategy", "session.timeout.ms", "heartbeat.interval.ms",
     "max.poll.interval.ms", "enable.auto.commit", "auto.commit.interval.ms", "enable.auto.offset.store",
     "fetch.wait.max.ms", "fetch.message.max.bytes", "isolation.level", "enable.partition.eof", "auto.offset.reset",
+    "statistics.interval.ms",
 })
 # confluent-kafka's Python keys: which clients take them and how a bad value fails there.
 PYTHON_KEYS = {
@@ -50,7 +51,7 @@ PYTHON_KEYS = {
     "on_delivery": ("P", ConfigException, "on_delivery requires a callable object"),
     "on_commit": ("C", ConfigException, "on_commit requires a callable object"),
 }
-PYTHON_HONOURED = frozenset({"on_delivery", "on_commit"})
+PYTHON_HONOURED = frozenset({"on_delivery", "on_commit", "error_cb", "stats_cb", "logger"})   # client_events.py
 # sim.clock.epoch.ms: the Unix time (ms) the lab clock's 0 stands for; clients add it to what they show (record
 # timestamps, offsets_for_times), so timestamps look real and stay deterministic (never the wall clock)
 EPOCH_MS = 1_767_225_600_000          # 2026-01-01T00:00:00Z
@@ -219,9 +220,9 @@ def _notices(cfg: dict, modified: dict, python: dict, client: str, dialect: str)
         if key not in PYTHON_HONOURED:
             out.append(f"{key} {NO_EFFECT} (the lab never calls it)")
     strategies = cfg.get("partition.assignment.strategies") or ()
-    if client == "C" and strategies and strategies[0] == "cooperative-sticky":
-        out.append("partition.assignment.strategy=cooperative-sticky: the lab has no incremental rebalancing; "
-                   "this consumer joins with the eager 'range' assignor")
+    if client == "C" and len(strategies) > 1 and "partition.assignment.strategy" in modified:
+        out.append(f"partition.assignment.strategy={','.join(strategies)}: the lab's consumer offers only the "
+                   f"first, {strategies[0]}, in JoinGroup")
     if client == "P" and cfg["partitioner"] in ("fnv1a", "fnv1a_random"):
         out.append(f"partitioner={cfg['partitioner']}: the lab hashes keys with CRC32 (as consistent_random)")
     if dialect != dialects.LIBRDKAFKA:

@@ -170,8 +170,7 @@ def _assignors(cfg: dict, modified: dict) -> None:
                       "protocol type, online migration between assignors with different protocol types is "
                       "not supported")
     cfg["partition.assignment.strategies"] = tuple(names)
-    eager = [s for s in names if L.ASSIGNORS[s] == "eager"]
-    cfg["partition.assignment.strategy"] = eager[0] if eager else "range"
+    cfg["partition.assignment.strategy"] = names[0] if names else "range"     # the one the consumer offers
 
 
 def _common(cfg: dict, modified: dict, what: str) -> None:

@@ -15,9 +15,11 @@ from typing import Callable, Optional
 
 from ..errors import KafkaError, KafkaException
 from ..protocol.errors import Errors
+from .client_events import ClientEvents
 from .config import consumer_config, notices
 from .consumer_coordinator import ConsumerCoordinator, MemberState
 from .consumer_lookup import ConsumerLookups
+from .consumer_rebalance import ConsumerRebalance, _tp_list
 from .fetcher import Fetcher, PartitionState
 from .network_client import attach_client
 from .message import OFFSET_BEGINNING, OFFSET_END, OFFSET_INVALID, OFFSET_STORED, Message, TopicPartition
@@ -43,11 +45,7 @@ class ConsumerGroupMetadata:
 _UNSET = object()      # subscribe()'s "no callback given" (an explicit None is refused, as in confluent-kafka)
 
 
-def _tp_list(tps) -> list[TopicPartition]:
-    return [TopicPartition(t, p) for t, p in sorted(tps)]
-
-
-class Consumer(ConsumerLookups):
+class Consumer(ConsumerRebalance, ConsumerLookups):
     """A Kafka consumer (group member with ``subscribe``, or manual with ``assign``)."""
 
     def __init__(self, config: dict, **kwargs) -> None:
@@ -74,6 +72,9 @@ class Consumer(ConsumerLookups):
         self._committing = False
         self._committing_fetch = False
         self._auto_commit_timer = None
+        self._received = 0                        # messages returned to the application (statistics' rxmsgs)
+        self._events = ClientEvents(cfg, "consumer", self.name, self._kernel, cfg["sim.clock.epoch.ms"],
+                                    self._statistics)
         self._note(f"{self.name} created (group {cfg['group.id']!r}, isolation.level={cfg['isolation.level']})")
         for line in notices(cfg):                 # librdkafka's CONFWARN lines and what the lab ignores
             self._say(line)
@@ -109,6 +110,15 @@ class Consumer(ConsumerLookups):
 
     def _on_process_crash(self) -> None:
         self._fetcher.in_flight.clear()
+
+    def _statistics(self) -> dict:
+        """The consumer's part of librdkafka's statistics (rxmsgs, brokers' tx/rx, cgrp)."""
+        node, co = self._node, self._coordinator
+        return {"rxmsgs": self._received,
+                "brokers": {b: {"name": b, "nodeid": int(b.rsplit("-", 1)[-1]), "tx": node.tx.get(b, 0),
+                                "rx": node.rx.get(b, 0)} for b in sorted(set(node.tx) | set(node.rx))},
+                "cgrp": {"state": "up" if co.member_id else "init", "join_state": co.state.name.lower(),
+                         "assignment_size": len(self._assignment)} if self._config["group.id"] else {}}
 
     def _poll_interval_exceeded(self) -> bool:
         return not self._in_poll and self._kernel.now - self._last_poll > self._config["max.poll.interval.ms"]
@@ -164,6 +174,10 @@ class Consumer(ConsumerLookups):
     def assign(self, partitions: list, /) -> None:
         """Consume exactly these partitions (offsets: >=0, OFFSET_BEGINNING, OFFSET_END, or committed)."""
         self._check_open()
+        if self._rebalance_protocol() == "COOPERATIVE":
+            raise KafkaException(KafkaError(KafkaError._STATE, "Changes to the current assignment must be made "
+                                            "using incremental_assign() or incremental_unassign() when rebalance "
+                                            "protocol type is COOPERATIVE"))
         self._assign_called = True
         if not self._subscription:
             self._manual = True
@@ -217,10 +231,15 @@ class Consumer(ConsumerLookups):
         self._assignment = {}
         self._fetcher.clear_buffer()
 
+    def _rebalance_protocol(self) -> str:
+        """librdkafka's rd_kafka_rebalance_protocol: NONE until the group has chosen a protocol."""
+        if not self._subscription or self._coordinator.protocol is None:
+            return "NONE"
+        return "COOPERATIVE" if self._coordinator.cooperative else "EAGER"
+
     def _incremental_allowed(self, call: str) -> None:
         self._check_open()
-        cooperative = "cooperative" in str(self._config["partition.assignment.strategy"])
-        if self._subscription and not cooperative:
+        if self._rebalance_protocol() == "EAGER":
             raise KafkaException(KafkaError(KafkaError._STATE, f"{call}: Changes to the current assignment must be "
                                             f"made using assign() when rebalance protocol type is EAGER"))
 
@@ -267,52 +286,6 @@ class Consumer(ConsumerLookups):
             if st is not None:
                 st.paused = False
         self._changed = True
-
-    # ------------------------------------------------------------ rebalance
-    def _revoke(self) -> None:
-        """Give up the current group assignment (callbacks run here, in the application's thread)."""
-        coord = self._coordinator
-        parts = _tp_list(self._assignment)
-        lost = coord.lost
-        if self._manual or not parts:
-            return
-        self._say(f"{self.name} gives up {[f'{tp.topic}-{tp.partition}' for tp in parts]}"
-                  + (" (lost: it is no longer a member, so nothing is committed)" if lost else ""))
-        self._assign_called = False
-        before = self._stored_offsets()
-        cb = self._on_lost if lost and self._on_lost is not None else self._on_revoke
-        if cb is not None:
-            cb(self, parts)
-        if self._config["enable.auto.commit"] and not lost and coord.generation_id >= 0:
-            # librdkafka commits the stored offsets of the partitions it gives up
-            self._commit_stored(sync=True, offsets={**before, **self._stored_offsets()})
-        if not self._assign_called:
-            self._assignment = {}
-            self._fetcher.clear_buffer()
-
-    def _handle_group(self) -> None:
-        coord = self._coordinator
-        if coord.fatal is not None:
-            err, coord.fatal = coord.fatal, None
-            raise KafkaException(err)
-        if not self._subscription or self._manual:
-            return
-        if coord.need_rejoin():
-            if coord.coordinator is None:
-                coord.ensure_coordinator()
-                return
-            self._revoke()
-            coord.start_join()
-        assignment = coord.take_assignment()
-        if assignment is not None:
-            parts = _tp_list(assignment)
-            self._say(f"{self.name} is assigned {[f'{tp.topic}-{tp.partition}' for tp in parts] or 'nothing'} "
-                      f"(group {coord.group_id!r} generation {coord.generation_id})")
-            self._assign_called = False
-            if self._on_assign is not None:
-                self._on_assign(self, parts)
-            if not self._assign_called:
-                self._set_assignment(parts)
 
     def _update_positions(self) -> None:
         waiting = [tp for tp, st in self._assignment.items() if st.awaiting_committed]
@@ -366,6 +339,7 @@ class Consumer(ConsumerLookups):
 
     def _poll_once(self) -> Optional[Message]:
         self._last_poll = self._kernel.now
+        self._events.serve()
         self._serve_commit_reports()
         self._handle_group()
         self._update_positions()
@@ -375,6 +349,8 @@ class Consumer(ConsumerLookups):
             st = self._assignment.get((msg.topic(), msg.partition()))
             if st is not None:
                 st.stored_offset = msg.offset() + 1
+        if msg is not None and msg.error() is None:
+            self._received += 1
         return msg
 
     def consume(self, num_messages: int = 1, timeout: float = -1) -> list[Message]:

@@ -17,7 +17,7 @@ from typing import Callable, Optional
 from ..errors import KafkaError
 from ..protocol import messages as m
 from ..protocol.errors import Errors
-from .assignors import ASSIGNORS
+from .assignors import ASSIGNORS, COOPERATIVE
 
 PROTOCOL_TYPE = "consumer"
 COORDINATOR_ERRORS = {Errors.NOT_COORDINATOR, Errors.COORDINATOR_NOT_AVAILABLE, Errors.NETWORK_EXCEPTION,
@@ -40,6 +40,10 @@ class ConsumerCoordinator:
         self.group_id: Optional[str] = self.cfg["group.id"]
         self.group_instance_id: Optional[str] = self.cfg["group.instance.id"]
         self.strategy = self.cfg["partition.assignment.strategy"]
+        # KIP-429: a cooperative member keeps its partitions through a rebalance and gives up only those the
+        # leader moves away; its subscription carries what it owns (ConsumerProtocolSubscription's
+        # owned_partitions), so JoinGroup's metadata is (topics, owned partitions) for it
+        self.cooperative = self.strategy in COOPERATIVE
         self.coordinator: Optional[str] = None
         self.finding = False
         self._find_not_before = 0
@@ -125,8 +129,9 @@ class ConsumerCoordinator:
         self.rejoin_needed = False
         self.lost = False
         topics = tuple(sorted(self.c._subscription))
+        meta = (topics, tuple(sorted(self.c._assignment))) if self.cooperative else topics
         req = m.JoinGroupRequest(self.group_id, self.cfg["session.timeout.ms"], self.cfg["max.poll.interval.ms"],
-                                 self.member_id, self.group_instance_id, PROTOCOL_TYPE, ((self.strategy, topics),))
+                                 self.member_id, self.group_instance_id, PROTOCOL_TYPE, ((self.strategy, meta),))
         self.node.send_request(self.coordinator, req, self._on_join_response,
                                timeout_ms=max(self.cfg["request.timeout.ms"], self.cfg["max.poll.interval.ms"] + 5_000))
 
@@ -185,7 +190,9 @@ class ConsumerCoordinator:
         self.narrate(f"{self.c.name}: {where} failed with {e.name}; the consumer reports it from poll()")
 
     def _assign_as_leader(self, resp) -> None:
-        subscriptions = {mid: tuple(meta) for mid, _, meta in resp.members}
+        cooperative = resp.protocol_name in COOPERATIVE
+        subscriptions = {mid: tuple(meta[0] if cooperative else meta) for mid, _, meta in resp.members}
+        owned = {mid: tuple(tuple(tp) for tp in meta[1]) for mid, _, meta in resp.members} if cooperative else {}
         topics = sorted({t for ts in subscriptions.values() for t in ts})
         generation = resp.generation_id
 
@@ -193,7 +200,10 @@ class ConsumerCoordinator:
             if self.generation_id != generation or self.state != MemberState.JOINING:
                 return
             counts = {t: self.node.num_partitions(t) for t in topics if self.node.num_partitions(t)}
-            plan = ASSIGNORS.get(resp.protocol_name, ASSIGNORS["range"])(subscriptions, counts)
+            if cooperative:
+                plan = COOPERATIVE[resp.protocol_name](subscriptions, counts, owned)
+            else:
+                plan = ASSIGNORS.get(resp.protocol_name, ASSIGNORS["range"])(subscriptions, counts)
             self.narrate(f"{self.c.name} ({resp.protocol_name} assignor) assigns "
                          + "; ".join(f"{mid}: {m.tps_str(tps) or 'nothing'}" for mid, tps in plan.items()))
             self._send_sync(tuple((mid, tuple(tps)) for mid, tps in plan.items()))

@@ -81,3 +81,7 @@ class ConsumerLookups:
         self._check_open()
         from .admin import cluster_metadata
         return cluster_metadata(self._node, self._kernel, topic)
+
+    def cluster_id(self, timeout: float = -1):
+        """The cluster id from a Metadata request (v2+ carries it), as librdkafka's rd_kafka_clusterid."""
+        return self.list_topics(None, timeout).cluster_id

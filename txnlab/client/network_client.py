@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Callable, Optional
 
-from ..errors import ConfigException
+from ..errors import ConfigException, KafkaError
 from ..kernel import attach
 from ..kernel.node import Node
 from ..protocol import messages as m
@@ -71,6 +71,30 @@ class ClientNode(Node):
         # that refused a connection is not asked again before its backoff ends, if another one can be
         self._reconnect_at: dict[str, int] = {}
         self._reconnect_backoff: dict[str, int] = {}
+        self.tx: dict[str, int] = {}                 # requests sent / responses received per broker (statistics)
+        self.rx: dict[str, int] = {}
+
+    def send_request(self, dst, request, callback, timeout_ms: int = 30_000, background: bool = False):
+        self.tx[dst] = self.tx.get(dst, 0) + 1
+        return super().send_request(dst, request, callback, timeout_ms, background)
+
+    def _event(self, code: int, text: str) -> None:
+        events = getattr(self.owner, "_events", None)
+        if events is not None:
+            events.error(code, text)
+
+    def _broker_down(self, broker: str, why: str) -> None:
+        """librdkafka's rd_kafka_broker_fail: a transport error for the application, and when it was the last
+        broker up, "all brokers down" (once, until one answers again)."""
+        bid = broker.rsplit("-", 1)[-1]
+        self._event(KafkaError._TRANSPORT, f"{broker}/{bid}: {why}")
+        events = getattr(self.owner, "_events", None)
+        now = self.kernel.now
+        pool = self.live_brokers or self.bootstrap
+        if events is not None and not events.all_down_reported \
+                and all(self._reconnect_at.get(b, 0) > now for b in pool):
+            events.all_down_reported = True
+            self._event(KafkaError._ALL_BROKERS_DOWN, f"{len(pool)}/{len(pool)} brokers are down")
 
     def handle_request(self, msg):
         return None
@@ -96,8 +120,23 @@ class ClientNode(Node):
         self._reconnect_backoff[msg.dst] = backoff
         self._reconnect_at[msg.dst] = self.kernel.now + backoff
         super().connection_refused(msg)
+        self._broker_down(msg.dst, "Connect failed: Connection refused (the broker's process is down)")
+
+    def connection_broken(self, conn) -> None:
+        super().connection_broken(conn)
+        self._broker_down(conn.server, "Disconnected (the connection broke)")
+
+    def disconnected(self, peer: str) -> None:
+        super().disconnected(peer)
+        if peer.startswith("broker-"):
+            self._broker_down(peer, "Disconnected (the broker's process went down)")
 
     def on_message(self, msg) -> None:
+        if msg.is_response:
+            self.rx[msg.src] = self.rx.get(msg.src, 0) + 1
+            events = getattr(self.owner, "_events", None)
+            if events is not None:
+                events.all_down_reported = False
         if msg.is_response and msg.src in self._reconnect_backoff:
             del self._reconnect_backoff[msg.src]       # it answers again: the backoff starts over
             self._reconnect_at.pop(msg.src, None)

@@ -15,6 +15,7 @@ from ..errors import KafkaError, KafkaException, KafkaStateError
 from ..protocol.errors import Errors
 from ..protocol.hashing import murmur2_partition
 from ..protocol.record_batch import Record
+from .client_events import ClientEvents
 from .config import dialect_of, notices, producer_config
 from .dialect import LIBRDKAFKA
 from .message import Message
@@ -52,6 +53,7 @@ class Producer:
         self._default_cb = cfg["on_delivery"]
         self._reports: list = []               # (callback, err, msg) waiting for poll()
         self._unacked = 0                      # records produced, delivery not yet reported
+        self._delivered = 0                    # records acknowledged (statistics' txmsgs)
         self._sticky: dict = {}                # topic -> the sticky partition of keyless records
         self._sticky_batch: dict = {}          # topic -> the open batch of that partition (produce's short path)
         self._unassigned: list = []
@@ -67,6 +69,8 @@ class Producer:
         # producer; an idempotent or plain producer never leaves UNINITIALIZED
         self._producing_state = State.IN_TRANSACTION if cfg["transactional.id"] is not None else State.UNINITIALIZED
         self.sender = Sender(self)
+        self._events = ClientEvents(cfg, "producer", self.name, self._kernel, self._epoch_ms, self._statistics)
+        self._txn.on_transition = self._on_txn_transition
         for line in notices(cfg):                 # librdkafka's CONFWARN lines and what the lab ignores
             self._kernel.record("note", self.name, line)
 
@@ -88,6 +92,24 @@ class Producer:
 
     def _on_process_crash(self) -> None:
         self.sender.on_crash()
+
+    def _on_txn_transition(self, old: State, new: State) -> None:
+        # librdkafka's rd_kafka_set_fatal_error: the application hears of it through error_cb as _FATAL
+        if new == State.FATAL_ERROR:
+            err = self._txn.last_error
+            self._events.error(KafkaError._FATAL, f"Fatal error: {err.str() if err is not None else new.name}",
+                               fatal=True)
+
+    def _statistics(self) -> dict:
+        """The producer's part of librdkafka's statistics (msg_cnt, txmsgs, brokers' tx/rx, eos)."""
+        node, txn = self._node, self._txn
+        return {"msg_cnt": self._unacked, "msg_max": self._config["queue.buffering.max.messages"],
+                "txmsgs": self._delivered,
+                "brokers": {b: {"name": b, "nodeid": int(b.rsplit("-", 1)[-1]), "tx": node.tx.get(b, 0),
+                                "rx": node.rx.get(b, 0)} for b in sorted(set(node.tx) | set(node.rx))},
+                "eos": {"idemp_state": "Assigned" if txn.has_producer_id else "Init",
+                        "txn_state": txn.state.name, "producer_id": txn.producer_id,
+                        "producer_epoch": txn.producer_epoch}}
 
     def _note(self, text: str) -> None:
         self._kernel.record("call", self.name, text)
@@ -126,6 +148,11 @@ class Producer:
                 headers = tuple((k, _to_bytes(v, "header value")) for k, v in headers)
         else:
             headers = ()
+        # librdkafka's rd_kafka_msg_new0 refuses an oversized record at once, before it is partitioned
+        size = 10 + (len(value) if value else 0) + (len(key) if key else 0)
+        if size > self._max_bytes:
+            raise KafkaException(KafkaError(10, f"Unable to produce message: Broker: Message size too large "
+                                            f"({size} bytes > message.max.bytes {self._max_bytes})"))
         ts = timestamp - self._epoch_ms if timestamp else self._kernel.now    # the log keeps lab time
         cb = on_delivery or callback or self._default_cb
         n = self._node.num_partitions(topic)
@@ -205,8 +232,6 @@ class Producer:
             raise KafkaException(KafkaError(3, f"partition {partition} of {topic} does not exist ({n} partitions)"))
         tp = (topic, partition)
         size = 10 + (len(value) if value else 0) + (len(key) if key else 0)
-        if size > self._max_bytes:
-            raise KafkaException(KafkaError(10, f"message of {size} bytes is larger than message.max.bytes"))
         batch, created, full = self._acc.append(tp, Record(key, value, headers, ts), size, cb, self._kernel.now)
         self._unacked += 1
         if key is None and headers == () and self._sticky.get(topic) == partition:
@@ -234,7 +259,7 @@ class Producer:
 
     # ---------------------------------------------------------- poll / flush
     def _serve_reports(self) -> int:
-        served = 0
+        served = self._events.serve()
         while self._reports:
             cb, err, msg = self._reports.pop(0)
             served += 1
@@ -244,6 +269,8 @@ class Producer:
 
     def deliver(self, cb, err, msg) -> None:
         self._unacked -= 1
+        if err is None:
+            self._delivered += 1
         if cb is not None:
             self._reports.append((cb, err, msg))
 
@@ -283,6 +310,10 @@ class Producer:
         from .admin import cluster_metadata
         return cluster_metadata(self._node, self._kernel, topic)
 
+    def cluster_id(self, timeout: float = -1) -> Optional[str]:
+        """The cluster id from a Metadata request (v2+ carries it), as librdkafka's rd_kafka_clusterid."""
+        return self.list_topics(None, timeout).cluster_id
+
     # ------------------------------------------------------- transactions
     def _wait(self, pred: Callable[[], bool], timeout: Optional[float], default_ms: int) -> bool:
         ms = default_ms if timeout is None or timeout < 0 else int(timeout * 1000)
@@ -296,8 +327,9 @@ class Producer:
         on in the background and is *resumed* by calling it again (which returns its outcome once known);
         any other transactional call meanwhile fails with _CONFLICT."""
         self._check_alive()
-        if not self._txn.is_transactional:
-            raise KafkaStateError(f"{call}() needs a transactional producer: set transactional.id")
+        if not self._txn.is_transactional:     # librdkafka's rd_kafka_ensure_transactional
+            raise KafkaException(KafkaError(KafkaError._NOT_CONFIGURED, f"{call}(): The Transactional API requires "
+                                            "transactional.id to be configured"))
         pending = self._resumable
         if pending is None:
             return False
@@ -341,6 +373,10 @@ class Producer:
 
     def send_offsets_to_transaction(self, positions, group_metadata, timeout: Optional[float] = None, /) -> None:
         txn = self._txn
+        if not all(hasattr(group_metadata, a) for a in ("group_id", "generation_id", "member_id")):
+            # confluent-kafka checks it before anything else (a TypeError)
+            raise TypeError(f"group_metadata must be the consumer's consumer_group_metadata(), not "
+                            f"{type(group_metadata).__name__}")
         if self._require_transactional("send_offsets_to_transaction"):
             op = self._resumable[1]
             self._resumable = None
@@ -351,8 +387,6 @@ class Producer:
             raise KafkaException(txn.last_error)
         if txn.state != State.IN_TRANSACTION:
             raise KafkaStateError(f"send_offsets_to_transaction() needs an open transaction (state {txn.state.name})")
-        if group_metadata is None:
-            raise KafkaException(KafkaError(KafkaError._INVALID_ARG, "group_metadata is required"))
         offsets = {}
         for tp in positions:
             if tp.offset < 0:

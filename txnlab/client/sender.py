@@ -215,6 +215,8 @@ class Sender(TransactionalRequests):
         topic, part = b.tp
         if not any(b.callbacks):          # nobody asked for delivery reports: just count them off
             p._unacked -= len(b.records)
+            if kerr is None:
+                p._delivered += len(b.records)
             return
         now, epoch = self.kernel.now, self.cfg["sim.clock.epoch.ms"]
         for i, (rec, cb, enq) in enumerate(zip(b.records, b.callbacks, b.enqueued)):

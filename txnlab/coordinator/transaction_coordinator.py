@@ -254,14 +254,22 @@ class TransactionCoordinator:
 
         def respond(error, pid=-1, epoch=-1):
             self.broker.respond(msg, m.EndTxnResponse(error, pid, epoch))
+        # Kafka decides by the request's version, not the cluster's: a classic EndTxn (below v5) on a cluster that
+        # finalized transaction.version 2 is ended the classic way (no epoch bump)
+        tv = self.transaction_version if req.transaction_version < 0 else min(req.transaction_version,
+                                                                              self.transaction_version)
+        if tv < 2 <= self.transaction_version:
+            self.narrate(f"{req.transactional_id!r}: EndTxn of the classic protocol (the client speaks transaction "
+                         f"version {req.transaction_version}): ended without an epoch bump")
         self._end_transaction(req.transactional_id, req.producer_id, req.producer_epoch, req.committed,
-                              from_client=True, respond=respond)
+                              from_client=True, respond=respond, client_tv=tv)
         return None
 
     def _end_transaction(self, tid: str, pid: int, epoch: int, commit: bool, from_client: bool,
-                         respond: Optional[Callable]) -> None:
+                         respond: Optional[Callable], client_tv: Optional[int] = None) -> None:
         reply = respond or (lambda *a: None)
-        if self.transaction_version >= 2 and from_client:
+        client_tv = self.transaction_version if client_tv is None else client_tv
+        if client_tv >= 2 and from_client:
             return self._end_transaction_tv2(tid, pid, epoch, commit, reply)
         err, cache = self.state_manager.lookup(tid)
         if err != Errors.NONE:
@@ -294,7 +302,10 @@ class TransactionCoordinator:
             return reply(Errors.INVALID_TXN_STATE)
         if fencing:
             md.pending_state = None
-        transit = md.prepare_transition(target, self.now, self.transaction_version)
+        # a classic client on a transaction.version 2 cluster: its markers are written the classic way
+        # (client_transaction_version 1 marks "explicitly classic"; 0 means "as the cluster finalized")
+        kw = {"client_transaction_version": 1} if from_client and client_tv < 2 <= self.transaction_version else {}
+        transit = md.prepare_transition(target, self.now, self.transaction_version, **kw)
         self._write_prepare(md, cache, transit, reply, fencing)
 
     def _write_prepare(self, md, cache, transit, reply, fencing: bool, tv2_response: bool = False,
@@ -372,6 +383,8 @@ class TransactionCoordinator:
             return fail(Errors.INVALID_TXN_STATE, f"state {st.name}")
         md.pending_state = None
         kw = dict(producer_epoch=md.producer_epoch + 1, last_producer_epoch=md.producer_epoch)
+        if md.client_transaction_version == 1:          # a classic client used this id before: no longer
+            kw["client_transaction_version"] = 0
         if st != S.Ongoing:
             kw["topic_partitions"] = frozenset()
         complete_kw = None

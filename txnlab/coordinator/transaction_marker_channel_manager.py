@@ -81,8 +81,9 @@ class TransactionMarkerChannelManager:
             sent = []
             for tid, tps in txns.items():
                 p = self.pending[tid]
+                tv = p.md.client_transaction_version or self.coord.transaction_version
                 entries.append(m.TxnMarkerEntry(p.md.producer_id, p.marker_epoch, p.committed, tuple(tps),
-                                                p.coordinator_epoch, self.coord.transaction_version))
+                                                p.coordinator_epoch, tv))
                 p.in_flight.update(tps)
                 sent.append((tid, tuple(tps)))
             req = m.WriteTxnMarkersRequest(tuple(entries))

@@ -14,7 +14,7 @@ from .data import (  # noqa: F401
     InitProducerIdResponse, ApiVersionsRequest, ApiVersionsResponse, COORDINATOR_GROUP,
     COORDINATOR_TRANSACTION)
 from .group import (  # noqa: F401
-    JoinGroupRequest, JoinGroupResponse, SyncGroupRequest, SyncGroupResponse, HeartbeatRequest,
+    COOPERATIVE_PROTOCOLS, JoinGroupRequest, JoinGroupResponse, SyncGroupRequest, SyncGroupResponse, HeartbeatRequest,
     HeartbeatResponse, LeaveGroupRequest, LeaveGroupResponse, OffsetCommitRequest, OffsetCommitResponse,
     OffsetFetchRequest, OffsetFetchResponse)
 from .txn import (  # noqa: F401

@@ -35,6 +35,7 @@ class MetadataResponse:
     brokers: tuple                      # broker ids that are alive
     controller_id: int
     topics: dict                        # topic -> (error, [PartitionMetadata])
+    cluster_id: str = ""                # Metadata v2+
 
     def describe(self) -> str:
         return f"{len(self.topics)} topic(s), brokers {list(self.brokers)}"

@@ -7,6 +7,12 @@ from typing import Optional
 from ..message_base import tp_str, _err, tps_str
 
 
+# The consumer protocol's subscription, as JoinGroup carries it per protocol: the subscribed topics (a tuple of
+# names); for a cooperative assignor (KIP-429) the pair (topics, owned partitions), since its leader must know
+# what each member owns now (ConsumerProtocolSubscription v1's owned_partitions).
+COOPERATIVE_PROTOCOLS = frozenset({"cooperative-sticky"})
+
+
 # ---------------------------------------------------------------- groups
 @dataclass(frozen=True, slots=True)
 class JoinGroupRequest:

@@ -63,6 +63,9 @@ class EndTxnRequest:
     producer_id: int
     producer_epoch: int
     committed: bool
+    # the transaction protocol the client speaks: 2 for EndTxn v5+ (KIP-890 part 2), 0 for an older EndTxn
+    # (Kafka's TransactionVersion.transactionVersionForEndTxn); -1: the one the cluster finalized (the lab's clients)
+    transaction_version: int = -1
 
     def describe(self) -> str:
         return (f"{'COMMIT' if self.committed else 'ABORT'} {self.transactional_id!r} "

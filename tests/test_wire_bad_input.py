@@ -1,0 +1,157 @@
+"""Bad input at the wire door: Kafka's error response or a closed connection, never a crashed kernel, a stuck
+lock or a leaked thread; the next real client is served as before."""
+from __future__ import annotations
+
+import io
+import socket
+import struct
+import threading
+
+from kio.serial import entity_reader, entity_writer
+
+from txnlab.protocol.errors import Errors
+from txnlab.protocol.record_batch import Record, RecordBatch
+from txnlab.wire import codec
+from txnlab.wire.records import encode_batch
+from wire_helpers import lab, producer
+
+
+def dial(door, broker: int = 0) -> socket.socket:
+    s = socket.create_connection(("127.0.0.1", door.port_of(broker)))
+    s.settimeout(60)
+    return s
+
+
+def closed_by_door(s: socket.socket) -> bool:
+    try:
+        return s.recv(1) == b""
+    except ConnectionResetError:
+        return True
+
+
+def frame(api_key: int, version: int, body, cid: int = 7) -> bytes:
+    buf = io.BytesIO()
+    head = struct.pack(">hhih", api_key, version, cid, 4) + b"test"
+    buf.write(head)
+    if type(body).__flexible__:
+        buf.write(b"\0")
+    entity_writer(type(body))(buf, body)
+    data = buf.getvalue()
+    return struct.pack(">i", len(data)) + data
+
+
+def response(s: socket.socket, api_key: int, version: int):
+    size = struct.unpack(">i", _exactly(s, 4))[0]
+    data = _exactly(s, size)
+    cid = struct.unpack_from(">i", data, 0)[0]
+    cls = codec.response_type(api_key, version)
+    pos = 5 if cls.__flexible__ and api_key != 18 else 4
+    return cid, entity_reader(cls)(data, pos)[0]
+
+
+def _exactly(s, n):
+    out = b""
+    while len(out) < n:
+        chunk = s.recv(n - len(out))
+        assert chunk, "the door closed the connection"
+        out += chunk
+    return out
+
+
+def produce_frame(records: bytes):
+    cls = codec.request_type(0, 9)
+    Topic = codec.nested(cls, "topic_data")
+    Part = codec.nested(Topic, "partition_data")
+    body = codec.build(cls, transactional_id=None, acks=1, timeout=5000,
+                       topic_data=(codec.build(Topic, name="t", partition_data=(
+                           codec.build(Part, index=0, records=records),)),))
+    return frame(0, 9, body)
+
+
+def still_serves(door) -> None:
+    p = producer(door)
+    p.produce("t", value=b"after the bad input")
+    assert p.flush(30) == 0
+
+
+def test_truncated_negative_and_oversized_frames_close_the_connection():
+    with lab() as (c, door):
+        s = dial(door)
+        s.sendall(struct.pack(">i", 100) + b"short")       # then the client goes away mid-frame
+        s.close()
+        for prefix in (struct.pack(">i", -5), struct.pack(">i", 2**31 - 1)):
+            s = dial(door)
+            s.sendall(prefix)
+            assert closed_by_door(s)
+            s.close()
+        assert any("frame size" in e.text for e in c.trace.events)
+        still_serves(door)
+
+
+def test_an_unknown_api_key_or_version_closes_and_an_unknown_api_versions_version_is_answered():
+    with lab() as (c, door):
+        s = dial(door)
+        s.sendall(struct.pack(">ihhih", 10, 77, 0, 1, 0))    # api key 77 is not spoken here
+        assert closed_by_door(s)
+        s = dial(door)
+        s.sendall(struct.pack(">ihhih", 10, 0, 1, 1, 0))     # Produce v1 (magic v0/v1 era): not spoken
+        assert closed_by_door(s)
+        s = dial(door)
+        s.sendall(struct.pack(">ihhih", 10, 18, 99, 5, 0))   # ApiVersions v99: answered in v0 (KIP-511)
+        cid, body = response(s, 18, 0)
+        assert cid == 5 and body.error_code == Errors.UNSUPPORTED_VERSION
+        advertised = {k.api_key: (k.min_version, k.max_version) for k in body.api_keys}
+        assert advertised == {k: (lo, hi) for k, (_, lo, hi) in codec.VERSIONS.items()}
+        s.close()
+        still_serves(door)
+
+
+def test_a_batch_with_a_wrong_crc_gets_corrupt_message_and_a_compressed_one_is_refused_clearly():
+    with lab() as (c, door):
+        good = encode_batch(RecordBatch((Record(None, b"x", (), 1),)))
+        bad_crc = bytearray(good)
+        bad_crc[-1] ^= 0xFF
+        s = dial(door)
+        s.sendall(produce_frame(bytes(bad_crc)))
+        _, body = response(s, 0, 9)
+        part = body.responses[0].partition_responses[0]
+        assert part.error_code == Errors.CORRUPT_MESSAGE and "CRC32C" in part.error_message
+        gzip = bytearray(good)
+        gzip[22] |= 1                                          # attributes: compression codec gzip
+        import crc32c
+        struct.pack_into(">I", gzip, 17, crc32c.crc32c(bytes(gzip[21:])))
+        s.sendall(produce_frame(bytes(gzip)))
+        _, body = response(s, 0, 9)
+        part = body.responses[0].partition_responses[0]
+        assert part.error_code == Errors.UNSUPPORTED_COMPRESSION_TYPE and "gzip" in part.error_message
+        s.sendall(produce_frame(good))                         # the same connection still works
+        _, body = response(s, 0, 9)
+        assert body.responses[0].partition_responses[0].error_code == Errors.NONE
+        s.close()
+        assert c.log("t").log_end_offset == 1
+
+
+def test_an_idle_connection_is_closed_and_many_connections_do_not_stop_the_door():
+    with lab(idle_timeout_s=0.5) as (c, door):
+        s = dial(door)
+        assert closed_by_door(s)                               # never sent anything: closed as idle
+        many = [dial(door, b) for _ in range(100) for b in c.broker_ids]
+        still_serves(door)
+        assert len(door.connections) >= 300
+        for x in many:
+            x.close()
+
+
+def test_closing_the_door_ends_its_thread_and_its_sockets():
+    before = {t.name for t in threading.enumerate()}
+    with lab() as (c, door):
+        still_serves(door)
+        name = door._thread.name
+    assert name not in {t.name for t in threading.enumerate()} - before
+    assert not door.open and door.connections == {}
+    try:
+        socket.create_connection(("127.0.0.1", door.port_of(0)), timeout=5).close()
+        refused = False
+    except OSError:
+        refused = True
+    assert refused

@@ -1,0 +1,89 @@
+"""What a client tells its application outside the call it is in: ``error_cb``, ``stats_cb`` and ``logger``.
+
+librdkafka puts these on the client's reply queue and confluent-kafka serves them from ``poll()`` (and
+``flush()``, ``consume()``, ``list_topics()``…), in the application's thread — never from inside the library's
+own machinery.  The lab does the same: the client's node records an event when it happens (simulated time) and
+the next serving call runs the callbacks in order.
+
+- ``error_cb(KafkaError)``: errors that belong to no single request — a broker connection that failed or broke
+  (``_TRANSPORT``, -195), every known broker down (``_ALL_BROKERS_DOWN``, -187, once each time the last one goes),
+  and a producer's fatal error (``_FATAL``, -150; ``Producer`` raises the underlying error from its calls).
+  Without an ``error_cb`` librdkafka logs such an error; so does the lab, to ``logger`` if one is set.
+- ``stats_cb(json_str)``: every ``statistics.interval.ms`` of simulated time (0: never), librdkafka's
+  statistics JSON with the fields the lab can state truthfully (see ``statistics``); one report per interval
+  that passed, as librdkafka's timer would have queued them.
+- ``logger``: a ``logging.Logger``; lines go to ``logger.log(level, "%s [%s] %s", facility, name, text)`` as
+  confluent-kafka forwards them, served from ``poll()`` like the rest.
+"""
+from __future__ import annotations
+
+import json
+import logging
+from typing import Callable, Optional
+
+from ..errors import KafkaError
+
+# librdkafka's syslog levels as confluent-kafka maps them onto Python's logging levels
+_PY_LEVEL = {0: logging.CRITICAL, 1: logging.CRITICAL, 2: logging.CRITICAL, 3: logging.ERROR,
+             4: logging.WARNING, 5: logging.INFO, 6: logging.INFO, 7: logging.DEBUG}
+
+
+class ClientEvents:
+    """The reply queue of one client for the events no call returns."""
+
+    def __init__(self, cfg: dict, kind: str, name: str, kernel, epoch_ms: int,
+                 statistics: Callable[[], dict]) -> None:
+        self.kind, self.name, self._kernel, self._epoch_ms = kind, name, kernel, epoch_ms
+        self._error_cb = cfg.get("error_cb")
+        self._stats_cb = cfg.get("stats_cb")
+        self._logger = cfg.get("logger")
+        self._client_id = cfg.get("client.id", "rdkafka")
+        self._interval = int(cfg.get("statistics.interval.ms") or 0) if self._stats_cb else 0
+        self._started = kernel.now
+        self._next_stats = kernel.now + self._interval
+        self._statistics = statistics
+        self._queue: list = []                 # ("error", KafkaError) | ("log", level, fac, text) | ("stats", ts)
+        self.all_down_reported = False
+
+    # ----------------------------------------------------------------- recording (the client's machinery)
+    def error(self, code: int, reason: str, fatal: bool = False) -> None:
+        err = KafkaError(code, reason, fatal=fatal)
+        if self._error_cb is not None:
+            self._queue.append(("error", err))
+        else:                                  # librdkafka: no error_cb, so the error is logged
+            self.log(3, "ERROR", f"{reason}")
+
+    def log(self, level: int, facility: str, text: str) -> None:
+        if self._logger is not None:
+            self._queue.append(("log", level, facility, text))
+
+    # ----------------------------------------------------------------- serving (the application's thread)
+    def serve(self) -> int:
+        """Run what is due: the statistics intervals that passed, then queued events in order."""
+        if self._interval:
+            now = self._kernel.now
+            while self._next_stats <= now:
+                self._queue.append(("stats", self._next_stats))
+                self._next_stats += self._interval
+        served = 0
+        while self._queue:
+            ev = self._queue.pop(0)
+            served += 1
+            if ev[0] == "error":
+                self._error_cb(ev[1])
+            elif ev[0] == "log":
+                _, level, fac, text = ev
+                self._logger.log(_PY_LEVEL.get(level, logging.INFO), "%s [%s] %s", fac, self.name, text)
+            else:
+                self._stats_cb(json.dumps(self.statistics(ev[1])))
+        return served
+
+    def statistics(self, at_ms: Optional[int] = None) -> dict:
+        """librdkafka's statistics object (STATISTICS.md): the top-level fields, then what the client adds."""
+        at = self._kernel.now if at_ms is None else at_ms
+        out = {"name": self.name, "client_id": self._client_id, "type": self.kind,
+               "ts": at * 1000,                                   # µs on the client's monotonic clock
+               "time": (self._epoch_ms + at) // 1000,             # Unix seconds
+               "age": (at - self._started) * 1000}
+        out.update(self._statistics())
+        return out

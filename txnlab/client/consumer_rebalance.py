@@ -1,0 +1,95 @@
+"""The consumer's part of a rebalance that runs in the application's thread, inside ``poll()``.
+
+Eager protocols (``range``, ``roundrobin``) give up the whole assignment before rejoining and take a new one
+afterwards; the cooperative one (``cooperative-sticky``, KIP-429) keeps its partitions through the rebalance and
+gives up or gains only the difference, with ``on_revoke``/``on_assign`` called with just those partitions, as
+librdkafka's rebalance callback is.
+"""
+from __future__ import annotations
+
+from ..errors import KafkaException
+from .message import TopicPartition
+
+
+def _tp_list(tps) -> list[TopicPartition]:
+    return [TopicPartition(t, p) for t, p in sorted(tps)]
+
+
+class ConsumerRebalance:
+    """Mixed into ``Consumer``: revoke, and take a new assignment."""
+
+    def _revoke(self) -> None:
+        """Give up the current group assignment (callbacks run here, in the application's thread)."""
+        coord = self._coordinator
+        parts = _tp_list(self._assignment)
+        lost = coord.lost
+        if self._manual or not parts:
+            return
+        self._say(f"{self.name} gives up {[f'{tp.topic}-{tp.partition}' for tp in parts]}"
+                  + (" (lost: it is no longer a member, so nothing is committed)" if lost else ""))
+        self._assign_called = False
+        before = self._stored_offsets()
+        cb = self._on_lost if lost and self._on_lost is not None else self._on_revoke
+        if cb is not None:
+            cb(self, parts)
+        if self._config["enable.auto.commit"] and not lost and coord.generation_id >= 0:
+            # librdkafka commits the stored offsets of the partitions it gives up
+            self._commit_stored(sync=True, offsets={**before, **self._stored_offsets()})
+        if not self._assign_called:
+            self._assignment = {}
+            self._fetcher.clear_buffer()
+
+    def _handle_group(self) -> None:
+        coord = self._coordinator
+        if coord.fatal is not None:
+            err, coord.fatal = coord.fatal, None
+            raise KafkaException(err)
+        if not self._subscription or self._manual:
+            return
+        if coord.need_rejoin():
+            if coord.coordinator is None:
+                coord.ensure_coordinator()
+                return
+            if not coord.cooperative or coord.lost:   # KIP-429: a cooperative member keeps its partitions
+                self._revoke()
+            coord.start_join()
+        assignment = coord.take_assignment()
+        if assignment is not None and coord.cooperative:
+            self._cooperative_assignment(assignment)
+        elif assignment is not None:
+            parts = _tp_list(assignment)
+            self._say(f"{self.name} is assigned {[f'{tp.topic}-{tp.partition}' for tp in parts] or 'nothing'} "
+                      f"(group {coord.group_id!r} generation {coord.generation_id})")
+            self._assign_called = False
+            if self._on_assign is not None:
+                self._on_assign(self, parts)
+            if not self._assign_called:
+                self._set_assignment(parts)
+
+    def _cooperative_assignment(self, assignment) -> None:
+        """KIP-429's second half, as librdkafka's rebalance callbacks see it: revoke what the leader took away
+        (on_revoke with just those partitions, then rejoin so they can be handed on), then assign what is new
+        (on_assign with just those; without an incremental_assign() there, the consumer does it)."""
+        coord = self._coordinator
+        new = {tuple(tp) for tp in assignment}
+        revoked, added = _tp_list(set(self._assignment) - new), _tp_list(new - set(self._assignment))
+        self._say(f"{self.name} keeps {sorted(f'{t}-{p}' for t, p in set(self._assignment) & new) or 'nothing'}, "
+                  f"gives up {[f'{tp.topic}-{tp.partition}' for tp in revoked] or 'nothing'} and gains "
+                  f"{[f'{tp.topic}-{tp.partition}' for tp in added] or 'nothing'} (cooperative rebalance, "
+                  f"group {coord.group_id!r} generation {coord.generation_id})")
+        if revoked:
+            before = self._stored_offsets()
+            self._assign_called = False
+            if self._on_revoke is not None:
+                self._on_revoke(self, revoked)
+            if self._config["enable.auto.commit"]:
+                self._commit_stored(sync=True, offsets={tp: o for tp, o in {**before, **self._stored_offsets()}.items()
+                                                        if tp in {(x.topic, x.partition) for x in revoked}})
+            if not self._assign_called:
+                self.incremental_unassign([tp for tp in revoked if (tp.topic, tp.partition) in self._assignment])
+            coord.request_rejoin(f"it gave up {len(revoked)} partition(s) for the next member (cooperative)")
+        self._assign_called = False
+        if self._on_assign is not None:
+            self._on_assign(self, added)
+        if not self._assign_called and added:
+            self.incremental_assign(added)

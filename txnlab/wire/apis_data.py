@@ -1,0 +1,226 @@
+"""ApiVersions, Metadata, Produce, Fetch, ListOffsets, FindCoordinator, InitProducerId and CreateTopics:
+a kio request -> the engine's protocol message, and the engine's answer -> the kio response of the
+version the client spoke.  Each ``decode_*`` returns ``(engine request or None, state)``; with None the
+door answers at once from ``state`` (every partition was refused before it reached the broker)."""
+from __future__ import annotations
+
+import uuid
+
+from ..protocol import messages as m
+from ..protocol.errors import Errors
+from .codec import build, get, ms, nested
+from .records import BatchError, encode_batches, parse_batches
+
+ZERO_UUID = uuid.UUID(int=0)
+NO_OPS = -2147483648          # topic/cluster authorized operations not asked for
+
+
+def topic_id(door, name: str) -> uuid.UUID:
+    return uuid.uuid5(uuid.NAMESPACE_URL, f"txnlab:{door.cluster.id}:{name}")
+
+
+# ------------------------------------------------------------ ApiVersions
+def decode_api_versions(body, version, door):
+    return m.ApiVersionsRequest(get(body, "client_software_name") or "unknown"), None
+
+
+def encode_api_versions(resp, body, version, state, door, cls):
+    tv = dict(resp.finalized_features).get("transaction.version", 0) if resp is not None else 0
+    return api_versions_body(cls, door.supported(tv), 0 if resp is None else resp.error, tv)
+
+
+def api_versions_body(cls, supported: dict, error: int, tv: int):
+    Key = nested(cls, "api_keys")
+    keys = tuple(build(Key, api_key=k, min_version=lo, max_version=hi) for k, (_, lo, hi) in sorted(supported.items()))
+    kw = {}
+    if "supported_features" in {f for f in cls.__dataclass_fields__}:
+        Sup, Fin = nested(cls, "supported_features"), nested(cls, "finalized_features")
+        kw = dict(supported_features=(build(Sup, name="transaction.version", min_version=0, max_version=2),),
+                  finalized_features_epoch=1,
+                  finalized_features=(build(Fin, name="transaction.version", max_version_level=tv,
+                                            min_version_level=tv),))
+    return build(cls, error_code=error, api_keys=keys, **kw)
+
+
+# --------------------------------------------------------------- Metadata
+def decode_metadata(body, version, door):
+    topics = None
+    if body.topics is not None:
+        names = []
+        for t in body.topics:
+            name = get(t, "name")
+            if name is None:        # v10+: by topic id
+                name = door.topic_name(get(t, "topic_id"))
+            if name is not None:
+                names.append(name)
+        topics = tuple(names)
+    auto = get(body, "allow_auto_topic_creation", True)
+    return m.MetadataRequest(topics, bool(auto)), None
+
+
+def encode_metadata(resp, body, version, state, door, cls):
+    Broker, Topic = nested(cls, "brokers"), nested(cls, "topics")
+    Part = nested(Topic, "partitions")
+    brokers = tuple(build(Broker, node_id=b, host=door.host, port=door.port_of(b), rack=None)
+                    for b in resp.brokers if door.port_of(b))
+    topics = []
+    for name, (err, parts) in resp.topics.items():
+        ps = tuple(build(Part, error_code=p.error, partition_index=p.partition, leader_id=p.leader,
+                         leader_epoch=p.leader_epoch, replica_nodes=tuple(p.replicas), isr_nodes=tuple(p.isr),
+                         offline_replicas=()) for p in parts)
+        topics.append(build(Topic, error_code=err, name=name,
+                            topic_id=topic_id(door, name) if not err else ZERO_UUID,
+                            is_internal=name.startswith("__"), partitions=ps,
+                            topic_authorized_operations=NO_OPS))
+    controller = min(resp.brokers) if resp.brokers else -1
+    return build(cls, brokers=brokers, cluster_id=door.cluster.id, controller_id=controller, topics=tuple(topics),
+                 cluster_authorized_operations=NO_OPS)
+
+
+# ---------------------------------------------------------------- Produce
+def decode_produce(body, version, door):
+    data, refused = {}, {}
+    for t in body.topic_data:
+        for p in t.partition_data:
+            tp = (t.name, p.index)
+            try:
+                batches = parse_batches(p.records or b"")
+                if len(batches) != 1:
+                    raise BatchError(Errors.INVALID_RECORD, f"a produce request carries one batch per partition, "
+                                                            f"got {len(batches)}")
+                data[tp] = batches[0]
+            except BatchError as e:
+                refused[tp] = (e.error, e.message)
+    if refused:
+        door.note("; ".join(f"{m.tp_str(tp)}: {e.name} ({why})" for tp, (e, why) in refused.items()),
+                  "refused a batch")
+    if not data:
+        return None, refused
+    return m.ProduceRequest(body.transactional_id, body.acks, ms(body.timeout), data), refused
+
+
+def encode_produce(resp, body, version, refused, door, cls):
+    Topic = nested(cls, "responses")
+    Part = nested(Topic, "partition_responses")
+    results = dict(resp.responses) if resp is not None else {}
+    out = []
+    for t in body.topic_data:
+        ps = []
+        for p in t.partition_data:
+            tp = (t.name, p.index)
+            if tp in refused:
+                err, why = refused[tp]
+                ps.append(build(Part, index=p.index, error_code=err, base_offset=-1, log_append_time=-1,
+                                log_start_offset=-1, record_errors=(), error_message=why))
+                continue
+            r = results.get(tp) or m.PartitionProduceResponse(Errors.UNKNOWN_SERVER_ERROR)
+            ps.append(build(Part, index=p.index, error_code=r.error, base_offset=r.base_offset,
+                            log_append_time=r.log_append_time, log_start_offset=r.log_start_offset,
+                            record_errors=(), error_message=r.error_message or None))
+        out.append(build(Topic, name=t.name, partition_responses=tuple(ps)))
+    return build(cls, responses=tuple(out))
+
+
+# ------------------------------------------------------------------ Fetch
+def decode_fetch(body, version, door):
+    parts = {}
+    for t in body.topics:
+        for p in t.partitions:
+            parts[(t.topic, p.partition)] = m.FetchPartition(p.fetch_offset, p.partition_max_bytes,
+                                                             get(p, "current_leader_epoch", -1),
+                                                             get(p, "last_fetched_epoch", -1))
+    # consumers fetch without a session (KIP-227 sessions are the followers' here): session id 0 in the answer
+    return m.FetchRequest(body.replica_id, ms(body.max_wait), body.min_bytes, get(body, "isolation_level", 0),
+                          parts), None
+
+
+def encode_fetch(resp, body, version, state, door, cls):
+    Topic = nested(cls, "responses")
+    Part = nested(Topic, "partitions")
+    Aborted = nested(Part, "aborted_transactions")
+    out = []
+    for t in body.topics:
+        ps = []
+        for p in t.partitions:
+            d = resp.partitions.get((t.topic, p.partition)) or m.FetchPartitionData(Errors.UNKNOWN_TOPIC_OR_PARTITION)
+            aborted = None
+            if d.aborted_transactions is not None:
+                aborted = tuple(build(Aborted, producer_id=pid, first_offset=off) for pid, off in d.aborted_transactions)
+            ps.append(build(Part, partition_index=p.partition, error_code=d.error, high_watermark=d.high_watermark,
+                            last_stable_offset=d.last_stable_offset, log_start_offset=d.log_start_offset,
+                            aborted_transactions=aborted, preferred_read_replica=-1,
+                            records=encode_batches(d.records) if d.records else b""))
+        out.append(build(Topic, topic=t.topic, partitions=tuple(ps)))
+    return build(cls, error_code=resp.error, session_id=0, responses=tuple(out))
+
+
+# ------------------------------------------------------------ ListOffsets
+def decode_list_offsets(body, version, door):
+    parts = {(t.name, p.partition_index): p.timestamp for t in body.topics for p in t.partitions}
+    return m.ListOffsetsRequest(get(body, "isolation_level", 0), parts), None
+
+
+def encode_list_offsets(resp, body, version, state, door, cls):
+    Topic = nested(cls, "topics")
+    Part = nested(Topic, "partitions")
+    out = []
+    for t in body.topics:
+        ps = []
+        for p in t.partitions:
+            err, off = resp.partitions.get((t.name, p.partition_index), (Errors.UNKNOWN_TOPIC_OR_PARTITION, -1))
+            ps.append(build(Part, partition_index=p.partition_index, error_code=err, timestamp=-1, offset=off,
+                            leader_epoch=-1))
+        out.append(build(Topic, name=t.name, partitions=tuple(ps)))
+    return build(cls, topics=tuple(out))
+
+
+# -------------------------------------------------------- FindCoordinator
+def decode_find_coordinator(body, version, door):
+    keys = get(body, "coordinator_keys")
+    key = keys[0] if keys else get(body, "key", "")
+    return m.FindCoordinatorRequest(key, get(body, "key_type", 0)), keys
+
+
+def encode_find_coordinator(resp, body, version, keys, door, cls):
+    host, port = (door.host, door.port_of(resp.node_id)) if resp.error == 0 else ("", -1)
+    if keys is not None:              # v4+: one answer per key (the door asks the broker for the first)
+        Coord = nested(cls, "coordinators")
+        cs = [build(Coord, key=keys[0], node_id=resp.node_id, host=host, port=port, error_code=resp.error,
+                    error_message=resp.error_message or None)]
+        cs += [build(Coord, key=k, node_id=-1, host="", port=-1, error_code=Errors.INVALID_REQUEST,
+                     error_message="the lab's door answers one coordinator key per request") for k in keys[1:]]
+        return build(cls, coordinators=tuple(cs))
+    return build(cls, error_code=resp.error, error_message=resp.error_message or None, node_id=resp.node_id,
+                 host=host, port=port)
+
+
+# --------------------------------------------------------- InitProducerId
+def decode_init_producer_id(body, version, door):
+    return m.InitProducerIdRequest(body.transactional_id, ms(body.transaction_timeout),
+                                   get(body, "producer_id", -1), get(body, "producer_epoch", -1)), None
+
+
+def encode_init_producer_id(resp, body, version, state, door, cls):
+    return build(cls, error_code=resp.error, producer_id=resp.producer_id, producer_epoch=resp.producer_epoch)
+
+
+# ----------------------------------------------------------- CreateTopics
+def decode_create_topics(body, version, door):
+    topics = []
+    for t in body.topics:
+        if t.assignments:
+            topics.append(m.CreatableTopic(t.name, -2, -2))      # manual assignments: refused below
+            continue
+        configs = tuple((c.name, c.value) for c in t.configs)
+        topics.append(m.CreatableTopic(t.name, t.num_partitions, t.replication_factor, configs))
+    return m.CreateTopicsRequest(tuple(topics), ms(body.timeout), bool(get(body, "validate_only", False))), None
+
+
+def encode_create_topics(resp, body, version, state, door, cls):
+    Topic = nested(cls, "topics")
+    out = []
+    for r in resp.topics:
+        out.append(build(Topic, name=r.name, topic_id=topic_id(door, r.name) if not r.error_code else ZERO_UUID,
+                         error_code=r.error_code, error_message=r.error_message or None,
+                         num_partitions=r.num_partitions, replication_factor=r.replication_factor, configs=()))
+    return build(cls, topics=tuple(out))

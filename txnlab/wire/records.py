@@ -1,0 +1,244 @@
+"""Record batches on the wire: Kafka's v2 batch format (``DefaultRecordBatch``), read header-only.
+
+A real client's Produce carries its records as bytes.  The door reads only the 61-byte batch header
+(base offset, length, partition leader epoch, magic, CRC, attributes, last offset delta, timestamps,
+producer id/epoch, base sequence, record count), checks the CRC32C over everything after the CRC field
+(the ``crc32c`` package), and keeps the records section as it came: the engine's ``RecordBatch`` gets a
+``WireRecords`` sequence whose length is the header's count and which decodes a record only when somebody
+reads it (a view, ``ListOffsets`` by time).  A Fetch answer puts the same bytes back behind a new header
+(the offset and leader epoch the log assigned, a fresh CRC), so a batch's records are never re-encoded.
+Batches made inside the engine (transaction markers, the lab's own clients) are encoded record by record.
+
+Owns: ``parse_batches`` (bytes -> engine batches, or ``BatchError`` with Kafka's error), ``encode_batches``
+(engine batches -> bytes for a Fetch answer).
+"""
+from __future__ import annotations
+
+import struct
+from typing import Iterator, Sequence
+
+import crc32c
+
+from ..protocol.errors import Errors
+from ..protocol.record_batch import RECORD_BATCH_OVERHEAD, Record, RecordBatch
+
+_HEADER = struct.Struct(">qiibIhiqqqhii")   # baseOffset .. recordsCount (61 bytes)
+_CRC_FROM = 21                               # the CRC covers attributes .. the end of the batch
+COMPRESSION_MASK = 0x07
+TIMESTAMP_TYPE_LOG_APPEND = 0x08
+TRANSACTIONAL = 0x10
+CONTROL = 0x20
+CODECS = {0: "none", 1: "gzip", 2: "snappy", 3: "lz4", 4: "zstd"}
+
+
+class BatchError(Exception):
+    """A batch the broker refuses: ``error`` is Kafka's code (CORRUPT_MESSAGE, INVALID_RECORD,
+    UNSUPPORTED_COMPRESSION_TYPE), ``message`` says which rule."""
+
+    def __init__(self, error: Errors, message: str) -> None:
+        super().__init__(message)
+        self.error = error
+        self.message = message
+
+
+# ------------------------------------------------------------------ varints
+def _varint(buf, pos: int) -> tuple[int, int]:
+    """A zig-zag varint (Kafka's ``ByteUtils.readVarint``/``readVarlong``) at ``pos``: (value, next pos)."""
+    shift = result = 0
+    while True:
+        b = buf[pos]
+        pos += 1
+        result |= (b & 0x7F) << shift
+        if not b & 0x80:
+            return (result >> 1) ^ -(result & 1), pos
+        shift += 7
+        if shift > 63:
+            raise BatchError(Errors.CORRUPT_MESSAGE, "a varint is longer than 10 bytes")
+
+
+def _put_varint(out: bytearray, value: int) -> None:
+    v = (value << 1) ^ (value >> 63)
+    while v & ~0x7F:
+        out.append((v & 0x7F) | 0x80)
+        v >>= 7
+    out.append(v)
+
+
+def _bytes_field(buf, pos: int):
+    n, pos = _varint(buf, pos)
+    if n < 0:
+        return None, pos
+    end = pos + n
+    if end > len(buf):
+        raise BatchError(Errors.CORRUPT_MESSAGE, "a record field runs past the end of its batch")
+    return bytes(buf[pos:end]), end
+
+
+# ------------------------------------------------------------ wire records
+class WireRecords(Sequence):
+    """The records of one batch as the client sent them: ``len`` from the header, records decoded on demand."""
+
+    __slots__ = ("raw", "count", "base_timestamp", "attributes", "_decoded", "_encoded")
+
+    def __init__(self, raw: bytes, count: int, base_timestamp: int, attributes: int) -> None:
+        self.raw = raw                  # the records section (everything after the 61-byte header)
+        self.count = count
+        self.base_timestamp = base_timestamp
+        self.attributes = attributes
+        self._decoded = None
+        self._encoded: dict = {}        # (base_offset, leader epoch, append time) -> the batch's bytes
+
+    def __len__(self) -> int:
+        return self.count
+
+    def _records(self) -> tuple:
+        if self._decoded is None:
+            self._decoded = tuple(_decode_records(self.raw, self.count, self.base_timestamp))
+        return self._decoded
+
+    def __getitem__(self, i):
+        return self._records()[i]
+
+    def __iter__(self) -> Iterator[Record]:
+        return iter(self._records())
+
+
+def _decode_records(raw: bytes, count: int, base_ts: int) -> Iterator[Record]:
+    pos = 0
+    try:
+        for _ in range(count):
+            length, pos = _varint(raw, pos)
+            end = pos + length
+            pos += 1                                    # attributes (unused)
+            ts_delta, pos = _varint(raw, pos)
+            _, pos = _varint(raw, pos)                  # offset delta: records are contiguous
+            key, pos = _bytes_field(raw, pos)
+            value, pos = _bytes_field(raw, pos)
+            n_headers, pos = _varint(raw, pos)
+            headers = []
+            for _ in range(max(n_headers, 0)):
+                hk, pos = _bytes_field(raw, pos)
+                hv, pos = _bytes_field(raw, pos)
+                headers.append(((hk or b"").decode("utf-8", "replace"), hv))
+            yield Record(key, value, tuple(headers), base_ts + ts_delta)
+            pos = end
+    except IndexError:
+        raise BatchError(Errors.CORRUPT_MESSAGE, "a record runs past the end of its batch") from None
+
+
+# ------------------------------------------------------------------- parse
+def parse_batches(data: bytes) -> list[RecordBatch]:
+    """The v2 batches in a Produce's records field, header-only; BatchError for what Kafka refuses."""
+    if not data:
+        raise BatchError(Errors.INVALID_RECORD, "the partition's records are empty")
+    view = memoryview(data)
+    out = []
+    pos = 0
+    while pos < len(data):
+        if len(data) - pos < RECORD_BATCH_OVERHEAD:
+            raise BatchError(Errors.CORRUPT_MESSAGE, f"a batch header needs {RECORD_BATCH_OVERHEAD} bytes, "
+                                                     f"{len(data) - pos} are left")
+        (base_offset, length, leader_epoch, magic, crc, attributes, last_delta, base_ts, max_ts, pid, epoch,
+         base_seq, count) = _HEADER.unpack_from(view, pos)
+        end = pos + 12 + length
+        if magic != 2:
+            raise BatchError(Errors.UNSUPPORTED_VERSION if magic > 2 else Errors.INVALID_RECORD,
+                             f"record batch magic {magic}: the lab speaks only magic v2 (Kafka 0.11+)")
+        if length < RECORD_BATCH_OVERHEAD - 12 or end > len(data):
+            raise BatchError(Errors.CORRUPT_MESSAGE, f"batchLength {length} does not fit the {len(data) - pos} "
+                                                     f"bytes sent")
+        if crc32c.crc32c(view[pos + _CRC_FROM:end]) != crc:
+            raise BatchError(Errors.CORRUPT_MESSAGE, "the batch's CRC32C does not match its bytes")
+        codec = attributes & COMPRESSION_MASK
+        if codec:
+            raise BatchError(Errors.UNSUPPORTED_COMPRESSION_TYPE,
+                             f"compression.type {CODECS.get(codec, codec)}: the lab stores uncompressed batches "
+                             f"only (set compression.type=none)")
+        if attributes & CONTROL:
+            raise BatchError(Errors.INVALID_RECORD, "a client may not write control batches")
+        if count <= 0 or last_delta != count - 1:
+            raise BatchError(Errors.INVALID_RECORD, f"recordsCount {count} and lastOffsetDelta {last_delta} "
+                                                    f"disagree (or the batch is empty)")
+        rows = WireRecords(bytes(view[pos + RECORD_BATCH_OVERHEAD:end]), count, base_ts, attributes)
+        out.append(RecordBatch(rows, pid, epoch, base_seq, is_transactional=bool(attributes & TRANSACTIONAL),
+                               size_in_bytes=12 + length, max_timestamp=max_ts))
+        pos = end
+    return out
+
+
+# ------------------------------------------------------------------ encode
+def _header(b: RecordBatch, body_len: int, attributes: int, base_ts: int, max_ts: int) -> bytes:
+    length = RECORD_BATCH_OVERHEAD - 12 + body_len
+    head = _HEADER.pack(b.base_offset, length, b.partition_leader_epoch, 2, 0, attributes, b.record_count - 1,
+                        base_ts, max_ts, b.producer_id, b.producer_epoch, b.base_sequence, b.record_count)
+    return head
+
+
+def _attributes(b: RecordBatch, codec: int = 0) -> int:
+    a = codec
+    if b.log_append_time >= 0:
+        a |= TIMESTAMP_TYPE_LOG_APPEND
+    if b.is_transactional:
+        a |= TRANSACTIONAL
+    if b.is_control:
+        a |= CONTROL
+    return a
+
+
+def _finish(head: bytes, body: bytes) -> bytes:
+    out = bytearray(head)
+    out += body
+    crc = crc32c.crc32c(memoryview(out)[_CRC_FROM:])
+    struct.pack_into(">I", out, 17, crc)
+    return bytes(out)
+
+
+def encode_batch(b: RecordBatch) -> bytes:
+    """One engine batch as v2 bytes (at the offset and leader epoch the log gave it)."""
+    rows = b._rows
+    if isinstance(rows, WireRecords):
+        key = (b.base_offset, b.partition_leader_epoch, b.log_append_time)
+        done = rows._encoded.get(key)
+        if done is None:
+            max_ts = b.max_timestamp
+            base_ts = rows.base_timestamp if b.log_append_time < 0 else b.log_append_time
+            attrs = _attributes(b, rows.attributes & COMPRESSION_MASK)
+            done = _finish(_header(b, len(rows.raw), attrs, base_ts, max_ts), rows.raw)
+            if len(rows._encoded) > 8:
+                rows._encoded.clear()
+            rows._encoded[key] = done
+        return done
+    records = b.records
+    base_ts = records[0].timestamp if records else 0
+    body = bytearray()
+    for i, r in enumerate(records):
+        rec = bytearray(b"\x00")
+        _put_varint(rec, r.timestamp - base_ts)
+        _put_varint(rec, i)
+        for field in (r.key, r.value):
+            if field is None:
+                _put_varint(rec, -1)
+            else:
+                _put_varint(rec, len(field))
+                rec += field
+        _put_varint(rec, len(r.headers))
+        for hk, hv in r.headers:
+            hkb = hk.encode() if isinstance(hk, str) else bytes(hk)
+            _put_varint(rec, len(hkb))
+            rec += hkb
+            if hv is None:
+                _put_varint(rec, -1)
+            else:
+                _put_varint(rec, len(hv))
+                rec += hv
+        _put_varint(body, len(rec))
+        body += rec
+    if b.log_append_time >= 0:
+        base_ts = max_ts = b.log_append_time
+    else:
+        max_ts = b.max_timestamp
+    return _finish(_header(b, len(body), _attributes(b), base_ts, max_ts), bytes(body))
+
+
+def encode_batches(batches) -> bytes:
+    return b"".join(encode_batch(b) for b in batches)
