@@ -151,6 +151,9 @@ class LabBackend(Backend):
     def _admin(self):
         return self.AdminClient({"bootstrap.servers": self.bootstrap})
 
+    def close(self) -> None:
+        pass
+
     def describe_transactions(self, *tids: str) -> dict:
         out = {}
         for tid, f in self._admin().describe_transactions(list(tids)).items():
@@ -192,3 +195,43 @@ class LabBackend(Backend):
 def _java_exception_name(code: int) -> str:
     """Kafka's Java exception class for an error code (what the Java Admin reports), for the admin errors met."""
     return {105: "TransactionalIdNotFoundException", 15: "CoordinatorNotAvailableException"}.get(code, str(code))
+
+
+class WireBackend(LabBackend):
+    """confluent_kafka (librdkafka itself) on a txnlab Cluster through the lab's Kafka-protocol listener
+    (``cluster.listen()``, simulated time following the wall clock): the same client as on real Kafka, so what
+    differs here is the engine alone.  The admin calls go to the cluster in-process, as for ``LabBackend``."""
+    name = "wire"
+
+    def __init__(self, brokers: int = 1, transaction_version: int = 2, seed: int = 17) -> None:
+        super().__init__(brokers, transaction_version, seed)
+        self.door = self.cluster.listen()
+        self.bootstrap = self.door.bootstrap_servers
+        self.lab_bootstrap = self.cluster.bootstrap
+        self.Producer, self.Consumer = confluent_kafka.Producer, confluent_kafka.Consumer
+        self.AdminClient = confluent_kafka.admin.AdminClient
+        self.TopicPartition, self.KafkaException = confluent_kafka.TopicPartition, confluent_kafka.KafkaException
+        self.KafkaError = confluent_kafka.KafkaError
+        self.admin = confluent_kafka.admin
+        self.mod = confluent_kafka
+
+    def _admin(self):
+        return txnlab.admin.AdminClient({"bootstrap.servers": self.lab_bootstrap})
+
+    def create_topic(self, name: str, partitions: int = 1, replication_factor: int = 0) -> None:
+        self.cluster.create_topic(name, partitions=partitions, replication_factor=replication_factor or self.brokers)
+
+    def sleep(self, seconds: float) -> None:
+        time.sleep(seconds)
+
+    def settle(self) -> None:
+        time.sleep(0.1)
+        self.cluster.run_until_idle()
+
+    def abort_hanging(self, topic: str, partition: int = 0):
+        found = super().abort_hanging(topic, partition)
+        self.cluster.run_until_idle()
+        return found
+
+    def close(self) -> None:
+        self.door.close()
