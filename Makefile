@@ -68,9 +68,10 @@ browser-deps:
 	bash scripts/install-chromium.sh
 
 # ---- housekeeping ------------------------------------------------------------------------
-# bench/results.json is tracked on purpose and stays.
+# bench/results.json and tests/artifacts/fidelity.md (the last differential run) are tracked on purpose and stay.
 clean:
 	rm -rf "$(VENV)" build dist *.egg-info .pytest_cache .hypothesis \
-	       tests/artifacts spark-warehouse metastore_db derby.log
+	       spark-warehouse metastore_db derby.log reference/target
+	find tests/artifacts -mindepth 1 ! -name fidelity.md -delete 2>/dev/null || true
 	find . -path ./.git -prune -o -type d \
 	       \( -name __pycache__ -o -name .ipynb_checkpoints \) -print0 | xargs -0 rm -rf

@@ -1,0 +1,237 @@
+"""The two sides of the differential suite: a scenario gets a ``Backend`` and writes confluent-kafka code against
+``b.Producer`` / ``b.Consumer`` / ``b.AdminClient``; the backend also offers what a test harness does beside a
+program (kill a broker, let time pass, the transaction admin calls of kafka-transactions.sh).
+
+- ``KafkaBackend``: confluent_kafka (librdkafka) on a real Apache Kafka cluster (tests/reference/kafka.py); the
+  admin calls confluent-kafka's Python AdminClient lacks go through Kafka's own Admin client (reference/TxnTool).
+- ``LabBackend``: txnlab's Producer / Consumer / AdminClient on a txnlab Cluster in this process; time passes
+  in simulated milliseconds."""
+from __future__ import annotations
+
+import itertools
+import json
+import time
+import uuid
+
+import confluent_kafka
+import confluent_kafka.admin
+
+import txnlab
+import txnlab.admin
+from txnlab.protocol.names import broker_name
+
+from .kafka import KafkaCluster, shared_broker_config
+
+_RUN = itertools.count(1)
+
+
+class Backend:
+    name = ""
+    brokers = 1
+    transaction_version = 2
+
+    def __init__(self) -> None:
+        self.run_id = f"{next(_RUN)}{uuid.uuid4().hex[:6]}"
+
+    def unique(self, base: str) -> str:
+        """A topic / transactional id / group name no earlier scenario on this cluster used."""
+        return f"{base}-{self.run_id}"
+
+    # ---- what every scenario may use beside the clients
+    def create_topic(self, name: str, partitions: int = 1, replication_factor: int = 0) -> None:
+        rf = replication_factor or self.brokers
+        admin = self.AdminClient({"bootstrap.servers": self.bootstrap})
+        fs = admin.create_topics([self.admin.NewTopic(name, num_partitions=partitions, replication_factor=rf)],
+                                 operation_timeout=30)
+        for f in fs.values():
+            f.result(30)
+        self.wait_topic(name, partitions)
+
+    def wait_topic(self, name: str, partitions: int) -> None:
+        pass
+
+    def leader(self, topic: str, partition: int = 0) -> int:
+        admin = self.AdminClient({"bootstrap.servers": self.bootstrap})
+        md = admin.list_topics(topic, timeout=10)
+        return md.topics[topic].partitions[partition].leader
+
+
+class KafkaBackend(Backend):
+    name = "kafka"
+
+    def __init__(self, cluster: KafkaCluster) -> None:
+        super().__init__()
+        self.cluster = cluster
+        self.brokers = cluster.n
+        self.transaction_version = cluster.transaction_version
+        self.bootstrap = cluster.bootstrap
+        self.Producer, self.Consumer = confluent_kafka.Producer, confluent_kafka.Consumer
+        self.AdminClient = confluent_kafka.admin.AdminClient
+        self.TopicPartition, self.KafkaException = confluent_kafka.TopicPartition, confluent_kafka.KafkaException
+        self.KafkaError = confluent_kafka.KafkaError
+        self.admin = confluent_kafka.admin
+        self.mod = confluent_kafka
+
+    def wait_topic(self, name: str, partitions: int) -> None:
+        admin = self.AdminClient({"bootstrap.servers": self.bootstrap})
+        for _ in range(100):
+            md = admin.list_topics(name, timeout=5).topics.get(name)
+            if md is not None and md.error is None and len(md.partitions) == partitions and \
+                    all(p.leader >= 0 for p in md.partitions.values()):
+                return
+            time.sleep(0.1)
+
+    def sleep(self, seconds: float) -> None:
+        time.sleep(seconds)
+
+    def settle(self) -> None:
+        """Until no transaction is between its decision and its markers (Kafka answers EndTxn first)."""
+        time.sleep(0.1)
+        for _ in range(50):
+            if not any(r["state"].startswith("Prepare") for r in self.list_transactions()):
+                return
+            time.sleep(0.1)
+
+    def kill(self, broker: int) -> None:
+        self.cluster.kill(broker)
+
+    def restart(self, broker: int) -> None:
+        self.cluster.restart(broker)
+
+    def _tool(self, *args: str):
+        """One command to the cluster's TxnTool (a JVM kept for the session: Kafka's Admin client)."""
+        return self.cluster.admin_tool(*args)
+
+    def describe_transactions(self, *tids: str) -> dict:
+        return self._tool("describe-transactions", *tids)
+
+    def list_transactions(self) -> list:
+        return self._tool("list-transactions")
+
+    def describe_producers(self, topic: str, partition: int = 0) -> list:
+        return self._tool("describe-producers", topic, str(partition))
+
+    def abort_hanging(self, topic: str, partition: int = 0):
+        return self._tool("abort", topic, str(partition))["aborted"]
+
+    def coordinator(self, tid: str) -> int:
+        return self.describe_transactions(tid)[tid]["coordinator_id"]
+
+
+class LabBackend(Backend):
+    name = "txnlab"
+
+    def __init__(self, brokers: int = 1, transaction_version: int = 2, seed: int = 17) -> None:
+        super().__init__()
+        self.brokers, self.transaction_version = brokers, transaction_version
+        config = {**shared_broker_config(brokers), "transaction.version": transaction_version}
+        config.pop("transaction.max.timeout.ms")
+        self.cluster = txnlab.Cluster(brokers=brokers, seed=seed, config=config)
+        self.bootstrap = self.cluster.bootstrap
+        self.Producer, self.Consumer = txnlab.Producer, txnlab.Consumer
+        self.AdminClient = txnlab.admin.AdminClient
+        self.TopicPartition, self.KafkaException = txnlab.TopicPartition, txnlab.KafkaException
+        self.KafkaError = txnlab.KafkaError
+        self.admin = txnlab.admin
+        self.mod = txnlab
+
+    def sleep(self, seconds: float) -> None:
+        self.cluster.advance(int(seconds * 1000))
+
+    def settle(self) -> None:
+        self.cluster.run_until_idle()
+
+    def kill(self, broker: int) -> None:
+        self.cluster.crash(broker_name(broker))
+
+    def restart(self, broker: int) -> None:
+        self.cluster.restart(broker_name(broker))
+        self.cluster.run_until_idle()
+
+    def _admin(self):
+        return self.AdminClient({"bootstrap.servers": self.bootstrap})
+
+    def close(self) -> None:
+        pass
+
+    def describe_transactions(self, *tids: str) -> dict:
+        out = {}
+        for tid, f in self._admin().describe_transactions(list(tids)).items():
+            try:
+                d = f.result(30)
+            except txnlab.KafkaException as e:
+                out[tid] = {"error": _java_exception_name(e.args[0].code())}
+                continue
+            out[tid] = {"state": d["state"], "producer_id": d["producer_id"], "producer_epoch": d["producer_epoch"],
+                        "transaction_timeout_ms": d["transaction_timeout_ms"], "coordinator_id": d["coordinator"],
+                        "partitions": sorted(f"{t}-{p}" for t, p in d["partitions"])}
+        return out
+
+    def list_transactions(self) -> list:
+        rows = self._admin().list_transactions().result(30)
+        return sorted(({"transactional_id": r.transactional_id, "producer_id": r.producer_id, "state": r.state}
+                       for r in rows), key=lambda r: json.dumps(r, sort_keys=True))
+
+    def describe_producers(self, topic: str, partition: int = 0) -> list:
+        tp = txnlab.TopicPartition(topic, partition)
+        rows = self._admin().describe_producers([tp])[tp].result(30)
+        return [{"producer_id": p.producer_id, "producer_epoch": p.producer_epoch, "last_sequence": p.last_sequence,
+                 "coordinator_epoch": p.coordinator_epoch,
+                 "current_transaction_start_offset": p.current_transaction_start_offset} for p in rows]
+
+    def abort_hanging(self, topic: str, partition: int = 0):
+        for p in self.describe_producers(topic, partition):
+            if p["current_transaction_start_offset"] >= 0:
+                spec = txnlab.admin.AbortTransactionSpec(txnlab.TopicPartition(topic, partition), p["producer_id"],
+                                                         p["producer_epoch"], p["coordinator_epoch"])
+                self._admin().abort_transaction(spec).result(30)
+                return p
+        return None
+
+    def coordinator(self, tid: str) -> int:
+        return self.cluster.transaction_coordinator(tid)
+
+
+def _java_exception_name(code: int) -> str:
+    """Kafka's Java exception class for an error code (what the Java Admin reports), for the admin errors met."""
+    return {105: "TransactionalIdNotFoundException", 15: "CoordinatorNotAvailableException"}.get(code, str(code))
+
+
+class WireBackend(LabBackend):
+    """confluent_kafka (librdkafka itself) on a txnlab Cluster through the lab's Kafka-protocol listener
+    (``cluster.listen()``, simulated time following the wall clock): the same client as on real Kafka, so what
+    differs here is the engine alone.  The admin calls go to the cluster in-process, as for ``LabBackend``."""
+    name = "wire"
+
+    def __init__(self, brokers: int = 1, transaction_version: int = 2, seed: int = 17) -> None:
+        super().__init__(brokers, transaction_version, seed)
+        self.door = self.cluster.listen()
+        self.bootstrap = self.door.bootstrap_servers
+        self.lab_bootstrap = self.cluster.bootstrap
+        self.Producer, self.Consumer = confluent_kafka.Producer, confluent_kafka.Consumer
+        self.AdminClient = confluent_kafka.admin.AdminClient
+        self.TopicPartition, self.KafkaException = confluent_kafka.TopicPartition, confluent_kafka.KafkaException
+        self.KafkaError = confluent_kafka.KafkaError
+        self.admin = confluent_kafka.admin
+        self.mod = confluent_kafka
+
+    def _admin(self):
+        return txnlab.admin.AdminClient({"bootstrap.servers": self.lab_bootstrap})
+
+    def create_topic(self, name: str, partitions: int = 1, replication_factor: int = 0) -> None:
+        self.cluster.create_topic(name, partitions=partitions, replication_factor=replication_factor or self.brokers)
+
+    def sleep(self, seconds: float) -> None:
+        time.sleep(seconds)
+
+    def settle(self) -> None:
+        time.sleep(0.1)
+        self.cluster.run_until_idle()
+
+    def abort_hanging(self, topic: str, partition: int = 0):
+        found = super().abort_hanging(topic, partition)
+        self.cluster.run_until_idle()
+        return found
+
+    def close(self) -> None:
+        self.door.close()
