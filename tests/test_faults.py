@@ -87,7 +87,7 @@ def _orders(cluster):
 @pytest.mark.parametrize("fault", [Fault("crash", "broker-1", ms=2_000), Fault("drop", api="Produce", response=True),
                                    Fault("partition", "broker-2", others=("broker-0",), ms=1_500)])
 def test_the_same_fault_from_the_stepper_and_from_a_schedule_has_the_same_effect(fault):
-    s = Stepper(_orders, seed=4)
+    s = Stepper(_orders, seed=4, granularity="event")
     s.apply(fault)                                        # a person applies it at step 0
     s.run_to_end()
     scheduled = Cluster(brokers=3, seed=4)

@@ -38,6 +38,11 @@ CSS = """<style>
 .txl-trace .txl-cur{background:#f3d9fa}
 .txl-trace .txl-bg{color:#adb5bd}
 .txl-notice{color:#c92a2a}
+.txl-key{color:#1864ab;font-weight:700}
+.txl-fold{color:#c92a2a;font-weight:600}
+.txl-change{color:#2b8a3e}
+.txl-ticks{position:relative;height:20px;margin-left:100px;font-size:12px;color:#1864ab}
+.txl-tick{position:absolute;transform:translateX(-6px);white-space:nowrap}
 </style>"""
 
 
@@ -69,6 +74,15 @@ class StepperUI:
         self._slider = W.IntSlider(value=0, min=0, max=1, description="step", continuous_update=False,
                                    layout=W.Layout(width="520px"))
         self._end = W.HTML()
+        self._zoom = W.ToggleButtons(options=[("moment", "moment"), ("exchange", "exchange"), ("event", "event")],
+                                     value=self.granularity, description="Step by",
+                                     tooltips=["one change a picture shows (plumbing folded in)",
+                                               "a request and its response", "one kernel event"],
+                                     style={"button_width": "86px"})
+        self._zoom.observe(self._on_zoom, "value")
+        self._ticks = W.HTML()
+        self._chapters = W.HBox(layout=W.Layout(flex_flow="row wrap"))
+        self._chapter_key: tuple = ()
         self._keys = KeyCatcher(self._on_key)
         self._narr = W.HTML()
         self._status = W.HTML()
@@ -132,9 +146,10 @@ class StepperUI:
         self._trace_html = W.HTML()
 
         controls = W.HBox([self._btn_reset, self._btn_back, self._btn_step, W.HTML("&nbsp;&nbsp;Run:"), self._play,
-                           self._speed, self._keys],
+                           self._speed, self._zoom, self._keys],
                           layout=W.Layout(align_items="center", flex_flow="row wrap"))
-        position = W.HBox([self._slider, self._end], layout=W.Layout(align_items="center"))
+        position = W.VBox([W.HBox([self._slider, self._end], layout=W.Layout(align_items="center")),
+                           self._ticks, self._chapters])
         filters = W.VBox([W.HTML("<span class='txl-status'>Step and Back stop only at events that match "
                                  "(the trace tab and the message diagram show only those):</span>"),
                           W.HBox([self._f_api, self._f_node, self._f_tid, self._f_bg],
@@ -181,6 +196,10 @@ class StepperUI:
             self.jump(new)
         if self.at_end:
             self._play.playing = False
+
+    def _on_zoom(self, change) -> None:
+        if not self._syncing:
+            self.granularity = change["new"]
 
     def _on_slider(self, change) -> None:
         if not self._syncing and change["new"] != self.position:
@@ -248,6 +267,8 @@ class StepperUI:
                     w.max = max(1, length)
                 w.value = self.position
             self._end.value = f"<span class='txl-status'>of {length}</span>"
+            self._zoom.value = self.granularity
+            self._sync_moments(length)
             self._narr.value = self._narration_html()
             self._status.value = self._status_html()
             self._trace_html.value = self._trace_view()
@@ -298,9 +319,7 @@ class StepperUI:
     def _narration_html(self) -> str:
         ex = self._ex
         es = ex.entries()
-        k = ex.kernel
-        head = (f"<div class='txl-head'>step {self.position} of {self.length} · t = {k.now} ms · "
-                f"kernel event #{ex.kernel_steps[self.position]}</div>")
+        head = f"<div class='txl-head'>{html.escape(self.step_words())}</div>" + self._stop_html()
         if not es:
             body = "<div class='txl-main'>" + html.escape(self.narration) + "</div>"
             return f"<div class='txl-narr'>{head}{body}</div>"
@@ -313,6 +332,58 @@ class StepperUI:
             else:
                 parts.append(f"<div class='txl-then'>then {html.escape(e.narration)}</div>")
         return f"<div class='txl-narr'>{head}{''.join(parts)}</div>"
+
+    def step_words(self) -> str:
+        """The one numbering every view uses: the step (the position), the moment number at the granularity,
+        simulated time; the kernel event id is a detail."""
+        ex = self._ex
+        m = self.moments
+        words = f"step {self.position} of {self.length}"
+        if self.granularity != "event":
+            words += f" · {self.granularity} {m.ordinal(self.position, self.granularity)} of " \
+                     f"{len(m.stops(self.granularity))}"
+        return words + f" · t = {ex.kernel.now} ms · kernel event #{ex.kernel_steps[self.position]}"
+
+    def _stop_html(self) -> str:
+        """What the current stop folded and, at a key moment, its caption."""
+        out = ""
+        for mid, caption, pos in self.key_moments:
+            if pos == self.position:
+                out += f"<div class='txl-key'>★ {html.escape(caption)} <code>{html.escape(mid)}</code></div>"
+        stop = self.stop if self.granularity != "event" else None
+        if stop is not None:
+            p = self.moments.positions[stop.position]
+            if stop.summary:
+                out += f"<div class='txl-fold'>{html.escape(stop.summary)}</div>"
+            if p.words:
+                out += f"<div class='txl-change'>{html.escape('; '.join(p.words))}</div>"
+            if stop.folded:
+                out += f"<div class='txl-head'>+{stop.folded} plumbing event{'s' if stop.folded != 1 else ''} " \
+                       f"folded into this step (Step by event to see them)</div>"
+        return out
+
+    def _sync_moments(self, length: int) -> None:
+        """The key moments as labelled ticks under the slider and as a clickable chapter list."""
+        keys = self.key_moments
+        ticks = "".join(
+            f"<span class='txl-tick' style='left:{100 * pos / max(1, length):.2f}%' title='{html.escape(cap)}'>"
+            f"▲ {html.escape(mid)}</span>" for mid, cap, pos in keys)
+        self._ticks.value = (f"<div class='txl-ticks' style='width:{self._slider.layout.width}'>{ticks}</div>"
+                             if keys else "")
+        key = (self.branch, tuple(keys))
+        if key != self._chapter_key:
+            self._chapter_key = key
+            buttons = []
+            for i, (mid, cap, pos) in enumerate(keys, 1):
+                b = W.Button(description=f"{i}. {cap}", tooltip=f"go to the key moment '{mid}' (step {pos})",
+                             layout=W.Layout(width="auto", max_width="100%"))
+                b.on_click(lambda _, p=pos: self.jump(p))
+                b.moment_id = mid
+                buttons.append(b)
+            self._chapters.children = ([W.HTML("<span class='txl-status'>Key moments:&nbsp;</span>")] + buttons
+                                       if buttons else [])
+        for b in self._chapters.children[1:]:
+            b.button_style = "info" if self.moments.found.get(b.moment_id) == self.position else ""
 
     def _status_html(self) -> str:
         ex = self._ex
