@@ -32,6 +32,12 @@ class StepFilter:
     def active(self) -> bool:
         return bool(self.api or self.node or self.transactional_id or self.skip_background)
 
+    @property
+    def narrows(self) -> bool:
+        """An API, process or transactional.id is chosen: Step then goes event by event to matching ones (a
+        moment or an exchange is never a background event, so skipping those changes nothing there)."""
+        return bool(self.api or self.node or self.transactional_id)
+
     def _entry_matches(self, e, cluster) -> bool:
         if self.skip_background and (e.background or e.kind == "note"):
             return False

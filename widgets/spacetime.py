@@ -13,21 +13,21 @@ trace and ``network.messages`` only.
 """
 from __future__ import annotations
 
-import re
 from bisect import bisect_left
 from typing import Callable, Optional
 
 import plotly.graph_objects as go
 
 from .cluster_view import roles
+from .pictures import ARROWS, FONT, SMALL, arrow_label, idle_words
 
-STYLE = {  # trace name -> (colour, dash, width)
-    "requests": ("#1c7ed6", "solid", 1.6),
-    "responses": ("#37b24d", "solid", 1.6),
+STYLE = {  # trace name -> (colour, dash, width): the lab's one arrow vocabulary (widgets/pictures.py)
+    "requests": (ARROWS["request"], "solid", 1.8),
+    "responses": (ARROWS["response"], "solid", 1.8),
     "background": ("#ced4da", "solid", 1.0),
-    "dropped": ("#e03131", "dot", 1.6),
-    "in flight": ("#f08c00", "dash", 2.0),
-    "this step": ("#ae3ec9", "solid", 3.5),
+    "dropped": (ARROWS["lost"], "dot", 1.8),
+    "in flight": (ARROWS["in flight"], "dash", 2.2),
+    "this step": (ARROWS["this step"], "solid", 3.5),
 }
 
 
@@ -36,33 +36,7 @@ STYLE = {  # trace name -> (colour, dash, width)
 PART_WAY = 0.42
 INFRASTRUCTURE = ("controller", "namesrv")     # drawn last: Kafka's controller, RocketMQ's name server
 IDLE_MS = 200          # a quieter gap than this is compressed and labelled
-SAME_MS, PER_MS, GAP = 0.45, 0.06, 1.8        # y per event at the same ms, per ms of a short gap, per idle gap
-_ERROR = re.compile(r"\b([A-Z][A-Z_]{3,}[A-Z])\(-?\d+\)")
-
-
-def error_name(m) -> str:
-    """The error a response carries ('' for NONE / a request): the first Kafka error name in its description."""
-    if not m.is_response:
-        return ""
-    got = _ERROR.search(m.describe())
-    return got.group(1) if got else ""
-
-
-def arrow_label(m, how: str) -> str:
-    """The words on an arrow: its API, ✓ / the error name on a response, ✗ lost when the message was lost."""
-    label = m.api
-    if m.is_response:
-        err = error_name(m)
-        label += f" ✗ {err}" if err else " ✓"
-    if how == "lost":
-        label += " ✗ lost"
-    return label
-
-
-def idle_words(ms: int) -> str:
-    return f"… {ms / 1000:g} s …" if ms >= 1000 else f"… {ms} ms …"
-
-
+SAME_MS, SHORT, GAP = 0.5, 1.2, 2.2          # y per event at the same ms, at most for a short gap, per idle gap
 class TimeAxis:
     """Kernel steps -> y: simulated time, with a little room between events of the same millisecond and
     long idle gaps compressed (each remembered, to be labelled)."""
@@ -81,7 +55,7 @@ class TimeAxis:
                     self.gaps.append((y + GAP / 2, gap))
                     y += GAP
                 else:
-                    y += SAME_MS + PER_MS * gap
+                    y += SAME_MS + SHORT * min(1.0, gap / 50)
             self.y[step] = y
             last_t = t
         self.lo, self.cur = lo, cur
@@ -115,10 +89,11 @@ class SpaceTime:
         self.show_background = show_background
         self.match: Optional[Callable] = None          # the stepper's filter, applied to messages
         self.figure = go.FigureWidget(layout=go.Layout(
-            title=dict(text="Messages (space-time diagram): time runs down", x=0.01, font=dict(size=14)),
+            title=dict(text="Messages (space-time diagram): simulated time runs down", x=0.01, font=dict(size=16)),
             height=560, width=980, margin=dict(l=60, r=20, t=90, b=50), plot_bgcolor="white", hovermode="closest",
-            legend=dict(orientation="h", yanchor="top", y=-0.02, xanchor="left", x=0.0, font=dict(size=11)),
-            xaxis=dict(side="top", showgrid=False, zeroline=False, fixedrange=True),
+            legend=dict(orientation="h", yanchor="top", y=-0.02, xanchor="left", x=0.0, font=dict(size=SMALL)),
+            font=dict(size=FONT),
+            xaxis=dict(side="top", showgrid=False, zeroline=False, fixedrange=True, tickfont=dict(size=FONT)),
             yaxis=dict(title=dict(text="simulated time (idle gaps compressed)", font=dict(size=14)), autorange=False,
                        showgrid=True, gridcolor="#f1f3f5", zeroline=False, tickfont=dict(size=13))))
         # drawing order: lanes and the current-step band below, arrows, then the clickable dots
@@ -146,11 +121,12 @@ class SpaceTime:
                                 marker=dict(symbol="square", size=16, color=[]),
                                 hovertemplate="%{hovertext}<extra>click to pick this process</extra>")
         self.figure.add_scatter(x=[], y=[], mode="markers+text", name="connection broke", text=[],
-                                textposition="bottom right", textfont=dict(size=11, color="#c92a2a"),
+                                textposition="bottom right", textfont=dict(size=SMALL, color="#c92a2a"),
                                 marker=dict(symbol="star-diamond", size=13, color="#c92a2a"),
                                 hovertemplate="%{hovertext}<extra></extra>")
         self.figure.add_scatter(x=[], y=[], mode="text", name="arrow labels", text=[], showlegend=False,
-                                textfont=dict(size=13, color="#343a40"), hoverinfo="skip", cliponaxis=False)
+                                textposition="top center", textfont=dict(size=13, color="#212529"),
+                                hoverinfo="skip", cliponaxis=False)
         self.figure.add_scatter(x=[], y=[], mode="text", name="idle gaps", text=[], showlegend=False,
                                 textfont=dict(size=14, color="#868e96"), hoverinfo="skip", cliponaxis=False)
         self.position_of: Callable[[int], int] = lambda step: step   # kernel step -> the stepper's step number

@@ -16,6 +16,7 @@ from txnlab.protocol import messages as _messages
 from .cluster_view import in_flight_now, transactional_ids
 from .coordinator_view import TABLE_CSS
 from .history import EVENT_KINDS
+from .invariants import panel_html
 from .keys import KeyCatcher
 from .spacetime import lanes_of
 
@@ -27,21 +28,23 @@ def apis_of(lab) -> list:
     own = getattr(lab, "APIS", None)
     return sorted(own) if own else APIS
 CSS = """<style>
-.txl-narr{border-left:4px solid #ae3ec9;background:#f8f0fc;padding:6px 10px;margin:4px 0;font-size:13px;
+.txl-narr{border-left:4px solid #ae3ec9;background:#f8f0fc;padding:6px 10px;margin:4px 0;font-size:15px;
           line-height:1.45;min-height:64px}
-.txl-narr .txl-head{color:#862e9c;font-size:12px}
+.txl-narr .txl-head{color:#862e9c;font-size:14px}
 .txl-narr .txl-main{font-weight:600}
 .txl-narr ul{margin:2px 0 2px 18px;padding:0}
 .txl-narr .txl-then{color:#495057}
-.txl-status{font-size:12px;color:#495057}
-.txl-trace{font-family:monospace;font-size:11.5px;white-space:pre-wrap;line-height:1.35}
+.txl-status{font-size:14px;color:#495057}
+.txl-trace{font-family:monospace;font-size:14px;white-space:pre-wrap;line-height:1.35}
 .txl-trace .txl-cur{background:#f3d9fa}
 .txl-trace .txl-bg{color:#adb5bd}
 .txl-notice{color:#c92a2a}
 .txl-key{color:#1864ab;font-weight:700}
+.txl-inv{margin-top:3px}.txl-inv span{margin-right:10px;white-space:nowrap}
+.txl-ok{color:#2b8a3e}.txl-bad{color:#c92a2a;font-weight:700}.txl-wait{color:#868e96}
 .txl-fold{color:#c92a2a;font-weight:600}
 .txl-change{color:#2b8a3e}
-.txl-ticks{position:relative;height:20px;margin-left:100px;font-size:12px;color:#1864ab}
+.txl-ticks{position:relative;height:22px;margin-left:100px;font-size:14px;color:#1864ab}
 .txl-tick{position:absolute;transform:translateX(-6px);white-space:nowrap}
 </style>"""
 
@@ -156,8 +159,8 @@ class StepperUI:
                                  layout=W.Layout(flex_flow="row wrap"))])
         faults = W.VBox([
             W.HTML("<span class='txl-status'>Faults happen now, at this step; each one starts a new branch "
-                   "(the old one is kept). Click a lane head or an in-flight dot in the message diagram to "
-                   "pick it here.</span>"),
+                   "(the old one is kept). Click a lane head or an in-flight dot in the message diagram, or a "
+                   "row of the partition logs, to pick it here.</span>"),
             W.HBox([self._fault_node, self._btn_crash, self._btn_restart, self._pause_ms, self._btn_pause,
                     self._btn_isolate, self._btn_heal], layout=W.Layout(flex_flow="row wrap")),
             W.HBox([self._fault_msg, self._delay_ms, self._btn_drop, self._btn_delay, self._btn_dup],
@@ -167,6 +170,7 @@ class StepperUI:
         branches = W.VBox([self._branch_dd, W.HBox([self._cmp_a, self._cmp_b, self._btn_cmp]), self._cmp_out])
         tools = W.Accordion(children=[filters, faults, branches], titles=("Filter", "Faults", "Branches"))
         tools.selected_index = None
+        self._tools = tools
         tabs = ([("Partition logs", self.log_strip.figure), ("Coordinators", self.coordinators.widget)] if kafka
                 else [(title, view.widget) for title, view in self.lab_views])
         tabs += [("Messages", self.messages.figure), ("Trace", self._trace_html)]
@@ -236,6 +240,7 @@ class StepperUI:
         values = [v for _, v in self._fault_msg.options]
         if msg_id in values:
             self._fault_msg.value = msg_id
+            self._tools.selected_index = 1
             self.notice = f"picked message #{msg_id}: Drop, Delay or Duplicate it under Faults"
             self._status.value = self._status_html()
 
@@ -244,6 +249,7 @@ class StepperUI:
         values = [v for _, v in self._fault_node.options]
         if name in values:
             self._fault_node.value = name
+            self._tools.selected_index = 1
             self.notice = f"picked {name}: Crash, Restart, Pause or Isolate it under Faults"
             self._status.value = self._status_html()
 
@@ -391,12 +397,7 @@ class StepperUI:
                   else "waiting inside a blocking call")
         end = " · <b>end of this branch</b>" if ex.at_end else ""
         notice = f"<br><span class='txl-notice'>{html.escape(self.notice)}</span>" if self.notice else ""
-        checks = self.invariants
-        if checks:
-            marks = {True: "✓", False: "✗", None: "…"}
-            notice += "<br>invariants: " + " · ".join(
-                f"<span title='{html.escape(str(words))}'>{html.escape(name)} {marks[ok]}</span>"
-                for name, ok, words in checks)
+        notice += panel_html(self.invariants)
         return (f"<div class='txl-status'>branch <b>{html.escape(self.branch)}</b> "
                 f"({html.escape(self.history.labels[self.branch])}) · stepping: {html.escape(self.filter.describe())}"
                 f" · client code: {html.escape(client)}{end}{notice}</div>")
@@ -408,6 +409,15 @@ class StepperUI:
             cls = "txl-cur" if id(e) in current else ("txl-bg" if e.background else "")
             rows.append(f"<div class='{cls}'>{html.escape(str(e))}</div>")
         return CSS + "<div class='txl-trace'>" + "".join(rows) + "</div>"
+
+    def present(self):
+        """Presenter mode: controls, narration in large type and the main picture on one 1280×720 screen (the
+        stepper's own widgets: Step here steps the stepper).  Returns the box, displayed when it is the cell's
+        last expression."""
+        from .presenter import presenter
+        self.presenter = presenter(self)
+        self.refresh()
+        return self.presenter
 
     def show(self):
         """Display the stepper (``display(stepper.widget)``)."""

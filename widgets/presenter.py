@@ -1,0 +1,53 @@
+"""Presenter mode: one stepper on one 1280×720 screen, for a class.
+
+Owns ``presenter(stepper)``: the stepper's own controls (Reset, Back, Step, the granularity), its narration in
+large type and its main picture -- the partition logs for a Kafka lab, the message diagram otherwise, switchable
+-- with the key moments as chapters, all in one box that fits 1280×720 without scrolling.  The widgets are the
+stepper's own, so the normal view and the presenter's stay in step; nothing here steps or reads the engine.
+"""
+from __future__ import annotations
+
+import ipywidgets as W
+
+WIDTH, PICTURE_HEIGHT = 1240, 430
+CSS = """<style>
+.txl-present .txl-narr{font-size:22px;line-height:1.35;min-height:0;max-height:150px;overflow:auto}
+.txl-present .txl-narr .txl-head{font-size:17px}
+.txl-present .txl-narr ul{font-size:18px}
+.txl-present .txl-status{font-size:16px}
+.txl-present .widget-button, .txl-present .widget-toggle-button{font-size:18px;height:40px}
+.txl-present .txl-ticks{display:none}
+</style>"""
+
+
+def presenter(stepper) -> W.VBox:
+    """The presenter's box for ``stepper`` (``Stepper.present()`` builds and shows it)."""
+    figures = []
+    if stepper.log_strip is not None:
+        figures.append(("partition logs", stepper.log_strip.figure))
+    else:
+        figures += [(title, getattr(view, "figure", None)) for title, view in stepper.lab_views]
+    figures.append(("messages", stepper.messages.figure))
+    figures = [(t, f) for t, f in figures if f is not None]
+    for _, fig in figures:
+        fig.layout.width = WIDTH
+        fig.layout.height = PICTURE_HEIGHT
+    stepper.presenter_picture = figures[0][1]
+    stage = W.Box([figures[0][1]], layout=W.Layout(width=f"{WIDTH + 10}px", height=f"{PICTURE_HEIGHT + 10}px",
+                                                    overflow="hidden"))
+    pick = W.ToggleButtons(options=[t for t, _ in figures], value=figures[0][0], description="show",
+                           style={"button_width": "130px"})
+
+    def show(change) -> None:
+        fig = dict(figures)[change["new"]]
+        stepper.presenter_picture = fig
+        stage.children = [fig]
+    pick.observe(show, "value")
+    for b in (stepper._btn_reset, stepper._btn_back, stepper._btn_step):
+        b.layout.height = "40px"
+    controls = W.HBox([stepper._btn_reset, stepper._btn_back, stepper._btn_step, stepper._zoom, pick],
+                      layout=W.Layout(align_items="center", flex_flow="row wrap"))
+    box = W.VBox([W.HTML(CSS + "<span class='txl-present'></span>"), controls, stepper._narr, stage,
+                  stepper._chapters], layout=W.Layout(width="1270px", max_height="720px", overflow="hidden"))
+    box.add_class("txl-present")
+    return box
