@@ -125,6 +125,7 @@ def test_the_stepper_opens_a_sweep_counterexample_where_its_invariant_breaks(lso
     assert s.position == s.length and s.at_end               # broken at the end: opened at the last step
     assert ("G1a", False) in [(name, ok) for name, ok, _ in s.invariants]
     assert "G1a ✗" in s._status.value and "at the end of the run" in s.notice
+    assert "<div class='txl-bad'>G1a ✗" in s._status.value                # the broken invariant, in red
     plain = replay(ce.seed, IGNORE_LSO)                      # the stepper re-ran the sweep's run, byte for byte
     stepped = [line for line in s.cluster.trace.text().splitlines() if "scenario's client code" not in line]
     assert stepped == plain.cluster.trace.text().splitlines()

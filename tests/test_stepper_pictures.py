@@ -144,3 +144,13 @@ def _walk(w):
     for c in getattr(w, "children", ()):
         out += _walk(c)
     return out
+
+
+def test_the_static_state_machine_is_the_live_views_drawing():
+    from widgets.snapshots import coordinator_snapshot
+    c, _ = gallery.load("zombie-fenced").play()
+    fig = coordinator_snapshot(c, title="after the fence")
+    ids = next(t for t in fig.data if t.name == "transactional ids")
+    assert [t.split(" ")[0] for t in ids.text] == ["copier"]
+    assert "CompleteCommit" in " ".join(ids.hovertext)
+    assert fig.layout.title.text == "after the fence"

@@ -327,9 +327,9 @@ class LogStrip:
                                      marker=dict(symbol=symbol, size=14, color=color, line=dict(width=2, color=color)),
                                      hovertemplate="%{hovertext}<extra></extra>"))
         traces += legend_entries()
-        with fig.batch_update():
-            fig.data = []
-            fig.add_traces(traces)
+        # not inside batch_update: the widget's front end then loses the new traces' styles (colours)
+        fig.data = []
+        fig.add_traces(traces)
         for tr in fig.data[:len(parts)]:
             tr.on_click(self._clicked_bar)
         self._parts = parts

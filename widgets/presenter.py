@@ -9,13 +9,16 @@ from __future__ import annotations
 
 import ipywidgets as W
 
-WIDTH, PICTURE_HEIGHT = 1240, 430
+WIDTH, PICTURE_HEIGHT = 1060, 400      # what is left of 1280×720 beside JupyterLab's bars, under the narration
 CSS = """<style>
-.txl-present .txl-narr{font-size:22px;line-height:1.35;min-height:0;max-height:150px;overflow:auto}
+.txl-present .txl-narr{font-size:19px;line-height:1.28;min-height:0;max-height:112px;overflow:auto;margin:2px 0}
 .txl-present .txl-narr .txl-head{font-size:17px}
 .txl-present .txl-narr ul{font-size:18px}
 .txl-present .txl-status{font-size:16px}
 .txl-present .widget-button, .txl-present .widget-toggle-button{font-size:18px;height:40px}
+.txl-present .widget-toggle-button{width:auto !important;padding:0 12px}
+.txl-present .widget-toggle-buttons .widget-label{font-size:16px}
+.txl-present .txl-key{font-size:19px}
 .txl-present .txl-ticks{display:none}
 </style>"""
 
@@ -30,13 +33,16 @@ def presenter(stepper) -> W.VBox:
     figures.append(("messages", stepper.messages.figure))
     figures = [(t, f) for t, f in figures if f is not None]
     for _, fig in figures:
-        fig.layout.width = WIDTH
-        fig.layout.height = PICTURE_HEIGHT
+        with fig.batch_update():      # the legend beside the picture: the height goes to the picture itself
+            fig.layout.width = WIDTH
+            fig.layout.height = PICTURE_HEIGHT
+            fig.layout.legend.update(orientation="v", x=1.01, xanchor="left", y=1.0, yanchor="top")
+            fig.layout.margin.update(r=250, b=50, t=40)
     stepper.presenter_picture = figures[0][1]
-    stage = W.Box([figures[0][1]], layout=W.Layout(width=f"{WIDTH + 10}px", height=f"{PICTURE_HEIGHT + 10}px",
+    stage = W.Box([figures[0][1]], layout=W.Layout(width=f"{WIDTH + 10}px", max_height=f"{PICTURE_HEIGHT + 10}px",
                                                     overflow="hidden"))
     pick = W.ToggleButtons(options=[t for t, _ in figures], value=figures[0][0], description="show",
-                           style={"button_width": "130px"})
+                           style={"button_width": "auto"})
 
     def show(change) -> None:
         fig = dict(figures)[change["new"]]
@@ -48,6 +54,6 @@ def presenter(stepper) -> W.VBox:
     controls = W.HBox([stepper._btn_reset, stepper._btn_back, stepper._btn_step, stepper._zoom, pick],
                       layout=W.Layout(align_items="center", flex_flow="row wrap"))
     box = W.VBox([W.HTML(CSS + "<span class='txl-present'></span>"), controls, stepper._narr, stage,
-                  stepper._chapters], layout=W.Layout(width="1270px", max_height="720px", overflow="hidden"))
+                  stepper._chapters], layout=W.Layout(width="100%", max_width=f"{WIDTH + 20}px"))
     box.add_class("txl-present")
     return box

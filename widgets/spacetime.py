@@ -36,7 +36,7 @@ STYLE = {  # trace name -> (colour, dash, width): the lab's one arrow vocabulary
 PART_WAY = 0.42
 INFRASTRUCTURE = ("controller", "namesrv")     # drawn last: Kafka's controller, RocketMQ's name server
 IDLE_MS = 200          # a quieter gap than this is compressed and labelled
-SAME_MS, SHORT, GAP = 0.5, 1.2, 2.2          # y per event at the same ms, at most for a short gap, per idle gap
+SAME_MS, SHORT, GAP = 0.8, 1.6, 2.6          # y per event at the same ms, at most for a short gap, per idle gap
 class TimeAxis:
     """Kernel steps -> y: simulated time, with a little room between events of the same millisecond and
     long idle gaps compressed (each remembered, to be labelled)."""
