@@ -77,9 +77,10 @@ class LogStrip:
     """A plotly FigureWidget of the partition logs; ``update(cluster)`` redraws what changed."""
 
     def __init__(self, cluster=None, topics: Optional[list] = None, max_cells: int = 200,
-                 title: str = "Partition logs", width: Optional[int] = 980) -> None:
+                 title: str = "Partition logs", width: Optional[int] = 980, height: Optional[int] = None) -> None:
         self.topics = topics
         self.width = width
+        self.height = height                        # None: grows with the rows
         self.max_cells = max_cells
         self.title = title
         self.view: Optional[tuple] = None           # (lo, hi) offsets when zoomed in
@@ -460,7 +461,7 @@ class LogStrip:
             fig.layout.yaxis.ticktext = labels
             fig.layout.yaxis.range = [(ticks[-1] if ticks else 0) + 1.0, -1.15]
             fig.layout.yaxis.autorange = False
-            fig.layout.height = max(220, height)
+            fig.layout.height = self.height or max(220, height)
         self._labels = labels
 
     def _send(self, per_part, marks, lines, cons, lo, hi, force) -> bool:
@@ -509,8 +510,12 @@ class LogStrip:
                     tr.x = np.asarray(widths, dtype=float)
                     tr.y = np.asarray(ys, dtype=float)
                     tr.marker.color = np.asarray(codes, dtype=float)
-                    tr.text = np.asarray(texts, dtype=object)
-                    tr.textfont.color = [TEXT_COLOR[int(c)] for c in codes]
+                    if any(texts):                     # values in the cells: only with few offsets in view
+                        tr.text = np.asarray(texts, dtype=object)
+                        tr.textfont.color = np.asarray([TEXT_COLOR[int(c)] for c in codes], dtype=object)
+                        sent[("texts", ch[1])] = True
+                    elif sent.pop(("texts", ch[1]), False):
+                        tr.text = None
                     outline = 1.2 if (hi - lo) <= self.max_cells else 0   # cell borders only when one per offset
                     if sent.get(("outline", ch[1])) != outline:
                         sent[("outline", ch[1])] = outline

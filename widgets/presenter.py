@@ -24,13 +24,25 @@ CSS = """<style>
 
 
 def presenter(stepper) -> W.VBox:
-    """The presenter's box for ``stepper`` (``Stepper.present()`` builds and shows it)."""
-    figures = []
+    """The presenter's box for ``stepper`` (``Stepper.present()`` builds it).  Its pictures are views of their own
+    (a ``LogStrip``, a ``SpaceTime``) sized for the screen, which the stepper redraws with its other views."""
+    from .log_strip import LogStrip
+    from .spacetime import SpaceTime
+    views, figures = [], []
     if stepper.log_strip is not None:
-        figures.append(("partition logs", stepper.log_strip.figure))
+        strip = LogStrip(topics=stepper.log_strip.topics, max_cells=stepper.log_strip.max_cells, width=WIDTH,
+                         height=PICTURE_HEIGHT)
+        strip.on_row_click(stepper.select_node)
+        views.append(strip)
+        figures.append(("partition logs", strip.figure))
     else:
         figures += [(title, getattr(view, "figure", None)) for title, view in stepper.lab_views]
-    figures.append(("messages", stepper.messages.figure))
+    messages = SpaceTime(window=stepper.messages.window)
+    messages.match, messages.position_of = stepper.messages.match, stepper.messages.position_of
+    messages.on_message_click(stepper.select_message)
+    messages.on_node_click(stepper.select_node)
+    views.append(messages)
+    figures.append(("messages", messages.figure))
     figures = [(t, f) for t, f in figures if f is not None]
     for _, fig in figures:
         with fig.batch_update():      # the legend beside the picture: the height goes to the picture itself
@@ -38,6 +50,9 @@ def presenter(stepper) -> W.VBox:
             fig.layout.height = PICTURE_HEIGHT
             fig.layout.legend.update(orientation="v", x=1.01, xanchor="left", y=1.0, yanchor="top")
             fig.layout.margin.update(r=250, b=50, t=40)
+    stepper.presenter_views = views
+    for view in views:
+        view.update(stepper.cluster)
     stepper.presenter_picture = figures[0][1]
     stage = W.Box([figures[0][1]], layout=W.Layout(width=f"{WIDTH + 10}px", max_height=f"{PICTURE_HEIGHT + 10}px",
                                                     overflow="hidden"))

@@ -267,6 +267,8 @@ class StepperUI:
             for _, view in self.lab_views:
                 view.update(c)
             self.messages.update(c)
+            for view in getattr(self, "presenter_views", ()):     # presenter mode's own pictures
+                view.update(c)
             length = self.length
             for w in (self._slider, self._play):
                 if w.max != length:
