@@ -154,3 +154,11 @@ def test_the_static_state_machine_is_the_live_views_drawing():
     assert [t.split(" ")[0] for t in ids.text] == ["copier"]
     assert "CompleteCommit" in " ".join(ids.hovertext)
     assert fig.layout.title.text == "after the fence"
+
+
+def test_a_transactional_ids_path_is_drawn_on_the_live_views_state_machine():
+    from widgets.snapshots import state_machine_snapshot
+    fig = state_machine_snapshot(["Empty", "Ongoing", "PrepareCommit", "CompleteCommit", "Ongoing", "PrepareAbort"])
+    taken = [t.name for t in fig.data if t.name.endswith(" taken")]
+    assert taken == ["Empty->Ongoing taken", "Ongoing->PrepareCommit taken", "PrepareCommit->CompleteCommit taken",
+                     "CompleteCommit->Ongoing taken", "Ongoing->PrepareAbort taken"]

@@ -196,3 +196,21 @@ def coordinator_snapshot(cluster, title: str = "") -> go.Figure:
     if title:
         fig.update_layout(title=title)
     return fig
+
+
+def state_machine_snapshot(taken: Sequence[str], title: str = "") -> go.Figure:
+    """The coordinator's state machine (the live view's layout) with the moves of one transactional id drawn thick
+    and blue: ``taken`` is its states in order (e.g. the ``state`` column of its ``__transaction_state``
+    records)."""
+    from .coordinator_view import CoordinatorView
+    from .pictures import ARROWS
+    view = CoordinatorView()
+    fig = go.Figure(view.figure)
+    moves = [(a, b) for a, b in zip(taken, taken[1:]) if a != b]
+    for a, b in dict.fromkeys(moves):
+        if (a, b) in view._edge_geometry:
+            xs, ys = view._edge_geometry[(a, b)]
+            fig.add_scatter(x=xs, y=ys, mode="lines", hoverinfo="skip", showlegend=False, name=f"{a}->{b} taken",
+                            line=dict(color=ARROWS["request"], width=4))
+    fig.update_layout(title=title or "Transaction states: the moves this transactional id made, in blue")
+    return fig
