@@ -58,11 +58,12 @@ def scenario():
                     "-", _run, lambda c, r, v: None, setup=_setup)
 
 
-def step_update_ms_median(n: int) -> float:
-    """Median wall-clock ms of ``Stepper.step()`` (one event + every view updated) over ``n`` steps."""
+def step_update_ms_median(n: int, granularity: str = "event") -> float:
+    """Median wall-clock ms of ``Stepper.step()`` (one event -- or one moment -- + every view updated) over ``n``
+    steps."""
     from widgets import Stepper
-    s = Stepper(scenario())
-    s.step(20)                                   # warm up: the figures are built
+    s = Stepper(scenario(), granularity=granularity)
+    s.step(20 if granularity == "event" else 2)  # warm up: the figures are built, the branch's moments found
     times = []
     for _ in range(n):
         if s.at_end:
@@ -72,3 +73,9 @@ def step_update_ms_median(n: int) -> float:
         times.append(time.perf_counter() - start)
     s.close()
     return statistics.median(times) * 1000.0
+
+
+def moment_step_ms_median(n: int) -> float:
+    """Median wall-clock ms of one Step at the default granularity (one moment: the kernel events up to the next
+    change a picture shows, then every view updated once), over up to ``n`` steps."""
+    return step_update_ms_median(n, "moment")

@@ -67,7 +67,8 @@ def lab(tmp_path_factory):
                PYTHONPATH=f"{ROOT}:{os.environ.get('PYTHONPATH', '')}", JUPYTER_CONFIG_DIR=str(work / "cfg"),
                JUPYTER_RUNTIME_DIR=str(work / "rt"), JUPYTERLAB_WORKSPACES_DIR=str(work / "ws"))
     cmd = [sys.executable, "-m", "jupyter", "lab", "--no-browser", f"--port={port}", "--ip=127.0.0.1",
-           f"--IdentityProvider.token={token}", f"--ServerApp.root_dir={work}"]
+           f"--IdentityProvider.token={token}", f"--ServerApp.root_dir={work}", "--LabApp.news_url=None",
+           "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate"]
     if hasattr(os, "geteuid") and os.geteuid() == 0:
         cmd.append("--allow-root")
     log = open(work / "jupyter.log", "w")
@@ -147,3 +148,90 @@ def test_tour_runs_in_jupyterlab_and_step_moves_the_hw_and_lso(lab):
     assert moved, f"the HW and LSO lines moved after Step clicks: before {before}, after {after}"
     assert key_text != before_key, "the right-arrow key stepped"
     assert outside == [], f"requests left the machine (no CDN allowed): {outside[:5]}"
+
+
+# what the pictures show, read from the page: the words on the message arrows and the values in the log cells
+READ_PICTURES = """() => {
+  const out = {arrows: [], cells: []};
+  for (const gd of document.querySelectorAll('.js-plotly-plot')) {
+    for (const t of (gd.data || [])) {
+      if (t.name === 'arrow labels') out.arrows.push(...Array.from(t.text || []));
+      if (t.type === 'bar' && /^orders-\\d+$/.test(t.name || '')) out.cells.push(...Array.from(t.text || []));
+    }
+  }
+  return out;
+}"""
+
+
+def _run_all(page, lab) -> None:
+    page.goto(lab)
+    page.get_by_text("| Idle").first.wait_for(timeout=300_000)
+    page.get_by_role("menuitem", name="Run").click()
+    page.get_by_role("menuitem", name="Run All Cells", exact=True).click()
+    page.get_by_text("ok  consume-transform-produce").first.wait_for(timeout=600_000)
+    page.locator(".js-plotly-plot .main-svg").first.wait_for(timeout=300_000)
+
+
+def test_tour_steps_to_a_key_moment_by_moments_and_presenter_mode_fits_1280x720(lab):
+    from playwright.sync_api import sync_playwright
+
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=CHROMIUM, args=[
+            "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+            "--disable-component-update", "--disable-sync", "--no-first-run"])
+        try:
+            page = browser.new_page(viewport={"width": 1500, "height": 1100})
+            _run_all(page, lab)
+            narration = page.locator(".txl-narr").first
+            page.locator(".widget-toggle-button", has_text="moment").first.click()      # step by moment
+            page.locator("button.jupyter-button", has_text="Reset").first.click()
+            page.wait_for_function("() => /step 0 of/.test(document.querySelector('.txl-narr').innerText)",
+                                   timeout=300_000)
+            step = page.locator("button.jupyter-button", has_text="Step").first
+            clicks, key = 0, ""
+            while clicks < 15 and "★" not in key:
+                before = narration.inner_text()
+                step.click()
+                clicks += 1
+                page.wait_for_function("t => document.querySelector('.txl-narr').innerText !== t",
+                                       arg=before, timeout=300_000)
+                key = narration.inner_text()
+            pictures = page.evaluate(READ_PICTURES)
+            page.locator(".js-plotly-plot").first.scroll_into_view_if_needed()
+            page.screenshot(path=str(ARTIFACTS / "tour_key_moment_logs.png"))
+            page.locator(".lm-TabBar-tab, .p-TabBar-tab", has_text="Messages").first.click()
+            page.wait_for_timeout(800)
+            page.screenshot(path=str(ARTIFACTS / "tour_key_moment_messages.png"))
+
+            # presenter mode: a new cell at the end runs s.present(); the screen is 1280x720
+            page.locator(".jp-Cell").last.click()
+            page.keyboard.press("Escape")
+            page.keyboard.press("b")
+            page.keyboard.press("Enter")
+            page.keyboard.type("s.present()")
+            page.keyboard.press("Shift+Enter")
+            present = page.locator(".txl-present.widget-vbox, .txl-present.jupyter-widgets").last
+            present.wait_for(timeout=300_000)
+            page.keyboard.press("Escape")
+            page.keyboard.press("Control+b")                  # a presenter hides the file browser
+            news = page.get_by_role("button", name="No", exact=True)
+            if news.count():
+                news.first.click()                            # JupyterLab's news question, answered no
+            page.set_viewport_size({"width": 1280, "height": 720})
+            page.wait_for_timeout(500)
+            present.evaluate("el => el.scrollIntoView({block: 'start'})")
+            page.wait_for_timeout(800)
+            page.screenshot(path=str(ARTIFACTS / "presenter_1280x720.png"))
+            boxes = {name: present.locator(sel).first.bounding_box() for name, sel in (
+                ("step", "button.jupyter-button:has-text('Step')"), ("narration", ".txl-narr"),
+                ("picture", ".js-plotly-plot"))}
+        finally:
+            browser.close()
+    assert "★" in key and clicks <= 15, f"a key moment within 15 Step clicks by moment: {clicks} clicks: {key[:200]}"
+    assert any(a.startswith(("Produce", "EndTxn", "WriteTxnMarkers", "Fetch", "AddPartitionsToTxn"))
+               for a in pictures["arrows"]), pictures["arrows"]
+    assert {"order-0", "order-2"} <= set(pictures["cells"]), pictures["cells"]
+    for name, box in boxes.items():      # controls, narration and the whole picture on one 1280x720 screen
+        assert box is not None and box["y"] >= 0 and box["y"] + box["height"] <= 722 and \
+            box["x"] + box["width"] <= 1280 + 2, f"{name} is on the 1280x720 screen: {box}"

@@ -87,7 +87,7 @@ def _orders(cluster):
 @pytest.mark.parametrize("fault", [Fault("crash", "broker-1", ms=2_000), Fault("drop", api="Produce", response=True),
                                    Fault("partition", "broker-2", others=("broker-0",), ms=1_500)])
 def test_the_same_fault_from_the_stepper_and_from_a_schedule_has_the_same_effect(fault):
-    s = Stepper(_orders, seed=4)
+    s = Stepper(_orders, seed=4, granularity="event")
     s.apply(fault)                                        # a person applies it at step 0
     s.run_to_end()
     scheduled = Cluster(brokers=3, seed=4)
@@ -125,6 +125,7 @@ def test_the_stepper_opens_a_sweep_counterexample_where_its_invariant_breaks(lso
     assert s.position == s.length and s.at_end               # broken at the end: opened at the last step
     assert ("G1a", False) in [(name, ok) for name, ok, _ in s.invariants]
     assert "G1a ✗" in s._status.value and "at the end of the run" in s.notice
+    assert "<div class='txl-bad'>G1a ✗" in s._status.value                # the broken invariant, in red
     plain = replay(ce.seed, IGNORE_LSO)                      # the stepper re-ran the sweep's run, byte for byte
     stepped = [line for line in s.cluster.trace.text().splitlines() if "scenario's client code" not in line]
     assert stepped == plain.cluster.trace.text().splitlines()

@@ -74,7 +74,7 @@ def test_the_kafka_gallery_stays_kafka_and_load_finds_the_other_labs_stories():
 
 # ---------------------------------------------------------------------------------- RocketMQ
 def test_rocketmq_stepper_shows_the_half_and_op_topics_steps_and_goes_back():
-    s = Stepper(RMQ)
+    s = Stepper(RMQ, granularity="event")
     assert s._tabs.titles == ("Half and op topics", "Messages", "Trace")
     assert s.log_strip is None and s.coordinators is None           # no Kafka partition logs here
     assert {v for _, v in s._f_api.options} >= {"SEND_MESSAGE", "END_TRANSACTION", "CHECK_TRANSACTION_STATE"}
@@ -147,7 +147,7 @@ def test_rocketmq_crash_after_the_local_transaction_is_repaired_by_a_new_instanc
 
 # ------------------------------------------------------------------------- two-phase commit
 def test_2pc_stepper_crash_the_coordinator_after_both_votes_from_the_fault_menu_blocks_the_banks():
-    s = Stepper(TRANSFER)
+    s = Stepper(TRANSFER, granularity="event")
     assert s._tabs.titles == ("Participants", "Messages", "Trace")
     assert [v for _, v in s._fault_node.options] == ["coordinator", "bank-a", "bank-b"]
     view = s.lab_views[0][1]
@@ -208,7 +208,7 @@ def test_a_plain_function_of_a_lab_steps_too():
         lab.run_until_idle()
         return lab.outcome("T9")
 
-    s = Stepper(story, lab=lambda seed: TwoPhaseCommitLab({"bank-a": {"alice": 10}}, seed=seed))
+    s = Stepper(story, lab=lambda seed: TwoPhaseCommitLab({"bank-a": {"alice": 10}}, seed=seed), granularity="event")
     assert s._tabs.titles[0] == "Participants"
     s.run_to_end()
     assert s.result == "COMMIT" and s.lab.balances() == {"bank-a": {"alice": 5}}

@@ -20,7 +20,7 @@ def kernel_events(entries):
 
 @pytest.fixture(scope="module")
 def commit():
-    s = Stepper("commit-visible-atomically")
+    s = Stepper("commit-visible-atomically", granularity="event")
     yield s
     s.close()
 
@@ -102,7 +102,7 @@ def test_hw_and_lso_lines_move_when_the_commit_markers_are_written(commit):
 
 
 def test_filter_by_api_stops_only_at_matching_steps():
-    s = Stepper("commit-visible-atomically")
+    s = Stepper("commit-visible-atomically", granularity="event")
     s._f_api.value = "EndTxn"
     s._btn_step.click()
     assert any(e.api == "EndTxn" for e in s.entries())
@@ -152,7 +152,7 @@ def test_stop_inside_commit_transaction_crash_the_coordinator_and_the_new_one_fi
 
 
 def test_crashing_the_producer_before_its_commit_forks_a_branch_where_nothing_is_visible():
-    s = Stepper("commit-visible-atomically")
+    s = Stepper("commit-visible-atomically", granularity="event")
     assert s.step_until("calls commit_transaction()")
     branch = s.crash("producer")
     s.run_to_end()
@@ -244,7 +244,7 @@ def test_timeouts_of_blocking_calls_move_the_clock_to_their_deadline_under_the_s
         return {"got": got, "waited_ms": waited, "left": left}
 
     plain = story(Cluster(brokers=3, seed=0))
-    s = Stepper(story)
+    s = Stepper(story, granularity="event")
     assert s.position == 0 and any("create topic t" in e.text for e in s.entries())
     assert not s.cluster.kernel.idle                         # create_topic's work is stepped too
     s.run_to_end()
@@ -322,7 +322,7 @@ def test_log_strip_stays_readable_at_ten_thousand_offsets():
 def test_the_pictures_only_read_a_run_stepped_with_every_view_redrawn_is_the_plain_run():
     sc = gallery.load("abort-hidden-from-read-committed")
     plain, _ = sc.play()
-    s = Stepper(sc)
+    s = Stepper(sc, granularity="event")
     while not s.at_end:
         s._btn_step.click()                                   # every view redrawn after every event
     stepped = [line for line in s.cluster.trace.text().splitlines() if "scenario's client code" not in line]
@@ -347,7 +347,7 @@ def test_isolating_a_broker_and_healing_the_network_are_branches_too():
 
 
 def test_a_variant_is_a_branch_too_classic_hangs_where_v2_does_not():
-    s = Stepper("hanging-transaction-classic-vs-v2")
+    s = Stepper("hanging-transaction-classic-vs-v2", granularity="event")
     assert s.history.branches["main"].variant == "classic"
     v2 = s.variant("v2")
     assert s.branch == v2 and s.position == 0

@@ -1,7 +1,7 @@
 """The coordinator view: each transactional.id on the coordinator's state machine, and the two internal logs.
 
 Owns the picture of KAFKA-EOS §2: the states of ``TransactionMetadata`` as nodes and the legal
-transitions (``VALID_PREVIOUS_STATES``; the transaction.version 2 additions dashed) as arrows;
+transitions (``VALID_PREVIOUS_STATES``; the transaction.version 2 additions dotted) as arrows;
 every transactional.id drawn at its current state with its last transition highlighted and a
 pending (being written) transition dashed; a table with producer id, epoch, partitions and
 timeout; the records of ``__transaction_state`` (decoded, not yet replicated ones marked); and
@@ -20,13 +20,8 @@ from txnlab.coordinator.transaction_log import describe_record
 from txnlab.coordinator.transaction_metadata import TV2_EXTRA_PREVIOUS_STATES, VALID_PREVIOUS_STATES
 
 from .cluster_view import partitions_of, replica_log, transactional_ids
+from .pictures import FONT, PENDING_DASH, SMALL, STATE_XY, TV2_DASH
 
-STATE_XY = {
-    "Empty": (0.0, 1.0), "Ongoing": (1.35, 1.0),
-    "PrepareCommit": (2.75, 1.85), "CompleteCommit": (4.2, 1.85),
-    "PrepareAbort": (2.75, 0.15), "CompleteAbort": (4.2, 0.15),
-    "PrepareEpochFence": (1.35, -0.6), "Dead": (5.45, 1.0),
-}
 BOX_W, BOX_H = 1.0, 0.34
 # How much each transition's arrow bends (0: straight), so that no arrow crosses a state box.
 BEND = {
@@ -37,7 +32,7 @@ BEND = {
     ("CompleteAbort", "PrepareAbort"): 0.3,
 }
 TID_COLORS = ["#e8590c", "#1971c2", "#2f9e44", "#9c36b5", "#c2255c", "#0c8599"]
-TABLE_CSS = ("<style>.txl-t{border-collapse:collapse;font-size:12px;margin:4px 0}"
+TABLE_CSS = ("<style>.txl-t{border-collapse:collapse;font-size:14px;margin:4px 0}"
              ".txl-t td,.txl-t th{border:1px solid #ddd;padding:2px 6px;text-align:left}"
              ".txl-t th{background:#f1f3f5}.txl-dim{color:#999}.txl-new{background:#fff3bf}</style>")
 
@@ -125,8 +120,8 @@ class CoordinatorView:
 
     def _layout(self) -> go.Layout:
         return go.Layout(
-            title=dict(text="Transaction coordinator state machine (dashed: transaction.version 2 only)",
-                       x=0.01, font=dict(size=14)),
+            title=dict(text="Transaction coordinator state machine (dotted: transaction.version 2 only; "
+                            "dashed: being written to __transaction_state)", x=0.01, font=dict(size=FONT)),
             height=360, width=980, margin=dict(l=10, r=10, t=40, b=10), showlegend=False, plot_bgcolor="white",
             xaxis=dict(visible=False, range=[-0.6, 6.6], fixedrange=True),
             yaxis=dict(visible=False, range=[-1.0, 2.75], fixedrange=True), hovermode="closest")
@@ -139,15 +134,15 @@ class CoordinatorView:
                 xs, ys = edge_path(a, b)
                 self._edge_geometry[(a, b)] = (xs, ys)
                 fig.add_scatter(x=xs, y=ys, mode="lines", hoverinfo="skip", name=f"{a}->{b}",
-                                line=dict(color="#adb5bd", width=1.3, dash="dot" if tv2 else "solid"))
+                                line=dict(color="#adb5bd", width=1.3, dash=TV2_DASH if tv2 else "solid"))
             self._n_edges = len(EDGES)
             fig.add_scatter(x=[], y=[], mode="lines", hoverinfo="skip", name="last transition",
                             line=dict(width=4))
             fig.add_scatter(x=[], y=[], mode="lines", hoverinfo="skip", name="being written",
-                            line=dict(width=3, dash="dash"))
+                            line=dict(width=3, dash=PENDING_DASH))
             fig.add_scatter(x=[], y=[], mode="markers+text", text=[], textposition="middle right",
                             marker=dict(size=13, line=dict(width=1, color="white")),
-                            textfont=dict(size=11), hovertemplate="%{hovertext}<extra></extra>",
+                            textfont=dict(size=FONT), hovertemplate="%{hovertext}<extra></extra>",
                             name="transactional ids")
             fig.layout.shapes = self._boxes(set())
             fig.layout.annotations = self._labels_and_heads([], [])
@@ -162,7 +157,7 @@ class CoordinatorView:
         return out
 
     def _labels_and_heads(self, highlight: list, pending: list) -> list:
-        out = [dict(x=x, y=y, text=f"<b>{n}</b>", showarrow=False, font=dict(size=11), xref="x", yref="y")
+        out = [dict(x=x, y=y, text=f"<b>{n}</b>", showarrow=False, font=dict(size=SMALL), xref="x", yref="y")
                for n, (x, y) in STATE_XY.items()]
         for a, b, tv2 in EDGES:
             xs, ys = self._edge_geometry[(a, b)]

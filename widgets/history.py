@@ -10,6 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Optional
 
+from txnlab.gallery.moments import Moments
+
 from .cluster_view import client_of_transactional_id
 from .execution import Branch, Execution, Fault, Story
 from .outcome import diff, diff_html, outcome
@@ -29,6 +31,12 @@ class StepFilter:
     @property
     def active(self) -> bool:
         return bool(self.api or self.node or self.transactional_id or self.skip_background)
+
+    @property
+    def narrows(self) -> bool:
+        """An API, process or transactional.id is chosen: Step then goes event by event to matching ones (a
+        moment or an exchange is never a background event, so skipping those changes nothing there)."""
+        return bool(self.api or self.node or self.transactional_id)
 
     def _entry_matches(self, e, cluster) -> bool:
         if self.skip_background and (e.background or e.kind == "note"):
@@ -76,7 +84,7 @@ class History:
         self.max_steps = max_steps
         self.branches: dict[str, Branch] = {main.name: main}
         self.labels: dict[str, str] = {main.name: "as written"}
-        self._ends: dict[str, tuple] = {}    # name -> (length, outcome)
+        self._ends: dict[str, tuple] = {}    # name -> (length, outcome, Moments)
 
     def execution(self, name: str, position: int = 0) -> Execution:
         ex = Execution(self.story, self.branches[name], self.max_steps)
@@ -87,10 +95,18 @@ class History:
         got = self._ends.get(name)
         if got is None:
             ex = self.execution(name)
-            ex.run_to_end()
-            got = self._ends[name] = (ex.position, outcome(ex))
+            sc = self.story.scenario
+            moments = Moments(sc.moments if sc is not None else ())
+            moments.observe(0, ex.entries(0), ex.cluster)
+            while ex.step():                 # one pass to the end: the length, the stops and the key moments
+                moments.observe(ex.position, ex.entries(), ex.cluster)
+            got = self._ends[name] = (ex.position, outcome(ex), moments)
             ex.close()
         return got
+
+    def moments(self, name: str) -> Moments:
+        """The branch's stops at each granularity and where its key moments are (``txnlab.gallery.moments``)."""
+        return self._finish(name)[2]
 
     def length(self, name: str) -> int:
         """The position at which the branch ends (client code done, only background work left)."""

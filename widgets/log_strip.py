@@ -1,8 +1,8 @@
 """The partition log strip: every replica of every partition as a row of offset cells.
 
-Owns the picture of the logs (KAFKA-EOS §1, §3, §4): one row per replica, one cell per offset,
-coloured by producer (a lighter tint while its transaction is open, grey once aborted);
-COMMIT / ABORT markers as glyphs; each replica's LEO, HW and LSO as vertical lines; the positions
+Owns the picture of the logs (KAFKA-EOS §1, §3, §4): one row per replica, one bordered cell per offset
+with the record's value inside when it fits, coloured by what the record is (not transactional; transactional
+and committed, still open or aborted; COMMIT / ABORT marker) with a legend naming every colour; each replica's LEO, HW and LSO as vertical lines; the positions
 of read_committed and read_uncommitted consumers.  Hovering a cell shows the batch header fields.
 Zoomed out past ``max_cells`` offsets per row the cells are batches, then buckets of batches.
 Reads state only through ``cluster.log(...)``, ``cluster.partition_state(...)`` and consumers'
@@ -18,39 +18,18 @@ import numpy as np
 import plotly.graph_objects as go
 
 from .cluster_view import consumers_of, replica_log, user_topics
+from .pictures import CELL_BORDER, CONSUMERS, FONT, LINES, SMALL, STATUS, STATUS_ORDER, cell_text, legend_entries
 
-# producer colours: none of them orange (the LSO), red (ABORT) or grey (aborted data)
-PALETTE = ["#4C78A8", "#72B7B2", "#B279A2", "#9D755D", "#EECA3B", "#FF9DA6", "#54A24B", "#5A6E8C"]
-SLOTS = len(PALETTE)
-ABORTED, CONTROL, FIRST_FREE = 2 * SLOTS, 2 * SLOTS + 1, 2 * SLOTS + 2
-ABORTED_COLOR, CONTROL_COLOR = "#c9c9c9", "#ffffff"
-
-
-def _tint(hex_color: str, amount: float = 0.6) -> str:
-    r, g, b = (int(hex_color[i:i + 2], 16) for i in (1, 3, 5))
-    mix = lambda c: int(c + (255 - c) * amount)  # noqa: E731
-    return f"#{mix(r):02x}{mix(g):02x}{mix(b):02x}"
-
-
-def _colorscale() -> list:
-    colors = [c for base in PALETTE for c in (base, _tint(base))] + [ABORTED_COLOR, CONTROL_COLOR]
-    n = len(colors) - 1
-    return [[i / n, c] for i, c in enumerate(colors)]
-
-
-COLORSCALE = _colorscale()
+# one colour per kind of record, as every log picture of the lab draws it (widgets/pictures.py)
+CODE = {status: i for i, status in enumerate(STATUS_ORDER)}
+CONTROL = len(STATUS_ORDER) - 1
+COLORSCALE = [[i / CONTROL, STATUS[s][0]] for i, s in enumerate(STATUS_ORDER)]
+TEXT_COLOR = [STATUS[s][2] for s in STATUS_ORDER]
+WIDE_CELLS = 60        # up to this many offsets in view, each cell shows its value and the axis every offset
 STATUS_WORDS = {"committed": "transactional, committed", "aborted": "transactional, ABORTED (hidden from "
                 "read_committed)", "open": "transactional, still open (hidden from read_committed)",
                 "plain": "not transactional"}
-ROW_STEP, PARTITION_GAP = 1.0, 1.4
-# name -> (colour, dash, width), drawn in this order: each replica's LSO, HW and LEO as a line across
-# its row.  Equal values stay distinguishable: a wide orange LSO under a dashed blue HW under a thin
-# black LEO.
-LINES = {
-    "LSO": ("#f76707", "solid", 7),
-    "HW": ("#1c7ed6", "dash", 3),
-    "LEO": ("#212529", "solid", 1.5),
-}
+ROW_STEP, PARTITION_GAP = 1.0, 1.6
 
 
 def nice_width(span: float, cells: int) -> int:
@@ -98,9 +77,10 @@ class LogStrip:
     """A plotly FigureWidget of the partition logs; ``update(cluster)`` redraws what changed."""
 
     def __init__(self, cluster=None, topics: Optional[list] = None, max_cells: int = 200,
-                 title: str = "Partition logs", width: Optional[int] = 980) -> None:
+                 title: str = "Partition logs", width: Optional[int] = 980, height: Optional[int] = None) -> None:
         self.topics = topics
         self.width = width
+        self.height = height                        # None: grows with the rows
         self.max_cells = max_cells
         self.title = title
         self.view: Optional[tuple] = None           # (lo, hi) offsets when zoomed in
@@ -111,22 +91,37 @@ class LogStrip:
         self._shape: tuple = ()
         self._digests: dict = {}
         self._row_cache: dict = {}
-        self._slots: dict = {}
         self._sent: dict = {}
         self._zooming = False
+        self._row_cb = None
+        self._rows: list = []
         self.updates = 0
         if cluster is not None:
             self.update(cluster)
 
+    # ------------------------------------------------------------------ clicks
+    def on_row_click(self, fn) -> None:
+        """``fn(process name)`` when a person clicks a replica's row (a cell of it): the stepper picks that broker."""
+        self._row_cb = fn
+
+    def _clicked_bar(self, trace, points, state=None) -> None:
+        for i in points.point_inds:
+            y = trace.y[i] if trace.y is not None and i < len(trace.y) else None
+            row = next((r for r in self._rows if r[3] == y), None)
+            if row is not None and self._row_cb is not None:
+                self._row_cb(f"broker-{row[2]}")
+
     # ------------------------------------------------------------------ layout
     def _layout(self) -> go.Layout:
         return go.Layout(
-            title=dict(text=self.title, x=0.01, font=dict(size=14)), height=260, width=self.width,
-            margin=dict(l=170, r=110, t=60, b=40),
+            title=dict(text=self.title, x=0.01, font=dict(size=16)), height=260, width=self.width,
+            margin=dict(l=200, r=30, t=50, b=110), font=dict(size=FONT),
             barmode="overlay", bargap=0, plot_bgcolor="#fafafa", hovermode="closest", uirevision="logs",
-            legend=dict(orientation="h", yanchor="bottom", y=1.0, xanchor="right", x=1.0, font=dict(size=11)),
-            xaxis=dict(title="offset", rangemode="tozero", zeroline=False, showgrid=True, gridcolor="#eeeeee"),
-            yaxis=dict(autorange="reversed", showgrid=False, zeroline=False, tickfont=dict(size=11)))
+            legend=dict(orientation="h", yanchor="top", y=-0.22, xanchor="left", x=0.0, font=dict(size=SMALL)),
+            uniformtext=dict(minsize=FONT, mode="hide"),
+            xaxis=dict(title=dict(text="offset", standoff=4), rangemode="tozero", zeroline=False, showgrid=False,
+                       tickfont=dict(size=FONT)),
+            yaxis=dict(autorange="reversed", showgrid=False, zeroline=False, tickfont=dict(size=FONT)))
 
     def _on_zoom(self, layout, rng) -> None:
         if self._zooming:
@@ -184,18 +179,12 @@ class LogStrip:
             self._digests[id(log)] = d
         return d
 
-    def _slot(self, pid: int) -> int:
-        s = self._slots.get(pid)
-        if s is None:
-            s = self._slots[pid] = len(self._slots) % SLOTS
-        return s
-
-    def _code(self, b, status: str) -> int:
+    @staticmethod
+    def _code(b, status: str) -> int:
         if status == "control":
-            return CONTROL
-        if status == "aborted":
-            return ABORTED
-        return 2 * self._slot(b.producer_id) + (1 if status == "open" else 0)
+            ct = b.control_type
+            return CODE["COMMIT"] if ct is not None and ct.name == "COMMIT" else CODE["ABORT"]
+        return CODE[status]
 
     @staticmethod
     def _batch_hover(b, status: str, topic: str, p: int, offset: Optional[int] = None) -> str:
@@ -215,14 +204,15 @@ class LogStrip:
                 f"{STATUS_WORDS[status]}{value}")
 
     def _row_data(self, log, topic: str, p: int, lo: int, hi: int) -> tuple:
-        """(starts, widths, codes, hovers, commit_xs, abort_xs, marker_hovers) for one replica row."""
+        """(starts, widths, codes, hovers, marks, texts) for one replica row."""
         d = self._digest(log)
         i0 = max(0, bisect_right(d.nexts, lo))
         i1 = bisect_left(d.bases, hi)
-        starts, widths, codes, hovers = [], [], [], []
+        starts, widths, codes, hovers, texts = [], [], [], [], []
         marks: dict = {"COMMIT": ([], []), "ABORT": ([], [])}
         span = hi - lo
         if span <= self.max_cells:                       # one cell per offset
+            wide = span <= WIDE_CELLS
             for i in range(i0, i1):
                 b, st = d.batches[i], d.status[i]
                 code = self._code(b, st)
@@ -231,6 +221,13 @@ class LogStrip:
                     widths.append(1)
                     codes.append(code)
                     hovers.append(self._batch_hover(b, st, topic, p, off))
+                    if not wide:
+                        texts.append("")
+                    elif st == "control":
+                        texts.append(STATUS_ORDER[code])
+                    else:
+                        r = b.records[off - b.base_offset]
+                        texts.append(cell_text(r.value if r.value is not None else r.key))
                 self._marker(b, st, marks, topic, p)
         elif i1 - i0 <= self.max_cells:                  # one cell per batch
             for i in range(i0, i1):
@@ -239,6 +236,7 @@ class LogStrip:
                 widths.append(len(b.records))
                 codes.append(self._code(b, st))
                 hovers.append(self._batch_hover(b, st, topic, p))
+                texts.append("")
                 self._marker(b, st, marks, topic, p)
         else:                                             # buckets of batches
             w = nice_width(span, self.max_cells)
@@ -264,6 +262,7 @@ class LogStrip:
                     i += 1
                 code_counts = {k[1]: v for k, v in counts.items() if isinstance(k, tuple)}
                 code = max(code_counts, key=code_counts.get) if code_counts else CONTROL
+                texts.append("")
                 starts.append(start)
                 widths.append(w)
                 codes.append(code)
@@ -275,7 +274,7 @@ class LogStrip:
                     if n:
                         marks[name][0].append(start + w / 2)
                         marks[name][1].append(f"{n} {name} marker(s) in offsets {start}–{end - 1}")
-        return starts, widths, codes, hovers, marks
+        return starts, widths, codes, hovers, marks, texts
 
     def _marker(self, b, st: str, marks: dict, topic: str, p: int) -> None:
         if st != "control":
@@ -304,34 +303,36 @@ class LogStrip:
         traces = []
         for i, (t, p) in enumerate(parts):
             traces.append(go.Bar(name=f"{t}-{p}", orientation="h", x=[], y=[], base=[], width=0.8,
-                                 hovertemplate="%{hovertext}<extra></extra>", showlegend=False,
+                                 hovertemplate="%{hovertext}<extra></extra>", showlegend=False, text=[],
+                                 textposition="inside", insidetextanchor="middle", textangle=0,
+                                 textfont=dict(size=FONT), cliponaxis=False,
                                  marker=dict(color=[], colorscale=COLORSCALE, cmin=0, cmax=CONTROL,
                                              line=dict(width=0))))
-        traces.append(go.Scatter(name="COMMIT marker", mode="markers", x=[], y=[],
-                                 marker=dict(symbol="diamond", size=11, color="#2b8a3e", line=dict(width=1, color="white")),
+        # markers are cells of their own colour; in a zoomed-out row (buckets) these glyphs still show them
+        traces.append(go.Scatter(name="COMMIT marker", mode="markers", x=[], y=[], showlegend=False,
+                                 marker=dict(symbol="diamond", size=9, color="white", line=dict(width=1, color=STATUS["COMMIT"][0])),
                                  hovertemplate="%{hovertext}<extra></extra>"))
-        traces.append(go.Scatter(name="ABORT marker", mode="markers", x=[], y=[],
-                                 marker=dict(symbol="x", size=11, color="#c92a2a", line=dict(width=1, color="white")),
+        traces.append(go.Scatter(name="ABORT marker", mode="markers", x=[], y=[], showlegend=False,
+                                 marker=dict(symbol="x", size=9, color="white", line=dict(width=1, color=STATUS["ABORT"][0])),
                                  hovertemplate="%{hovertext}<extra></extra>"))
-        for name, (color, dash, width) in LINES.items():
+        for name, (color, dash, width, _words) in LINES.items():
             traces.append(go.Scatter(name=name, mode="lines", x=[], y=[], line=dict(color=color, dash=dash, width=width),
-                                     hovertemplate="%{hovertext}<extra></extra>"))
+                                     showlegend=False, hovertemplate="%{hovertext}<extra></extra>"))
         traces.append(go.Scatter(name="leader's HW / LSO", mode="text", x=[], y=[], text=[], showlegend=False,
-                                 textposition="top center", textfont=dict(size=11, color=[]), hoverinfo="skip",
+                                 textposition="top center", textfont=dict(size=FONT, color=[]), hoverinfo="skip",
                                  cliponaxis=False))
-        traces.append(go.Scatter(name="read_committed consumer", mode="markers+text", x=[], y=[], text=[],
-                                 cliponaxis=False,
-                                 textposition="middle right", textfont=dict(size=10, color="#2b8a3e"),
-                                 marker=dict(symbol="triangle-up", size=12, color="#2b8a3e"),
-                                 hovertemplate="%{hovertext}<extra></extra>"))
-        traces.append(go.Scatter(name="read_uncommitted consumer", mode="markers+text", x=[], y=[], text=[],
-                                 cliponaxis=False,
-                                 textposition="middle left", textfont=dict(size=10, color="#862e9c"),
-                                 marker=dict(symbol="triangle-up-open", size=12, color="#862e9c", line=dict(width=2)),
-                                 hovertemplate="%{hovertext}<extra></extra>"))
-        with fig.batch_update():
-            fig.data = []
-            fig.add_traces(traces)
+        for iso, side in (("read_committed", "middle right"), ("read_uncommitted", "middle left")):
+            color, symbol = CONSUMERS[iso]
+            traces.append(go.Scatter(name=f"{iso} consumer", mode="markers+text", x=[], y=[], text=[],
+                                     cliponaxis=False, textposition=side, textfont=dict(size=SMALL, color=color),
+                                     marker=dict(symbol=symbol, size=14, color=color, line=dict(width=2, color=color)),
+                                     hovertemplate="%{hovertext}<extra></extra>"))
+        traces += legend_entries()
+        # not inside batch_update: the widget's front end then loses the new traces' styles (colours)
+        fig.data = []
+        fig.add_traces(traces)
+        for tr in fig.data[:len(parts)]:
+            tr.on_click(self._clicked_bar)
         self._parts = parts
         self._sent = {}
 
@@ -341,8 +342,8 @@ class LogStrip:
             self._cluster = cluster
             self._digests.clear()
             self._row_cache.clear()
-            self._slots.clear()
         rows = self._collect_rows(cluster)
+        self._rows = rows
         shape = tuple((t, p, b) for t, p, b, *_ in rows)
         if shape != self._shape:
             self._shape = shape
@@ -367,13 +368,14 @@ class LogStrip:
             if data is None or data[0] != key:
                 data = (key, self._row_data(log, topic, p, lo, hi))
                 self._row_cache[(topic, p, broker)] = data
-            starts, widths, codes, hovers, mk = data[1]
-            acc = per_part.setdefault((topic, p), ([], [], [], [], []))
+            starts, widths, codes, hovers, mk, texts = data[1]
+            acc = per_part.setdefault((topic, p), ([], [], [], [], [], []))
             acc[0].extend(starts)
             acc[1].extend(widths)
             acc[2].extend(codes)
             acc[3].extend(hovers)
             acc[4].extend([y] * len(starts))
+            acc[5].extend(texts)
             for name, (xs, hs) in mk.items():
                 marks[name][0].extend(xs)
                 marks[name][1].extend([y] * len(xs))
@@ -390,12 +392,28 @@ class LogStrip:
                 labels.append((topic, p, values["HW"], values["LSO"]))
         cons = self._consumer_marks(cluster, rows)
         cons["labels"] = self._hw_labels(rows, labels)
-        dtick = nice_width(hi - lo, 12)
-        if self._sent.get("dtick") != dtick:
-            self._sent["dtick"] = dtick
-            self.figure.layout.xaxis.dtick = dtick
-            self.figure.layout.xaxis.tick0 = 0
+        self._x_ticks(lo, hi)
         return self._send(per_part, marks, lines, cons, lo, hi, force)
+
+    def _x_ticks(self, lo: int, hi: int) -> None:
+        """Few offsets in view: each cell's offset under its middle; many: round numbers on the cell boundaries."""
+        if hi - lo <= WIDE_CELLS:
+            step = 1 if hi - lo <= 30 else 2
+            ticks = ("cells", lo, hi, step)
+            if self._sent.get("ticks") != ticks:
+                self._sent["ticks"] = ticks
+                with self.figure.batch_update():
+                    self.figure.layout.xaxis.tickmode = "array"
+                    self.figure.layout.xaxis.tickvals = [o + 0.5 for o in range(lo, hi, step)]
+                    self.figure.layout.xaxis.ticktext = [str(o) for o in range(lo, hi, step)]
+            return
+        dtick = nice_width(hi - lo, 12)
+        if self._sent.get("ticks") != ("dtick", dtick):
+            self._sent["ticks"] = ("dtick", dtick)
+            with self.figure.batch_update():
+                self.figure.layout.xaxis.tickmode = "linear"
+                self.figure.layout.xaxis.dtick = dtick
+                self.figure.layout.xaxis.tick0 = 0
 
     @staticmethod
     def _hw_labels(rows, labels) -> tuple:
@@ -437,13 +455,13 @@ class LogStrip:
         ticks = [y for *_, y, _l, _a in rows]
         labels = [f"{t}-{p} · broker {b}{' ★' if leader else ''}{'' if alive else ' ✕ down'}"
                   for t, p, b, y, leader, alive in rows]
-        height = int(110 + 26 * len(rows) + 34 * len({(t, p) for t, p, *_ in rows}))
+        height = int(190 + 32 * len(rows) + 40 * len({(t, p) for t, p, *_ in rows}))
         with fig.batch_update():
             fig.layout.yaxis.tickvals = ticks
             fig.layout.yaxis.ticktext = labels
             fig.layout.yaxis.range = [(ticks[-1] if ticks else 0) + 1.0, -1.15]
             fig.layout.yaxis.autorange = False
-            fig.layout.height = max(220, height)
+            fig.layout.height = self.height or max(220, height)
         self._labels = labels
 
     def _send(self, per_part, marks, lines, cons, lo, hi, force) -> bool:
@@ -451,11 +469,11 @@ class LogStrip:
         sent = self._sent
         changes = []
         for i, tp in enumerate(self._parts):
-            starts, widths, codes, hovers, ys = per_part.get(tp, ([], [], [], [], []))
-            sig = (tuple(starts), tuple(widths), tuple(codes), tuple(ys), len(hovers) and hovers[-1])
+            starts, widths, codes, hovers, ys, texts = per_part.get(tp, ([], [], [], [], [], []))
+            sig = (tuple(starts), tuple(widths), tuple(codes), tuple(ys), len(hovers) and hovers[-1], tuple(texts))
             if force or sent.get(("bar", i)) != sig:
                 sent[("bar", i)] = sig
-                changes.append(("bar", i, starts, widths, codes, hovers, ys))
+                changes.append(("bar", i, starts, widths, codes, hovers, ys, texts))
         n = len(self._parts)
         for j, name in enumerate(("COMMIT", "ABORT")):
             xs, ys, hs = marks[name]
@@ -487,16 +505,22 @@ class LogStrip:
             for ch in changes:
                 tr = fig.data[ch[1]]
                 if ch[0] == "bar":
-                    _, _, starts, widths, codes, hovers, ys = ch
+                    _, _, starts, widths, codes, hovers, ys, texts = ch
                     tr.base = np.asarray(starts, dtype=float)
                     tr.x = np.asarray(widths, dtype=float)
                     tr.y = np.asarray(ys, dtype=float)
                     tr.marker.color = np.asarray(codes, dtype=float)
-                    outline = 0.6 if (hi - lo) <= self.max_cells else 0   # cell borders only when one per offset
+                    if any(texts):                     # values in the cells: only with few offsets in view
+                        tr.text = np.asarray(texts, dtype=object)
+                        tr.textfont.color = np.asarray([TEXT_COLOR[int(c)] for c in codes], dtype=object)
+                        sent[("texts", ch[1])] = True
+                    elif sent.pop(("texts", ch[1]), False):
+                        tr.text = None
+                    outline = 1.2 if (hi - lo) <= self.max_cells else 0   # cell borders only when one per offset
                     if sent.get(("outline", ch[1])) != outline:
                         sent[("outline", ch[1])] = outline
                         tr.marker.line.width = outline
-                        tr.marker.line.color = "white"
+                        tr.marker.line.color = CELL_BORDER
                     tr.hovertext = np.asarray(hovers, dtype=object)
                 elif ch[0] == "text":
                     _, _, xs, ys, texts, colors = ch

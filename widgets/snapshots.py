@@ -1,6 +1,7 @@
 """Snapshots: static plotly figures of one moment, drawn once by a chapter cell (not live widgets).
 
-Owns two pictures.  ``log_snapshot``: chosen partition logs as strips of offset cells, each cell
+Owns two pictures, drawn in the lab's one visual language (``widgets/pictures.py``: the live log strip and
+message diagram use the same colours, words and line styles).  ``log_snapshot``: chosen partition logs as strips of offset cells, each cell
 labelled with its value and coloured by what the record is (not transactional; transactional and
 committed, still open or aborted; COMMIT / ABORT markers, KAFKA-EOS §3), with the LEO, HW and LSO
 as vertical marks and, optionally, consumer positions (§4).  ``message_flow``: a space-time diagram
@@ -16,17 +17,11 @@ from typing import Callable, Optional, Sequence
 import plotly.graph_objects as go
 
 from .log_strip import _LogDigest
+from .pictures import ARROWS, CELL_BORDER, CONSUMERS, FONT, LINES, SMALL, STATUS, arrow_label, legend_entries
 
-STATUS = {  # status -> (colour, words for the legend)
-    "plain": ("#4C78A8", "not transactional"),
-    "committed": ("#54A24B", "transactional, committed"),
-    "open": ("#F2B701", "transactional, still open"),
-    "aborted": ("#BDBDBD", "transactional, aborted"),
-    "COMMIT": ("#1B5E20", "COMMIT marker"),
-    "ABORT": ("#B71C1C", "ABORT marker"),
-}
-MARKS = {"LEO": ("#222222", "solid"), "HW": ("#1F5FBF", "dash"), "LSO": ("#D9480F", "dot")}
-MARK_WORDS = {"LEO": "LEO (log end offset)", "HW": "HW (high watermark)", "LSO": "LSO (last stable offset)"}
+# the same colours, words and line styles as the live views (widgets/pictures.py)
+MARKS = {name: (colour, dash, width) for name, (colour, dash, width, _) in LINES.items()}
+MARK_WORDS = {name: words for name, (_, _, _, words) in LINES.items()}
 
 
 def offset_cells(cluster, topic: str, partition: int = 0, broker: Optional[int] = None) -> list[dict]:
@@ -71,13 +66,13 @@ def _draw_marks(fig: go.Figure, y: int, values: dict, marks: Sequence[str]) -> N
         if values.get(mark) is not None:
             at.setdefault(values[mark], []).append(mark)
     for k, (x, names) in enumerate(sorted(at.items())):
-        for j, mark in enumerate(names):      # marks at the same offset: side by side, 5 px apart
-            colour, dash = MARKS[mark]
-            dx = 5 * (j - (len(names) - 1) / 2)
+        for j, mark in enumerate(names):      # marks at the same offset: side by side, 6 px apart
+            colour, dash, width = MARKS[mark]
+            dx = 6 * (j - (len(names) - 1) / 2)
             fig.add_shape(type="line", xsizemode="pixel", xanchor=x - 0.5, x0=dx, x1=dx, y0=y - 0.42, y1=y + 0.42,
-                          line=dict(color=colour, dash=dash, width=3))
+                          line=dict(color=colour, dash=dash, width=min(width, 4)))
         fig.add_annotation(x=x - 0.5, y=y - 0.42, text="=".join(names) + f" {x}", showarrow=False,
-                           yanchor="bottom", yshift=2 + 15 * (k % 2), font=dict(size=11, color=MARKS[names[0]][0]),
+                           yanchor="bottom", yshift=2 + 17 * (k % 2), font=dict(size=SMALL, color=MARKS[names[0]][0]),
                            bgcolor="rgba(255,255,255,0.8)")
 
 
@@ -113,26 +108,24 @@ def log_snapshot(cluster, rows: Sequence[tuple], title: str = "", marks: Sequenc
         _draw_marks(fig, y, values, marks)
     for y, marks_here in (positions or {}).items():
         for k, (offset, text) in enumerate(marks_here):
+            colour = CONSUMERS["read_committed"][0]
             fig.add_annotation(x=offset - 0.5, y=y + 0.3, ax=0, ay=24 + 20 * k, text=text, showarrow=True,
-                               arrowhead=2, arrowcolor="#6A1B9A", font=dict(size=11, color="#6A1B9A"),
+                               arrowhead=2, arrowcolor=colour, font=dict(size=SMALL, color=colour),
                                yanchor="top")
     for status, d in by_status.items():
         if not d["x"]:
             continue
-        colour, words = STATUS[status]
+        colour, words, ink = STATUS[status]
         fig.add_trace(go.Bar(orientation="h", x=d["x"], y=d["y"], base=d["base"], width=0.56, name=words,
-                             showlegend=True, marker=dict(color=colour, line=dict(color="white", width=1)),
+                             showlegend=False, marker=dict(color=colour, line=dict(color=CELL_BORDER, width=1.2)),
                              text=d["text"], textposition="inside", insidetextanchor="middle", hovertext=d["hover"],
-                             hoverinfo="text", textfont=dict(color="black" if status in ("open", "aborted") else "white")))
-    for mark in marks:                              # legend entries for the vertical marks
-        colour, dash = MARKS[mark]
-        fig.add_trace(go.Scatter(x=[None], y=[None], mode="lines", name=MARK_WORDS[mark],
-                                 line=dict(color=colour, dash=dash, width=3)))
+                             hoverinfo="text", textangle=0, textfont=dict(color=ink, size=FONT)))
+    fig.add_traces(legend_entries(lines=[m for m in ("LEO", "HW", "LSO") if m in marks]))   # every colour named
     n = len(strips)
     fig.update_layout(title=title, barmode="overlay", width=width, height=190 + 95 * n + (40 if positions else 0),
                       plot_bgcolor="white", margin=dict(l=10, r=10, t=60, b=40 + (40 if positions else 0)),
-                      legend=dict(orientation="v", yanchor="top", y=1.0, x=1.01, font=dict(size=11)),
-                      uniformtext=dict(minsize=8, mode="hide"))
+                      legend=dict(orientation="v", yanchor="top", y=1.0, x=1.01, font=dict(size=SMALL)),
+                      font=dict(size=FONT), uniformtext=dict(minsize=FONT - 2, mode="hide"))
     fig.update_yaxes(tickvals=list(range(n)), ticktext=[s[0] for s in strips], showgrid=False,
                      range=[n - 0.45 + (0.8 if positions else 0), -0.95], zeroline=False)
     fig.update_xaxes(title="offset", range=[-0.7, widest + 0.7 + widest / 12], dtick=1 if widest <= 20 else 5,
@@ -141,23 +134,24 @@ def log_snapshot(cluster, rows: Sequence[tuple], title: str = "", marks: Sequenc
 
 
 def _arrow(fig: go.Figure, m, x: dict, y0: float, y1: float, delivered: bool) -> None:
-    """One message: an arrow from its sender's lane to its receiver's, labelled with its API."""
-    colour = "#757575" if m.is_response else "#0D47A1"
+    """One message: an arrow from its sender's lane to its receiver's, labelled with its API (and, on a response,
+    ✓ or its error name), as the live diagram labels it."""
+    colour = ARROWS["response"] if m.is_response else ARROWS["request"]
     if m.state == "dropped":
-        colour = "#C62828"
-    label = m.api + (" ✓" if m.is_response else "") + (" ✗ dropped" if m.state == "dropped" else "")
+        colour = ARROWS["lost"]
+    label = arrow_label(m)
     if m.src == m.dst:          # a broker talking to itself (e.g. the coordinator leads the partition)
         xs = x[m.src]
         fig.add_annotation(x=xs + 0.03, y=y1, ax=xs + 0.22, ay=y0, xref="x", yref="y", axref="x", ayref="y",
                            showarrow=True, arrowhead=2, arrowsize=1.2, arrowwidth=1.6, arrowcolor=colour, text="")
         fig.add_annotation(x=xs + 0.24, y=(y0 + y1) / 2, text=label + " (to itself)", showarrow=False,
-                           xanchor="left", font=dict(size=10, color=colour), bgcolor="rgba(255,255,255,0.85)")
+                           xanchor="left", font=dict(size=SMALL, color=colour), bgcolor="rgba(255,255,255,0.85)")
         return
     fig.add_annotation(x=x[m.dst] if delivered else (x[m.src] + x[m.dst]) / 2, y=y1,
                        ax=x[m.src], ay=y0, xref="x", yref="y", axref="x", ayref="y",
                        showarrow=True, arrowhead=2, arrowsize=1.2, arrowwidth=1.6, arrowcolor=colour, text="")
     fig.add_annotation(x=(x[m.src] + x[m.dst]) / 2, y=(y0 + y1) / 2, text=label, showarrow=False,
-                       font=dict(size=10, color=colour), bgcolor="rgba(255,255,255,0.85)")
+                       font=dict(size=SMALL, color=colour), bgcolor="rgba(255,255,255,0.85)")
 
 
 def message_flow(cluster, mark: int, apis: Sequence[str], lanes: Sequence[str], title: str = "",
@@ -190,4 +184,33 @@ def message_flow(cluster, mark: int, apis: Sequence[str], lanes: Sequence[str], 
                      showgrid=False, zeroline=False)
     fig.update_yaxes(showticklabels=False, showgrid=False, zeroline=False,
                      range=[len(steps) - 0.3, -0.7])
+    return fig
+
+
+def coordinator_snapshot(cluster, title: str = "") -> go.Figure:
+    """The transaction coordinator's state machine with every transactional id at its state now: the live
+    ``CoordinatorView``'s picture, kept as a static figure (one drawing for both)."""
+    from .coordinator_view import CoordinatorView
+    view = CoordinatorView(cluster)
+    fig = go.Figure(view.figure)
+    if title:
+        fig.update_layout(title=title)
+    return fig
+
+
+def state_machine_snapshot(taken: Sequence[str], title: str = "") -> go.Figure:
+    """The coordinator's state machine (the live view's layout) with the moves of one transactional id drawn thick
+    and blue: ``taken`` is its states in order (e.g. the ``state`` column of its ``__transaction_state``
+    records)."""
+    from .coordinator_view import CoordinatorView
+    from .pictures import ARROWS
+    view = CoordinatorView()
+    fig = go.Figure(view.figure)
+    moves = [(a, b) for a, b in zip(taken, taken[1:]) if a != b]
+    for a, b in dict.fromkeys(moves):
+        if (a, b) in view._edge_geometry:
+            xs, ys = view._edge_geometry[(a, b)]
+            fig.add_scatter(x=xs, y=ys, mode="lines", hoverinfo="skip", showlegend=False, name=f"{a}->{b} taken",
+                            line=dict(color=ARROWS["request"], width=4))
+    fig.update_layout(title=title or "Transaction states: the moves this transactional id made, in blue")
     return fig

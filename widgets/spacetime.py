@@ -2,8 +2,10 @@
 
 Owns the message-flow picture (as Maelstrom draws it, from the network journal after the fact):
 one vertical lane per process (clients, brokers and the controller, or another lab's processes);
-time (kernel steps) runs downwards; an arrow from the step a message was sent on its source lane
-to the step it was delivered on its destination lane.  In-flight messages end in a clickable dot
+simulated time runs downwards (events at the same millisecond a little apart, in their order; an idle gap
+longer than ``IDLE_MS`` is compressed to a fixed height and labelled "… 30 s …"); an arrow from the moment a
+message was sent on its source lane to the moment it was delivered on its destination lane, labelled with
+its API (and, on a response, its error name when it is not NONE).  In-flight messages end in a clickable dot
 (drop / delay / duplicate them), dropped messages end in a red cross, a broken connection is a ⚡ on
 its client's lane at the step the client noticed it, the current step is a highlighted band, and the lane
 heads are clickable (crash / restart that process).  Reads the
@@ -17,14 +19,15 @@ from typing import Callable, Optional
 import plotly.graph_objects as go
 
 from .cluster_view import roles
+from .pictures import ARROWS, FONT, SMALL, arrow_label, idle_words
 
-STYLE = {  # trace name -> (colour, dash, width)
-    "requests": ("#1c7ed6", "solid", 1.6),
-    "responses": ("#37b24d", "solid", 1.6),
+STYLE = {  # trace name -> (colour, dash, width): the lab's one arrow vocabulary (widgets/pictures.py)
+    "requests": (ARROWS["request"], "solid", 1.8),
+    "responses": (ARROWS["response"], "solid", 1.8),
     "background": ("#ced4da", "solid", 1.0),
-    "dropped": ("#e03131", "dot", 1.6),
-    "in flight": ("#f08c00", "dash", 2.0),
-    "this step": ("#ae3ec9", "solid", 3.5),
+    "dropped": (ARROWS["lost"], "dot", 1.8),
+    "in flight": (ARROWS["in flight"], "dash", 2.2),
+    "this step": (ARROWS["this step"], "solid", 3.5),
 }
 
 
@@ -32,6 +35,41 @@ STYLE = {  # trace name -> (colour, dash, width)
 # across two lanes does not seem to end on the lane between them (1, 2, 3 or 4 lanes away: 0.42 .. 1.68).
 PART_WAY = 0.42
 INFRASTRUCTURE = ("controller", "namesrv")     # drawn last: Kafka's controller, RocketMQ's name server
+IDLE_MS = 200          # a quieter gap than this is compressed and labelled
+SAME_MS, SHORT, GAP = 0.8, 1.6, 2.6          # y per event at the same ms, at most for a short gap, per idle gap
+class TimeAxis:
+    """Kernel steps -> y: simulated time, with a little room between events of the same millisecond and
+    long idle gaps compressed (each remembered, to be labelled)."""
+
+    def __init__(self, times: dict, lo: int, cur: int) -> None:
+        self.y: dict = {}
+        self.gaps: list = []            # (y in the middle of the gap, gap ms)
+        y, last_t = 0.0, None
+        for step in range(lo, cur + 1):
+            t = times.get(step, last_t)
+            if t is None:
+                continue
+            if last_t is not None:
+                gap = t - last_t
+                if gap > IDLE_MS:
+                    self.gaps.append((y + GAP / 2, gap))
+                    y += GAP
+                else:
+                    y += SAME_MS + SHORT * min(1.0, gap / 50)
+            self.y[step] = y
+            last_t = t
+        self.lo, self.cur = lo, cur
+        self.top = self.y.get(cur, y)
+
+    def __call__(self, step: Optional[int]) -> float:
+        if step is None:
+            return self.top
+        got = self.y.get(step)
+        if got is not None:
+            return got
+        if step > self.cur:
+            return self.top + SAME_MS * (step - self.cur)
+        return -SAME_MS * (self.lo - step) if step < self.lo else self.top
 
 
 def lanes_of(cluster) -> list[str]:
@@ -51,11 +89,13 @@ class SpaceTime:
         self.show_background = show_background
         self.match: Optional[Callable] = None          # the stepper's filter, applied to messages
         self.figure = go.FigureWidget(layout=go.Layout(
-            title=dict(text="Messages (space-time diagram): time runs down", x=0.01, font=dict(size=14)),
+            title=dict(text="Messages (space-time diagram): simulated time runs down", x=0.01, font=dict(size=16)),
             height=560, width=980, margin=dict(l=60, r=20, t=90, b=50), plot_bgcolor="white", hovermode="closest",
-            legend=dict(orientation="h", yanchor="top", y=-0.02, xanchor="left", x=0.0, font=dict(size=11)),
-            xaxis=dict(side="top", showgrid=False, zeroline=False, fixedrange=True),
-            yaxis=dict(title="kernel step", autorange=False, showgrid=False, zeroline=False)))
+            legend=dict(orientation="h", yanchor="top", y=-0.02, xanchor="left", x=0.0, font=dict(size=SMALL)),
+            font=dict(size=FONT),
+            xaxis=dict(side="top", showgrid=False, zeroline=False, fixedrange=True, tickfont=dict(size=FONT)),
+            yaxis=dict(title=dict(text="simulated time (idle gaps compressed)", font=dict(size=14)), autorange=False,
+                       showgrid=True, gridcolor="#f1f3f5", zeroline=False, tickfont=dict(size=13))))
         # drawing order: lanes and the current-step band below, arrows, then the clickable dots
         self.figure.add_scatter(x=[], y=[], mode="lines", name="lanes", showlegend=False, hoverinfo="skip",
                                 line=dict(color="#dee2e6", width=2))
@@ -81,9 +121,15 @@ class SpaceTime:
                                 marker=dict(symbol="square", size=16, color=[]),
                                 hovertemplate="%{hovertext}<extra>click to pick this process</extra>")
         self.figure.add_scatter(x=[], y=[], mode="markers+text", name="connection broke", text=[],
-                                textposition="bottom right", textfont=dict(size=11, color="#c92a2a"),
+                                textposition="bottom right", textfont=dict(size=SMALL, color="#c92a2a"),
                                 marker=dict(symbol="star-diamond", size=13, color="#c92a2a"),
                                 hovertemplate="%{hovertext}<extra></extra>")
+        self.figure.add_scatter(x=[], y=[], mode="text", name="arrow labels", text=[], showlegend=False,
+                                textposition="top center", textfont=dict(size=13, color="#212529"),
+                                hoverinfo="skip", cliponaxis=False)
+        self.figure.add_scatter(x=[], y=[], mode="text", name="idle gaps", text=[], showlegend=False,
+                                textfont=dict(size=14, color="#868e96"), hoverinfo="skip", cliponaxis=False)
+        self.position_of: Callable[[int], int] = lambda step: step   # kernel step -> the stepper's step number
         self._sent: dict = {}
         self._flight_ids: list[int] = []
         self._lane_names: list[str] = []
@@ -93,6 +139,8 @@ class SpaceTime:
         self.figure.data[self._n + 2].on_click(self._clicked_lane)
         self.updates = 0
         self.last_arrows: dict = {}
+        self.last_labels: dict = {}
+        self.axis: Optional[TimeAxis] = None
         if cluster is not None:
             self.update(cluster)
 
@@ -147,36 +195,73 @@ class SpaceTime:
         half = max(1, self.window // 2)
         end = max(self.window, ((cur + half - 1) // half) * half + half // 2)
         lo = max(0, end - self.window - half)
+        axis = self._axis(cluster, lo, cur)
         lanes = lanes_of(cluster)
-        groups, flights, lost = self._arrows(cluster, lo, cur, {n: i for i, n in enumerate(lanes)})
+        x_of = {n: i for i, n in enumerate(lanes)}
+        groups, flights, lost, labels = self._arrows(cluster, lo, cur, x_of, axis)
         lane_text, lane_hover, lane_colors = self._lanes(cluster, lanes)
-        breaks = self._breaks(cluster, lo, {n: i for i, n in enumerate(lanes)})
+        breaks = self._breaks(cluster, lo, x_of, axis)
         self._flight_ids = flights[3]
         self._lane_names = lanes
-        n, top = len(lanes), lo - 1.6
-        when = f"step {cur} (t={k.now}ms)"
-        updates = {0: {"x": [v for i in range(n) for v in (i, i, None)], "y": [0, 10 ** 9, None] * n},
-                   1: {"x": [-0.6, n - 0.4], "y": [cur, cur], "hovertext": [when, when]},
+        n = len(lanes)
+        y_cur, y_end = axis(cur), axis(end)
+        top = axis(lo) - 1.6
+        when = f"step {self.position_of(cur)} (t = {k.now} ms)"
+        gaps = ([-0.45] * len(axis.gaps), [y for y, _ in axis.gaps], [idle_words(ms) for _, ms in axis.gaps])
+        updates = {0: {"x": [v for i in range(n) for v in (i, i, None)], "y": [-10 ** 9, 10 ** 9, None] * n},
+                   1: {"x": [-0.6, n - 0.4], "y": [y_cur, y_cur], "hovertext": [when, when]},
                    self._n: {"x": flights[0], "y": flights[1], "hovertext": flights[2]},
                    self._n + 1: {"x": lost[0], "y": lost[1], "hovertext": lost[2]},
                    self._n + 2: {"x": list(range(n)), "y": [top] * n, "text": lane_text, "hovertext": lane_hover,
                                  "marker.color": lane_colors},
-                   self._n + 3: {"x": breaks[0], "y": breaks[1], "text": breaks[2], "hovertext": breaks[3]}}
+                   self._n + 3: {"x": breaks[0], "y": breaks[1], "text": breaks[2], "hovertext": breaks[3]},
+                   self._n + 4: {"x": labels[0], "y": labels[1], "text": labels[2]},
+                   self._n + 5: {"x": gaps[0], "y": gaps[1], "text": gaps[2]}}
         for i, name in enumerate(STYLE):
             xs, ys, hs, sizes = groups[name]
             updates[self._arrows0 + i] = {"x": xs, "y": ys, "hovertext": hs, "marker.size": sizes}
+        ticks = self._ticks(cluster, axis, lo, cur)
         layout = {"xaxis.tickvals": list(range(n)), "xaxis.ticktext": [t.replace("-", "-<br>", 1) for t in lane_text],
-                  "xaxis.range": [-0.6, n - 0.4], "yaxis.range": [end + 1.6, top - 1.2]}
+                  "xaxis.range": [-0.6, n - 0.4], "yaxis.range": [max(y_end, y_cur + 1.2) + 1.0, top - 1.2],
+                  "yaxis.tickvals": ticks[0], "yaxis.ticktext": ticks[1]}
+        self.axis = axis
         if push(self.figure, self._sent, updates, layout):
             self.updates += 1
             return True
         return False
 
-    def _arrows(self, cluster, lo: int, cur: int, x_of: dict) -> tuple:
-        """Line segments per style, the in-flight dots (x, y, hover, ids) and the lost crosses."""
+    @staticmethod
+    def _axis(cluster, lo: int, cur: int) -> TimeAxis:
+        trace = cluster.kernel.trace.events
+        times: dict = {}
+        for e in trace[bisect_left(trace, lo, key=lambda e: e.step):]:
+            times.setdefault(e.step, e.time)
+        return TimeAxis(times, lo, cur)
+
+    @staticmethod
+    def _ticks(cluster, axis: TimeAxis, lo: int, cur: int) -> tuple:
+        """Time labels on the y axis: a tick where time moved on, at most one every 1.2 units."""
+        vals, texts, last_y, last_t = [], [], None, None
+        trace = cluster.kernel.trace.events
+        for e in trace[bisect_left(trace, lo, key=lambda e: e.step):]:
+            if e.step > cur or e.time == last_t:
+                continue
+            y = axis(e.step)
+            if last_y is None or y - last_y >= 1.2:
+                vals.append(y)
+                texts.append(f"{e.time} ms")
+                last_y = y
+            last_t = e.time
+        return vals, texts
+
+    def _arrows(self, cluster, lo: int, cur: int, x_of: dict, axis: TimeAxis) -> tuple:
+        """Line segments per style, the in-flight dots (x, y, hover, ids), the lost crosses and the labels."""
         groups = {name: ([], [], [], []) for name in STYLE}
         flights: tuple = ([], [], [], [])
         lost: tuple = ([], [], [])
+        labels: tuple = ([], [], [])
+        words: dict = {}
+        at = self.position_of
         arrows = {}
         for m, step, how in sorted(self._window_messages(cluster, lo), key=lambda t: t[0].id):
             if m.src not in x_of or m.dst not in x_of:
@@ -184,22 +269,23 @@ class SpaceTime:
             if (m.background and not self.show_background and how == "delivered") or \
                     (self.match is not None and not self.match(m)):
                 continue
-            x0, x1, y0 = x_of[m.src], x_of[m.dst], m.sent_step
+            x0, x1, y0 = x_of[m.src], x_of[m.dst], axis(m.sent_step)
             desc = m.describe()
-            text = (f"#{m.id} {m.api} {m.kind}: {m.src} → {m.dst}<br>sent at step {m.sent_step} (t={m.sent_at}ms)"
-                    + (f"<br>{desc}" if desc else "") + (f"<br><i>{m.note}</i>" if m.note else ""))
+            text = (f"<b>{arrow_label(m, how)}</b> ({m.kind}): {m.src} → {m.dst}<br>sent at step "
+                    f"{at(m.sent_step)} (t = {m.sent_at} ms)" + (f"<br>{desc}" if desc else "")
+                    + (f"<br><i>{m.note}</i>" if m.note else "") + f"<br><span style='color:#868e96'>message #{m.id}</span>")
             if how == "delivered":
-                y1 = step
+                y1 = axis(step)
                 group = "this step" if step == cur else ("background" if m.background else
                                                          "responses" if m.is_response else "requests")
-                text += f"<br>delivered at step {step} (t={m.deliver_at}ms)"
+                text += f"<br>delivered at step {at(step)} (t = {m.deliver_at} ms)"
             elif how == "in flight":
-                y1, x1, group = cur + 0.8, x0 + (x1 - x0) * PART_WAY, "in flight"
-                text += f"<br>in flight, due at t={m.deliver_at}ms"
+                y1, x1, group = axis(cur) + 0.8, x0 + (x1 - x0) * PART_WAY, "in flight"
+                text += f"<br>in flight, due at t = {m.deliver_at} ms: click to drop or delay it"
                 for col, v in zip(flights, (x1, y1, text, m.id)):
                     col.append(v)
             else:
-                y1 = step if step is not None else y0 + 0.5
+                y1 = axis(step) if step is not None else y0 + 0.5
                 x1, group = x0 + (x1 - x0) * (PART_WAY if step is None else 0.92), "dropped"
                 text += f"<br><b>lost</b>: {m.note or 'dropped'}"
                 for col, v in zip(lost, (x1, y1, text)):
@@ -210,11 +296,16 @@ class SpaceTime:
             hs += [text, text, ""]
             sizes += [0, 10 if group != "dropped" else 0, 0]
             arrows[m.id] = (group, m.src, m.dst, m.api)
+            if group != "background":
+                words[m.id] = arrow_label(m, how)
+                for col, v in zip(labels, ((x0 + x1) / 2, (y0 + y1) / 2, words[m.id])):
+                    col.append(v)
         self.last_arrows = arrows
-        return groups, flights, lost
+        self.last_labels = words            # message id -> the words on its arrow, as drawn
+        return groups, flights, lost, labels
 
     @staticmethod
-    def _breaks(cluster, lo: int, x_of: dict) -> tuple:
+    def _breaks(cluster, lo: int, x_of: dict, axis: TimeAxis) -> tuple:
         """The steps at which a client noticed that a connection broke (a lost message breaks it, as TCP
         does): x, y, label and hover text of a ⚡ on the client's lane."""
         trace = cluster.kernel.trace.events
@@ -222,7 +313,7 @@ class SpaceTime:
         for e in trace[bisect_left(trace, lo, key=lambda e: e.step):]:
             if e.kind == "timer" and e.node in x_of and e.text.startswith(f"{e.node}: connection to "):
                 peer = e.text.rsplit(" ", 2)[-2]
-                for col, v in zip(out, (x_of[e.node], e.step, f"⚡ connection to {peer} broke",
+                for col, v in zip(out, (x_of[e.node], axis(e.step), f"⚡ connection to {peer} broke",
                                         "<br>".join([e.text] + list(e.details)))):
                     col.append(v)
         return out

@@ -6,7 +6,8 @@ comparison) and wires the views to the live run: for every lab the space-time di
 trace; for a Kafka cluster the log strip and the coordinator view; for a RocketMQ lab the half and
 op topics; for a two-phase-commit lab the participants and their durable logs.  The stepper needs
 only the ``Lab`` face (kernel, trace, processes, faults), so the faults it offers are the lab's own
-processes and in-flight messages.  Step executes exactly one kernel event (a filter may skip over non-matching ones);
+processes and in-flight messages.  Step goes to the next moment (``txnlab.gallery.moments``), exchange or kernel
+event (a filter may skip over non-matching ones);
 Back re-executes the branch deterministically from its seed to the earlier position.  A fault
 forks a new branch (the old one is kept); ``compare`` says how their endings differ.
 """
@@ -14,11 +15,13 @@ from __future__ import annotations
 
 from typing import Callable, Optional, Union
 
+from txnlab.gallery.moments import GRANULARITIES
 from txnlab.protocol.errors import Errors
 
 from .cluster_view import in_flight_now, is_kafka
 from .execution import Branch, Fault, Story
 from .history import EVENT_KINDS, History, StepFilter
+from .invariants import live_invariants
 from .coordinator_view import CoordinatorView
 from .lab_views import lab_views
 from .log_strip import LogStrip
@@ -26,6 +29,12 @@ from .spacetime import SpaceTime
 from .stepper_ui import StepperUI
 
 NodeRef = Union[int, str, object]
+
+
+def _check_granularity(value: str) -> str:
+    if value not in GRANULARITIES:
+        raise ValueError(f"granularity must be one of {', '.join(GRANULARITIES)}, not {value!r}")
+    return value
 
 
 class Stepper(StepperUI):
@@ -36,7 +45,15 @@ class Stepper(StepperUI):
     Python face: ``step(n)``, ``back(n)``, ``jump(i)``, ``reset()``, ``step_until(text or fn)``,
     ``position``, ``length``, ``cluster`` / ``lab`` (the state at the current position), ``narration``,
     ``widget``; faults ``crash``, ``restart``, ``pause``, ``drop``, ``delay``, ``duplicate``,
-    ``isolate``, ``heal`` (each forks a branch); ``branches``, ``switch``, ``variant``, ``compare``.
+    ``isolate``, ``heal`` (each forks a branch); ``branches``, ``switch``, ``variant``, ``compare``;
+    ``save`` / ``load`` (branches to and from JSON).
+
+    Semantic zoom: ``granularity`` ('moment' by default, 'exchange', 'event'; ``skip_background=True`` alone
+    defaults to 'event', as before) says what one Step is; the position stays the kernel step, so Back, jump,
+    branches and determinism are the same at every granularity.  ``key_moments`` lists the story's named
+    moments, ``goto(id or caption)`` / ``Stepper(name, at=...)`` opens at one (``saved=`` + ``branch=`` first
+    load a saved branch with its faults); ``invariants`` are the ✓ / ✗ checks at the current step;
+    ``present()`` is presenter mode (one 1280×720 screen).
 
     The scenario's client code runs in a thread of its own and waits inside its blocking calls
     until Step executes the next event for it.  Read ``cluster`` freely; a blocking call made on it
@@ -46,7 +63,8 @@ class Stepper(StepperUI):
     def __init__(self, scenario, seed: int = 0, *, variant: Optional[str] = None, brokers: int = 3,
                  config: Optional[dict] = None, skip_background: bool = False, topics: Optional[list] = None,
                  max_steps: int = 50_000, window: int = 40, max_cells: int = 200, title: Optional[str] = None,
-                 lab: Optional[Callable] = None) -> None:
+                 lab: Optional[Callable] = None, granularity: Optional[str] = None, at: Optional[str] = None,
+                 saved: Union[dict, str, None] = None, branch: Optional[str] = None) -> None:
         story = Story.of(scenario, brokers, config, lab)
         if variant is None and story.scenario is not None and story.variants:
             variant = story.scenario.default_variant
@@ -54,6 +72,9 @@ class Stepper(StepperUI):
         self.seed = seed
         self.history = History(story, Branch("main", seed, variant), max_steps)
         self.filter = StepFilter(skip_background=skip_background)
+        if granularity is None:      # a caller that asks to skip background events steps event by event, as before
+            granularity = "event" if skip_background else "moment"
+        self._granularity = _check_granularity(granularity)
         self.branch = "main"
         self._ex = self.history.execution("main")
         self.notice = ""
@@ -65,7 +86,74 @@ class Stepper(StepperUI):
         self.messages.match = lambda m: self.filter.message_matches(m, self._ex.cluster)
         self.messages.on_message_click(self.select_message)
         self.messages.on_node_click(self.select_node)
+        self.messages.position_of = self._position_of
+        if self.log_strip is not None:
+            self.log_strip.on_row_click(self.select_node)
         self._build_ui(title)
+        if saved is not None:
+            self.load(saved)
+        if branch is not None and branch != "main":
+            self.switch(branch, 0)
+        if at is not None:
+            self.goto(at)
+        else:
+            self.refresh()
+
+    def _position_of(self, kernel_step: int) -> int:
+        """The step number (position) at which kernel event ``kernel_step`` happened: the one numbering."""
+        from bisect import bisect_left
+        steps = self._ex.kernel_steps
+        return min(bisect_left(steps, kernel_step), len(steps) - 1)
+
+    # ------------------------------------------------------------- semantic zoom
+    @property
+    def granularity(self) -> str:
+        """What one Step is: 'moment' (one change a picture shows; plumbing folded in), 'exchange' (a request
+        and its response) or 'event' (one kernel event).  The position stays the kernel step at every one."""
+        return self._granularity
+
+    @granularity.setter
+    def granularity(self, value: str) -> None:
+        self._granularity = _check_granularity(value)
+        self.refresh()
+
+    @property
+    def moments(self):
+        """The current branch's stops and key moments (``txnlab.gallery.moments.Moments``)."""
+        return self.history.moments(self.branch)
+
+    @property
+    def key_moments(self) -> list:
+        """(id, caption, position) of the story's key moments that happen in the current branch, in step order."""
+        m = self.moments
+        return sorted(((km.id, km.caption, m.found[km.id]) for km in m.key_moments if km.id in m.found),
+                      key=lambda t: t[2])
+
+    def goto(self, moment: str) -> int:
+        """Jump to a key moment of the current branch, by id or caption (``Stepper(name, at=...)`` does this)."""
+        return self.jump(self.moments.find(moment))
+
+    @property
+    def stop(self):
+        """The stop of the current granularity at the current position (None between stops)."""
+        return self.moments.stop_at(self.position, self._granularity)
+
+    def save(self, path: Optional[str] = None) -> dict:
+        """The branches (seed, variant, faults with their steps) as JSON-ready data; written to ``path`` if given."""
+        data = self.history.to_dict()
+        if path is not None:
+            import json
+            with open(path, "w", encoding="utf-8") as f:
+                json.dump(data, f, indent=1)
+        return data
+
+    def load(self, saved: Union[dict, str]) -> None:
+        """Add saved branches (``save()``'s data, or the path of its JSON file)."""
+        if isinstance(saved, str):
+            import json
+            with open(saved, encoding="utf-8") as f:
+                saved = json.load(f)
+        self.history.load(saved)
         self.refresh()
 
     # ----------------------------------------------------------- counterexamples
@@ -75,6 +163,7 @@ class Stepper(StepperUI):
         step after which its first invariant breaks (at the last step when only the end-of-run checks see it).
         Step, Back and faults work from there as for any scenario."""
         kw.setdefault("title", f"counterexample: {counterexample.describe()}")
+        kw.setdefault("granularity", "event")     # a counterexample is read event by event (switch it in the UI)
         s = cls(counterexample, seed=counterexample.seed, **kw)
         k = counterexample.step
         if k is None:
@@ -94,10 +183,11 @@ class Stepper(StepperUI):
 
     @property
     def invariants(self) -> list:
-        """For a counterexample: (name, True / False / None when not yet known, words) at the current step."""
-        if self.story.checks is None:
-            return []
+        """(name, True / False / None when not yet known, words) at the current step: a counterexample's own checks
+        (the sweep's or the explorer's), else the invariants a Kafka cluster shows now (``widgets.invariants``)."""
         ex = self._ex
+        if self.story.checks is None:
+            return live_invariants(ex.cluster)
         return self.story.checks(ex.cluster, ex.result, ex.done)
 
     # ------------------------------------------------------------------ state
@@ -180,6 +270,12 @@ class Stepper(StepperUI):
 
     def _step_once(self) -> bool:
         ex = self._ex
+        if self._granularity != "event" and not self.filter.narrows:
+            stop = self.moments.next_stop(self.position, self._granularity)
+            if stop is None:
+                return False
+            ex.run_to(stop.position)
+            return True
         if not ex.step():
             return False
         if self.filter.active:
@@ -197,6 +293,8 @@ class Stepper(StepperUI):
     def _previous(self, pos: int) -> int:
         if pos <= 0:
             return 0
+        if self._granularity != "event" and not self.filter.narrows:
+            return self.moments.previous_stop(pos, self._granularity)
         if not self.filter.active:
             return pos - 1
         for j in range(pos - 1, 0, -1):

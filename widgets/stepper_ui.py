@@ -16,6 +16,7 @@ from txnlab.protocol import messages as _messages
 from .cluster_view import in_flight_now, transactional_ids
 from .coordinator_view import TABLE_CSS
 from .history import EVENT_KINDS
+from .invariants import panel_html
 from .keys import KeyCatcher
 from .spacetime import lanes_of
 
@@ -27,17 +28,24 @@ def apis_of(lab) -> list:
     own = getattr(lab, "APIS", None)
     return sorted(own) if own else APIS
 CSS = """<style>
-.txl-narr{border-left:4px solid #ae3ec9;background:#f8f0fc;padding:6px 10px;margin:4px 0;font-size:13px;
+.txl-narr{border-left:4px solid #ae3ec9;background:#f8f0fc;padding:6px 10px;margin:4px 0;font-size:15px;
           line-height:1.45;min-height:64px}
-.txl-narr .txl-head{color:#862e9c;font-size:12px}
+.txl-narr .txl-head{color:#862e9c;font-size:14px}
 .txl-narr .txl-main{font-weight:600}
 .txl-narr ul{margin:2px 0 2px 18px;padding:0}
 .txl-narr .txl-then{color:#495057}
-.txl-status{font-size:12px;color:#495057}
-.txl-trace{font-family:monospace;font-size:11.5px;white-space:pre-wrap;line-height:1.35}
+.txl-status{font-size:14px;color:#495057}
+.txl-trace{font-family:monospace;font-size:14px;white-space:pre-wrap;line-height:1.35}
 .txl-trace .txl-cur{background:#f3d9fa}
 .txl-trace .txl-bg{color:#adb5bd}
 .txl-notice{color:#c92a2a}
+.txl-key{color:#1864ab;font-weight:700}
+.txl-inv{margin-top:3px}.txl-inv span{margin-right:10px;white-space:nowrap}
+.txl-ok{color:#2b8a3e}.txl-bad{color:#c92a2a;font-weight:700}.txl-wait{color:#868e96}
+.txl-fold{color:#c92a2a;font-weight:600}
+.txl-change{color:#2b8a3e}
+.txl-ticks{position:relative;height:22px;margin-left:100px;font-size:14px;color:#1864ab}
+.txl-tick{position:absolute;transform:translateX(-6px);white-space:nowrap}
 </style>"""
 
 
@@ -69,6 +77,15 @@ class StepperUI:
         self._slider = W.IntSlider(value=0, min=0, max=1, description="step", continuous_update=False,
                                    layout=W.Layout(width="520px"))
         self._end = W.HTML()
+        self._zoom = W.ToggleButtons(options=[("moment", "moment"), ("exchange", "exchange"), ("event", "event")],
+                                     value=self.granularity, description="Step by",
+                                     tooltips=["one change a picture shows (plumbing folded in)",
+                                               "a request and its response", "one kernel event"],
+                                     style={"button_width": "86px"})
+        self._zoom.observe(self._on_zoom, "value")
+        self._ticks = W.HTML()
+        self._chapters = W.HBox(layout=W.Layout(flex_flow="row wrap"))
+        self._chapter_key: tuple = ()
         self._keys = KeyCatcher(self._on_key)
         self._narr = W.HTML()
         self._status = W.HTML()
@@ -132,17 +149,18 @@ class StepperUI:
         self._trace_html = W.HTML()
 
         controls = W.HBox([self._btn_reset, self._btn_back, self._btn_step, W.HTML("&nbsp;&nbsp;Run:"), self._play,
-                           self._speed, self._keys],
+                           self._speed, self._zoom, self._keys],
                           layout=W.Layout(align_items="center", flex_flow="row wrap"))
-        position = W.HBox([self._slider, self._end], layout=W.Layout(align_items="center"))
+        position = W.VBox([W.HBox([self._slider, self._end], layout=W.Layout(align_items="center")),
+                           self._ticks, self._chapters])
         filters = W.VBox([W.HTML("<span class='txl-status'>Step and Back stop only at events that match "
                                  "(the trace tab and the message diagram show only those):</span>"),
                           W.HBox([self._f_api, self._f_node, self._f_tid, self._f_bg],
                                  layout=W.Layout(flex_flow="row wrap"))])
         faults = W.VBox([
             W.HTML("<span class='txl-status'>Faults happen now, at this step; each one starts a new branch "
-                   "(the old one is kept). Click a lane head or an in-flight dot in the message diagram to "
-                   "pick it here.</span>"),
+                   "(the old one is kept). Click a lane head or an in-flight dot in the message diagram, or a "
+                   "row of the partition logs, to pick it here.</span>"),
             W.HBox([self._fault_node, self._btn_crash, self._btn_restart, self._pause_ms, self._btn_pause,
                     self._btn_isolate, self._btn_heal], layout=W.Layout(flex_flow="row wrap")),
             W.HBox([self._fault_msg, self._delay_ms, self._btn_drop, self._btn_delay, self._btn_dup],
@@ -152,6 +170,7 @@ class StepperUI:
         branches = W.VBox([self._branch_dd, W.HBox([self._cmp_a, self._cmp_b, self._btn_cmp]), self._cmp_out])
         tools = W.Accordion(children=[filters, faults, branches], titles=("Filter", "Faults", "Branches"))
         tools.selected_index = None
+        self._tools = tools
         tabs = ([("Partition logs", self.log_strip.figure), ("Coordinators", self.coordinators.widget)] if kafka
                 else [(title, view.widget) for title, view in self.lab_views])
         tabs += [("Messages", self.messages.figure), ("Trace", self._trace_html)]
@@ -181,6 +200,10 @@ class StepperUI:
             self.jump(new)
         if self.at_end:
             self._play.playing = False
+
+    def _on_zoom(self, change) -> None:
+        if not self._syncing:
+            self.granularity = change["new"]
 
     def _on_slider(self, change) -> None:
         if not self._syncing and change["new"] != self.position:
@@ -217,6 +240,7 @@ class StepperUI:
         values = [v for _, v in self._fault_msg.options]
         if msg_id in values:
             self._fault_msg.value = msg_id
+            self._tools.selected_index = 1
             self.notice = f"picked message #{msg_id}: Drop, Delay or Duplicate it under Faults"
             self._status.value = self._status_html()
 
@@ -225,6 +249,7 @@ class StepperUI:
         values = [v for _, v in self._fault_node.options]
         if name in values:
             self._fault_node.value = name
+            self._tools.selected_index = 1
             self.notice = f"picked {name}: Crash, Restart, Pause or Isolate it under Faults"
             self._status.value = self._status_html()
 
@@ -242,12 +267,16 @@ class StepperUI:
             for _, view in self.lab_views:
                 view.update(c)
             self.messages.update(c)
+            for view in getattr(self, "presenter_views", ()):     # presenter mode's own pictures
+                view.update(c)
             length = self.length
             for w in (self._slider, self._play):
                 if w.max != length:
                     w.max = max(1, length)
                 w.value = self.position
             self._end.value = f"<span class='txl-status'>of {length}</span>"
+            self._zoom.value = self.granularity
+            self._sync_moments(length)
             self._narr.value = self._narration_html()
             self._status.value = self._status_html()
             self._trace_html.value = self._trace_view()
@@ -298,9 +327,7 @@ class StepperUI:
     def _narration_html(self) -> str:
         ex = self._ex
         es = ex.entries()
-        k = ex.kernel
-        head = (f"<div class='txl-head'>step {self.position} of {self.length} · t = {k.now} ms · "
-                f"kernel event #{ex.kernel_steps[self.position]}</div>")
+        head = f"<div class='txl-head'>{html.escape(self.step_words())}</div>" + self._stop_html()
         if not es:
             body = "<div class='txl-main'>" + html.escape(self.narration) + "</div>"
             return f"<div class='txl-narr'>{head}{body}</div>"
@@ -314,18 +341,65 @@ class StepperUI:
                 parts.append(f"<div class='txl-then'>then {html.escape(e.narration)}</div>")
         return f"<div class='txl-narr'>{head}{''.join(parts)}</div>"
 
+    def step_words(self) -> str:
+        """The one numbering every view uses: the step (the position), the moment number at the granularity,
+        simulated time; the kernel event id is a detail."""
+        ex = self._ex
+        m = self.moments
+        words = f"step {self.position} of {self.length}"
+        if self.granularity != "event":
+            words += f" · {self.granularity} {m.ordinal(self.position, self.granularity)} of " \
+                     f"{len(m.stops(self.granularity))}"
+        return words + f" · t = {ex.kernel.now} ms · kernel event #{ex.kernel_steps[self.position]}"
+
+    def _stop_html(self) -> str:
+        """What the current stop folded and, at a key moment, its caption."""
+        out = ""
+        for mid, caption, pos in self.key_moments:
+            if pos == self.position:
+                out += f"<div class='txl-key'>★ {html.escape(caption)} <code>{html.escape(mid)}</code></div>"
+        stop = self.stop if self.granularity != "event" else None
+        if stop is not None:
+            p = self.moments.positions[stop.position]
+            if stop.summary:
+                out += f"<div class='txl-fold'>{html.escape(stop.summary)}</div>"
+            if p.words:
+                out += f"<div class='txl-change'>{html.escape('; '.join(p.words))}</div>"
+            if stop.folded:
+                out += f"<div class='txl-head'>+{stop.folded} plumbing event{'s' if stop.folded != 1 else ''} " \
+                       f"folded into this step (Step by event to see them)</div>"
+        return out
+
+    def _sync_moments(self, length: int) -> None:
+        """The key moments as labelled ticks under the slider and as a clickable chapter list."""
+        keys = self.key_moments
+        ticks = "".join(
+            f"<span class='txl-tick' style='left:{100 * pos / max(1, length):.2f}%' title='{html.escape(cap)}'>"
+            f"▲ {html.escape(mid)}</span>" for mid, cap, pos in keys)
+        self._ticks.value = (f"<div class='txl-ticks' style='width:{self._slider.layout.width}'>{ticks}</div>"
+                             if keys else "")
+        key = (self.branch, tuple(keys))
+        if key != self._chapter_key:
+            self._chapter_key = key
+            buttons = []
+            for i, (mid, cap, pos) in enumerate(keys, 1):
+                b = W.Button(description=f"{i}. {cap}", tooltip=f"go to the key moment '{mid}' (step {pos})",
+                             layout=W.Layout(width="auto", max_width="100%"))
+                b.on_click(lambda _, p=pos: self.jump(p))
+                b.moment_id = mid
+                buttons.append(b)
+            self._chapters.children = ([W.HTML("<span class='txl-status'>Key moments:&nbsp;</span>")] + buttons
+                                       if buttons else [])
+        for b in self._chapters.children[1:]:
+            b.button_style = "info" if self.moments.found.get(b.moment_id) == self.position else ""
+
     def _status_html(self) -> str:
         ex = self._ex
         client = ("finished" if ex.done and not ex.error else f"raised {ex.error_text}" if ex.done
                   else "waiting inside a blocking call")
         end = " · <b>end of this branch</b>" if ex.at_end else ""
         notice = f"<br><span class='txl-notice'>{html.escape(self.notice)}</span>" if self.notice else ""
-        checks = self.invariants
-        if checks:
-            marks = {True: "✓", False: "✗", None: "…"}
-            notice += "<br>invariants: " + " · ".join(
-                f"<span title='{html.escape(str(words))}'>{html.escape(name)} {marks[ok]}</span>"
-                for name, ok, words in checks)
+        notice += panel_html(self.invariants)
         return (f"<div class='txl-status'>branch <b>{html.escape(self.branch)}</b> "
                 f"({html.escape(self.history.labels[self.branch])}) · stepping: {html.escape(self.filter.describe())}"
                 f" · client code: {html.escape(client)}{end}{notice}</div>")
@@ -337,6 +411,15 @@ class StepperUI:
             cls = "txl-cur" if id(e) in current else ("txl-bg" if e.background else "")
             rows.append(f"<div class='{cls}'>{html.escape(str(e))}</div>")
         return CSS + "<div class='txl-trace'>" + "".join(rows) + "</div>"
+
+    def present(self):
+        """Presenter mode: controls, narration in large type and the main picture on one 1280×720 screen (the
+        stepper's own widgets: Step here steps the stepper).  Returns the box, displayed when it is the cell's
+        last expression."""
+        from .presenter import presenter
+        self.presenter = presenter(self)
+        self.refresh()
+        return self.presenter
 
     def show(self):
         """Display the stepper (``display(stepper.widget)``)."""

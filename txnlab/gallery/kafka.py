@@ -6,11 +6,15 @@ calls drive the simulation; under a stepper they wait for Step clicks.  Pure eng
 """
 from __future__ import annotations
 
+from dataclasses import replace
+
 from ..admin import AdminClient
 from ..client.message import TopicPartition
 from ..client.producer import Producer
 from ..cluster import Cluster
 from ..errors import KafkaException
+from .moments import KeyMoment, all_of, fault, log_values_are, lso, marker_lands, narrated, reads
+from .moments import txn_state as state_is
 from .scenario import (TOPIC, Scenario, assigned, consumer, drain, error_name, expect, log_values, markers,
                        producer, txn_state, wait_for)
 
@@ -451,3 +455,79 @@ GALLERY: dict[str, Scenario] = {s.name: s for s in [
         "attempt; the group's committed offset is 6.",
         _ctp, _check_ctp, setup=_ctp_setup),
 ]}
+
+
+# ------------------------------------------------------------------- the key moments of each story
+# Predicates over the lab and the trace (never step numbers); ids are stable: Stepper(name, at=id).
+MOMENTS = {
+    "dropped-ack-dedup": (
+        KeyMoment("ack-lost", "The ack for a, b, c is lost: idempotent-producer's connection breaks, it will retry",
+                  narrated("idempotent-producer lost its connection to")),
+        KeyMoment("dedup", "The retry carries the same sequence numbers: broker-0 recognises the duplicate",
+                  narrated("duplicate of a batch already in the log")),
+        KeyMoment("plain-duplicate", "The plain producer's retry is appended again: orders-1 holds a, b, c, a, b, c",
+                  log_values_are(TOPIC, 1, ["a", "b", "c", "a", "b", "c"]))),
+    "commit-visible-atomically": (
+        KeyMoment("in-logs", "The four records are in the logs, but the transaction is open (LSO 0)",
+                  all_of(log_values_are(TOPIC, 0, ["order-0", "order-2"]), log_values_are(TOPIC, 1, ["order-1", "order-3"]))),
+        KeyMoment("prepare-commit", "PrepareCommit is durable in __transaction_state: the commit is decided",
+                  state_is("tx-orders", "PrepareCommit")),
+        KeyMoment("marker-0", "orders-0's COMMIT marker lands", marker_lands(TOPIC, 0)),
+        KeyMoment("lso-0", "orders-0's LSO moves 0 → 3: read_committed may read orders-0", lso(TOPIC, 0, 3)),
+        KeyMoment("complete", "The coordinator writes CompleteCommit", state_is("tx-orders", "CompleteCommit"))),
+    "abort-hidden-from-read-committed": (
+        KeyMoment("abort-marker", "The ABORT marker lands in orders-0", marker_lands(TOPIC, 0, "ABORT")),
+        KeyMoment("commit-marker", "The second transaction's COMMIT marker lands", marker_lands(TOPIC, 0)),
+        KeyMoment("rc-reads", "read_committed reads orders-0 to offset 6, skipping the aborted records",
+                  reads("reader-committed", TOPIC, 0, 6))),
+    "lso-stuck-by-open-transaction": (
+        KeyMoment("plain-written", "Two plain records are written after the open transaction's record",
+                  log_values_are(TOPIC, 0, ["open-1", "plain-1", "plain-2"])),
+        KeyMoment("ru-reads", "read_uncommitted reads all three; the LSO stays at 0",
+                  reads("reader-uncommitted", TOPIC, 0, 3)),
+        KeyMoment("commit-marker", "The COMMIT marker lands in orders-0", marker_lands(TOPIC, 0)),
+        KeyMoment("lso-moves", "orders-0's LSO moves 0 → 4: read_committed may read", lso(TOPIC, 0, 4))),
+    "zombie-fenced": (
+        KeyMoment("fence", "The new instance's InitProducerId bumps the epoch: the zombie's transaction is aborted",
+                  state_is("copier", "PrepareAbort")),
+        KeyMoment("zombie-abort-marker", "The zombie's open transaction gets its ABORT marker",
+                  marker_lands(TOPIC, 0, "ABORT")),
+        KeyMoment("zombie-rejected", "The zombie's next request is rejected with INVALID_PRODUCER_EPOCH",
+                  narrated("zombie got the", "INVALID_PRODUCER_EPOCH")),
+        KeyMoment("fresh-commit", "The new instance's COMMIT marker lands", marker_lands(TOPIC, 0))),
+    "coordinator-dies-after-prepare": (
+        KeyMoment("prepare-commit", "PrepareCommit is durable in __transaction_state: the commit is decided",
+                  state_is("tx-orders", "PrepareCommit")),
+        KeyMoment("coordinator-crash", "The coordinator crashes with no marker written", fault("crash")),
+        KeyMoment("new-coordinator-markers", "The new coordinator finishes the commit: orders-0's COMMIT marker lands",
+                  marker_lands(TOPIC, 0)),
+        KeyMoment("complete", "CompleteCommit: every partition has its marker", state_is("tx-orders", "CompleteCommit"))),
+    "marker-leader-down": (
+        KeyMoment("prepare-commit", "PrepareCommit is durable: the commit is decided", state_is("tx-orders", "PrepareCommit")),
+        KeyMoment("leader-crash", "A partition's leader crashes before its COMMIT marker arrives", fault("crash")),
+        KeyMoment("new-leader", "The controller elects a new leader for the partition",
+                  narrated("session of broker", "expires")),
+        KeyMoment("complete", "The retried marker lands on the new leader: CompleteCommit",
+                  state_is("tx-orders", "CompleteCommit"))),
+    "transaction-timeout-abort": (
+        KeyMoment("timed-out", "The coordinator finds the transaction older than its timeout and aborts it",
+                  narrated("longer than its transaction.timeout.ms")),
+        KeyMoment("abort-marker", "The ABORT marker lands in orders-0", marker_lands(TOPIC, 0, "ABORT")),
+        KeyMoment("late-commit-fenced", "The late commit is answered PRODUCER_FENCED",
+                  narrated("slow-producer got the EndTxn response", "PRODUCER_FENCED"))),
+    "hanging-transaction-classic-vs-v2": (
+        KeyMoment("abort-marker", "The client gives up and aborts: the ABORT marker lands", marker_lands(TOPIC, 0, "ABORT")),
+        KeyMoment("late-produce", "The delayed Produce reaches the leader after the ABORT marker",
+                  narrated("broker-0 got Produce from naive-producer")),
+        KeyMoment("plain-after", "A plain record is written after it: can read_committed reach it?",
+                  narrated("broker-0 got Produce from plain-producer"))),
+    "consume-transform-produce": (
+        KeyMoment("first-prepare", "The first transaction (outputs and input offsets) is decided: PrepareCommit",
+                  state_is("copier-0", "PrepareCommit")),
+        KeyMoment("first-commit", "Its COMMIT markers land in totals-0 and __consumer_offsets", marker_lands("totals", 0)),
+        KeyMoment("abort", "The second transaction fails: its ABORT marker lands in totals-0",
+                  marker_lands("totals", 0, "ABORT")),
+        KeyMoment("rewind", "The copier rewinds to its committed offset 2 and does the work again",
+                  narrated("copier-consumer got the OffsetFetch response", "orders-0=2"))),
+}
+GALLERY = {name: replace(sc, moments=MOMENTS.get(name, ())) for name, sc in GALLERY.items()}

@@ -11,8 +11,10 @@ the faults a person is likely to add from the stepper: if its producer process c
 """
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Optional
 
+from .moments import KeyMoment, narrated
 from .scenario import Scenario, expect
 from ..rocketmq.cluster import RocketMQCluster
 from ..rocketmq.consumer import ConsumeFromWhere, DefaultLitePullConsumer
@@ -89,3 +91,14 @@ GALLERY = {sc.name: sc for sc in [
         "marked as processed by an op message).",
         _end_transaction_lost, _check_end_transaction_lost, setup=_setup, lab=order_lab),
 ]}
+
+# the key moments (Stepper(name, at=id)): predicates over the lab's trace, never step numbers
+GALLERY["rocketmq-end-transaction-lost"] = replace(GALLERY["rocketmq-end-transaction-lost"], moments=(
+    KeyMoment("half-stored", "The half message is stored in RMQ_SYS_TRANS_HALF_TOPIC: no consumer can see it",
+              narrated("the half message is stored")),
+    KeyMoment("end-lost", "END_TRANSACTION goes one-way and is lost: the producer never knows",
+              narrated("the network dropped END_TRANSACTION")),
+    KeyMoment("check-back", "A minute later the check service asks the producer: checkLocalTransaction says COMMIT",
+              narrated("checkLocalTransaction", "COMMIT_MESSAGE")),
+    KeyMoment("committed", "The broker commits the half message: the consumer can read o-1",
+              narrated("END_TRANSACTION", "TRANSACTION_COMMIT_TYPE", node="broker-a"))))

@@ -45,7 +45,9 @@ class Scenario:
     ``check(cluster, result, variant)`` asserts the expected ending.  ``variants`` name extra
     cluster configs for the same story (for instance the classic protocol vs transaction.version 2).
     ``lab(seed, config)``, when given, builds another design's lab (a ``txnlab.kernel.lab.Lab``) in place
-    of a Kafka ``Cluster``; ``setup`` and ``run`` then take that lab.
+    of a Kafka ``Cluster``; ``setup`` and ``run`` then take that lab.  ``moments`` are the story's key moments
+    (``txnlab.gallery.moments.KeyMoment``: a stable id, a one-line caption, a predicate over the lab and the
+    trace), which the stepper shows as ticks and chapters and opens at (``Stepper(name, at=id)``).
     """
 
     name: str
@@ -59,6 +61,7 @@ class Scenario:
     variants: Mapping[str, Mapping] = field(default_factory=dict)
     brokers: int = 3
     lab: Optional[Callable[[int, dict], Lab]] = None
+    moments: tuple = ()            # KeyMoment(id, caption, when): the story's key moments (gallery/moments.py)
 
     def __call__(self, cluster: Cluster) -> dict:
         return self.run(cluster)

@@ -9,8 +9,10 @@ coordinator, a participant, drop a vote) still lets the story end.  Pure engine:
 """
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Optional
 
+from .moments import KeyMoment, fault, narrated
 from .scenario import Scenario, expect
 from ..twopc.lab import TwoPhaseCommitLab
 from ..twopc.participant import KeyLocked, ParticipantState
@@ -126,3 +128,19 @@ GALLERY = {sc.name: sc for sc in [
         "abort): alice 100, bob 20, the locks are free again only now.",
         _crash_after_votes, _check_crash_after_votes, lab=bank_lab),
 ]}
+
+# the key moments (Stepper(name, at=id)): predicates over the lab's trace, never step numbers
+_PREPARED = KeyMoment("prepared", "Both banks forced READY and voted VOTE_COMMIT: from now on they may not decide alone",
+                      narrated("bank-b: log force READY T1"))
+GALLERY["2pc-transfer"] = replace(GALLERY["2pc-transfer"], moments=(
+    _PREPARED,
+    KeyMoment("decision", "The coordinator forces GLOBAL_COMMIT to its log: the transfer is decided",
+              narrated("coordinator: log force GLOBAL_COMMIT T1")),
+    KeyMoment("applied", "Both banks applied the commit and released their locks", narrated("bank-b: log force COMMIT T1"))))
+GALLERY["2pc-coordinator-crash-blocks"] = replace(GALLERY["2pc-coordinator-crash-blocks"], moments=(
+    _PREPARED,
+    KeyMoment("coordinator-crash", "The coordinator crashes before its decision is on its disk", fault("crash")),
+    KeyMoment("blocked", "The prepared banks ask for the decision again and again: blocked, holding their locks",
+              narrated("DECISION_REQUEST")),
+    KeyMoment("presumed-abort", "Restarted, the coordinator finds no decision in its log: GLOBAL_ABORT (presumed abort)",
+              narrated("coordinator: log force GLOBAL_ABORT T1"))))

@@ -1,0 +1,164 @@
+"""The stepper's pictures, headless: one numbering, a simulated-time axis with labelled arrows, one visual
+language for the live log strip and the chapters' snapshots, the invariants panel, faults picked from the pictures
+and presenter mode."""
+from __future__ import annotations
+
+import pytest
+
+from txnlab import Cluster, gallery
+from txnlab.gallery import BASE_CONFIG
+from widgets import Stepper
+from widgets.log_strip import COLORSCALE
+from widgets.pictures import LINES, STATUS, idle_words
+from widgets.snapshots import log_snapshot
+
+
+def names(fig) -> set:
+    return {t.name for t in fig.data if t.showlegend is not False}
+
+
+def test_every_view_says_the_same_step_number():
+    s = Stepper("commit-visible-atomically", at="prepare-commit")
+    here = s.position
+    assert f"step {here} of {s.length}" in s._narr.value
+    assert s.messages.figure.data[1].hovertext[0].startswith(f"step {here} ")       # the current-step band
+    assert s._slider.value == here
+    sent_steps = [int(h.split("sent at step ")[1].split(" ")[0]) for tr in s.messages.figure.data[2:8]
+                  for h in (tr.hovertext or ()) if h and "sent at step" in h]
+    assert sent_steps and max(sent_steps) <= here          # arrows speak the stepper's numbering, not kernel ids
+    s.close()
+
+
+def test_arrows_are_labelled_with_their_api_and_a_response_with_its_error():
+    s = Stepper("commit-visible-atomically", granularity="event")
+    s.step_until(lambda st: "COORDINATOR_NOT_AVAILABLE" in st.narration)
+    labels = set(s.messages.last_labels.values())
+    assert "FindCoordinator ✗ COORDINATOR_NOT_AVAILABLE" in labels
+    assert "FindCoordinator" in labels and any(lab.endswith(" ✓") for lab in labels)
+    drawn = s.messages.figure.data[s.messages._n + 4]
+    assert set(drawn.text) == {lab for lab in labels}                     # drawn on the picture, not only hovered
+    s.close()
+
+
+def test_a_lost_message_is_marked_on_its_arrow():
+    s = Stepper("dropped-ack-dedup", at="ack-lost")
+    assert "Produce response ✗ lost" in s.messages.last_labels.values()
+    s.close()
+
+
+def test_the_time_axis_is_simulated_time_with_idle_gaps_compressed_and_labelled():
+    s = Stepper("transaction-timeout-abort", at="timed-out")
+    axis = s.messages.axis
+    assert axis.gaps, "the transaction's 3 s of silence is an idle gap"
+    gap_text = s.messages.figure.data[s.messages._n + 5].text
+    assert list(gap_text) == [idle_words(ms) for _, ms in axis.gaps]
+    ys = [axis(k) for k in sorted(axis.y)]
+    assert ys == sorted(ys)                                                 # time runs down, never back
+    ticks = s.messages.figure.layout.yaxis.ticktext
+    assert ticks and all(t.endswith(" ms") for t in ticks)
+    assert "simulated time" in s.messages.figure.layout.yaxis.title.text
+    s.close()
+
+
+def test_the_log_strip_shows_values_in_bordered_cells_and_names_every_colour():
+    s = Stepper("dropped-ack-dedup", at="plain-duplicate")
+    strip = s.log_strip.figure
+    row = next(t for t in strip.data if t.name == "orders-1")
+    assert list(row.text).count("a") >= 2, "the plain producer's duplicate can be seen: a, b, c twice"
+    assert row.marker.line.width > 0
+    legend = names(strip)
+    for colour, words, _ in STATUS.values():
+        assert words in legend
+    for *_, words in LINES.values():
+        assert words in legend
+    assert strip.layout.font.size >= 14 and strip.layout.yaxis.tickfont.size >= 14
+    assert strip.layout.uniformtext.minsize >= 14
+    s.close()
+
+
+def test_live_and_static_log_pictures_speak_one_language():
+    sc = gallery.load("abort-hidden-from-read-committed")
+    c, _ = sc.play()
+    snap = log_snapshot(c, [("orders", 0)])
+    live_colours = {colour for _, colour in COLORSCALE}
+    snap_colours = {t.marker.color for t in snap.data if t.type == "bar"}
+    assert snap_colours <= live_colours == {colour for colour, _, _ in STATUS.values()}
+    assert {words for _, words, _ in STATUS.values()} <= names(snap)
+    cells = {t.name: list(t.text) for t in snap.data if t.type == "bar"}
+    assert cells["ABORT marker"] == ["ABORT"] and cells["transactional, aborted"] == ["aborted-1", "aborted-2"]
+
+
+def test_the_invariants_panel_is_green_on_a_correct_run():
+    s = Stepper("commit-visible-atomically", at="complete")
+    checks = s.invariants
+    assert [ok for _, ok, _ in checks] == [True] * len(checks) and len(checks) >= 3
+    assert "txl-bad" not in s._status.value and "LSO ≤ HW ≤ LEO on every leader ✓" in s._status.value
+    s.close()
+
+
+def _no_dedup_lab(seed: int) -> Cluster:
+    c = Cluster(brokers=3, seed=seed, config=dict(BASE_CONFIG), mutations=("no-dedup",))
+    c.create_topic("orders", partitions=2, replication_factor=3)
+    return c
+
+
+def test_a_broken_invariant_shows_red_at_the_step_it_breaks():
+    s = Stepper(gallery.load("dropped-ack-dedup").run, lab=_no_dedup_lab)
+    name = "no duplicate of an idempotent producer's batch"
+    s.step_until(lambda st: dict((n, ok) for n, ok, _ in st.invariants)[name] is False)
+    assert "orders-0: producer id" in s._status.value and "txl-bad" in s._status.value
+    s.back()
+    assert dict((n, ok) for n, ok, _ in s.invariants)[name] is True
+    s.close()
+
+
+def test_clicking_a_log_row_picks_its_broker_and_crash_applies():
+    s = Stepper("commit-visible-atomically", at="in-logs")
+    bar = next(t for t in s.log_strip.figure.data if t.name == "orders-0")
+    leader = s.cluster.leader("orders", 0)
+    row_y = next(r[3] for r in s.log_strip._rows if r[:3] == ("orders", 0, leader))
+    cell = list(bar.y).index(row_y)                       # a cell of the leader's replica of orders-0
+    s.log_strip._clicked_bar(bar, type("P", (), {"point_inds": [cell]})())
+    assert s._fault_node.value == f"broker-{leader}" and s._tools.selected_index == 1    # the Faults panel opens
+    s._btn_crash.click()
+    assert not s.cluster.broker(leader).alive and s.branch != "main"
+    s.close()
+
+
+@pytest.mark.parametrize("name", ["commit-visible-atomically", "2pc-transfer"])
+def test_presenter_mode_puts_controls_narration_and_the_picture_on_one_screen(name):
+    s = Stepper(name)
+    p = s.present()
+    kids = p.children
+    assert s._btn_step in _walk(p) and s._narr in _walk(p)
+    picture = s.presenter_picture
+    assert picture.layout.width <= 1280 and picture.layout.height <= 480
+    assert "font-size:2" in s._narr.value or "txl-present" in kids[0].value
+    s._btn_step.click()
+    assert s.position > 0
+    s.close()
+
+
+def _walk(w):
+    out = [w]
+    for c in getattr(w, "children", ()):
+        out += _walk(c)
+    return out
+
+
+def test_the_static_state_machine_is_the_live_views_drawing():
+    from widgets.snapshots import coordinator_snapshot
+    c, _ = gallery.load("zombie-fenced").play()
+    fig = coordinator_snapshot(c, title="after the fence")
+    ids = next(t for t in fig.data if t.name == "transactional ids")
+    assert [t.split(" ")[0] for t in ids.text] == ["copier"]
+    assert "CompleteCommit" in " ".join(ids.hovertext)
+    assert fig.layout.title.text == "after the fence"
+
+
+def test_a_transactional_ids_path_is_drawn_on_the_live_views_state_machine():
+    from widgets.snapshots import state_machine_snapshot
+    fig = state_machine_snapshot(["Empty", "Ongoing", "PrepareCommit", "CompleteCommit", "Ongoing", "PrepareAbort"])
+    taken = [t.name for t in fig.data if t.name.endswith(" taken")]
+    assert taken == ["Empty->Ongoing taken", "Ongoing->PrepareCommit taken", "PrepareCommit->CompleteCommit taken",
+                     "CompleteCommit->Ongoing taken", "Ongoing->PrepareAbort taken"]

@@ -1,0 +1,74 @@
+"""Presenter mode: one stepper on one 1280×720 screen, for a class.
+
+Owns ``presenter(stepper)``: the stepper's own controls (Reset, Back, Step, the granularity), its narration in
+large type and its main picture -- the partition logs for a Kafka lab, the message diagram otherwise, switchable
+-- with the key moments as chapters, all in one box that fits 1280×720 without scrolling.  The widgets are the
+stepper's own, so the normal view and the presenter's stay in step; nothing here steps or reads the engine.
+"""
+from __future__ import annotations
+
+import ipywidgets as W
+
+WIDTH, PICTURE_HEIGHT = 1060, 400      # what is left of 1280×720 beside JupyterLab's bars, under the narration
+CSS = """<style>
+.txl-present .txl-narr{font-size:19px;line-height:1.28;min-height:0;max-height:112px;overflow:auto;margin:2px 0}
+.txl-present .txl-narr .txl-head{font-size:17px}
+.txl-present .txl-narr ul{font-size:18px}
+.txl-present .txl-status{font-size:16px}
+.txl-present .widget-button, .txl-present .widget-toggle-button{font-size:18px;height:40px}
+.txl-present .widget-toggle-button{width:auto !important;padding:0 12px}
+.txl-present .widget-toggle-buttons .widget-label{font-size:16px}
+.txl-present .txl-key{font-size:19px}
+.txl-present .txl-ticks{display:none}
+</style>"""
+
+
+def presenter(stepper) -> W.VBox:
+    """The presenter's box for ``stepper`` (``Stepper.present()`` builds it).  Its pictures are views of their own
+    (a ``LogStrip``, a ``SpaceTime``) sized for the screen, which the stepper redraws with its other views."""
+    from .log_strip import LogStrip
+    from .spacetime import SpaceTime
+    views, figures = [], []
+    if stepper.log_strip is not None:
+        strip = LogStrip(topics=stepper.log_strip.topics, max_cells=stepper.log_strip.max_cells, width=WIDTH,
+                         height=PICTURE_HEIGHT)
+        strip.on_row_click(stepper.select_node)
+        views.append(strip)
+        figures.append(("partition logs", strip.figure))
+    else:
+        figures += [(title, getattr(view, "figure", None)) for title, view in stepper.lab_views]
+    messages = SpaceTime(window=stepper.messages.window)
+    messages.match, messages.position_of = stepper.messages.match, stepper.messages.position_of
+    messages.on_message_click(stepper.select_message)
+    messages.on_node_click(stepper.select_node)
+    views.append(messages)
+    figures.append(("messages", messages.figure))
+    figures = [(t, f) for t, f in figures if f is not None]
+    for _, fig in figures:
+        with fig.batch_update():      # the legend beside the picture: the height goes to the picture itself
+            fig.layout.width = WIDTH
+            fig.layout.height = PICTURE_HEIGHT
+            fig.layout.legend.update(orientation="v", x=1.01, xanchor="left", y=1.0, yanchor="top")
+            fig.layout.margin.update(r=250, b=50, t=40)
+    stepper.presenter_views = views
+    for view in views:
+        view.update(stepper.cluster)
+    stepper.presenter_picture = figures[0][1]
+    stage = W.Box([figures[0][1]], layout=W.Layout(width=f"{WIDTH + 10}px", max_height=f"{PICTURE_HEIGHT + 10}px",
+                                                    overflow="hidden"))
+    pick = W.ToggleButtons(options=[t for t, _ in figures], value=figures[0][0], description="show",
+                           style={"button_width": "auto"})
+
+    def show(change) -> None:
+        fig = dict(figures)[change["new"]]
+        stepper.presenter_picture = fig
+        stage.children = [fig]
+    pick.observe(show, "value")
+    for b in (stepper._btn_reset, stepper._btn_back, stepper._btn_step):
+        b.layout.height = "40px"
+    controls = W.HBox([stepper._btn_reset, stepper._btn_back, stepper._btn_step, stepper._zoom, pick],
+                      layout=W.Layout(align_items="center", flex_flow="row wrap"))
+    box = W.VBox([W.HTML(CSS + "<span class='txl-present'></span>"), controls, stepper._narr, stage,
+                  stepper._chapters], layout=W.Layout(width="100%", max_width=f"{WIDTH + 20}px"))
+    box.add_class("txl-present")
+    return box
