@@ -83,8 +83,10 @@ print("front door:", address.rsplit("/", 1)[0] + "/<token>")
 # %%
 from pyspark.sql import SparkSession
 
+from txnlab.spark.session import quiet
+
 MASTER = os.environ.get("TXNLAB_SPARK_MASTER", "local[2,3]")
-spark = (SparkSession.builder.master(MASTER).appName("txnlab-07")
+spark = (quiet(SparkSession.builder).master(MASTER).appName("txnlab-07")    # no start-up notices
          .config("spark.sql.shuffle.partitions", "2")
          .config("spark.ui.showConsoleProgress", "false")
          .getOrCreate())
