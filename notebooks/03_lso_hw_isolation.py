@@ -464,7 +464,7 @@ aborted.widget
 # %%
 aborted.switch("main", 0)
 strip = aborted.log_strip
-assert aborted.step_until("wrote a ABORT marker")
+assert aborted.step_until("wrote an ABORT marker")
 cells = trace_named(strip.figure, "orders-0").hovertext
 assert sum("ABORTED" in h for h in cells) == 2       # grey on the leader (the followers have no marker yet)
 assert aborted.step_until("fetch carries aborted transactions")

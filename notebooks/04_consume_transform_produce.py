@@ -451,7 +451,7 @@ assert ctp.step_until("writing CompleteCommit")
 assert offsets() == [["orders-0", "2", "committed"]]                    # output and offsets: one commit
 
 assert ctp.step_until("calls abort_transaction()")
-assert ctp.step_until("wrote a ABORT marker")
+assert ctp.step_until("wrote an ABORT marker")
 totals = trace_named(ctp.log_strip.figure, "totals-0").hovertext
 assert sum("ABORTED" in h for h in totals) == 2                         # the failed attempt, grey on the leader
 assert offsets() == [["orders-0", "2", "committed"]]                    # the group's offset did not move
