@@ -80,6 +80,7 @@ class Predict:
         self.revealed = False
         self.tries = 0
         self._build()
+        ALL.append(self)
 
     # ------------------------------------------------------------------ answers
     def _expected(self) -> Any:
@@ -233,3 +234,29 @@ class Exercise(Predict):
         self.feedback = self.solution
         self._say("txl-info", f"<b>A solution</b><pre>{html.escape(self.solution)}</pre>")
         return self.solution
+
+
+# ------------------------------------------------------------------------------ moments
+_MOMENTS: dict = {}
+ALL: list = []          # every Predict made in this kernel (the notebook tests read them after Run All)
+
+
+def moment(scenario: str, until=None, *, seed: int = 0, variant: Optional[str] = None, faults: Sequence = (),
+           **kw):
+    """A fresh run of ``scenario`` stopped where ``until`` (a narration text, or a function of the stepper)
+    first holds, after applying ``faults`` -- ``[(until, method, args...)]``, e.g. ``[("is now
+    PrepareCommit", "crash", 0)]``, an argument may be a function of the stepper -- as a learner would.  For the check cells and the lazy checks of
+    predictions: it never touches the learner's own stepper.  The same arguments give the same (cached) run."""
+    from .stepper import Stepper
+    key = (scenario, until if isinstance(until, str) else id(until), seed, variant, repr(faults),
+           tuple(sorted(kw.items())))
+    if key not in _MOMENTS:
+        s = Stepper(scenario, seed=seed, variant=variant, **kw)
+        for where, method, *args in faults:
+            if where is not None and not s.step_until(where):
+                raise ValueError(f"{scenario}: never reached {where!r}")
+            getattr(s, method)(*(a(s) if callable(a) else a for a in args))     # an argument may read the run
+        if until is not None and not s.step_until(until):
+            raise ValueError(f"{scenario}: never reached {until!r}")
+        _MOMENTS[key] = s
+    return _MOMENTS[key]
