@@ -9,6 +9,9 @@
 # %% [markdown]
 # # 01 · The idempotent producer
 #
+# **You need:** the tour (00); what a partition, an offset and a producer are. **Time:** about 45 minutes.
+# **You will be able to:** explain why a retried write is never duplicated, read PIDs and sequence numbers in a log, and predict what a broker answers to a duplicate, a gap or a stale epoch.
+#
 # Messaging systems promise one of three delivery guarantees:
 #
 # | guarantee | what it means | how it happens |
@@ -715,3 +718,9 @@ HTML(dedup.compare_html("main", lost_twice))
 #   restart it is rebuilt from a snapshot that keeps one batch, plus replay.
 # * Idempotence is per producer session and per partition. Writing to **several** partitions
 #   atomically, and surviving a producer restart, needs a `transactional.id`: notebook 02.
+
+# %% [markdown]
+# ## Where next
+#
+# **02 · Transactions and markers**: one decision for writes to several partitions (about 40 minutes).
+# `GLOSSARY.md` explains every Kafka term used here; `INDEX.md` lists the gallery's scenarios by concept.

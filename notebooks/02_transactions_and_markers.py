@@ -9,6 +9,9 @@
 # %% [markdown]
 # # 02 · Transactions and markers
 #
+# **You need:** the tour (00) and 01 (PIDs, epochs, sequence numbers). **Time:** about 40 minutes.
+# **You will be able to:** name every request of a transaction in order, read `__transaction_state` and the markers in a log, and say at which moment a transaction is decided.
+#
 # The idempotent producer (notebook 01) makes retries safe on **one** partition, for **one** producer
 # session. Two things are still missing:
 #
@@ -449,3 +452,9 @@ assert txn.result["read_committed_before_commit"] == [] and len(txn.result["read
 #   `Ongoing`); `EndTxn` writes `PrepareCommit`/`PrepareAbort` (the decision) and is answered at once;
 #   `WriteTxnMarkers` puts a COMMIT/ABORT control batch into each partition; then `Complete*`.
 # * Markers are records with offsets; aborted data is never removed, only marked.
+
+# %% [markdown]
+# ## Where next
+#
+# **03 · LEO, HW, LSO and isolation levels**: what a `read_committed` consumer may read, and when (about 40 minutes).
+# `GLOSSARY.md` explains every Kafka term used here; `INDEX.md` lists the gallery's scenarios by concept.

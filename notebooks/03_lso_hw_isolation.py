@@ -9,6 +9,9 @@
 # %% [markdown]
 # # 03 · LEO, high watermark, last stable offset and isolation levels
 #
+# **You need:** 02 (transactions and markers). **Time:** about 40 minutes.
+# **You will be able to:** compute the LEO, HW and LSO of a partition from its log, say what each isolation level returns, and explain why one open transaction holds back every `read_committed` reader.
+#
 # Three offsets decide what a consumer may read from a partition:
 #
 # | offset | meaning | who may read below it |
@@ -487,3 +490,9 @@ assert aborted.result == {"read_committed": ["committed-1", "committed-2"],
 # * Aborted records stay in the log; the broker sends `(producer id, first offset)` of each aborted
 #   transaction, and the `read_committed` consumer skips those batches itself.
 # * Only records below the HW are safe; `acks=all` is what makes an acknowledgement mean that.
+
+# %% [markdown]
+# ## Where next
+#
+# **04 · Consume, transform, produce**: offsets committed inside the transaction (about 40 minutes).
+# `GLOSSARY.md` explains every Kafka term used here; `INDEX.md` lists the gallery's scenarios by concept.

@@ -9,6 +9,9 @@
 # %% [markdown]
 # # 04 · Consume, transform, produce
 #
+# **You need:** 02 and 03 (markers, LSO, isolation levels). **Time:** about 40 minutes.
+# **You will be able to:** write a copier that reads, transforms, writes and commits its input offsets in one transaction, and say what happens to the offsets when it aborts.
+#
 # The typical stream-processing application reads records from an input topic, transforms them, and
 # writes the results to an output topic. Besides its output it has a second piece of state: **how
 # far it has read**, the consumer group's committed offsets (stored in the internal topic
@@ -478,3 +481,9 @@ assert ctp.result["read_uncommitted"] == ["0", "10", "20", "30", "20", "30", "40
 #   `UNSTABLE_OFFSET_COMMIT` and the consumer retries.
 # * After `abort_transaction()`, **seek back to the committed offsets** yourself (KAFKA-17582).
 # * Downstream readers must use `read_committed`, or they see aborted attempts.
+
+# %% [markdown]
+# ## Where next
+#
+# **05 · Zombie fencing**: what stops an old instance of the same copier (about 45 minutes).
+# `GLOSSARY.md` explains every Kafka term used here; `INDEX.md` lists the gallery's scenarios by concept.

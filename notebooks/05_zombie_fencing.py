@@ -9,6 +9,9 @@
 # %% [markdown]
 # # 05 · Zombie fencing
 #
+# **You need:** 02 and 04 (transactions, the copier). **Time:** about 45 minutes.
+# **You will be able to:** explain how epochs fence a zombie, what `transaction.timeout.ms` bounds, and what a hanging transaction is and how `transaction.version` 2 prevents it.
+#
 # A **zombie** is an old instance of an application that everybody believes dead (it crashed, was
 # partitioned from the network, or froze in a long GC pause) but that wakes up and keeps writing
 # while a new instance has already taken over its work. With the same `transactional.id`, the two
@@ -572,3 +575,9 @@ HTML(hanging.compare_html("main", v2))
 # * With one epoch for many transactions, late messages can join or end the wrong transaction.
 #   Verification (KIP-890 part 1) stops hanging transactions; `transaction.version` 2 (part 2) stops
 #   the rest. `find_hanging_transactions` and `abort_transaction` repair a partition by hand.
+
+# %% [markdown]
+# ## Where next
+#
+# **06 · Coordinator failures and timeouts**: the coordinator itself crashes (about 45 minutes).
+# `GLOSSARY.md` explains every Kafka term used here; `INDEX.md` lists the gallery's scenarios by concept.

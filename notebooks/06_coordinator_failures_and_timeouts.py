@@ -9,6 +9,9 @@
 # %% [markdown]
 # # 06 · Coordinator failures and timeouts
 #
+# **You need:** 02, 03 and 05. **Time:** about 45 minutes.
+# **You will be able to:** say what survives a coordinator crash before and after the decision, who finishes a transaction, and why a partition without a leader pins its LSO.
+#
 # The transaction coordinator is a broker like any other: it can crash at any moment of a commit.
 # Kafka's answer rests on one rule from notebook 02: **a transaction is decided when its
 # `PrepareCommit` (or `PrepareAbort`) record is durable in `__transaction_state`**. Everything after
@@ -628,3 +631,9 @@ assert marker.result["read_committed"] == ["order-0", "order-1", "order-2", "ord
 #   already visible, and the coordinator retries forever.
 # * `transaction.timeout.ms ≤ transaction.max.timeout.ms`; idle transactional ids expire with a
 #   tombstone after `transactional.id.expiration.ms`; an exhausted epoch rotates the producer id.
+
+# %% [markdown]
+# ## Where next
+#
+# **07 · Spark: at-least-once and exactly-once** puts it all in a pipeline (about 40 minutes), or **08 · Break it** switches the safeguards off (about 30 minutes).
+# `GLOSSARY.md` explains every Kafka term used here; `INDEX.md` lists the gallery's scenarios by concept.

@@ -9,6 +9,9 @@
 # %% [markdown]
 # # 07 · Spark: at-least-once and exactly-once against the ground truth
 #
+# **You need:** 04 and 05; PySpark basics help. **Time:** about 40 minutes (Spark starts slowly).
+# **You will be able to:** compare an at-least-once and an exactly-once sink against the ground truth under the same failures, and say which Kafka mechanism each exactly-once guarantee rests on.
+#
 # A classic example: all orders are in a Kafka topic `Order`; a stream job computes the
 # **income of every minute** and writes the results to a topic `Income`. To keep the result
 # correct, every message must be computed exactly once, whichever node fails: counted twice, the
@@ -355,4 +358,10 @@ print("this run used", MASTER, "with", spark.sparkContext.defaultParallelism, "c
 #   drivers, and the coordinator aborts what they left open), and **read_committed** (readers
 #   skip aborted data; `read_uncommitted` shows it is still in the log).
 # * It works because the data comes from Kafka (Spark can replay a batch from its offsets) and the
-#   results go back to Kafka -- the article's condition.
+#   results go back to Kafka: end-to-end exactly-once needs Kafka (or a replayable source) at both ends.
+
+# %% [markdown]
+# ## Where next
+#
+# **08 · Break it**: switch the safeguards off one at a time and find what breaks (about 30 minutes).
+# `GLOSSARY.md` explains every Kafka term used here; `INDEX.md` lists the gallery's scenarios by concept.

@@ -9,6 +9,9 @@
 # %% [markdown]
 # # 08 · Break it
 #
+# **You need:** 01 to 06. **Time:** about 30 minutes.
+# **You will be able to:** switch off one safeguard of Kafka's exactly-once machinery, find a run that breaks an invariant, and read the counterexample in the stepper.
+#
 # Every mechanism in the earlier notebooks exists because something goes wrong without it. This
 # notebook proves it the way FoundationDB, TigerBeetle and Jepsen do: run the same workload under
 # **many seeds**, each seed choosing its own faults (broker crashes, client crashes and zombies, lost,
@@ -262,3 +265,9 @@ show(pd.DataFrame([{"anomaly": k.name, "allowed in Kafka": k.allowed, "meaning":
 # %%
 assert set(MUTATIONS) == {"no-dedup", "no-fencing", "ignore-lso", "no-marker-retry", "offsets-outside-txn",
                           "no-coordinator-reload", "unclean-election", "naive-client-classic"}
+
+# %% [markdown]
+# ## Where next
+#
+# **09 · RocketMQ's half messages next to Kafka's transactions** (about 40 minutes).
+# `GLOSSARY.md` explains every Kafka term used here; `INDEX.md` lists the gallery's scenarios by concept.

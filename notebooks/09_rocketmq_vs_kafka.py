@@ -9,6 +9,9 @@
 # %% [markdown]
 # # 09 · RocketMQ's half messages next to Kafka's transactions
 #
+# **You need:** 02 and 06. **Time:** about 40 minutes.
+# **You will be able to:** explain RocketMQ's half message and transaction check, and compare it with Kafka's markers when the end of a transaction is lost.
+#
 # Picture an **order service**: it inserts an order into its local database *and* sends an "order
 # created" message — both or neither (要么都成功，要么都失败: "either both succeed or both fail").
 # RocketMQ builds exactly that: a **half message** parked where no consumer can see it, the **local
@@ -437,3 +440,9 @@ assert story.compare("main", crashed)["state"]["order-topic: what consumers can 
 
 # %%
 message_table_figure(lab, hide=("HEART_BEAT", "REGISTER_BROKER", "GET_ROUTEINFO_BY_TOPIC", "PULL_MESSAGE"))
+
+# %% [markdown]
+# ## Where next
+#
+# **10 · Classic two-phase commit**: where Kafka's transactions differ from it (about 30 minutes).
+# `GLOSSARY.md` explains every Kafka term used here; `INDEX.md` lists the gallery's scenarios by concept.

@@ -9,6 +9,9 @@
 # %% [markdown]
 # # 10 · Classic two-phase commit, and where Kafka's transactions differ
 #
+# **You need:** 02 and 06. **Time:** about 30 minutes.
+# **You will be able to:** run a two-phase commit, see it block when its coordinator crashes after the votes, and say which of its steps Kafka's transaction protocol keeps or drops.
+#
 # Articles on Kafka's design compare Kafka's transactions with the classic **two-phase commit**
 # (2PC): "看似相似，都分PREPARE阶段和最终COMMIT阶段，但又有很大不同". In 2PC the coordinator sends
 # **PREPARE** to every participant; each answers **VOTE_COMMIT** (it made its changes durable and *holds its
@@ -274,7 +277,7 @@ assert c.clock - crashed_at < 30_000
 assert read_committed(c) == [b"alice -30", b"bob +30"]
 
 # %% [markdown]
-# ## 7. The differences, as those articles list them
+# ## 7. The differences, side by side
 #
 # | | classic 2PC | Kafka's transactions |
 # |---|---|---|
@@ -287,3 +290,9 @@ assert read_committed(c) == [b"alice -30", b"bob +30"]
 #
 # Note what Kafka does *not* remove: a read_committed consumer of a partition still waits at the LSO until the
 # marker is written. The wait is seconds (a leader election), not "until the machine comes back".
+
+# %% [markdown]
+# ## Where next
+#
+# **11** (the wire chapter, when present), or back to **08 · Break it** with a mutation you have not tried; `INDEX.md` lists every scenario by concept.
+# `GLOSSARY.md` explains every Kafka term used here; `INDEX.md` lists the gallery's scenarios by concept.

@@ -11,6 +11,7 @@ the simulation and accepts its own expected answer; the learner's steppers are w
 for the learner (check cells use replays of their own)."""
 from __future__ import annotations
 
+import ast
 import json
 import os
 import re
@@ -36,10 +37,19 @@ def _prose(nb) -> list[tuple[int, str]]:
     """Markdown cells, and the strings of code cells, with code names (`...`, scenario-names) left out."""
     out = []
     for i, c in enumerate(nb.cells):
-        text = c.source if c.cell_type == "markdown" else " ".join(re.findall(r'"([^"\n]*)"', c.source))
+        text = c.source if c.cell_type == "markdown" else " | ".join(_strings(c.source))
         text = re.sub(r"`[^`]*`|<code>.*?</code>|\b[a-z0-9]+(?:-[a-z0-9]+){2,}\b", " ", text)
         out.append((i, text))
     return out
+
+
+def _strings(source: str) -> list[str]:
+    """The string constants of a code cell (what it can print or show)."""
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return re.findall(r'"([^"\n]*)"', source)
+    return [n.value for n in ast.walk(tree) if isinstance(n, ast.Constant) and isinstance(n.value, str)]
 
 
 def _read(path):
