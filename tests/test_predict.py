@@ -108,3 +108,10 @@ def test_bad_questions_are_refused_with_the_rule():
 def test_a_reopened_notebook_sees_a_run_this_cell_line():
     p = Predict("?", kind="number", check=1)
     assert p._repr_mimebundle_()["text/plain"] == "Prediction: run this cell to answer it."
+
+
+def test_an_unwritten_stub_is_not_judged():
+    def stub(x):
+        raise NotImplementedError
+    ex = Exercise("Write double(x).", kind="code", check=lambda f: f(3) == 6, solution="def double(x): ...")
+    assert ex.submit(stub) is None and ex.verdict is None and ex.feedback == "" and ex.tries == 0

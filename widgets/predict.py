@@ -213,9 +213,16 @@ class Exercise(Predict):
         self._reveal_button.description = "Show the solution"
 
     def submit(self, answer: Any) -> Optional[bool]:
-        """Check ``answer`` (code the learner wrote: a function, a value, ...) and show the verdict."""
+        """Check ``answer`` (code the learner wrote: a function, a value, ...) and show the verdict.  A stub that
+        still raises ``NotImplementedError`` is not an answer yet: nothing is judged."""
+        try:
+            ok, words = self._judge(answer)
+        except NotImplementedError:
+            self.feedback = ""
+            self._say("txl-info", "Not answered yet: replace the <code>raise NotImplementedError</code> with your "
+                                  "code and run the cell again.")
+            return None
         self.tries += 1
-        ok, words = self._judge(answer)
         self.verdict = ok
         head = "Right." if ok else "Not yet."
         body = " ".join(x for x in (words, self._why_text() if ok else "") if x)
