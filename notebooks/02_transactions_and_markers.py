@@ -48,7 +48,7 @@ import plotly.graph_objects as go
 
 from widgets.tables import show, narration, batches_table
 from widgets.snapshots import log_snapshot, message_flow
-from widgets.drawn import clear_filter, arrows_now, on_the_wire, coordinator_says, html_rows
+from widgets.drawn import arrows_now, on_the_wire, coordinator_says, html_rows
 from widgets.predict import Exercise, Predict, moment
 
 # %% [markdown]
