@@ -195,7 +195,10 @@ p_split = Predict(
     check=lambda: ("yes: orders-1 is readable first" if visibility().readable_ms["orders-1"]
                    < visibility().readable_ms["orders-0"] else "no: both become readable at the same moment"),
     why="Each partition's LSO moves when its own marker is written and replicated. The decision covers both "
-        "partitions, but a reader of one partition can see the commit while a reader of the other still waits.")
+        "partitions, but a reader of one partition can see the commit while a reader of the other still waits. "
+        "Here both first wait about 9 s: the crashed broker stays in the ISR until the controller fences it, and "
+        "no HW can pass it; then orders-1 is readable, and orders-0 waits for its new leader and the "
+        "coordinator's retried marker.")
 
 _timeline = []
 
