@@ -42,6 +42,7 @@ from IPython.display import display
 from txnlab import Cluster
 from txnlab.spark import SparkFaults, register
 from txnlab.spark import pipeline as pl
+from widgets.predict import Exercise, Predict
 from txnlab.spark.io import EARLIEST, LATEST, Link
 from txnlab.protocol import messages as m
 from widgets.tables import narration, show
@@ -168,6 +169,31 @@ print(plan.describe().replace("; ", "\n"))
 # **Predict:** After both runs, which result will equal the ground truth? For the at-least-once result: which
 # minutes will be too high, and by how much -- what does each of the three failures add?
 
+# %%
+READERS = ["at-least-once", "exactly-once (read_committed)", "exactly-once (read_uncommitted)"]
+p_truth = Predict("Which reader's result will equal the ground truth?", choices=READERS + ["none of them"],
+                  check=lambda: next((r for r in READERS if results[r] == truth), "none of them"),
+                  why="Only the exactly-once output read with read_committed: the failed attempts' rows were staged or "
+                      "published in transactions that were aborted, and read_committed skips them.")
+p_truth
+
+# %%
+CAUSES = ["the replay of batch 1", "the duplicate attempt of task 2", "task 0's first 3 increments, retried"]
+p_cause = Predict("Which of the three failures adds the most to the at-least-once result?", choices=CAUSES,
+                  check=lambda: max(zip((sum(replay.values()), sum(speculative.values()), sum(retried.values())),
+                                        CAUSES))[1],
+                  why="The replay writes all of batch 1 again; the duplicate attempt only task 2's share of it; the "
+                      "failed attempt only 3 increments.")
+p_cause
+
+# %%
+p_copies = Predict("The exactly-once output read with <code>read_uncommitted</code>: how many extra copies of "
+                   "batch 1 will it show?", kind="number",
+                   check=lambda: round(sum(v for v in uncommitted_extra.values()) / sum(replay.values())),
+                   why="One: the publish transaction that failed before its commit is in the log, aborted. The staged "
+                       "rows of failed task attempts are in the staging topic, never published.")
+p_copies
+
 # %% [markdown]
 # ## 5 · Run: the same query, the same failures, two sinks
 #
@@ -226,6 +252,33 @@ fig
 show(cmp[cmp["at-least-once - truth"] != 0][["minute", "truth", "at-least-once", "at-least-once - truth",
                                                "exactly-once (read_committed)"]].head(12)).format(precision=2)
 
+
+# %% [markdown]
+# ## Exercise: measure the damage
+#
+# Write `extra_of(result)`: the extra (or, negative, missing) income in cents of a result (a dict minute → cents)
+# compared with `truth`, over every minute either has. The lab checks it on the readers above.
+
+
+# %%
+def check_extra(fn):
+    want = {name: sum(r.get(mi, 0) - truth.get(mi, 0) for mi in set(truth) | set(r)) for name, r in results.items()}
+    got = {name: fn(r) for name, r in results.items()}
+    return got == want, f"yours: {got}"
+
+
+ex_extra = Exercise("Write <code>extra_of(result)</code> (cents).", kind="code", check=check_extra,
+                    solution='def extra_of(result):\n'
+                             '    minutes = set(truth) | set(result)\n'
+                             '    return sum(result.get(mi, 0) - truth.get(mi, 0) for mi in minutes)')
+ex_extra
+
+# %%
+def extra_of(result):
+    raise NotImplementedError          # your code here
+
+
+ex_extra.submit(extra_of)
 
 # %% [markdown]
 # ## 7 · Why each number is what it is

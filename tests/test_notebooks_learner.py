@@ -22,8 +22,8 @@ import pytest
 
 NOTEBOOKS = Path(__file__).resolve().parent.parent / "notebooks"
 CHAPTERS = sorted(NOTEBOOKS.glob("[0-9][0-9]_*.ipynb"))
-# chapters whose predictions are not yet answer widgets (issue 15: converted one by one)
-NOT_YET_CONVERTED: set = {"07_spark_alos_vs_eos"}
+# chapters whose predictions are not yet answer widgets
+NOT_YET_CONVERTED: set = set()
 
 INTERNAL_DOCS = re.compile(r"seed article|the seeds\b|KAFKA-EOS|STACK-NOTES|ARCHITECTURE\.md|STYLE\.md|HELPERS\.md"
                            r"|DEVELOPING\.md", re.I)
