@@ -1,6 +1,8 @@
 # txnlab: one virtual environment in $(VENV), nothing installed or registered outside it.
 #
-#   make lab            install if needed, then JupyterLab on notebooks/ (127.0.0.1 only)
+#   make lab            install if needed, then JupyterLab on a working copy of the chapters (build/lab,
+#                       127.0.0.1 only): the tracked notebooks never receive a learner's outputs
+#   make author         JupyterLab on notebooks/ itself, saving every notebook without outputs (for teachers)
 #   make test           install if needed, then every test: tests/ and the notebooks
 #   make bench          install if needed, then the benchmarks (writes bench/results.json)
 #   make browser-deps   Debian's Chromium for the real-browser tests and PNG export
@@ -31,7 +33,8 @@ NBMAKE    := $(if $(NOTEBOOKS),--nbmake $(NOTEBOOKS))
 # `make lab` flags: loopback only; no JupyterLab news fetched from the internet (the lab works offline, and a
 # learner is not asked about announcements); --allow-root when run as root (JupyterLab refuses otherwise);
 # --no-browser on request (NO_BROWSER=1 on the command line or LAB_NO_BROWSER=1 in the env).
-LAB_FLAGS := --ip 127.0.0.1 --LabApp.news_url=None
+# The offline settings, and what a save keeps, are in jupyter/jupyter_lab_config.py.
+LAB_FLAGS := --ip 127.0.0.1 --LabApp.news_url=None --config="$(abspath jupyter/jupyter_lab_config.py)"
 ifeq ($(shell id -u),0)
 LAB_FLAGS += --allow-root
 endif
@@ -39,7 +42,12 @@ ifneq ($(filter 1 true yes,$(NO_BROWSER) $(LAB_NO_BROWSER)),)
 LAB_FLAGS += --no-browser
 endif
 
-.PHONY: install lab test bench browser-deps clean
+# The learner's working copy: each chapter (and the glossary, the index) copied once, when absent, so a
+# learner's outputs and edits stay there; `rm -rf build/lab` starts afresh.
+LAB_DIR := build/lab
+LAB_FILES := $(wildcard notebooks/*.ipynb notebooks/GLOSSARY.md notebooks/INDEX.md)
+
+.PHONY: install lab author test bench browser-deps clean
 
 # ---- install -----------------------------------------------------------------------------
 # The stamp is redone when pyproject.toml changes, and when a top-level package gains its
@@ -54,7 +62,12 @@ install: $(STAMP)
 
 # ---- run ---------------------------------------------------------------------------------
 lab: $(STAMP)
-	$(RUN_ENV) "$(VENV_DIR)/bin/jupyter" lab $(LAB_FLAGS) notebooks/
+	mkdir -p "$(LAB_DIR)"
+	for f in $(LAB_FILES); do test -e "$(LAB_DIR)/$${f##*/}" || cp "$$f" "$(LAB_DIR)/"; done
+	cd "$(LAB_DIR)" && $(RUN_ENV) "$(VENV_DIR)/bin/jupyter" lab $(LAB_FLAGS)
+
+author: $(STAMP)
+	$(RUN_ENV) TXNLAB_AUTHOR=1 "$(VENV_DIR)/bin/jupyter" lab $(LAB_FLAGS) notebooks/
 
 test: $(STAMP)
 	$(RUN_ENV) "$(VENV_PY)" -m pytest tests/ $(NBMAKE)

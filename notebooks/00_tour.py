@@ -7,7 +7,11 @@
 # ---
 
 # %% [markdown]
-# # 00 · The lab in ten minutes
+# # 00 · The lab in twenty minutes
+#
+# **You need:** Python you can read; no Kafka yet. **Time:** about 20 minutes.
+# **You will be able to:** step a simulated Kafka cluster one event at a time, read the LEO, HW and LSO of
+# a partition, apply a fault at a chosen step and compare how two runs end.
 #
 # A whole Kafka cluster runs inside this notebook: three brokers with replicated partition logs, the
 # transaction coordinator, the group coordinator, and the confluent-kafka client API you would use
@@ -18,23 +22,33 @@
 # This tour does what every chapter does:
 #
 # 1. **explain** a mechanism,
-# 2. ask you to **predict** what will happen,
+# 2. ask you to **predict** what will happen (a small box: answer, press *Check*; the lab compares your
+#    answer with what the simulation shows and says why),
 # 3. **step** through it one event at a time, watching the logs, the coordinator and the messages,
-# 4. **check** what you saw (the check cells fail if the lab disagrees).
+# 4. **check** what you saw (the check cells replay the scenario on their own and fail if the lab disagrees;
+#    they never move your stepper).
+#
+# Run the whole notebook first (*Run → Run All Cells*): nothing below gives an answer away.
 
 # %%
+from IPython.display import HTML
+
 from txnlab import gallery
 from widgets import Stepper
+from widgets.predict import Exercise, Predict, moment
+from widgets.visibility import commit_timeline, visibility_figure
 
-for name in gallery.names():
+for name in gallery.names():                 # the scenarios of the gallery; every chapter steps some of them
     print(f"{name:36} {gallery.load(name).title}")
 
 # %% [markdown]
 # ## 1 · Explain: a transaction across two partitions
 #
-# The scenario `commit-visible-atomically` is ordinary client code (open the *what happens* line in
-# the stepper to read it). A transactional producer writes four records, two to `orders-0` and two
-# to `orders-1`, and commits. A `read_committed` consumer and a `read_uncommitted` consumer watch.
+# The scenario `commit-visible-atomically` is ordinary client code: open *what happens, and the expected
+# ending* at the top of the stepper for a description in words, and see the code with
+# `gallery.load("commit-visible-atomically").run` (`import inspect; print(inspect.getsource(...))`).
+# A transactional producer writes four records, two to `orders-0` and two to `orders-1`, and commits.
+# A `read_committed` consumer and a `read_uncommitted` consumer watch.
 #
 # Three offsets of a partition log matter:
 #
@@ -44,38 +58,58 @@ for name in gallery.names():
 #   if none is open). A `read_committed` consumer never reads past the LSO.
 #
 # A transaction ends with a **COMMIT or ABORT marker** that the coordinator asks each partition
-# leader to write, *after* it has made its decision durable in `__transaction_state`.
+# leader to write, *after* it has made its decision durable in `__transaction_state`. The decision is
+# one record, so it is atomic: all partitions commit or none. Each partition becomes readable when
+# its own marker is written there, so two partitions may show the commit at different moments (section 3).
 
 # %%
 s = Stepper("commit-visible-atomically", skip_background=True)
 s.widget
 
 # %% [markdown]
-# Above: **Step** executes exactly one event (a message delivered, a timer fired) and the narration
-# says what happened and *why*. **Back** goes one step back (the lab re-executes the run from its
-# seed). **Run** plays the steps at the chosen speed; the slider jumps anywhere. The tabs show the
-# partition logs (one row per replica; ★ marks the leader), the coordinator's state machine and its
-# log, the message flow, and the raw trace. *skip background events* hides idle replica fetches and
-# timers; the filter can follow one API, one process or one transactional.id.
-
-# %% [markdown]
-# **Predict:** The producer has written its four records and `flush()` returned: they are in the leaders' logs
-# and replicated (the HW has passed them), but the transaction is not committed yet. Where is the
-# LSO of `orders-0`? What does the `read_committed` consumer get?
-
-# %%
-# step until the producer's flush() has returned (the records are replicated and acknowledged)
-s.step_until("calls commit_transaction()")
-print(s.narration)
-p0 = s.cluster.partition_state("orders", 0)
-print("orders-0: LEO", p0["leo"], " HW", p0["hw"], " LSO", p0["lso"])
-reader = s.cluster.clients["reader-committed"]
-print("read_committed consumer position:", [(tp.partition, tp.offset) for tp in reader.position(reader.assignment())])
-
-# %% [markdown]
-# **Check** the records are below the HW (replicated) but above the LSO (their transaction is open):
+# This stepper (just above) starts at step 0. **Step** executes exactly one event (a message delivered,
+# a timer fired) and the purple box says what happened and *why*. **Back** goes one step back (the lab
+# re-executes the run from its seed). **Run** plays the steps at the chosen speed; the slider jumps
+# anywhere. The tabs show the partition logs (one row per replica; ★ marks the leader), the
+# coordinator's state machine and its log, the message flow, and the raw trace. *skip background
+# events* hides idle replica fetches and timers; the filter can follow one API, one process or one
+# transactional.id.
+#
+# **Your move:** answer the two questions below, then step until the narration says the producer
+# *calls commit_transaction()* (the slider helps; or run `s.step_until("calls commit_transaction()")`
+# in a new cell). The producer has then written its four records and `flush()` returned: they are in
+# the leaders' logs and replicated, but the transaction is not committed yet. Look at the *Logs* tab,
+# then press *Check*.
 
 # %%
+p_lso = Predict(
+    "When the producer's <code>flush()</code> has returned (records replicated, transaction still open), "
+    "where is the <b>LSO</b> of <code>orders-0</code>?", kind="offset",
+    check=lambda: moment("commit-visible-atomically", "calls commit_transaction()",
+                         skip_background=True).cluster.partition_state("orders", 0)["lso"],
+    why="The LSO stops at the first offset of the oldest open transaction: the transaction's first record "
+        "is at offset 0, so the LSO stays at 0 although the HW has moved past both records.")
+p_lso
+
+# %%
+p_read = Predict(
+    "At that same moment, how many of the four records has the <code>read_committed</code> consumer "
+    "received?", kind="number",
+    check=lambda: sum(tp.offset for tp in (lambda c: c.position(c.assignment()))(
+        moment("commit-visible-atomically", "calls commit_transaction()",
+               skip_background=True).cluster.clients["reader-committed"])),
+    why="A read_committed consumer reads only below the LSO, and both LSOs are 0 while the transaction is "
+        "open. The read_uncommitted consumer, reading up to the HW, already has all four.")
+p_read
+
+# %% [markdown]
+# **Check** (on a replay of its own, never your stepper): the records are below the HW (replicated) but
+# above the LSO (their transaction is open):
+
+# %%
+at_flush = moment("commit-visible-atomically", "calls commit_transaction()", skip_background=True)
+p0 = at_flush.cluster.partition_state("orders", 0)
+reader = at_flush.cluster.clients["reader-committed"]
 assert p0["hw"] == 2 and p0["lso"] == 0, p0          # replicated, but not stable
 assert all(tp.offset == 0 for tp in reader.position(reader.assignment()))   # it got nothing yet
 
@@ -86,74 +120,150 @@ assert all(tp.offset == 0 for tp in reader.position(reader.assignment()))   # it
 # coordinator first writes **PrepareCommit** to `__transaction_state` and waits until it is
 # replicated: from that moment the outcome is decided, whatever crashes. Then it sends the markers.
 #
-# Let us stop exactly there, with the decision durable and the markers not yet written, and crash
-# the coordinator.
-
-# %% [markdown]
-# **Predict:** The coordinator dies after PrepareCommit is durable. Will the transaction be committed, aborted,
-# or stuck? Who finishes it?
+# **Your move:** step until the narration says `'tx-orders' is now PrepareCommit`. Then, in the stepper's
+# *Faults* section, crash the broker that is the transaction coordinator (the *Coordinators* tab names
+# it; or run `s.crash(s.cluster.transaction_coordinator("tx-orders"))` in a new cell). A fault starts a
+# new **branch**; the run as written stays as branch `main`. Before you step on, answer:
 
 # %%
-s.step_until("is now PrepareCommit")
-print(s.narration)
-old = s.cluster.transaction_coordinator("tx-orders")
-crashed = s.crash(old)                       # a fault at this step: a new branch starts here
-print(s.branches)
+p_outcome = Predict(
+    "The coordinator dies right after <code>PrepareCommit</code> became durable, before any marker is "
+    "written. How does the transaction end?",
+    choices=["committed", "aborted", "stuck until the coordinator's broker comes back"],
+    check=lambda: {"CompleteCommit": "committed", "CompleteAbort": "aborted"}.get(
+        crashed_run().cluster.transaction_state("tx-orders")["state"], "stuck until the coordinator's broker comes back"),
+    why="PrepareCommit was replicated before the crash, so the decision survives it: another broker becomes "
+        "leader of that __transaction_state partition, loads PrepareCommit and sends the markers itself.")
+
+
+def crashed_run():
+    """A replay of its own: crash the coordinator once PrepareCommit is durable, then run to the end."""
+    run = moment("commit-visible-atomically", None, skip_background=True,
+                 faults=[("is now PrepareCommit", "crash", lambda st: st.cluster.transaction_coordinator("tx-orders"))])
+    run.run_to_end()
+    return run
+
+
+p_outcome
 
 # %%
-s.step_until(lambda s: (s.cluster.transaction_state("tx-orders") or {}).get("state") == "CompleteCommit")
-print(s.narration)
-new = s.cluster.transaction_coordinator("tx-orders")
-print(f"old coordinator: broker {old}, new coordinator: broker {new}")
+p_who = Predict("Who writes the COMMIT markers in that branch?",
+                choices=["the producer, when it retries", "the new transaction coordinator", "nobody"],
+                check="the new transaction coordinator",
+                why="Markers are the coordinator's job. The producer was already answered (commit_transaction() "
+                    "returned once the decision was durable); the new coordinator finds PrepareCommit in the log it "
+                    "loads and completes it.")
+p_who
 
 # %% [markdown]
-# **Check** another broker took over `__transaction_state`, loaded PrepareCommit and finished the commit:
+# **Check** on a replay with the same crash: another broker took over `__transaction_state`, loaded
+# PrepareCommit and finished the commit; the consumers end with the same four records as the run as written.
 
 # %%
-assert new != old
-assert s.cluster.transaction_state("tx-orders")["state"] == "CompleteCommit"
-s.run_to_end()
-assert sorted(s.result["read_committed_after_commit"]) == ["order-0", "order-1", "order-2", "order-3"]
+crash_check = crashed_run()
+main_check = moment("commit-visible-atomically", None, skip_background=True)
+main_check.run_to_end()
+old = crash_check.history.branches[crash_check.branch].faults[0][1].node
+assert crash_check.cluster.transaction_coordinator("tx-orders") != int(old.rsplit("-", 1)[1])
+assert crash_check.cluster.transaction_state("tx-orders")["state"] == "CompleteCommit"
+assert sorted(crash_check.result["read_committed_after_commit"]) == ["order-0", "order-1", "order-2", "order-3"]
+assert sorted(main_check.result["read_committed_after_commit"]) == ["order-0", "order-1", "order-2", "order-3"]
 
 # %% [markdown]
-# The **Branches** section of the stepper lists both runs: `main` (as written) and the branch with
-# the crash. Compare how they end: the same records are committed in both; the crash branch ends
-# later, and a partition may hold a second COMMIT marker, written by the new coordinator (markers
-# are safe to repeat).
+# Your stepper's **Branches** section lists both runs: `main` (as written) and the branch with the crash.
+# Its *compare* shows how they end; here is the same comparison for the replay above. The same records
+# are committed in both; the crash branch ends later, and a partition may hold a second COMMIT marker,
+# written by the new coordinator (markers are safe to repeat).
 
 # %%
-from IPython.display import HTML
-HTML(s.compare_html("main", crashed))
+HTML(crash_check.compare_html("main", crash_check.branch))
 
 # %% [markdown]
-# ## 3 · Back in time is exact
+# ## 3 · One decision, a marker per partition
+#
+# The decision is atomic and durable, but it is not a single moment for the readers. Each partition
+# becomes readable to `read_committed` consumers when **its own** marker is written and replicated.
+# The gallery scenario `marker-leader-down` crashes the leader of one partition while its COMMIT
+# marker is on the way: the coordinator retries that marker until a new leader is elected.
+
+# %%
+p_split = Predict(
+    "In <code>marker-leader-down</code>, the leader of <code>orders-0</code> crashes while its COMMIT marker "
+    "is on the way. Can a <code>read_committed</code> consumer of <code>orders-1</code> read the committed "
+    "records before <code>orders-0</code> gets its marker?",
+    choices=["yes: orders-1 is readable first", "no: both become readable at the same moment"],
+    check=lambda: ("yes: orders-1 is readable first" if visibility().readable_ms["orders-1"]
+                   < visibility().readable_ms["orders-0"] else "no: both become readable at the same moment"),
+    why="Each partition's LSO moves when its own marker is written and replicated. The decision covers both "
+        "partitions, but a reader of one partition can see the commit while a reader of the other still waits. "
+        "Here both first wait about 9 s: the crashed broker stays in the ISR until the controller fences it, and "
+        "no HW can pass it; then orders-1 is readable, and orders-0 waits for its new leader and the "
+        "coordinator's retried marker.")
+
+_timeline = []
+
+
+def visibility():
+    """When each partition of the commit became readable (a replay of its own, computed once)."""
+    if not _timeline:
+        _timeline.append(commit_timeline("marker-leader-down", "tx-orders", [("orders", 0), ("orders", 1)]))
+    return _timeline[0]
+
+
+p_split
+
+# %% [markdown]
+# The picture below (drawn from a replay of the scenario) shows the moment of the decision and, for
+# each partition, when its committed records became readable. Look at it after you have answered.
+
+# %%
+visibility_figure(visibility())
+
+# %% [markdown]
+# **Check:** one decision, two moments of visibility, both after the decision:
+
+# %%
+tl = visibility()
+assert tl.decided_ms < tl.readable_ms["orders-1"] < tl.readable_ms["orders-0"]
+
+# %% [markdown]
+# ## 4 · Back in time is exact
 #
 # Going back re-executes the run from its seed up to the earlier step, so the state you return to
-# is the state you left, event for event.
+# is the state you left, event for event. (This check uses a stepper of its own.)
 
 # %%
-s.switch("main", 5)
-before = s.trace_text(50)
-s.jump(8)
-s.back(3)
-assert s.position == 5 and s.trace_text(50) == before
-print(s.narration)
+replay = Stepper("commit-visible-atomically", skip_background=True)
+replay.jump(5)
+before = replay.trace_text(50)
+replay.jump(8)
+replay.back(3)
+assert replay.position == 5 and replay.trace_text(50) == before
+replay.close()
 
 # %% [markdown]
-# ## 4 · Your turn
+# ## 5 · Exercise: find the moment of the decision
 #
-# The stepper below stands where the coordinator is about to send the COMMIT markers. Click
-# **Step** a few times and watch the `orders-0` rows: the marker is appended (LEO), the followers
-# fetch it, the **HW** moves, and the **LSO** jumps with it, because no transaction is open any
-# more. Then try a fault of your own from the *Faults* section: crash a partition leader now, or
-# drop a marker in flight (click its orange dot in the *Messages* tab), and compare the branches.
-#
-# Every scenario of the gallery also runs plainly, to its end, and checks its expected ending:
+# In your stepper (branch `main`: pick it in *Branches*), find the step at which the transaction becomes
+# **decided**: the narration says `decided (PrepareCommit is durable)`. Type its step number (the
+# stepper shows *step k / n*) and press *Check*. Then step on: the markers are sent in the same step,
+# and the `orders` rows of the *Logs* tab show each marker landing, the **HW** moving and the **LSO**
+# jumping with it, because no transaction is open any more.
 
 # %%
-s.switch("main", 0)
-s.step_until("sending COMMIT markers")
-print(s.narration)
+ex_decided = Exercise(
+    "At which step of the run as written does <code>tx-orders</code> become decided?", kind="number",
+    check=lambda answer: (answer == moment("commit-visible-atomically", "decided (PrepareCommit is durable)",
+                                           skip_background=True).position,
+                          "Step back and forth around it: one step earlier the record was written but not yet "
+                          "replicated."),
+    solution='s.switch("main", 0)\ns.step_until("decided (PrepareCommit is durable)")\ns.position')
+ex_decided
+
+# %% [markdown]
+# ## 6 · Every scenario of the gallery
+#
+# Every scenario also runs plainly, to its end, and checks its expected ending:
 
 # %%
 for name in gallery.names():
@@ -161,4 +271,12 @@ for name in gallery.names():
     for variant in (list(sc.variants) or [None]):
         cluster, result = sc.play(seed=0, variant=variant)
         sc.verify(cluster, result, variant)
-        print(f"ok  {name}{' [' + variant + ']' if variant else ''}: {sc.expected[:90]}...")
+        print(f"ok  {name}{' [' + variant + ']' if variant else ''}: {sc.title}")
+
+# %% [markdown]
+# ## Where next
+#
+# * **01 · The idempotent producer**: why a retry never writes a record twice (about 45 minutes).
+# * Then **02 · Transactions and markers** takes this tour's transaction apart request by request.
+# * `notebooks/INDEX.md` lists every gallery scenario by concept, `notebooks/GLOSSARY.md` every Kafka term
+#   the lab uses.

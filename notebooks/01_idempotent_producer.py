@@ -9,6 +9,9 @@
 # %% [markdown]
 # # 01 · The idempotent producer
 #
+# **You need:** the tour (00); what a partition, an offset and a producer are. **Time:** about 45 minutes.
+# **You will be able to:** explain why a retried write is never duplicated, read PIDs and sequence numbers in a log, and predict what a broker answers to a duplicate, a gap or a stale epoch.
+#
 # Messaging systems promise one of three delivery guarantees:
 #
 # | guarantee | what it means | how it happens |
@@ -49,6 +52,8 @@ import pandas as pd
 from widgets.tables import show, narration, batches_table
 from widgets.snapshots import log_snapshot
 from widgets.drawn import drawn_line
+from widgets.predict import Exercise, Predict, moment
+from widgets.reader import read
 
 # %%
 import plotly.graph_objects as go
@@ -443,6 +448,21 @@ class RawClient(Node):
 # sequence 5, of sequence 1, and of sequence 0? Which of them are written again?
 
 # %%
+ANSWERS = ["NONE, with its original offset", "OUT_OF_ORDER_SEQUENCE_NUMBER", "DUPLICATE_SEQUENCE_NUMBER", "INVALID_PRODUCER_EPOCH"]
+
+
+def answer_named(code):
+    return next((a for a in ANSWERS if a.startswith(code)), code)
+
+
+p_seq0 = Predict("The cache holds the batches with sequences 1 to 5. What does the leader answer to a retry of "
+                 "<b>sequence 0</b>?", choices=ANSWERS, check=lambda: answer_named(retries[0][0]),
+                 why="Sequence 0 has fallen out of the five-batch cache: the leader cannot recognise it as a duplicate "
+                     "and refuses it as out of order. Retries of 5 and 1 are recognised and answered with their "
+                     "original offsets; nothing is written twice.")
+p_seq0
+
+# %%
 cluster = Cluster(brokers=3, seed=7)
 cluster.create_topic("t", partitions=1, replication_factor=3)
 raw = RawClient(cluster)
@@ -502,6 +522,14 @@ assert copies_in_log(cluster, "t") == ["b%d" % i for i in range(6)]   # nothing 
 # What is the answer after a clean shutdown, and after a hard crash?
 
 # %%
+p_hard = Predict("After a <b>hard crash</b> and restart, what does the leader answer to the retry of sequence 3?",
+                 choices=ANSWERS, check=lambda: answer_named(hard_answer[0]),
+                 why="After a crash the producer state is rebuilt by replaying the log, which restores all five "
+                     "batches: the retry is recognised. A clean shutdown's snapshot keeps only the last batch, so "
+                     "there the retry of 3 is out of order.")
+p_hard
+
+# %%
 def after_restart(clean):
     cluster = Cluster(brokers=1, seed=3)
     cluster.create_topic("t")
@@ -541,6 +569,13 @@ assert hard_cached == 5 and hard_answer == ("NONE", 3)
 # %% [markdown]
 # **Predict:** Producer 4000 writes with epoch 3, sequence 0. Then it sends (epoch 2, seq 1), (epoch 4, seq 5)
 # and (epoch 4, seq 0). What does the leader answer to each?
+
+# %%
+p_stale = Predict("After writes with epoch 3, what does the leader answer to <b>(epoch 2, seq 1)</b>?",
+                  choices=ANSWERS, check=lambda: answer_named(epochs[1]["answer"]),
+                  why="An older epoch belongs to a fenced producer: INVALID_PRODUCER_EPOCH, nothing written. A newer "
+                      "epoch must start again at sequence 0, so (4, 5) is out of order and (4, 0) is accepted.")
+p_stale
 
 # %%
 cluster = Cluster(brokers=3, seed=7)
@@ -666,35 +701,49 @@ from widgets import Stepper
 dedup = Stepper("dropped-ack-dedup", skip_background=True)
 dedup.widget
 
+
+# %%
+def retry_offset():
+    import re
+    run = moment("dropped-ack-dedup", "duplicate of a batch already in the log", skip_background=True)
+    return int(re.search(r"original offset (\d+)", run.narration).group(1))
+
+
+p_offset = Predict("The idempotent producer's retry reaches the leader. With which offset does the leader answer?",
+                   kind="offset", check=retry_offset,
+                   why="The batch is already in the log at offset 0: the leader recognises (pid, epoch, sequence) and "
+                       "answers success with the original offset, appending nothing.")
+p_offset
+
 # %% [markdown]
-# **Check** what you should have seen. The cell drives the stepper above (watch it move): it replays the
+# **Check** what you should have seen. The cell replays the scenario in a stepper of its own (yours stays where you left it) (watch it move): it replays the
 # branch as written, then builds the branch with two lost answers per producer and compares the
 # endings (this cell fails if the lab disagrees):
 
 # %%
-dedup.switch("main", 0)                                  # the branch as written, from its start
-assert dedup.step_until("the network dropped Produce response")
-assert "orders-0 HW 0 -> 3" in dedup.narration            # written and replicated: only the answer is lost
-assert dedup.step_until("duplicate of a batch already in the log")
-assert "answering with the original offset 0" in dedup.narration
-assert drawn_line(dedup.log_strip, "LEO", "orders", 0) == 3   # the retry appended nothing
+dedup_check = Stepper("dropped-ack-dedup", skip_background=True)
+assert dedup_check.step_until("the network dropped Produce response")
+assert "orders-0 HW 0 -> 3" in dedup_check.narration            # written and replicated: only the answer is lost
+assert dedup_check.step_until("duplicate of a batch already in the log")
+assert "answering with the original offset 0" in dedup_check.narration
+assert drawn_line(dedup_check.log_strip, "LEO", "orders", 0) == 3   # the retry appended nothing
 
 def drop_answer_to(client):
     """Step until a Produce response to ``client`` is on the wire, then drop it (Faults → Drop)."""
     def answer(s):
         return next((m for m in s.in_flight() if m.api == "Produce" and m.is_response and m.dst == client), None)
-    assert dedup.step_until(lambda s: answer(s) is not None)
-    return dedup.drop(answer(dedup).id)
+    assert dedup_check.step_until(lambda s: answer(s) is not None)
+    return dedup_check.drop(answer(dedup_check).id)
 
-dedup.reset()
+dedup_check.reset()
 drop_answer_to("idempotent-producer")                    # the answer to its retry is lost too ...
 lost_twice = drop_answer_to("plain-producer")            # ... and the plain producer's: a branch with both faults
-dedup.run_to_end()
-assert dedup.result == {"unacked_idempotent": 0, "unacked_plain": 0}      # every report says success
-ending = dedup.compare("main", lost_twice)
+dedup_check.run_to_end()
+assert dedup_check.result == {"unacked_idempotent": 0, "unacked_plain": 0}      # every report says success
+ending = dedup_check.compare("main", lost_twice)
 assert "orders-0" not in ending["partitions"]                             # idempotent: a, b, c once, as before
 assert ending["partitions"]["orders-1"]["read_uncommitted"]["only_in_b"] == ["a", "b", "c"]   # plain: a third copy
-assert dedup.outcome(lost_twice)["partitions"]["orders-1"]["leo"] == 9
+assert dedup_check.outcome(lost_twice)["partitions"]["orders-1"]["leo"] == 9
 
 # %% [markdown]
 # The comparison, as **Branches → Compare endings** shows it. The retries of the idempotent producer
@@ -702,7 +751,41 @@ assert dedup.outcome(lost_twice)["partitions"]["orders-1"]["leo"] == 9
 
 # %%
 from IPython.display import HTML
-HTML(dedup.compare_html("main", lost_twice))
+HTML(dedup_check.compare_html("main", lost_twice))
+
+# %% [markdown]
+# ## Exercise: a producer that survives a lost acknowledgement
+#
+# Write `safe_config(bootstrap)`: the configuration (a dict) of a producer whose single record is written once
+# even though the network loses the first answer to its `Produce`. The lab builds the producer on a fresh cluster,
+# drops that answer, flushes, and counts the copies in the log.
+
+
+# %%
+def check_safe_config(fn):
+    lab = Cluster(brokers=3, seed=4)
+    lab.create_topic("orders", partitions=1, replication_factor=3)
+    p = Producer(fn(lab.bootstrap))
+    lab.drop_next("Produce", response=True)
+    p.produce("orders", value=b"order-1", partition=0)
+    p.flush(10)
+    lab.run_until_idle()
+    copies = read(lab, "orders", isolation="read_uncommitted")
+    return copies == ["order-1"], f"the log holds {copies}"
+
+
+ex_safe = Exercise("Write <code>safe_config(bootstrap)</code>: one copy despite a lost acknowledgement.", kind="code",
+                   check=check_safe_config,
+                   solution='def safe_config(bootstrap):\n'
+                            '    return {"bootstrap.servers": bootstrap, "enable.idempotence": True}')
+ex_safe
+
+# %%
+def safe_config(bootstrap):
+    raise NotImplementedError          # your code here
+
+
+ex_safe.submit(safe_config)
 
 # %% [markdown]
 # ## What to remember
@@ -715,3 +798,9 @@ HTML(dedup.compare_html("main", lost_twice))
 #   restart it is rebuilt from a snapshot that keeps one batch, plus replay.
 # * Idempotence is per producer session and per partition. Writing to **several** partitions
 #   atomically, and surviving a producer restart, needs a `transactional.id`: notebook 02.
+
+# %% [markdown]
+# ## Where next
+#
+# **02 · Transactions and markers**: one decision for writes to several partitions (about 40 minutes).
+# `GLOSSARY.md` explains every Kafka term used here; `INDEX.md` lists the gallery's scenarios by concept.

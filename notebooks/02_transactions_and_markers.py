@@ -9,6 +9,9 @@
 # %% [markdown]
 # # 02 · Transactions and markers
 #
+# **You need:** the tour (00) and 01 (PIDs, epochs, sequence numbers). **Time:** about 40 minutes.
+# **You will be able to:** name every request of a transaction in order, read `__transaction_state` and the markers in a log, and say at which moment a transaction is decided.
+#
 # The idempotent producer (notebook 01) makes retries safe on **one** partition, for **one** producer
 # session. Two things are still missing:
 #
@@ -45,7 +48,8 @@ import plotly.graph_objects as go
 
 from widgets.tables import show, narration, batches_table
 from widgets.snapshots import log_snapshot, message_flow
-from widgets.drawn import clear_filter, arrows_now, on_the_wire, coordinator_says, html_rows
+from widgets.drawn import arrows_now, on_the_wire, coordinator_says, html_rows
+from widgets.predict import Exercise, Predict, moment
 
 # %% [markdown]
 # ## 1 · The transactional API
@@ -198,10 +202,6 @@ assert cluster.transaction_state("shop-1")["state"] == "CompleteCommit"
 # value carries the producer id and epoch, the timeout, the **state** and the **partition set**.
 # `describe_record` decodes one.
 
-# %% [markdown]
-# **Predict:** How many records does `shop-1` have in its `__transaction_state` partition now, and which state
-# does each record carry?
-
 # %%
 def transaction_log(cluster, transactional_id):
     part = cluster.transaction_state(transactional_id)["transaction_state_partition"]
@@ -213,6 +213,20 @@ def transaction_log(cluster, transactional_id):
                 rows.append({"offset": offset, **row})
     return pd.DataFrame(rows)
 
+
+# %%
+p_records = Predict(
+    "How many records does <code>shop-1</code> have in its <code>__transaction_state</code> partition now "
+    "(after one committed transaction)? Think of the state each one carries.", kind="number",
+    check=len(transaction_log(cluster, "shop-1")),        # read now: the chapter's cluster moves on below
+    why="Empty (InitProducerId), Ongoing (first AddPartitionsToTxn), Ongoing again (payments-0 added later), "
+        "PrepareCommit (the decision) and CompleteCommit (after the markers): every transition is a record.")
+p_records
+
+# %% [markdown]
+# Answer first; then the table shows the records:
+
+# %%
 show(transaction_log(cluster, "shop-1"))
 
 # %% [markdown]
@@ -243,9 +257,18 @@ log_snapshot(cluster, [("orders", 0), ("orders", 1), ("payments", 0)], title="Af
 # then ABORT markers, then `CompleteAbort`. The aborted records stay in the log (a log is
 # append-only); the marker tells readers to skip them (notebook 03).
 
-# %% [markdown]
-# **Predict:** After the abort, what will `orders-0` contain at offsets 2 and 3? What sequence number will the
-# aborted batch carry (the producer's epoch is still 0)?
+# %%
+def offsets_2_and_3():
+    kinds = [b.control_type.name if b.is_control else "data" for b in cluster.log("orders", 0).batches][2:4]
+    return {("data", "ABORT"): "the aborted record at 2, an ABORT marker at 3",
+            ("ABORT",): "an ABORT marker at 2, nothing at 3"}.get(tuple(kinds), "nothing new: an abort removes the record")
+
+
+p_abort = Predict("After the abort, what will <code>orders-0</code> hold at offsets 2 and 3?", choices=["the aborted record at 2, an ABORT marker at 3", "nothing new: an abort removes the record", "an ABORT marker at 2, nothing at 3"],
+                  check=offsets_2_and_3,
+                  why="A log is append-only: the aborted record stays at offset 2 and the ABORT marker (a control "
+                      "batch with an offset of its own) follows it at 3. read_committed readers skip both.")
+p_abort
 
 # %%
 producer.begin_transaction()
@@ -306,9 +329,21 @@ show(matrix, left=False)
 # fences a producer (notebooks 05 and 06). `Dead` is written as a tombstone when an idle
 # transactional id expires (notebook 06).
 
-# %% [markdown]
-# **Predict:** Can a transaction go straight from `Ongoing` to `CompleteCommit`? Can a `PrepareCommit` become a
-# `PrepareAbort` if a partition leader is down when the markers are due?
+# %%
+S_ = TransactionState
+p_skip = Predict("Can a transaction go straight from <code>Ongoing</code> to <code>CompleteCommit</code>?",
+                 choices=["yes", "no"], check=lambda: "yes" if is_valid_transition(S_.Ongoing, S_.CompleteCommit) else "no",
+                 why="The decision (PrepareCommit) must be durable before any marker is written; Complete* only "
+                     "follows Prepare*.")
+p_skip
+
+# %%
+p_undo = Predict("Can <code>PrepareCommit</code> become <code>PrepareAbort</code> if a partition leader is down "
+                 "when the markers are due?", choices=["yes", "no"],
+                 check=lambda: "yes" if is_valid_transition(S_.PrepareCommit, S_.PrepareAbort) else "no",
+                 why="Once decided, never undone: the coordinator retries the marker until the partition has a leader "
+                     "again (notebook 06).")
+p_undo
 
 # %%
 POS = {"Empty": (0, 1), "Ongoing": (1.5, 1), "PrepareCommit": (3, 1.8), "PrepareAbort": (3, 0.2),
@@ -388,11 +423,6 @@ assert ("Ongoing", "PrepareCommit") in path and ("PrepareAbort", "CompleteAbort"
 #   running down, the request or response delivered at this step in purple, messages still on the
 #   wire ending in an orange dot (hover an arrow for its content).
 
-# %% [markdown]
-# **Predict:** Step until the coordinator receives `EndTxn`. Is `tx-orders` in `PrepareCommit` at that step
-# already? When the producer receives the answer to its `EndTxn`, are the COMMIT markers in the
-# partition logs yet, or still on the wire?
-
 # %%
 from widgets import Stepper
 
@@ -400,46 +430,110 @@ txn = Stepper("commit-visible-atomically", skip_background=True)
 txn.widget
 
 # %% [markdown]
-# **Check** what you should have seen. The cell drives the stepper above from the start, stopping at each
-# request of the transaction, and asserts what the narration, the state machine and the message
-# diagram showed (this cell fails if the lab disagrees):
+# **Your move:** answer, then step until the coordinator receives `EndTxn` (the narration says
+# `got EndTxn from producer`; the filter *API EndTxn* gets there fast), and on to the producer's answer.
 
 # %%
-txn.switch("main", 0)
-clear_filter(txn)                # the Filter you may have set above
-assert txn.step_until("got AddPartitionsToTxn from producer")
-coordinator = f"broker-{txn.cluster.transaction_coordinator('tx-orders')}"
-assert arrows_now(txn) == [("AddPartitionsToTxn", "producer", coordinator)]
-assert "state Empty → writing Ongoing" in coordinator_says(txn, "tx-orders")      # dashed: being written
-assert txn.step_until("is now Ongoing")
-assert "state Ongoing" in coordinator_says(txn, "tx-orders")                       # replicated: solid
+p_endtxn = Predict(
+    "At the step the coordinator receives <code>EndTxn</code>, which state does <code>tx-orders</code> have?",
+    choices=["Ongoing", "PrepareCommit", "CompleteCommit"],
+    check=lambda: moment("commit-visible-atomically", "got EndTxn from producer",
+                         skip_background=True).cluster.transaction_state("tx-orders")["state"],
+    why="Receiving EndTxn only starts the write of PrepareCommit (the dashed arrow); the state changes when that "
+        "record is replicated, a few steps later.")
+p_endtxn
 
-assert txn.step_until("got EndTxn from producer")
-assert arrows_now(txn) == [("EndTxn", "producer", coordinator)]
-assert "state Ongoing → writing PrepareCommit" in coordinator_says(txn, "tx-orders")   # not decided yet
+# %%
+p_markers = Predict(
+    "When the producer receives the answer to its <code>EndTxn</code>, are the COMMIT markers in the partition logs?",
+    choices=["yes, both", "not yet: still on the wire"],
+    check=lambda: ("yes, both" if all(any(b.is_control for b in moment(
+        "commit-visible-atomically", "producer got the EndTxn response", skip_background=True).cluster.log("orders", p).batches)
+        for p in (0, 1)) else "not yet: still on the wire"),
+    why="The coordinator answers as soon as the decision is durable and sends the markers in the same step: "
+        "commit_transaction() returns while they travel; each partition becomes readable when its own marker lands.")
+p_markers
 
-assert txn.step_until("is now PrepareCommit")
-assert "decided (PrepareCommit is durable)" in txn.narration
-assert ("EndTxn", "response", coordinator, "producer") in on_the_wire(txn)        # the answer goes out ...
-assert {w[3] for w in on_the_wire(txn) if w[0] == "WriteTxnMarkers"} == \
-    {f"broker-{txn.cluster.leader('orders', p)}" for p in (0, 1)}                 # ... together with the markers
+# %% [markdown]
+# **Check** what you should have seen. The cell replays the scenario in a stepper of its own (yours stays
+# where you left it), stopping at each request of the transaction, and asserts what the narration, the
+# state machine and the message diagram showed (this cell fails if the lab disagrees):
 
-assert txn.step_until("producer got the EndTxn response")
-assert arrows_now(txn) == [("EndTxn", coordinator, "producer")]                  # commit_transaction() returns
-assert not any(b.is_control for p in (0, 1) for b in txn.cluster.log("orders", p).batches)   # no marker yet
+# %%
+chk = Stepper("commit-visible-atomically", skip_background=True)
+assert chk.step_until("got AddPartitionsToTxn from producer")
+coordinator = f"broker-{chk.cluster.transaction_coordinator('tx-orders')}"
+assert arrows_now(chk) == [("AddPartitionsToTxn", "producer", coordinator)]
+assert "state Empty → writing Ongoing" in coordinator_says(chk, "tx-orders")      # dashed: being written
+assert chk.step_until("is now Ongoing")
+assert "state Ongoing" in coordinator_says(chk, "tx-orders")                       # replicated: solid
 
-assert txn.step_until("is now CompleteCommit")
-assert "state CompleteCommit" in coordinator_says(txn, "tx-orders")
-assert [r[3] for r in html_rows(txn.coordinators.txn_log_html.value)] == \
+assert chk.step_until("got EndTxn from producer")
+assert arrows_now(chk) == [("EndTxn", "producer", coordinator)]
+assert "state Ongoing → writing PrepareCommit" in coordinator_says(chk, "tx-orders")   # not decided yet
+
+assert chk.step_until("is now PrepareCommit")
+assert "decided (PrepareCommit is durable)" in chk.narration
+assert ("EndTxn", "response", coordinator, "producer") in on_the_wire(chk)        # the answer goes out ...
+assert {w[3] for w in on_the_wire(chk) if w[0] == "WriteTxnMarkers"} == \
+    {f"broker-{chk.cluster.leader('orders', p)}" for p in (0, 1)}                 # ... together with the markers
+
+assert chk.step_until("producer got the EndTxn response")
+assert arrows_now(chk) == [("EndTxn", coordinator, "producer")]                  # commit_transaction() returns
+assert not any(b.is_control for p in (0, 1) for b in chk.cluster.log("orders", p).batches)   # no marker yet
+
+assert chk.step_until("is now CompleteCommit")
+assert "state CompleteCommit" in coordinator_says(chk, "tx-orders")
+assert [r[3] for r in html_rows(chk.coordinators.txn_log_html.value)] == \
     ["Empty", "Ongoing", "PrepareCommit", "CompleteCommit"]
-txn.run_to_end()
-assert txn.result["read_committed_before_commit"] == [] and len(txn.result["read_uncommitted_before_commit"]) == 4
+chk.run_to_end()
+assert chk.result["read_committed_before_commit"] == [] and len(chk.result["read_uncommitted_before_commit"]) == 4
+chk.close()
 
 # %% [markdown]
 # `EndTxn` arrived while `tx-orders` was `Ongoing`; the coordinator *started* writing `PrepareCommit`
 # (the dashed arrow) and decided only when that record was replicated. In the same step it answered
 # the producer and sent the markers: `commit_transaction()` returned while the COMMIT markers were
 # still on the wire, exactly as the trace of section 3 showed.
+
+# %% [markdown]
+# ## Exercise: a commit, then an abort
+#
+# Write `commit_then_abort(producer)`: with a transactional producer whose `init_transactions()` has run,
+# commit one record to `orders-0`, then abort one record on `orders-0`. The lab runs your function on a fresh
+# cluster and checks that `orders-0` holds, in offset order: a record, a COMMIT marker, a record, an ABORT marker.
+
+# %%
+def check_commit_then_abort(fn):
+    lab = Cluster(brokers=3, seed=11)
+    lab.create_topic("orders", partitions=2, replication_factor=3)
+    p = Producer({"bootstrap.servers": lab.bootstrap, "transactional.id": "exercise"})
+    p.init_transactions()
+    fn(p)
+    lab.run_until_idle()
+    kinds = [b.control_type.name if b.is_control else "data" for b in lab.log("orders", 0).batches]
+    return kinds == ["data", "COMMIT", "data", "ABORT"], f"orders-0 holds {kinds}"
+
+
+ex_markers = Exercise(
+    "Write <code>commit_then_abort(producer)</code>: one committed record, then one aborted record, on "
+    "<code>orders-0</code>.", kind="code", check=check_commit_then_abort,
+    solution='def commit_then_abort(producer):\n'
+             '    producer.begin_transaction()\n'
+             '    producer.produce("orders", value=b"kept", partition=0)\n'
+             '    producer.commit_transaction()\n'
+             '    producer.begin_transaction()\n'
+             '    producer.produce("orders", value=b"dropped", partition=0)\n'
+             '    producer.flush()\n'
+             '    producer.abort_transaction()')
+ex_markers
+
+# %%
+def commit_then_abort(producer):
+    raise NotImplementedError          # your code here
+
+
+ex_markers.submit(commit_then_abort)
 
 # %% [markdown]
 # ## What to remember
@@ -449,3 +543,9 @@ assert txn.result["read_committed_before_commit"] == [] and len(txn.result["read
 #   `Ongoing`); `EndTxn` writes `PrepareCommit`/`PrepareAbort` (the decision) and is answered at once;
 #   `WriteTxnMarkers` puts a COMMIT/ABORT control batch into each partition; then `Complete*`.
 # * Markers are records with offsets; aborted data is never removed, only marked.
+
+# %% [markdown]
+# ## Where next
+#
+# **03 · LEO, HW, LSO and isolation levels**: what a `read_committed` consumer may read, and when (about 40 minutes).
+# `GLOSSARY.md` explains every Kafka term used here; `INDEX.md` lists the gallery's scenarios by concept.

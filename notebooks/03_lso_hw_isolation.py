@@ -9,6 +9,9 @@
 # %% [markdown]
 # # 03 · LEO, high watermark, last stable offset and isolation levels
 #
+# **You need:** 02 (transactions and markers). **Time:** about 40 minutes.
+# **You will be able to:** compute the LEO, HW and LSO of a partition from its log, say what each isolation level returns, and explain why one open transaction holds back every `read_committed` reader.
+#
 # Three offsets decide what a consumer may read from a partition:
 #
 # | offset | meaning | who may read below it |
@@ -41,6 +44,7 @@ import pandas as pd
 from widgets.tables import show, narration, since
 from widgets.snapshots import log_snapshot
 from widgets.drawn import trace_named, drawn_line, drawn_consumers
+from widgets.predict import Exercise, Predict, moment
 
 
 # %%
@@ -82,7 +86,14 @@ def position(consumer, topic, partition=0):
 
 # %% [markdown]
 # **Predict:** At that moment, what are the LEO and HW of the leader, and the LEO of each follower? What could a
-# `read_uncommitted` consumer read?
+# `read_uncommitted` consumer read? Answer the HW in the box:
+
+# %%
+p_mid_hw = Predict("The leader has just appended r2, r3, r4 (offsets 2 to 4); no follower has fetched them. "
+                   "Where is the leader's <b>HW</b>?", kind="offset", check=lambda: mid["hw"],
+                   why="The HW is the smallest LEO in the ISR: the followers still end at 2, so the HW stays at 2 "
+                       "and a read_uncommitted consumer can read r0 and r1 only.")
+p_mid_hw
 
 # %%
 cluster = Cluster(brokers=3, seed=5)
@@ -134,6 +145,13 @@ assert done["hw"] == 5 and done["lso"] == 5           # no transactions: the LSO
 # %% [markdown]
 # **Predict:** Right now, what HW does each follower hold? What will it hold after 500 ms of simulated time with
 # nothing produced?
+
+# %%
+p_follower_hw = Predict("After 500 ms of simulated time with nothing produced, which HW does each follower hold?",
+                        kind="offset", check=lambda: min(r["hw"] for r in later["replicas"].values()),
+                        why="The followers' long polls expire after replica.fetch.wait.max.ms (500 ms); the empty "
+                            "answers carry the leader's HW, 5.")
+p_follower_hw
 
 # %%
 print("HW per replica now:      ", {b: r["hw"] for b, r in done["replicas"].items()})
@@ -410,10 +428,6 @@ assert [e for e, o in reports2] == [None]
 # to `orders-0` and stays open; a plain producer writes `plain-1` and `plain-2` after it; the two
 # consumers read; then the transaction commits.
 
-# %% [markdown]
-# **Predict:** While the transaction is open, at which offsets do the two triangles stop? When the COMMIT marker
-# is appended to the leader's log, does the LSO jump to the end at once?
-
 # %%
 from widgets import Stepper
 
@@ -421,24 +435,49 @@ stuck = Stepper("lso-stuck-by-open-transaction", skip_background=True)
 stuck.widget
 
 # %% [markdown]
-# **Check** what you should have seen. The cell drives the stepper above from the start and reads the lines
-# and triangles as the strip draws them (this cell fails if the lab disagrees):
+# **Your move:** answer both, then step: until `reader-uncommitted got the Fetch response`, then until the
+# leader `wrote a COMMIT marker`, then one fetch round more.
 
 # %%
-stuck.switch("main", 0)
-strip = stuck.log_strip
-assert stuck.step_until("reader-uncommitted got the Fetch response")
+p_triangle = Predict(
+    "While the transaction is open (after both consumers have fetched), at which offset does the "
+    "<code>read_committed</code> triangle stop?", kind="offset",
+    check=lambda: moment("lso-stuck-by-open-transaction", "reader-uncommitted got the Fetch response",
+                         skip_background=True).cluster.partition_state("orders", 0)["lso"],
+    why="At the LSO, the first offset of the open transaction (0): the plain records after it wait too. The "
+        "read_uncommitted triangle goes on to the HW, 3.")
+p_triangle
+
+# %%
+p_jump = Predict(
+    "When the COMMIT marker is appended to the leader's log, does the LSO jump to the end at once?",
+    choices=["yes, at once", "no: only once the marker is replicated (below the HW)"],
+    check=lambda: ("yes, at once" if (lambda st: st["lso"] == st["leo"])(moment(
+        "lso-stuck-by-open-transaction", "wrote a COMMIT marker", skip_background=True).cluster.partition_state("orders", 0))
+        else "no: only once the marker is replicated (below the HW)"),
+    why="A marker counts, like any record, once it is below the HW; one fetch round later the LSO jumps from 0 to 4.")
+p_jump
+
+# %% [markdown]
+# **Check** what you should have seen. The cell replays the scenario in a stepper of its own (yours stays where
+# you left it) and reads the lines and triangles as its strip draws them (this cell fails if the lab disagrees):
+
+# %%
+stuck_check = Stepper("lso-stuck-by-open-transaction", skip_background=True)
+strip = stuck_check.log_strip
+assert stuck_check.step_until("reader-uncommitted got the Fetch response")
 assert [drawn_line(strip, x, "orders", 0) for x in ("LEO", "HW", "LSO")] == [3, 3, 0]
 assert drawn_consumers(strip, "read_committed") == {("reader-committed", "orders-0"): 0}       # held at the LSO
 assert drawn_consumers(strip, "read_uncommitted") == {("reader-uncommitted", "orders-0"): 3}   # read to the HW
 
-assert stuck.step_until("wrote a COMMIT marker")
+assert stuck_check.step_until("wrote a COMMIT marker")
 assert [drawn_line(strip, x, "orders", 0) for x in ("LEO", "HW", "LSO")] == [4, 3, 0]   # marker not replicated yet
-assert stuck.step_until("reader-committed skips offset 3")
+assert stuck_check.step_until("reader-committed skips offset 3")
 assert [drawn_line(strip, x, "orders", 0) for x in ("LEO", "HW", "LSO")] == [4, 4, 4]
 assert drawn_consumers(strip, "read_committed") == {("reader-committed", "orders-0"): 4}
-stuck.run_to_end()
-assert stuck.result["read_committed_after_commit"] == ["open-1", "plain-1", "plain-2"]
+stuck_check.run_to_end()
+assert stuck_check.result["read_committed_after_commit"] == ["open-1", "plain-1", "plain-2"]
+stuck_check.close()
 
 # %% [markdown]
 # The LSO did not move when the COMMIT marker was appended: a transaction counts as decided on a
@@ -450,32 +489,80 @@ assert stuck.result["read_committed_after_commit"] == ["open-1", "plain-1", "pla
 # `aborted-1`, `aborted-2` to `orders-0` and aborts; the next writes `committed-1`, `committed-2`
 # and commits; then the two consumers read from offset 0.
 
-# %% [markdown]
-# **Predict:** When the `read_committed` consumer fetches `orders-0`, does the leader leave the aborted records
-# out of its answer? Where do the two triangles end?
-
 # %%
 aborted = Stepper("abort-hidden-from-read-committed", skip_background=True)
 aborted.widget
 
+# %%
+p_filter = Predict(
+    "When the <code>read_committed</code> consumer fetches <code>orders-0</code>, does the leader leave the "
+    "aborted records out of its answer?",
+    choices=["yes: the broker filters them out", "no: it sends them, with the list of aborted transactions"],
+    check=lambda: ("no: it sends them, with the list of aborted transactions" if "6 record(s)" in moment(
+        "abort-hidden-from-read-committed", "fetch carries aborted transactions", skip_background=True).narration
+        else "yes: the broker filters them out"),
+    why="Filtering would mean rewriting batches. The broker sends the whole log with (producer id, first offset) "
+        "of each aborted transaction, and the consumer skips those batches itself; both triangles end at 6.")
+p_filter
+
 # %% [markdown]
-# **Check** what you should have seen (the cell drives the stepper above; it fails if the lab disagrees):
+# **Check** what you should have seen (on a stepper of its own; it fails if the lab disagrees):
 
 # %%
-aborted.switch("main", 0)
-strip = aborted.log_strip
-assert aborted.step_until("wrote a ABORT marker")
+aborted_check = Stepper("abort-hidden-from-read-committed", skip_background=True)
+strip = aborted_check.log_strip
+assert aborted_check.step_until("wrote an ABORT marker")
 cells = trace_named(strip.figure, "orders-0").hovertext
 assert sum("ABORTED" in h for h in cells) == 2       # grey on the leader (the followers have no marker yet)
-assert aborted.step_until("fetch carries aborted transactions")
-assert "6 record(s)" in aborted.narration                # the whole log, aborted records included ...
-assert "skips offsets 0..1 of orders-0 (aborted transaction" in aborted.narration   # ... skipped by the consumer
-aborted.run_to_end()
+assert aborted_check.step_until("fetch carries aborted transactions")
+assert "6 record(s)" in aborted_check.narration                # the whole log, aborted records included ...
+assert "skips offsets 0..1 of orders-0 (aborted transaction" in aborted_check.narration   # ... skipped by the consumer
+aborted_check.run_to_end()
 assert drawn_consumers(strip, "read_committed") == {("reader-committed", "orders-0"): 6}
 assert drawn_consumers(strip, "read_uncommitted") == {("reader-uncommitted", "orders-0"): 6}
 assert len(trace_named(strip.figure, "ABORT marker").x) == 3      # one ✕ per replica
-assert aborted.result == {"read_committed": ["committed-1", "committed-2"],
+assert aborted_check.result == {"read_committed": ["committed-1", "committed-2"],
                           "read_uncommitted": ["aborted-1", "aborted-2", "committed-1", "committed-2"]}
+aborted_check.close()
+
+# %% [markdown]
+# ## Exercise: make the LSO stop at 4
+#
+# Write `pin_lso_at_4(lab)`: on a fresh cluster with a topic `orders` of one partition, produce so that, when
+# everything has settled, the LSO of `orders-0` is **4** and the HW is past it (records after the LSO are
+# replicated but hidden from `read_committed`). `Producer` is imported above; `lab.bootstrap` is the address.
+
+# %%
+def check_pin(fn):
+    lab = Cluster(brokers=3, seed=3)
+    lab.create_topic("orders", partitions=1, replication_factor=3)
+    fn(lab)
+    lab.run_until_idle()
+    st = lab.partition_state("orders", 0)
+    return st["lso"] == 4 and st["hw"] > 4, f"orders-0 ends with LSO {st['lso']}, HW {st['hw']}"
+
+
+ex_pin = Exercise("Write <code>pin_lso_at_4(lab)</code>: LSO 4, HW past it.", kind="code", check=check_pin,
+                  solution='def pin_lso_at_4(lab):\n'
+                           '    plain = Producer({"bootstrap.servers": lab.bootstrap})\n'
+                           '    for i in range(4):\n'
+                           '        plain.produce("orders", value=b"p%d" % i, partition=0)\n'
+                           '    plain.flush()                                 # offsets 0..3, committed as plain records\n'
+                           '    txn = Producer({"bootstrap.servers": lab.bootstrap, "transactional.id": "pinner"})\n'
+                           '    txn.init_transactions()\n'
+                           '    txn.begin_transaction()\n'
+                           '    txn.produce("orders", value=b"open", partition=0)\n'
+                           '    txn.flush()                                   # offset 4: a transaction left open\n'
+                           '    plain.produce("orders", value=b"after", partition=0)\n'
+                           '    plain.flush()                                 # offset 5: below the HW, above the LSO')
+ex_pin
+
+# %%
+def pin_lso_at_4(lab):
+    raise NotImplementedError          # your code here
+
+
+ex_pin.submit(pin_lso_at_4)
 
 # %% [markdown]
 # ## What to remember
@@ -487,3 +574,9 @@ assert aborted.result == {"read_committed": ["committed-1", "committed-2"],
 # * Aborted records stay in the log; the broker sends `(producer id, first offset)` of each aborted
 #   transaction, and the `read_committed` consumer skips those batches itself.
 # * Only records below the HW are safe; `acks=all` is what makes an acknowledgement mean that.
+
+# %% [markdown]
+# ## Where next
+#
+# **04 · Consume, transform, produce**: offsets committed inside the transaction (about 40 minutes).
+# `GLOSSARY.md` explains every Kafka term used here; `INDEX.md` lists the gallery's scenarios by concept.

@@ -9,6 +9,9 @@
 # %% [markdown]
 # # 04 · Consume, transform, produce
 #
+# **You need:** 02 and 03 (markers, LSO, isolation levels). **Time:** about 40 minutes.
+# **You will be able to:** write a copier that reads, transforms, writes and commits its input offsets in one transaction, and say what happens to the offsets when it aborts.
+#
 # The typical stream-processing application reads records from an input topic, transforms them, and
 # writes the results to an output topic. Besides its output it has a second piece of state: **how
 # far it has read**, the consumer group's committed offsets (stored in the internal topic
@@ -46,6 +49,7 @@ from widgets.tables import show, narration, since
 from widgets.snapshots import log_snapshot, message_flow
 from widgets.drawn import trace_named, html_rows
 from widgets.reader import read
+from widgets.predict import Exercise, Predict, moment
 
 # %%
 N = 30
@@ -189,6 +193,17 @@ assert sum(1 for b in cluster.log("shipments", 0).batches if b.is_control) == ro
 # **Predict:** In the middle of a round (offsets sent, transaction not yet committed), a second consumer of the
 # group asks for the committed offset with a 1-second timeout. What happens? And right after the
 # commit?
+
+# %%
+UNSTABLE_CHOICES = ["it gets the offset before the round (0)", "it gets the new offset (5)",
+                    "it keeps retrying until its 1 s timeout"]
+p_unstable = Predict(
+    "Mid-round (offsets sent inside the transaction, not committed yet), a second consumer of the group asks "
+    "for the committed offset with a 1-second timeout. What happens?", choices=UNSTABLE_CHOICES,
+    check=lambda: {"_TIMED_OUT": UNSTABLE_CHOICES[2], 5: UNSTABLE_CHOICES[1]}.get(during, UNSTABLE_CHOICES[0]),
+    why="The group coordinator holds the offsets as pending and answers OffsetFetch with UNSTABLE_OFFSET_COMMIT; "
+        "the consumer retries until its timeout. Right after the commit it gets 5.")
+p_unstable
 
 # %%
 cluster = new_cluster(seed=3)
@@ -433,33 +448,60 @@ from widgets import Stepper
 ctp = Stepper("consume-transform-produce", skip_background=True)
 ctp.widget
 
-# %% [markdown]
-# **Check** what you should have seen. The cell drives the stepper above and reads the `__consumer_offsets`
-# table and the strip as they are drawn (this cell fails if the lab disagrees):
 
 # %%
-ctp.switch("main", 0)
+def offsets_at(where):
+    """The __consumer_offsets rows (partition, offset, status) as drawn, on a replay stopped at ``where``."""
+    run = moment("consume-transform-produce", where, skip_background=True)
+    return [row[2:5] for row in html_rows(run.coordinators.offsets_html.value)]
+
+
+p_pending = Predict(
+    "When the group coordinator writes the copier's first offsets (<code>writing transactional offsets</code>), "
+    "which status does the <code>__consumer_offsets</code> table show for <code>orders-0</code>?",
+    choices=["committed", "pending transaction"],
+    check=lambda: offsets_at("writing transactional offsets")[0][2],
+    why="The offsets are a transactional write of the copier's producer id: pending until that partition's COMMIT "
+        "marker is replicated, then the group's committed offset.")
+p_pending
+
+# %%
+p_abort_offsets = Predict(
+    "After the aborted second transaction's ABORT marker is written, which committed offset does the table show "
+    "for <code>orders-0</code>?", kind="offset",
+    check=lambda: int(offsets_at("wrote an ABORT marker")[0][1]),
+    why="The aborted attempt failed before send_offsets_to_transaction(): the group's offset stays where the first "
+        "transaction left it (2), and the aborted output records stay in totals-0, grey.")
+p_abort_offsets
+
+# %% [markdown]
+# **Check** what you should have seen. The cell replays the scenario in a stepper of its own (yours stays where
+# you left it) and reads its `__consumer_offsets` table and strip as they are drawn (it fails if the lab disagrees):
+
+# %%
+ctp_check = Stepper("consume-transform-produce", skip_background=True)
 def offsets():
-    return [row[2:5] for row in html_rows(ctp.coordinators.offsets_html.value)]   # partition, offset, status
+    return [row[2:5] for row in html_rows(ctp_check.coordinators.offsets_html.value)]   # partition, offset, status
 
 
-assert ctp.step_until("writing transactional offsets")
+assert ctp_check.step_until("writing transactional offsets")
 assert offsets() == [["orders-0", "2", "pending transaction"]]          # stored, not yet the group's offset
-assert ctp.step_until("__consumer_offsets-1: wrote a COMMIT marker")
+assert ctp_check.step_until("__consumer_offsets-1: wrote a COMMIT marker")
 assert offsets() == [["orders-0", "2", "pending transaction"]]          # the marker is not replicated yet
-assert ctp.step_until("writing CompleteCommit")
+assert ctp_check.step_until("writing CompleteCommit")
 assert offsets() == [["orders-0", "2", "committed"]]                    # output and offsets: one commit
 
-assert ctp.step_until("calls abort_transaction()")
-assert ctp.step_until("wrote a ABORT marker")
-totals = trace_named(ctp.log_strip.figure, "totals-0").hovertext
+assert ctp_check.step_until("calls abort_transaction()")
+assert ctp_check.step_until("wrote an ABORT marker")
+totals = trace_named(ctp_check.log_strip.figure, "totals-0").hovertext
 assert sum("ABORTED" in h for h in totals) == 2                         # the failed attempt, grey on the leader
 assert offsets() == [["orders-0", "2", "committed"]]                    # the group's offset did not move
 
-ctp.run_to_end()
+ctp_check.run_to_end()
 assert offsets() == [["orders-0", "6", "committed"]]
-assert ctp.result["read_committed"] == ["0", "10", "20", "30", "40", "50"]
-assert ctp.result["read_uncommitted"] == ["0", "10", "20", "30", "20", "30", "40", "50"]
+assert ctp_check.result["read_committed"] == ["0", "10", "20", "30", "40", "50"]
+assert ctp_check.result["read_uncommitted"] == ["0", "10", "20", "30", "20", "30", "40", "50"]
+ctp_check.close()
 
 # %% [markdown]
 # The offsets were written to `__consumer_offsets` long before they counted: as a pending,
@@ -467,6 +509,61 @@ assert ctp.result["read_uncommitted"] == ["0", "10", "20", "30", "20", "30", "40
 # same COMMIT marker that made the transaction's output visible in `totals`. The aborted attempt sent no
 # offsets at all (it failed before `send_offsets_to_transaction()`); its two output records stay in
 # `totals-0`, grey, and a `read_uncommitted` reader sees them twice.
+
+# %% [markdown]
+# ## Exercise: fix a copier that commits its offsets outside the transaction
+#
+# This round of a copier commits its output in a transaction, then the input offsets with the consumer's own
+# `commit()`. A crash between the two copies the same input again:
+#
+# ```python
+# def broken_round(consumer, producer):
+#     msgs = [m for m in consumer.consume(5, 2.0) if m.error() is None]
+#     producer.begin_transaction()
+#     for msg in msgs:
+#         producer.produce("shipments", value=transform(msg))
+#     producer.commit_transaction()
+#     consumer.commit(asynchronous=False)          # outside the transaction
+# ```
+#
+# Write `fixed_round(consumer, producer)`. The lab runs it once on a fresh cluster and checks that the offsets
+# went into the transaction (`TxnOffsetCommit`, no plain `OffsetCommit`) and that the group's committed offset
+# equals the number of records copied.
+
+# %%
+def check_fixed_round(fn):
+    lab = new_cluster(seed=9)
+    consumer = consumer_for(lab, "fixer")
+    producer = Producer({"bootstrap.servers": lab.bootstrap, "transactional.id": "fixer-1"})
+    producer.init_transactions()
+    mark = len(lab.trace)
+    fn(consumer, producer)
+    lab.run_until_idle()
+    apis = {e.api for e in since(lab, mark) if not e.is_response}
+    copied, offset = len(read_output(lab, "shipments")), committed(consumer)
+    inside = "TxnOffsetCommit" in apis and "OffsetCommit" not in apis
+    return (inside and copied > 0 and offset == copied,
+            f"offsets {'inside' if inside else 'outside'} the transaction; {copied} copied, committed offset {offset}")
+
+
+ex_fix = Exercise("Write <code>fixed_round(consumer, producer)</code>: output and input offsets in one transaction.",
+                  kind="code", check=check_fixed_round,
+                  solution='def fixed_round(consumer, producer):\n'
+                           '    msgs = [m for m in consumer.consume(5, 2.0) if m.error() is None]\n'
+                           '    producer.begin_transaction()\n'
+                           '    for msg in msgs:\n'
+                           '        producer.produce("shipments", value=transform(msg))\n'
+                           '    producer.send_offsets_to_transaction(consumer.position(consumer.assignment()),\n'
+                           '                                         consumer.consumer_group_metadata())\n'
+                           '    producer.commit_transaction()')
+ex_fix
+
+# %%
+def fixed_round(consumer, producer):
+    raise NotImplementedError          # your code here
+
+
+ex_fix.submit(fixed_round)
 
 # %% [markdown]
 # ## What to remember
@@ -478,3 +575,9 @@ assert ctp.result["read_uncommitted"] == ["0", "10", "20", "30", "20", "30", "40
 #   `UNSTABLE_OFFSET_COMMIT` and the consumer retries.
 # * After `abort_transaction()`, **seek back to the committed offsets** yourself (KAFKA-17582).
 # * Downstream readers must use `read_committed`, or they see aborted attempts.
+
+# %% [markdown]
+# ## Where next
+#
+# **05 · Zombie fencing**: what stops an old instance of the same copier (about 45 minutes).
+# `GLOSSARY.md` explains every Kafka term used here; `INDEX.md` lists the gallery's scenarios by concept.

@@ -9,6 +9,9 @@
 # %% [markdown]
 # # 05 · Zombie fencing
 #
+# **You need:** 02 and 04 (transactions, the copier). **Time:** about 45 minutes.
+# **You will be able to:** explain how epochs fence a zombie, what `transaction.timeout.ms` bounds, and what a hanging transaction is and how `transaction.version` 2 prevents it.
+#
 # A **zombie** is an old instance of an application that everybody believes dead (it crashed, was
 # partitioned from the network, or froze in a long GC pause) but that wakes up and keeps writing
 # while a new instance has already taken over its work. With the same `transactional.id`, the two
@@ -50,8 +53,9 @@ import plotly.graph_objects as go
 
 from widgets.tables import show, narration, since
 from widgets.snapshots import log_snapshot
-from widgets.drawn import trace_named, drawn_line, clear_filter, arrows_now, coordinator_says
+from widgets.drawn import trace_named, drawn_line, arrows_now, coordinator_says
 from widgets.reader import read
+from widgets.predict import Exercise, Predict, moment
 
 
 # %%
@@ -458,26 +462,44 @@ from widgets import Stepper
 zombie = Stepper("zombie-fenced", skip_background=True)
 zombie.widget
 
-# %% [markdown]
-# **Check** what you should have seen (the cell drives the stepper above; it fails if the lab disagrees):
+# %%
+p_epoch = Predict("Which epoch does <code>copier</code> have after the new instance's retried "
+                  "<code>InitProducerId</code>?", kind="number",
+                  check=lambda: moment("zombie-fenced", "epoch 1 -> 2", skip_background=True)
+                  .cluster.transaction_state("copier")["producer_epoch"],
+                  why="One bump fences the old instance and aborts its open transaction (0 -> 1); the new "
+                      "instance's retry gets a second one (1 -> 2): old epoch + 2.")
+p_epoch
 
 # %%
-zombie.switch("main", 0)
-clear_filter(zombie)                # the Filter you may have set above
-assert zombie.step_until("got InitProducerId from new-instance")
-assert "fence the old producer (epoch 0 -> 1) and abort it" in zombie.narration
-assert "state Ongoing → writing PrepareAbort" in coordinator_says(zombie, "copier")
-assert "producer id 2000 epoch 1" in coordinator_says(zombie, "copier")
-assert zombie.step_until("epoch 1 -> 2")                           # the new instance's retry
-assert zombie.step_until("-> PRODUCER_FENCED")
-assert "request epoch 0 but the current epoch is 2" in zombie.narration   # the leader asked (KIP-890)
-assert arrows_now(zombie) == [("AddPartitionsToTxn", f"broker-{zombie.cluster.leader('orders', 0)}",
-                               f"broker-{zombie.cluster.transaction_coordinator('copier')}")]
-assert zombie.step_until("zombie got the Produce response")
-assert "INVALID_PRODUCER_EPOCH" in zombie.narration
-zombie.run_to_end()
-assert trace_named(zombie.coordinators.figure, "transactional ids").text == ("copier e2",)
-assert zombie.result["read_committed"] == ["fresh-1"]
+WHO = ["the partition leader, on its own", "the partition leader, after asking the coordinator"]
+p_who_refuses = Predict("Who refuses the zombie's <code>zombie-2</code>?", choices=WHO,
+                        check=lambda: WHO[1] if "request epoch 0 but the current epoch is 2" in moment(
+                            "zombie-fenced", "-> PRODUCER_FENCED", skip_background=True).narration else WHO[0],
+                        why="With verification (KIP-890) the leader asks the coordinator (AddPartitionsToTxn) before a "
+                            "transactional write to a partition new to the transaction; the coordinator knows epoch 2.")
+p_who_refuses
+
+# %% [markdown]
+# **Check** what you should have seen (on a replay in a stepper of its own, never yours; it fails if the lab disagrees):
+
+# %%
+zombie_check = Stepper("zombie-fenced", skip_background=True)
+assert zombie_check.step_until("got InitProducerId from new-instance")
+assert "fence the old producer (epoch 0 -> 1) and abort it" in zombie_check.narration
+assert "state Ongoing → writing PrepareAbort" in coordinator_says(zombie_check, "copier")
+assert "producer id 2000 epoch 1" in coordinator_says(zombie_check, "copier")
+assert zombie_check.step_until("epoch 1 -> 2")                           # the new instance's retry
+assert zombie_check.step_until("-> PRODUCER_FENCED")
+assert "request epoch 0 but the current epoch is 2" in zombie_check.narration   # the leader asked (KIP-890)
+assert arrows_now(zombie_check) == [("AddPartitionsToTxn", f"broker-{zombie_check.cluster.leader('orders', 0)}",
+                               f"broker-{zombie_check.cluster.transaction_coordinator('copier')}")]
+assert zombie_check.step_until("zombie got the Produce response")
+assert "INVALID_PRODUCER_EPOCH" in zombie_check.narration
+zombie_check.run_to_end()
+assert trace_named(zombie_check.coordinators.figure, "transactional ids").text == ("copier e2",)
+assert zombie_check.result["read_committed"] == ["fresh-1"]
+zombie_check.close()
 
 # %% [markdown]
 # **4.2 The transaction timeout** (`transaction-timeout-abort`, section 2): a producer with
@@ -493,23 +515,40 @@ assert zombie.result["read_committed"] == ["fresh-1"]
 timeout = Stepper("transaction-timeout-abort", skip_background=True)
 timeout.widget
 
-# %% [markdown]
-# **Check** what you should have seen (the cell drives the stepper above; it fails if the lab disagrees):
 
 # %%
-timeout.switch("main", 0)
-assert timeout.step_until("longer than its transaction.timeout.ms")
-started = timeout.cluster.transaction_state("tx-slow")["transaction_start_ms"]
-assert 3000 < timeout.cluster.now - started <= 3000 + 1000       # after the timeout, within one check interval
-assert "the coordinator fences the producer (epoch 0 -> 1)" in timeout.narration
-assert "state Ongoing → writing PrepareAbort" in coordinator_says(timeout, "tx-slow")
-assert (drawn_line(timeout.log_strip, "HW", "orders", 0), drawn_line(timeout.log_strip, "LSO", "orders", 0)) == (1, 0)
-assert timeout.step_until(lambda s: s.cluster.partition_state("orders", 0)["lso"] == 2)
-assert drawn_line(timeout.log_strip, "LSO", "orders", 0) == 2    # the ABORT marker is replicated: LSO free
-assert timeout.step_until("EndTxn with epoch 0")
-assert "-> PRODUCER_FENCED" in timeout.narration
-timeout.run_to_end()
-assert timeout.result["commit_error"] == {"name": "_FENCED", "code": -144, "fatal": True}   # librdkafka: fenced
+def abort_delay():
+    run = moment("transaction-timeout-abort", "longer than its transaction.timeout.ms", skip_background=True)
+    return run.cluster.now - run.cluster.transaction_state("tx-slow")["transaction_start_ms"]
+
+
+WHEN = ["exactly 3 s after the transaction started", "between 3 s and 4 s after it started",
+        "only when the producer wakes up"]
+p_when = Predict("<code>transaction.timeout.ms</code> is 3000 and the coordinator checks every second. When does it "
+                 "abort the stalled transaction?", choices=WHEN,
+                 check=lambda: WHEN[0] if abort_delay() == 3000 else WHEN[1] if abort_delay() <= 4000 else WHEN[2],
+                 why="The coordinator's periodic check finds the transaction older than its timeout: after the timeout, "
+                     "within one check interval. It fences the producer (epoch 0 -> 1) and writes PrepareAbort.")
+p_when
+
+# %% [markdown]
+# **Check** what you should have seen (on a replay in a stepper of its own, never yours; it fails if the lab disagrees):
+
+# %%
+timeout_check = Stepper("transaction-timeout-abort", skip_background=True)
+assert timeout_check.step_until("longer than its transaction.timeout.ms")
+started = timeout_check.cluster.transaction_state("tx-slow")["transaction_start_ms"]
+assert 3000 < timeout_check.cluster.now - started <= 3000 + 1000       # after the timeout, within one check interval
+assert "the coordinator fences the producer (epoch 0 -> 1)" in timeout_check.narration
+assert "state Ongoing → writing PrepareAbort" in coordinator_says(timeout_check, "tx-slow")
+assert (drawn_line(timeout_check.log_strip, "HW", "orders", 0), drawn_line(timeout_check.log_strip, "LSO", "orders", 0)) == (1, 0)
+assert timeout_check.step_until(lambda s: s.cluster.partition_state("orders", 0)["lso"] == 2)
+assert drawn_line(timeout_check.log_strip, "LSO", "orders", 0) == 2    # the ABORT marker is replicated: LSO free
+assert timeout_check.step_until("EndTxn with epoch 0")
+assert "-> PRODUCER_FENCED" in timeout_check.narration
+timeout_check.run_to_end()
+assert timeout_check.result["commit_error"] == {"name": "_FENCED", "code": -144, "fatal": True}   # librdkafka: fenced
+timeout_check.close()
 
 # %% [markdown]
 # **4.3 A late Produce, classic protocol vs `transaction.version` 2**
@@ -528,36 +567,89 @@ assert timeout.result["commit_error"] == {"name": "_FENCED", "code": -144, "fata
 hanging = Stepper("hanging-transaction-classic-vs-v2", skip_background=True)
 hanging.widget
 
+
+# %%
+def classic_ending():
+    run = moment("hanging-transaction-classic-vs-v2", None, skip_background=True)
+    run.run_to_end()
+    return run.result
+
+
+p_after = Predict("In the classic variant, can a <code>read_committed</code> consumer read <code>after-1</code> at "
+                  "the end?", choices=["yes", "no"],
+                  check=lambda: "yes" if "after-1" in classic_ending()["read_committed"] else "no",
+                  why="The late Produce opened a transaction the coordinator never ends (it already wrote CompleteAbort): "
+                      "the LSO stays at late's offset and everything after it, after-1 included, stays hidden.")
+p_after
+
 # %% [markdown]
 # **Check** what you should have seen (the cell drives the stepper above, adds the `v2` branch if you have
 # not, and compares the endings; it fails if the lab disagrees):
 
 # %%
-hanging.switch("main", 0)
-assert hanging.step_until("got Produce from naive-producer")          # the delayed Produce, after the ABORT
-assert "appended at offsets 1..1" in hanging.narration                 # classic: nobody checks, it opens a txn
-hanging.run_to_end()
-assert [drawn_line(hanging.log_strip, x, "orders", 0) for x in ("HW", "LSO")] == [3, 1]   # LSO stuck below HW
-assert hanging.result["hanging"] == 1 and hanging.result["read_committed"] == []
+hanging_check = Stepper("hanging-transaction-classic-vs-v2", skip_background=True)
+assert hanging_check.step_until("got Produce from naive-producer")          # the delayed Produce, after the ABORT
+assert "appended at offsets 1..1" in hanging_check.narration                 # classic: nobody checks, it opens a txn
+hanging_check.run_to_end()
+assert [drawn_line(hanging_check.log_strip, x, "orders", 0) for x in ("HW", "LSO")] == [3, 1]   # LSO stuck below HW
+assert hanging_check.result["hanging"] == 1 and hanging_check.result["read_committed"] == []
 
-if "v2" in hanging.branches:                     # you added it already
-    hanging.switch("v2", 0)
-else:
-    hanging.variant("v2")                        # a branch: the same story with transaction.version 2
+hanging_check.variant("v2")                      # a branch: the same story with transaction.version 2
 v2 = "v2"
-assert hanging.step_until("got Produce from naive-producer")
-assert "adds it to the transaction (transaction.version 2)" in hanging.narration   # the leader asks first ...
-assert hanging.step_until("the write is refused -> INVALID_PRODUCER_EPOCH")        # ... and refuses: old epoch
-assert "the connection naive-producer -> broker-0 was closed" in hanging.narration  # the client gave up on it
-hanging.run_to_end()
-assert [drawn_line(hanging.log_strip, x, "orders", 0) for x in ("HW", "LSO")] == [1, 1]
-ending = hanging.compare("main", v2)["partitions"]["orders-0"]
+assert hanging_check.step_until("got Produce from naive-producer")
+assert "adds it to the transaction (transaction.version 2)" in hanging_check.narration   # the leader asks first ...
+assert hanging_check.step_until("the write is refused -> INVALID_PRODUCER_EPOCH")        # ... and refuses: old epoch
+assert "the connection naive-producer -> broker-0 was closed" in hanging_check.narration  # the client gave up on it
+hanging_check.run_to_end()
+assert [drawn_line(hanging_check.log_strip, x, "orders", 0) for x in ("HW", "LSO")] == [1, 1]
+ending = hanging_check.compare("main", v2)["partitions"]["orders-0"]
 assert ending["read_committed"]["only_in_b"] == ["after-1"]       # v2: the later record is readable
 assert ending["read_uncommitted"]["only_in_a"] == ["late"]        # classic: the late record is in the log
 
 # %%
 from IPython.display import HTML
-HTML(hanging.compare_html("main", v2))
+HTML(hanging_check.compare_html("main", v2))
+
+# %% [markdown]
+# ## Exercise: fence a zombie
+#
+# A producer `old` with `transactional.id` `app` has written `zombie` in a transaction and stalls. Write
+# `restart(lab)`: start the application's new instance so that `old` can never commit. The lab then lets `old`
+# try `commit_transaction()` and reads `orders` with `read_committed`.
+
+# %%
+def check_fence(fn):
+    lab = Cluster(brokers=3, seed=21)
+    lab.create_topic("orders", partitions=1, replication_factor=3)
+    old = Producer({"bootstrap.servers": lab.bootstrap, "transactional.id": "app"})
+    old.init_transactions()
+    old.begin_transaction()
+    old.produce("orders", value=b"zombie", partition=0)
+    old.flush()
+    fn(lab)
+    try:
+        old.commit_transaction()
+        fenced = "old committed"
+    except KafkaException as e:
+        fenced = e.args[0].name()
+    seen = read(lab, "orders")
+    return fenced == "_FENCED" and "zombie" not in seen, f"old's commit: {fenced}; read_committed sees {seen}"
+
+
+ex_fence = Exercise("Write <code>restart(lab)</code>: a new instance that fences <code>old</code>.", kind="code",
+                    check=check_fence,
+                    solution='def restart(lab):\n'
+                             '    new = Producer({"bootstrap.servers": lab.bootstrap, "transactional.id": "app"})\n'
+                             '    new.init_transactions()      # bumps the epoch, aborts what old left open\n'
+                             '    return new')
+ex_fence
+
+# %%
+def restart(lab):
+    raise NotImplementedError          # your code here
+
+
+ex_fence.submit(restart)
 
 # %% [markdown]
 # ## What to remember
@@ -572,3 +664,9 @@ HTML(hanging.compare_html("main", v2))
 # * With one epoch for many transactions, late messages can join or end the wrong transaction.
 #   Verification (KIP-890 part 1) stops hanging transactions; `transaction.version` 2 (part 2) stops
 #   the rest. `find_hanging_transactions` and `abort_transaction` repair a partition by hand.
+
+# %% [markdown]
+# ## Where next
+#
+# **06 · Coordinator failures and timeouts**: the coordinator itself crashes (about 45 minutes).
+# `GLOSSARY.md` explains every Kafka term used here; `INDEX.md` lists the gallery's scenarios by concept.

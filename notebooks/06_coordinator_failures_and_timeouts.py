@@ -9,6 +9,9 @@
 # %% [markdown]
 # # 06 · Coordinator failures and timeouts
 #
+# **You need:** 02, 03 and 05. **Time:** about 45 minutes.
+# **You will be able to:** say what survives a coordinator crash before and after the decision, who finishes a transaction, and why a partition without a leader pins its LSO.
+#
 # The transaction coordinator is a broker like any other: it can crash at any moment of a commit.
 # Kafka's answer rests on one rule from notebook 02: **a transaction is decided when its
 # `PrepareCommit` (or `PrepareAbort`) record is durable in `__transaction_state`**. Everything after
@@ -48,9 +51,10 @@ import plotly.graph_objects as go
 
 from widgets.tables import show, narration, batches_table
 from widgets.snapshots import log_snapshot
-from widgets.drawn import (arrows_now, clear_filter, coordinator_says, drawn_consumers, drawn_line, on_the_wire,
+from widgets.drawn import (arrows_now, coordinator_says, drawn_consumers, drawn_line, on_the_wire,
                            trace_named)
 from widgets.reader import read
+from widgets.predict import Exercise, Predict, moment
 
 
 # %%
@@ -537,31 +541,66 @@ dies = Stepper("coordinator-dies-after-prepare", skip_background=True)
 dies.widget
 
 # %% [markdown]
-# **Check** what you should have seen. The cell drives the stepper above: it replays the branch as written to
+# **Your move:** step to `decided (PrepareCommit is durable)`, crash the coordinator (*Faults*, or
+# `dies.crash(dies.cluster.transaction_coordinator("tx-orders"))`), and step on. Answer first:
+
+
+# %%
+def crash_at_decision(until=None):
+    """A replay of its own: the coordinator crashed at the decision, stopped at ``until`` (or at its end)."""
+    run = moment("coordinator-dies-after-prepare", until, skip_background=True,
+                 faults=[("decided (PrepareCommit is durable)", "crash",
+                          lambda st: st.cluster.transaction_coordinator("tx-orders"))])
+    if until is None:
+        run.run_to_end()
+    return run
+
+
+ENDS = ["committed", "aborted", "stuck until the crashed broker returns"]
+p_dies = Predict("The coordinator dies with the producer's answer on the wire and no marker written. How does the "
+                 "transaction end?", choices=ENDS,
+                 check=lambda: ENDS[0] if len(crash_at_decision().result["read_committed"]) == 4 else ENDS[1],
+                 why="PrepareCommit was durable: a follower of __transaction_state-0 becomes leader, loads it and sends "
+                     "the markers itself. Nothing waits for the crashed broker.")
+p_dies
+
+# %%
+WHEN = ["at once: the answer was already sent", "after several seconds of retries", "never: it raises an error"]
+p_return = Predict("When does the producer's <code>commit_transaction()</code> return, and how?", choices=WHEN,
+                   check=lambda: WHEN[1] if crash_at_decision(
+                       "the commit already finished (a retried EndTxn) -> NONE").cluster.now > 5000 else WHEN[0],
+                   why="The answer died with the connection; the producer retries EndTxn and FindCoordinator until the "
+                       "controller fences the dead broker (broker.session.timeout.ms, about 9 s) and the new "
+                       "coordinator answers the retry with success.")
+p_return
+
+# %% [markdown]
+# **Check** what you should have seen. The cell replays the scenario in a stepper of its own (yours stays where you left it): it replays the branch as written to
 # the decision, crashes the coordinator there and follows the new branch to its end (this cell
 # fails if the lab disagrees):
 
 # %%
-dies.switch("main", 0)
-assert dies.step_until("decided (PrepareCommit is durable)")
-assert "state PrepareCommit → writing CompleteCommit" in coordinator_says(dies, "tx-orders")
-old = dies.cluster.transaction_coordinator("tx-orders")
-assert ("EndTxn", "response", f"broker-{old}", "producer") in on_the_wire(dies)
-crashed = dies.crash(old)                                   # Faults → Crash, at this step
-assert f"broker-{old} ✕" in trace_named(dies.messages.figure, "processes (click: crash / restart)").text
+dies_check = Stepper("coordinator-dies-after-prepare", skip_background=True)
+assert dies_check.step_until("decided (PrepareCommit is durable)")
+assert "state PrepareCommit → writing CompleteCommit" in coordinator_says(dies_check, "tx-orders")
+old = dies_check.cluster.transaction_coordinator("tx-orders")
+assert ("EndTxn", "response", f"broker-{old}", "producer") in on_the_wire(dies_check)
+crashed = dies_check.crash(old)                                   # Faults → Crash, at this step
+assert f"broker-{old} ✕" in trace_named(dies_check.messages.figure, "processes (click: crash / restart)").text
 
-assert f"producer lost its connection to broker-{old}; EndTxn fails with NETWORK_EXCEPTION" in dies.narration
-assert ("EndTxn", "response", f"broker-{old}", "producer") not in on_the_wire(dies)   # the answer died with it
-assert dies.step_until("the new coordinator finishes it")     # a new leader of __transaction_state-0 loaded it
-new = dies.cluster.transaction_coordinator("tx-orders")
-assert new != old and f"tx-orders at coordinator broker {new}" in coordinator_says(dies, "tx-orders")
-assert dies.cluster.now > 9000                                # after broker.session.timeout.ms
-assert dies.step_until("the commit already finished (a retried EndTxn) -> NONE")   # the producer's retry
-dies.run_to_end()
-assert "state CompleteCommit" in coordinator_says(dies, "tx-orders")
-assert dies.result["read_committed"] == ["order-0", "order-1", "order-2", "order-3"]
-ending = dies.compare("main", crashed)
+assert f"producer lost its connection to broker-{old}; EndTxn fails with NETWORK_EXCEPTION" in dies_check.narration
+assert ("EndTxn", "response", f"broker-{old}", "producer") not in on_the_wire(dies_check)   # the answer died with it
+assert dies_check.step_until("the new coordinator finishes it")     # a new leader of __transaction_state-0 loaded it
+new = dies_check.cluster.transaction_coordinator("tx-orders")
+assert new != old and f"tx-orders at coordinator broker {new}" in coordinator_says(dies_check, "tx-orders")
+assert dies_check.cluster.now > 9000                                # after broker.session.timeout.ms
+assert dies_check.step_until("the commit already finished (a retried EndTxn) -> NONE")   # the producer's retry
+dies_check.run_to_end()
+assert "state CompleteCommit" in coordinator_says(dies_check, "tx-orders")
+assert dies_check.result["read_committed"] == ["order-0", "order-1", "order-2", "order-3"]
+ending = dies_check.compare("main", crashed)
 assert ending["partitions"] == {} and ending["transactions"] == {}   # the same commit as the branch as written
+dies_check.close()
 
 # %% [markdown]
 # The producer's answer was lost with its coordinator's connection: the producer saw the connection
@@ -585,28 +624,37 @@ assert ending["partitions"] == {} and ending["transactions"] == {}   # the same 
 marker = Stepper("marker-leader-down", skip_background=True)
 marker.widget
 
+# %%
+p_lso1 = Predict("Right after the COMMIT marker of <code>orders-1</code> is written (its leader is alive), where is "
+                 "the LSO of <code>orders-1</code>?", kind="offset",
+                 check=lambda: moment("marker-leader-down", "orders-1: wrote a COMMIT marker",
+                                      skip_background=True).cluster.partition_state("orders", 1)["lso"],
+                 why="A marker counts once it is below the HW, and the HW of orders-1 cannot pass the crashed broker, "
+                     "still in the ISR, until the controller fences it: the LSO stays at 0 for about 9 s.")
+p_lso1
+
 # %% [markdown]
-# **Check** what you should have seen (the cell drives the stepper above; it fails if the lab disagrees):
+# **Check** what you should have seen (on a replay in a stepper of its own, never yours; it fails if the lab disagrees):
 
 # %%
-marker.switch("main", 0)
-clear_filter(marker)                # the Filter you may have set above
-strip = marker.log_strip
-assert marker.step_until("crashes")
+marker_check = Stepper("marker-leader-down", skip_background=True)
+strip = marker_check.log_strip
+assert marker_check.step_until("crashes")
 assert "orders-0 · broker 0 ★ ✕ down" in strip.figure.layout.yaxis.ticktext
-assert marker.step_until("orders-1: wrote a COMMIT marker")
+assert marker_check.step_until("orders-1: wrote a COMMIT marker")
 assert [drawn_line(strip, x, "orders", 1) for x in ("LEO", "HW", "LSO")] == [3, 2, 0]   # the dead broker is in the ISR
-assert marker.step_until("controller fenced broker 0")                  # broker.session.timeout.ms later
-assert marker.cluster.now > 9000 and "orders-0 · broker 1 ★" in strip.figure.layout.yaxis.ticktext
-assert marker.step_until(lambda s: s.cluster.partition_state("orders", 1)["lso"] == 3)
+assert marker_check.step_until("controller fenced broker 0")                  # broker.session.timeout.ms later
+assert marker_check.cluster.now > 9000 and "orders-0 · broker 1 ★" in strip.figure.layout.yaxis.ticktext
+assert marker_check.step_until(lambda s: s.cluster.partition_state("orders", 1)["lso"] == 3)
 assert drawn_line(strip, "LSO", "orders", 1) == 3 and drawn_line(strip, "LSO", "orders", 0) == 0
-assert marker.step_until("orders-0: wrote a COMMIT marker")             # the coordinator's retry, to the new leader
-assert arrows_now(marker) == [("WriteTxnMarkers", f"broker-{marker.cluster.transaction_coordinator('tx-orders')}",
+assert marker_check.step_until("orders-0: wrote a COMMIT marker")             # the coordinator's retry, to the new leader
+assert arrows_now(marker_check) == [("WriteTxnMarkers", f"broker-{marker_check.cluster.transaction_coordinator('tx-orders')}",
                                "broker-1")]
-marker.run_to_end()
+marker_check.run_to_end()
 assert drawn_line(strip, "LSO", "orders", 0) == drawn_line(strip, "LSO", "orders", 1) == 3
 assert set(drawn_consumers(strip, "read_committed").values()) == {3}
-assert marker.result["read_committed"] == ["order-0", "order-1", "order-2", "order-3"]
+assert marker_check.result["read_committed"] == ["order-0", "order-1", "order-2", "order-3"]
+marker_check.close()
 
 # %% [markdown]
 # `orders-1` had its marker at once, but its LSO waited too: a marker counts only once it is below
@@ -614,6 +662,32 @@ assert marker.result["read_committed"] == ["order-0", "order-1", "order-2", "ord
 # controller fenced it (`broker.session.timeout.ms`, 9 s). Then the ISR shrank, the HW and the LSO of
 # `orders-1` moved, a new leader took `orders-0`, and the coordinator's next retry of the marker
 # reached it.
+
+# %% [markdown]
+# ## Exercise: how long did the producer wait?
+#
+# In your `dies` stepper, on the branch where you crashed the coordinator at the decision, find the step where
+# the producer's retried `EndTxn` is answered (`the commit already finished (a retried EndTxn) -> NONE`). How
+# many simulated seconds after the crash is that? (The narration header shows the clock; within 1 s is right.)
+
+
+# %%
+def check_wait(answer):
+    crash_ms = crash_at_decision("decided (PrepareCommit is durable)").cluster.now
+    answered_ms = crash_at_decision("the commit already finished (a retried EndTxn) -> NONE").cluster.now
+    seconds = (answered_ms - crash_ms) / 1000
+    return abs(float(answer) - seconds) <= 1, "Read the clock at the crash and at the answer, and subtract."
+
+
+ex_wait = Exercise("Seconds from the crash to the answer of the retried <code>EndTxn</code>:", kind="number",
+                   check=check_wait,
+                   solution='dies.switch("main", 0)\n'
+                            'dies.step_until("decided (PrepareCommit is durable)")\n'
+                            't0 = dies.cluster.now\n'
+                            'dies.crash(dies.cluster.transaction_coordinator("tx-orders"))\n'
+                            'dies.step_until("the commit already finished (a retried EndTxn) -> NONE")\n'
+                            '(dies.cluster.now - t0) / 1000      # about 9 s: broker.session.timeout.ms')
+ex_wait
 
 # %% [markdown]
 # ## What to remember
@@ -628,3 +702,9 @@ assert marker.result["read_committed"] == ["order-0", "order-1", "order-2", "ord
 #   already visible, and the coordinator retries forever.
 # * `transaction.timeout.ms ≤ transaction.max.timeout.ms`; idle transactional ids expire with a
 #   tombstone after `transactional.id.expiration.ms`; an exhausted epoch rotates the producer id.
+
+# %% [markdown]
+# ## Where next
+#
+# **07 · Spark: at-least-once and exactly-once** puts it all in a pipeline (about 40 minutes), or **08 · Break it** switches the safeguards off (about 30 minutes).
+# `GLOSSARY.md` explains every Kafka term used here; `INDEX.md` lists the gallery's scenarios by concept.

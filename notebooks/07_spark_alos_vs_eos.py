@@ -9,6 +9,9 @@
 # %% [markdown]
 # # 07 · Spark: at-least-once and exactly-once against the ground truth
 #
+# **You need:** 04 and 05; PySpark basics help. **Time:** about 40 minutes (Spark starts slowly).
+# **You will be able to:** compare an at-least-once and an exactly-once sink against the ground truth under the same failures, and say which Kafka mechanism each exactly-once guarantee rests on.
+#
 # A classic example: all orders are in a Kafka topic `Order`; a stream job computes the
 # **income of every minute** and writes the results to a topic `Income`. To keep the result
 # correct, every message must be computed exactly once, whichever node fails: counted twice, the
@@ -39,6 +42,7 @@ from IPython.display import display
 from txnlab import Cluster
 from txnlab.spark import SparkFaults, register
 from txnlab.spark import pipeline as pl
+from widgets.predict import Exercise, Predict
 from txnlab.spark.io import EARLIEST, LATEST, Link
 from txnlab.protocol import messages as m
 from widgets.tables import narration, show
@@ -83,8 +87,10 @@ print("front door:", address.rsplit("/", 1)[0] + "/<token>")
 # %%
 from pyspark.sql import SparkSession
 
+from txnlab.spark.session import quiet
+
 MASTER = os.environ.get("TXNLAB_SPARK_MASTER", "local[2,3]")
-spark = (SparkSession.builder.master(MASTER).appName("txnlab-07")
+spark = (quiet(SparkSession.builder).master(MASTER).appName("txnlab-07")    # no start-up notices
          .config("spark.sql.shuffle.partitions", "2")
          .config("spark.ui.showConsoleProgress", "false")
          .getOrCreate())
@@ -163,6 +169,31 @@ print(plan.describe().replace("; ", "\n"))
 # **Predict:** After both runs, which result will equal the ground truth? For the at-least-once result: which
 # minutes will be too high, and by how much -- what does each of the three failures add?
 
+# %%
+READERS = ["at-least-once", "exactly-once (read_committed)", "exactly-once (read_uncommitted)"]
+p_truth = Predict("Which reader's result will equal the ground truth?", choices=READERS + ["none of them"],
+                  check=lambda: next((r for r in READERS if results[r] == truth), "none of them"),
+                  why="Only the exactly-once output read with read_committed: the failed attempts' rows were staged or "
+                      "published in transactions that were aborted, and read_committed skips them.")
+p_truth
+
+# %%
+CAUSES = ["the replay of batch 1", "the duplicate attempt of task 2", "task 0's first 3 increments, retried"]
+p_cause = Predict("Which of the three failures adds the most to the at-least-once result?", choices=CAUSES,
+                  check=lambda: max(zip((sum(replay.values()), sum(speculative.values()), sum(retried.values())),
+                                        CAUSES))[1],
+                  why="The replay writes all of batch 1 again; the duplicate attempt only task 2's share of it; the "
+                      "failed attempt only 3 increments.")
+p_cause
+
+# %%
+p_copies = Predict("The exactly-once output read with <code>read_uncommitted</code>: how many extra copies of "
+                   "batch 1 will it show?", kind="number",
+                   check=lambda: round(sum(v for v in uncommitted_extra.values()) / sum(replay.values())),
+                   why="One: the publish transaction that failed before its commit is in the log, aborted. The staged "
+                       "rows of failed task attempts are in the staging topic, never published.")
+p_copies
+
 # %% [markdown]
 # ## 5 · Run: the same query, the same failures, two sinks
 #
@@ -221,6 +252,33 @@ fig
 show(cmp[cmp["at-least-once - truth"] != 0][["minute", "truth", "at-least-once", "at-least-once - truth",
                                                "exactly-once (read_committed)"]].head(12)).format(precision=2)
 
+
+# %% [markdown]
+# ## Exercise: measure the damage
+#
+# Write `extra_of(result)`: the extra (or, negative, missing) income in cents of a result (a dict minute → cents)
+# compared with `truth`, over every minute either has. The lab checks it on the readers above.
+
+
+# %%
+def check_extra(fn):
+    want = {name: sum(r.get(mi, 0) - truth.get(mi, 0) for mi in set(truth) | set(r)) for name, r in results.items()}
+    got = {name: fn(r) for name, r in results.items()}
+    return got == want, f"yours: {got}"
+
+
+ex_extra = Exercise("Write <code>extra_of(result)</code> (cents).", kind="code", check=check_extra,
+                    solution='def extra_of(result):\n'
+                             '    minutes = set(truth) | set(result)\n'
+                             '    return sum(result.get(mi, 0) - truth.get(mi, 0) for mi in minutes)')
+ex_extra
+
+# %%
+def extra_of(result):
+    raise NotImplementedError          # your code here
+
+
+ex_extra.submit(extra_of)
 
 # %% [markdown]
 # ## 7 · Why each number is what it is
@@ -353,4 +411,10 @@ print("this run used", MASTER, "with", spark.sparkContext.defaultParallelism, "c
 #   drivers, and the coordinator aborts what they left open), and **read_committed** (readers
 #   skip aborted data; `read_uncommitted` shows it is still in the log).
 # * It works because the data comes from Kafka (Spark can replay a batch from its offsets) and the
-#   results go back to Kafka -- the article's condition.
+#   results go back to Kafka: end-to-end exactly-once needs Kafka (or a replayable source) at both ends.
+
+# %% [markdown]
+# ## Where next
+#
+# **08 · Break it**: switch the safeguards off one at a time and find what breaks (about 30 minutes).
+# `GLOSSARY.md` explains every Kafka term used here; `INDEX.md` lists the gallery's scenarios by concept.

@@ -9,6 +9,9 @@
 # %% [markdown]
 # # 08 · Break it
 #
+# **You need:** 01 to 06. **Time:** about 30 minutes.
+# **You will be able to:** switch off one safeguard of Kafka's exactly-once machinery, find a run that breaks an invariant, and read the counterexample in the stepper.
+#
 # Every mechanism in the earlier notebooks exists because something goes wrong without it. This
 # notebook proves it the way FoundationDB, TigerBeetle and Jepsen do: run the same workload under
 # **many seeds**, each seed choosing its own faults (broker crashes, client crashes and zombies, lost,
@@ -38,6 +41,7 @@ from txnlab.check import KINDS
 from txnlab.sweep.explore import Explorer, replay as replay_choices
 from txnlab.sweep.runner import RunConfig, minimize_failure, replay, replay_command, run_seed
 from widgets.tables import narration, show
+from widgets.predict import Exercise, Predict
 
 
 # %%
@@ -88,6 +92,13 @@ def failing_steps(res, anomaly, limit=12):
 # place, how many of the twenty seeds will the checker flag?
 
 # %%
+p_clean = Predict("Everything in place, every kind of fault: how many of the twenty seeds will the checker flag?",
+                  kind="number", check=lambda: sum(not r.ok for r in clean),
+                  why="None: the faults strike (broker and client crashes, lost and duplicated messages, zombies), "
+                      "and the machinery as built keeps exactly-once through all of them.")
+p_clean
+
+# %%
 clean_cfg = RunConfig(workload="copier", faults="all", records=20)
 clean, _ = sweep(clean_cfg, list(range(20)), stop_at_first=False)
 show(pd.DataFrame([{"seed": r.seed, "faults": len(r.schedule), "steps": r.steps, "simulated ms": r.sim_ms,
@@ -112,6 +123,14 @@ assert any(r.schedule for r in clean)        # the runs did inject faults
 # %% [markdown]
 # **Predict:** The feeder aborts about one transaction in five. What will the copier copy, and which anomaly name
 # will the checker use?
+
+# %%
+ANOMALIES = ["G1a: an aborted read", "duplicate: a record copied twice", "lost-write: a committed record missing"]
+p_lso = Predict("With <code>ignore-lso</code>, which anomaly does the checker report first?", choices=ANOMALIES,
+                check=lambda: next((a for a in ANOMALIES if a.split(":")[0] in lso_fail.violations), "none"),
+                why="Reading up to the HW, the copier sees the feeder's records before the feeder decides, and copies "
+                    "records whose transaction is then aborted: a value no committed transaction wrote was read.")
+p_lso
 
 # %%
 lso_cfg = RunConfig(workload="copier", faults="none", mutation="ignore-lso", records=20)
@@ -155,6 +174,14 @@ assert again.violations == lso_run.violations
 # %% [markdown]
 # **Predict:** Two instances now write with the same producer id and epoch. The broker de-duplicates by sequence
 # number. What could a reader see that no committed transaction wrote?
+
+# %%
+SEES = ["nothing wrong: sequence numbers still de-duplicate", "something no committed transaction wrote, or a duplicate"]
+p_fence = Predict("With <code>no-fencing</code> and client faults, does a sweep find a reader seeing something wrong?",
+                  choices=SEES, check=lambda: SEES[1] if fence_fail is not None and fence_fail.violations else SEES[0],
+                  why="Two instances write with the same producer id and epoch; sequence numbers cannot tell them apart, "
+                      "so a zombie's writes or commit slip through and the checker flags the history.")
+p_fence
 
 # %%
 fence_cfg = RunConfig(workload="copier", faults="clients", mutation="no-fencing", records=20)
@@ -235,6 +262,29 @@ assert found.step is None and counterexample.position == counterexample.length  
 assert counterexample.notice.startswith(f"{found.invariant} ✗")
 
 # %% [markdown]
+# ## Exercise: which faults does `no-dedup` need?
+#
+# The mutation `no-dedup` makes the broker forget producers' sequence numbers. Which kind of fault must a sweep
+# inject to catch it: `network`, `brokers` or `clients`? Type one and press *Check*: the lab runs ten seeds of
+# the copier with that fault kind and the mutation on, and tells you whether the checker caught it.
+
+
+# %%
+def check_dedup_faults(answer):
+    kind = str(answer).strip().lower()
+    if kind not in ("network", "brokers", "clients"):
+        return False, "Type network, brokers or clients."
+    cfg = RunConfig(workload="copier", faults=kind, mutation="no-dedup", records=20)
+    caught = next((s for s in range(10) if not run_seed(s, cfg).ok), None)
+    return caught is not None, (f"caught at seed {caught}" if caught is not None else "not caught in ten seeds")
+
+
+ex_dedup = Exercise("Fault kind that catches <code>no-dedup</code>:", kind="text", check=check_dedup_faults,
+                    solution="network: a lost or duplicated answer makes the producer send the batch again; without "
+                             "de-duplication the broker appends it twice, and the checker reports a duplicate.")
+ex_dedup
+
+# %% [markdown]
 # ## 5 · The other switches
 #
 # Each mutation is caught by a sweep of the copier within 200 seeds (`tests/test_sim_mutations.py`
@@ -262,3 +312,9 @@ show(pd.DataFrame([{"anomaly": k.name, "allowed in Kafka": k.allowed, "meaning":
 # %%
 assert set(MUTATIONS) == {"no-dedup", "no-fencing", "ignore-lso", "no-marker-retry", "offsets-outside-txn",
                           "no-coordinator-reload", "unclean-election", "naive-client-classic"}
+
+# %% [markdown]
+# ## Where next
+#
+# **09 · RocketMQ's half messages next to Kafka's transactions** (about 40 minutes).
+# `GLOSSARY.md` explains every Kafka term used here; `INDEX.md` lists the gallery's scenarios by concept.

@@ -9,6 +9,9 @@
 # %% [markdown]
 # # 09 · RocketMQ's half messages next to Kafka's transactions
 #
+# **You need:** 02 and 06. **Time:** about 40 minutes.
+# **You will be able to:** explain RocketMQ's half message and transaction check, and compare it with Kafka's markers when the end of a transaction is lost.
+#
 # Picture an **order service**: it inserts an order into its local database *and* sends an "order
 # created" message — both or neither (要么都成功，要么都失败: "either both succeed or both fail").
 # RocketMQ builds exactly that: a **half message** parked where no consumer can see it, the **local
@@ -36,6 +39,7 @@ from txnlab.rocketmq.order_service import (ORDER_TOPIC, CreateOrderRequest, Crea
                                            OrderTransactionListener, KafkaOrderService, create_message,
                                            kafka_committed_orders)
 from widgets.rocketmq_views import half_topic_figure, transactions_table, space_time_figure, message_table_figure
+from widgets.predict import Exercise, Predict, moment
 
 # %% [markdown]
 # ## The order service
@@ -325,6 +329,13 @@ assert len([m for m in lab.network_messages() if m.api == "CHECK_TRANSACTION_STA
 # **Predict:** how many minutes until the half message is discarded?
 
 # %%
+p_minutes = Predict("The producer died before its local transaction; every check-back answers UNKNOW. After how "
+                    "many minutes is the half message discarded?", kind="number", check=lambda: minutes,
+                    why="transactionCheckMax is 15: the first check comes about a minute after the half message, then "
+                        "one a minute; after the 15th the next scan discards it.")
+p_minutes
+
+# %%
 lab, dao, service, consumer = order_lab(seed=10)
 order6 = CreateOrderRequest("o-6", "chair", 40)
 op = service.producer.default_mq_producer_impl.begin_send_message_in_transaction(create_message(order6), order6)
@@ -369,26 +380,38 @@ from widgets import Stepper
 story = Stepper("rocketmq-end-transaction-lost", skip_background=True)
 story.widget
 
+# %%
+WHEN = ["when END_TRANSACTION is sent", "about a minute later, after the broker's check-back", "never"]
+p_readable = Predict("The END_TRANSACTION (COMMIT) is lost. When does <code>o-1</code> become readable in "
+                     "<code>order-topic</code>?", choices=WHEN,
+                     check=lambda: WHEN[1] if moment("rocketmq-end-transaction-lost", "is copied to its real topic",
+                                                     skip_background=True).lab.clock >= 60_000 else WHEN[0],
+                     why="END_TRANSACTION is one-way: nobody notices it was lost. The broker's check service finds the "
+                         "half message still pending after a minute and asks the producer, which looks in its database "
+                         "and answers COMMIT_MESSAGE.")
+p_readable
+
 # %% [markdown]
 # **Check** what you should have seen (the cell drives the stepper above from step 0; it fails if the lab disagrees):
 
 # %%
-story.switch("main", 0)
-assert story.step_until("the network dropped END_TRANSACTION")
-assert story.lab.topic_messages(ORDER_TOPIC) == []                          # still a half message
-assert story.step_until("CHECK_TRANSACTION_STATE for")                        # the check service, a minute on
-assert 60_000 <= story.lab.clock < 61_000
-assert [h["status"] for h in story.lab.half_messages()] == ["copied", "pending"]
-assert story.step_until("checkLocalTransaction(")                            # the producer looks in its DB
-assert "returned COMMIT_MESSAGE" in story.narration
-assert story.step_until("is copied to its real topic")
-assert len(story.lab.topic_messages(ORDER_TOPIC)) == 1
-story.run_to_end()
-assert story.result["consumer_saw"] == ["o-1"] and story.result["orders_in_db"] == ["o-1"]
+story_check = Stepper("rocketmq-end-transaction-lost", skip_background=True)
+assert story_check.step_until("the network dropped END_TRANSACTION")
+assert story_check.lab.topic_messages(ORDER_TOPIC) == []                          # still a half message
+assert story_check.step_until("CHECK_TRANSACTION_STATE for")                        # the check service, a minute on
+assert 60_000 <= story_check.lab.clock < 61_000
+assert [h["status"] for h in story_check.lab.half_messages()] == ["copied", "pending"]
+assert story_check.step_until("checkLocalTransaction(")                            # the producer looks in its DB
+assert "returned COMMIT_MESSAGE" in story_check.narration
+assert story_check.step_until("is copied to its real topic")
+assert len(story_check.lab.topic_messages(ORDER_TOPIC)) == 1
+story_check.run_to_end()
+assert story_check.result["consumer_saw"] == ["o-1"] and story_check.result["orders_in_db"] == ["o-1"]
+story_check.close()
 
 # %% [markdown]
 # Now add the fault of section 4 yourself, at an earlier moment. Go back to the step that says *the half
-# message is stored* (`story.step_until(...)` below does it, or use the slider), open **Faults**, pick
+# message is stored* (`story.step_until("the half message is stored")` in a cell of your own does it, or use the slider), open **Faults**, pick
 # `producer-1` (or click its lane head in **Messages**) and **Crash** it. The local transaction has not run
 # yet. The story's code sees its `send_message_in_transaction` fail and starts a new instance of the order
 # service (`producer-2`, same group `myGroup`). A new branch starts; `main` is kept.
@@ -398,22 +421,52 @@ assert story.result["consumer_saw"] == ["o-1"] and story.result["orders_in_db"] 
 # database? How many check-backs go out, to which producer, and what do they answer?
 
 # %%
-story.switch("main", 0)
-story.step_until("the half message is stored")
-crashed = story.crash("producer-1")              # the same as Faults -> producer-1 -> Crash
-story.run_to_end()
-print({k: story.result[k] for k in ("create_order", "orders_in_db", "consumer_saw", "checks_sent_to")})
-HTML(story.compare_html("main", crashed))
+p_checks = Predict("In your branch (producer-1 crashed once the half message is stored), how many "
+                   "CHECK_TRANSACTION_STATE requests go out before the story ends?", kind="number",
+                   check=lambda: len(branch_check.result["checks_sent_to"]),
+                   why="The broker asks a live producer of the group, producer-2; it finds no order in the database and "
+                       "answers UNKNOW, so the broker asks again a minute later (the story ends after the second).")
+p_checks
+
+# %% [markdown]
+# The same branch on a replay of its own (yours stays where you left it), compared with the run as written:
+
+# %%
+branch_check = Stepper("rocketmq-end-transaction-lost", skip_background=True)
+branch_check.step_until("the half message is stored")
+crashed = branch_check.crash("producer-1")              # the same as Faults -> producer-1 -> Crash
+branch_check.run_to_end()
+HTML(branch_check.compare_html("main", crashed))
 
 # %% [markdown]
 # **Check** The database and the topic agree in both branches: a message without its order never became visible.
 
 # %%
-r = story.result
+r = branch_check.result
 assert r["orders_in_db"] == [] and r["consumer_saw"] == []                   # neither the order nor the message
 assert r["checks_sent_to"] == ["producer-2", "producer-2"]                    # asked twice, UNKNOW twice
-assert [t["status"] for t in story.lab.transactions()] == ["pending"]         # until transactionCheckMax
-assert story.compare("main", crashed)["state"]["order-topic: what consumers can read"] == (["q0@0 o-1"], [])
+assert [t["status"] for t in branch_check.lab.transactions()] == ["pending"]         # until transactionCheckMax
+assert branch_check.compare("main", crashed)["state"]["order-topic: what consumers can read"] == (["q0@0 o-1"], [])
+
+# %% [markdown]
+# ## Exercise: when does the broker ask?
+#
+# In your stepper (branch `main`), find the step where the broker sends its first `CHECK_TRANSACTION_STATE`.
+# At which simulated second is that (the narration header shows the clock; within 1 s is right)?
+
+
+# %%
+def check_first_check(answer):
+    at = moment("rocketmq-end-transaction-lost", "CHECK_TRANSACTION_STATE for", skip_background=True).lab.clock / 1000
+    return abs(float(answer) - at) <= 1, "Step until the narration names CHECK_TRANSACTION_STATE and read the clock."
+
+
+ex_first_check = Exercise("Simulated second of the first CHECK_TRANSACTION_STATE:", kind="number",
+                          check=check_first_check,
+                          solution='story.switch("main", 0)\n'
+                                   'story.step_until("CHECK_TRANSACTION_STATE for")\n'
+                                   'story.lab.clock / 1000     # about 60 s: the check service runs once a minute')
+ex_first_check
 
 # %% [markdown]
 # ## 7. What you should have filled in
@@ -437,3 +490,9 @@ assert story.compare("main", crashed)["state"]["order-topic: what consumers can 
 
 # %%
 message_table_figure(lab, hide=("HEART_BEAT", "REGISTER_BROKER", "GET_ROUTEINFO_BY_TOPIC", "PULL_MESSAGE"))
+
+# %% [markdown]
+# ## Where next
+#
+# **10 · Classic two-phase commit**: where Kafka's transactions differ from it (about 30 minutes).
+# `GLOSSARY.md` explains every Kafka term used here; `INDEX.md` lists the gallery's scenarios by concept.

@@ -9,6 +9,9 @@
 # %% [markdown]
 # # 10 · Classic two-phase commit, and where Kafka's transactions differ
 #
+# **You need:** 02 and 06. **Time:** about 30 minutes.
+# **You will be able to:** run a two-phase commit, see it block when its coordinator crashes after the votes, and say which of its steps Kafka's transaction protocol keeps or drops.
+#
 # Articles on Kafka's design compare Kafka's transactions with the classic **two-phase commit**
 # (2PC): "看似相似，都分PREPARE阶段和最终COMMIT阶段，但又有很大不同". In 2PC the coordinator sends
 # **PREPARE** to every participant; each answers **VOTE_COMMIT** (it made its changes durable and *holds its
@@ -24,6 +27,7 @@ from txnlab import Cluster, Producer, Consumer, TopicPartition
 from txnlab.broker.broker import broker_name
 from txnlab.twopc import TwoPhaseCommitLab, KeyLocked
 from widgets.rocketmq_views import participants_table, space_time_figure
+from widgets.predict import Exercise, Predict
 
 ACCOUNTS = {"bank-a": {"alice": 100}, "bank-b": {"bob": 20}}
 TRANSFER = {"bank-a": {"alice": -30}, "bank-b": {"bob": +30}}     # alice pays bob 30
@@ -46,6 +50,13 @@ def all_voted(lab, tx_id):
 # %% [markdown]
 # **Predict:** how many messages does one committed transfer between two banks take, and which records end up
 # in the coordinator's log?
+
+# %%
+p_messages = Predict("How many messages does one committed transfer between two banks take?", kind="number",
+                     check=lambda: len(apis),
+                     why="Two PREPARE, two votes, two GLOBAL_COMMIT and two ACK: two round trips per participant. The "
+                         "coordinator's log holds START_2PC, GLOBAL_COMMIT and END.")
+p_messages
 
 # %%
 lab = bank()
@@ -72,7 +83,17 @@ assert lab.balances() == {"bank-a": {"alice": 70}, "bank-b": {"bob": 50}}
 # **Predict:** the balances after T2, and whose locks are still held?
 
 # %%
+LOCKS = ["none", "bank-b's (it had prepared)", "bank-a's (it said no)"]
+p_locks = Predict("After T2 has aborted, whose locks are still held?", choices=LOCKS,
+                  check=lambda: LOCKS[0] if t2_locks == {"bank-a": {}, "bank-b": {}} else
+                  LOCKS[1] if t2_locks.get("bank-b") else LOCKS[2],
+                  why="bank-a voted VOTE_ABORT and holds nothing; bank-b had prepared and kept its lock only until "
+                      "GLOBAL_ABORT reached it. Balances are unchanged.")
+p_locks
+
+# %%
 print(lab.run_transaction("T2", {"bank-a": {"alice": -500}, "bank-b": {"bob": +500}}))
+t2_locks = lab.locks()
 participants_table(lab, "T2")
 
 # %% [markdown]
@@ -94,6 +115,15 @@ assert lab.locks() == {"bank-a": {}, "bank-b": {}}
 # **Predict:** one minute later, can a teller at bank-a read alice's balance? Has either bank decided on its
 # own? When the coordinator restarts and reads its log — which has `START_2PC T3` but no decision — what will
 # it decide?
+
+# %%
+DECIDES = ["commit: both banks voted yes", "abort: no decision in its log", "it asks the banks again"]
+p_presumed = Predict("When the coordinator restarts and finds <code>START_2PC T3</code> but no decision in its log, "
+                     "what does it decide?", choices=DECIDES,
+                     check=lambda: {"COMMIT": DECIDES[0], "ABORT": DECIDES[1]}.get(lab.outcome("T3"), DECIDES[2]),
+                     why="Presumed abort: the votes were never forced to its disk, so it cannot know they were all "
+                         "yes; with no decision logged, it aborts. Until then the prepared banks block.")
+p_presumed
 
 # %%
 lab.begin_transaction("T3", TRANSFER)
@@ -160,20 +190,20 @@ transfer.widget
 # step and follows the new branch to its end; it fails if the lab disagrees):
 
 # %%
-transfer.switch("main", 0)
-assert transfer.step_until("every participant voted VOTE_COMMIT")
-assert transfer.lab.participant_states("T1") == {"bank-a": "READY", "bank-b": "READY"}
-crashed = transfer.crash("coordinator")                       # Faults -> coordinator -> Crash, at this step
-assert transfer.step_until("cannot help")                      # each bank asks the other: prepared too
-assert transfer.lab.blocked("T1") == ["bank-a", "bank-b"]
-assert [r.kind for r in transfer.lab.coordinator.log.records] == ["START_2PC"]
-transfer.run_to_end()
-r = transfer.result
+transfer_check = Stepper("2pc-transfer", skip_background=True)
+assert transfer_check.step_until("every participant voted VOTE_COMMIT")
+assert transfer_check.lab.participant_states("T1") == {"bank-a": "READY", "bank-b": "READY"}
+crashed = transfer_check.crash("coordinator")                       # Faults -> coordinator -> Crash, at this step
+assert transfer_check.step_until("cannot help")                      # each bank asks the other: prepared too
+assert transfer_check.lab.blocked("T1") == ["bank-a", "bank-b"]
+assert [r.kind for r in transfer_check.lab.coordinator.log.records] == ["START_2PC"]
+transfer_check.run_to_end()
+r = transfer_check.result
 assert r["after_30s"]["blocked"] == ["bank-a", "bank-b"] and r["after_30s"]["teller_reads_alice"].startswith("locked")
 assert r["operator_restarted"] == ["coordinator"] and r["outcome"] == "ABORT"
-assert transfer.lab.balances() == {"bank-a": {"alice": 100}, "bank-b": {"bob": 20}}
-assert transfer.outcome("main")["state"]["T1: coordinator's log"] == "COMMIT"
-HTML(transfer.compare_html("main", crashed))
+assert transfer_check.lab.balances() == {"bank-a": {"alice": 100}, "bank-b": {"bob": 20}}
+assert transfer_check.outcome("main")["state"]["T1: coordinator's log"] == "COMMIT"
+HTML(transfer_check.compare_html("main", crashed))
 
 # %% [markdown]
 # The branch where you crashed the coordinator ends like section 3 — blocked for 30 s, then presumed abort —
@@ -181,6 +211,40 @@ HTML(transfer.compare_html("main", crashed))
 # (`Stepper("2pc-coordinator-crash-blocks")`). For the last question, go back (`transfer.switch("main", 0)`),
 # step to *GLOBAL_COMMIT T1 is on disk* and crash the coordinator there: its two GLOBAL_COMMIT messages are
 # already on the wire, so the banks commit without waiting. The next section loses those messages as well.
+
+# %% [markdown]
+# ## Exercise: a crash that still commits
+#
+# Write `make_it_commit(st)`: given a fresh stepper on `2pc-transfer`, step it and crash the coordinator (only the
+# coordinator, once) so that the branch ends with both banks committed. The lab checks the branch's ending.
+
+# %%
+def check_commit_despite_crash(fn):
+    st = Stepper("2pc-transfer", skip_background=True)
+    try:
+        fn(st)
+        crashes = [f for _, f in st.history.branches[st.branch].faults]
+        end = st.outcome(st.branch)["state"]
+    finally:
+        st.close()
+    ok = [(f.kind, f.node) for f in crashes] == [("crash", "coordinator")] and \
+        (end["T1: bank-a"], end["T1: bank-b"]) == ("COMMIT", "COMMIT")
+    return ok, f"faults {[f.describe() for f in crashes]}; banks end {end['T1: bank-a']}, {end['T1: bank-b']}"
+
+
+ex_commit = Exercise("Write <code>make_it_commit(st)</code>: one coordinator crash, and T1 still commits.", kind="code",
+                     check=check_commit_despite_crash,
+                     solution='def make_it_commit(st):\n'
+                              '    st.step_until("GLOBAL_COMMIT T1 is on disk")   # decided and sent: GLOBAL_COMMIT is on the wire\n'
+                              '    st.crash("coordinator")')
+ex_commit
+
+# %%
+def make_it_commit(st):
+    raise NotImplementedError          # your code here
+
+
+ex_commit.submit(make_it_commit)
 
 # %% [markdown]
 # ## 5. The decision was logged, but nobody heard it
@@ -274,7 +338,7 @@ assert c.clock - crashed_at < 30_000
 assert read_committed(c) == [b"alice -30", b"bob +30"]
 
 # %% [markdown]
-# ## 7. The differences, as those articles list them
+# ## 7. The differences, side by side
 #
 # | | classic 2PC | Kafka's transactions |
 # |---|---|---|
@@ -287,3 +351,9 @@ assert read_committed(c) == [b"alice -30", b"bob +30"]
 #
 # Note what Kafka does *not* remove: a read_committed consumer of a partition still waits at the LSO until the
 # marker is written. The wait is seconds (a leader election), not "until the machine comes back".
+
+# %% [markdown]
+# ## Where next
+#
+# **11** (the wire chapter, when present), or back to **08 · Break it** with a mutation you have not tried; `INDEX.md` lists every scenario by concept.
+# `GLOSSARY.md` explains every Kafka term used here; `INDEX.md` lists the gallery's scenarios by concept.

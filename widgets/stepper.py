@@ -472,6 +472,18 @@ class Stepper(StepperUI):
     def compare_html(self, a: str = "main", b: Optional[str] = None) -> str:
         return self.history.compare_html(a, b or self.branch)
 
+    # ------------------------------------------------------------ saved branches (widgets/branch_file.py)
+    def save(self, path, branch: Optional[str] = None, position: Optional[int] = None):
+        """Save every branch to a JSON file, to be opened on ``branch`` (default: this one) at ``position``."""
+        from .branch_file import save
+        return save(self, path, branch, position)
+
+    @classmethod
+    def load(cls, path, **kw) -> "Stepper":
+        """Open a saved branch file: the same scenario, branches and faults, on the saved step."""
+        from .branch_file import load
+        return load(path, cls, **kw)
+
     # ------------------------------------------------------------------- close
     def close(self) -> None:
         """Stop the client-code thread of the live run."""

@@ -163,7 +163,7 @@ class ProduceHandling:
                                  f"{e.error.name}: {e.message}")
                     res[tp] = e.error
                     continue
-                self.narrate(f"{p.name}: wrote a {kind.name} marker at offset {off} for pid {entry.producer_id} "
+                self.narrate(f"{p.name}: wrote {'an' if kind.name[0] in 'AEIOU' else 'a'} {kind.name} marker at offset {off} for pid {entry.producer_id} "
                              f"epoch {entry.producer_epoch}")
                 self._complete_parked_for(tp)
                 p.maybe_increment_hw(now)

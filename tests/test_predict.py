@@ -1,0 +1,117 @@
+"""The learning loop: a prediction is answered, checked against the simulation and explained; nothing is
+revealed before the learner answers or asks."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from widgets import Stepper
+from widgets.predict import Exercise, Predict
+
+
+def _shown_text(p) -> str:
+    """Everything a notebook would store or show for the widget: its display bundle and every child's state."""
+    parts = [json.dumps(p._repr_mimebundle_(), default=str)]
+    stack = [p.widget]
+    while stack:
+        w = stack.pop()
+        parts.append(json.dumps(w.get_state(), default=str))
+        stack.extend(getattr(w, "children", ()))
+    return "\n".join(parts)
+
+
+@pytest.fixture(scope="module")
+def stepper():
+    s = Stepper("commit-visible-atomically", skip_background=True)
+    s.step_until("calls commit_transaction()")
+    yield s
+    s.close()
+
+
+def _lso_question(s) -> Predict:
+    return Predict("The records are replicated but the transaction is open. Where is the LSO of orders-0?",
+                   kind="offset", check=lambda: s.cluster.partition_state("orders", 0)["lso"],
+                   why="The LSO stops at the first offset of the oldest open transaction.")
+
+
+def test_a_right_answer_is_told_right_with_the_explanation(stepper):
+    p = _lso_question(stepper)
+    assert p.answer(0) is True and p.verdict is True
+    assert p.feedback.startswith("Right.")
+    assert "oldest open transaction" in p.feedback and "simulation shows: 0" in p.feedback
+
+
+def test_a_wrong_answer_is_told_wrong_with_the_explanation(stepper):
+    p = _lso_question(stepper)
+    assert p.answer(2) is False and p.verdict is False
+    assert p.feedback.startswith("Not quite.")
+    assert "oldest open transaction" in p.feedback and "simulation shows: 0" in p.feedback
+
+
+def test_the_check_reads_the_simulation_when_the_learner_checks_not_before(stepper):
+    s = Stepper("commit-visible-atomically", skip_background=True)
+    try:
+        p = Predict("Where is the HW of orders-0 now?", kind="offset",
+                    check=lambda: s.cluster.partition_state("orders", 0)["hw"])
+        s.step_until("calls commit_transaction()")          # the learner steps after the question was shown
+        hw = s.cluster.partition_state("orders", 0)["hw"]
+        assert hw > 0 and p.answer(hw) is True
+    finally:
+        s.close()
+
+
+def test_choices_and_a_judging_function():
+    seen = []
+    p = Predict("Who finishes the transaction?", choices=["nobody", "the new coordinator"],
+                check=lambda a: (seen.append(a) or a == "the new coordinator", "PrepareCommit is durable."))
+    assert p.answer("nobody") is False and "PrepareCommit is durable." in p.feedback
+    assert p.answer("the new coordinator") is True and seen == ["nobody", "the new coordinator"]
+    with pytest.raises(ValueError, match="not one of the choices"):
+        p.answer("maybe")
+
+
+def test_nothing_is_revealed_before_an_answer():
+    p = Predict("How many records does read_committed see?", kind="number", check=4,
+                why="UNIQUE-EXPLANATION-TEXT", unit=" records")
+    shown = _shown_text(p)
+    assert "UNIQUE-EXPLANATION-TEXT" not in shown and "4 records" not in shown
+    assert p.verdict is None and p.check() is None      # no answer: asked to answer, not told
+    assert "UNIQUE-EXPLANATION-TEXT" not in _shown_text(p)
+    assert "4 records" in p.reveal() and "UNIQUE-EXPLANATION-TEXT" in _shown_text(p)
+
+
+def test_a_lazy_check_is_not_called_until_check():
+    calls = []
+    Predict("?", kind="number", check=lambda: calls.append(1) or 3)
+    assert calls == []
+
+
+def test_an_exercise_checks_code_the_learner_wrote_and_hides_its_solution():
+    ex = Exercise("Write double(x).", kind="code", check=lambda f: (f(3) == 6, f"double(3) gave {f(3)}"),
+                  solution="def double(x):\n    return 2 * x")
+    assert "return 2 * x" not in _shown_text(ex)
+    assert ex.submit(lambda x: x + 1) is False and "double(3) gave 4" in ex.feedback
+    assert ex.submit(lambda x: 2 * x) is True and ex.feedback.startswith("Right.")
+    assert "return 2 * x" in ex.reveal() and "return 2 * x" in _shown_text(ex)
+
+
+def test_bad_questions_are_refused_with_the_rule():
+    with pytest.raises(ValueError, match="kind must be one of"):
+        Predict("?", kind="colour", check=1)
+    with pytest.raises(ValueError, match="needs choices"):
+        Predict("?", kind="choice", check=1)
+    with pytest.raises(ValueError, match="check= is required"):
+        Predict("?", kind="number")
+
+
+def test_a_reopened_notebook_sees_a_run_this_cell_line():
+    p = Predict("?", kind="number", check=1)
+    assert p._repr_mimebundle_()["text/plain"] == "Prediction: run this cell to answer it."
+
+
+def test_an_unwritten_stub_is_not_judged():
+    def stub(x):
+        raise NotImplementedError
+    ex = Exercise("Write double(x).", kind="code", check=lambda f: f(3) == 6, solution="def double(x): ...")
+    assert ex.submit(stub) is None and ex.verdict is None and ex.feedback == "" and ex.tries == 0
