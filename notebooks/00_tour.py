@@ -63,17 +63,21 @@ for name in gallery.names():                 # the scenarios of the gallery; eve
 # its own marker is written there, so two partitions may show the commit at different moments (section 3).
 
 # %%
-s = Stepper("commit-visible-atomically", skip_background=True)
+s = Stepper("commit-visible-atomically")
 s.widget
 
 # %% [markdown]
-# This stepper (just above) starts at step 0. **Step** executes exactly one event (a message delivered,
-# a timer fired) and the purple box says what happened and *why*. **Back** goes one step back (the lab
-# re-executes the run from its seed). **Run** plays the steps at the chosen speed; the slider jumps
-# anywhere. The tabs show the partition logs (one row per replica; ★ marks the leader), the
-# coordinator's state machine and its log, the message flow, and the raw trace. *skip background
-# events* hides idle replica fetches and timers; the filter can follow one API, one process or one
-# transactional.id.
+# This stepper (just above) starts at step 0. **Step** goes to the next *moment*: one change you can
+# see (a request and its answer, a state change of the transaction, a marker landing, the LSO moving);
+# the plumbing in between is folded in and counted ("+14 plumbing events"), and the purple box says
+# what happened and *why*. The step-size toggle switches to one request/response *exchange* or to
+# single kernel *events*. The buttons under the slider are the scenario's **key moments**: one click
+# jumps to each (`Stepper("commit-visible-atomically", at="marker-0")` opens there). **Back** goes one
+# step back (the lab re-executes the run from its seed). **Run** plays the steps at the chosen speed.
+# The tabs show the partition logs (one row per replica; ★ marks the leader), the coordinator's state
+# machine and its log, the message flow on a time axis, and the raw trace; `s.present()` shows the
+# controls, narration and log on one projector-sized screen. The filter can follow one API, one process
+# or one transactional.id.
 #
 # **Your move:** answer the two questions below, then step until the narration says the producer
 # *calls commit_transaction()* (the slider helps; or run `s.step_until("calls commit_transaction()")`

@@ -698,7 +698,7 @@ assert "(idempotent)" in java[6]                                         # Java:
 # %%
 from widgets import Stepper
 
-dedup = Stepper("dropped-ack-dedup", skip_background=True)
+dedup = Stepper("dropped-ack-dedup")
 dedup.widget
 
 

@@ -426,7 +426,7 @@ assert ("Ongoing", "PrepareCommit") in path and ("PrepareAbort", "CompleteAbort"
 # %%
 from widgets import Stepper
 
-txn = Stepper("commit-visible-atomically", skip_background=True)
+txn = Stepper("commit-visible-atomically")
 txn.widget
 
 # %% [markdown]

@@ -431,7 +431,7 @@ assert [e for e, o in reports2] == [None]
 # %%
 from widgets import Stepper
 
-stuck = Stepper("lso-stuck-by-open-transaction", skip_background=True)
+stuck = Stepper("lso-stuck-by-open-transaction")
 stuck.widget
 
 # %% [markdown]
@@ -490,7 +490,7 @@ stuck_check.close()
 # and commits; then the two consumers read from offset 0.
 
 # %%
-aborted = Stepper("abort-hidden-from-read-committed", skip_background=True)
+aborted = Stepper("abort-hidden-from-read-committed")
 aborted.widget
 
 # %%

@@ -445,7 +445,7 @@ assert len(aborts) == 1
 # %%
 from widgets import Stepper
 
-ctp = Stepper("consume-transform-produce", skip_background=True)
+ctp = Stepper("consume-transform-produce")
 ctp.widget
 
 

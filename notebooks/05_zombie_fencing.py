@@ -459,7 +459,7 @@ assert tv2.trace.filter(contains="PRODUCER_FENCED", api="EndTxn")
 # %%
 from widgets import Stepper
 
-zombie = Stepper("zombie-fenced", skip_background=True)
+zombie = Stepper("zombie-fenced")
 zombie.widget
 
 # %%
@@ -512,7 +512,7 @@ zombie_check.close()
 # producer finally calls `commit_transaction()`, which error does it get?
 
 # %%
-timeout = Stepper("transaction-timeout-abort", skip_background=True)
+timeout = Stepper("transaction-timeout-abort")
 timeout.widget
 
 
@@ -564,7 +564,7 @@ timeout_check.close()
 # `read_committed` consumer read at the end of each branch?
 
 # %%
-hanging = Stepper("hanging-transaction-classic-vs-v2", skip_background=True)
+hanging = Stepper("hanging-transaction-classic-vs-v2")
 hanging.widget
 
 

@@ -537,7 +537,7 @@ assert list(txn_log(cluster, "restarted-a-lot")["producer_id"])[-1] == after[0]
 # %%
 from widgets import Stepper
 
-dies = Stepper("coordinator-dies-after-prepare", skip_background=True)
+dies = Stepper("coordinator-dies-after-prepare")
 dies.widget
 
 # %% [markdown]
@@ -621,7 +621,7 @@ dies_check.close()
 # move: at once, or later? Which broker writes the marker of `orders-0`, and when?
 
 # %%
-marker = Stepper("marker-leader-down", skip_background=True)
+marker = Stepper("marker-leader-down")
 marker.widget
 
 # %%

@@ -39,7 +39,7 @@ import plotly.graph_objects as go
 import ipywidgets
 from IPython.display import display
 
-from txnlab import Cluster
+from txnlab import Cluster, Producer
 from txnlab.spark import SparkFaults, register
 from txnlab.spark import pipeline as pl
 from widgets.predict import Exercise, Predict
@@ -89,10 +89,19 @@ from pyspark.sql import SparkSession
 
 from txnlab.spark.session import quiet
 
+from txnlab.spark.kafka_connector import ConnectorUnavailable, connector_jars
+
+try:                                   # Spark's own Kafka connector, for section 9 (fetched once by Maven)
+    KAFKA_JARS, NO_CONNECTOR = connector_jars(), None
+except ConnectorUnavailable as e:
+    KAFKA_JARS, NO_CONNECTOR = [], str(e)
+
 MASTER = os.environ.get("TXNLAB_SPARK_MASTER", "local[2,3]")
 spark = (quiet(SparkSession.builder).master(MASTER).appName("txnlab-07")    # no start-up notices
          .config("spark.sql.shuffle.partitions", "2")
          .config("spark.ui.showConsoleProgress", "false")
+         .config("spark.jars", ",".join(KAFKA_JARS))
+         .config("spark.sql.execution.arrow.maxRecordsPerBatch", "100")
          .getOrCreate())
 spark.sparkContext.setLogLevel("OFF")          # the failures below are on purpose
 register(spark)                        # the `txnlab` data source: format("txnlab")
@@ -400,6 +409,87 @@ pd.DataFrame(sorted(remote.items(), key=lambda kv: -kv[1]), columns=["API", "req
 
 # %%
 print("this run used", MASTER, "with", spark.sparkContext.defaultParallelism, "cores")
+
+# %% [markdown]
+# ## 9 · Spark's own Kafka connector, through the lab's Kafka-protocol listener
+#
+# Spark ships a Kafka source and sink of its own (`format("kafka")`, a Java library built on Kafka's Java
+# client). It speaks Kafka's binary protocol, so it reaches the cluster through `cluster.listen()`: one
+# listener per broker on 127.0.0.1, each request a step of the simulated network like any other.
+#
+# Two things to see. Its **source** with `kafka.isolation.level=read_committed` stops at the Last Stable
+# Offset: while a transaction is open on `orders-0`, Spark reads nothing of `orders-0` past it. Its **sink**
+# is at-least-once, as Spark's documentation says: a task that dies part-way and is retried writes its rows
+# again (the txnlab sink above, under the same kind of retry, did not).
+
+# %%
+p_sink = Predict("1,000 rows go to a topic through Spark's Kafka sink; the task dies after handing over its first "
+                 "700 rows, and Spark retries it once. How many records does the topic hold afterwards?",
+                 kind="number", check=lambda: SINK_RECORDS,
+                 why="The failed attempt's 700 rows were already sent, and the retry sends all 1,000 again as new "
+                     "records: 1,700. The producer's idempotence only stops one batch from being written twice.")
+p_sink
+
+# %%
+from pyspark import TaskContext
+
+door = cluster.listen() if not NO_CONNECTOR else None
+print(NO_CONNECTOR or f"Kafka-protocol listener: {door.bootstrap_servers}")
+
+
+def kafka_read(topic):
+    """Everything Spark's Kafka source returns under read_committed, as (partition, offset) pairs."""
+    df = (spark.read.format("kafka").option("kafka.bootstrap.servers", door.bootstrap_servers)
+          .option("subscribe", topic).option("kafka.isolation.level", "read_committed")
+          .option("startingOffsets", "earliest").option("endingOffsets", "latest").load())
+    return df.select("partition", "offset").collect()
+
+
+if door is not None:
+    opener = Producer({"bootstrap.servers": cluster.bootstrap, "transactional.id": "section-9"})
+    opener.init_transactions()
+    opener.begin_transaction()
+    opener.produce("orders", b"an order still in an open transaction", partition=0)
+    opener.flush()
+    st = cluster.partition_state("orders", 0)
+    rows = kafka_read("orders")
+    last0 = max(r.offset for r in rows if r.partition == 0)
+    print(f"orders-0 while the transaction is open: HW {st['hw']}, LSO {st['lso']}; "
+          f"Spark's read_committed source read up to offset {last0}")
+    assert last0 < st["lso"] < st["hw"]
+    opener.commit_transaction()
+    rows = kafka_read("orders")
+    print("after the commit it reads", sum(r.partition == 0 for r in rows), "records of orders-0, up to offset",
+          max(r.offset for r in rows if r.partition == 0))
+
+# %%
+def fail_first_attempt_at_row_700(batches):
+    import pyarrow as pa
+    first = TaskContext.get().attemptNumber() == 0
+    for b in batches:                     # batches of 100 rows reach Spark's Kafka writer as they come
+        if first and "r700" in b.column(0).to_pylist():
+            raise RuntimeError("the task dies after handing over rows r0..r699")
+        yield pa.RecordBatch.from_arrays([b.column(0)], names=["value"])
+
+
+if door is not None:
+    cluster.create_topic("spark-kafka-sink", partitions=1, replication_factor=3)
+    (spark.createDataFrame([(f"r{i}",) for i in range(1000)], ["v"]).coalesce(1)
+     .mapInArrow(fail_first_attempt_at_row_700, "value string")
+     .write.format("kafka").option("kafka.bootstrap.servers", door.bootstrap_servers)
+     .option("topic", "spark-kafka-sink").option("kafka.linger.ms", "0").save())
+    SINK_RECORDS = cluster.partition_state("spark-kafka-sink", 0)["hw"]     # what the prediction is checked against
+    assert SINK_RECORDS == 1700
+    door.close()
+else:
+    SINK_RECORDS = 1700                 # what Spark's Kafka sink writes here (tests/test_spark_kafka_connector.py)
+
+# %% [markdown]
+# (Check your prediction above before reading on.) The topic holds 1,700 records: the 700 the failed attempt
+# handed to the producer were sent (the
+# producer is idempotent, which stops a *retried batch* from being written twice, not a *retried task*
+# that produces the same rows again as new records). That is at-least-once. The txnlab sink stages a
+# task's rows and publishes them in one transaction at commit, which is why section 6 found no duplicate.
 
 # %% [markdown]
 # ## What to take away

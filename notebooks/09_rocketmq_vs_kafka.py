@@ -377,7 +377,7 @@ assert dao.order_ids() == [] and seen(consumer) == []
 from IPython.display import HTML
 from widgets import Stepper
 
-story = Stepper("rocketmq-end-transaction-lost", skip_background=True)
+story = Stepper("rocketmq-end-transaction-lost")
 story.widget
 
 # %%

@@ -182,7 +182,7 @@ assert lab.locks() == {"bank-a": {}, "bank-b": {}}
 from IPython.display import HTML
 from widgets import Stepper
 
-transfer = Stepper("2pc-transfer", skip_background=True)
+transfer = Stepper("2pc-transfer")
 transfer.widget
 
 # %% [markdown]
