@@ -179,6 +179,7 @@ class Network:
             del self._connections[(conn.client, conn.server, conn.channel)]
         for m in [m for m in self._in_flight.values() if m.conn is conn and (m.is_response or not by_client)]:
             self.kernel.cancel(m.event)
+            m.event = None
             m.state = "dropped"
             m.note = reason
             del self._in_flight[m.id]
@@ -296,6 +297,7 @@ class Network:
         if m.state not in ("in-flight", "waiting"):
             raise ValueError(f"message #{m.id} is not in flight ({m.state})")
         self.kernel.cancel(m.event)
+        m.event = None
         self._in_flight.pop(m.id, None)
         m.state = "dropped"
         m.note = reason
@@ -339,6 +341,7 @@ class Network:
     def deliver(self, m: Message) -> TraceEvent:
         k = self.kernel
         self._in_flight.pop(m.id, None)
+        m.event = None          # its event has run (and no cycle message <-> event is left for the collector)
         conn = m.conn
         dst = k.nodes.get(m.dst)
         if dst is None or not dst.alive:

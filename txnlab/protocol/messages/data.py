@@ -1,15 +1,14 @@
 """Metadata, Produce, Fetch, ListOffsets, FindCoordinator, InitProducerId and ApiVersions: what every client sends."""
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Optional
 
 from ..errors import Errors
-from ..message_base import READ_COMMITTED, tp_str, _err
+from ..message_base import READ_COMMITTED, tp_str, _err, message
 
 
 # ------------------------------------------------------------------ metadata
-@dataclass(frozen=True, slots=True)
+@message
 class PartitionMetadata:
     error: int
     partition: int
@@ -19,7 +18,7 @@ class PartitionMetadata:
     isr: tuple
 
 
-@dataclass(frozen=True, slots=True)
+@message
 class MetadataRequest:
     API = "Metadata"
     API_KEY = 3
@@ -30,7 +29,7 @@ class MetadataRequest:
         return "all topics" if self.topics is None else ", ".join(self.topics)
 
 
-@dataclass(frozen=True, slots=True)
+@message
 class MetadataResponse:
     brokers: tuple                      # broker ids that are alive
     controller_id: int
@@ -41,7 +40,7 @@ class MetadataResponse:
 
 
 # ------------------------------------------------------------------- produce
-@dataclass(frozen=True, slots=True)
+@message
 class ProduceRequest:
     API = "Produce"
     API_KEY = 0
@@ -62,7 +61,7 @@ class ProduceRequest:
         return "; ".join(parts) + f", acks={self.acks}"
 
 
-@dataclass(frozen=True, slots=True)
+@message
 class PartitionProduceResponse:
     error: int
     base_offset: int = -1
@@ -71,7 +70,7 @@ class PartitionProduceResponse:
     error_message: str = ""
 
 
-@dataclass(frozen=True, slots=True)
+@message
 class ProduceResponse:
     responses: dict                     # tp -> PartitionProduceResponse
 
@@ -86,7 +85,7 @@ class ProduceResponse:
 
 
 # --------------------------------------------------------------------- fetch
-@dataclass(frozen=True, slots=True)
+@message
 class FetchPartition:
     fetch_offset: int
     partition_max_bytes: int = 1_048_576
@@ -94,7 +93,7 @@ class FetchPartition:
     last_fetched_epoch: int = -1
 
 
-@dataclass(frozen=True, slots=True)
+@message
 class FetchRequest:
     API = "Fetch"
     API_KEY = 1
@@ -116,7 +115,7 @@ class FetchRequest:
         return f"{who}{iso} {offs}"
 
 
-@dataclass(frozen=True, slots=True)
+@message
 class FetchPartitionData:
     error: int
     high_watermark: int = -1
@@ -127,7 +126,7 @@ class FetchPartitionData:
     diverging_epoch: Optional[tuple] = None        # (epoch, end_offset)
 
 
-@dataclass(frozen=True, slots=True)
+@message
 class FetchResponse:
     partitions: dict                    # tp -> FetchPartitionData (with a session: only what changed)
     error: int = 0                      # top-level: FETCH_SESSION_ID_NOT_FOUND, INVALID_FETCH_SESSION_EPOCH
@@ -154,7 +153,7 @@ class FetchResponse:
         return not self.error and not any(d.records or d.diverging_epoch or d.error for d in self.partitions.values())
 
 
-@dataclass(frozen=True, slots=True)
+@message
 class ListOffsetsRequest:
     API = "ListOffsets"
     API_KEY = 2
@@ -166,7 +165,7 @@ class ListOffsetsRequest:
                          for tp, t in sorted(self.partitions.items()))
 
 
-@dataclass(frozen=True, slots=True)
+@message
 class ListOffsetsResponse:
     partitions: dict                    # tp -> (error, offset)
 
@@ -179,7 +178,7 @@ COORDINATOR_GROUP = 0
 COORDINATOR_TRANSACTION = 1
 
 
-@dataclass(frozen=True, slots=True)
+@message
 class FindCoordinatorRequest:
     API = "FindCoordinator"
     API_KEY = 10
@@ -190,7 +189,7 @@ class FindCoordinatorRequest:
         return f"{'transactional.id' if self.key_type == COORDINATOR_TRANSACTION else 'group'} {self.key!r}"
 
 
-@dataclass(frozen=True, slots=True)
+@message
 class FindCoordinatorResponse:
     error: int
     node_id: int = -1
@@ -201,7 +200,7 @@ class FindCoordinatorResponse:
 
 
 # --------------------------------------------------------- init producer id
-@dataclass(frozen=True, slots=True)
+@message
 class InitProducerIdRequest:
     API = "InitProducerId"
     API_KEY = 22
@@ -217,7 +216,7 @@ class InitProducerIdRequest:
         return s
 
 
-@dataclass(frozen=True, slots=True)
+@message
 class InitProducerIdResponse:
     error: int
     producer_id: int = -1
@@ -229,7 +228,7 @@ class InitProducerIdResponse:
         return f"pid {self.producer_id} epoch {self.producer_epoch}"
 
 
-@dataclass(frozen=True, slots=True)
+@message
 class ApiVersionsRequest:
     API = "ApiVersions"
     API_KEY = 18
@@ -239,7 +238,7 @@ class ApiVersionsRequest:
         return self.client_software_name
 
 
-@dataclass(frozen=True, slots=True)
+@message
 class ApiVersionsResponse:
     error: int
     api_keys: tuple = ()                # (name, api_key), ...
