@@ -4,7 +4,8 @@ Wall-clock figures on a shared machine move by tens of percent from run to run; 
 instructions the CPU executes for the same work barely moves.  Each figure here is two runs of one
 Python process under ``valgrind --tool=callgrind``: the setup alone (imports, cluster, warm-up) and the
 setup plus the measured work; the difference, divided by the units of work, is the figure.  The heap is
-frozen (``gc.freeze()``) after the setup, so objects built by the setup are never walked again.
+frozen (``gc.freeze()``) after the setup, so objects built by the setup are never walked again, and the
+process ends without the interpreter's shutdown (whose collections would grow with the work).
 
 * ``instr_per_txn1``: one transaction of one 100-byte record (``bench/engine.py``'s loop: begin,
   produce, commit), on the 3-broker cluster of the benchmarks.
@@ -100,7 +101,10 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
     if args.child:
         _child(args.child, args.measured)
-        return 0
+        sys.stdout.flush()
+        os._exit(0)         # no interpreter shutdown (its collections would count, and grow with the work)
+    # compile every module once first, so neither measured process pays for writing .pyc files
+    subprocess.run([sys.executable, "-c", "import bench.engine, txnlab.sweep.runner"], check=True)
     fresh = {}
     for key in args.figures or list(FIGURES):
         print(f"{key} (callgrind) ...", end=" ", flush=True)
