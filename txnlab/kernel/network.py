@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from collections import deque
 from dataclasses import dataclass
+from itertools import islice
 from typing import Any, Optional
 
 from .trace import TraceEvent
@@ -132,6 +133,8 @@ class Network:
         self.cuts: set[tuple[str, str]] = set()
         self.messages: dict[int, Message] = {}       # every message ever sent (when keep_history)
         self.keep_history = True
+        # None: the history keeps every message; N: only the last N sent (up to a quarter more), for long runs
+        self.history_limit: Optional[int] = None
         self._in_flight: dict[int, Message] = {}     # the messages on the wire now (always kept)
         self._next_id = 0
         self._connections: dict[tuple, Connection] = {}   # (client, server, channel) -> the live connection
@@ -229,7 +232,10 @@ class Network:
         m = Message(self._next_id, src, dst, api, payload, k.now, due, is_response,
                     correlation_id, background, k.step_count, conn)
         if self.keep_history:
-            self.messages[m.id] = m
+            hist = self.messages
+            hist[m.id] = m
+            if self.history_limit is not None and len(hist) > self.history_limit + max(1, self.history_limit // 4):
+                self._trim_history()
         cur = k.current
         if cur is not None:
             cur.add_sent(m.id)
@@ -271,6 +277,13 @@ class Network:
         m.event = k.schedule(m.deliver_at - k.now, "deliver", dst, api, msg=m, background=background)
         self._in_flight[m.id] = m
         return m
+
+    def _trim_history(self) -> None:
+        """Forget the oldest messages of the history beyond ``history_limit`` (those on the wire stay readable
+        through ``message()``)."""
+        hist = self.messages
+        for mid in list(islice(hist, len(hist) - self.history_limit)):
+            del hist[mid]
 
     def _next_request(self, conn: Connection) -> None:
         """The server answered the request it was serving: it reads the next one waiting in the connection."""
