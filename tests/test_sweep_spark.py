@@ -56,3 +56,11 @@ def test_the_results_are_a_table_one_row_per_seed(spark, tmp_path, suffix):
     from txnlab.sweep.spark import run_on_spark
     sdf = to_dataframe(spark, run_on_spark([4], RunConfig(faults="none", records=5), spark=spark))
     assert sdf.count() == 1 and sdf.first()["seed"] == 4
+
+
+def test_explorations_as_spark_tasks_find_what_they_find_in_this_process(spark):
+    from txnlab.sweep.spark import explore_on_spark, explore_one
+    todo = [{"mutation": "no-fencing", "max_runs": 15}, {"mutation": None, "max_runs": 10}]
+    on_spark = explore_on_spark(todo, spark=spark)
+    assert on_spark == [explore_one(**e) for e in todo]
+    assert [r["mutation"] for r in on_spark] == ["no-fencing", ""]
