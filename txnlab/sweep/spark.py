@@ -42,6 +42,7 @@ def session(master: str = "local[*]", app: str = "txnlab sweep", status: Optiona
     builder = SparkSession.builder.master(master).appName(app)
     if master.startswith("local"):
         builder = builder.config("spark.ui.enabled", "false").config("spark.driver.host", "127.0.0.1")
+    builder = builder.config("spark.ui.showConsoleProgress", "false")     # the sweep prints its own progress
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
     say(f"Spark is ready: {spark.sparkContext.defaultParallelism} task slot(s)")
