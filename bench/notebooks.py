@@ -59,7 +59,8 @@ def main(argv=None) -> int:
     fresh = {}
     print("first picture ...", end=" ", flush=True)
     try:
-        fresh["first_picture_s"] = {"value": first_picture_s(), "error": None, "unit": "s"}
+        fresh["first_picture_s"] = {"value": first_picture_s(), "error": None, "unit": "s",
+                                    "load": os.getloadavg()[0]}
         print(f"{fresh['first_picture_s']['value']:.2f} s")
     except Exception as e:  # noqa: BLE001 - a failure is a result to record
         fresh["first_picture_s"] = {"value": None, "error": f"{type(e).__name__}: {e}", "unit": "s"}
@@ -70,7 +71,7 @@ def main(argv=None) -> int:
         key = f"notebook_s.{path.stem}"
         print(f"{path.name} ...", end=" ", flush=True)
         try:
-            fresh[key] = {"value": chapter_seconds(path), "error": None, "unit": "s"}
+            fresh[key] = {"value": chapter_seconds(path), "error": None, "unit": "s", "load": os.getloadavg()[0]}
             print(f"{fresh[key]['value']:.1f} s", flush=True)
         except Exception as e:  # noqa: BLE001 - a failing chapter is a result to record
             fresh[key] = {"value": None, "error": f"{type(e).__name__}: {str(e)[:300]}", "unit": "s"}

@@ -390,10 +390,20 @@ class Network:
                 return k.current
             conn.in_service = m
         m.state = "delivered"
-        if k.trace.enabled:
-            k.current = k.record_delivery(m)
+        trace = k.trace
+        if trace.enabled:
+            # the delivery's line is written from the message when someone reads it (Kernel.record_delivery)
+            tev = TraceEvent(k.step_count, k.now, "deliver", m.dst, None, m.api, m.src, m.dst, m.id,
+                             m.is_response, m.background)
+            tev._message = m
+            trace.events.append(tev)
         else:
             # nobody will read it: the narration of a run with the trace off is not built
-            k.current = k.record("deliver", m.dst, "", m.api, m.src, m.dst, m.id, m.is_response, m.background)
+            tev = TraceEvent(k.step_count, k.now, "deliver", m.dst, "", m.api, m.src, m.dst, m.id, m.is_response,
+                             m.background)
+        k.current = tev
+        if k.observers:
+            for obs in k.observers:
+                obs(tev)
         dst.on_message(m)
         return k.current
