@@ -19,7 +19,9 @@ from __future__ import annotations
 
 import argparse
 import datetime
+import gc
 import json
+import os
 import platform
 import statistics
 import sys
@@ -28,7 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
-from bench import engine, reference, views, wire
+from bench import engine, reference, sweep_spark, views, wire
 from bench import spark as spark_bench
 
 RESULTS = Path(__file__).with_name("results.json")
@@ -60,6 +62,10 @@ BENCHMARKS = [
     Benchmark("wire_txn1000_records_per_s", wire.wire_txn1000_records_per_s, 50, "records/s"),
     # simulation testing: copier, 1,000 records, all faults, one core (target: 50 seeds/s); no reference
     Benchmark("sim_seeds_per_s", engine.sim_seeds_per_s, 3, "seeds/s"),
+    # the sweep as Spark tasks, local mode, one core and every core (target: all/one >= 1.8 with 2 cores)
+    Benchmark("sweep_spark_seeds_per_s_1core", sweep_spark.one_core_seeds_per_s, sweep_spark.SEEDS, "seeds/s"),
+    Benchmark("sweep_spark_seeds_per_s_all_cores", sweep_spark.all_cores_seeds_per_s, sweep_spark.SEEDS,
+              "seeds/s"),
     # kernel-side ms from one Step to every view redrawn (target: 50 ms or less); no reference
     Benchmark("step_update_ms_median", views.step_update_ms_median, 200, "ms"),
     Benchmark("moment_step_ms_median", views.moment_step_ms_median, 40, "ms"),
@@ -69,8 +75,15 @@ BENCHMARKS = [
     Benchmark("spark_eos_alos_ratio", spark_bench.spark_eos_alos_ratio, 100_000, "ratio"),
 ]
 
+# Figures of the other bench scripts shown under the table (python -m bench.instructions / .memory /
+# .notebooks / .sweep_spark write them; ``python -m bench --all`` runs those scripts too).
+EXTRA = ["instr_per_txn1", "instr_per_copier_seed", "rss_idle_10h_mb_trace_off", "rss_idle_10h_mb_trace_bounded",
+         "rss_copier_100k_mb_trace_off", "rss_copier_100k_mb_trace_bounded", "rss_copier_100k_mb_trace_on",
+         "first_picture_s"]
+
 # Derived numbers: key -> (numerator key, denominator key).
 RATIOS = {
+    "sweep_spark_scaling": ("sweep_spark_seeds_per_s_all_cores", "sweep_spark_seeds_per_s_1core"),
     "txn_vs_idempotent_ratio": ("txn1000_records_per_s", "idempotent_records_per_s"),
     "mock_txn_vs_idempotent_ratio": ("mock_txn1000_records_per_s",
                                      "mock_idempotent_records_per_s"),
@@ -81,17 +94,34 @@ ROWS = [
     ("idempotent, records/s", "idempotent_records_per_s", "mock_idempotent_records_per_s"),
     ("1 record per txn, txn/s", "txn1_per_s", "mock_txn1_per_s"),
     ("1000 x 100 B per txn, records/s", "txn1000_records_per_s", "mock_txn1000_records_per_s"),
-    ("txn1000 / idempotent records/s", "txn_vs_idempotent_ratio", "mock_txn_vs_idempotent_ratio"),
+    ("txn1000/idempotent (info, no target)", "txn_vs_idempotent_ratio", "mock_txn_vs_idempotent_ratio"),
     ("wire door: idempotent, records/s", "wire_idempotent_records_per_s", "mock_idempotent_records_per_s"),
     ("wire door: 1 record per txn, txn/s", "wire_txn1_per_s", "mock_txn1_per_s"),
     ("wire door: 1000 x 100 B per txn, rec/s", "wire_txn1000_records_per_s", "mock_txn1000_records_per_s"),
     ("stepper: Step -> views updated, ms", "step_update_ms_median", None),
     ("stepper: one moment -> views updated, ms", "moment_step_ms_median", None),
     ("sim: copier 1000 rec, faults, seeds/s", "sim_seeds_per_s", None),
+    ("sweep on Spark local[*], seeds/s", "sweep_spark_seeds_per_s_all_cores", None),
+    ("sweep on Spark: all cores / one core", "sweep_spark_scaling", None),
     ("Spark EOS, rows/s (running query)", "spark_rows_per_s", None),
     ("Spark EOS, rows/s (incl. query start)", "spark_run_rows_per_s", None),
     ("Spark EOS / ALOS wall time, 100k rows", "spark_eos_alos_ratio", None),
 ]
+
+
+def _timed(b: Benchmark) -> float:
+    """One run of a benchmark, after a full collection: the clusters of earlier runs are garbage, and without
+    this the collector frees them inside a later run's timed loop (it made the engine look 18-27 % slower)."""
+    gc.collect()
+    return b.fn(b.n)
+
+
+def load() -> float:
+    """The machine's 1-minute load average (how many processes wanted a core), or -1 where unknown."""
+    try:
+        return os.getloadavg()[0]
+    except OSError:
+        return -1.0
 
 
 def measure(b: Benchmark) -> dict:
@@ -100,7 +130,7 @@ def measure(b: Benchmark) -> dict:
     started = time.perf_counter()
     try:
         while len(runs) < REPEATS and (not runs or time.perf_counter() - started < BUDGET_S):
-            runs.append(b.fn(b.n))
+            runs.append(_timed(b))
     except Exception as e:  # noqa: BLE001 - any failure is a result to record, not a crash
         return {"value": None, "error": f"{type(e).__name__}: {e}", "runs": runs,
                 "n": b.n, "unit": b.unit}
@@ -121,7 +151,7 @@ def measure_pair(eng: Benchmark, ref: Benchmark) -> tuple[dict, dict]:
                 continue
             started = time.perf_counter()
             try:
-                runs[b.key].append(b.fn(b.n))
+                runs[b.key].append(_timed(b))
             except Exception as e:  # noqa: BLE001 - any failure is a result to record, not a crash
                 errors[b.key] = f"{type(e).__name__}: {e}"
             spent[b.key] += time.perf_counter() - started
@@ -167,19 +197,39 @@ def fmt(value) -> str:
 
 
 def table(results: dict) -> str:
-    lines = [f"{'benchmark':<34}{'engine':>14}{'mock (ref)':>14}{'engine/ref':>12}{'in turns':>10}"]
+    """Engine, the reference measured in the same run, the ratio of their medians, the median of the paired
+    (per-turn) ratios, and the machine's load while they ran."""
+    details = results.get("details", {})
+    lines = [f"{'benchmark':<38}{'engine':>12}{'mock (ref)':>12}{'ratio':>8}{'paired':>8}{'load':>6}  measured"]
     for label, eng, ref in ROWS:
         e, r = results.get(eng), results.get(ref)
-        ratio = f"{e / r:.3f}" if e is not None and r else "-"
-        turns = results.get("details", {}).get(eng, {}).get("paired_ratio")
-        lines.append(f"{label:<34}{fmt(e):>14}{fmt(r):>14}{ratio:>12}{'-' if turns is None else f'{turns:.3f}':>10}")
+        ratio = f"{e / r:.2f}" if e is not None and r else "-"
+        d = details.get(eng, {})
+        turns = d.get("paired_ratio")
+        ld = d.get("load")
+        when = (d.get("measured_at") or "")[:16]
+        lines.append(f"{label:<38}{fmt(e):>12}{fmt(r):>12}{ratio:>8}{'-' if turns is None else f'{turns:.2f}':>8}"
+                     f"{'-' if ld is None or ld < 0 else f'{ld:.1f}':>6}  {when}")
+    for key in EXTRA:
+        if key in results:
+            d = details.get(key, {})
+            ld = d.get("load")
+            lines.append(f"{key:<38}{fmt(results[key]):>12}{'':>12}{'':>8}{'':>8}"
+                         f"{'-' if ld is None or ld < 0 else f'{ld:.1f}':>6}  {(d.get('measured_at') or '')[:16]}"
+                         f"  {d.get('unit', '')}")
     return "\n".join(lines)
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__.split("\n\n")[0])
     parser.add_argument("filters", nargs="*", help="run only benchmarks whose key contains one")
+    parser.add_argument("--all", action="store_true", help="also instruction counts (callgrind), memory of long "
+                        "runs and the chapters' run times (python -m bench.instructions / .memory / .notebooks)")
     args = parser.parse_args(argv)
+    if args.all:
+        from bench import instructions, memory, notebooks
+        for script in (instructions, memory, notebooks):
+            script.main([])
 
     chosen = [b for b in BENCHMARKS if not args.filters or any(f in b.key for f in args.filters)]
     by_key = {b.key: b for b in chosen}
@@ -192,12 +242,16 @@ def main(argv: list[str] | None = None) -> int:
         if b.key in partner:
             ref = partner[b.key]
             print(f"{b.key} and {ref.key} in turns (n={b.n}) ...", end=" ", flush=True)
+            before = load()
             fresh[b.key], fresh[ref.key] = measure_pair(b, ref)
+            fresh[b.key]["load"] = fresh[ref.key]["load"] = (before + load()) / 2
             shown = [fmt(fresh[k]["value"]) if fresh[k]["error"] is None else "failed" for k in (b.key, ref.key)]
             print(" vs ".join(shown))
             continue
         print(f"{b.key} (n={b.n}) ...", end=" ", flush=True)
+        before = load()
         fresh[b.key] = measure(b)
+        fresh[b.key]["load"] = (before + load()) / 2
         print(fmt(fresh[b.key]["value"]) if fresh[b.key]["error"] is None else "failed")
     fresh.update(derive(fresh))
 

@@ -84,6 +84,9 @@ class Cluster(Lab):
         self.kernel.trace.enabled = self.sim_config["sim.trace"]
         # with the trace off (a sweep) nobody draws the messages afterwards: keep only those in flight
         self.kernel.network.keep_history = self.sim_config["sim.trace"]
+        if self.sim_config["sim.trace.keep.steps"]:
+            self.kernel.trace.set_limit(self.sim_config["sim.trace.keep.steps"])
+            self.kernel.network.history_limit = self.sim_config["sim.trace.keep.steps"]
         self.id = f"cluster-{next(_IDS)}"
         _REGISTRY[self.id] = self
         self.bootstrap = ",".join(f"{broker_name(i)}:9092" for i in range(brokers)) + f"@{self.id}"

@@ -148,4 +148,6 @@ CLUSTER = defs(
     key("sim.network.latency.ms", int, 1, at_least(0)),
     key("sim.network.jitter.ms", int, 0, at_least(0)),
     key("sim.trace", bool, True),
+    # a long run's memory: keep only the last N steps of the trace and N messages of the network's history
+    key("sim.trace.keep.steps", int, 0, at_least(0), doc="0: keep every step"),
 )

@@ -18,6 +18,7 @@ check cells) and ``reader`` (what a fresh consumer reads).
     s = Stepper("coordinator-dies-after-prepare")
     s.widget            # display it; or drive it from code: s.step(), s.back(), s.jump(40)
 """
+from . import _deferred  # noqa: F401  (first: plotly -> nbformat -> jsonschema would compile an unused grammar)
 import plotly.basewidget  # noqa: F401  (load the FigureWidget module once, up front: its first load is slow)
 
 from .coordinator_view import CoordinatorView

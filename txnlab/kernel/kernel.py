@@ -9,6 +9,8 @@ trace, byte for byte.
 from __future__ import annotations
 
 import heapq
+from collections import deque
+from itertools import islice
 from random import Random
 from typing import Callable, Optional, Protocol
 
@@ -25,7 +27,7 @@ class Event:
     """A scheduled event: a message delivery or a timer (faults are applied at once)."""
 
     __slots__ = ("time", "seq", "kind", "node", "name", "fn", "msg", "background",
-                 "cancelled", "incarnation", "arg")
+                 "cancelled", "incarnation", "arg", "lane")
 
     def __init__(self, time, seq, kind, node, name, fn=None, msg=None, background=False,
                  incarnation=0, arg=None):
@@ -40,9 +42,14 @@ class Event:
         self.cancelled = False
         self.incarnation = incarnation
         self.arg = arg          # a timer runs fn(arg) when given (no closure per timer), else fn()
+        self.lane = None        # the lane of a timeout (Kernel.schedule_timeout), while it waits in it
 
     def __lt__(self, other: "Event") -> bool:
         return (self.time, self.seq) < (other.time, other.seq)
+
+
+def _order(ev: Event) -> tuple:
+    return (ev.time, ev.seq)
 
 
 class SimulationStuck(RuntimeError):
@@ -66,6 +73,11 @@ class Kernel:
         self.servers: dict[str, Process] = {}
         # heap entries are (time, seq, event): tuples compare in C, without calling Event.__lt__
         self._queue: list[tuple] = []
+        # Request timeouts are almost always cancelled (the answer comes first).  They wait in lanes, one per
+        # delay: a lane is in (time, seq) order because the clock never goes back, and only its head is in the
+        # heap.  A cancelled timeout is dropped from its lane when it reaches the head -- the heap never sees
+        # it -- and the events run in exactly the order one heap would run them.
+        self._lanes: dict[int, deque] = {}
         self._seq = 0
         self._foreground = 0
         self._holds: set = set()
@@ -102,19 +114,55 @@ class Kernel:
             self._foreground += 1
         return ev
 
+    def schedule_timeout(self, delay: int, node: str, name: str, fn, arg=None, incarnation: int = 0) -> Event:
+        """A background timer that will most likely be cancelled (a request timeout): same order as
+        ``schedule``, cheaper to cancel."""
+        self._seq += 1
+        d = int(delay) if delay > 0 else 0
+        ev = Event(self.now + d, self._seq, "timer", node, name, fn, None, True, incarnation, arg)
+        lane = self._lanes.get(d)
+        if lane is None:
+            lane = self._lanes[d] = deque()
+        ev.lane = lane
+        lane.append(ev)
+        if len(lane) == 1:
+            heapq.heappush(self._queue, (ev.time, ev.seq, ev))
+        return ev
+
+    def _left_lane(self, ev: Event) -> None:
+        """``ev``, the head of its lane, left the heap: the next live timeout of the lane takes its place."""
+        lane = ev.lane
+        ev.lane = None
+        lane.popleft()
+        while lane and lane[0].cancelled:
+            lane.popleft().lane = None
+        if lane:
+            nxt = lane[0]
+            heapq.heappush(self._queue, (nxt.time, nxt.seq, nxt))
+
+    def _all_queued(self):
+        """Every queued event (cancelled ones too), in no particular order."""
+        for entry in self._queue:
+            yield entry[2]
+        for lane in self._lanes.values():
+            yield from islice(lane, 1, None)     # a lane's head is in the heap
+
     def cancel(self, ev: Optional[Event]) -> None:
         if ev is not None and not ev.cancelled:
             ev.cancelled = True
+            # it will never run: let go of what it would have run (a closure holding the object that holds
+            # this event is a reference cycle only the garbage collector could free)
+            ev.fn = ev.arg = None
             if not ev.background:
                 self._foreground -= 1
 
     def cancel_timers_of(self, node: str) -> None:
-        for _, _, ev in self._queue:
+        for ev in self._all_queued():
             if ev.node == node and ev.kind == "timer":
                 self.cancel(ev)
 
     def pending_events(self) -> list[Event]:
-        return sorted(e for _, _, e in self._queue if not e.cancelled)
+        return sorted((e for e in self._all_queued() if not e.cancelled), key=_order)
 
     @property
     def idle(self) -> bool:
@@ -136,7 +184,9 @@ class Kernel:
         """The event ``step()`` would run next (None when nothing is queued)."""
         q = self._queue
         while q and q[0][2].cancelled:
-            heapq.heappop(q)
+            ev = heapq.heappop(q)[2]
+            if ev.lane is not None:
+                self._left_lane(ev)
         return q[0][2] if q else None
 
     def next_event_time(self) -> Optional[int]:
@@ -177,13 +227,13 @@ class Kernel:
         """The events a stepper or an explorer may pick to run next (``step(choice=i)``): each foreground
         message delivery that is the oldest in flight on its connection in its direction (which is FIFO) and is
         due no later than the next other event (so no timer is overtaken).  Soonest first."""
-        pending = sorted(e for _, _, e in self._queue if not e.cancelled)
+        pending = self.pending_events()
         other = min((e.time for e in pending if e.kind != "deliver" or e.background), default=None)
         heads: dict = {}
         for e in pending:
             if e.kind == "deliver" and not e.background and (other is None or e.time <= other):
                 heads.setdefault((e.msg.conn.id if e.msg.conn else (e.msg.src, e.msg.dst), e.msg.is_response), e)
-        return sorted(heads.values())
+        return sorted(heads.values(), key=_order)
 
     def step(self, choice: Optional[int] = None) -> Optional[TraceEvent]:
         """Execute exactly one event.  Returns its trace entry, or None if nothing is queued.
@@ -202,6 +252,8 @@ class Kernel:
         q = self._queue
         while q:
             ev = heapq.heappop(q)[2]
+            if ev.lane is not None:
+                self._left_lane(ev)
             if ev.cancelled:
                 continue
             node = self.nodes.get(ev.node)
@@ -233,10 +285,12 @@ class Kernel:
             return self.current
         self.current = self.record("timer", ev.node, f"{ev.node}: {ev.name}" if self.trace.enabled else "",
                                    background=ev.background)
-        if ev.arg is None:
-            ev.fn()
+        fn, arg = ev.fn, ev.arg
+        ev.fn = ev.arg = None       # it ran: see cancel()
+        if arg is None:
+            fn()
         else:
-            ev.fn(ev.arg)
+            fn(arg)
         return self.current
 
     # --------------------------------------------------------------- running

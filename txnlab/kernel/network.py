@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from collections import deque
 from dataclasses import dataclass
+from itertools import islice
 from typing import Any, Optional
 
 from .trace import TraceEvent
@@ -132,6 +133,8 @@ class Network:
         self.cuts: set[tuple[str, str]] = set()
         self.messages: dict[int, Message] = {}       # every message ever sent (when keep_history)
         self.keep_history = True
+        # None: the history keeps every message; N: only the last N sent (up to a quarter more), for long runs
+        self.history_limit: Optional[int] = None
         self._in_flight: dict[int, Message] = {}     # the messages on the wire now (always kept)
         self._next_id = 0
         self._connections: dict[tuple, Connection] = {}   # (client, server, channel) -> the live connection
@@ -179,6 +182,7 @@ class Network:
             del self._connections[(conn.client, conn.server, conn.channel)]
         for m in [m for m in self._in_flight.values() if m.conn is conn and (m.is_response or not by_client)]:
             self.kernel.cancel(m.event)
+            m.event = None
             m.state = "dropped"
             m.note = reason
             del self._in_flight[m.id]
@@ -228,7 +232,10 @@ class Network:
         m = Message(self._next_id, src, dst, api, payload, k.now, due, is_response,
                     correlation_id, background, k.step_count, conn)
         if self.keep_history:
-            self.messages[m.id] = m
+            hist = self.messages
+            hist[m.id] = m
+            if self.history_limit is not None and len(hist) > self.history_limit + max(1, self.history_limit // 4):
+                self._trim_history()
         cur = k.current
         if cur is not None:
             cur.add_sent(m.id)
@@ -271,6 +278,13 @@ class Network:
         self._in_flight[m.id] = m
         return m
 
+    def _trim_history(self) -> None:
+        """Forget the oldest messages of the history beyond ``history_limit`` (those on the wire stay readable
+        through ``message()``)."""
+        hist = self.messages
+        for mid in list(islice(hist, len(hist) - self.history_limit)):
+            del hist[mid]
+
     def _next_request(self, conn: Connection) -> None:
         """The server answered the request it was serving: it reads the next one waiting in the connection."""
         conn.in_service = None
@@ -296,6 +310,7 @@ class Network:
         if m.state not in ("in-flight", "waiting"):
             raise ValueError(f"message #{m.id} is not in flight ({m.state})")
         self.kernel.cancel(m.event)
+        m.event = None
         self._in_flight.pop(m.id, None)
         m.state = "dropped"
         m.note = reason
@@ -339,6 +354,7 @@ class Network:
     def deliver(self, m: Message) -> TraceEvent:
         k = self.kernel
         self._in_flight.pop(m.id, None)
+        m.event = None          # its event has run (and no cycle message <-> event is left for the collector)
         conn = m.conn
         dst = k.nodes.get(m.dst)
         if dst is None or not dst.alive:
@@ -374,10 +390,20 @@ class Network:
                 return k.current
             conn.in_service = m
         m.state = "delivered"
-        if k.trace.enabled:
-            k.current = k.record_delivery(m)
+        trace = k.trace
+        if trace.enabled:
+            # the delivery's line is written from the message when someone reads it (Kernel.record_delivery)
+            tev = TraceEvent(k.step_count, k.now, "deliver", m.dst, None, m.api, m.src, m.dst, m.id,
+                             m.is_response, m.background)
+            tev._message = m
+            trace.events.append(tev)
         else:
             # nobody will read it: the narration of a run with the trace off is not built
-            k.current = k.record("deliver", m.dst, "", m.api, m.src, m.dst, m.id, m.is_response, m.background)
+            tev = TraceEvent(k.step_count, k.now, "deliver", m.dst, "", m.api, m.src, m.dst, m.id, m.is_response,
+                             m.background)
+        k.current = tev
+        if k.observers:
+            for obs in k.observers:
+                obs(tev)
         dst.on_message(m)
         return k.current

@@ -58,9 +58,8 @@ class Node:
         cid = self._next_correlation
         m = self.kernel.network.send(self.name, dst, request.API, request, False, cid, background,
                                      channel=self.CHANNELS.get(request.API, ""))
-        tev = self.kernel.schedule(timeout_ms, "timer", self.name, f"request timeout ({request.API} #{m.id})",
-                                   fn=self._on_timeout, background=True,
-                                   incarnation=self.incarnation, arg=cid)
+        tev = self.kernel.schedule_timeout(timeout_ms, self.name, f"request timeout ({request.API} #{m.id})",
+                                           self._on_timeout, cid, self.incarnation)
         self._pending[cid] = _Pending(dst, request.API, callback, tev, m)
         return m
 

@@ -129,12 +129,87 @@ class TraceEvent:
         return cls(**d)
 
 
-class Trace:
-    """The ordered list of trace events of one cluster."""
+class TraceWindow:
+    """The events of a bounded trace: the last ``limit`` of them (up to a quarter more), read by the positions
+    they had in the whole run.  ``len()`` counts every event ever appended; ``window[i]`` is the event at
+    position ``i`` (an IndexError that says so for a discarded one); a slice gives what is kept of it;
+    iterating goes over what is kept.  ``first`` is the position of the oldest kept event."""
 
-    def __init__(self) -> None:
-        self.events: list[TraceEvent] = []
+    __slots__ = ("_items", "first", "limit", "_slack")
+
+    def __init__(self, limit: int) -> None:
+        if limit < 1:
+            raise ValueError(f"a bounded trace keeps at least 1 step, not {limit}")
+        self._items: list[TraceEvent] = []
+        self.first = 0
+        self.limit = limit
+        self._slack = max(1, limit // 4)      # discard in chunks: one list shift per limit/4 appends
+
+    def append(self, event: TraceEvent) -> None:
+        items = self._items
+        items.append(event)
+        if len(items) > self.limit + self._slack:
+            cut = len(items) - self.limit
+            del items[:cut]
+            self.first += cut
+
+    def __len__(self) -> int:
+        return self.first + len(self._items)
+
+    def __iter__(self) -> Iterator[TraceEvent]:
+        return iter(self._items)
+
+    def __getitem__(self, i):
+        n = self.first + len(self._items)
+        if isinstance(i, slice):
+            start, stop, stride = i.indices(n)
+            first = self.first
+            if stride == 1:
+                return self._items[max(start, first) - first:max(stop, first) - first]
+            return [self._items[j - first] for j in range(start, stop, stride) if j >= first]
+        if i < 0:
+            i += n
+        if i < self.first:
+            if i < 0:
+                raise IndexError("trace position out of range")
+            raise IndexError(f"trace position {i} was discarded: this trace keeps the last {self.limit} steps "
+                             f"(the oldest kept is position {self.first}, step {self._items[0].step})")
+        return self._items[i - self.first]
+
+
+class Trace:
+    """The ordered list of trace events of one cluster.
+
+    ``limit`` (None: keep everything) bounds its memory for long runs: only the last ``limit`` events are kept
+    (a ring), still read by their positions in the whole run (``TraceWindow``); step numbers stay absolute.
+    ``first_position`` is the position of the oldest kept event (0 when nothing was discarded)."""
+
+    def __init__(self, limit: Optional[int] = None) -> None:
+        self.events = [] if limit is None else TraceWindow(limit)
         self.enabled = True
+
+    @property
+    def limit(self) -> Optional[int]:
+        return None if isinstance(self.events, list) else self.events.limit
+
+    def set_limit(self, limit: Optional[int]) -> None:
+        """Bound the trace to the last ``limit`` events (None: unbounded again, from what is kept now)."""
+        kept = list(self.events)
+        first = self.first_position
+        if limit is None:
+            if first:
+                raise ValueError("this trace already discarded its oldest steps: it cannot be unbounded again")
+            self.events = kept
+            return
+        w = TraceWindow(limit)
+        w.first = first
+        for e in kept:
+            w.append(e)
+        self.events = w
+
+    @property
+    def first_position(self) -> int:
+        return 0 if isinstance(self.events, list) else self.events.first
 
     def append(self, event: TraceEvent) -> TraceEvent:
         if self.enabled:

@@ -24,6 +24,7 @@ from typing import Callable, Optional
 
 from .faults import SparkFaults
 from .sink import SIGNAL_COMMIT, SIGNAL_PUBLISHED
+from .status import Status
 
 DATASETS = Path(__file__).resolve().parents[2] / "datasets"
 ORDERS_CSV = DATASETS / "orders.csv"
@@ -120,9 +121,11 @@ class RunReport:
 def run_income(spark, cluster, output: str, delivery: str, checkpoint: str, faults: Optional[SparkFaults] = None,
                topic: str = ORDERS_TOPIC, max_per_trigger: Optional[int] = 5_000, sink_id: Optional[str] = None,
                on_progress: Optional[Callable[[dict], None]] = None, on_commit: Optional[Callable[[int], None]] = None,
-               max_starts: int = 4, fresh: bool = True, stop_grace_s: float = 0.2) -> RunReport:
+               max_starts: int = 4, fresh: bool = True, stop_grace_s: float = 0.2,
+               status: bool = True) -> RunReport:
     """Run the income query to the end of ``topic``, restarting from the checkpoint after a failure
-    or a stop (as an operator would), at most ``max_starts`` times."""
+    or a stop (as an operator would), at most ``max_starts`` times.  ``status``: a line says what the run is
+    waiting for while it waits (Spark starting the query, a micro-batch running, the sink's commit)."""
     from ..frontdoor.server import serve
     door = serve(cluster)
     faults = faults or SparkFaults()
@@ -132,6 +135,7 @@ def run_income(spark, cluster, output: str, delivery: str, checkpoint: str, faul
         cluster.create_topic(output, partitions=3, replication_factor=min(3, len(cluster.brokers)))
     report = RunReport(delivery, output)
     current: dict = {}
+    said = Status(f"{delivery} run", enabled=status)
 
     def published(data):
         q = current.get("query")
@@ -146,6 +150,7 @@ def run_income(spark, cluster, output: str, delivery: str, checkpoint: str, faul
         return "stopping"
 
     def committing(data):
+        said.show(f"the sink is committing micro-batch {data.get('batch')} (a transaction in the cluster)")
         if on_commit is not None:
             on_commit(int(data["batch"]))
     door.on_signal(SIGNAL_PUBLISHED, published)
@@ -160,8 +165,12 @@ def run_income(spark, cluster, output: str, delivery: str, checkpoint: str, faul
                  .option("txnlab.faults", faults.to_option()).trigger(availableNow=True))
             if sink_id:
                 w = w.option("txnlab.sink.id", sink_id)
+            said.show("starting the streaming query" + (" (the first start of a session takes a few seconds: "
+                                                         "Spark plans the query and starts its Python workers)"
+                                                         if n == 1 else f" again from its checkpoint (start {n})"))
             q = current["query"] = w.start()
-            outcome = _wait(q, report, on_progress)
+            outcome = _wait(q, report, on_progress, said)
+            said.show(f"start {n}: {outcome}")
             if outcome == "finished" and current.get("stopped"):
                 outcome = "stopped"
             report.starts.append((n, outcome))
@@ -171,12 +180,15 @@ def run_income(spark, cluster, output: str, delivery: str, checkpoint: str, faul
         door.on_signal(SIGNAL_PUBLISHED, None)
         door.on_signal(SIGNAL_COMMIT, None)
         report.seconds = time.perf_counter() - started
+        said.done(f"done: {report.batches} micro-batch(es), {report.rows_in:,} input rows")
     return report
 
 
-def _wait(q, report: RunReport, on_progress) -> str:
+def _wait(q, report: RunReport, on_progress, said: Optional[Status] = None) -> str:
     seen = set()
     while True:
+        if said is not None:
+            said.spark(q)
         try:
             done = q.awaitTermination(0.25)
         except Exception as e:  # noqa: BLE001 - a failed query is an outcome, reported

@@ -3,6 +3,7 @@
     python -m txnlab.sweep --workload copier --faults all --seeds 1000
     python -m txnlab.sweep --workload copier --faults network --mutation no-dedup --seeds 200
     python -m txnlab.sweep --workload copier --faults all --seed 17 --trace failing.jsonl
+    python -m txnlab.sweep --seeds 10000 --spark local[*] --table seeds.parquet   (Spark: txnlab/sweep/spark.py)
 
 Prints a progress bar on stderr and, last, ``N seeds, V violations``.  Exit status 1
 when anything was violated; then it also prints the first failing seed, what the
@@ -39,6 +40,9 @@ def _parser() -> argparse.ArgumentParser:
     ap.add_argument("--records", type=int, default=RunConfig.records, help="input size of the workload")
     ap.add_argument("--schedule", help="a fault schedule (JSON, as printed) instead of the seed's own")
     ap.add_argument("--jobs", type=int, default=1, help="worker processes (results do not depend on it)")
+    ap.add_argument("--spark", metavar="MASTER", help="run the seeds as Spark tasks: local[*], local[N] or "
+                    "spark://host:port (results do not depend on it)")
+    ap.add_argument("--table", metavar="FILE", help="write one row per seed (.parquet, else CSV)")
     ap.add_argument("--trace", metavar="FILE", help="with --seed: write the run's trace as JSON lines")
     ap.add_argument("--history", metavar="FILE", help="with --seed: write the run's history as JSON lines")
     ap.add_argument("--no-minimize", action="store_true", help="do not delta-debug the failing schedule")
@@ -81,7 +85,16 @@ def main(argv: Optional[list] = None) -> int:
     counts: dict = {}
     done = 0
     tty = sys.stderr.isatty()
-    for res in _results(seeds, cfg, schedule, args.jobs):
+    if args.spark:
+        from .spark import run_on_spark
+        results = run_on_spark(seeds, cfg, schedule, master=args.spark,
+                               stop_at_failure=not args.keep_going and args.seed is None)
+    else:
+        results = _results(seeds, cfg, schedule, args.jobs)
+    table = []
+    for res in results:
+        if args.table:
+            table.append(res)
         done += 1
         if not res.ok:
             failing.append(res)
@@ -97,6 +110,10 @@ def main(argv: Optional[list] = None) -> int:
     if tty:
         print(file=sys.stderr)
     elapsed = time.perf_counter() - start
+    if args.table:
+        from .spark import write_table
+        write_table(table, args.table)
+        print(f"table: {len(table)} seed(s) written to {args.table}", file=sys.stderr)
     if args.seed is not None and (args.trace or args.history):
         _export(args, cfg, schedule)
     if failing:

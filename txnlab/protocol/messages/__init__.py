@@ -1,7 +1,7 @@
 """Requests and responses, named after Kafka's APIs, with Kafka's field names.
 
-The only thing clients and brokers share.  Each message is a small frozen
-dataclass with ``API`` (Kafka's request name) and ``API_KEY`` (its number).
+The only thing clients and brokers share.  Each message is a small
+dataclass (slots, never changed once sent) with ``API`` (Kafka's request name) and ``API_KEY`` (its number).
 Partitions are keyed by ``(topic, partition)`` tuples.  ``describe()`` gives
 the short text the trace shows.  One module per family of APIs; this package
 is the one name to import them by (``from txnlab.protocol import messages as m``).

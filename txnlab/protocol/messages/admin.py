@@ -7,10 +7,9 @@ create internal topics and (with ``auto.create.topics.enable``) asked-for ones.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Optional
 
-from ..message_base import _err
+from ..message_base import _err, message
 
 # ConfigResource.Type (org.apache.kafka.common.config.ConfigResource)
 RESOURCE_TOPIC = 2
@@ -30,7 +29,7 @@ def _results(results) -> str:
 
 
 # --------------------------------------------------------------- CreateTopics
-@dataclass(frozen=True, slots=True)
+@message
 class CreatableTopic:
     name: str
     num_partitions: int = -1           # -1: the broker's num.partitions
@@ -38,7 +37,7 @@ class CreatableTopic:
     configs: tuple = ()                # (name, value), ...
 
 
-@dataclass(frozen=True, slots=True)
+@message
 class CreateTopicsRequest:
     API = "CreateTopics"
     API_KEY = 19
@@ -51,7 +50,7 @@ class CreateTopicsRequest:
                          for t in self.topics) + (" (validate only)" if self.validate_only else "")
 
 
-@dataclass(frozen=True, slots=True)
+@message
 class CreatableTopicResult:
     name: str
     error_code: int
@@ -60,7 +59,7 @@ class CreatableTopicResult:
     replication_factor: int = -1
 
 
-@dataclass(frozen=True, slots=True)
+@message
 class CreateTopicsResponse:
     topics: tuple                      # (CreatableTopicResult, ...)
 
@@ -69,7 +68,7 @@ class CreateTopicsResponse:
 
 
 # --------------------------------------------------------------- DeleteTopics
-@dataclass(frozen=True, slots=True)
+@message
 class DeleteTopicsRequest:
     API = "DeleteTopics"
     API_KEY = 20
@@ -80,14 +79,14 @@ class DeleteTopicsRequest:
         return ", ".join(self.topic_names)
 
 
-@dataclass(frozen=True, slots=True)
+@message
 class DeletableTopicResult:
     name: str
     error_code: int
     error_message: str = ""
 
 
-@dataclass(frozen=True, slots=True)
+@message
 class DeleteTopicsResponse:
     responses: tuple                   # (DeletableTopicResult, ...)
 
@@ -96,14 +95,14 @@ class DeleteTopicsResponse:
 
 
 # ------------------------------------------------------------ DescribeConfigs
-@dataclass(frozen=True, slots=True)
+@message
 class DescribeConfigsResource:
     resource_type: int                 # RESOURCE_TOPIC or RESOURCE_BROKER
     resource_name: str                 # a topic, or a broker id as text
     configuration_keys: Optional[tuple] = None   # None: every key
 
 
-@dataclass(frozen=True, slots=True)
+@message
 class DescribeConfigsRequest:
     API = "DescribeConfigs"
     API_KEY = 32
@@ -114,7 +113,7 @@ class DescribeConfigsRequest:
         return ", ".join(f"{kinds.get(r.resource_type, r.resource_type)} {r.resource_name}" for r in self.resources)
 
 
-@dataclass(frozen=True, slots=True)
+@message
 class DescribeConfigsResourceResult:
     name: str
     value: Optional[str]
@@ -123,7 +122,7 @@ class DescribeConfigsResourceResult:
     is_sensitive: bool = False
 
 
-@dataclass(frozen=True, slots=True)
+@message
 class DescribeConfigsResult:
     error_code: int
     error_message: str
@@ -132,7 +131,7 @@ class DescribeConfigsResult:
     configs: tuple = ()                # (DescribeConfigsResourceResult, ...)
 
 
-@dataclass(frozen=True, slots=True)
+@message
 class DescribeConfigsResponse:
     results: tuple                     # (DescribeConfigsResult, ...)
 
@@ -142,13 +141,13 @@ class DescribeConfigsResponse:
 
 
 # ----------------------------------------------------------- CreatePartitions
-@dataclass(frozen=True, slots=True)
+@message
 class CreatePartitionsTopic:
     name: str
     count: int                         # the new total number of partitions
 
 
-@dataclass(frozen=True, slots=True)
+@message
 class CreatePartitionsRequest:
     API = "CreatePartitions"
     API_KEY = 37
@@ -161,14 +160,14 @@ class CreatePartitionsRequest:
             (" (validate only)" if self.validate_only else "")
 
 
-@dataclass(frozen=True, slots=True)
+@message
 class CreatePartitionsTopicResult:
     name: str
     error_code: int
     error_message: str = ""
 
 
-@dataclass(frozen=True, slots=True)
+@message
 class CreatePartitionsResponse:
     results: tuple                     # (CreatePartitionsTopicResult, ...)
 
@@ -184,21 +183,21 @@ OP_APPEND = 2
 OP_SUBTRACT = 3
 
 
-@dataclass(frozen=True, slots=True)
+@message
 class AlterableConfig:
     name: str
     value: Optional[str]
     config_operation: int = OP_SET     # IncrementalAlterConfigs only (AlterConfigs replaces every key)
 
 
-@dataclass(frozen=True, slots=True)
+@message
 class AlterConfigsResource:
     resource_type: int                 # RESOURCE_TOPIC (the lab alters topic configs only)
     resource_name: str
     configs: tuple                     # (AlterableConfig, ...)
 
 
-@dataclass(frozen=True, slots=True)
+@message
 class AlterConfigsRequest:
     """The legacy AlterConfigs (33): the given keys become the topic's whole set of overrides."""
     API = "AlterConfigs"
@@ -210,7 +209,7 @@ class AlterConfigsRequest:
         return _alter_text(self.resources, self.validate_only)
 
 
-@dataclass(frozen=True, slots=True)
+@message
 class IncrementalAlterConfigsRequest:
     """KIP-339: SET / DELETE (APPEND / SUBTRACT for list configs) one key at a time."""
     API = "IncrementalAlterConfigs"
@@ -229,7 +228,7 @@ def _alter_text(resources, validate_only: bool) -> str:
         for c in r.configs) for r in resources) + (" (validate only)" if validate_only else "")
 
 
-@dataclass(frozen=True, slots=True)
+@message
 class AlterConfigsResourceResponse:
     error_code: int
     error_message: str
@@ -237,7 +236,7 @@ class AlterConfigsResourceResponse:
     resource_name: str
 
 
-@dataclass(frozen=True, slots=True)
+@message
 class AlterConfigsResponse:
     responses: tuple                   # (AlterConfigsResourceResponse, ...): AlterConfigs' and
                                        # IncrementalAlterConfigs' answers have the same shape

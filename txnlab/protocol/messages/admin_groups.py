@@ -7,14 +7,13 @@ any broker, which answers from the metadata it holds.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Optional
 
-from ..message_base import _err
+from ..message_base import _err, message
 
 
 # ------------------------------------------------------------------ ListGroups
-@dataclass(frozen=True, slots=True)
+@message
 class ListGroupsRequest:
     API = "ListGroups"
     API_KEY = 16
@@ -24,14 +23,14 @@ class ListGroupsRequest:
         return "states " + ", ".join(self.states_filter) if self.states_filter else "all groups"
 
 
-@dataclass(frozen=True, slots=True)
+@message
 class ListedGroup:
     group_id: str
     protocol_type: str                 # "consumer", or "" for a group that only commits offsets
     group_state: str
 
 
-@dataclass(frozen=True, slots=True)
+@message
 class ListGroupsResponse:
     error_code: int
     groups: tuple = ()                 # (ListedGroup, ...)
@@ -41,7 +40,7 @@ class ListGroupsResponse:
 
 
 # --------------------------------------------------------------- DescribeGroups
-@dataclass(frozen=True, slots=True)
+@message
 class DescribeGroupsRequest:
     API = "DescribeGroups"
     API_KEY = 15
@@ -51,7 +50,7 @@ class DescribeGroupsRequest:
         return ", ".join(self.groups)
 
 
-@dataclass(frozen=True, slots=True)
+@message
 class DescribedGroupMember:
     member_id: str
     group_instance_id: Optional[str]
@@ -60,7 +59,7 @@ class DescribedGroupMember:
     member_assignment: tuple           # ((topic, partition), ...)
 
 
-@dataclass(frozen=True, slots=True)
+@message
 class DescribedGroup:
     error_code: int
     group_id: str
@@ -70,7 +69,7 @@ class DescribedGroup:
     members: tuple = ()                # (DescribedGroupMember, ...)
 
 
-@dataclass(frozen=True, slots=True)
+@message
 class DescribeGroupsResponse:
     groups: tuple                      # (DescribedGroup, ...)
 
@@ -80,7 +79,7 @@ class DescribeGroupsResponse:
 
 
 # ----------------------------------------------------------------- DeleteGroups
-@dataclass(frozen=True, slots=True)
+@message
 class DeleteGroupsRequest:
     API = "DeleteGroups"
     API_KEY = 42
@@ -90,13 +89,13 @@ class DeleteGroupsRequest:
         return ", ".join(self.groups_names)
 
 
-@dataclass(frozen=True, slots=True)
+@message
 class DeletableGroupResult:
     group_id: str
     error_code: int
 
 
-@dataclass(frozen=True, slots=True)
+@message
 class DeleteGroupsResponse:
     results: tuple                     # (DeletableGroupResult, ...)
 
@@ -105,7 +104,7 @@ class DeleteGroupsResponse:
 
 
 # -------------------------------------------------------------- DescribeCluster
-@dataclass(frozen=True, slots=True)
+@message
 class DescribeClusterRequest:
     API = "DescribeCluster"
     API_KEY = 60
@@ -114,7 +113,7 @@ class DescribeClusterRequest:
         return "brokers, controller, cluster id"
 
 
-@dataclass(frozen=True, slots=True)
+@message
 class DescribeClusterResponse:
     error_code: int
     cluster_id: str = ""

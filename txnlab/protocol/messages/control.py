@@ -2,14 +2,13 @@
 (CreateTopics, which brokers also send to the controller, is in ``admin``)."""
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Optional
 
-from ..message_base import _err, tps_str
+from ..message_base import _err, tps_str, message
 
 
 # ----------------------------------------------------- controller <-> broker
-@dataclass(frozen=True, slots=True)
+@message
 class BrokerHeartbeatRequest:
     API = "BrokerHeartbeat"
     API_KEY = 63
@@ -20,7 +19,7 @@ class BrokerHeartbeatRequest:
         return f"broker {self.broker_id}"
 
 
-@dataclass(frozen=True, slots=True)
+@message
 class BrokerHeartbeatResponse:
     error: int
     is_fenced: bool = False
@@ -32,7 +31,7 @@ class BrokerHeartbeatResponse:
         return True
 
 
-@dataclass(frozen=True, slots=True)
+@message
 class BrokerRegistrationRequest:
     API = "BrokerRegistration"
     API_KEY = 62
@@ -43,7 +42,7 @@ class BrokerRegistrationRequest:
         return f"broker {self.broker_id} (incarnation {self.incarnation})"
 
 
-@dataclass(frozen=True, slots=True)
+@message
 class BrokerRegistrationResponse:
     error: int
     broker_epoch: int = -1
@@ -52,7 +51,7 @@ class BrokerRegistrationResponse:
         return _err(self.error) if self.error else f"broker epoch {self.broker_epoch}"
 
 
-@dataclass(frozen=True, slots=True)
+@message
 class PartitionState:
     """What the controller decided for one partition (LeaderAndIsr / UpdateMetadata)."""
     topic: str
@@ -65,7 +64,7 @@ class PartitionState:
     config: tuple = ()                 # topic config items
 
 
-@dataclass(frozen=True, slots=True)
+@message
 class LeaderAndIsrRequest:
     API = "LeaderAndIsr"
     API_KEY = 4
@@ -78,7 +77,7 @@ class LeaderAndIsrRequest:
                          for p in self.partition_states[:4]) + (" ..." if len(self.partition_states) > 4 else "")
 
 
-@dataclass(frozen=True, slots=True)
+@message
 class LeaderAndIsrResponse:
     error: int
 
@@ -86,7 +85,7 @@ class LeaderAndIsrResponse:
         return _err(self.error)
 
 
-@dataclass(frozen=True, slots=True)
+@message
 class AlterPartitionRequest:
     API = "AlterPartition"
     API_KEY = 56
@@ -101,7 +100,7 @@ class AlterPartitionRequest:
         return f"{self.topic}-{self.partition} ISR -> {list(self.new_isr)}"
 
 
-@dataclass(frozen=True, slots=True)
+@message
 class AlterPartitionResponse:
     error: int
     state: Optional[PartitionState] = None
@@ -110,7 +109,7 @@ class AlterPartitionResponse:
         return _err(self.error) if self.error else f"ISR now {list(self.state.isr)}"
 
 
-@dataclass(frozen=True, slots=True)
+@message
 class ControlledShutdownRequest:
     API = "ControlledShutdown"
     API_KEY = 7
@@ -120,7 +119,7 @@ class ControlledShutdownRequest:
         return f"broker {self.broker_id}"
 
 
-@dataclass(frozen=True, slots=True)
+@message
 class ControlledShutdownResponse:
     error: int
 
@@ -128,7 +127,7 @@ class ControlledShutdownResponse:
         return _err(self.error)
 
 
-@dataclass(frozen=True, slots=True)
+@message
 class StopReplicaRequest:
     """The controller tells a broker to stop hosting partitions (and delete them: a deleted topic)."""
     API = "StopReplica"
@@ -141,7 +140,7 @@ class StopReplicaRequest:
         return tps_str(self.partitions) + (" (delete)" if self.delete_partitions else "")
 
 
-@dataclass(frozen=True, slots=True)
+@message
 class StopReplicaResponse:
     error: int
 
@@ -149,7 +148,7 @@ class StopReplicaResponse:
         return _err(self.error)
 
 
-@dataclass(frozen=True, slots=True)
+@message
 class AllocateProducerIdsRequest:
     API = "AllocateProducerIds"
     API_KEY = 67
@@ -159,7 +158,7 @@ class AllocateProducerIdsRequest:
         return f"broker {self.broker_id}"
 
 
-@dataclass(frozen=True, slots=True)
+@message
 class AllocateProducerIdsResponse:
     error: int
     producer_id_start: int = -1

@@ -1,15 +1,14 @@
 """Metadata, Produce, Fetch, ListOffsets, FindCoordinator, InitProducerId and ApiVersions: what every client sends."""
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Optional
 
 from ..errors import Errors
-from ..message_base import READ_COMMITTED, tp_str, _err
+from ..message_base import READ_COMMITTED, tp_str, _err, message
 
 
 # ------------------------------------------------------------------ metadata
-@dataclass(frozen=True, slots=True)
+@message
 class PartitionMetadata:
     error: int
     partition: int
@@ -19,7 +18,7 @@ class PartitionMetadata:
     isr: tuple
 
 
-@dataclass(frozen=True, slots=True)
+@message
 class MetadataRequest:
     API = "Metadata"
     API_KEY = 3
@@ -30,7 +29,7 @@ class MetadataRequest:
         return "all topics" if self.topics is None else ", ".join(self.topics)
 
 
-@dataclass(frozen=True, slots=True)
+@message
 class MetadataResponse:
     brokers: tuple                      # broker ids that are alive
     controller_id: int
@@ -42,7 +41,7 @@ class MetadataResponse:
 
 
 # ------------------------------------------------------------------- produce
-@dataclass(frozen=True, slots=True)
+@message
 class ProduceRequest:
     API = "Produce"
     API_KEY = 0
@@ -63,7 +62,7 @@ class ProduceRequest:
         return "; ".join(parts) + f", acks={self.acks}"
 
 
-@dataclass(frozen=True, slots=True)
+@message
 class PartitionProduceResponse:
     error: int
     base_offset: int = -1
@@ -72,7 +71,7 @@ class PartitionProduceResponse:
     error_message: str = ""
 
 
-@dataclass(frozen=True, slots=True)
+@message
 class ProduceResponse:
     responses: dict                     # tp -> PartitionProduceResponse
 
@@ -87,7 +86,7 @@ class ProduceResponse:
 
 
 # --------------------------------------------------------------------- fetch
-@dataclass(frozen=True, slots=True)
+@message
 class FetchPartition:
     fetch_offset: int
     partition_max_bytes: int = 1_048_576
@@ -95,7 +94,7 @@ class FetchPartition:
     last_fetched_epoch: int = -1
 
 
-@dataclass(frozen=True, slots=True)
+@message
 class FetchRequest:
     API = "Fetch"
     API_KEY = 1
@@ -118,7 +117,7 @@ class FetchRequest:
         return f"{who}{iso} {offs}"
 
 
-@dataclass(frozen=True, slots=True)
+@message
 class FetchPartitionData:
     error: int
     high_watermark: int = -1
@@ -129,7 +128,7 @@ class FetchPartitionData:
     diverging_epoch: Optional[tuple] = None        # (epoch, end_offset)
 
 
-@dataclass(frozen=True, slots=True)
+@message
 class FetchResponse:
     partitions: dict                    # tp -> FetchPartitionData (with a session: only what changed)
     error: int = 0                      # top-level: FETCH_SESSION_ID_NOT_FOUND, INVALID_FETCH_SESSION_EPOCH
@@ -156,7 +155,7 @@ class FetchResponse:
         return not self.error and not any(d.records or d.diverging_epoch or d.error for d in self.partitions.values())
 
 
-@dataclass(frozen=True, slots=True)
+@message
 class ListOffsetsRequest:
     API = "ListOffsets"
     API_KEY = 2
@@ -168,7 +167,7 @@ class ListOffsetsRequest:
                          for tp, t in sorted(self.partitions.items()))
 
 
-@dataclass(frozen=True, slots=True)
+@message
 class ListOffsetsResponse:
     partitions: dict                    # tp -> (error, offset)
 
@@ -181,7 +180,7 @@ COORDINATOR_GROUP = 0
 COORDINATOR_TRANSACTION = 1
 
 
-@dataclass(frozen=True, slots=True)
+@message
 class FindCoordinatorRequest:
     API = "FindCoordinator"
     API_KEY = 10
@@ -192,7 +191,7 @@ class FindCoordinatorRequest:
         return f"{'transactional.id' if self.key_type == COORDINATOR_TRANSACTION else 'group'} {self.key!r}"
 
 
-@dataclass(frozen=True, slots=True)
+@message
 class FindCoordinatorResponse:
     error: int
     node_id: int = -1
@@ -203,7 +202,7 @@ class FindCoordinatorResponse:
 
 
 # --------------------------------------------------------- init producer id
-@dataclass(frozen=True, slots=True)
+@message
 class InitProducerIdRequest:
     API = "InitProducerId"
     API_KEY = 22
@@ -219,7 +218,7 @@ class InitProducerIdRequest:
         return s
 
 
-@dataclass(frozen=True, slots=True)
+@message
 class InitProducerIdResponse:
     error: int
     producer_id: int = -1
@@ -231,7 +230,7 @@ class InitProducerIdResponse:
         return f"pid {self.producer_id} epoch {self.producer_epoch}"
 
 
-@dataclass(frozen=True, slots=True)
+@message
 class ApiVersionsRequest:
     API = "ApiVersions"
     API_KEY = 18
@@ -241,7 +240,7 @@ class ApiVersionsRequest:
         return self.client_software_name
 
 
-@dataclass(frozen=True, slots=True)
+@message
 class ApiVersionsResponse:
     error: int
     api_keys: tuple = ()                # (name, api_key), ...

@@ -1,10 +1,10 @@
 """The consumer group APIs: JoinGroup, SyncGroup, Heartbeat, LeaveGroup, OffsetCommit, OffsetFetch."""
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Optional
 
-from ..message_base import tp_str, _err, tps_str
+from ..message_base import tp_str, _err, tps_str, message
 
 
 # The consumer protocol's subscription, as JoinGroup carries it per protocol: the subscribed topics (a tuple of
@@ -14,7 +14,7 @@ COOPERATIVE_PROTOCOLS = frozenset({"cooperative-sticky"})
 
 
 # ---------------------------------------------------------------- groups
-@dataclass(frozen=True, slots=True)
+@message
 class JoinGroupRequest:
     API = "JoinGroup"
     API_KEY = 11
@@ -30,7 +30,7 @@ class JoinGroupRequest:
         return f"group {self.group_id!r} member {self.member_id or '(new)'}"
 
 
-@dataclass(frozen=True, slots=True)
+@message
 class JoinGroupResponse:
     error: int
     generation_id: int = -1
@@ -46,7 +46,7 @@ class JoinGroupResponse:
         return f"generation {self.generation_id}, {self.member_id} is {role}"
 
 
-@dataclass(frozen=True, slots=True)
+@message
 class SyncGroupRequest:
     API = "SyncGroup"
     API_KEY = 14
@@ -60,7 +60,7 @@ class SyncGroupRequest:
         return f"group {self.group_id!r} generation {self.generation_id} member {self.member_id}"
 
 
-@dataclass(frozen=True, slots=True)
+@message
 class SyncGroupResponse:
     error: int
     assignment: tuple = ()              # ((topic, partition), ...)
@@ -69,7 +69,7 @@ class SyncGroupResponse:
         return _err(self.error) if self.error else f"assigned {tps_str(self.assignment) or 'nothing'}"
 
 
-@dataclass(frozen=True, slots=True)
+@message
 class HeartbeatRequest:
     API = "Heartbeat"
     API_KEY = 12
@@ -82,7 +82,7 @@ class HeartbeatRequest:
         return f"group {self.group_id!r} generation {self.generation_id} member {self.member_id}"
 
 
-@dataclass(frozen=True, slots=True)
+@message
 class HeartbeatResponse:
     error: int
 
@@ -93,7 +93,7 @@ class HeartbeatResponse:
         return self.error == 0
 
 
-@dataclass(frozen=True, slots=True)
+@message
 class LeaveGroupRequest:
     API = "LeaveGroup"
     API_KEY = 13
@@ -104,7 +104,7 @@ class LeaveGroupRequest:
         return f"group {self.group_id!r} member {self.member_id}"
 
 
-@dataclass(frozen=True, slots=True)
+@message
 class LeaveGroupResponse:
     error: int
 
@@ -112,7 +112,7 @@ class LeaveGroupResponse:
         return _err(self.error)
 
 
-@dataclass(frozen=True, slots=True)
+@message
 class OffsetCommitRequest:
     API = "OffsetCommit"
     API_KEY = 8
@@ -126,7 +126,7 @@ class OffsetCommitRequest:
         return f"group {self.group_id!r} " + ", ".join(f"{tp_str(tp)}={o}" for tp, (o, _) in sorted(self.offsets.items()))
 
 
-@dataclass(frozen=True, slots=True)
+@message
 class OffsetCommitResponse:
     errors: dict                        # tp -> error
 
@@ -134,7 +134,7 @@ class OffsetCommitResponse:
         return ", ".join(f"{tp_str(tp)} {_err(e)}" for tp, e in sorted(self.errors.items()))
 
 
-@dataclass(frozen=True, slots=True)
+@message
 class OffsetFetchRequest:
     API = "OffsetFetch"
     API_KEY = 9
@@ -146,7 +146,7 @@ class OffsetFetchRequest:
         return f"group {self.group_id!r}" + (" require_stable" if self.require_stable else "")
 
 
-@dataclass(frozen=True, slots=True)
+@message
 class OffsetFetchResponse:
     error: int
     offsets: dict = field(default_factory=dict)   # tp -> (offset, metadata, error)

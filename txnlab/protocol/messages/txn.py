@@ -1,14 +1,13 @@
 """The transaction APIs (AddPartitionsToTxn, AddOffsetsToTxn, EndTxn, WriteTxnMarkers, TxnOffsetCommit) and the admin APIs that describe transactions and producers."""
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Optional
 
-from ..message_base import tp_str, _err, tps_str
+from ..message_base import tp_str, _err, tps_str, message
 
 
 # ------------------------------------------------------------ transactions
-@dataclass(frozen=True, slots=True)
+@message
 class AddPartitionsToTxnRequest:
     API = "AddPartitionsToTxn"
     API_KEY = 24
@@ -23,7 +22,7 @@ class AddPartitionsToTxnRequest:
         return f"{self.transactional_id!r} pid {self.producer_id} epoch {self.producer_epoch}{v}: {tps_str(self.partitions)}"
 
 
-@dataclass(frozen=True, slots=True)
+@message
 class AddPartitionsToTxnResponse:
     errors: dict                        # tp -> error
 
@@ -34,7 +33,7 @@ class AddPartitionsToTxnResponse:
         return ", ".join(f"{tp_str(tp)} {_err(e)}" for tp, e in sorted(self.errors.items()))
 
 
-@dataclass(frozen=True, slots=True)
+@message
 class AddOffsetsToTxnRequest:
     API = "AddOffsetsToTxn"
     API_KEY = 25
@@ -47,7 +46,7 @@ class AddOffsetsToTxnRequest:
         return f"{self.transactional_id!r} pid {self.producer_id} epoch {self.producer_epoch} group {self.group_id!r}"
 
 
-@dataclass(frozen=True, slots=True)
+@message
 class AddOffsetsToTxnResponse:
     error: int
 
@@ -55,7 +54,7 @@ class AddOffsetsToTxnResponse:
         return _err(self.error)
 
 
-@dataclass(frozen=True, slots=True)
+@message
 class EndTxnRequest:
     API = "EndTxn"
     API_KEY = 26
@@ -72,7 +71,7 @@ class EndTxnRequest:
                 f"pid {self.producer_id} epoch {self.producer_epoch}")
 
 
-@dataclass(frozen=True, slots=True)
+@message
 class EndTxnResponse:
     error: int
     producer_id: int = -1               # TV2 (v5+): the pid/epoch to use next
@@ -85,7 +84,7 @@ class EndTxnResponse:
         return s
 
 
-@dataclass(frozen=True, slots=True)
+@message
 class TxnMarkerEntry:
     producer_id: int
     producer_epoch: int
@@ -95,7 +94,7 @@ class TxnMarkerEntry:
     transaction_version: int = 0
 
 
-@dataclass(frozen=True, slots=True)
+@message
 class WriteTxnMarkersRequest:
     API = "WriteTxnMarkers"
     API_KEY = 27
@@ -107,7 +106,7 @@ class WriteTxnMarkersRequest:
                          for m in self.markers)
 
 
-@dataclass(frozen=True, slots=True)
+@message
 class WriteTxnMarkersResponse:
     markers: dict                       # producer_id -> {tp: error}
 
@@ -119,7 +118,7 @@ class WriteTxnMarkersResponse:
         return "; ".join(out)
 
 
-@dataclass(frozen=True, slots=True)
+@message
 class TxnOffsetCommitRequest:
     API = "TxnOffsetCommit"
     API_KEY = 28
@@ -137,7 +136,7 @@ class TxnOffsetCommitRequest:
                 + ", ".join(f"{tp_str(tp)}={o}" for tp, (o, _) in sorted(self.offsets.items())))
 
 
-@dataclass(frozen=True, slots=True)
+@message
 class TxnOffsetCommitResponse:
     errors: dict                        # tp -> error
 
@@ -146,7 +145,7 @@ class TxnOffsetCommitResponse:
 
 
 # ------------------------------------------------------------------ admin
-@dataclass(frozen=True, slots=True)
+@message
 class DescribeProducersRequest:
     API = "DescribeProducers"
     API_KEY = 61
@@ -156,7 +155,7 @@ class DescribeProducersRequest:
         return tps_str(self.partitions)
 
 
-@dataclass(frozen=True, slots=True)
+@message
 class DescribeProducersResponse:
     partitions: dict                    # tp -> (error, [dict])
 
@@ -164,7 +163,7 @@ class DescribeProducersResponse:
         return ", ".join(f"{tp_str(tp)}: {len(ps)} producer(s)" for tp, (e, ps) in sorted(self.partitions.items()))
 
 
-@dataclass(frozen=True, slots=True)
+@message
 class DescribeTransactionsRequest:
     API = "DescribeTransactions"
     API_KEY = 65
@@ -174,7 +173,7 @@ class DescribeTransactionsRequest:
         return ", ".join(repr(t) for t in self.transactional_ids)
 
 
-@dataclass(frozen=True, slots=True)
+@message
 class DescribeTransactionsResponse:
     transaction_states: tuple           # (dict, ...)
 
@@ -182,7 +181,7 @@ class DescribeTransactionsResponse:
         return ", ".join(f"{d['transactional_id']!r} {d.get('state', _err(d['error']))}" for d in self.transaction_states)
 
 
-@dataclass(frozen=True, slots=True)
+@message
 class ListTransactionsRequest:
     API = "ListTransactions"
     API_KEY = 66
@@ -193,7 +192,7 @@ class ListTransactionsRequest:
         return "all" if not (self.state_filters or self.producer_id_filters) else "filtered"
 
 
-@dataclass(frozen=True, slots=True)
+@message
 class ListTransactionsResponse:
     error: int
     transaction_states: tuple = ()      # ((transactional_id, producer_id, state), ...)

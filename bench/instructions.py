@@ -1,0 +1,121 @@
+"""``python -m bench.instructions``: instruction counts of the engine's measured loops (callgrind).
+
+Wall-clock figures on a shared machine move by tens of percent from run to run; the number of
+instructions the CPU executes for the same work barely moves.  Each figure here is two runs of one
+Python process under ``valgrind --tool=callgrind``: the setup alone (imports, cluster, warm-up) and the
+setup plus the measured work; the difference, divided by the units of work, is the figure.  The heap is
+frozen (``gc.freeze()``) after the setup, so objects built by the setup are never walked again, and the
+process ends without the interpreter's shutdown (whose collections would grow with the work).
+
+* ``instr_per_txn1``: one transaction of one 100-byte record (``bench/engine.py``'s loop: begin,
+  produce, commit), on the 3-broker cluster of the benchmarks.
+* ``instr_per_copier_seed``: one seed of the simulation sweep (copier, 1,000 records, every fault),
+  ``run_seed`` end to end -- cluster built, workload, nemesis, settle, checks.
+
+Without valgrind on the machine the figures are recorded as ``null`` with the reason.  ``--child`` is the
+process that runs under valgrind (not for people).
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+
+TXNS = 200          # transactions in the measured run of instr_per_txn1
+SEEDS = (0,)        # copier seeds in the measured run of instr_per_copier_seed
+
+
+def _child(what: str, measured: bool) -> None:
+    import gc
+
+    if what == "txn1":
+        from bench.engine import PAYLOAD, TOPIC, _cluster, _producer
+
+        p = _producer(_cluster(), **{"transactional.id": "bench-tx"})
+        p.init_transactions()
+        p.begin_transaction()
+        p.produce(TOPIC, value=PAYLOAD)
+        p.commit_transaction()
+        gc.collect()
+        gc.freeze()
+        if measured:
+            for _ in range(TXNS):
+                p.begin_transaction()
+                p.produce(TOPIC, value=PAYLOAD)
+                p.commit_transaction()
+    elif what == "copier":
+        from txnlab.sweep.runner import RunConfig, run_seed
+
+        cfg = RunConfig(workload="copier", faults="all", records=1_000)
+        gc.collect()
+        gc.freeze()
+        if measured:
+            for seed in SEEDS:
+                run_seed(seed, cfg)
+    else:
+        raise SystemExit(f"unknown figure {what!r}")
+
+
+def _instructions(what: str, measured: bool) -> int:
+    """Instructions executed by one child process under callgrind."""
+    with tempfile.TemporaryDirectory() as tmp:
+        out = os.path.join(tmp, "callgrind.out")
+        cmd = ["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}", sys.executable, "-m",
+               "bench.instructions", "--child", what] + (["--measured"] if measured else [])
+        env = dict(os.environ, PYTHONHASHSEED="0")
+        proc = subprocess.run(cmd, capture_output=True, text=True, env=env)
+        if proc.returncode != 0:
+            raise RuntimeError(f"callgrind run failed: {proc.stderr[-2000:]}")
+        m = re.search(r"Collected\s*:\s*(\d+)", proc.stderr)
+        if m is None:
+            raise RuntimeError("callgrind printed no instruction count")
+        return int(m.group(1))
+
+
+FIGURES = {
+    # key -> (child figure, units of work in the measured run, unit)
+    "instr_per_txn1": ("txn1", TXNS, "instructions/txn"),
+    "instr_per_copier_seed": ("copier", len(SEEDS), "instructions/seed"),
+}
+
+
+def measure(key: str) -> dict:
+    what, units, unit = FIGURES[key]
+    if shutil.which("valgrind") is None:
+        return {"value": None, "error": "valgrind is not installed: no instruction counts", "unit": unit, "n": units}
+    base = _instructions(what, False)
+    full = _instructions(what, True)
+    return {"value": (full - base) / units, "error": None, "unit": unit, "n": units, "runs": [base, full]}
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m bench.instructions", description=__doc__.split("\n\n")[0])
+    ap.add_argument("figures", nargs="*", help="only these keys (default: all)")
+    ap.add_argument("--child", help=argparse.SUPPRESS)
+    ap.add_argument("--measured", action="store_true", help=argparse.SUPPRESS)
+    ap.add_argument("--no-write", action="store_true", help="print only, do not touch bench/results.json")
+    args = ap.parse_args(argv)
+    if args.child:
+        _child(args.child, args.measured)
+        sys.stdout.flush()
+        os._exit(0)         # no interpreter shutdown (its collections would count, and grow with the work)
+    # compile every module once first, so neither measured process pays for writing .pyc files
+    subprocess.run([sys.executable, "-c", "import bench.engine, txnlab.sweep.runner"], check=True)
+    fresh = {}
+    for key in args.figures or list(FIGURES):
+        print(f"{key} (callgrind) ...", end=" ", flush=True)
+        fresh[key] = measure(key)
+        d = fresh[key]
+        print(f"{d['value']:,.0f} {d['unit']}" if d["error"] is None else d["error"], flush=True)
+    if not args.no_write:
+        from bench.__main__ import merge
+        merge(fresh)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,66 @@
+"""Sweep seeds as Spark tasks give what ``--jobs`` gives: the same results per seed, the same report, the same
+first failing seed and the same minimized counterexample; the results as a table (parquet or CSV)."""
+import pandas as pd
+import pytest
+
+from txnlab.sweep.__main__ import main as sweep_main
+from txnlab.sweep.runner import RunConfig, run_seed
+
+pytest.importorskip("pyspark")
+
+
+@pytest.fixture(scope="module")
+def spark():
+    from txnlab.sweep.spark import session
+    s = session("local[2]", status=lambda text: None)
+    yield s
+    s.stop()
+
+
+def _key(r):
+    return (r.seed, r.ok, r.violations, r.steps, r.sim_ms, [f.describe() for f in r.schedule], r.finished)
+
+
+def test_each_seed_gives_the_same_result_on_spark_executors_as_in_this_process(spark):
+    from txnlab.sweep.spark import run_on_spark
+    cfg = RunConfig(workload="copier", faults="all", records=10)
+    seen = []
+    on_spark = list(run_on_spark(range(5), cfg, spark=spark, progress=lambda done, total: seen.append((done, total))))
+    assert [_key(r) for r in on_spark] == [_key(run_seed(s, cfg)) for s in range(5)]
+    assert seen and seen[-1] == (5, 5)
+
+
+def test_the_report_first_failing_seed_and_minimized_counterexample_do_not_depend_on_spark(spark, capsys):
+    args = ["--workload", "copier", "--faults", "network", "--mutation", "ignore-lso", "--records", "10",
+            "--seeds", "3"]
+    assert sweep_main(args) == 1
+    local = capsys.readouterr().out.splitlines()
+    assert sweep_main(args + ["--spark", "local[2]"]) == 1
+    remote = capsys.readouterr().out.splitlines()
+    assert any(line.startswith("first failing seed: ") for line in local)
+    assert any(line.startswith("counterexample: ") for line in local)
+    assert local[:-1] == remote[:-1]            # everything but the line with the wall-clock time
+
+
+@pytest.mark.parametrize("suffix", ["csv", "parquet"])
+def test_the_results_are_a_table_one_row_per_seed(spark, tmp_path, suffix):
+    path = str(tmp_path / f"seeds.{suffix}")
+    assert sweep_main(["--workload", "copier", "--faults", "none", "--records", "5", "--seeds", "3",
+                       "--spark", "local[2]", "--table", path]) == 0
+    df = pd.read_parquet(path) if suffix == "parquet" else pd.read_csv(path)
+    assert list(df["seed"]) == [0, 1, 2]
+    assert set(df["outcome"]) == {"ok"} and set(df["workload"]) == {"copier"} and set(df["faults"]) == {"none"}
+    expected = run_seed(1, RunConfig(workload="copier", faults="none", records=5))
+    assert (int(df["steps"][1]), int(df["sim_ms"][1])) == (expected.steps, expected.sim_ms)
+    from txnlab.sweep.spark import to_dataframe
+    from txnlab.sweep.spark import run_on_spark
+    sdf = to_dataframe(spark, run_on_spark([4], RunConfig(faults="none", records=5), spark=spark))
+    assert sdf.count() == 1 and sdf.first()["seed"] == 4
+
+
+def test_explorations_as_spark_tasks_find_what_they_find_in_this_process(spark):
+    from txnlab.sweep.spark import explore_on_spark, explore_one
+    todo = [{"mutation": "no-fencing", "max_runs": 15}, {"mutation": None, "max_runs": 10}]
+    on_spark = explore_on_spark(todo, spark=spark)
+    assert on_spark == [explore_one(**e) for e in todo]
+    assert [r["mutation"] for r in on_spark] == ["no-fencing", ""]
