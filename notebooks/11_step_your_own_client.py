@@ -9,6 +9,10 @@
 # %% [markdown]
 # # 11 · Step through your own client
 #
+# **You need:** 02 and 06 (markers, the coordinator's decision). **Time:** about 25 minutes.
+# **You will be able to:** point a real Kafka client at the lab, stop it between two requests, crash a broker
+# there, and read from the lab's trace what the real client did to recover.
+#
 # So far the clients in the lab were the lab's own. Here the client is a **real one**: confluent-kafka,
 # the Python face of librdkafka, the same library your services use. The lab opens Kafka's binary
 # protocol on this machine's loopback (one port per broker); the real client connects to it as to any
@@ -25,6 +29,8 @@ from confluent_kafka import Consumer, Producer
 
 from txnlab import Cluster
 from txnlab.wire import presets
+from widgets.predict import Exercise, Predict
+from widgets.snapshots import log_snapshot
 
 lab = Cluster(brokers=3, seed=11)
 lab.create_topic("orders", partitions=1, replication_factor=3)
@@ -55,7 +61,17 @@ print(f"init_transactions() returned after {steps} steps of the lab")
 print("the coordinator says:", lab.transaction_state("copier")["state"])
 
 # %% [markdown]
-# Every request of the real client was a step: ApiVersions, Metadata, FindCoordinator, InitProducerId.
+# Every request of the real client was a step. **Predict** before you read the list below.
+
+# %%
+p_first = Predict("Which request does the real client send first, on every new connection?",
+                  choices=["Metadata", "ApiVersions", "FindCoordinator", "InitProducerId"],
+                  check=lambda: next(e.api for e in lab.trace.events if e.kind == "remote"),
+                  why="ApiVersions: a Kafka client first asks a broker which versions of each API it speaks, and "
+                      "picks the versions both sides know. Only then Metadata, FindCoordinator, InitProducerId.")
+p_first
+
+# %% [markdown]
 # The trace keeps them, with the client's name as it introduced itself.
 
 # %%
@@ -72,15 +88,29 @@ for i in range(3):
     producer.produce("orders", value=f"order-{i}".encode())
 finished = in_background(lambda: producer.flush(300))
 door.step_until(finished.is_set)
-print([b.describe() for b in lab.log("orders").batches])
+log_snapshot(lab, [("orders", 0)], title="three orders written by the real client, not committed yet")
+
+# %%
+p_lso = Predict("A read_committed consumer of orders-0, now: up to which offset may it read (the LSO)?",
+                kind="offset", check=lambda: lab.partition_state("orders", 0)["lso"],
+                why="0: the three orders belong to a transaction that is still open, and the Last Stable Offset "
+                    "stops at the first offset of the oldest open transaction.")
+p_lso
 
 # %% [markdown]
-# **Predict.** The client now asks to commit. The coordinator first writes *PrepareCommit* to
-# `__transaction_state` (durably, on every in-sync replica), answers the client, and only then writes
-# the COMMIT markers into `orders`. What happens if the coordinator crashes right after the durable
-# PrepareCommit, before any marker is written?
-#
-# We step only until the coordinator's state reads PrepareCommit.
+# The client now asks to commit. The coordinator first writes *PrepareCommit* to `__transaction_state`
+# (durably, on every in-sync replica), answers the client, and only then writes the COMMIT markers into
+# `orders`. We step only until the coordinator's state reads PrepareCommit, and crash it there.
+
+# %%
+p_crash = Predict("The coordinator crashes right after the durable PrepareCommit, before any marker is written. "
+                  "What becomes of the three orders?",
+                  choices=["they are committed", "they are aborted", "they stay undecided until an operator acts"],
+                  check="they are committed",
+                  why="The decision is durable in __transaction_state: the broker that takes over its partition "
+                      "loads it, finds PrepareCommit and writes the COMMIT markers. The client's EndTxn is retried "
+                      "against the new coordinator and answered once the commit is complete.")
+p_crash
 
 # %%
 committed = in_background(lambda: producer.commit_transaction(300))
@@ -103,7 +133,7 @@ committed.wait(300)
 print("commit_transaction() returned:", committed.is_set())
 print("new coordinator: broker", lab.transaction_coordinator("copier"),
       "| state:", lab.transaction_state("copier")["state"])
-print([b.describe() for b in lab.log("orders").batches])
+log_snapshot(lab, [("orders", 0)], title="after the crash: the new coordinator wrote the COMMIT marker")
 
 # %% [markdown]
 # **Check.** The new coordinator loaded `__transaction_state`, found the transaction in PrepareCommit
@@ -128,6 +158,50 @@ producer.flush(10)
 print(seen)
 assert [v for _, v in seen] == ["order-0", "order-1", "order-2"]
 
+# %% [markdown]
+# ## Exercise: find the real client's recovery in the trace
+#
+# The real client's EndTxn was answered by a different broker than the one it first asked. Write
+# `endtxn_brokers(trace)`: the brokers (in order, without repeats) that a request of the client `copier-1` with API
+# `EndTxn` reached. Every trace event has `.kind`, `.api`, `.text`; remote requests are events of kind `"remote"`,
+# and the network keeps every message (`lab.network_messages()`, each with `.src`, `.dst`, `.api`,
+# `.is_response`).
+
+# %%
+def check_endtxn_brokers(fn):
+    want = []
+    for msg in lab.network_messages():
+        if msg.api == "EndTxn" and not msg.is_response and "copier-1" in msg.src and msg.dst not in want:
+            want.append(msg.dst)
+    got = fn(lab)
+    return (got == want, f"the EndTxn requests of copier-1 went to {want}" + ("" if got == want else f"; yours: {got}"))
+
+
+ex_endtxn = Exercise("Write <code>endtxn_brokers(lab)</code>: the brokers, in order, that copier-1's EndTxn "
+                     "requests reached.", kind="code", check=check_endtxn_brokers,
+                     solution="def endtxn_brokers(lab):\n"
+                              "    out = []\n"
+                              "    for msg in lab.network_messages():\n"
+                              "        if msg.api == 'EndTxn' and not msg.is_response and 'copier-1' in msg.src \\\n"
+                              "                and msg.dst not in out:\n"
+                              "            out.append(msg.dst)\n"
+                              "    return out")
+ex_endtxn
+
+# %%
+def endtxn_brokers(lab):
+    raise NotImplementedError        # your code here
+
+
+ex_endtxn.submit(endtxn_brokers)
+
 # %%
 lab.restart(f"broker-{coordinator}")
 door.close()
+
+# %% [markdown]
+# ## Where next
+#
+# Point your own service's client at `lab.listen()` the same way, and step it through the faults of chapters 05
+# and 06; `tests/test_wire_confluent.py` shows more real-client scenarios (fencing, a partition leader's crash).
+# **08 · Break it** turns the lab's safeguards off one at a time. `GLOSSARY.md` explains the Kafka terms.
