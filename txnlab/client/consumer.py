@@ -19,7 +19,7 @@ from .config import consumer_config, notices
 from .consumer_coordinator import ConsumerCoordinator, MemberState
 from .consumer_lookup import ConsumerLookups
 from .fetcher import Fetcher, PartitionState
-from .network_client import attach_client
+from .network_client import attach_client, block
 from .message import OFFSET_BEGINNING, OFFSET_END, OFFSET_INVALID, OFFSET_STORED, Message, TopicPartition
 
 
@@ -123,7 +123,7 @@ class Consumer(ConsumerLookups):
             if remaining is not None and remaining <= 0:
                 return False
             self._changed = False
-            self._kernel.run_until(lambda: self._changed or pred() or self._node.crashed, timeout_ms=remaining)
+            block(self._kernel, lambda: self._changed or pred() or self._node.crashed, remaining, "a consumer call")
         return True
 
     @staticmethod
@@ -358,7 +358,7 @@ class Consumer(ConsumerLookups):
                 if remaining is not None and remaining <= 0:
                     return None
                 self._changed = False
-                self._kernel.run_until(lambda: self._changed or self._node.crashed, timeout_ms=remaining)
+                block(self._kernel, lambda: self._changed or self._node.crashed, remaining, "poll()")
                 self._check_open()
         finally:
             self._in_poll = False
