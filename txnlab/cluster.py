@@ -32,7 +32,12 @@ _REGISTRY: "weakref.WeakValueDictionary[str, Cluster]" = weakref.WeakValueDictio
 _IDS = itertools.count(1)
 
 MUTATIONS = ("no-dedup", "no-fencing", "ignore-lso", "no-marker-retry", "offsets-outside-txn",
-             "no-coordinator-reload", "unclean-election", "naive-client-classic")
+             "no-coordinator-reload", "unclean-election", "naive-client-classic",
+             # issue 18: bugs only a unit test caught before
+             "lso-ignores-hw",                 # read_committed reads to the first unstable offset or the LEO, not the HW
+             "no-txn-generation-check",        # TxnOffsetCommit without KIP-447's member/generation check
+             "aborted-index-from-fetch-offset",  # the aborted-txn lookup misses spans that begin before the fetch offset
+             "offset-fetch-unstable")          # OffsetFetch ignores require_stable
 
 NodeRef = Union[int, str, Node, object]
 
@@ -104,6 +109,8 @@ class Cluster(Lab):
         self.kernel.network.keep_history = self.sim_config["sim.trace"]
         self.id = f"cluster-{next(_IDS)}"
         _REGISTRY[self.id] = self
+        # observers of the brokers' decisions (the sweep's step invariants): fn(kind, facts dict)
+        self.auditors: list = []
         self.bootstrap = ",".join(f"{broker_name(i)}:9092" for i in range(brokers)) + f"@{self.id}"
         self.broker_ids = list(range(brokers))
         self.controller = Controller(self.kernel, self)
@@ -140,6 +147,11 @@ class Cluster(Lab):
         if c is None:
             raise ConfigException("bootstrap.servers", f"no running cluster answers at {bootstrap!r}")
         return c
+
+    def audit(self, kind: str, **facts) -> None:
+        """A broker reports a decision to the observers in ``auditors`` (only called when there are some)."""
+        for fn in self.auditors:
+            fn(kind, facts)
 
     def serve(self, host: str = "127.0.0.1", port: int = 0, mode: str = "run", **kw) -> str:
         """Open the front door (txnlab.frontdoor): serve this cluster on loopback to other processes
