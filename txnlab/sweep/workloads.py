@@ -231,7 +231,7 @@ class GroupRebalance(Copier):
             n = 0
             leave_after = ctx.rng.randint(5, 40) if ctx.instance == 1 and i == 0 else None
             # once per instance, maybe, a pause longer than the session timeout in the middle of a transaction
-            zombie_at = ctx.rng.randint(1, 12) if i == self.members - 1 and ctx.instance == 1 else None
+            zombie_at = ctx.rng.randint(1, 24) if i == self.members - 1 and ctx.instance == 1 else None
             while True:
                 before = rebalances[0]
                 msgs = consume(ctx, c, ctx.rng.randint(1, 2 * self.batch), 0.02)
