@@ -274,6 +274,13 @@ class Explorer:
         wc = Consumer({"bootstrap.servers": cluster.bootstrap, "client.id": "warmup-c", "group.id": "warmup"})
         wc.committed([TopicPartition("in", 0)])
         wc.close()
+        if self.brokers > 1:
+            # a read_committed reader of the output, fetching on its own while the copier works (its fetches
+            # are what the step invariants check against the HW and the LSO)
+            r = Consumer({"bootstrap.servers": cluster.bootstrap, "client.id": "reader", "group.id": "reader",
+                          "isolation.level": "read_committed", "auto.offset.reset": "earliest"})
+            r.assign([TopicPartition("out", 0, 0), TopicPartition("out", 1, 0)])
+            cluster.explore_reader = r
         cluster.run_until_idle()
         return cluster
 
@@ -323,18 +330,32 @@ class Explorer:
                 p.produce("out", value=f"{v}|{instance}", partition=INPUT.index(v),
                           on_delivery=lambda err, msg, box=box: box.__setitem__(0, msg.offset() if err is None else None))
                 sends.append((f"out-{INPUT.index(v)}", f"{v}|{instance}", box))
+            self._peek(cluster)
             off = msgs[-1].offset() + 1
             attrs["offsets"] = {"in-0": off}
             attrs["group"] = "g"
-            p.send_offsets_to_transaction([TopicPartition("in", 0, off)], c.consumer_group_metadata(), 30.0)
+            if self.mutation == "offsets-outside-txn":     # the application's bug: offsets outside the transaction
+                c.commit(offsets=[TopicPartition("in", 0, off)], asynchronous=False)
+            else:
+                p.send_offsets_to_transaction([TopicPartition("in", 0, off)], c.consumer_group_metadata(), 30.0)
             attrs["commit_at"] = cluster.kernel.now
             outcome = INFO
+            self._peek(cluster)
             p.commit_transaction(60.0)
             outcome = OK
+            self._peek(cluster)
         finally:
             mops = poll_mops(msgs) + [["send", k, v, b[0]] for k, v, b in sends]
             history.add(proc, "txn", mops, outcome, start, cluster.kernel.now, **attrs)
         return True
+
+    @staticmethod
+    def _peek(cluster) -> None:
+        """The output's reader (three brokers) polls a little: its fetches go out while the copier works."""
+        r = getattr(cluster, "explore_reader", None)
+        if r is not None:
+            for _ in range(3):
+                r.poll(0.005)
 
     def _outcome(self, cluster, history: History, finished: bool) -> tuple:
         history.attrs["finished"] = finished
