@@ -95,3 +95,31 @@ def test_poll_forever_with_nothing_to_read_says_nothing_can_arrive():
     p.flush(30)
     m = cons.poll(30)
     assert m is not None and m.value() == b"late"
+
+
+def test_wrong_argument_types_are_refused_at_the_call_with_the_rule():
+    """What used to surface as AttributeError/TypeError from inside the library."""
+    from txnlab import TopicPartition
+    c = Cluster(brokers=1, seed=1)
+    c.create_topic("t")
+    p = Producer({"bootstrap.servers": c.bootstrap})
+    cons = Consumer({"bootstrap.servers": c.bootstrap, "group.id": "g"})
+    for call, words in ((lambda: cons.assign("t"), "expected a list of TopicPartition"),
+                        (lambda: cons.assign(["t"]), "expected TopicPartition"),
+                        (lambda: cons.commit(offsets="t"), r"commit\(\): expected a list"),
+                        (lambda: cons.seek("t"), r"seek\(\): expected TopicPartition"),
+                        (lambda: cons.committed("t"), r"committed\(\): expected a list"),
+                        (lambda: cons.poll("1"), "number of seconds"),
+                        (lambda: p.flush("1"), "number of seconds"),
+                        (lambda: p.produce("t", b"v", partition="0"), "partition expects an int"),
+                        (lambda: p.produce("t", b"v", headers=5), "headers expects a dict")):
+        with pytest.raises(TypeError, match=words):
+            call()
+    tx = Producer({"bootstrap.servers": c.bootstrap, "transactional.id": "x"})
+    tx.init_transactions()
+    tx.begin_transaction()
+    with pytest.raises(KafkaException, match="offsets must be a list of TopicPartition"):
+        tx.send_offsets_to_transaction(None, cons.consumer_group_metadata())
+    cons.assign([TopicPartition("t", 0, 0)])          # the right calls still work
+    p.produce("t", b"v", partition=0, headers={"h": b"1"})
+    assert p.flush(30) == 0

@@ -15,6 +15,7 @@ from typing import Callable, Optional
 
 from ..errors import KafkaError, KafkaException
 from ..protocol.errors import Errors
+from . import argcheck
 from .config import consumer_config, notices
 from .consumer_coordinator import ConsumerCoordinator, MemberState
 from .consumer_lookup import ConsumerLookups
@@ -128,6 +129,7 @@ class Consumer(ConsumerLookups):
 
     @staticmethod
     def _timeout_ms(timeout: Optional[float]) -> Optional[int]:
+        timeout = argcheck.timeout_s(timeout, "consumer")
         return None if timeout is None or timeout < 0 else int(round(timeout * 1000))
 
     # ------------------------------------------------------------ subscribe
@@ -164,6 +166,7 @@ class Consumer(ConsumerLookups):
     def assign(self, partitions: list, /) -> None:
         """Consume exactly these partitions (offsets: >=0, OFFSET_BEGINNING, OFFSET_END, or committed)."""
         self._check_open()
+        partitions = argcheck.tp_list(partitions, "assign()")
         self._assign_called = True
         if not self._subscription:
             self._manual = True
@@ -405,6 +408,7 @@ class Consumer(ConsumerLookups):
 
     def seek(self, partition: TopicPartition) -> None:
         self._check_open()
+        argcheck.one_tp(partition, "seek()")
         key = (partition.topic, partition.partition)
         st = self._assignment.get(key)
         if st is None:
@@ -445,7 +449,8 @@ class Consumer(ConsumerLookups):
         if message is not None:
             to_commit = {(message.topic(), message.partition()): (message.offset() + 1, "")}
         elif offsets is not None:
-            to_commit = {(tp.topic, tp.partition): (tp.offset, tp.metadata or "") for tp in offsets}
+            to_commit = {(tp.topic, tp.partition): (tp.offset, tp.metadata or "")
+                         for tp in argcheck.tp_list(offsets, "commit()")}
         else:
             to_commit = self._stored_offsets()
         if not to_commit:
@@ -529,7 +534,7 @@ class Consumer(ConsumerLookups):
         """The group's committed offsets (OffsetFetch with RequireStable: waits out open transactions)."""
         self._check_open()
         self._require_group("committed")
-        tps = [(tp.topic, tp.partition) for tp in partitions]
+        tps = [(tp.topic, tp.partition) for tp in argcheck.tp_list(partitions, "committed()")]
         box: dict = {}
 
         def done(err, offsets):

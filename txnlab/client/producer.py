@@ -15,6 +15,7 @@ from ..errors import KafkaError, KafkaException, KafkaStateError
 from ..protocol.errors import Errors
 from ..protocol.hashing import murmur2_partition
 from ..protocol.record_batch import Record
+from . import argcheck
 from .config import dialect_of, notices, producer_config
 from .dialect import LIBRDKAFKA
 from .message import Message
@@ -113,8 +114,10 @@ class Producer:
         if self._txn.state is not self._producing_state or self._node.crashed or self._closed is not None:
             self._produce_refused()
         if timestamp.__class__ is not int or timestamp < 0 or on_delivery is not None and not callable(on_delivery) \
-                or callback is not None and not callable(callback):
+                or callback is not None and not callable(callback) or partition.__class__ is not int \
+                or headers is not None and headers.__class__ not in (dict, list, tuple):
             _check_produce_args(timestamp, on_delivery, callback)
+            argcheck.produce_extras(partition, headers)
         if key is None and partition < 0 and headers is None and value.__class__ is bytes:
             # the common case, kept short (it is what a benchmark and a busy notebook call most): a
             # keyless record joins the open batch of its topic's sticky partition
@@ -266,6 +269,7 @@ class Producer:
     def poll(self, timeout: Optional[float] = None) -> int:
         """Serve delivery reports; wait up to ``timeout`` simulated seconds for one."""
         self._check_alive()
+        argcheck.timeout_s(timeout, "poll()")
         if not self._reports and timeout != 0:
             if timeout is None or timeout < 0:   # block until a report, as long as one can still come
                 block(self._kernel, lambda: bool(self._reports) or self._unacked == 0 or self._node.crashed, None, "poll()")
@@ -280,6 +284,7 @@ class Producer:
         self.sender.flushing += 1
         try:
             self.sender.wakeup(0)
+            timeout = argcheck.timeout_s(timeout, "flush()")
             ms = None if timeout is None or timeout < 0 else int(timeout * 1000)
             block(self._kernel, lambda: self._unacked == 0 or self._node.crashed
                   or self._txn.state == State.FATAL_ERROR, ms, "flush()")
@@ -369,6 +374,7 @@ class Producer:
             raise KafkaStateError(f"send_offsets_to_transaction() needs an open transaction (state {txn.state.name})")
         if group_metadata is None:
             raise KafkaException(KafkaError(KafkaError._INVALID_ARG, "group_metadata is required"))
+        positions = argcheck.offsets_for_transaction(positions)
         offsets = {}
         for tp in positions:
             if tp.offset < 0:
