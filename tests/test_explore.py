@@ -52,3 +52,17 @@ def test_with_no_fencing_the_explorer_finds_a_counterexample_that_replays(capsys
     second = replay(choices, "no-fencing")
     assert first.outcome in ("violation", "duplicate", "loss", "stuck")
     assert first.cluster.trace.to_jsonl() == second.cluster.trace.to_jsonl()
+
+
+def test_the_three_broker_scenario_finds_a_mutation_and_replays_it(capsys):
+    """Replicated topics, replica fetches as choice points, and broker crashes among the faults."""
+    code = main(["--brokers", "3", "--mutation", "no-dedup", "--max-runs", "400"])
+    out = capsys.readouterr().out
+    assert code == 1 and "VIOLATION" in out and "--brokers 3" in out
+    choices_line = next(line for line in out.splitlines() if line.startswith("counterexample:"))
+    choices = [int(x) for x in choices_line.split("choices ")[1].split(",")]
+    first = replay(choices, "no-dedup", brokers=3)
+    second = replay(choices, "no-dedup", brokers=3)
+    assert first.outcome in ("violation", "duplicate", "loss", "stuck")
+    assert len(first.cluster.brokers) == 3
+    assert first.cluster.trace.to_jsonl() == second.cluster.trace.to_jsonl()

@@ -1,7 +1,7 @@
 """The simulation sweep: many seeds of each workload under faults, and no violation without a mutation.
 
-Every workload runs 1,000 seeds with every kind of fault (brokers, clients, network), on two worker
-processes. The run time is printed (``pytest -s``); nothing here depends on the wall clock.
+Every workload runs its seeds (``SEEDS``: half with transaction.version 0, half with 2, KIP-890's protocol)
+with every kind of fault (brokers, clients, network), on two worker processes. The run time is printed (``pytest -s``); nothing here depends on the wall clock.
 """
 import multiprocessing as mp
 import time
@@ -10,7 +10,9 @@ import pytest
 
 from txnlab.sweep.runner import RunConfig, run_seed
 
-SEEDS = 1_000
+# seeds per workload, split between transaction.version 0 (the first half) and 2 (KIP-890, the second half)
+SEEDS = {"copier": 1_000, "bank-transfer": 1_000, "multi-partition-atomic": 1_000, "group-rebalance": 700,
+         "mixed": 400}
 RECORDS = 20
 
 
@@ -27,17 +29,21 @@ def sweep(cfg: RunConfig, seeds) -> list:
                                                                                chunksize=8) if v]
 
 
-@pytest.mark.parametrize("workload", ["copier", "bank-transfer", "multi-partition-atomic", "group-rebalance"])
-def test_each_workload_survives_1000_seeds_of_every_fault_without_a_violation(workload):
-    cfg = RunConfig(workload=workload, faults="all", records=RECORDS)
+@pytest.mark.parametrize("transaction_version", [0, 2])
+@pytest.mark.parametrize("workload", sorted(SEEDS))
+def test_each_workload_survives_every_fault_without_a_violation(workload, transaction_version):
+    n = SEEDS[workload] // 2
+    seeds = range(0, n) if transaction_version == 0 else range(n, 2 * n)
+    cfg = RunConfig(workload=workload, faults="all", records=RECORDS, transaction_version=transaction_version)
     start = time.perf_counter()
-    failing = sweep(cfg, range(SEEDS))
+    failing = sweep(cfg, seeds)
     elapsed = time.perf_counter() - start
-    print(f"\n{workload}, all faults: {SEEDS} seeds in {elapsed:.0f}s ({SEEDS / elapsed:.1f} seeds/s)")
+    print(f"\n{workload}, all faults, transaction.version {transaction_version}: {n} seeds in {elapsed:.0f}s "
+          f"({n / elapsed:.1f} seeds/s)")
     assert failing == [], "\n".join(f"seed {s}: {summ} {err or ''}" for s, _v, summ, err in failing[:5])
 
 
 def test_without_faults_every_workload_is_exactly_once():
-    for workload in ("copier", "bank-transfer", "multi-partition-atomic", "group-rebalance"):
+    for workload in sorted(SEEDS):
         r = run_seed(0, RunConfig(workload=workload, faults="none", records=RECORDS))
         assert r.ok and r.finished, (workload, r.result.explain())

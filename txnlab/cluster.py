@@ -32,7 +32,12 @@ _REGISTRY: "weakref.WeakValueDictionary[str, Cluster]" = weakref.WeakValueDictio
 _IDS = itertools.count(1)
 
 MUTATIONS = ("no-dedup", "no-fencing", "ignore-lso", "no-marker-retry", "offsets-outside-txn",
-             "no-coordinator-reload", "unclean-election", "naive-client-classic")
+             "no-coordinator-reload", "unclean-election", "naive-client-classic",
+             # issue 18: bugs only a unit test caught before
+             "lso-ignores-hw",                 # read_committed reads to the first unstable offset or the LEO, not the HW
+             "no-txn-generation-check",        # TxnOffsetCommit without KIP-447's member/generation check
+             "aborted-index-from-fetch-offset",  # the aborted-txn lookup misses spans that begin before the fetch offset
+             "offset-fetch-unstable")          # OffsetFetch ignores require_stable
 
 NodeRef = Union[int, str, Node, object]
 
@@ -49,6 +54,23 @@ def _kafka_apis() -> frozenset:
     from .protocol import messages as msgs
     return frozenset(c.API for c in vars(msgs).values() if isinstance(c, type) and hasattr(c, "API"))
 
+
+
+def _check_contradictions(c: dict, brokers: int) -> None:
+    """Broker settings that contradict each other or the cluster: a ConfigException naming the key and the rule."""
+    hb, session = c["broker.heartbeat.interval.ms"], c["broker.session.timeout.ms"]
+    if 2 * hb > session:
+        raise ConfigException("broker.heartbeat.interval.ms", f"must be at most half of broker.session.timeout.ms "
+                              f"({session}), got {hb}: the controller would fence brokers between their heartbeats "
+                              f"(Kafka logs this as an error at startup)")
+    if c["replica.fetch.wait.max.ms"] > c["replica.lag.time.max.ms"]:
+        raise ConfigException("replica.fetch.wait.max.ms", f"must be at most replica.lag.time.max.ms "
+                              f"({c['replica.lag.time.max.ms']}), got {c['replica.fetch.wait.max.ms']} (Kafka's "
+                              f"KafkaConfig requires it, to prevent frequent changes in ISR)")
+    if c["min.insync.replicas"] > brokers:
+        raise ConfigException("min.insync.replicas", f"must not exceed the number of brokers ({brokers}), got "
+                              f"{c['min.insync.replicas']}: no partition could ever have that many in-sync replicas, "
+                              f"so every acks=all write would fail with NOT_ENOUGH_REPLICAS (Kafka itself accepts it)")
 
 class Cluster(Lab):
     """A simulated Kafka cluster running inside this Python process.
@@ -67,6 +89,7 @@ class Cluster(Lab):
         broker_given = {k: v for k, v in given.items() if not k.startswith("sim.")}
         self.sim_config, _ = resolve(CLUSTER, sim_given, "lab (sim.*)")
         self.broker_config, _ = resolve(BROKER, broker_given, "broker")
+        _check_contradictions(self.broker_config, brokers)
         for m in mutations:
             if m not in MUTATIONS:
                 raise ConfigException("mutations", f"unknown mutation {m!r}; known: {', '.join(MUTATIONS)}")
@@ -89,6 +112,8 @@ class Cluster(Lab):
             self.kernel.network.history_limit = self.sim_config["sim.trace.keep.steps"]
         self.id = f"cluster-{next(_IDS)}"
         _REGISTRY[self.id] = self
+        # observers of the brokers' decisions (the sweep's step invariants): fn(kind, facts dict)
+        self.auditors: list = []
         self.bootstrap = ",".join(f"{broker_name(i)}:9092" for i in range(brokers)) + f"@{self.id}"
         self.broker_ids = list(range(brokers))
         self.controller = Controller(self.kernel, self)
@@ -125,6 +150,11 @@ class Cluster(Lab):
         if c is None:
             raise ConfigException("bootstrap.servers", f"no running cluster answers at {bootstrap!r}")
         return c
+
+    def audit(self, kind: str, **facts) -> None:
+        """A broker reports a decision to the observers in ``auditors`` (only called when there are some)."""
+        for fn in self.auditors:
+            fn(kind, facts)
 
     def serve(self, host: str = "127.0.0.1", port: int = 0, mode: str = "run", **kw) -> str:
         """Open the front door (txnlab.frontdoor): serve this cluster on loopback to other processes
@@ -173,8 +203,9 @@ class Cluster(Lab):
         why = topic_name_error(name)
         if why is not None:
             raise ConfigException("topic", why)
-        if not isinstance(partitions, int) or partitions < 1:
-            raise ConfigException("partitions", f"must be at least 1, got {partitions!r}")
+        if not isinstance(partitions, int) or isinstance(partitions, bool) or not 1 <= partitions <= 10_000:
+            raise ConfigException("partitions", f"must be between 1 and 10000 (Kafka creates at most 10000 "
+                                  f"partitions per request), got {partitions!r}")
         if not isinstance(replication_factor, int) or not 1 <= replication_factor <= len(self.broker_ids):
             raise ConfigException("replication_factor",
                                   f"must be between 1 and the number of brokers ({len(self.broker_ids)}), "

@@ -23,6 +23,8 @@ from .topic_config import check_topic_config
 PRODUCER_ID_BLOCK_SIZE = 1000
 
 
+MAX_PARTITIONS_PER_BATCH = 10_000    # Kafka: partitions one CreateTopics/CreatePartitions may create
+
 class Controller(TopicChanges, Node):
     crashable = False          # it stands for the whole KRaft quorum
     serves_one_request_at_a_time = True
@@ -290,6 +292,14 @@ class Controller(TopicChanges, Node):
     def handle_CreateTopics(self, msg):
         req = msg.payload
         out = []
+        total = sum(self.cluster.broker_config["num.partitions"] if t.num_partitions == -1 else t.num_partitions
+                    for t in req.topics if type(t.num_partitions) is int and (t.num_partitions > 0 or t.num_partitions == -1))
+        if total > MAX_PARTITIONS_PER_BATCH:         # Kafka's ReplicationControlManager.validateTotalNumberOfPartitions
+            why = "Excessively large number of partitions per request."
+            self.narrate(f"controller refused CreateTopics: {total} partitions in one request, over "
+                         f"{MAX_PARTITIONS_PER_BATCH} -> POLICY_VIOLATION")
+            return m.CreateTopicsResponse(tuple(m.CreatableTopicResult(t.name, Errors.POLICY_VIOLATION, why, -1, -1)
+                                                for t in req.topics))
         for t in req.topics:
             err, why, partitions, rf, config = self.check_new_topic(t)
             if err == Errors.NONE and not req.validate_only:

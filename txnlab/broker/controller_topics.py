@@ -41,6 +41,8 @@ class TopicChanges:
                     f"{t.count} would not be an increase.")
         if t.count == current:
             return Errors.INVALID_PARTITIONS, f"Topic already has {current} partition(s)."
+        if t.count - current > 10_000:      # Kafka's MAX_PARTITIONS_PER_BATCH
+            return Errors.POLICY_VIOLATION, "Excessively large number of partitions per request."
         return Errors.NONE, ""
 
     def _add_partitions(self, name: str, count: int) -> None:

@@ -190,6 +190,9 @@ class FetchHandling:
                 continue
             committed = req.isolation_level == m.READ_COMMITTED and "ignore-lso" not in self.mutations
             max_offset = log.last_stable_offset if committed else log.high_watermark
+            if committed and "lso-ignores-hw" in self.mutations:
+                fu = log.first_unstable_offset      # the bug: an LSO that forgets min(.., HW)
+                max_offset = fu if fu is not None else log.log_end_offset
             try:
                 batches = log.read(fp.fetch_offset, max_offset, fp.partition_max_bytes) if fp.fetch_offset < max_offset else []
             except ProtocolError as e:
@@ -207,6 +210,10 @@ class FetchHandling:
                 aborted = tuple(log.collect_aborted_transactions(fp.fetch_offset, min(upper, max_offset)))
             if batches:
                 has_data = True
+                if self.cluster.auditors:
+                    self.cluster.audit("fetch", broker=self.broker_id, tp=tp, isolation=req.isolation_level,
+                                       fetch_offset=fp.fetch_offset, last=batches[-1].last_offset,
+                                       hw=log.high_watermark, lso=log.last_stable_offset)
             out[tp] = m.FetchPartitionData(Errors.NONE, log.high_watermark, log.last_stable_offset,
                                            log.log_start_offset, aborted, tuple(batches))
         return m.FetchResponse(out, 0, session.session_id if session is not None else 0), has_data

@@ -95,6 +95,18 @@ _KINDS = [
                 "the workload could not finish within its simulated time limit: some client waited forever."),
     AnomalyKind("watermarks", False,
                 "LSO <= HW <= LEO did not hold on a partition leader after some step."),
+    AnomalyKind("read-above-hw", False,
+                "a consumer's fetch returned records at or above the partition's high watermark: data not yet "
+                "on every in-sync replica, which a leader change can take back."),
+    AnomalyKind("read-above-lso", False,
+                "a read_committed fetch returned records at or above the last stable offset: data of a "
+                "transaction that is not decided yet (or not yet replicated)."),
+    AnomalyKind("kip447-fencing", False,
+                "the group coordinator accepted a TxnOffsetCommit from a member or generation that is not the "
+                "group's current one (KIP-447): a zombie's offsets were committed."),
+    AnomalyKind("require-stable", False,
+                "OffsetFetch with require_stable answered an offset while a transaction's offset commit for that "
+                "partition was still pending (it must answer UNSTABLE_OFFSET_COMMIT)."),
     AnomalyKind("crash", False,
                 "a Python exception escaped the engine during a step: the simulation itself is broken."),
 ]

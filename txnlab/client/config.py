@@ -225,6 +225,10 @@ def _notices(cfg: dict, modified: dict, python: dict, client: str, dialect: str)
                    f"first, {strategies[0]}, in JoinGroup")
     if client == "P" and cfg["partitioner"] in ("fnv1a", "fnv1a_random"):
         out.append(f"partitioner={cfg['partitioner']}: the lab hashes keys with CRC32 (as consistent_random)")
+    if cfg["retry.backoff.ms"] > cfg["retry.backoff.max.ms"]:        # librdkafka's CONFWARN (rd_kafka_new)
+        out.append(f"Configuration `retry.backoff.ms` with value {cfg['retry.backoff.ms']} is greater than "
+                   f"configuration `retry.backoff.max.ms` with value {cfg['retry.backoff.max.ms']}. A static backoff "
+                   f"with value `retry.backoff.max.ms` will be applied.")
     if dialect != dialects.LIBRDKAFKA:
         out.append(f"sim.client.dialect={dialect}: {dialect} client defaults and error reactions")
     return out

@@ -15,13 +15,14 @@ from typing import Callable, Optional
 
 from ..errors import KafkaError, KafkaException
 from ..protocol.errors import Errors
+from . import argcheck
 from .client_events import ClientEvents
 from .config import consumer_config, notices
 from .consumer_coordinator import ConsumerCoordinator, MemberState
 from .consumer_lookup import ConsumerLookups
 from .consumer_rebalance import ConsumerRebalance, _tp_list
 from .fetcher import Fetcher, PartitionState
-from .network_client import attach_client
+from .network_client import attach_client, block
 from .message import OFFSET_BEGINNING, OFFSET_END, OFFSET_INVALID, OFFSET_STORED, Message, TopicPartition
 
 
@@ -133,11 +134,12 @@ class Consumer(ConsumerRebalance, ConsumerLookups):
             if remaining is not None and remaining <= 0:
                 return False
             self._changed = False
-            self._kernel.run_until(lambda: self._changed or pred() or self._node.crashed, timeout_ms=remaining)
+            block(self._kernel, lambda: self._changed or pred() or self._node.crashed, remaining, "a consumer call")
         return True
 
     @staticmethod
     def _timeout_ms(timeout: Optional[float]) -> Optional[int]:
+        timeout = argcheck.timeout_s(timeout, "consumer")
         return None if timeout is None or timeout < 0 else int(round(timeout * 1000))
 
     # ------------------------------------------------------------ subscribe
@@ -174,6 +176,7 @@ class Consumer(ConsumerRebalance, ConsumerLookups):
     def assign(self, partitions: list, /) -> None:
         """Consume exactly these partitions (offsets: >=0, OFFSET_BEGINNING, OFFSET_END, or committed)."""
         self._check_open()
+        partitions = argcheck.tp_list(partitions, "assign()")
         if self._rebalance_protocol() == "COOPERATIVE":
             raise KafkaException(KafkaError(KafkaError._STATE, "Changes to the current assignment must be made "
                                             "using incremental_assign() or incremental_unassign() when rebalance "
@@ -331,7 +334,7 @@ class Consumer(ConsumerRebalance, ConsumerLookups):
                 if remaining is not None and remaining <= 0:
                     return None
                 self._changed = False
-                self._kernel.run_until(lambda: self._changed or self._node.crashed, timeout_ms=remaining)
+                block(self._kernel, lambda: self._changed or self._node.crashed, remaining, "poll()")
                 self._check_open()
         finally:
             self._in_poll = False
@@ -381,6 +384,7 @@ class Consumer(ConsumerRebalance, ConsumerLookups):
 
     def seek(self, partition: TopicPartition) -> None:
         self._check_open()
+        argcheck.one_tp(partition, "seek()")
         key = (partition.topic, partition.partition)
         st = self._assignment.get(key)
         if st is None:
@@ -421,7 +425,8 @@ class Consumer(ConsumerRebalance, ConsumerLookups):
         if message is not None:
             to_commit = {(message.topic(), message.partition()): (message.offset() + 1, "")}
         elif offsets is not None:
-            to_commit = {(tp.topic, tp.partition): (tp.offset, tp.metadata or "") for tp in offsets}
+            to_commit = {(tp.topic, tp.partition): (tp.offset, tp.metadata or "")
+                         for tp in argcheck.tp_list(offsets, "commit()")}
         else:
             to_commit = self._stored_offsets()
         if not to_commit:
@@ -505,7 +510,7 @@ class Consumer(ConsumerRebalance, ConsumerLookups):
         """The group's committed offsets (OffsetFetch with RequireStable: waits out open transactions)."""
         self._check_open()
         self._require_group("committed")
-        tps = [(tp.topic, tp.partition) for tp in partitions]
+        tps = [(tp.topic, tp.partition) for tp in argcheck.tp_list(partitions, "committed()")]
         box: dict = {}
 
         def done(err, offsets):

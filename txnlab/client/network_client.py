@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from typing import Callable, Optional
 
-from ..errors import ConfigException, KafkaError
-from ..kernel import attach
+from ..errors import ConfigException, KafkaError, KafkaException
+from ..kernel import NothingCanArrive, attach
 from ..kernel.node import Node
 from ..protocol import messages as m
 from ..protocol.errors import Errors
@@ -45,6 +45,15 @@ def attach_client(cfg: dict, kind: str, owner, node_class=None) -> tuple:
         node.allow_auto_create_topics = bool(cfg.get("allow.auto.create.topics", False))
     return att, name, node
 
+
+
+def block(kernel, predicate: Callable[[], bool], timeout_ms: Optional[int], call: str) -> bool:
+    """A client's blocking call: ``kernel.run_until``; a wait without a timeout on a simulation where nothing
+    can happen any more raises confluent-kafka's KafkaException (_TIMED_OUT) saying so, instead of hanging."""
+    try:
+        return kernel.run_until(predicate, timeout_ms=timeout_ms)
+    except NothingCanArrive as e:
+        raise KafkaException(KafkaError(KafkaError._TIMED_OUT, f"{call} with no timeout: {e}")) from None
 
 class ClientNode(Node):
     # librdkafka talks to the group and transaction coordinators on connections of their own (its

@@ -15,11 +15,12 @@ from ..errors import KafkaError, KafkaException, KafkaStateError
 from ..protocol.errors import Errors
 from ..protocol.hashing import murmur2_partition
 from ..protocol.record_batch import Record
+from . import argcheck
 from .client_events import ClientEvents
 from .config import dialect_of, notices, producer_config
 from .dialect import LIBRDKAFKA
 from .message import Message
-from .network_client import attach_client
+from .network_client import attach_client, block
 from .record_accumulator import RecordAccumulator
 from .sender import Sender
 from .transaction_manager import State, TransactionManager
@@ -34,6 +35,19 @@ def _to_bytes(v, what: str):
         return bytes(v)
     raise TypeError(f"{what} must be bytes or str, not {type(v).__name__}")
 
+
+
+def _check_produce_args(timestamp, on_delivery, callback) -> None:
+    """produce()'s arguments a confluent-kafka producer refuses, each with a sentence naming the rule."""
+    for what, fn in (("on_delivery", on_delivery), ("callback", callback)):
+        if fn is not None and not callable(fn):
+            raise TypeError(f"{what} expects a callable (a function of (err, msg)), got {type(fn).__name__}")
+    if isinstance(timestamp, bool) or not isinstance(timestamp, int):
+        raise TypeError(f"timestamp expects an int (milliseconds since the Unix epoch, 0 for now), got "
+                        f"{type(timestamp).__name__}")
+    if timestamp < 0:
+        raise KafkaException(KafkaError(KafkaError._INVALID_ARG, f"produce(timestamp={timestamp}): a record's timestamp "
+                                        f"is milliseconds since the Unix epoch (0 for now) and must not be negative"))
 
 class Producer:
     """A Kafka producer (idempotent by default; transactional with ``transactional.id``)."""
@@ -121,6 +135,11 @@ class Producer:
         milliseconds since the Unix epoch, as the application sees it (0: now, on the lab's anchored clock)."""
         if self._txn.state is not self._producing_state or self._node.crashed or self._closed is not None:
             self._produce_refused()
+        if timestamp.__class__ is not int or timestamp < 0 or on_delivery is not None and not callable(on_delivery) \
+                or callback is not None and not callable(callback) or partition.__class__ is not int \
+                or headers is not None and headers.__class__ not in (dict, list, tuple):
+            _check_produce_args(timestamp, on_delivery, callback)
+            argcheck.produce_extras(partition, headers)
         if key is None and partition < 0 and headers is None and value.__class__ is bytes:
             # the common case, kept short (it is what a benchmark and a busy notebook call most): a
             # keyless record joins the open batch of its topic's sticky partition
@@ -277,9 +296,10 @@ class Producer:
     def poll(self, timeout: Optional[float] = None) -> int:
         """Serve delivery reports; wait up to ``timeout`` simulated seconds for one."""
         self._check_alive()
+        argcheck.timeout_s(timeout, "poll()")
         if not self._reports and timeout != 0:
             if timeout is None or timeout < 0:   # block until a report, as long as one can still come
-                self._kernel.run_until(lambda: bool(self._reports) or self._unacked == 0 or self._node.crashed)
+                block(self._kernel, lambda: bool(self._reports) or self._unacked == 0 or self._node.crashed, None, "poll()")
             else:
                 self._kernel.run_until(lambda: bool(self._reports) or self._node.crashed,
                                        timeout_ms=int(timeout * 1000))
@@ -291,9 +311,10 @@ class Producer:
         self.sender.flushing += 1
         try:
             self.sender.wakeup(0)
+            timeout = argcheck.timeout_s(timeout, "flush()")
             ms = None if timeout is None or timeout < 0 else int(timeout * 1000)
-            self._kernel.run_until(lambda: self._unacked == 0 or self._node.crashed
-                                   or self._txn.state == State.FATAL_ERROR, timeout_ms=ms)
+            block(self._kernel, lambda: self._unacked == 0 or self._node.crashed
+                  or self._txn.state == State.FATAL_ERROR, ms, "flush()")
         finally:
             self.sender.flushing -= 1
         self._serve_reports()
@@ -387,6 +408,7 @@ class Producer:
             raise KafkaException(txn.last_error)
         if txn.state != State.IN_TRANSACTION:
             raise KafkaStateError(f"send_offsets_to_transaction() needs an open transaction (state {txn.state.name})")
+        positions = argcheck.offsets_for_transaction(positions)
         offsets = {}
         for tp in positions:
             if tp.offset < 0:

@@ -35,7 +35,10 @@ class GroupOffsetHandlers:
         what = "TxnOffsetCommit" if transactional else "OffsetCommit"
         if group.is_state(S.DEAD):
             return Errors.COORDINATOR_NOT_AVAILABLE
-        if generation_id >= 0 or member_id or instance_id is not None:
+        if transactional and "no-txn-generation-check" in self.broker.mutations:
+            self.narrate(f"[mutation no-txn-generation-check] TxnOffsetCommit of generation {generation_id} accepted "
+                         f"without checking the member or the generation (group at {group.generation_id})")
+        elif generation_id >= 0 or member_id or instance_id is not None:
             err = self._validate_member(group, member_id, instance_id, what)
             if err is not None:
                 return err
@@ -129,6 +132,11 @@ class GroupOffsetHandlers:
         if group is None:
             group = self.manager.add_group(GroupMetadata(req.group_id, S.EMPTY, self.kernel.now))
         err = self._validate_offset_commit(group, req.generation_id, req.member_id, req.group_instance_id, True)
+        if self.broker.cluster.auditors:
+            self.broker.cluster.audit("txn-offset-commit", broker=self.broker.broker_id, group=req.group_id,
+                                      generation=req.generation_id, member=req.member_id,
+                                      group_generation=group.generation_id, members=tuple(group.members),
+                                      accepted=err is None, empty=group.is_state(S.EMPTY))
         if err is not None:
             return m.TxnOffsetCommitResponse({tp: err for tp in req.offsets})
         self.manager.store_offsets(group, dict(req.offsets),
@@ -151,13 +159,19 @@ class GroupOffsetHandlers:
                                                        for tp, e in sorted(group.offsets.items())})
         out = {}
         unstable = []
+        stable = req.require_stable and "offset-fetch-unstable" not in self.broker.mutations
+        audit = self.broker.cluster.auditors and req.require_stable
+        pending = [tp for tp in req.partitions if group.has_pending_offset_commits(tp)] if audit else ()
         for tp in req.partitions:
-            if req.require_stable and group.has_pending_offset_commits(tp):
+            if stable and group.has_pending_offset_commits(tp):
                 out[tp] = (-1, "", Errors.UNSTABLE_OFFSET_COMMIT)
                 unstable.append(tp)
                 continue
             e = group.offsets.get(tp)
             out[tp] = (e.offset, e.metadata, Errors.NONE) if e is not None else (-1, "", Errors.NONE)
+        if pending:
+            self.broker.cluster.audit("offset-fetch", broker=self.broker.broker_id, group=req.group_id,
+                                      answered=tuple(tp for tp in pending if out[tp][2] == Errors.NONE))
         if unstable:
             self.narrate(f"group {group.group_id!r}: the offsets of {m.tps_str(unstable)} were written by a transaction "
                          f"that has no marker yet (or by a commit still being replicated) -> UNSTABLE_OFFSET_COMMIT "

@@ -21,6 +21,7 @@ import base64
 import binascii
 import dataclasses
 import json
+import re
 import typing
 from itertools import accumulate
 from typing import Any
@@ -267,17 +268,52 @@ def loads(data: bytes) -> Any:
     return decode(parse_json(data))
 
 
+MAX_DIGITS = 20          # an int64 has 19 digits (and a sign); a longer number is not a field of any request
+MAX_DEPTH = 64           # no request nests deeper than a dozen levels
+
+
 def parse_json(data: bytes) -> Any:
+    """The body as JSON: no NaN/Infinity, no number longer than an int64, no nesting deeper than MAX_DEPTH."""
     def no_constants(name):
         raise BadRequest(f"{name} is not allowed in the front door's JSON")
+
+    def integer(text):
+        if len(text.lstrip("-")) > MAX_DIGITS:
+            raise BadRequest(f"an integer of {len(text)} digits: at most {MAX_DIGITS} (an int64)")
+        return int(text)
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError:
         raise BadRequest("the body is not UTF-8 text") from None
+    _check_depth(text)
     try:
-        return json.loads(text, parse_constant=no_constants)
+        return json.loads(text, parse_constant=no_constants, parse_int=integer)
     except json.JSONDecodeError as e:
         raise BadRequest(f"the body is not JSON: {e.msg} at line {e.lineno} column {e.colno}") from None
+    except RecursionError:
+        raise BadRequest(f"the body is nested too deeply (at most {MAX_DEPTH} levels)") from None
+    except BadRequest:
+        raise
+    except ValueError as e:          # e.g. a float too long to convert
+        raise BadRequest(f"the body has a value JSON cannot hold here: {e}") from None
+
+
+_STRING = re.compile(r'"(?:[^"\\]|\\.)*"')
+_BRACKET = re.compile(r"[\[\]{}]")
+
+
+def _check_depth(text: str) -> None:
+    """Refuse deep nesting before parsing (the parser would recurse once per level)."""
+    if text.count("[") + text.count("{") <= MAX_DEPTH:
+        return
+    depth = 0
+    for ch in _BRACKET.findall(_STRING.sub("", text)):
+        if ch in "[{":
+            depth += 1
+            if depth > MAX_DEPTH:
+                raise BadRequest(f"the body is nested too deeply (at most {MAX_DEPTH} levels)")
+        else:
+            depth -= 1
 
 
 # ------------------------------------------------------- request validation

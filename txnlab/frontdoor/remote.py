@@ -32,6 +32,7 @@ import http.client
 import json
 import os
 import re
+import secrets
 import socket
 import threading
 from typing import Any, Optional
@@ -73,6 +74,7 @@ class Channel:
         self.host, self.port, self.token, self.timeout_s = host, port, token, timeout_s
         self._conn: Optional[http.client.HTTPConnection] = None
         self._lock = threading.Lock()
+        self.session = secrets.token_hex(8)      # the door releases this process's nodes when it has left
 
     def _connection(self) -> http.client.HTTPConnection:
         if self._conn is None:
@@ -83,7 +85,7 @@ class Channel:
 
     def call(self, payload: dict) -> dict:
         body = json.dumps(payload, separators=(",", ":")).encode("utf-8")
-        headers = {"Content-Type": "application/json", "X-Txnlab-Token": self.token}
+        headers = {"Content-Type": "application/json", "X-Txnlab-Token": self.token, "X-Txnlab-Session": self.session}
         with self._lock:
             for attempt in (1, 2):
                 try:
@@ -223,6 +225,10 @@ class RemoteAttachment(Attachment):
             self.kernel.cancel_timers_of(name)
             self.kernel.nodes.pop(name, None)
             self.clients.pop(name, None)
+            try:
+                self.channel.call({"op": "release", "node": name})     # and its node in the cluster goes too
+            except FrontDoorError:
+                pass                                                   # the door is gone: nothing is held
 
     def forward(self, node: str, dst: str, request: Any, timeout_ms: int, oneway: bool = False) -> dict:
         """Send one request through the front door; the outcome with the response decoded."""

@@ -21,26 +21,44 @@ engine underneath stays single-threaded and deterministic (remote requests
 arrive when they arrive, so a run with remote clients is reproducible only as
 far as their order is).
 
-Every bad input gets an error response (400 with a sentence naming the field,
-403 for a wrong token, 413 for an oversized body); the cluster never sees it.
+Every bad input gets an error response (400 with a sentence naming the field or
+rule, 401 without a token and 403 with a wrong one -- checked before a byte of the
+body is read --, 411/400 for a missing or malformed Content-Length, 413 for a body
+over ``max_body``, 503 when ``max_connections`` are open or the bodies being read
+would pass ``body_budget``); the cluster never sees it and the trace does not
+either (``door.refused`` counts refusals, ``door.refusals`` keeps the last few).
+Bounded: connections, idle time per connection (``idle_timeout_s``, a socket
+timeout), body bytes, remote nodes (``max_nodes``) and claim keys.  ``stop()``
+closes every connection, keep-alive ones included, waits for their threads and
+releases every remote node; a client that leaves (``release`` op, or every
+connection of its session closed for ``linger_s``) has its nodes released.
 """
 from __future__ import annotations
 
+import collections
 import functools
+import ipaddress
 import json
 import os
 import secrets
+import socket
 import threading
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Callable, Optional
 
 from ..kernel.node import Node
 from . import codec
 from .codec import BadRequest
+from .listener import Refused, open_server
 
-MAX_BODY = 256 * 1024 * 1024
-LOOPBACK = ("127.0.0.1", "localhost", "::1")
+MAX_BODY = 16 * 1024 * 1024          # one request body (a Spark task's batch is far smaller)
+BODY_BUDGET = 64 * 1024 * 1024       # all bodies being read at once
+MAX_CONNECTIONS = 32
+IDLE_TIMEOUT_S = 120.0               # a connection that sends nothing for this long is closed
+MAX_NODES = 512                      # remote client nodes connected at once
+MAX_CLAIMS = 100_000
+MAX_CLAIM_KEY = 512
+LINGER_S = 300.0                     # a session with no open connection keeps its nodes this long
 KERNEL_ENTRY_POINTS = ("step", "run_until", "run_until_idle", "advance", "begin_step", "schedule", "cancel")
 CLUSTER_ENTRY_POINTS = ("step", "run_until", "run_until_idle", "advance", "create_topic", "crash", "restart",
                         "drop_next", "delay_next", "duplicate_next", "drop_message", "delay_message",
@@ -55,6 +73,7 @@ class RemoteNode(Node):
         super().__init__(kernel, name)
         self.label = label
         self.crashed = False
+        self.session = ""
 
     def handle_request(self, msg):
         return None
@@ -87,49 +106,94 @@ def guard(cluster) -> threading.RLock:
     return lock
 
 
+def _is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
 class FrontDoor:
     """One HTTP server thread serving one cluster (see the module docstring)."""
 
     def __init__(self, cluster, host: str = "127.0.0.1", port: int = 0, token: Optional[str] = None,
-                 mode: str = "run", settle_ms: int = 1_000, step_wait_s: float = 600.0) -> None:
+                 mode: str = "run", settle_ms: int = 1_000, step_wait_s: float = 600.0, *,
+                 max_body: int = MAX_BODY, body_budget: int = BODY_BUDGET, max_connections: int = MAX_CONNECTIONS,
+                 idle_timeout_s: float = IDLE_TIMEOUT_S, max_nodes: int = MAX_NODES, max_claims: int = MAX_CLAIMS,
+                 linger_s: float = LINGER_S) -> None:
         if mode not in ("run", "step"):
             raise ValueError(f"mode must be 'run' or 'step', got {mode!r}")
+        for name, v in (("max_body", max_body), ("body_budget", body_budget), ("max_connections", max_connections),
+                        ("max_nodes", max_nodes), ("max_claims", max_claims)):
+            if type(v) is not int or v < 1:
+                raise ValueError(f"{name} must be a positive integer, got {v!r}")
+        if not (isinstance(idle_timeout_s, (int, float)) and idle_timeout_s > 0):
+            raise ValueError(f"idle_timeout_s must be a positive number of seconds, got {idle_timeout_s!r}")
         self.cluster = cluster
         self.kernel = cluster.kernel
         self.mode = mode
         self.settle_ms = settle_ms
         self.step_wait_s = step_wait_s
+        self.max_body, self.body_budget, self.max_connections = max_body, body_budget, max_connections
+        self.idle_timeout_s, self.max_nodes, self.max_claims, self.linger_s = idle_timeout_s, max_nodes, max_claims, linger_s
         self.token = token or secrets.token_urlsafe(24)
         self.lock = guard(cluster)
         self.nodes: dict[str, RemoteNode] = {}
+        self.released: collections.OrderedDict = collections.OrderedDict()   # names released (bounded)
         self.claims: set = set()
         self.hooks: dict[str, Callable[[Any], Any]] = {}
         self.requests = 0
         self.refused = 0
+        self.refusals: collections.deque = collections.deque(maxlen=20)      # (status, why) of the last few
         self.stats: dict[str, list] = {}      # api -> [requests, seconds in the kernel, seconds in total]
         self._next = 0
         self._names_lock = threading.Lock()
-        self._httpd = ThreadingHTTPServer((host, port), _Handler)
-        self._httpd.daemon_threads = True
+        self._conns: set = set()              # open client sockets
+        self._threads: set = set()            # their handler threads
+        self._sessions: dict[str, list] = {}  # session -> [open connections, wall time the last one closed]
+        self._reading = 0                     # body bytes being read now
+        self._closing = False
+        self._httpd = open_server(host, port)
         self._httpd.door = self
         self.host, self.port = self._httpd.server_address[:2]
         self._thread = threading.Thread(target=self._httpd.serve_forever, args=(0.05,),
                                         name=f"txnlab-frontdoor-{self.port}", daemon=True)
         self._thread.start()
         self.ops = {"hello": self._hello, "connect": self._connect, "request": self._request,
-                    "claim": self._claim, "signal": self._signal}
+                    "claim": self._claim, "signal": self._signal, "release": self._release_op}
 
     @property
     def address(self) -> str:
-        return f"txnlab://{self.host}:{self.port}/{self.token}"
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        return f"txnlab://{host}:{self.port}/{self.token}"
 
     def __repr__(self) -> str:
         return f"<FrontDoor {self.host}:{self.port} mode={self.mode} requests={self.requests}>"
 
-    def stop(self) -> None:
-        """Close the door (the cluster keeps its lock wrappers; ``cluster.serve()`` opens a new door)."""
+    def stop(self, wait_s: float = 10.0) -> None:
+        """Close the door: the listener, every open connection (keep-alive ones too), their threads, and
+        every remote node (the cluster keeps its lock wrappers; ``cluster.serve()`` opens a new door)."""
+        self._closing = True
         self._httpd.shutdown()
         self._httpd.server_close()
+        with self._names_lock:
+            conns = list(self._conns)
+        for sock in conns:
+            try:
+                sock.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+        deadline = time.monotonic() + wait_s
+        with self._names_lock:
+            threads = list(self._threads)
+        for t in threads:
+            t.join(max(0.0, deadline - time.monotonic()))
+        self._thread.join(max(0.0, deadline - time.monotonic()))
+        with self.lock:
+            for name in list(self.nodes):
+                self._release(name, "the front door closed")
         if getattr(self.cluster, "front_door", None) is self:
             self.cluster.front_door = None
 
@@ -140,31 +204,110 @@ class FrontDoor:
         else:
             self.hooks[name] = fn
 
+    # ------------------------------------------------------- bookkeeping
+    def refuse(self, status: int, why: str) -> None:
+        """Count a refusal (never in the trace: a refused request is not an event of the cluster)."""
+        with self._names_lock:
+            self.refused += 1
+            self.refusals.append((status, why[:300]))
+
+    def check_token(self, token: Optional[str]) -> None:
+        if token is None:
+            raise Refused(401, "unauthorized", "send the door's token in the X-Txnlab-Token header")
+        if not secrets.compare_digest(token.encode("utf-8", "replace"), self.token.encode()):
+            raise Refused(403, "forbidden", "wrong token")
+
+    def reserve(self, n: int) -> None:
+        """Room to read an ``n``-byte body (413 over ``max_body``, 503 over the shared ``body_budget``)."""
+        if n > self.max_body:
+            raise Refused(413, "too_large", f"the body is {n} bytes, over the door's limit of {self.max_body}")
+        with self._names_lock:
+            if self._reading + n > self.body_budget:
+                raise Refused(503, "busy", f"the door is reading {self._reading} bytes of other bodies; "
+                              f"{n} more would pass its budget of {self.body_budget}: try again")
+            self._reading += n
+
+    def unreserve(self, n: int) -> None:
+        with self._names_lock:
+            self._reading -= n
+
+    def opened(self, sock) -> bool:
+        """A new connection: False (refuse it) when ``max_connections`` are open or the door is closing."""
+        with self._names_lock:
+            if self._closing or len(self._conns) >= self.max_connections:
+                return False
+            self._conns.add(sock)
+            return True
+
+    def closed(self, sock, session: Optional[str]) -> None:
+        with self._names_lock:
+            self._conns.discard(sock)
+            s = self._sessions.get(session) if session else None
+            if s is not None:
+                s[0] -= 1
+                s[1] = time.monotonic()
+        if session:
+            self._reap()
+
+    def joined(self, session: str) -> None:
+        with self._names_lock:
+            s = self._sessions.setdefault(session, [0, 0.0])
+            s[0] += 1
+
+    def _reap(self) -> None:
+        """Release the nodes of sessions whose connections have all been closed for ``linger_s``."""
+        now = time.monotonic()
+        with self._names_lock:
+            gone = [sid for sid, (n, t) in self._sessions.items() if n <= 0 and now - t >= self.linger_s]
+            for sid in gone:
+                del self._sessions[sid]
+        if gone:
+            with self.lock:
+                for name in [n for n, node in self.nodes.items() if node.session in gone]:
+                    self._release(name, "its client left (no connection for "
+                                  f"{self.linger_s:g} s)")
+
+    def _release(self, name: str, why: str) -> None:
+        """Forget a remote node (under the lock): its requests, timers, connections and principal go."""
+        node = self.nodes.pop(name, None)
+        if node is None:
+            return
+        self.released[name] = why
+        while len(self.released) > 10_000:
+            self.released.popitem(last=False)
+        if node.alive:
+            node.crash()
+        self.kernel.network.close_all_of(name, f"{name} was released")
+        if self.kernel.nodes.get(name) is node:
+            del self.kernel.nodes[name]
+        self.cluster.attachment.principals.pop(name, None)
+
     # ------------------------------------------------------------- dispatch
-    def handle(self, token: Optional[str], body: bytes) -> tuple[int, dict]:
+    def handle(self, token: Optional[str], body: bytes, session: Optional[str] = None) -> tuple[int, dict]:
         """(HTTP status, JSON reply) for one POST."""
-        if token is None or not secrets.compare_digest(token.encode(), self.token.encode()):
-            self._refuse("a request without the right token")
-            return 403, {"ok": False, "error": "forbidden", "message": "wrong or missing token"}
         try:
+            self.check_token(token)
             payload = codec.parse_json(body)
             if type(payload) is not dict or type(payload.get("op")) is not str:
                 raise BadRequest("the body must be a JSON object with a string 'op'")
             op = self.ops.get(payload["op"])
             if op is None:
                 raise BadRequest(f"unknown op {payload['op']!r}; known: {', '.join(self.ops)}")
+            if payload["op"] == "connect":
+                payload["_session"] = session
             return 200, {"ok": True, **op(payload)}
+        except Refused as e:
+            self.refuse(e.status, e.message)
+            return e.status, {"ok": False, "error": e.error, "message": e.message}
         except BadRequest as e:
-            self._refuse(str(e))
+            self.refuse(400, str(e))
             return 400, {"ok": False, "error": "bad_request", "message": str(e)}
+        except RecursionError:
+            self.refuse(400, "nested too deeply")
+            return 400, {"ok": False, "error": "bad_request", "message": "the body is nested too deeply"}
         except Exception as e:  # noqa: BLE001 - the door answers; it never takes the kernel down
-            self._refuse(f"internal error {type(e).__name__}: {e}")
+            self.refuse(500, f"internal error {type(e).__name__}: {e}")
             return 500, {"ok": False, "error": "internal", "message": f"{type(e).__name__}: {e}"}
-
-    def _refuse(self, why: str) -> None:
-        self.refused += 1
-        with self.lock:
-            self.kernel.record("note", "front-door", f"the front door refused a request: {why}")
 
     @staticmethod
     def _field(payload: dict, name: str, typ: type, default: Any = ...) -> Any:
@@ -188,23 +331,44 @@ class FrontDoor:
     def _connect(self, payload: dict) -> dict:
         label = self._field(payload, "label", str, "client")[:200]
         pid = self._field(payload, "pid", int, 0)
+        if not 0 <= pid < 2 ** 32:
+            raise BadRequest("pid: must be between 0 and 4294967295")
         principal = self._field(payload, "principal", str, None)
+        if principal is not None and len(principal) > 256:
+            raise BadRequest("principal: at most 256 characters")
+        session = payload.get("_session") or ""
+        self._reap()
         with self.lock:
+            if len(self.nodes) >= self.max_nodes:
+                raise Refused(503, "busy", f"{len(self.nodes)} remote clients are connected, the door's limit "
+                              f"(max_nodes={self.max_nodes}): close a client first")
             while True:
                 self._next += 1
                 name = f"remote-{self._next}"
                 if name not in self.kernel.nodes:
                     break
             node = RemoteNode(self.kernel, name, label)
+            node.session = session
             self.nodes[name] = node
             if principal:
                 self.cluster.attachment.principals[name] = principal   # what SASL would have told the brokers
             self.kernel.record("note", name, f"{name} connects through the front door: {label} (pid {pid})")
         return {"node": name, "now": self.kernel.now}
 
+    def _release_op(self, payload: dict) -> dict:
+        """A client that is done says so: its node leaves the cluster's kernel."""
+        name = self._field(payload, "node", str)
+        with self.lock:
+            known = name in self.nodes
+            self._release(name, "its client closed it")
+        return {"released": known}
+
     def _request(self, payload: dict) -> dict:
         name = self._field(payload, "node", str)
         node = self.nodes.get(name)
+        if node is None and name in self.released:
+            # the door let it go (the client left, or the door was idle): to the client, its process crashed
+            return {"response": None, "error": None, "sent": self.kernel.now, "now": self.kernel.now, "crashed": True}
         if node is None:
             raise BadRequest(f"node: {name!r} is not a connected remote client (op 'connect' first)")
         dst = self._field(payload, "dst", str)
@@ -258,7 +422,7 @@ class FrontDoor:
         sent = box.get("sent", k.now)
         if oneway:
             return {"response": None, "error": None, "sent": sent, "now": k.now, "crashed": False}
-        if self.mode == "step" and not done.wait(self.step_wait_s):
+        if self.mode == "step" and not self._wait(done, node):
             return {"response": None, "error": "REQUEST_TIMED_OUT", "sent": sent, "now": k.now,
                     "crashed": not node.alive}
         if not done.is_set():
@@ -267,10 +431,22 @@ class FrontDoor:
         return {"response": None if err is not None else codec.encode(box["r"]),
                 "error": None if err is None else err.name, "sent": sent, "now": box["t"], "crashed": False}
 
+    def _wait(self, done: threading.Event, node: RemoteNode) -> bool:
+        """Step mode: wait for the notebook to step the kernel until the answer came (or the door closes)."""
+        deadline = time.monotonic() + self.step_wait_s
+        while not done.wait(0.05):
+            if self._closing or not node.alive or time.monotonic() >= deadline:
+                return False
+        return True
+
     def _claim(self, payload: dict) -> dict:
         key = self._field(payload, "key", str)
+        if len(key) > MAX_CLAIM_KEY:
+            raise BadRequest(f"key: at most {MAX_CLAIM_KEY} characters (got {len(key)})")
         with self._names_lock:
             first = key not in self.claims
+            if first and len(self.claims) >= self.max_claims:
+                raise Refused(503, "busy", f"the door holds {len(self.claims)} claims, its limit (max_claims)")
             self.claims.add(key)
         return {"first": first}
 
@@ -282,58 +458,15 @@ class FrontDoor:
         return {"reply": reply, "handled": fn is not None}
 
 
-class _Handler(BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
-    server_version = "txnlab-frontdoor/1"
-    disable_nagle_algorithm = True      # headers and body go out at once: no 40 ms delayed-ACK stalls
-
-    def do_POST(self) -> None:  # noqa: N802 - http.server's naming
-        door: FrontDoor = self.server.door
-        length = self.headers.get("Content-Length")
-        if length is None or not length.isdigit():
-            self._reply(411, {"ok": False, "error": "length_required", "message": "send a Content-Length"}, close=True)
-            return
-        n = int(length)
-        if n > MAX_BODY:
-            self._reply(413, {"ok": False, "error": "too_large", "message": f"the body is over {MAX_BODY} bytes"},
-                        close=True)
-            return
-        body = self.rfile.read(n)
-        if self.path != "/v1":
-            self._reply(404, {"ok": False, "error": "not_found", "message": "POST /v1"})
-            return
-        status, reply = door.handle(self.headers.get("X-Txnlab-Token"), body)
-        self._reply(status, reply)
-
-    def do_GET(self) -> None:  # noqa: N802
-        self._reply(405, {"ok": False, "error": "method", "message": "POST JSON to /v1"})
-
-    do_PUT = do_DELETE = do_PATCH = do_HEAD = do_GET
-
-    def _reply(self, status: int, reply: dict, close: bool = False) -> None:
-        data = json.dumps(reply, separators=(",", ":")).encode("utf-8")
-        self.send_response(status)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(data)))
-        if close:
-            self.send_header("Connection", "close")
-            self.close_connection = True
-        self._headers_buffer.append(b"\r\n")            # end of headers, and the body in the same write
-        if self.command != "HEAD":
-            self._headers_buffer.append(data)
-        self.flush_headers()
-
-    def log_message(self, format: str, *args) -> None:  # noqa: A002 - quiet: the trace is the log
-        return
-
-
 def serve(cluster, host: str = "127.0.0.1", port: int = 0, token: Optional[str] = None, mode: str = "run",
           allow_remote: bool = False, **kw) -> FrontDoor:
     """Open (or return the already open) front door of ``cluster``."""
     door = getattr(cluster, "front_door", None)
     if door is not None:
         return door
-    if host not in LOOPBACK and not allow_remote and not os.environ.get("TXNLAB_FRONTDOOR_ALLOW_REMOTE"):
+    if not isinstance(host, str):
+        raise ValueError(f"host must be a string, got {host!r}")
+    if not _is_loopback(host) and not allow_remote and not os.environ.get("TXNLAB_FRONTDOOR_ALLOW_REMOTE"):
         raise ValueError(f"the front door listens on loopback only; host={host!r} needs allow_remote=True")
     door = FrontDoor(cluster, host, port, token, mode, **kw)
     cluster.front_door = door

@@ -53,7 +53,16 @@ def _order(ev: Event) -> tuple:
 
 
 class SimulationStuck(RuntimeError):
-    """run_until_idle() took more steps than allowed: something loops forever."""
+    """run_until_idle() took more steps than allowed, or events loop at one instant without the clock moving."""
+
+
+class NothingCanArrive(SimulationStuck):
+    """A wait without a deadline while the simulation can no longer change anything: for ``QUIET_MS`` of
+    simulated time only background timers (heartbeats, parked fetches, reapers) ran, and nothing else runs
+    while a call blocks (the notebook's other code waits for it).  Clients turn it into a KafkaException."""
+
+
+QUIET_MS = 3_600_000     # an hour with only background events: longer than every timeout a run can have pending
 
 
 class Kernel:
@@ -301,7 +310,12 @@ class Kernel:
         if self.driver is not None:
             return self.driver(predicate, timeout_ms)
         deadline = None if timeout_ms is None else self.now + int(timeout_ms)
+        # A long wait costs only the events that really happen; what is refused is a loop at one instant
+        # (max_steps steps without the clock moving) and, without a deadline, waiting on a simulation that
+        # has only idle background timers left (nothing can ever arrive).
         steps = 0
+        at = self.now
+        quiet_since = None
         while not predicate():
             t = self.next_event_time()
             if t is None or (deadline is not None and t > deadline):
@@ -309,9 +323,24 @@ class Kernel:
                     self.now = deadline
                 return predicate()
             self.step()
-            steps += 1
-            if steps > max_steps:
-                raise SimulationStuck(f"no progress after {max_steps} steps")
+            if self.now != at:
+                at = self.now
+                steps = 0
+            else:
+                steps += 1
+                if steps > max_steps:
+                    raise SimulationStuck(f"no progress: {max_steps} steps at t={at}ms without the clock moving "
+                                          f"(events keep scheduling each other at the same instant)")
+            if deadline is None:
+                if self._foreground > 0 or self._holds:
+                    quiet_since = None
+                elif quiet_since is None:
+                    quiet_since = self.now
+                elif self.now - quiet_since > QUIET_MS:
+                    raise NothingCanArrive(
+                        f"nothing can arrive: for {QUIET_MS // 60_000} simulated minutes (t={quiet_since}.."
+                        f"{self.now}ms) the cluster ran only background timers (heartbeats, parked fetches), and "
+                        f"no other code runs while this call blocks, so what it waits for can never happen")
         return True
 
     def run_until_idle(self, max_steps: int = 5_000_000) -> int:

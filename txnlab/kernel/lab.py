@@ -81,7 +81,10 @@ class Lab:
 
     def advance(self, ms: int) -> None:
         """Let ``ms`` simulated milliseconds pass, handling everything due (timers too)."""
-        self.kernel.advance(ms)
+        if isinstance(ms, bool) or not isinstance(ms, (int, float)) or not 0 <= ms < float("inf"):
+            raise ValueError(f"advance(ms={ms!r}): ms is how many simulated milliseconds to let pass, a number "
+                             f">= 0 (time never runs backwards)")
+        self.kernel.advance(int(ms))
 
     def in_flight(self) -> list[Message]:
         return self.kernel.network.in_flight()

@@ -44,12 +44,15 @@ def consume(ctx, c, n: int, timeout: float) -> list:
 
 
 def transact(ctx, p, writes: list, tid: str, polls: Optional[list] = None, offsets: Optional[list] = None,
-             group_metadata=None, abort: bool = False, plain_commit=None) -> Iterator:
+             group_metadata=None, abort: bool = False, plain_commit=None, pause_ms: int = 0) -> Iterator:
     """Generator: run one transaction of ``writes`` [(topic, partition, value)]; returns its fate.
 
     ``offsets`` (TopicPartition list) go into the transaction with send_offsets_to_transaction, unless
     ``plain_commit`` (a consumer) is given: then they are committed outside it (the offsets-outside-txn
-    mutation).  The op is recorded: ok if committed, fail if certainly not, info if unknown."""
+    mutation).  ``pause_ms``: the whole process (its heartbeats too) stops for that long after producing,
+    before the offsets go in (a GC pause at the worst moment: a group member comes back as a zombie of an older
+    generation, which KIP-447's generation check must fence).  The op is recorded: ok if committed, fail if
+    certainly not, info if unknown."""
     start = ctx.now
     sends: list = []
     attrs = {"transactional_id": tid, "instance": ctx.instance}
@@ -75,6 +78,8 @@ def transact(ctx, p, writes: list, tid: str, polls: Optional[list] = None, offse
             p.produce(topic, value=value, partition=partition, on_delivery=delivered)
             sends.append((key_of(topic, partition), value, box))
         yield
+        if pause_ms and ctx.rt.stall(ctx.name, pause_ms, replace=False):
+            yield
         if offsets:
             if plain_commit is not None:
                 plain_commit.commit(offsets=offsets, asynchronous=False)

@@ -52,7 +52,8 @@ class Counterexample:
     def from_explorer(cls, explorer, run) -> "Counterexample":
         """The explorer's counterexample (a ``RunResult`` of ``explorer``)."""
         cfg = {"mutation": explorer.mutation, "max_faults": explorer.max_faults,
-               "transaction_version": explorer.transaction_version, "max_reorderings": explorer.max_reorderings}
+               "transaction_version": explorer.transaction_version, "max_reorderings": explorer.max_reorderings,
+               "brokers": explorer.brokers}
         return cls(EXPLORE, explorer.seed, cfg, tuple(run.faults), tuple(run.choices), run.outcome,
                    run.detail, None)
 

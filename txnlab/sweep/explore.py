@@ -2,8 +2,11 @@
 
 ``python -m txnlab.sweep.explore [--mutation NAME] [--faults 2] [--max-runs N] [--replay 0,2,1]``
 
-The scenario (DSLabs-style, small enough to enumerate): one broker; the input
-topic holds two committed records; a copier -- one read_committed consumer and
+The scenario (DSLabs-style, small enough to enumerate): one broker, or three
+(``--brokers 3``: every topic replicated three times with min.insync.replicas=2,
+replica fetches are choice points too, and a fault may also crash the broker a
+request is delivered to, back after a few seconds); the input topic holds two
+committed records; a copier -- one read_committed consumer and
 one transactional producer -- copies them to two output partitions in one
 transaction, with its consumed offsets; if the copier crashes, a new instance
 with the same transactional.id starts over from the committed offsets.
@@ -15,7 +18,8 @@ process crashes just before it arrives).  The explorer runs the scenario again a
 again, depth first over the choice lists, hashing the state it can see (logs,
 watermarks, coordinator and group state, messages in flight, timers, client
 states, how far the copier's script got) and pruning states it has seen.  Each
-complete run ends with a final read and the history checker; outcomes go into a
+complete run ends with a final read and the history checker (the sweep's step invariants watch every
+step: watermarks, reads above the HW or the LSO, KIP-447 fencing, require_stable); outcomes go into a
 histogram (exactly-once, exactly-once after an aborted attempt, duplicate, loss, stuck, violation).
 Reorderings are bounded (``--reorderings``, default 1: at most one delivery out of its default order
 per run; -1 for no bound); faults are not.
@@ -42,6 +46,7 @@ from ..errors import KafkaException
 from ..kernel.faults import Fault, KernelHooks
 from .clientops import final_read, poll_mops, record_committed_offsets
 from .counterexample import Counterexample
+from .invariants import StepInvariants
 
 INPUT = ("a", "b")
 # Messages a fault may hit: the ones exactly-once depends on (a lost Fetch or Metadata only adds a retry).
@@ -50,6 +55,9 @@ INPUT = ("a", "b")
 DROP_REQUESTS = frozenset({"Produce", "EndTxn", "WriteTxnMarkers", "TxnOffsetCommit"})
 DROP_RESPONSES = frozenset({"Produce", "EndTxn", "TxnOffsetCommit", "InitProducerId"})
 CRASH_BEFORE = frozenset({"InitProducerId", "Produce", "TxnOffsetCommit", "EndTxn"})
+# With three brokers: crash the broker just after one of these requests reaches it (back after BROKER_DOWN_MS).
+CRASH_BROKER_AFTER = frozenset({"Produce", "EndTxn", "WriteTxnMarkers", "TxnOffsetCommit", "AddPartitionsToTxn"})
+BROKER_DOWN_MS = 6_000
 APP_DEADLINE_MS = 90_000
 BAD = ("violation", "duplicate", "loss", "stuck")
 _DIGITS = re.compile(r"#\d+")
@@ -61,12 +69,15 @@ class Prune(Exception):
 
 @dataclass
 class Option:
-    kind: str            # deliver | drop | crash
+    kind: str            # deliver | drop | crash | crash-broker
     index: int = 0       # into Kernel.choices()
 
     def describe(self, events) -> str:
         if self.kind == "crash":
             return "the copier process crashes"
+        if self.kind == "crash-broker":
+            m = events[self.index].msg
+            return f"deliver {m.api} request {m.src}->{m.dst}, then {m.dst} crashes"
         m = events[self.index].msg
         what = f"{m.api} {'response' if m.is_response else 'request'} {m.src}->{m.dst}"
         return f"{'deliver' if self.kind == 'deliver' else 'LOSE'} {what}"
@@ -110,6 +121,7 @@ class ExploreRun:
         self.prune = prune
         self.cluster = explorer._setup()
         self.res = RunResult(list(prefix), [])
+        self.invariants = StepInvariants(self.cluster, ["in", "out"])
         self.state = {"faults": 0, "reorders": 0, "copier": None, "k": 0, "calls": (0, "")}
         self.choosing = False
         k = self.kernel = self.cluster.kernel
@@ -129,6 +141,9 @@ class ExploreRun:
             if state["copier"] is not None and any(e.msg.is_response and e.msg.api in CRASH_BEFORE and
                                                    e.msg.dst.startswith("copier") for e in evs):
                 opts.append(Option("crash"))
+            if ex.brokers > 1:
+                opts += [Option("crash-broker", i) for i, e in enumerate(evs)
+                         if not e.msg.is_response and e.msg.api in CRASH_BROKER_AFTER and e.msg.dst.startswith("broker")]
         return evs, opts
 
     def _choice_point(self, deadline) -> bool:
@@ -175,13 +190,21 @@ class ExploreRun:
             if own_driver:
                 k.driver = None
         res.outcome, res.detail = self.ex._outcome(self.cluster, history, finished)
+        self.invariants.check(self.kernel.step_count)
+        self.invariants.detach()
+        inv = self.invariants.result
+        if inv.violations and res.outcome not in BAD:
+            res.outcome, res.detail = "violation", inv.summary() + "\n" + inv.explain(examples=2)
         res.cluster = self.cluster
         return res
 
 
 class Explorer:
     def __init__(self, mutation: Optional[str] = None, max_faults: int = 2, seed: int = 0,
-                 transaction_version: int = 0, max_reorderings: int = 1) -> None:
+                 transaction_version: int = 0, max_reorderings: int = 1, brokers: int = 1) -> None:
+        if brokers not in (1, 3):
+            raise ValueError(f"brokers: the explorer's scenario has 1 or 3 brokers, got {brokers!r}")
+        self.brokers = brokers
         self.mutation = mutation
         self.max_faults = max_faults
         self.max_reorderings = max_reorderings
@@ -216,19 +239,31 @@ class Explorer:
             k.step(choice=opt.index)
             return
         state["faults"] += 1
+        if opt.kind == "crash-broker":
+            dst = evs[opt.index].msg.dst
+            k.step(choice=opt.index)
+            fault = Fault("crash", dst, ms=BROKER_DOWN_MS)
+            res.faults.append(fault.at_step(k.step_count + 1))
+            fault.apply(cluster, _CopierHooks(cluster, state))
+            return
         fault = Fault("drop", msg_id=evs[opt.index].msg.id) if opt.kind == "drop" else Fault("kill", "copier")
         res.faults.append(fault.at_step(k.step_count + 1))
         fault.apply(cluster, _CopierHooks(cluster, state))
 
     # -------------------------------------------------------------- scenario
     def _setup(self) -> Cluster:
-        cluster = Cluster(brokers=1, seed=self.seed, mutations=(self.mutation,) if self.mutation else (),
-                          config={"transaction.state.log.num.partitions": 1, "offsets.topic.num.partitions": 1,
-                                  "transaction.version": self.transaction_version,
-                                  "transaction.abort.timed.out.transaction.cleanup.interval.ms": 1_000,
-                                  "group.initial.rebalance.delay.ms": 0})
-        cluster.create_topic("in", partitions=1)
-        cluster.create_topic("out", partitions=2)
+        config = {"transaction.state.log.num.partitions": 1, "offsets.topic.num.partitions": 1,
+                  "transaction.version": self.transaction_version,
+                  "transaction.abort.timed.out.transaction.cleanup.interval.ms": 1_000,
+                  "group.initial.rebalance.delay.ms": 0}
+        if self.brokers > 1:       # quick failure detection, as in the sweep
+            config.update({"broker.session.timeout.ms": 3_000, "broker.heartbeat.interval.ms": 1_000,
+                           "replica.lag.time.max.ms": 4_000})
+        cluster = Cluster(brokers=self.brokers, seed=self.seed, config=config,
+                          mutations=(self.mutation,) if self.mutation else ())
+        topic_config = {"min.insync.replicas": 2} if self.brokers > 1 else None
+        cluster.create_topic("in", partitions=1, replication_factor=self.brokers, config=topic_config)
+        cluster.create_topic("out", partitions=2, replication_factor=self.brokers, config=topic_config)
         p = Producer({"bootstrap.servers": cluster.bootstrap, "client.id": "seeder"})
         for v in INPUT:
             p.produce("in", value=v, partition=0)
@@ -239,6 +274,13 @@ class Explorer:
         wc = Consumer({"bootstrap.servers": cluster.bootstrap, "client.id": "warmup-c", "group.id": "warmup"})
         wc.committed([TopicPartition("in", 0)])
         wc.close()
+        if self.brokers > 1:
+            # a read_committed reader of the output, fetching on its own while the copier works (its fetches
+            # are what the step invariants check against the HW and the LSO)
+            r = Consumer({"bootstrap.servers": cluster.bootstrap, "client.id": "reader", "group.id": "reader",
+                          "isolation.level": "read_committed", "auto.offset.reset": "earliest"})
+            r.assign([TopicPartition("out", 0, 0), TopicPartition("out", 1, 0)])
+            cluster.explore_reader = r
         cluster.run_until_idle()
         return cluster
 
@@ -288,18 +330,32 @@ class Explorer:
                 p.produce("out", value=f"{v}|{instance}", partition=INPUT.index(v),
                           on_delivery=lambda err, msg, box=box: box.__setitem__(0, msg.offset() if err is None else None))
                 sends.append((f"out-{INPUT.index(v)}", f"{v}|{instance}", box))
+            self._peek(cluster)
             off = msgs[-1].offset() + 1
             attrs["offsets"] = {"in-0": off}
             attrs["group"] = "g"
-            p.send_offsets_to_transaction([TopicPartition("in", 0, off)], c.consumer_group_metadata(), 30.0)
+            if self.mutation == "offsets-outside-txn":     # the application's bug: offsets outside the transaction
+                c.commit(offsets=[TopicPartition("in", 0, off)], asynchronous=False)
+            else:
+                p.send_offsets_to_transaction([TopicPartition("in", 0, off)], c.consumer_group_metadata(), 30.0)
             attrs["commit_at"] = cluster.kernel.now
             outcome = INFO
+            self._peek(cluster)
             p.commit_transaction(60.0)
             outcome = OK
+            self._peek(cluster)
         finally:
             mops = poll_mops(msgs) + [["send", k, v, b[0]] for k, v, b in sends]
             history.add(proc, "txn", mops, outcome, start, cluster.kernel.now, **attrs)
         return True
+
+    @staticmethod
+    def _peek(cluster) -> None:
+        """The output's reader (three brokers) polls a little: its fetches go out while the copier works."""
+        r = getattr(cluster, "explore_reader", None)
+        if r is not None:
+            for _ in range(3):
+                r.poll(0.005)
 
     def _outcome(self, cluster, history: History, finished: bool) -> tuple:
         history.attrs["finished"] = finished
@@ -345,6 +401,9 @@ class Explorer:
                 batches = tuple((x.base_offset, x.producer_id, x.producer_epoch, x.base_sequence, x.is_control,
                                  tuple(r.value for r in x.records)) for x in log.batches)
                 parts.append(f"{tp} {batches} hw={log.high_watermark} lso={log.last_stable_offset}")
+        for tp, s in sorted(cluster.controller.states.items()):
+            if self.brokers > 1:
+                parts.append(f"{tp} leader={s.leader} isr={sorted(s.isr)} epoch={s.leader_epoch}")
         parts.append(_timeless(cluster.transaction_state("copier")))
         gs = getattr(cluster, "group_state", None)
         if gs is not None:
@@ -402,9 +461,9 @@ def _timeless(d: Optional[dict]) -> str:
 
 
 def replay(choices: list, mutation: Optional[str] = None, seed: int = 0, max_faults: int = 2,
-           transaction_version: int = 0, max_reorderings: int = 1) -> RunResult:
+           transaction_version: int = 0, max_reorderings: int = 1, brokers: int = 1) -> RunResult:
     """Run one choice list again: the same trace, step for step (open ``result.cluster.trace``)."""
-    ex = Explorer(mutation, max_faults, seed, transaction_version, max_reorderings)
+    ex = Explorer(mutation, max_faults, seed, transaction_version, max_reorderings, brokers)
     return ex.run(list(choices), prune=False)
 
 
@@ -417,15 +476,18 @@ def main(argv: Optional[list] = None) -> int:
     ap.add_argument("--max-runs", type=int, default=20000)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--transaction-version", type=int, choices=(0, 1, 2), default=0)
+    ap.add_argument("--brokers", type=int, choices=(1, 3), default=1,
+                    help="1 (the small scenario) or 3 (replicated topics; a fault may also crash a broker)")
     ap.add_argument("--replay", help="a choice list (comma-separated) to run again and narrate")
     args = ap.parse_args(argv)
     if args.replay is not None:
         choices = [int(x) for x in args.replay.split(",") if x.strip()]
-        res = replay(choices, args.mutation, args.seed, args.faults, args.transaction_version, args.reorderings)
+        res = replay(choices, args.mutation, args.seed, args.faults, args.transaction_version, args.reorderings,
+                     args.brokers)
         print(res.cluster.trace.text(include_background=False))
         print(f"outcome: {res.outcome} {res.detail}")
         return 1 if res.outcome in BAD else 0
-    ex = Explorer(args.mutation, args.faults, args.seed, args.transaction_version, args.reorderings)
+    ex = Explorer(args.mutation, args.faults, args.seed, args.transaction_version, args.reorderings, args.brokers)
     ok = ex.explore(args.max_runs)
     complete = ex.runs < args.max_runs or not ok
     print(f"runs: {ex.runs}, states visited: {len(ex.visited)}" + ("" if complete else " (run limit reached)"))
@@ -436,7 +498,8 @@ def main(argv: Optional[list] = None) -> int:
         ce = ex.counterexample
         print(f"VIOLATION: {ce.outcome}\n{ce.detail}")
         flags = (f" --mutation {args.mutation}" if args.mutation else "") + \
-            (f" --transaction-version {args.transaction_version}" if args.transaction_version else "")
+            (f" --transaction-version {args.transaction_version}" if args.transaction_version else "") + \
+            (f" --brokers {args.brokers}" if args.brokers != 1 else "")
         print(f"counterexample: seed {args.seed}, choices {','.join(map(str, ce.choices))}")
         print(f"counterexample (JSON, for Stepper.open): {ex.found().to_json()}")
         print(f"replay: python -m txnlab.sweep.explore --seed {args.seed}{flags} --faults {args.faults} "

@@ -2,7 +2,11 @@
 
 Owns ``StepInvariants`` (LSO <= HW <= LEO on every partition leader of the
 workload's topics, checked each time the kernel records a step, so the state
-after every step is seen) and ``end_invariants`` (after faults heal and every
+after every step is seen; and, as the brokers decide, through the cluster's
+``auditors``: no consumer fetch returns an offset at or above the HW, no
+read_committed fetch crosses the LSO, no TxnOffsetCommit of an old generation or
+an unknown member is accepted (KIP-447), no OffsetFetch with require_stable answers
+an offset while a transactional commit of it is pending) and ``end_invariants`` (after faults heal and every
 timeout has passed, no partition holds an open transaction and no coordinator
 holds a transaction in Ongoing/PrepareCommit/PrepareAbort).  These read engine
 state on purpose; the history checker (``txnlab.check``) never does.
@@ -27,7 +31,9 @@ class StepInvariants:
         self.checked = 0
         self.first_step = None          # the step after which an invariant first failed
         self._last = None
+        self._topics = set(topics)
         cluster.kernel.observers.append(self._observe)
+        cluster.auditors.append(self._audit)
 
     def _observe(self, tev) -> None:
         # Called as a step begins: the previous step is complete, and only the node that handled it
@@ -58,9 +64,44 @@ class StepInvariants:
                     self.result.add("watermarks", f"after step {step}: {tp[0]}-{tp[1]} on broker {b.broker_id} "
                                     f"has LSO {lso}, HW {hw}, LEO {leo}", key=f"{tp[0]}-{tp[1]}")
 
+    def _add(self, name: str, text: str, key: str) -> None:
+        if len(self.result.anomalies.get(name, ())) < self.limit:
+            if self.first_step is None:
+                self.first_step = self.cluster.kernel.step_count
+            self.result.add(name, f"at step {self.cluster.kernel.step_count}: {text}", key=key)
+
+    def _audit(self, kind: str, f: dict) -> None:
+        """A broker's decision, checked as it is made (``Cluster.audit``)."""
+        if kind == "fetch":
+            tp = f["tp"]
+            if tp[0] not in self._topics:
+                return
+            key = f"{tp[0]}-{tp[1]}"
+            if f["last"] >= f["hw"]:
+                self._add("read-above-hw", f"broker {f['broker']} answered a consumer's fetch of {key} from offset "
+                          f"{f['fetch_offset']} with records up to {f['last']}, at or above the HW {f['hw']}", key)
+            elif f["isolation"] == 1 and f["last"] >= f["lso"]:
+                self._add("read-above-lso", f"broker {f['broker']} answered a read_committed fetch of {key} from "
+                          f"offset {f['fetch_offset']} with records up to {f['last']}, at or above the LSO "
+                          f"{f['lso']}", key)
+        elif kind == "txn-offset-commit":
+            if not f["accepted"] or (f["generation"] < 0 and not f["member"]):
+                return                      # refused, or the groupId-only commit (no membership to check)
+            if f["generation"] != f["group_generation"] or (f["member"] and f["member"] not in f["members"]):
+                self._add("kip447-fencing", f"broker {f['broker']} accepted a TxnOffsetCommit to group "
+                          f"{f['group']!r} from member {f['member']!r} of generation {f['generation']}; the group is "
+                          f"at generation {f['group_generation']} with members {sorted(f['members'])}", f["group"])
+        elif kind == "offset-fetch" and f["answered"]:
+            tps = ", ".join(f"{t}-{p}" for t, p in f["answered"])
+            self._add("require-stable", f"broker {f['broker']} answered OffsetFetch(require_stable) of group "
+                      f"{f['group']!r} with offsets for {tps} while a transactional offset commit of them was "
+                      f"pending", f["group"])
+
     def detach(self) -> None:
         if self._observe in self.cluster.kernel.observers:
             self.cluster.kernel.observers.remove(self._observe)
+        if self._audit in self.cluster.auditors:
+            self.cluster.auditors.remove(self._audit)
 
 
 def watermark_violations(cluster, topics: list) -> list:

@@ -195,6 +195,7 @@ class GroupRebalance(Copier):
     topics = {"in": 4, "out": 4}
     group = "rebalance-group"
     members = 3
+    session_ms = 6_000
 
     def client_processes(self) -> list:
         return ["feeder"] + [f"member-{i}" for i in range(self.members)]
@@ -211,7 +212,8 @@ class GroupRebalance(Copier):
 
         def run(ctx) -> Iterator:
             p = ctx.producer(tid)
-            c = ctx.consumer(**{"group.id": self.group, "session.timeout.ms": 6_000, "heartbeat.interval.ms": 1_000})
+            c = ctx.consumer(**{"group.id": self.group, "session.timeout.ms": self.session_ms,
+                                "heartbeat.interval.ms": 1_000})
             yield from ctx.init_transactions(p, tid)
             assigned: list = []
             rebalances = [0]
@@ -228,6 +230,8 @@ class GroupRebalance(Copier):
             c.subscribe(["in"], on_assign=on_assign, on_revoke=on_revoke, on_lost=on_revoke)
             n = 0
             leave_after = ctx.rng.randint(5, 40) if ctx.instance == 1 and i == 0 else None
+            # once per instance, maybe, a pause longer than the session timeout in the middle of a transaction
+            zombie_at = ctx.rng.randint(1, 24) if i == self.members - 1 and ctx.instance == 1 else None
             while True:
                 before = rebalances[0]
                 msgs = consume(ctx, c, ctx.rng.randint(1, 2 * self.batch), 0.02)
@@ -258,7 +262,8 @@ class GroupRebalance(Copier):
                 plain = c if "offsets-outside-txn" in self.mutations else None
                 fate = yield from transact(ctx, p, writes, tid, polls=poll_mops(msgs), offsets=offsets,
                                            group_metadata=c.consumer_group_metadata(),
-                                           abort=ctx.rng.random() < 0.25, plain_commit=plain)
+                                           abort=ctx.rng.random() < 0.25, plain_commit=plain,
+                                           pause_ms=self.session_ms + 2_000 if n == zombie_at else 0)
                 if fate == DEAD:
                     return None
                 if fate not in (COMMITTED, ABORTED):
@@ -290,7 +295,7 @@ def _transaction_loop(workload, tid: str, next_writes, credit):
     aborted on purpose) until ``workload.records`` units are committed; ``credit(writes)`` counts a
     commit.  A fatal error ends the process; anything else unexpected restarts it."""
     def run(ctx) -> Iterator:
-        p = ctx.producer(tid)
+        p = ctx.producer(tid, **workload.producer_extra)
         yield from ctx.init_transactions(p, tid)
         while workload.state["done"] < workload.records:
             writes = next_writes(ctx)
@@ -312,6 +317,7 @@ class _TransactionalWriters(Workload):
     workers = 2
     reader = "reader"
     state_keys: tuple = ()
+    producer_extra: dict = {}          # more producer settings of the transactional writers
 
     @property
     def topic(self) -> str:
@@ -376,15 +382,103 @@ class MultiPartitionAtomic(_TransactionalWriters):
 
     def writes(self, ctx, tid: str) -> list:
         """A value on each of 2..all partitions, in one transaction: all or none must be visible."""
-        parts = self.topics["atomic"]
+        parts = self.topics[self.topic]
         chosen = sorted(ctx.rng.sample(range(parts), ctx.rng.randint(2, parts)))
         writes = []
         for part in chosen:
             self.state["value"] += 1
-            writes.append(("atomic", part, f"a{self.state['value']}"))
+            writes.append((self.topic, part, f"a{self.state['value']}"))
         return writes
 
     def check(self, history) -> CheckResult:
         r = super().check(history)
-        r.merge(check_atomic(history, "atomic"))
+        r.merge(check_atomic(history, self.topic))
         return r
+
+
+# ------------------------------------------------------------------------------------ mixed
+@workload
+class Mixed(MultiPartitionAtomic):
+    """Every kind of writer and reader on the same partitions: the transactional writers of
+    ``multi-partition-atomic`` (their records are the history's), a plain (not idempotent) and an idempotent
+    producer interleaving records between the transactions' batches, a read_committed reader that fetches a
+    few hundred bytes at a time (its fetches start inside transactions' spans, where the aborted-transaction
+    index must still find the aborts that began earlier) and a read_uncommitted reader.  Only transactional
+    values are recorded; the step invariants watch every fetch of every reader."""
+
+    name = "mixed"
+    topics = {"mixed": 3}
+    reader = "rc-reader"
+    plain_prefixes = ("p", "i")
+    # one record per batch: a transaction spans several batches of a partition, with other producers' records
+    # between them, so a fetch can begin inside an aborted transaction's span
+    producer_extra = {"batch.num.messages": 1}
+
+    def writes(self, ctx, tid: str) -> list:
+        """2..6 records on random partitions (several on one partition, each its own batch)."""
+        out = []
+        for _ in range(ctx.rng.randint(2, 6)):
+            self.state["value"] += 1
+            out.append((self.topic, ctx.rng.randrange(self.topics[self.topic]), f"a{self.state['value']}"))
+        return out
+
+    def client_processes(self) -> list:
+        return super().client_processes() + ["plain", "idempotent"]
+
+    def transactional_ids(self) -> list:
+        return [f"{self.role}-{i}" for i in range(self.workers)]
+
+    def start(self, rt) -> None:
+        self.state.update(done=0, value=0)
+        for tid in self.transactional_ids():
+            rt.spawn(tid, _transaction_loop(self, tid, lambda ctx, tid=tid: self.writes(ctx, tid), self.credit))
+        rt.spawn("plain", self._plain("p", {"enable.idempotence": False, "acks": "all"}), supervised=False)
+        rt.spawn("idempotent", self._plain("i", {"enable.idempotence": True}), supervised=False)
+        rt.spawn(self.reader, self._reader(**{"max.partition.fetch.bytes": 300}),
+                 supervised=False)
+        rt.spawn("ru-reader", self._reader(record=False, **{"isolation.level": "read_uncommitted"}),
+                 supervised=False)
+
+    def _plain(self, prefix: str, extra: dict):
+        """A producer outside any transaction: a record every few ms on a random partition, until the
+        transactional writers are done."""
+        def run(ctx) -> Iterator:
+            p = ctx.producer(None, **extra)
+            n = 0
+            while not ctx.rt.workers_done():
+                n += 1
+                try:
+                    p.produce("mixed", value=f"{prefix}{ctx.instance}.{n}".encode(),
+                              partition=ctx.rng.randrange(self.topics["mixed"]))
+                    p.poll(0)
+                except Exception:  # noqa: BLE001 - a full queue or a fatal error: this writer just stops
+                    return None
+                yield
+            p.flush(1.0)
+        return run
+
+    def _reader(self, record: bool = True, **extra):
+        topic, parts = "mixed", self.topics["mixed"]
+
+        def run(ctx) -> Iterator:
+            c = ctx.consumer(**extra)
+            c.assign([TopicPartition(topic, i, 0) for i in range(parts)])
+            if record:
+                ctx.record("assign", [["seek", key_of(topic, i), 0] for i in range(parts)])
+            while not ctx.rt.workers_done():
+                start = ctx.now
+                msgs = [m for m in consume(ctx, c, 200, 0.05) if not self._plain_value(m.value())]
+                if msgs and record:
+                    ctx.record("poll", poll_mops(msgs), start=start)
+                yield
+            c.close()
+        return run
+
+    def _plain_value(self, v) -> bool:
+        return isinstance(v, bytes) and v[:1].decode() in self.plain_prefixes
+
+    def finish(self, cluster, history) -> None:
+        final_read(cluster, history, sorted(self.topics))
+        op = history.ops[-1]           # the final read: the plain writers' records are not the history's
+        op.mops = [m if m[0] != "poll" else [m[0], m[1], [e for e in m[2] if e[1][:1] not in self.plain_prefixes]]
+                   for m in op.mops]
