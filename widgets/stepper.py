@@ -91,7 +91,7 @@ class Stepper(StepperUI):
             self.log_strip.on_row_click(self.select_node)
         self._build_ui(title)
         if saved is not None:
-            self.load(saved)
+            self._add_saved(saved)
         if branch is not None and branch != "main":
             self.switch(branch, 0)
         if at is not None:
@@ -138,22 +138,12 @@ class Stepper(StepperUI):
         """The stop of the current granularity at the current position (None between stops)."""
         return self.moments.stop_at(self.position, self._granularity)
 
-    def save(self, path: Optional[str] = None) -> dict:
-        """The branches (seed, variant, faults with their steps) as JSON-ready data; written to ``path`` if given."""
-        data = self.history.to_dict()
-        if path is not None:
-            import json
-            with open(path, "w", encoding="utf-8") as f:
-                json.dump(data, f, indent=1)
-        return data
-
-    def load(self, saved: Union[dict, str]) -> None:
-        """Add saved branches (``save()``'s data, or the path of its JSON file)."""
-        if isinstance(saved, str):
-            import json
-            with open(saved, encoding="utf-8") as f:
-                saved = json.load(f)
-        self.history.load(saved)
+    def _add_saved(self, saved: Union[dict, str]) -> None:
+        """Add saved branches: a branch file (``save()``'s, or its path) or a history's ``to_dict()``."""
+        from .branch_file import FORMAT, read
+        if not isinstance(saved, dict):
+            saved = read(saved)
+        self.history.load(saved["history"] if saved.get("format") == FORMAT else saved)
         self.refresh()
 
     # ----------------------------------------------------------- counterexamples
