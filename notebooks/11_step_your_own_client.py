@@ -88,11 +88,13 @@ for i in range(3):
     producer.produce("orders", value=f"order-{i}".encode())
 finished = in_background(lambda: producer.flush(300))
 door.step_until(finished.is_set)
-log_snapshot(lab, [("orders", 0)], title="three orders written by the real client, not committed yet")
+LSO_OPEN = lab.partition_state("orders", 0)["lso"]        # what the next question is checked against
+log_snapshot(lab, [("orders", 0)], title="three orders written by the real client, not committed yet",
+             marks=("LEO", "HW"))
 
 # %%
 p_lso = Predict("A read_committed consumer of orders-0, now: up to which offset may it read (the LSO)?",
-                kind="offset", check=lambda: lab.partition_state("orders", 0)["lso"],
+                kind="offset", check=lambda: LSO_OPEN,
                 why="0: the three orders belong to a transaction that is still open, and the Last Stable Offset "
                     "stops at the first offset of the oldest open transaction.")
 p_lso

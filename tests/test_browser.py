@@ -183,6 +183,17 @@ def test_tour_steps_to_a_key_moment_by_moments_and_presenter_mode_fits_1280x720(
         try:
             page = browser.new_page(viewport={"width": 1500, "height": 1100})
             _run_all(page, lab)
+            # a prediction answered in the page: wrong first (told why), then right
+            question = page.locator(".txl-q", has_text="where is the")
+            predict = page.locator(".widget-vbox", has=question).last
+            predict.scroll_into_view_if_needed()
+            verdicts = []
+            for answer, verdict in (("5", ".txl-no"), ("0", ".txl-ok")):
+                predict.locator("input").first.fill(answer)
+                predict.locator("button", has_text="Check").first.click()
+                predict.locator(verdict).first.wait_for(timeout=120_000)
+                verdicts.append(predict.locator(verdict).first.inner_text())
+            page.screenshot(path=str(ARTIFACTS / "tour_prediction_answered.png"))
             narration = page.locator(".txl-narr").first
             page.locator(".widget-toggle-button", has_text="moment").first.click()      # step by moment
             page.locator("button.jupyter-button", has_text="Reset").first.click()
@@ -228,6 +239,8 @@ def test_tour_steps_to_a_key_moment_by_moments_and_presenter_mode_fits_1280x720(
                 ("picture", ".js-plotly-plot"))}
         finally:
             browser.close()
+    assert "not" in verdicts[0].lower() or "wrong" in verdicts[0].lower(), verdicts[0]
+    assert "LSO" in verdicts[1] and "open transaction" in verdicts[1], verdicts[1]
     assert "★" in key and clicks <= 15, f"a key moment within 15 Step clicks by moment: {clicks} clicks: {key[:200]}"
     assert any(a.startswith(("Produce", "EndTxn", "WriteTxnMarkers", "Fetch", "AddPartitionsToTxn"))
                for a in pictures["arrows"]), pictures["arrows"]
