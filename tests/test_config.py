@@ -80,7 +80,7 @@ def test_consumer_config_rules(cluster, conf, key, words):
     ({"transaction.version": 3}, "transaction.version", "must be one of"),
     ({"min.insync.replicas": 0}, "min.insync.replicas", "at least 1"),
     ({"transaction.max.timeout.ms": "soon"}, "transaction.max.timeout.ms", "expected an integer"),
-    ({"sim.network.latency.ms": -5}, "sim.network.latency.ms", "at least 0"),
+    ({"sim.network.latency.ms": -5}, "sim.network.latency.ms", "between 0 and 60000"),
     ({"log.retention.forever": True}, "log.retention.forever", "not a known broker configuration"),
 ])
 def test_cluster_config_rules(conf, key, words):

@@ -145,8 +145,9 @@ TOPIC = defs(
 
 # Lab-only keys (not Kafka's) start with "sim."
 CLUSTER = defs(
-    key("sim.network.latency.ms", int, 1, at_least(0)),
-    key("sim.network.jitter.ms", int, 0, at_least(0)),
+    # one way, per message; beyond a minute no request of Kafka's (30 s timeouts) could ever be answered
+    key("sim.network.latency.ms", int, 1, between(0, 60_000)),
+    key("sim.network.jitter.ms", int, 0, between(0, 60_000)),
     key("sim.trace", bool, True),
     # a long run's memory: keep only the last N steps of the trace and N messages of the network's history
     key("sim.trace.keep.steps", int, 0, at_least(0), doc="0: keep every step"),

@@ -312,8 +312,9 @@ class Kernel:
         deadline = None if timeout_ms is None else self.now + int(timeout_ms)
         # A long wait costs only the events that really happen; what is refused is a loop at one instant
         # (max_steps steps without the clock moving) and, without a deadline, waiting on a simulation that
-        # has only idle background timers left (nothing can ever arrive).
-        steps = 0
+        # has only idle background timers left (nothing can ever arrive) or that works on for max_steps steps
+        # without getting there.
+        steps = total = 0
         at = self.now
         quiet_since = None
         while not predicate():
@@ -332,6 +333,10 @@ class Kernel:
                     raise SimulationStuck(f"no progress: {max_steps} steps at t={at}ms without the clock moving "
                                           f"(events keep scheduling each other at the same instant)")
             if deadline is None:
+                total += 1
+                if total > max_steps:          # no deadline, and work keeps happening without reaching it
+                    raise SimulationStuck(f"no progress: {max_steps} steps (t={self.now}ms) without what the call "
+                                          f"waits for; the cluster keeps working but never gets there")
                 if self._foreground > 0 or self._holds:
                     quiet_since = None
                 elif quiet_since is None:
