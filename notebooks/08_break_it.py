@@ -287,9 +287,9 @@ ex_dedup
 # %% [markdown]
 # ## 5 · The other switches
 #
-# Each mutation is caught by a sweep of the copier within 200 seeds (`tests/test_sim_mutations.py`
+# Each mutation is caught within 200 seeds by a sweep of a workload it applies to (`tests/test_sim_mutations.py`
 # checks it on every `make test`). Try them from a terminal:
-# `python -m txnlab.sweep --workload copier --faults <set> --mutation <name>`.
+# `python -m txnlab.sweep --workload <workload> --faults <set> --mutation <name>`.
 #
 # | mutation | what is turned off | fault set | what the checker reports |
 # |---|---|---|---|
@@ -301,6 +301,10 @@ ex_dedup
 # | `no-coordinator-reload` | completing Prepare* transactions after a coordinator failover | brokers | hanging-transaction, stuck |
 # | `unclean-election` | the rule that only ISR members become leader | brokers | lost-write, inconsistent-offsets |
 # | `naive-client-classic` | KIP-360/KIP-890 (TV0, no verification, a naive client) | network | G1a, hanging-transaction |
+# | `lso-ignores-hw` | the HW bound of read_committed fetches (the LSO alone limits them) | all | read-above-hw (a step check: no consumer reads at or above the HW) |
+# | `no-txn-generation-check` | KIP-447's generation check of TxnOffsetCommit (workload `group-rebalance`) | all | kip447-fencing (a step check) |
+# | `aborted-index-from-fetch-offset` | aborted spans that begin before the fetch offset (workload `mixed`) | all | G1a |
+# | `offset-fetch-unstable` | OffsetFetch's require_stable (pending transactional offsets are answered) | all | require-stable (a step check) |
 
 # %%
 show(pd.DataFrame([{"anomaly": k.name, "allowed in Kafka": k.allowed, "meaning": k.explanation}
@@ -311,7 +315,8 @@ show(pd.DataFrame([{"anomaly": k.name, "allowed in Kafka": k.allowed, "meaning":
 
 # %%
 assert set(MUTATIONS) == {"no-dedup", "no-fencing", "ignore-lso", "no-marker-retry", "offsets-outside-txn",
-                          "no-coordinator-reload", "unclean-election", "naive-client-classic"}
+                          "no-coordinator-reload", "unclean-election", "naive-client-classic", "lso-ignores-hw",
+                          "no-txn-generation-check", "aborted-index-from-fetch-offset", "offset-fetch-unstable"}
 
 # %% [markdown]
 # ## Where next

@@ -66,7 +66,7 @@ print("the coordinator says:", lab.transaction_state("copier")["state"])
 # %%
 p_first = Predict("Which request does the real client send first, on every new connection?",
                   choices=["Metadata", "ApiVersions", "FindCoordinator", "InitProducerId"],
-                  check=lambda: next(e.api for e in lab.trace.events if e.kind == "remote"),
+                  check=lambda: next(m.api for m in lab.network_messages() if m.src == "copier-1" and not m.is_response),
                   why="ApiVersions: a Kafka client first asks a broker which versions of each API it speaks, and "
                       "picks the versions both sides know. Only then Metadata, FindCoordinator, InitProducerId.")
 p_first
@@ -164,7 +164,7 @@ assert [v for _, v in seen] == ["order-0", "order-1", "order-2"]
 # ## Exercise: find the real client's recovery in the trace
 #
 # The real client's EndTxn was answered by a different broker than the one it first asked. Write
-# `endtxn_brokers(trace)`: the brokers (in order, without repeats) that a request of the client `copier-1` with API
+# `endtxn_brokers(lab)`: the brokers (in order, without repeats) that a request of the client `copier-1` with API
 # `EndTxn` reached. Every trace event has `.kind`, `.api`, `.text`; remote requests are events of kind `"remote"`,
 # and the network keeps every message (`lab.network_messages()`, each with `.src`, `.dst`, `.api`,
 # `.is_response`).
