@@ -85,7 +85,11 @@ def _listening(port: int) -> bool:
 
 
 def cluster_uuid() -> str:
-    return base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+    # like Kafka's Uuid.randomUuid: never one that starts with '-' (a command line would take it for an option)
+    while True:
+        u = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+        if not u.startswith("-"):
+            return u
 
 
 def _props(d: dict) -> str:
