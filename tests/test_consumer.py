@@ -2,7 +2,7 @@
 read_committed filtering of KAFKA-EOS §4 (aborted batches skipped, markers never returned)."""
 import pytest
 
-from txnlab import Cluster, Consumer, KafkaException, Producer, TopicPartition
+from txnlab import OFFSET_INVALID, Cluster, Consumer, KafkaException, Producer, TopicPartition
 from txnlab.client.fetcher import CompletedFetch
 from txnlab.protocol import messages as m
 from txnlab.protocol.record_batch import ControlRecordType, Record, RecordBatch
@@ -93,10 +93,38 @@ def test_auto_offset_reset_latest_starts_after_existing_messages():
     cons = consumer(c, **{"auto.offset.reset": "latest"})
     cons.assign([TopicPartition("t", 0)])
     assert cons.poll(0.5) is None
-    assert cons.position([TopicPartition("t", 0)])[0].offset == 2
+    # librdkafka's position() is the application's: nothing was returned yet
+    assert cons.position([TopicPartition("t", 0)])[0].offset == OFFSET_INVALID
     produce(c, [b"new"], partition=0)
     msg = cons.poll(2.0)
     assert (msg.offset(), msg.value()) == (2, b"new")
+    assert cons.position([TopicPartition("t", 0)])[0].offset == 3
+
+
+def test_position_is_the_fetch_position_in_the_java_dialect():
+    c = cluster()
+    produce(c, [b"old-1", b"old-2"], partition=0)
+    cons = consumer(c, **{"auto.offset.reset": "latest", "sim.client.dialect": "java", "group.id": "j"})
+    cons.assign([TopicPartition("t", 0)])
+    assert cons.poll(0.5) is None
+    assert cons.position([TopicPartition("t", 0)])[0].offset == 2     # KafkaConsumer.position(): the reset
+
+
+def test_position_moves_past_aborted_data_and_markers_without_a_message():
+    """What librdkafka does on real Kafka (the differential suite): a read_committed consumer that skipped an
+    aborted transaction and its ABORT marker returned nothing, yet its position is after the marker."""
+    c = cluster()
+    p = Producer({"bootstrap.servers": c.bootstrap, "transactional.id": "ab"})
+    p.init_transactions()
+    p.begin_transaction()
+    for v in (b"x", b"y", b"z"):
+        p.produce("t", value=v, partition=0)
+    p.flush()
+    p.abort_transaction()
+    cons = consumer(c, **{"isolation.level": "read_committed"})
+    cons.assign([TopicPartition("t", 0)])
+    assert cons.consume(10, timeout=10.0) == []
+    assert cons.position([TopicPartition("t", 0)])[0].offset == 4
 
 
 def test_consume_returns_up_to_num_messages():
@@ -138,8 +166,9 @@ def test_position_seek_commit_and_committed_round_trip():
     assert cons.committed([tp])[0].offset == 3
 
     cons.seek(TopicPartition("t", 0, 1))
-    assert cons.position([tp])[0].offset == 1
+    assert cons.position([tp])[0].offset == OFFSET_INVALID    # librdkafka: until poll() returns from there
     assert cons.poll(2.0).offset() == 1
+    assert cons.position([tp])[0].offset == 2
     cons.seek(TopicPartition("t", 0, -2))                     # OFFSET_BEGINNING
     assert cons.poll(2.0).offset() == 0
     cons.close()

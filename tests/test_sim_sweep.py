@@ -29,16 +29,23 @@ def sweep(cfg: RunConfig, seeds) -> list:
                                                                                chunksize=8) if v]
 
 
-@pytest.mark.parametrize("transaction_version", [0, 2])
+# transaction.version 0 with librdkafka's clients; 2 with Kafka's Java client (the one that speaks KIP-890 part
+# 2) and with librdkafka's (classic EndTxn on a TV2 cluster, protected by partition verification only)
+PROTOCOLS = [(0, "librdkafka"), (2, "java"), (2, "librdkafka")]
+
+
+@pytest.mark.parametrize("transaction_version,dialect", PROTOCOLS)
 @pytest.mark.parametrize("workload", sorted(SEEDS))
-def test_each_workload_survives_every_fault_without_a_violation(workload, transaction_version):
-    n = SEEDS[workload] // 2
-    seeds = range(0, n) if transaction_version == 0 else range(n, 2 * n)
-    cfg = RunConfig(workload=workload, faults="all", records=RECORDS, transaction_version=transaction_version)
+def test_each_workload_survives_every_fault_without_a_violation(workload, transaction_version, dialect):
+    n = SEEDS[workload] // len(PROTOCOLS)
+    k = PROTOCOLS.index((transaction_version, dialect))
+    seeds = range(k * n, (k + 1) * n)
+    cfg = RunConfig(workload=workload, faults="all", records=RECORDS, transaction_version=transaction_version,
+                    dialect=dialect)
     start = time.perf_counter()
     failing = sweep(cfg, seeds)
     elapsed = time.perf_counter() - start
-    print(f"\n{workload}, all faults, transaction.version {transaction_version}: {n} seeds in {elapsed:.0f}s "
+    print(f"\n{workload}, all faults, transaction.version {transaction_version}, {dialect}: {n} seeds in {elapsed:.0f}s "
           f"({n / elapsed:.1f} seeds/s)")
     assert failing == [], "\n".join(f"seed {s}: {summ} {err or ''}" for s, _v, summ, err in failing[:5])
 

@@ -19,9 +19,9 @@ def cluster(tv=0, verification=False, seed=1):
     return c
 
 
-def naive_producer(c, tid="naive"):
+def naive_producer(c, tid="naive", dialect="librdkafka"):
     p = Producer({"bootstrap.servers": c.bootstrap, "transactional.id": tid, "sim.naive.client": True,
-                  "request.timeout.ms": 1_000})
+                  "request.timeout.ms": 1_000, "sim.client.dialect": dialect})
     p.init_transactions()
     return p
 
@@ -84,22 +84,39 @@ def test_late_produce_joins_the_next_transaction_classic_even_with_verification(
     assert sorted(read_all(c, "out")) == [b"late", b"new"], "the aborted write was committed with the next txn"
 
 
-def test_late_produce_cannot_join_the_next_transaction_with_tv2():
+def late_produce_then_next_transaction(dialect):
     c = cluster(tv=2)
-    p = naive_producer(c)
+    p = naive_producer(c, dialect=dialect)
     late_produce_then_abort(c, p, delay_ms=5_000)
     p.begin_transaction()
     p.produce("out", value=b"new", partition=0)
     p.commit_transaction()
     c.advance(10_000)
     c.run_until_idle()
-    assert read_all(c, "out") == [b"new"]
+    return c, read_all(c, "out")
 
 
-def delayed_end_txn(c, tid):
+def test_late_produce_cannot_join_the_next_transaction_with_tv2():
+    """Kafka's Java client speaks KIP-890 part 2 on a transaction.version 2 cluster: the abort bumped the
+    epoch, so the late batch (old epoch) is refused."""
+    c, seen = late_produce_then_next_transaction("java")
+    assert seen == [b"new"]
+    assert any("INVALID_PRODUCER_EPOCH" in e.narration or "PRODUCER_FENCED" in e.narration for e in c.trace)
+
+
+def test_late_produce_joins_the_next_transaction_of_a_classic_client_on_tv2():
+    """librdkafka ends its transactions the classic way on any cluster (EndTxn below v5, no epoch bump), so
+    transaction.version 2 cannot protect it: partition verification (part 1) lets the late batch in, because
+    the partition is in the next transaction under the same epoch."""
+    c, seen = late_produce_then_next_transaction("librdkafka")
+    assert sorted(seen) == [b"late", b"new"]
+
+
+def delayed_end_txn(c, tid, dialect="librdkafka"):
     """KAFKA-17754: EndTxn(commit) of transaction N is delayed; the client retries it, goes on with
     transaction N+1, and then the delayed request arrives."""
-    p = Producer({"bootstrap.servers": c.bootstrap, "transactional.id": tid, "request.timeout.ms": 2_000})
+    p = Producer({"bootstrap.servers": c.bootstrap, "transactional.id": tid, "request.timeout.ms": 2_000,
+                  "sim.client.dialect": dialect})
     p.init_transactions()
     p.begin_transaction()
     p.produce("out", value=b"txn-N", partition=0)
@@ -124,8 +141,14 @@ def test_delayed_end_txn_commits_the_next_transaction_classic():
 
 def test_delayed_end_txn_is_fenced_with_tv2():
     c = cluster(tv=2)
-    assert delayed_end_txn(c, "k17754") == [b"txn-N"]
+    assert delayed_end_txn(c, "k17754", dialect="java") == [b"txn-N"]
     assert any("PRODUCER_FENCED" in e.narration for e in c.trace)
+
+
+def test_delayed_end_txn_commits_the_next_transaction_of_a_classic_client_on_tv2():
+    """The same race with librdkafka's classic EndTxn on a transaction.version 2 cluster: no epoch bump, so
+    the delayed EndTxn(commit) ends transaction N+1 as well."""
+    assert sorted(delayed_end_txn(cluster(tv=2), "k17754")) == [b"txn-N", b"txn-N+1"]
 
 
 def test_producer_state_expiry_lets_a_very_late_retry_in_twice():

@@ -70,7 +70,10 @@ class ProduceHandling:
             (tv >= 2 or self.config["transaction.partition.verification.enable"]) and \
             not p.log.has_ongoing_transaction(batch.producer_id, batch.producer_epoch)
         if needs_check:
-            self._verify_then_append(st, p, batch, implicit_add=tv >= 2)
+            # Produce v12+ from a client that speaks transaction.version 2 lets the leader add the partition
+            # (KafkaApis: produceRequestVersionToTransactionSupportedOperation); an older one is only verified
+            client_tv = tv if req.transaction_version < 0 else min(tv, req.transaction_version)
+            self._verify_then_append(st, p, batch, implicit_add=client_tv >= 2)
             return
         self._append_produce(st, p, batch, None)
 

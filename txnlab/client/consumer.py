@@ -17,7 +17,7 @@ from ..errors import KafkaError, KafkaException
 from ..protocol.errors import Errors
 from . import argcheck
 from .client_events import ClientEvents
-from .config import consumer_config, notices
+from .config import consumer_config, dialect_of, notices
 from .consumer_coordinator import ConsumerCoordinator, MemberState
 from .consumer_lookup import ConsumerLookups
 from .consumer_rebalance import ConsumerRebalance, _tp_list
@@ -55,6 +55,7 @@ class Consumer(ConsumerRebalance, ConsumerLookups):
         self._config = cfg = consumer_config(conf)
         self._attachment, _, self._node = attach_client(cfg, "consumer", self)
         self._kernel = self._attachment.kernel
+        self._java = dialect_of(cfg) == "java"      # position() is the fetch position (else the app's)
         self.name = self._node.name
         self._subscription: set = set()
         self._on_assign: Optional[Callable] = None
@@ -76,7 +77,8 @@ class Consumer(ConsumerRebalance, ConsumerLookups):
         self._received = 0                        # messages returned to the application (statistics' rxmsgs)
         self._events = ClientEvents(cfg, "consumer", self.name, self._kernel, cfg["sim.clock.epoch.ms"],
                                     self._statistics)
-        self._note(f"{self.name} created (group {cfg['group.id']!r}, isolation.level={cfg['isolation.level']})")
+        self._note(f"{self.name} created ({'Java' if self._java else 'librdkafka'} client, group {cfg['group.id']!r}, "
+                   f"isolation.level={cfg['isolation.level']})")
         for line in notices(cfg):                 # librdkafka's CONFWARN lines and what the lab ignores
             self._say(line)
 
@@ -204,7 +206,7 @@ class Consumer(ConsumerRebalance, ConsumerLookups):
         self._changed = True
 
     def _init_position(self, tp: tuple, st: PartitionState, offset: int) -> None:
-        st.position = None
+        st.position = st.app_position = None
         st.reset_strategy = None
         st.awaiting_committed = False
         if offset is not None and offset >= 0:
@@ -378,7 +380,10 @@ class Consumer(ConsumerRebalance, ConsumerLookups):
         out = []
         for tp in partitions:
             st = self._assignment.get((tp.topic, tp.partition))
-            pos = st.position if st is not None and st.position is not None else OFFSET_INVALID
+            # librdkafka: the application's position (OFFSET_INVALID until poll() returns a message of the
+            # partition, again after a seek); Kafka's Java client: the fetch position
+            pos = None if st is None else st.position if self._java else st.app_position
+            pos = OFFSET_INVALID if pos is None else pos
             out.append(TopicPartition(tp.topic, tp.partition, pos))
         return out
 

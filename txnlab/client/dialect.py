@@ -89,6 +89,18 @@ JAVA_TXN = {
 
 TABLES = {LIBRDKAFKA: LIBRDKAFKA_TXN, JAVA: JAVA_TXN}
 
+# The highest transaction protocol each client speaks (KIP-890 part 2 is transaction.version 2: Produce v12
+# adds a partition implicitly, EndTxn v5 bumps the epoch at every end).  Kafka's Java client 4.0+ speaks it
+# when the cluster finalizes it (TransactionManager.isTransactionV2Enabled); librdkafka 2.x does not: it
+# sends AddPartitionsToTxn and EndTxn below v5 on any cluster, and the coordinator ends its transactions the
+# classic way (TransactionVersion.transactionVersionForEndTxn).  Versions 0 and 1 look the same to a client.
+MAX_TRANSACTION_VERSION = {LIBRDKAFKA: 1, JAVA: 2}
+
+
+def transaction_version(dialect: str, finalized: int) -> int:
+    """The transaction protocol a client of ``dialect`` speaks with a cluster that finalized ``finalized``."""
+    return min(finalized, MAX_TRANSACTION_VERSION[check(dialect)])
+
 
 def check(dialect: str) -> str:
     if dialect not in DIALECTS:

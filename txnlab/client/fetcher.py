@@ -110,12 +110,15 @@ class CompletedFetch:
 class PartitionState:
     """What the consumer knows about one assigned partition (Kafka's ``TopicPartitionState``)."""
 
-    __slots__ = ("position", "reset_strategy", "awaiting_committed", "stored_offset", "committed",
+    __slots__ = ("position", "app_position", "reset_strategy", "awaiting_committed", "stored_offset", "committed",
                  "high_watermark", "last_stable_offset", "log_start_offset", "paused", "eof_at",
                  "retry_at")
 
     def __init__(self) -> None:
-        self.position: Optional[int] = None
+        self.position: Optional[int] = None             # the fetch position (what the next Fetch asks for)
+        # the application's position: after the last message (or control record) poll() went past since the
+        # assignment or the last seek (librdkafka's rktp_app_pos; position() returns it in that dialect)
+        self.app_position: Optional[int] = None
         self.reset_strategy: Optional[str] = None       # "earliest" / "latest" while a reset is due
         self.awaiting_committed = False
         self.stored_offset: Optional[int] = None        # librdkafka's stored offset (what commit() sends)
@@ -179,10 +182,12 @@ class Fetcher:
             self._note_skipped(cf)
             if got is None:
                 self.buffer.remove(cf)
+                if cf.next_fetch_offset != st.position:     # went past aborted data or a control record
+                    st.app_position = cf.next_fetch_offset
                 st.position = cf.next_fetch_offset
                 continue
             offset, record, batch = got
-            st.position = cf.next_fetch_offset
+            st.position = st.app_position = cf.next_fetch_offset
             # the log keeps lab time; the application sees Unix time (anchored at sim.clock.epoch.ms)
             if batch.log_append_time >= 0:
                 ts = (TIMESTAMP_LOG_APPEND_TIME, batch.log_append_time + self.cfg["sim.clock.epoch.ms"])

@@ -412,9 +412,15 @@ class Producer:
         offsets = {}
         for tp in positions:
             if tp.offset < 0:
-                raise KafkaException(KafkaError(KafkaError._INVALID_ARG,
-                                                f"invalid offset {tp.offset} for {tp.topic}-{tp.partition}"))
+                if self._dialect == "java":     # OffsetAndMetadata refuses a negative offset
+                    raise KafkaException(KafkaError(KafkaError._INVALID_ARG,
+                                                    f"invalid offset {tp.offset} for {tp.topic}-{tp.partition}"))
+                continue    # librdkafka sends only absolute offsets (a position() of OFFSET_INVALID is skipped)
             offsets[(tp.topic, tp.partition)] = (tp.offset, tp.metadata or "")
+        if not offsets:
+            self._note(f"{self.name} calls send_offsets_to_transaction(group {group_metadata.group_id!r}) with no "
+                       f"valid offset: nothing to send")
+            return
         self._note(f"{self.name} calls send_offsets_to_transaction(group {group_metadata.group_id!r})")
         op = self.sender.send_offsets(offsets, group_metadata)
         self._finish_send_offsets(op, timeout)

@@ -161,7 +161,8 @@ class Sender(TransactionalRequests):
                 batches[tp] = b
                 if dq and self._drainable_again(tp, dq[0], now):
                     rest.append(tp)
-            req = m.ProduceRequest(txn.transactional_id, p._acks, self.cfg["request.timeout.ms"], data)
+            req = m.ProduceRequest(txn.transactional_id, p._acks, self.cfg["request.timeout.ms"], data,
+                                   self.transaction_version)
             if p._acks == 0:
                 self.kernel.network.send(self.node.name, node, req.API, req, False, 0)
                 for tp, b in batches.items():

@@ -16,7 +16,7 @@ from ..errors import KafkaError
 from ..protocol import messages as m
 from ..protocol.errors import Errors
 from .config import dialect_of
-from .dialect import Action, classify, kafka_error
+from .dialect import Action, classify, kafka_error, transaction_version
 from .transaction_manager import PRIORITY, State
 
 # Coordinator errors that mean "ask FindCoordinator again": the coordinator moved, is down or did not answer.
@@ -137,9 +137,12 @@ class TransactionalRequests:
         return kerr
 
     def _abort_undrained(self, kerr) -> None:
-        """Records not yet sent can never be part of this transaction now: fail them (Kafka's
-        abortUndrainedBatches)."""
+        """Records not yet sent can never be part of this transaction now: fail them.  The Java client fails
+        them with the transaction's error (abortUndrainedBatches); librdkafka, on a fatal error, purges its
+        queues (rd_kafka_set_fatal_error0), so their delivery reports say _PURGE_QUEUE."""
         self.txn.pending_partitions.clear()
+        if kerr.fatal() and self.dialect != "java":
+            kerr = KafkaError(KafkaError._PURGE_QUEUE, f"purged: the producer raised a fatal error ({kerr.name()})")
         self.purge_queued(kerr)
 
     def _fail_txn(self, error, where: str) -> KafkaError:
@@ -163,7 +166,9 @@ class TransactionalRequests:
     # ---------------------------------------------------------- ApiVersions
     @property
     def transaction_version(self) -> int:
-        return (self.features or {}).get("transaction.version", 0)
+        """The transaction protocol this client speaks with this cluster: what the cluster finalized, capped by
+        the client (librdkafka stays classic, Kafka's Java client speaks KIP-890 part 2; see ``dialect.py``)."""
+        return transaction_version(self.dialect, (self.features or {}).get("transaction.version", 0))
 
     def _learn_features(self, then: Callable[[], None]) -> None:
         """ApiVersions first, as every Kafka client does on a new connection: it tells which
@@ -178,6 +183,12 @@ class TransactionalRequests:
                 self.node.set_timer(self.cfg["retry.backoff.ms"], "retry ApiVersions", lambda: self._learn_features(then))
                 return
             self.features = dict(resp.finalized_features)
+            if self.features.get("transaction.version", 0) >= 2:
+                self.narrate(f"{self.p.name}: the cluster finalized transaction.version 2; " + (
+                    "Kafka's Java client speaks it (KIP-890: the partition leader adds partitions, every EndTxn "
+                    "bumps the epoch)" if self.transaction_version >= 2 else
+                    "a librdkafka client does not: it adds partitions with AddPartitionsToTxn and ends "
+                    "transactions the classic way (no epoch bump)"))
             then()
         self.node.send_request(self.node.any_broker(), m.ApiVersionsRequest(), done,
                                timeout_ms=self.cfg["request.timeout.ms"])
@@ -350,7 +361,8 @@ class TransactionalRequests:
         tv2 = self.transaction_version >= 2
 
         def build():
-            return m.EndTxnRequest(txn.transactional_id, txn.producer_id, txn.producer_epoch, commit)
+            return m.EndTxnRequest(txn.transactional_id, txn.producer_id, txn.producer_epoch, commit,
+                                   2 if tv2 else 0)
 
         def handle(resp, err):
             if err is not None:

@@ -36,6 +36,8 @@ def _parser() -> argparse.ArgumentParser:
     ap.add_argument("--workload", choices=sorted(WORKLOADS), default="copier")
     ap.add_argument("--faults", choices=FAULT_SETS, default="all")
     ap.add_argument("--transaction-version", type=int, choices=(0, 1, 2), default=0)
+    ap.add_argument("--client-dialect", choices=("librdkafka", "java"), default="librdkafka",
+                    help="the clients' sim.client.dialect (only java speaks transaction.version 2's protocol)")
     ap.add_argument("--mutation", choices=MUTATIONS, default=None, help="turn off one safety mechanism")
     ap.add_argument("--records", type=int, default=RunConfig.records, help="input size of the workload")
     ap.add_argument("--schedule", help="a fault schedule (JSON, as printed) instead of the seed's own")
@@ -74,11 +76,12 @@ def progress_line(done: int, total: int, bad: int, elapsed: float, width: int = 
 
 def main(argv: Optional[list] = None) -> int:
     args = _parser().parse_args(argv)
-    cfg = RunConfig(args.workload, args.faults, args.transaction_version, args.mutation, args.records)
+    cfg = RunConfig(args.workload, args.faults, args.transaction_version, args.mutation, args.records,
+                    dialect=args.client_dialect)
     schedule = schedule_from_json(args.schedule) if args.schedule else None
     seeds = [args.seed] if args.seed is not None else list(range(args.first_seed, args.first_seed + args.seeds))
-    what = f"workload {cfg.workload}, faults {cfg.faults}, transaction.version {cfg.transaction_version}" + \
-        (f", mutation {cfg.mutation}" if cfg.mutation else "")
+    what = f"workload {cfg.workload}, faults {cfg.faults}, transaction.version {cfg.transaction_version}, " \
+        f"{cfg.dialect} clients" + (f", mutation {cfg.mutation}" if cfg.mutation else "")
     print(f"txnlab.kernel: {what}, {len(seeds)} seed(s)", file=sys.stderr)
     start = time.perf_counter()
     failing: list[SeedResult] = []

@@ -50,6 +50,7 @@ class RunConfig:
     mutation: Optional[str] = None
     records: int = 20
     trace: bool = False
+    dialect: str = "librdkafka"     # the clients' sim.client.dialect: only "java" speaks transaction.version 2
 
     def validate(self) -> None:
         if self.workload not in WORKLOADS:
@@ -58,6 +59,8 @@ class RunConfig:
             raise ValueError(f"unknown fault set {self.faults!r}; choose one of {', '.join(FAULT_SETS)}")
         if self.transaction_version not in (0, 1, 2):
             raise ValueError("transaction.version must be 0, 1 or 2")
+        if self.dialect not in ("librdkafka", "java"):
+            raise ValueError(f"unknown client dialect {self.dialect!r}; choose librdkafka or java")
 
 
 @dataclass
@@ -126,7 +129,9 @@ def drive(cluster: Cluster, seed: int, cfg: RunConfig, schedule: list, keep: boo
     A stepper runs exactly this on its client-code thread to show a counterexample step by step."""
     wl = WORKLOADS[cfg.workload](cfg.records, (cfg.mutation,) if cfg.mutation else ())
     steps = StepInvariants(cluster, list(wl.topics))
-    rt = Runtime(cluster, seed, cluster.kernel.now + wl.deadline_ms, PRODUCER_CONFIG, CONSUMER_CONFIG)
+    dialect = {"sim.client.dialect": cfg.dialect}
+    rt = Runtime(cluster, seed, cluster.kernel.now + wl.deadline_ms, {**PRODUCER_CONFIG, **dialect},
+                 {**CONSUMER_CONFIG, **dialect})
     nemesis = Nemesis(cluster, rt, schedule)
     result = CheckResult()
     finished = False
@@ -197,6 +202,8 @@ def replay_command(seed: int, cfg: RunConfig, schedule: Optional[list] = None) -
     parts = ["python -m txnlab.sweep", f"--workload {cfg.workload}", f"--faults {cfg.faults}", f"--seed {seed}"]
     if cfg.transaction_version:
         parts.append(f"--transaction-version {cfg.transaction_version}")
+    if cfg.dialect != RunConfig.dialect:
+        parts.append(f"--client-dialect {cfg.dialect}")
     if cfg.mutation:
         parts.append(f"--mutation {cfg.mutation}")
     if cfg.records != RunConfig.records:

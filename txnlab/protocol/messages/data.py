@@ -49,6 +49,9 @@ class ProduceRequest:
     acks: int
     timeout_ms: int
     topic_data: dict                    # tp -> RecordBatch
+    # the transaction protocol the client speaks: 2 for Produce v12+ (the leader may add the partition to the
+    # transaction, KIP-890 part 2), 0 for an older Produce; -1: the one the cluster finalized
+    transaction_version: int = -1
 
     def describe(self) -> str:
         parts = []
