@@ -26,28 +26,14 @@ ARTIFACT = Path(__file__).parent / "artifacts" / "fidelity.md"
 # Differences that are understood and left on purpose, each with its reason: (scenario, observable) entries, and
 # rules (a predicate over scenario, observable, Kafka's value, the lab's value).  Anything else that differs
 # fails its test.
-TV2_CLIENT = ("txnlab's client speaks KIP-890 (EndTxn v5: the coordinator bumps the epoch on every EndTxn) whenever "
-              "the cluster finalizes transaction.version 2, as Kafka's Java client 4.x does (tests/test_java_client.py: "
-              "the same epochs, and INVALID_TXN_STATE after a timeout, on real Kafka); librdkafka 2.16 does not "
-              "implement KIP-890 (librdkafka issue 5423), so with it real Kafka keeps the classic rules: one epoch "
-              "for every transaction, and a timed-out transaction's producer is fenced (_FENCED) at its next call")
-APP_POSITION = ("librdkafka's position() is the offset after the last message handed to the application, "
-                "OFFSET_INVALID (-1001) until one is; txnlab's position() is the fetch position, set by the "
-                "auto.offset.reset at assignment")
 KNOWN_DIFFERENCES: dict = {
     ("zombie_produce_after_fence", "zombie.produce"):
         "confluent-kafka 2.16.1's flush() on the fenced producer raises SystemError ('returned NULL without setting "
         "an exception'): a bug of the Python binding; txnlab's flush() returns",
-    ("zombie_produce_after_fence", "zombie.delivery"):
-        "librdkafka raises the fatal error and purges the queued record (its delivery report says _PURGE_QUEUE); "
-        "txnlab's record fails with the fatal error itself (_FENCED)",
 }
-KNOWN_RULES: list = [
-    (lambda name, key, a, b: key.endswith(".position") and a == -1001, APP_POSITION),
-    (lambda name, key, a, b: name in ("zombie_fenced_by_second_init", "describe_transactions_lifecycle",
-                                      "epochs_across_transactions", "transaction_timeout_aborts")
-     and (key.startswith(("describe", "after", "commit", "abort"))), TV2_CLIENT),
-]
+# (Kafka's Java client 4.x differs from librdkafka where KIP-890 applies: tests/test_java_client.py compares
+# it, on real Kafka, with txnlab's client under sim.client.dialect=java.)
+KNOWN_RULES: list = []
 
 
 # librdkafka itself through the lab's listener: only engine differences remain

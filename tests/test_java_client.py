@@ -63,13 +63,15 @@ def java_copier(b, mode: str) -> dict:
 
 
 def lab_copier(b: LabBackend, mode: str) -> dict:
-    """The same copier, on txnlab's confluent-kafka-shaped client."""
+    """The same copier, on txnlab's confluent-kafka-shaped client in the Java client's dialect (the one that
+    speaks transaction.version 2, as the Java client does)."""
     src, dst, group, tid = _seed(b)
+    java = {"sim.client.dialect": "java"}
     c = b.Consumer({"bootstrap.servers": b.bootstrap, "group.id": group, "enable.auto.commit": False,
-                    "auto.offset.reset": "earliest", "isolation.level": "read_committed"})
+                    "auto.offset.reset": "earliest", "isolation.level": "read_committed", **java})
     tp = b.TopicPartition(src, 0)
     c.assign([b.TopicPartition(src, 0, b.mod.OFFSET_BEGINNING)])
-    p = txn_producer(b, tid)
+    p = txn_producer(b, tid, **java)
     p.init_transactions(30)
     copied, txn, epochs, fenced = 0, 0, [], False
     while copied < TOTAL:
@@ -81,12 +83,12 @@ def lab_copier(b: LabBackend, mode: str) -> dict:
         produce(p, dst, [m.value().upper() for m in batch])
         p.send_offsets_to_transaction(c.position([tp]), c.consumer_group_metadata(), 30)
         if txn == 2 and mode == "fence":
-            successor = txn_producer(b, tid)
+            successor = txn_producer(b, tid, **java)
             successor.init_transactions(30)
             try:
                 p.commit_transaction(30)
             except b.KafkaException as e:
-                fenced = err_sig(e).startswith("_FENCED")
+                fenced = err_sig(e).startswith(("_FENCED", "PRODUCER_FENCED"))   # Java keeps the code
             p = successor
             c.seek(b.TopicPartition(src, 0, c.committed([tp], 10)[0].offset))
             continue

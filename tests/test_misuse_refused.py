@@ -95,6 +95,9 @@ def test_poll_forever_with_nothing_to_read_says_nothing_can_arrive():
     p.flush(30)
     m = cons.poll(30)
     assert m is not None and m.value() == b"late"
+    with pytest.raises(KafkaException) as e:
+        cons.consume(5, -1)                 # the error names the call that waited
+    assert e.value.args[0].name() == "_TIMED_OUT" and "consume()" in str(e.value)
 
 
 def test_wrong_argument_types_are_refused_at_the_call_with_the_rule():

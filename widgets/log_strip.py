@@ -447,7 +447,8 @@ class LogStrip:
                 xs.append(pos)
                 ys.append(y0 + 0.62)
                 texts.append(name)
-                hs.append(f"{name} ({iso}): position {pos} on {topic}-{p}<br>the next offset it will fetch")
+                hs.append(f"{name} ({iso}): position {pos} on {topic}-{p}<br>the offset after the last message "
+                          f"poll() returned")
         return out
 
     def _layout_rows(self, rows) -> None:

@@ -323,6 +323,9 @@ class Consumer(ConsumerRebalance, ConsumerLookups):
     # ------------------------------------------------------------------ poll
     def poll(self, timeout: Optional[float] = None) -> Optional[Message]:
         """The next message, or None if none arrived within ``timeout`` simulated seconds."""
+        return self._poll(timeout, "poll()")
+
+    def _poll(self, timeout: Optional[float], call: str) -> Optional[Message]:
         self._check_open()
         ms = self._timeout_ms(timeout)
         deadline = None if ms is None else self._kernel.now + ms
@@ -336,7 +339,7 @@ class Consumer(ConsumerRebalance, ConsumerLookups):
                 if remaining is not None and remaining <= 0:
                     return None
                 self._changed = False
-                block(self._kernel, lambda: self._changed or self._node.crashed, remaining, "poll()")
+                block(self._kernel, lambda: self._changed or self._node.crashed, remaining, call)
                 self._check_open()
         finally:
             self._in_poll = False
@@ -368,7 +371,7 @@ class Consumer(ConsumerRebalance, ConsumerLookups):
         out: list[Message] = []
         while len(out) < num_messages:
             remaining = None if deadline is None else max(0, deadline - self._kernel.now)
-            msg = self.poll(None if remaining is None else remaining / 1000)
+            msg = self._poll(None if remaining is None else remaining / 1000, "consume()")
             if msg is None:
                 break
             out.append(msg)
