@@ -50,15 +50,16 @@ def clients(cluster, kind: Optional[type] = None) -> list:
 
 
 def consumers_of(cluster) -> list:
-    """(name, isolation.level, {(topic, partition): position}) for every live consumer."""
-    from txnlab import Consumer, TopicPartition
+    """(name, isolation.level, {(topic, partition): fetch position}) for every live consumer."""
+    from txnlab import Consumer
     out = []
     for name, c in clients(cluster, Consumer):
         iso = getattr(c, "_config", {}).get("isolation.level", "read_committed")
         try:
-            assignment = c.assignment()
-            positions = {(tp.topic, tp.partition): tp.offset for tp in c.position(
-                [TopicPartition(tp.topic, tp.partition) for tp in assignment])}
+            # where it fetches (the fetch position), which librdkafka's position() does not say until a message
+            # was returned
+            c.assignment()
+            positions = dict(c.fetcher.fetch_positions())
         except Exception:   # a crashed or closed consumer has no position any more
             continue
         out.append((name, iso, positions))

@@ -447,8 +447,7 @@ class LogStrip:
                 xs.append(pos)
                 ys.append(y0 + 0.62)
                 texts.append(name)
-                hs.append(f"{name} ({iso}): position {pos} on {topic}-{p}<br>the offset after the last message "
-                          f"poll() returned")
+                hs.append(f"{name} ({iso}): position {pos} on {topic}-{p}<br>the next offset it will fetch")
         return out
 
     def _layout_rows(self, rows) -> None:

@@ -154,6 +154,11 @@ class Fetcher:
     def states(self) -> dict:
         return self.c._assignment
 
+    def fetch_positions(self) -> dict:
+        """{(topic, partition): the offset the next Fetch asks for} of every assigned partition that has one
+        (Kafka's fetch position; the lab's pictures draw it: where a consumer reads, not what it returned)."""
+        return {tp: st.position for tp, st in self.states.items() if st.position is not None}
+
     def narrate(self, text: str) -> None:
         self.kernel.narrate(text)
 
