@@ -156,3 +156,28 @@ def test_producer_close_aborts_the_open_transaction_and_refuses_calls_after():
     with pytest.raises(RuntimeError, match="closed"):
         p.produce("t", value=b"x")
     assert p.close() is True
+
+
+@pytest.mark.parametrize("dialect,epochs,add_partitions", [("librdkafka", [0, 0, 0], 3), ("java", [1, 2, 3], 0)])
+def test_transaction_protocol_on_a_transaction_version_2_cluster(dialect, epochs, add_partitions):
+    """librdkafka 2.x ends every transaction the classic way on any cluster (AddPartitionsToTxn, EndTxn below v5:
+    one epoch for every transaction); Kafka's Java client 4.x speaks KIP-890 part 2 when the cluster finalizes
+    transaction.version 2 (the leader adds the partition, every EndTxn bumps the epoch).  Both on real Kafka:
+    tests/test_differential.py and tests/test_java_client.py."""
+    c = cluster(**{"transaction.version": 2})
+    p = Producer({"bootstrap.servers": c.bootstrap, "transactional.id": "tv2", "sim.client.dialect": dialect})
+    p.init_transactions()
+    seen = []
+    for i in range(3):
+        p.begin_transaction()
+        p.produce("t", value=b"%d" % i, partition=0)
+        p.commit_transaction()
+        seen.append(c.transaction_state("tv2")["producer_epoch"])
+    assert seen == epochs
+    # the client's own AddPartitionsToTxn requests (one per transaction, and retries of CONCURRENT_TRANSACTIONS
+    # while the previous one completes); the leaders' own are verify-only for a classic client
+    own = c.trace.filter(api="AddPartitionsToTxn", contains=f"got AddPartitionsToTxn from {p.name}")
+    assert len(own) >= add_partitions and (add_partitions or not own)
+    verify_only = c.trace.filter(api="AddPartitionsToTxn", contains="verify-only")
+    assert bool(verify_only) == (dialect == "librdkafka")
+    assert any(("speaks it" if dialect == "java" else "does not") in e.narration for e in c.trace)
