@@ -246,8 +246,9 @@ assert "reserve 3" not in read(cluster, "stock")
 # KIP-890 fixes them in two parts. **Part 1** (Kafka 3.6, `transaction.partition.verification.enable`):
 # before a leader opens a transaction for a producer, it asks the coordinator whether that partition is
 # really in the producer's current transaction, which stops anomaly 1. **Part 2**
-# (`transaction.version` 2, Kafka 4.0): every transaction ends with an epoch bump, so a late message
-# of transaction N carries an epoch that is already too old, which stops 2 and 3.
+# (`transaction.version` 2, Kafka 4.0, and a client that speaks it): every transaction ends with an
+# epoch bump, so a late message of transaction N carries an epoch that is already too old, which stops 2
+# and 3.
 #
 # The stock Java client makes 1 and 2 hard to hit (it bumps its epoch when a sent batch times out), so
 # the lab offers a *naive* client, `"sim.naive.client": True`, that behaves like older clients.
@@ -261,9 +262,9 @@ def anomaly_cluster(tv, verification, seed=1):
     cluster.create_topic("out", partitions=2, replication_factor=3)
     return cluster
 
-def naive_producer(cluster, tid="naive"):
+def naive_producer(cluster, tid="naive", client="librdkafka"):
     p = Producer({"bootstrap.servers": cluster.bootstrap, "transactional.id": tid, "sim.naive.client": True,
-                  "request.timeout.ms": 1_000})
+                  "request.timeout.ms": 1_000, "sim.client.dialect": client})
     p.init_transactions()
     return p
 
@@ -358,16 +359,16 @@ assert st_after["lso"] == st_after["hw"]
 # finally see?
 
 # %%
-def hanging_story(tv, verification):
+def hanging_story(tv, verification, client):
     c = anomaly_cluster(tv, verification)
-    late_produce_then_abort(c, naive_producer(c), 20_000)
+    late_produce_then_abort(c, naive_producer(c, client=client), 20_000)
     c.advance(30_000)
     st = c.partition_state("out", 0)
     return c, "LSO stuck (hanging transaction)" if st["lso"] < st["hw"] else f"refused; sees {read(c, 'out', isolation='read_uncommitted')}"
 
-def join_next_story(tv, verification):
+def join_next_story(tv, verification, client):
     c = anomaly_cluster(tv, verification)
-    p = naive_producer(c)
+    p = naive_producer(c, client=client)
     late_produce_then_abort(c, p, 5_000)
     p.begin_transaction()
     p.produce("out", value=b"new", partition=0)
@@ -375,9 +376,10 @@ def join_next_story(tv, verification):
     c.advance(10_000)
     return c, f"sees {read(c, 'out')}"
 
-def delayed_end_txn_story(tv, verification):
+def delayed_end_txn_story(tv, verification, client):
     c = anomaly_cluster(tv, verification)
-    p = Producer({"bootstrap.servers": c.bootstrap, "transactional.id": "k17754", "request.timeout.ms": 2_000})
+    p = Producer({"bootstrap.servers": c.bootstrap, "transactional.id": "k17754", "request.timeout.ms": 2_000,
+                  "sim.client.dialect": client})
     p.init_transactions()
     p.begin_transaction()
     p.produce("out", value=b"txn-N", partition=0)
@@ -394,19 +396,22 @@ def delayed_end_txn_story(tv, verification):
     c.run_until_idle()
     return c, f"sees {read(c, 'out', partitions=(0, 1))}"
 
-PROTOCOLS = {"classic (TV0), no verification": (0, False), "classic (TV0) + verification (KIP-890 part 1)": (0, True),
-             "transaction.version 2 (KIP-890 part 2)": (2, False)}
+TV2 = "transaction.version 2, Java client (KIP-890 part 2)"
+PROTOCOLS = {"classic (TV0), no verification": (0, False, "librdkafka"),
+             "classic (TV0) + verification (KIP-890 part 1)": (0, True, "librdkafka"),
+             "transaction.version 2, librdkafka client": (2, False, "librdkafka"),
+             TV2: (2, False, "java")}
 STORIES = {"1 · late Produce after the abort": hanging_story,
            "2 · late Produce joins the next transaction": join_next_story,
            "3 · delayed EndTxn (KAFKA-17754)": delayed_end_txn_story}
 results, clusters = {}, {}
 for story, fn in STORIES.items():
-    for proto, (tv, verification) in PROTOCOLS.items():
-        clusters[(story, proto)], results[(story, proto)] = fn(tv, verification)
+    for proto, (tv, verification, client) in PROTOCOLS.items():
+        clusters[(story, proto)], results[(story, proto)] = fn(tv, verification, client)
 show(pd.DataFrame([{"anomaly": s, **{p: results[(s, p)] for p in PROTOCOLS}} for s in STORIES]))
 
 # %%
-tv2 = clusters[("3 · delayed EndTxn (KAFKA-17754)", "transaction.version 2 (KIP-890 part 2)")]
+tv2 = clusters[("3 · delayed EndTxn (KAFKA-17754)", TV2)]
 show(narration(tv2.trace.filter(api="EndTxn")))
 
 # %% [markdown]
@@ -423,6 +428,14 @@ show(narration(tv2.trace.filter(api="EndTxn")))
 #   the coordinator answers it `PRODUCER_FENCED` (an answer nobody hears: the producer closed that
 #   connection when the request timed out, and its retry on a new connection had long committed N),
 #   and the application's abort of N+1 goes through (the trace above).
+# * **Part 2 needs a client that speaks it.** Kafka's Java client 4.0 and later does, when the cluster
+#   finalizes `transaction.version` 2. librdkafka 2.x (what confluent-kafka runs, and this lab's default
+#   client) does not yet: it still adds partitions with `AddPartitionsToTxn` and ends transactions with an
+#   `EndTxn` older than version 5, and the coordinator then ends them the classic way, without an epoch
+#   bump. On a TV2 cluster such a client is protected by part 1 (partition verification) only: the
+#   librdkafka column shows anomaly 1 refused, and 2 and 3 back. The lab's `"sim.client.dialect": "java"`
+#   gives a producer the Java client's behaviour; the trace says which one ran ("the cluster finalized
+#   transaction.version 2; a librdkafka client does not ...").
 
 # %% [markdown]
 # **Check** what you should have seen (this cell fails if the lab disagrees):
@@ -431,11 +444,14 @@ show(narration(tv2.trace.filter(api="EndTxn")))
 r = results
 assert r[("1 · late Produce after the abort", "classic (TV0), no verification")].startswith("LSO stuck")
 assert r[("1 · late Produce after the abort", "classic (TV0) + verification (KIP-890 part 1)")] == "refused; sees []"
-assert r[("1 · late Produce after the abort", "transaction.version 2 (KIP-890 part 2)")] == "refused; sees []"
+assert r[("1 · late Produce after the abort", TV2)] == "refused; sees []"
+assert r[("1 · late Produce after the abort", "transaction.version 2, librdkafka client")] == "refused; sees []"
 assert r[("2 · late Produce joins the next transaction", "classic (TV0) + verification (KIP-890 part 1)")] == "sees ['late', 'new']"
-assert r[("2 · late Produce joins the next transaction", "transaction.version 2 (KIP-890 part 2)")] == "sees ['new']"
+assert r[("2 · late Produce joins the next transaction", TV2)] == "sees ['new']"
+assert r[("2 · late Produce joins the next transaction", "transaction.version 2, librdkafka client")] == "sees ['late', 'new']"
 assert r[("3 · delayed EndTxn (KAFKA-17754)", "classic (TV0), no verification")] == "sees ['txn-N', 'txn-N+1']"
-assert r[("3 · delayed EndTxn (KAFKA-17754)", "transaction.version 2 (KIP-890 part 2)")] == "sees ['txn-N']"
+assert r[("3 · delayed EndTxn (KAFKA-17754)", TV2)] == "sees ['txn-N']"
+assert r[("3 · delayed EndTxn (KAFKA-17754)", "transaction.version 2, librdkafka client")] == "sees ['txn-N', 'txn-N+1']"
 assert tv2.trace.filter(contains="PRODUCER_FENCED", api="EndTxn")
 
 # %% [markdown]
@@ -556,7 +572,8 @@ timeout_check.close()
 # delayed 10 s in the network; the client gives up on it and aborts; the Produce arrives after the
 # abort; later a plain producer writes `after-1`. The stepper starts with the **classic** variant
 # (`transaction.version` 0, no verification). `hanging.variant("v2")` adds a branch that runs the
-# same story with `transaction.version` 2, and **Branches → Compare endings** (or
+# same story with `transaction.version` 2 and a Java client (which speaks it), and **Branches → Compare
+# endings** (or
 # `hanging.compare(...)`) tells the two endings apart.
 
 # %% [markdown]
