@@ -289,7 +289,8 @@ show(transaction_log(cluster, "shop-1").tail(4))
 # Two details to notice. `orders-1` got no marker for the second transaction: it was never added
 # to it, so the coordinator does not write there. And with the classic protocol (Kafka before 4.0,
 # `transaction.version` 0) the sequence numbers simply continue across transactions under the same
-# epoch; with `transaction.version` 2 every transaction ends with an epoch bump and restarts at 0.
+# epoch. A client that speaks `transaction.version` 2 (Kafka's Java client 4.0+; librdkafka 2.x does not
+# yet) ends every transaction with an epoch bump and restarts its sequences at 0.
 
 # %% [markdown]
 # **Check** what you should have seen (this cell fails if the lab disagrees):
