@@ -368,7 +368,8 @@ class Producer:
     def init_transactions(self, timeout: Optional[float] = None, /) -> None:
         resuming = self._require_transactional("init_transactions")
         txn = self._txn
-        self._note(f"{self.name} calls init_transactions()" + (" again (resuming)" if resuming else ""))
+        self._note(f"{self.name} calls init_transactions()" + (
+            " again (resuming)" if resuming else f" (a {'Java' if self._dialect == 'java' else 'librdkafka'} client)"))
         if txn.state == State.UNINITIALIZED:
             txn.transition(State.INITIALIZING)
             self.sender.send_init_producer_id()
