@@ -81,7 +81,8 @@ browser-deps:
 	bash scripts/install-chromium.sh
 
 # ---- housekeeping ------------------------------------------------------------------------
-# bench/results.json and tests/artifacts/fidelity.md (the last differential run) are tracked on purpose and stay.
+# bench/results.json and tests/artifacts/fidelity.md (the last differential run of every scenario) are tracked on
+# purpose and stay; build/fidelity.md (the table of the last run, however few scenarios it ran) goes with build.
 clean:
 	rm -rf "$(VENV)" build dist *.egg-info .pytest_cache .hypothesis \
 	       spark-warehouse metastore_db derby.log reference/target

@@ -13,12 +13,7 @@ import pytest
 import txnlab
 from txnlab.check import check
 from txnlab.check.client_workload import transactional_workload
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+from reference.kafka import free_port, popen
 
 
 @pytest.fixture(scope="module")
@@ -31,9 +26,8 @@ def tansu():
         pytest.skip(f"no Tansu binary for this machine: {e}")
     port = free_port()
     url = f"tcp://127.0.0.1:{port}"
-    proc = subprocess.Popen([binary, "broker", "--listener-url", url, "--advertised-listener-url", url,
-                             "--storage-engine", "memory://tansu/"],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    proc = popen([binary, "broker", "--listener-url", url, "--advertised-listener-url", url,      # dies with us
+                  "--storage-engine", "memory://tansu/"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         for _ in range(100):                                   # until it accepts connections
             try:

@@ -4,13 +4,14 @@ started here, txnlab's clients on a txnlab Cluster with the same broker settings
 Cluster through its Kafka-protocol listener (cluster.listen()).  Every observable
 (offsets, what read_committed and read_uncommitted consumers return and where they stop, HW and LSO, the
 error and its classes at each call, DescribeTransactions / ListTransactions / DescribeProducers, committed
-offsets) must agree, except the differences listed in KNOWN_DIFFERENCES with their reason.  The run writes
-tests/artifacts/fidelity.md.  Without Java or Maven (or a reachable Maven repository on the first run) the real
+offsets) must agree, except the differences listed in KNOWN_DIFFERENCES with their reason.  Every run writes its
+table to build/fidelity.md; a run in which every scenario ran (no -k, no deselection, none stopped before its
+comparison) also writes tests/artifacts/fidelity.md, the committed table.  Without Java or Maven (or a reachable Maven repository on the first run) the real
 side cannot start and these tests skip, saying so."""
 from __future__ import annotations
 
 import json
-import os
+import sys
 from pathlib import Path
 
 import pytest
@@ -21,7 +22,8 @@ from reference.backends import KafkaBackend, LabBackend, WireBackend
 from reference.harness import SCENARIOS, Observer
 from reference import scenarios_basic, scenarios_faults  # noqa: F401  (they register the scenarios)
 
-ARTIFACT = Path(__file__).parent / "artifacts" / "fidelity.md"
+ARTIFACT = Path(__file__).parent / "artifacts" / "fidelity.md"       # committed: the last run of every scenario
+LAST_RUN = Path(__file__).parents[1] / "build" / "fidelity.md"         # every run's, however few scenarios it ran
 
 # Differences that are understood and left on purpose, each with its reason: (scenario, observable) entries, and
 # rules (a predicate over scenario, observable, Kafka's value, the lab's value).  Anything else that differs
@@ -124,6 +126,31 @@ def write_table(rows: list) -> None:
                            known_wire_difference(name, key, a, w) if a != w else "") if r]
         lines.append(f"| {name} | {key} | {cell(a)} | {'same' if a == b else '**' + cell(b) + '**'} | "
                      f"{'same' if a == w else '**' + cell(w) + '**'} | {' / '.join(dict.fromkeys(why))} |")
-    ARTIFACT.parent.mkdir(exist_ok=True)
-    if os.environ.get("TXNLAB_FIDELITY_PARTIAL") != "1" or not ARTIFACT.exists():
-        ARTIFACT.write_text("\n".join(lines) + "\n")
+    text = "\n".join(lines) + "\n"
+    for path in table_paths({r[0] for r in rows}):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+
+
+def table_paths(ran: set) -> list:
+    """Where a run's table goes: build/fidelity.md always; tests/artifacts/fidelity.md as well only when every
+    registered scenario ran, so a run of a few scenarios never replaces the committed table of all of them."""
+    every = {name for name, _, _ in SCENARIOS}
+    return [LAST_RUN, ARTIFACT] if ran >= every else [LAST_RUN]
+
+
+def test_a_run_of_some_scenarios_leaves_the_committed_table_alone(tmp_path, monkeypatch):
+    """Running one scenario (-k) writes its table to build/fidelity.md only; a run of every scenario writes both."""
+    me = sys.modules[__name__]
+    committed, last = tmp_path / "artifacts" / "fidelity.md", tmp_path / "build" / "fidelity.md"
+    committed.parent.mkdir()
+    committed.write_text("the table of the last full run\n")
+    monkeypatch.setattr(me, "ARTIFACT", committed)
+    monkeypatch.setattr(me, "LAST_RUN", last)
+    one = SCENARIOS[0][0]
+    me.write_table([(one, "log.rc.records", [[0, "a"]], [[0, "a"]], [[0, "a"]])])
+    assert committed.read_text() == "the table of the last full run\n"
+    assert f"| {one} | log.rc.records |" in last.read_text() and "**1 scenarios, 1 observables" in last.read_text()
+    me.write_table([(name, "k", 1, 1, 2) for name, _, _ in SCENARIOS])
+    assert committed.read_text() == last.read_text()
+    assert f"**{len(SCENARIOS)} scenarios, {len(SCENARIOS)} observables" in committed.read_text()

@@ -8,6 +8,7 @@ program (kill a broker, let time pass, the transaction admin calls of kafka-tran
   in simulated milliseconds."""
 from __future__ import annotations
 
+import contextlib
 import itertools
 import json
 import time
@@ -19,6 +20,7 @@ import confluent_kafka.admin
 import txnlab
 import txnlab.admin
 from txnlab.protocol.names import broker_name
+from txnlab.protocol.record_batch import ControlRecordType
 
 from .kafka import KafkaCluster, shared_broker_config
 
@@ -32,6 +34,13 @@ class Backend:
 
     def __init__(self) -> None:
         self.run_id = f"{next(_RUN)}{uuid.uuid4().hex[:6]}"
+
+    def use(self, mod, admin) -> None:
+        """The client library scenarios get: ``confluent_kafka`` or ``txnlab`` (and its admin module)."""
+        self.mod, self.admin = mod, admin
+        self.Producer, self.Consumer, self.AdminClient = mod.Producer, mod.Consumer, admin.AdminClient
+        self.TopicPartition, self.KafkaException, self.KafkaError = mod.TopicPartition, mod.KafkaException, \
+            mod.KafkaError
 
     def unique(self, base: str) -> str:
         """A topic / transactional id / group name no earlier scenario on this cluster used."""
@@ -56,7 +65,14 @@ class Backend:
         return md.topics[topic].partitions[partition].leader
 
 
-class KafkaBackend(Backend):
+class _WallClock:
+    """Time passes on the wall clock (a real cluster, or the lab's listener whose simulated time follows it)."""
+
+    def sleep(self, seconds: float) -> None:
+        time.sleep(seconds)
+
+
+class KafkaBackend(_WallClock, Backend):
     name = "kafka"
 
     def __init__(self, cluster: KafkaCluster) -> None:
@@ -65,12 +81,7 @@ class KafkaBackend(Backend):
         self.brokers = cluster.n
         self.transaction_version = cluster.transaction_version
         self.bootstrap = cluster.bootstrap
-        self.Producer, self.Consumer = confluent_kafka.Producer, confluent_kafka.Consumer
-        self.AdminClient = confluent_kafka.admin.AdminClient
-        self.TopicPartition, self.KafkaException = confluent_kafka.TopicPartition, confluent_kafka.KafkaException
-        self.KafkaError = confluent_kafka.KafkaError
-        self.admin = confluent_kafka.admin
-        self.mod = confluent_kafka
+        self.use(confluent_kafka, confluent_kafka.admin)
 
     def wait_topic(self, name: str, partitions: int) -> None:
         admin = self.AdminClient({"bootstrap.servers": self.bootstrap})
@@ -80,9 +91,6 @@ class KafkaBackend(Backend):
                     all(p.leader >= 0 for p in md.partitions.values()):
                 return
             time.sleep(0.1)
-
-    def sleep(self, seconds: float) -> None:
-        time.sleep(seconds)
 
     def settle(self) -> None:
         """Until no transaction is between its decision and its markers (Kafka answers EndTxn first)."""
@@ -117,6 +125,17 @@ class KafkaBackend(Backend):
     def coordinator(self, tid: str) -> int:
         return self.describe_transactions(tid)[tid]["coordinator_id"]
 
+    def hold_markers(self, tid: str, topic: str, group: str):
+        """Kafka's coordinator sends its markers as soon as the decision is durable: nothing here holds them (a
+        coordinator killed just after the commit returned may or may not have written them)."""
+        return None
+
+    def commit_window(self, tid: str, topic: str):
+        return None
+
+    def release(self, held) -> None:
+        pass
+
 
 class LabBackend(Backend):
     name = "txnlab"
@@ -128,12 +147,7 @@ class LabBackend(Backend):
         config.pop("transaction.max.timeout.ms")
         self.cluster = txnlab.Cluster(brokers=brokers, seed=seed, config=config)
         self.bootstrap = self.cluster.bootstrap
-        self.Producer, self.Consumer = txnlab.Producer, txnlab.Consumer
-        self.AdminClient = txnlab.admin.AdminClient
-        self.TopicPartition, self.KafkaException = txnlab.TopicPartition, txnlab.KafkaException
-        self.KafkaError = txnlab.KafkaError
-        self.admin = txnlab.admin
-        self.mod = txnlab
+        self.use(txnlab, txnlab.admin)
 
     def sleep(self, seconds: float) -> None:
         self.cluster.advance(int(seconds * 1000))
@@ -191,13 +205,40 @@ class LabBackend(Backend):
     def coordinator(self, tid: str) -> int:
         return self.cluster.transaction_coordinator(tid)
 
+    def _locked(self):
+        return contextlib.nullcontext()
+
+    def hold_markers(self, tid: str, topic: str, group: str):
+        """Delays the coordinator's next WriteTxnMarkers requests (one per broker that leads a partition of the
+        transaction: ``topic``-0 and the group's offsets partition) by two minutes: a coordinator that crashes
+        once the commit is answered leaves the decision durable (PrepareCommit) and no marker written, as its
+        crash drops what it had on the wire.  Returns the fault rule (``release`` disarms what is left of it)."""
+        with self._locked():
+            c = self.cluster
+            leaders = {c.leader(topic, 0), c.group_coordinator(group)}
+            return c.delay_next("WriteTxnMarkers", 120_000, src=c.transaction_coordinator(tid), count=len(leaders))
+
+    def commit_window(self, tid: str, topic: str) -> dict:
+        """The transaction's state at its coordinator and the markers in ``topic``-0 now."""
+        with self._locked():
+            d = self.cluster.transaction_state(tid)
+            markers = [ControlRecordType(x.control_type).name for x in self.cluster.log(topic, 0).batches
+                       if x.is_control]
+            return {"state": d["state"] if d else None, "markers": markers}
+
+    def release(self, held) -> None:
+        with self._locked():
+            rules = self.cluster.kernel.network.rules
+            if held in rules:
+                rules.remove(held)
+
 
 def _java_exception_name(code: int) -> str:
     """Kafka's Java exception class for an error code (what the Java Admin reports), for the admin errors met."""
     return {105: "TransactionalIdNotFoundException", 15: "CoordinatorNotAvailableException"}.get(code, str(code))
 
 
-class WireBackend(LabBackend):
+class WireBackend(_WallClock, LabBackend):
     """confluent_kafka (librdkafka itself) on a txnlab Cluster through the lab's Kafka-protocol listener
     (``cluster.listen()``, simulated time following the wall clock): the same client as on real Kafka, so what
     differs here is the engine alone.  The admin calls go to the cluster in-process, as for ``LabBackend``."""
@@ -208,21 +249,13 @@ class WireBackend(LabBackend):
         self.door = self.cluster.listen()
         self.bootstrap = self.door.bootstrap_servers
         self.lab_bootstrap = self.cluster.bootstrap
-        self.Producer, self.Consumer = confluent_kafka.Producer, confluent_kafka.Consumer
-        self.AdminClient = confluent_kafka.admin.AdminClient
-        self.TopicPartition, self.KafkaException = confluent_kafka.TopicPartition, confluent_kafka.KafkaException
-        self.KafkaError = confluent_kafka.KafkaError
-        self.admin = confluent_kafka.admin
-        self.mod = confluent_kafka
+        self.use(confluent_kafka, confluent_kafka.admin)
 
     def _admin(self):
         return txnlab.admin.AdminClient({"bootstrap.servers": self.lab_bootstrap})
 
     def create_topic(self, name: str, partitions: int = 1, replication_factor: int = 0) -> None:
         self.cluster.create_topic(name, partitions=partitions, replication_factor=replication_factor or self.brokers)
-
-    def sleep(self, seconds: float) -> None:
-        time.sleep(seconds)
 
     def settle(self) -> None:
         time.sleep(0.1)
@@ -232,6 +265,9 @@ class WireBackend(LabBackend):
         found = super().abort_hanging(topic, partition)
         self.cluster.run_until_idle()
         return found
+
+    def _locked(self):
+        return self.door.lock
 
     def close(self) -> None:
         self.door.close()

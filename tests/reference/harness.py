@@ -66,6 +66,11 @@ class Observer:
         self[f"{key}.{tag}.{'lso' if tag == 'rc' else 'hw'}"] = r["high"]
         return r["records"]
 
+    def read_both(self, key: str, topic: str, partition: int = 0) -> None:
+        """``read`` read_committed, then read_uncommitted."""
+        self.read(key, topic, partition)
+        self.read(key, topic, partition, isolation="read_uncommitted")
+
     def producers(self, key: str, topic: str, partition: int = 0) -> None:
         self.b.settle()
         rows = self.b.describe_producers(topic, partition)
@@ -116,8 +121,47 @@ def read_partition(b, topic: str, partition: int, isolation: str) -> dict:
     return {"records": records, "position": position, "high": high}
 
 
+def new_topic(b, base: str, partitions: int = 1) -> str:
+    """A topic no earlier scenario used, created with ``partitions`` partitions."""
+    t = b.unique(base)
+    b.create_topic(t, partitions)
+    return t
+
+
 def txn_producer(b, tid: str, **extra):
     return b.Producer({"bootstrap.servers": b.bootstrap, "transactional.id": tid, **extra})
+
+
+def in_transaction(b, tid: str, **extra):
+    """A transactional producer that has called init_transactions and begin_transaction (neither observed)."""
+    p = txn_producer(b, tid, **extra)
+    p.init_transactions(30)
+    p.begin_transaction()
+    return p
+
+
+def fill(b, topic: str, values, partition: int = 0) -> None:
+    """Writes ``values`` with a plain (non-transactional) producer."""
+    produce(b.Producer({"bootstrap.servers": b.bootstrap}), topic, values, partition)
+
+
+def group_consumer(b, group: str, topic: str | None = None, **extra):
+    """A consumer of ``group`` that commits only when told; with ``topic``: assigned its partition 0 from the
+    beginning (``extra`` adds settings such as auto.offset.reset or isolation.level)."""
+    c = b.Consumer({"bootstrap.servers": b.bootstrap, "group.id": group, "enable.auto.commit": False, **extra})
+    if topic is not None:
+        c.assign([b.TopicPartition(topic, 0, b.mod.OFFSET_BEGINNING)])
+    return c
+
+
+def copier_consumer(b, group: str, topic: str):
+    """The input side of a transactional copier: read_committed, from the beginning of ``topic``-0."""
+    return group_consumer(b, group, topic, **{"auto.offset.reset": "earliest", "isolation.level": "read_committed"})
+
+
+def committed(b, c, topic: str) -> list:
+    """The offsets committed for ``topic``-0 by ``c``'s group, as a list (what ``committed()`` returns)."""
+    return [tp.offset for tp in c.committed([b.TopicPartition(topic, 0)], 10)]
 
 
 def produce(p, topic: str, values, partition: int = 0, reports: list | None = None) -> None:

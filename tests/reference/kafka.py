@@ -4,10 +4,16 @@
 cache), then online; it never runs at import time.  ``KafkaCluster`` formats KRaft storage with
 ``kafka.tools.StorageTool`` and starts real JVM processes on loopback ephemeral ports: one combined
 broker+controller for a single-broker cluster, or one controller plus N brokers (so a broker can be killed
-without losing the quorum).  Every JVM logs to files under its own temporary directory."""
+without losing the quorum).  Every JVM logs to files under its own temporary directory.
+
+Every JVM started here (``popen`` / ``run``) dies with the process that started it: it gets its own process
+group (so a kill reaches the JVM and anything it forks) and the kernel's parent-death signal (``prctl
+PR_SET_PDEATHSIG``, SIGKILL), so a pytest that is killed, even with SIGKILL, leaves no Kafka broker running."""
 from __future__ import annotations
 
 import base64
+import ctypes
+import ctypes.util
 import os
 import shutil
 import signal
@@ -44,9 +50,48 @@ class Unavailable(Exception):
     """Real Kafka cannot run here; the message is the one sentence the suite skips with."""
 
 
+PR_SET_PDEATHSIG = 1             # <linux/prctl.h>
+_LIBC = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True) if os.name == "posix" else None
+
+
+def die_with_parent(parent: int):
+    """A ``preexec_fn`` for a child of process ``parent``: a session (process group) of its own, and SIGKILL as
+    soon as its parent ends.  The signal follows the thread that forked, so start JVMs from the main thread.  If
+    the parent has already gone by the time the child runs this, the child ends at once."""
+    def setup() -> None:
+        os.setsid()
+        if _LIBC is not None and hasattr(_LIBC, "prctl"):
+            _LIBC.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+        if os.getppid() != parent:
+            os.kill(os.getpid(), signal.SIGKILL)
+    return setup
+
+
+def popen(cmd: list[str], **kw) -> subprocess.Popen:
+    """``subprocess.Popen`` for a JVM (or any helper process) that must not outlive this process."""
+    return subprocess.Popen(cmd, preexec_fn=die_with_parent(os.getpid()), **kw)
+
+
+def run(cmd: list[str], timeout: float, **kw) -> subprocess.CompletedProcess:
+    """``subprocess.run`` with the same guarantee; on a timeout the whole process group is killed."""
+    with popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, **kw) as p:
+        try:
+            out, err = p.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            os.killpg(p.pid, signal.SIGKILL)
+            p.communicate()
+            raise
+        return subprocess.CompletedProcess(cmd, p.returncode, out, err)
+
+
+def java(cp: str, main: str, *args: str, heap: str = "-Xmx256m") -> list[str]:
+    """The command line of a small client JVM (the Java tools in reference/)."""
+    return ["java", heap, "-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC", "-cp", cp, main, *args]
+
+
 def _mvn(args: list[str], offline: bool) -> subprocess.CompletedProcess:
     cmd = ["mvn", "-B", "-q"] + (["-o"] if offline else []) + args
-    return subprocess.run(cmd, cwd=POM_DIR, capture_output=True, text=True, timeout=900)
+    return run(cmd, timeout=900, cwd=POM_DIR)
 
 
 def build() -> None:
@@ -54,9 +99,11 @@ def build() -> None:
     if shutil.which("java") is None or shutil.which("mvn") is None:
         raise Unavailable("real Kafka needs Java 17+ and Maven on PATH, and this machine lacks "
                           + ("java" if shutil.which("java") is None else "mvn"))
-    if CLASSPATH_FILE.exists() and COPIER_JAR.exists() \
-            and CLASSPATH_FILE.stat().st_mtime >= (POM_DIR / "pom.xml").stat().st_mtime:
-        return
+    if CLASSPATH_FILE.exists() and COPIER_JAR.exists():
+        sources = [POM_DIR / "pom.xml", *(POM_DIR / "src").rglob("*.java")]
+        built = min(CLASSPATH_FILE.stat().st_mtime, COPIER_JAR.stat().st_mtime)
+        if all(f.stat().st_mtime <= built for f in sources):
+            return
     args = ["package", "dependency:build-classpath", f"-Dmdep.outputFile={CLASSPATH_FILE}"]
     done = _mvn(args, offline=True)
     if done.returncode != 0:
@@ -173,8 +220,7 @@ class KafkaCluster:
         d = self.dir / f"node-{key}"
         args = ["format", "--cluster-id", self.cluster_id, "--config", str(d / "server.properties"),
                 "--ignore-formatted", "--feature", f"transaction.version={self.transaction_version}"]
-        done = subprocess.run(self._java(key, "kafka.tools.StorageTool", *args), capture_output=True, text=True,
-                              timeout=300)
+        done = run(self._java(key, "kafka.tools.StorageTool", *args), timeout=300)
         if done.returncode != 0:
             raise RuntimeError(f"kafka-storage format failed for node {key}: {done.stdout}{done.stderr}")
 
@@ -182,8 +228,8 @@ class KafkaCluster:
         self.killed.discard(key)
         d = self.dir / f"node-{key}"
         out = open(d / "logs" / "stdout.log", "ab")
-        self.procs[key] = subprocess.Popen(self._java(key, "kafka.Kafka", str(d / "server.properties")),
-                                           stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+        self.procs[key] = popen(self._java(key, "kafka.Kafka", str(d / "server.properties")),
+                                stdout=out, stderr=subprocess.STDOUT)
         out.close()
 
     def start(self, timeout: float = 180.0) -> "KafkaCluster":
@@ -252,9 +298,8 @@ class KafkaCluster:
             d.mkdir(exist_ok=True)
             (d / "logs").mkdir(exist_ok=True)
             (d / "log4j2.properties").write_text(LOG4J2)
-            self._tool = subprocess.Popen(self._java("admin-tool", "txnlab.reference.TxnTool", self.bootstrap),
-                                          stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-                                          text=True, start_new_session=True)
+            self._tool = popen(self._java("admin-tool", "txnlab.reference.TxnTool", self.bootstrap),
+                               stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
         self._tool.stdin.write(" ".join(args) + "\n")
         self._tool.stdin.flush()
         line = self._tool.stdout.readline()

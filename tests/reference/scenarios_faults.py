@@ -2,13 +2,12 @@
 mid-commit, a partition leader's mid-transaction, an idempotent producer's leader under load."""
 from __future__ import annotations
 
-from .harness import produce, scenario, txn_producer
-from .scenarios_basic import _topic
+from .harness import in_transaction, new_topic, produce, scenario, txn_producer
 
 
 @scenario("three")
 def tv1_commit_and_abort(b, o):
-    t, tid = _topic(b, "tv1"), b.unique("tx")
+    t, tid = new_topic(b, "tv1"), b.unique("tx")
     p = txn_producer(b, tid)
     o.call("init", p.init_transactions, 30)
     for i, end in enumerate((p.commit_transaction, p.abort_transaction, p.commit_transaction)):
@@ -16,17 +15,14 @@ def tv1_commit_and_abort(b, o):
         produce(p, t, [f"t{i}"])
         o.call(f"end{i}", end, 30)
         o.transactions(f"after{i}", tid)
-    o.read("log", t)
-    o.read("log", t, isolation="read_uncommitted")
+    o.read_both("log", t)
     o.producers("producers", t)
 
 
 @scenario("three")
 def tv1_zombie_fenced(b, o):
-    t, tid = _topic(b, "tv1z"), b.unique("tx")
-    zombie = txn_producer(b, tid)
-    zombie.init_transactions(30)
-    zombie.begin_transaction()
+    t, tid = new_topic(b, "tv1z"), b.unique("tx")
+    zombie = in_transaction(b, tid)
     produce(zombie, t, ["z"])
     fresh = txn_producer(b, tid)
     o.call("fresh.init", fresh.init_transactions, 30)
@@ -39,25 +35,20 @@ def tv1_zombie_fenced(b, o):
 def tv1_transaction_timeout_fences(b, o):
     """transaction.version 1: the coordinator aborts a transaction older than transaction.timeout.ms and bumps
     the epoch; the producer's next call is fenced."""
-    t, tid = _topic(b, "tv1to"), b.unique("tx")
-    p = txn_producer(b, tid, **{"transaction.timeout.ms": 2000})
-    p.init_transactions(30)
-    p.begin_transaction()
+    t, tid = new_topic(b, "tv1to"), b.unique("tx")
+    p = in_transaction(b, tid, **{"transaction.timeout.ms": 2000})
     produce(p, t, ["slow"])
     b.sleep(5)
     o.transactions("describe", tid)
-    o.read("expired", t)
-    o.read("expired", t, isolation="read_uncommitted")
+    o.read_both("expired", t)
     o.call("commit", p.commit_transaction, 30)
     o.call("abort", p.abort_transaction, 30)
 
 
 @scenario("three")
 def coordinator_killed_mid_commit(b, o):
-    t, tid = _topic(b, "cfail", 2), b.unique("tx")
-    p = txn_producer(b, tid)
-    p.init_transactions(30)
-    p.begin_transaction()
+    t, tid = new_topic(b, "cfail", 2), b.unique("tx")
+    p = in_transaction(b, tid)
     produce(p, t, ["a0", "a1"], partition=0)
     produce(p, t, ["b0"], partition=1)
     coordinator = b.coordinator(tid)
@@ -75,10 +66,8 @@ def coordinator_killed_mid_commit(b, o):
 
 @scenario("three")
 def leader_killed_mid_transaction(b, o):
-    t, tid = _topic(b, "lfail"), b.unique("tx")
-    p = txn_producer(b, tid)
-    p.init_transactions(30)
-    p.begin_transaction()
+    t, tid = new_topic(b, "lfail"), b.unique("tx")
+    p = in_transaction(b, tid)
     produce(p, t, ["a", "b"])
     leader = b.leader(t)
     b.kill(leader)
@@ -86,8 +75,7 @@ def leader_killed_mid_transaction(b, o):
     produce(p, t, ["c", "d"], reports=reports)
     o["delivery.after_kill"] = reports
     o.call("commit", p.commit_transaction, 60)
-    o.read("log", t)
-    o.read("log", t, isolation="read_uncommitted")
+    o.read_both("log", t)
     b.restart(leader)
 
 
@@ -95,7 +83,7 @@ def leader_killed_mid_transaction(b, o):
 def idempotent_retries_across_leader_kill(b, o):
     """Dedup of retried batches: records in flight when the leader dies are retried to the new leader; each
     record is in the log once, in order."""
-    t = _topic(b, "dedup")
+    t = new_topic(b, "dedup")
     p = b.Producer({"bootstrap.servers": b.bootstrap, "enable.idempotence": True, "linger.ms": 0})
     reports: list = []
     produce(p, t, [f"r{i}" for i in range(5)], reports=reports)

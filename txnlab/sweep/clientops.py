@@ -165,7 +165,7 @@ def final_read(cluster, history, topics: list, process: str = "final-reader", ma
             continue
         empty += 1
         pos = {(tp.topic, tp.partition): tp.offset for tp in c.position(tps)}
-        caught_up = all(e >= 0 and pos.get(k, -1) >= e for k, e in ends.items())
+        caught_up = all(e == 0 or (e > 0 and pos.get(k, -1) >= e) for k, e in ends.items())
         if caught_up or empty >= 40:
             break
     history.add(process, "final-read", mops, OK, start, cluster.kernel.now)

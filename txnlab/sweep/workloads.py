@@ -166,14 +166,17 @@ class Copier(Workload):
     def _caught_up(self, c, tp) -> bool:
         """Past every input record the feeder ever wrote to ``tp``, and at the partition's LSO."""
         from ..errors import KafkaException
-        pos = c.position([tp])[0].offset
-        if pos <= self.state["in_max"].get(key_of(tp.topic, tp.partition), -1):
-            return False
         try:
             w = c.get_watermark_offsets(tp, timeout=2.0)
+            if w is None:
+                return False
+            pos = c.position([tp])[0].offset
+            if pos < 0:     # librdkafka: nothing returned since the assignment, which started at the committed
+                committed = c.committed([tp], timeout=2.0)[0].offset     # offset, or at the log start (earliest)
+                pos = committed if committed >= 0 else w[0]
         except KafkaException:
             return False
-        return w is not None and pos >= w[1]
+        return pos > self.state["in_max"].get(key_of(tp.topic, tp.partition), -1) and pos >= w[1]
 
     def finish(self, cluster, history) -> None:
         final_read(cluster, history, sorted(self.topics))

@@ -11,7 +11,6 @@ import java.util.Properties;
 import java.util.concurrent.TimeUnit;
 
 import org.apache.kafka.clients.admin.Admin;
-import org.apache.kafka.clients.admin.TransactionDescription;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.apache.kafka.clients.consumer.ConsumerRecords;
 import org.apache.kafka.clients.consumer.KafkaConsumer;
@@ -20,6 +19,7 @@ import org.apache.kafka.clients.producer.KafkaProducer;
 import org.apache.kafka.clients.producer.ProducerRecord;
 import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.errors.ProducerFencedException;
+import org.apache.kafka.common.errors.UnsupportedVersionException;
 import org.apache.kafka.common.serialization.StringDeserializer;
 import org.apache.kafka.common.serialization.StringSerializer;
 
@@ -32,9 +32,12 @@ import org.apache.kafka.common.serialization.StringSerializer;
  *
  * MODE plain: copy TOTAL records.  MODE fence: in the second transaction a second producer with the same
  * transactional.id calls initTransactions; the first one's commit is fenced and the second one copies the
- * rest.  MODE failover: before the second commit it prints "KILL <coordinator id>" and waits for a line on
- * stdin (the test kills that broker), then commits.  One JSON line on stdout: what happened, the transaction's
- * epoch after each commit (DescribeTransactions), and the offset committed for IN-0.
+ * rest.  MODE failover and failover-after-prepare: around the second commit it prints "PAUSE before-commit" and,
+ * once the commit returned, "PAUSE after-commit", and each time waits for a line on stdin (the test kills the
+ * transaction coordinator's broker at one of them: before the commit, that is mid-transaction; or after it, when
+ * the decision is durable in __transaction_state but the markers may not be written yet), then goes on.  One JSON
+ * line on stdout: what happened, the transaction's epoch after each commit (DescribeTransactions, -1 where the
+ * cluster does not serve it), and the offset committed for IN-0.
  */
 public final class Copier {
     private Copier() {}
@@ -48,6 +51,32 @@ public final class Copier {
         p.put("delivery.timeout.ms", "60000");
         p.put("request.timeout.ms", "10000");
         return new KafkaProducer<>(p);
+    }
+
+    static void pause(BufferedReader stdin, String where) throws java.io.IOException {
+        System.out.println("PAUSE " + where);
+        System.out.flush();
+        if (stdin.readLine() == null) throw new IllegalStateException("stdin closed at " + where);
+    }
+
+    /**
+     * The transaction's producer epoch now (DescribeTransactions), -1 on a cluster that does not serve it (the
+     * lab's listener).  Each attempt is a new Admin client: Kafka's Admin keeps a coordinator it has looked up and,
+     * when that broker was killed, asks it until the call times out, so a new client is what looks it up again
+     * (the new coordinator takes over once the controller has fenced the dead broker).
+     */
+    static int epoch(Properties a, String tid) throws Exception {
+        for (int attempt = 1; ; attempt++) {
+            try (Admin admin = Admin.create(a)) {
+                return admin.describeTransactions(List.of(tid)).description(tid).get(60, TimeUnit.SECONDS)
+                    .producerEpoch();
+            } catch (java.util.concurrent.ExecutionException e) {
+                if (e.getCause() instanceof UnsupportedVersionException) return -1;
+                if (!(e.getCause() instanceof org.apache.kafka.common.errors.RetriableException) || attempt == 10) {
+                    throw e;
+                }
+            }
+        }
     }
 
     public static void main(String[] args) throws Exception {
@@ -65,14 +94,17 @@ public final class Copier {
         c.put("value.deserializer", StringDeserializer.class.getName());
         Properties a = new Properties();
         a.put("bootstrap.servers", bootstrap);
+        a.put("request.timeout.ms", "5000");
+        a.put("default.api.timeout.ms", "10000");
         List<String> events = new ArrayList<>();
         List<Integer> epochs = new ArrayList<>();
         BufferedReader stdin = new BufferedReader(new InputStreamReader(System.in));
-        try (KafkaConsumer<String, String> consumer = new KafkaConsumer<>(c); Admin admin = Admin.create(a)) {
+        try (KafkaConsumer<String, String> consumer = new KafkaConsumer<>(c)) {
             consumer.assign(List.of(src));
             KafkaProducer<String, String> producer = producer(bootstrap, tid);
             producer.initTransactions();
             int copied = 0, txn = 0;
+            boolean describable = true;
             while (copied < total) {
                 List<ConsumerRecord<String, String>> records = new ArrayList<>();
                 long deadline = System.currentTimeMillis() + 20000;
@@ -109,23 +141,18 @@ public final class Copier {
                     consumer.seek(src, committed == null ? 0 : committed.offset());
                     continue;
                 }
-                if (txn == 2 && mode.equals("failover")) {
-                    TransactionDescription d = admin.describeTransactions(List.of(tid)).description(tid)
-                        .get(30, TimeUnit.SECONDS);
-                    System.out.println("KILL " + d.coordinatorId());
-                    System.out.flush();
-                    stdin.readLine();
-                    events.add("coordinator " + d.coordinatorId() + " killed before commit");
+                boolean pause = txn == 2 && mode.startsWith("failover");
+                if (pause) {
+                    pause(stdin, "before-commit");
                 }
                 producer.commitTransaction();
-                copied += records.size();
-                try {
-                    TransactionDescription d = admin.describeTransactions(List.of(tid)).description(tid)
-                        .get(30, TimeUnit.SECONDS);
-                    epochs.add(d.producerEpoch());
-                } catch (java.util.concurrent.ExecutionException e) {
-                    epochs.add(-1);     // a cluster without DescribeTransactions (the lab's listener)
+                if (pause) {
+                    pause(stdin, "after-commit");
                 }
+                copied += records.size();
+                int epoch = describable ? epoch(a, tid) : -1;
+                describable = epoch != -1;
+                epochs.add(epoch);
             }
             producer.close();
             OffsetAndMetadata committed = consumer.committed(java.util.Set.of(src)).get(src);
