@@ -1,0 +1,78 @@
+"""The compare table of two branches reads as a table on a projector: every cell is plain words and values,
+never a Python dict or list as the interpreter prints it."""
+import re
+from html.parser import HTMLParser
+
+from widgets import Stepper
+from widgets.outcome import readable
+
+RAW = re.compile(r"[{\[]\s*['\"(]|['\"]\s*:\s|[}\]]$|^[{\[]|\(\s*['\"]")
+
+
+class Cells(HTMLParser):
+    def __init__(self):
+        super().__init__()
+        self.rows, self._cell = [], None
+
+    def handle_starttag(self, tag, attrs):
+        if tag == "tr":
+            self.rows.append([])
+        elif tag in ("td", "th"):
+            self._cell = ""
+
+    def handle_endtag(self, tag):
+        if tag in ("td", "th") and self._cell is not None:
+            self.rows[-1].append(self._cell.strip())
+            self._cell = None
+
+    def handle_data(self, data):
+        if self._cell is not None:
+            self._cell += data
+
+
+def cells(page: str) -> list[list[str]]:
+    parser = Cells()
+    parser.feed(page)
+    return parser.rows
+
+
+def no_raw_repr(rows):
+    bad = [c for row in rows for c in row if RAW.search(c)]
+    assert not bad, f"cells that show a Python repr: {bad}"
+
+
+def test_a_crashed_producer_branch_compares_in_plain_rows():
+    s = Stepper("commit-visible-atomically", granularity="event")
+    assert s.step_until("calls commit_transaction()")
+    branch = s.crash("producer")
+    s.run_to_end()
+    rows = cells(s.compare_html("main", branch))
+    s.close()
+    no_raw_repr(rows)
+    by_what = {(r[0], r[1]): r[2:] for r in rows[1:]}
+    # the coordinator's state reads as words; main committed, the crashed branch did not
+    assert by_what[("tx-orders", "coordinator state")][0] == "CompleteCommit, producer id 1000, epoch 0"
+    assert not by_what[("tx-orders", "coordinator state")][1].startswith("CompleteCommit")
+    # what the client code returned, one row per fact, lists as comma-separated values
+    returned = by_what[("client code", "returned read_committed after commit")]
+    assert returned[0] == "order-0, order-1, order-2, order-3"
+    assert ("orders-0", "a read_committed consumer sees") in by_what
+    assert by_what[("orders-0", "a read_committed consumer sees")][0] == "order-0, order-2"
+
+
+def test_another_designs_lab_compares_its_facts_in_plain_rows():
+    s = Stepper("rocketmq-end-transaction-lost", skip_background=True)
+    assert s.step_until("the half message is stored")
+    crashed = s.crash("producer-1")
+    s.run_to_end()
+    rows = cells(s.compare_html("main", crashed))
+    s.close()
+    no_raw_repr(rows)
+    assert any(r[:1] == ["order-topic"] and "o-1" in " ".join(r) for r in rows)
+
+
+def test_readable_never_prints_a_repr():
+    assert readable({"state": "Ongoing", "producer_id": 7, "producer_epoch": 2}) == "Ongoing, producer id 7, epoch 2"
+    assert readable(["a", "b"]) == "a, b" and readable([]) == "none" and readable(None) == "–"
+    assert readable({"read_committed_after": ["x"], "count": 2}) == "read_committed after: x; count: 2"
+    assert not RAW.search(readable({"nested": {"k": [1, 2]}, "t": ("a", 1)}))
