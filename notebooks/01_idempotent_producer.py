@@ -802,5 +802,5 @@ ex_safe.submit(safe_config)
 # %% [markdown]
 # ## Where next
 #
-# **02 · Transactions and markers**: one decision for writes to several partitions (about 40 minutes).
+# **02 · Transactions and markers**: one decision for writes to several partitions (about 45 minutes).
 # `GLOSSARY.md` explains every Kafka term used here; `INDEX.md` lists the gallery's scenarios by concept.

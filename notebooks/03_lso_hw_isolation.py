@@ -44,7 +44,7 @@ import pandas as pd
 from widgets.tables import show, narration, since
 from widgets.snapshots import log_snapshot
 from widgets.drawn import trace_named, drawn_line, drawn_consumers
-from widgets.predict import Exercise, Predict, moment
+from widgets.predict import Exercise, Predict, narration_says, partition_value, predict_at
 
 
 # %%
@@ -439,22 +439,21 @@ stuck.widget
 # leader `wrote a COMMIT marker`, then one fetch round more.
 
 # %%
-p_triangle = Predict(
+p_triangle = predict_at(
     "While the transaction is open (after both consumers have fetched), at which offset does the "
-    "<code>read_committed</code> triangle stop?", kind="offset",
-    check=lambda: moment("lso-stuck-by-open-transaction", "reader-uncommitted got the Fetch response",
-                         skip_background=True).cluster.partition_state("orders", 0)["lso"],
+    "<code>read_committed</code> triangle stop?", "lso-stuck-by-open-transaction",
+    "reader-uncommitted got the Fetch response", partition_value("orders", 0, "lso"), kind="offset",
     why="At the LSO, the first offset of the open transaction (0): the plain records after it wait too. The "
         "read_uncommitted triangle goes on to the HW, 3.")
 p_triangle
 
 # %%
-p_jump = Predict(
+p_jump = predict_at(
     "When the COMMIT marker is appended to the leader's log, does the LSO jump to the end at once?",
+    "lso-stuck-by-open-transaction", "wrote a COMMIT marker",
+    lambda run: ("yes, at once" if partition_value("orders", 0, "lso")(run) == partition_value("orders", 0, "leo")(run)
+                 else "no: only once the marker is replicated (below the HW)"),
     choices=["yes, at once", "no: only once the marker is replicated (below the HW)"],
-    check=lambda: ("yes, at once" if (lambda st: st["lso"] == st["leo"])(moment(
-        "lso-stuck-by-open-transaction", "wrote a COMMIT marker", skip_background=True).cluster.partition_state("orders", 0))
-        else "no: only once the marker is replicated (below the HW)"),
     why="A marker counts, like any record, once it is below the HW; one fetch round later the LSO jumps from 0 to 4.")
 p_jump
 
@@ -494,13 +493,12 @@ aborted = Stepper("abort-hidden-from-read-committed")
 aborted.widget
 
 # %%
-p_filter = Predict(
+p_filter = predict_at(
     "When the <code>read_committed</code> consumer fetches <code>orders-0</code>, does the leader leave the "
-    "aborted records out of its answer?",
+    "aborted records out of its answer?", "abort-hidden-from-read-committed", "fetch carries aborted transactions",
+    narration_says("6 record(s)", "no: it sends them, with the list of aborted transactions",
+                   "yes: the broker filters them out"),
     choices=["yes: the broker filters them out", "no: it sends them, with the list of aborted transactions"],
-    check=lambda: ("no: it sends them, with the list of aborted transactions" if "6 record(s)" in moment(
-        "abort-hidden-from-read-committed", "fetch carries aborted transactions", skip_background=True).narration
-        else "yes: the broker filters them out"),
     why="Filtering would mean rewriting batches. The broker sends the whole log with (producer id, first offset) "
         "of each aborted transaction, and the consumer skips those batches itself; both triangles end at 6.")
 p_filter

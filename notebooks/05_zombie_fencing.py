@@ -55,7 +55,7 @@ from widgets.tables import show, narration, since
 from widgets.snapshots import log_snapshot
 from widgets.drawn import trace_named, drawn_line, arrows_now, coordinator_says
 from widgets.reader import read
-from widgets.predict import Exercise, Predict, moment
+from widgets.predict import Exercise, Predict, moment, narration_says, predict_at, txn_value
 
 
 # %%
@@ -463,20 +463,18 @@ zombie = Stepper("zombie-fenced")
 zombie.widget
 
 # %%
-p_epoch = Predict("Which epoch does <code>copier</code> have after the new instance's retried "
-                  "<code>InitProducerId</code>?", kind="number",
-                  check=lambda: moment("zombie-fenced", "epoch 1 -> 2", skip_background=True)
-                  .cluster.transaction_state("copier")["producer_epoch"],
-                  why="One bump fences the old instance and aborts its open transaction (0 -> 1); the new "
+p_epoch = predict_at("Which epoch does <code>copier</code> have after the new instance's retried "
+                     "<code>InitProducerId</code>?", "zombie-fenced", "epoch 1 -> 2",
+                     txn_value("copier", "producer_epoch"), kind="number",
+                     why="One bump fences the old instance and aborts its open transaction (0 -> 1); the new "
                       "instance's retry gets a second one (1 -> 2): old epoch + 2.")
 p_epoch
 
 # %%
 WHO = ["the partition leader, on its own", "the partition leader, after asking the coordinator"]
-p_who_refuses = Predict("Who refuses the zombie's <code>zombie-2</code>?", choices=WHO,
-                        check=lambda: WHO[1] if "request epoch 0 but the current epoch is 2" in moment(
-                            "zombie-fenced", "-> PRODUCER_FENCED", skip_background=True).narration else WHO[0],
-                        why="With verification (KIP-890) the leader asks the coordinator (AddPartitionsToTxn) before a "
+p_who_refuses = predict_at("Who refuses the zombie's <code>zombie-2</code>?", "zombie-fenced", "-> PRODUCER_FENCED",
+                           narration_says("request epoch 0 but the current epoch is 2", WHO[1], WHO[0]), choices=WHO,
+                           why="With verification (KIP-890) the leader asks the coordinator (AddPartitionsToTxn) before a "
                             "transactional write to a partition new to the transaction; the coordinator knows epoch 2.")
 p_who_refuses
 

@@ -54,7 +54,7 @@ from widgets.snapshots import log_snapshot
 from widgets.drawn import (arrows_now, coordinator_says, drawn_consumers, drawn_line, on_the_wire,
                            trace_named)
 from widgets.reader import read
-from widgets.predict import Exercise, Predict, moment
+from widgets.predict import Exercise, Predict, moment, partition_value, predict_at
 
 
 # %%
@@ -625,11 +625,10 @@ marker = Stepper("marker-leader-down")
 marker.widget
 
 # %%
-p_lso1 = Predict("Right after the COMMIT marker of <code>orders-1</code> is written (its leader is alive), where is "
-                 "the LSO of <code>orders-1</code>?", kind="offset",
-                 check=lambda: moment("marker-leader-down", "orders-1: wrote a COMMIT marker",
-                                      skip_background=True).cluster.partition_state("orders", 1)["lso"],
-                 why="A marker counts once it is below the HW, and the HW of orders-1 cannot pass the crashed broker, "
+p_lso1 = predict_at("Right after the COMMIT marker of <code>orders-1</code> is written (its leader is alive), where "
+                    "is the LSO of <code>orders-1</code>?", "marker-leader-down", "orders-1: wrote a COMMIT marker",
+                    partition_value("orders", 1, "lso"), kind="offset",
+                    why="A marker counts once it is below the HW, and the HW of orders-1 cannot pass the crashed broker, "
                      "still in the ISR, until the controller fences it: the LSO stays at 0 for about 9 s.")
 p_lso1
 

@@ -92,7 +92,7 @@ def test_every_chapter_says_what_it_needs_how_long_and_where_next(path):
 def test_every_chapter_has_three_predictions_and_an_exercise(path):
     _converted(path)
     code = "\n".join(c.source for c in _read(path).cells if c.cell_type == "code")
-    assert len(re.findall(r"\bPredict\(", code)) >= 3, f"{path.name}: fewer than three Predict widgets"
+    assert len(re.findall(r"\bPredict\(|\bpredict_at\(", code)) >= 3, f"{path.name}: fewer than three Predict widgets"
     assert re.search(r"\bExercise\(", code), f"{path.name}: no Exercise"
 
 
