@@ -41,14 +41,23 @@ def no_raw_repr(rows):
     assert not bad, f"cells that show a Python repr: {bad}"
 
 
-def test_a_crashed_producer_branch_compares_in_plain_rows():
-    s = Stepper("commit-visible-atomically", granularity="event")
-    assert s.step_until("calls commit_transaction()")
-    branch = s.crash("producer")
-    s.run_to_end()
-    rows = cells(s.compare_html("main", branch))
-    s.close()
+def crash_and_compare(scenario: str, until: str, process: str, **kw) -> list[list[str]]:
+    """Step ``scenario`` until ``until``, crash ``process`` (a branch), run it to its end and read the compare table
+    of main and that branch, checking that no cell shows a Python repr."""
+    s = Stepper(scenario, **kw)
+    try:
+        assert s.step_until(until)
+        branch = s.crash(process)
+        s.run_to_end()
+        rows = cells(s.compare_html("main", branch))
+    finally:
+        s.close()
     no_raw_repr(rows)
+    return rows
+
+
+def test_a_crashed_producer_branch_compares_in_plain_rows():
+    rows = crash_and_compare("commit-visible-atomically", "calls commit_transaction()", "producer", granularity="event")
     by_what = {(r[0], r[1]): r[2:] for r in rows[1:]}
     # the coordinator's state reads as words; main committed, the crashed branch did not
     assert by_what[("tx-orders", "coordinator state")][0] == "CompleteCommit, producer id 1000, epoch 0"
@@ -61,13 +70,8 @@ def test_a_crashed_producer_branch_compares_in_plain_rows():
 
 
 def test_another_designs_lab_compares_its_facts_in_plain_rows():
-    s = Stepper("rocketmq-end-transaction-lost", skip_background=True)
-    assert s.step_until("the half message is stored")
-    crashed = s.crash("producer-1")
-    s.run_to_end()
-    rows = cells(s.compare_html("main", crashed))
-    s.close()
-    no_raw_repr(rows)
+    rows = crash_and_compare("rocketmq-end-transaction-lost", "the half message is stored", "producer-1",
+                             skip_background=True)
     assert any(r[:1] == ["order-topic"] and "o-1" in " ".join(r) for r in rows)
 
 
