@@ -101,7 +101,7 @@ def _words(key) -> str:
     return text.replace("_", " ").replace("\0", "_")
 
 
-def readable(v) -> str:
+def readable(v, _nested: bool = False) -> str:
     """One value as plain text for a table cell: lists joined with commas, a mapping as 'key: value' pairs,
     a transaction as 'state, producer id, epoch' -- never a Python repr of a dict or a list."""
     if v is None:
@@ -111,10 +111,11 @@ def readable(v) -> str:
             return "nothing"
         if {"state", "producer_id", "producer_epoch"} <= set(v):
             return f"{v['state']}, producer id {v['producer_id']}, epoch {v['producer_epoch']}"
-        return "; ".join(f"{_words(k)}: {readable(x)}" for k, x in v.items())
+        text = "; ".join(f"{_words(k)}: {readable(x, True)}" for k, x in v.items())
+        return f"({text})" if _nested and len(v) > 1 else text
     if isinstance(v, (list, tuple, set, frozenset)):
         items = sorted(v, key=str) if isinstance(v, (set, frozenset)) else list(v)
-        return ", ".join(readable(x) for x in items) if items else "none"
+        return ", ".join(readable(x, True) for x in items) if items else "none"
     if isinstance(v, bool):
         return "yes" if v else "no"
     return str(v)
@@ -168,7 +169,8 @@ def diff_html(a: dict, b: dict, d: dict) -> str:
             if level in e:
                 x = e[level]
                 moved = "; ".join(f"{v}: {oa} → {ob}" for v, oa, ob in x["moved"]) or "–"
-                what = "a read_committed consumer sees" if level == "read_committed" else "in the log (to the HW)"
+                what = ("records only this branch's read_committed consumer sees" if level == "read_committed"
+                        else "records only in this branch's log (to the HW)")
                 rows.append((tp, what, x["only_in_a"] or None, x["only_in_b"] or None, moved))
         keys = [k for k in ("leo", "hw", "lso") if k in e]
         if keys:
@@ -183,11 +185,9 @@ def diff_html(a: dict, b: dict, d: dict) -> str:
         rows.append((f"{key[0]} {key[1]}", f"group offset ({key[2]})", x, y, ""))
     if d["result"]:
         rows += [(*r, "") for r in _result_rows(d)]
-    if d["partitions"] or d["offsets"] or d["transactions"]:
-        cols = (f"<th>only in {html.escape(a['branch'])}</th><th>only in {html.escape(b['branch'])}</th>"
-                f"<th>moved (offset a → b)</th>")
-    else:                                   # another design's lab: facts side by side
-        cols = f"<th>in {html.escape(a['branch'])}</th><th>in {html.escape(b['branch'])}</th><th></th>"
+    na, nb = html.escape(a["branch"]), html.escape(b["branch"])
+    moved_head = f"moved (offset in {na} → {nb})" if d["partitions"] else ""
+    cols = f"<th>{na}</th><th>{nb}</th><th>{moved_head}</th>"
     body = "".join(f"<tr><td>{html.escape(str(where))}</td><td>{html.escape(str(what))}</td>{_cell(x)}{_cell(y)}"
                    f"<td>{html.escape(str(moved))}</td></tr>" for where, what, x, y, moved in rows)
     return (f"{CSS}<div>{head}</div><table class='txl-t txl-cmp'><tr><th>where</th><th>what</th>{cols}</tr>"
