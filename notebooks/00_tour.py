@@ -35,7 +35,7 @@ from IPython.display import HTML
 
 from txnlab import gallery
 from widgets import Stepper
-from widgets.predict import Exercise, Predict, moment
+from widgets.predict import Exercise, Predict, moment, partition_value, predict_at
 from widgets.visibility import commit_timeline, visibility_figure
 
 for name in gallery.names():                 # the scenarios of the gallery; every chapter steps some of them
@@ -86,22 +86,24 @@ s.widget
 # then press *Check*.
 
 # %%
-p_lso = Predict(
+p_lso = predict_at(
     "When the producer's <code>flush()</code> has returned (records replicated, transaction still open), "
-    "where is the <b>LSO</b> of <code>orders-0</code>?", kind="offset",
-    check=lambda: moment("commit-visible-atomically", "calls commit_transaction()",
-                         skip_background=True).cluster.partition_state("orders", 0)["lso"],
+    "where is the <b>LSO</b> of <code>orders-0</code>?",
+    "commit-visible-atomically", "calls commit_transaction()", partition_value("orders", 0, "lso"), kind="offset",
     why="The LSO stops at the first offset of the oldest open transaction: the transaction's first record "
         "is at offset 0, so the LSO stays at 0 although the HW has moved past both records.")
 p_lso
 
 # %%
-p_read = Predict(
+def records_received(run, name="reader-committed"):
+    """How many records consumer ``name`` has been given so far (a position not set yet counts as none)."""
+    c = run.cluster.clients[name]
+    return sum(max(tp.offset, 0) for tp in c.position(c.assignment()))
+
+
+p_read = predict_at(
     "At that same moment, how many of the four records has the <code>read_committed</code> consumer "
-    "received?", kind="number",
-    check=lambda: sum(tp.offset for tp in (lambda c: c.position(c.assignment()))(
-        moment("commit-visible-atomically", "calls commit_transaction()",
-               skip_background=True).cluster.clients["reader-committed"])),
+    "received?", "commit-visible-atomically", "calls commit_transaction()", records_received, kind="number",
     why="A read_committed consumer reads only below the LSO, and both LSOs are 0 while the transaction is "
         "open. The read_uncommitted consumer, reading up to the HW, already has all four.")
 p_read
@@ -281,6 +283,7 @@ for name in gallery.names():
 # ## Where next
 #
 # * **01 · The idempotent producer**: why a retry never writes a record twice (about 45 minutes).
-# * Then **02 · Transactions and markers** takes this tour's transaction apart request by request.
+# * Then **02 · Transactions and markers** takes a transaction apart request by request, over three partitions
+#   of two topics, and loses one of its markers on the way.
 # * `notebooks/INDEX.md` lists every gallery scenario by concept, `notebooks/GLOSSARY.md` every Kafka term
 #   the lab uses.

@@ -87,8 +87,19 @@ def copies_in_log(cluster, topic, partition=0):
 # request before the connection broke.
 
 # %% [markdown]
-# **Predict:** For each of the six cells of the table below, how many copies of `order-1` will the partition's
-# log hold, and will the application's delivery report say *success*? Write your six guesses down.
+# The next cell writes `order-1` once with each of three producers, losing first the request, then the
+# response: six runs. Guess the six rows of its table (copies in the log, delivery report), then answer
+# for the run that matters most:
+
+# %%
+p_copies = Predict(
+    "An <b>at-least-once</b> producer (retries on, no idempotence) loses the <b>response</b> to its Produce. "
+    "How many copies of <code>order-1</code> will the log hold?", kind="number",
+    check=lambda: int(outcomes[(outcomes["producer"] == "at least once")
+                               & (outcomes["lost message"] == "Produce response")]["copies in the log"].iloc[0]),
+    why="The leader had appended the record before its answer was lost. The retry carries no producer id, so "
+        "the leader cannot tell it from a new record and appends it again; the delivery report says success.")
+p_copies
 
 # %%
 CONFIGS = {
@@ -161,10 +172,17 @@ assert table[("idempotent", "Produce response")] == (1, "success")
 # rule decided. Let us replay the idempotent producer with a lost response and read what the
 # producer and the partition leader did.
 
-# %% [markdown]
-# **Predict:** The retry reaches the leader, which already has `order-1` at offset 0. Does the leader append it
-# again? Which offset does it put in its answer, and with which error code? (Older articles say the
-# broker answers `DUPLICATE_SEQUENCE_NUMBER`; modern brokers do something friendlier.)
+# %%
+RETRY = ["DUPLICATE_SEQUENCE_NUMBER, nothing appended", "NONE with the original offset 0, nothing appended",
+         "NONE with offset 1: appended again"]
+p_dup = Predict(
+    "The idempotent producer's retry reaches the leader, which already has <code>order-1</code> at offset 0. What "
+    "does the leader answer? (Older articles say <code>DUPLICATE_SEQUENCE_NUMBER</code>.)", choices=RETRY,
+    check=lambda: (RETRY[1] if copies == 1 and any("original offset 0" in e.narration for e in story)
+                   else RETRY[2] if copies == 2 else RETRY[0]),
+    why="The leader finds (pid, epoch, sequence) among the batches it remembers for this producer: a duplicate. "
+        "Brokers since 1.0 answer success with the original offset instead of an error.")
+p_dup
 
 # %%
 cluster, producer, copies, report = one_write(CONFIGS["idempotent"], "response")
@@ -223,9 +241,25 @@ assert retry and "same sequence" in retry[0].narration
 # with two sequence numbers. Kafka deduplicates *retries*, not *content*.
 
 # %% [markdown]
-# **Predict:** A fresh idempotent producer writes `a1, a2, a3` to partition 0 (one flush), then `b1, b2` to partition 1,
-# then `a4` and `a4` again (same value, twice) to partition 0. Which `base..last sequence` will each
-# batch of partition 0 carry, and what will partition 1's first sequence be?
+# A fresh idempotent producer writes `a1, a2, a3` to partition 0 (one flush), then `b1, b2` to partition 1,
+# then `a4` and `a4` again (same value, twice) to partition 0. Think of the `base..last sequence` of each
+# batch, then answer:
+
+# %%
+p_seq_p1 = Predict("Which sequence number does the first record of partition 1 (<code>b1</code>) carry?",
+                   kind="number", check=lambda: seq_cluster.log("orders", 1).batches[0].base_sequence,
+                   why="Sequence numbers are counted per partition: partition 1 starts at 0, although the producer "
+                       "has already written three records to partition 0.")
+p_seq_p1
+
+# %%
+p_seq_a4 = Predict("The two <code>a4</code> records (same value) go to partition 0 after <code>a1..a3</code>. Which "
+                   "sequence does the second <code>a4</code> carry?", kind="number",
+                   check=lambda: [b.base_sequence + i for b in seq_cluster.log("orders", 0).batches
+                                  for i, r in enumerate(b.records) if r.value == b"a4"][-1],
+                   why="Two produce() calls are two records with two sequence numbers (3 and 4): Kafka deduplicates "
+                       "retries, not content.")
+p_seq_a4
 
 # %%
 cluster = Cluster(brokers=3, seed=11)
@@ -240,6 +274,7 @@ producer.flush()
 producer.produce("orders", value=b"a4", partition=0)
 producer.produce("orders", value=b"a4", partition=0)      # same content: a second record, not a retry
 producer.flush()
+seq_cluster = cluster                                      # (the questions above read this cluster)
 show(batches_table(cluster, "orders", 0))
 
 # %%
@@ -292,9 +327,14 @@ assert entry.last_seq == 4
 # puts each failed non-idempotent batch at the *head* of its queue, so it would send the five back
 # reversed: `sim.client.dialect: "java"` shows it.)
 
-# %% [markdown]
-# **Predict:** Records `m0` (warm-up), then `m1 … m5` with the request of `m1` lost. In which order will the
-# records stand in the log of the idempotent producer? Will the broker refuse anything?
+# %%
+ORDERS = ["m0, m1, m2, m3, m4, m5", "m0, m2, m3, m4, m5, m1", "m0, m2, m3, m4, m5"]
+p_lost_order = Predict("Records <code>m0</code> (warm-up), then <code>m1 … m5</code> with the request of "
+                       "<code>m1</code> lost. In which order will the idempotent producer's records stand in the log?",
+                       choices=ORDERS, check=lambda: ", ".join(copies_in_log(lost, "t")),
+                       why="The lost request breaks the connection: the four requests behind it fail with it, and the "
+                           "producer sends all five again, in sequence order. The broker sees no gap and refuses nothing.")
+p_lost_order
 
 # %%
 def five_in_flight(idempotent):
@@ -347,10 +387,19 @@ assert retried and all(f"seq {i}..{i} after NETWORK_EXCEPTION" in retried[0].nar
 # when they arrive. The retry of `m1`, sent 100 ms after the refusal (`retry.backoff.ms`) on the same
 # connection, arrives behind them.
 
-# %% [markdown]
-# **Predict:** In which order will `m0 … m5` stand in the log with `enable.idempotence=False`, and with
-# `enable.idempotence=True`? What will the leader answer to the requests of `m2 … m5` in the idempotent
-# case, when they arrive before the retry of `m1`?
+# %%
+p_plain_order = Predict("With <code>enable.idempotence=False</code>, in which order will <code>m0 … m5</code> stand "
+                        "in the log?", choices=ORDERS[:2], check=lambda: ", ".join(copies_in_log(plain, "t")),
+                        why="m2 … m5 are accepted when they arrive; the retry of m1 comes after them and is appended "
+                            "after them: the order is lost.")
+p_plain_order
+
+# %%
+p_idem_order = Predict("And with <code>enable.idempotence=True</code>?", choices=ORDERS[:2],
+                       check=lambda: ", ".join(copies_in_log(idem, "t")),
+                       why="The leader refuses m2 … m5 with OUT_OF_ORDER_SEQUENCE_NUMBER (sequence 1 is missing); the "
+                           "producer retries them after m1, and the log keeps the order of the sends.")
+p_idem_order
 
 # %%
 def refused_first(idempotent):
@@ -444,8 +493,7 @@ class RawClient(Node):
 # sequences 0 to 5. Then it "retries" three of them.
 
 # %% [markdown]
-# **Predict:** The broker's cache now holds the last five batches. What does the leader answer to a retry of
-# sequence 5, of sequence 1, and of sequence 0? Which of them are written again?
+# The broker's cache now holds the last five batches. Answer before you run the retries:
 
 # %%
 ANSWERS = ["NONE, with its original offset", "OUT_OF_ORDER_SEQUENCE_NUMBER", "DUPLICATE_SEQUENCE_NUMBER", "INVALID_PRODUCER_EPOCH"]
@@ -518,8 +566,7 @@ assert copies_in_log(cluster, "t") == ["b%d" % i for i in range(6)]   # nothing 
 # We use a one-broker cluster so that the restarted broker is the leader again.
 
 # %% [markdown]
-# **Predict:** Producer 4000 writes sequences 0–4, the broker restarts, and the producer retries sequence 3.
-# What is the answer after a clean shutdown, and after a hard crash?
+# Producer 4000 writes sequences 0–4, the broker restarts, and the producer retries sequence 3. Answer first:
 
 # %%
 p_hard = Predict("After a <b>hard crash</b> and restart, what does the leader answer to the retry of sequence 3?",
@@ -567,8 +614,8 @@ assert hard_cached == 5 and hard_answer == ("NONE", 3)
 # epoch starts a new sequence stream, so its first sequence must be 0.
 
 # %% [markdown]
-# **Predict:** Producer 4000 writes with epoch 3, sequence 0. Then it sends (epoch 2, seq 1), (epoch 4, seq 5)
-# and (epoch 4, seq 0). What does the leader answer to each?
+# Producer 4000 writes with epoch 3, sequence 0. Then it sends (epoch 2, seq 1), (epoch 4, seq 5) and
+# (epoch 4, seq 0). Answer first:
 
 # %%
 p_stale = Predict("After writes with epoch 3, what does the leader answer to <b>(epoch 2, seq 1)</b>?",
@@ -615,8 +662,29 @@ assert copies_in_log(cluster, "t") == ["a", "b"]
 # uses it.
 
 # %% [markdown]
-# **Predict:** Which of these configurations build a producer, and which raise? For those that build, will the
-# producer be idempotent (will its batches carry a producer id)? And with the Java client's rules?
+# The next cell tries to build a producer from each of seven configurations, with librdkafka's rules and with the
+# Java client's. Answer for two of them first:
+
+# %%
+BUILDS = ["raises a ConfigException", "builds an idempotent producer", "builds a producer that is not idempotent"]
+
+
+def built(text):
+    return BUILDS[0] if text.startswith("ConfigException") else BUILDS[1] if "(idempotent)" in text else BUILDS[2]
+
+
+p_acks = Predict("<code>{\"enable.idempotence\": True, \"acks\": \"1\"}</code> with confluent-kafka (librdkafka):",
+                 choices=BUILDS, check=lambda: built(rules[1]["confluent-kafka (librdkafka)"]),
+                 why="Idempotence asked for explicitly needs acks=all: librdkafka refuses the configuration and names "
+                     "the key.")
+p_acks
+
+# %%
+p_java = Predict("<code>{\"acks\": \"1\"}</code> with the Java client's rules (idempotence on by default since 3.0):",
+                 choices=BUILDS, check=lambda: built(rules[4]["Java client's rules"]),
+                 why="When idempotence is only defaulted, the Java client turns it off silently for a conflicting "
+                     "setting: the producer builds, and its batches carry no producer id.")
+p_java
 
 # %%
 candidates = [
@@ -691,9 +759,8 @@ assert "(idempotent)" in java[6]                                         # Java:
 # answers never get on the wire: the scenario's fault drops them as they are sent.)
 
 # %% [markdown]
-# **Predict:** In that branch each producer loses two answers instead of one. Which partition's log ends
-# differently from the branch as written, and how? What will the two producers' delivery reports
-# say in the end?
+# In that branch each producer loses two answers instead of one. Answer the first question below before you
+# build it; the check cell further down builds it too.
 
 # %%
 from widgets import Stepper
@@ -709,6 +776,17 @@ def retry_offset():
     return int(re.search(r"original offset (\d+)", run.narration).group(1))
 
 
+ENDS = ["orders-0 (the idempotent producer's)", "orders-1 (the plain producer's)", "both", "neither"]
+p_branch = Predict("In the branch where each producer loses two answers, which partition's log ends differently from "
+                   "the branch as written?", choices=ENDS,
+                   check=lambda: {frozenset(): ENDS[3], frozenset({"orders-0"}): ENDS[0], frozenset({"orders-1"}): ENDS[1]}
+                   .get(frozenset(ending["partitions"]), ENDS[2]),
+                   why="Every retry of the idempotent producer is recognised, so orders-0 holds a, b, c once as before; "
+                       "each retry of the plain producer appends a, b, c again, so orders-1 gets a third copy. Both "
+                       "delivery reports say success.")
+p_branch
+
+# %%
 p_offset = Predict("The idempotent producer's retry reaches the leader. With which offset does the leader answer?",
                    kind="offset", check=retry_offset,
                    why="The batch is already in the log at offset 0: the leader recognises (pid, epoch, sequence) and "
@@ -802,5 +880,5 @@ ex_safe.submit(safe_config)
 # %% [markdown]
 # ## Where next
 #
-# **02 · Transactions and markers**: one decision for writes to several partitions (about 40 minutes).
+# **02 · Transactions and markers**: one decision for writes to several partitions (about 45 minutes).
 # `GLOSSARY.md` explains every Kafka term used here; `INDEX.md` lists the gallery's scenarios by concept.

@@ -44,7 +44,7 @@ import pandas as pd
 from widgets.tables import show, narration, since
 from widgets.snapshots import log_snapshot
 from widgets.drawn import trace_named, drawn_line, drawn_consumers
-from widgets.predict import Exercise, Predict, moment
+from widgets.predict import Exercise, Predict, narration_says, partition_value, predict_at
 
 
 # %%
@@ -85,8 +85,8 @@ def position(consumer, topic, partition=0):
 # line, the LSO, is the subject of section 2; without transactions it sits on the HW.)
 
 # %% [markdown]
-# **Predict:** At that moment, what are the LEO and HW of the leader, and the LEO of each follower? What could a
-# `read_uncommitted` consumer read? Answer the HW in the box:
+# The next cells stop at the moment the leader has appended `r2, r3, r4` and no follower has fetched them yet.
+# Think of the LEO of each replica, then answer:
 
 # %%
 p_mid_hw = Predict("The leader has just appended r2, r3, r4 (offsets 2 to 4); no follower has fetched them. "
@@ -143,8 +143,8 @@ assert done["hw"] == 5 and done["lso"] == 5           # no transactions: the LSO
 # `replica.fetch.wait.max.ms` (500 ms).
 
 # %% [markdown]
-# **Predict:** Right now, what HW does each follower hold? What will it hold after 500 ms of simulated time with
-# nothing produced?
+# The next cell prints the HW of each replica now, and after 500 ms of simulated time with nothing produced.
+# Answer first:
 
 # %%
 p_follower_hw = Predict("After 500 ms of simulated time with nothing produced, which HW does each follower hold?",
@@ -183,9 +183,20 @@ assert all(later["replicas"][b]["hw"] == 5 for b in cluster.brokers)
 # 3. the plain producer writes `after`;
 # 4. transactional producer **B** writes `B1` and **commits**.
 
-# %% [markdown]
-# **Predict:** What are the HW and the LSO? What does a `read_committed` consumer read, and what does a
-# `read_uncommitted` one read? Where does each consumer's position end up?
+# %%
+p_pinned_lso = Predict("After these four steps, where is the <b>LSO</b> of <code>orders-0</code> "
+                       "(<code>before</code> is at offset 0)?", kind="offset", check=lambda: st["lso"],
+                       why="A1, at offset 1, belongs to writer-A's transaction, still open: the LSO stops there, "
+                           "although B1 after it is committed. The HW is at the end of the log.")
+p_pinned_lso
+
+# %%
+PINNED = ["before", "before, B1", "before, after, B1", "before, A1, after, B1"]
+p_pinned_rc = Predict("What does the <code>read_committed</code> consumer read?", choices=PINNED,
+                      check=lambda: ", ".join(pinned_rc),
+                      why="It reads in offset order up to the LSO (1) and cannot jump over A1's open transaction: only "
+                          "'before'. The read_uncommitted consumer reads up to the HW: before, A1, after, B1.")
+p_pinned_rc
 
 # %%
 cluster = Cluster(brokers=3, seed=7)
@@ -210,6 +221,7 @@ cluster.run_until_idle()
 
 rc, ru = reader(cluster, "read_committed", "orders"), reader(cluster, "read_uncommitted", "orders")
 seen_rc, seen_ru = drain(rc), drain(ru)
+pinned_rc = list(seen_rc)
 st = cluster.partition_state("orders", 0)
 print("LEO", st["leo"], " HW", st["hw"], " LSO", st["lso"])
 print("read_committed reads  ", seen_rc, " position", position(rc, "orders"))
@@ -243,9 +255,13 @@ assert rc.get_watermark_offsets(tp) == (0, 1) and ru.get_watermark_offsets(tp) =
 # %% [markdown]
 # Now writer-A commits. Its COMMIT marker is written at the end of the log.
 
-# %% [markdown]
-# **Predict:** Where will the LSO be after writer-A's commit? The `read_committed` consumer is still waiting at
-# offset 1: which records will its next polls return, and in which order?
+# %%
+p_late = Predict("The <code>read_committed</code> consumer is still waiting at offset 1. After writer-A's commit, "
+                 "which records do its next polls return, in which order?",
+                 choices=["A1, after, B1", "A1", "after, B1", "A1, B1"], check=lambda: ", ".join(late),
+                 why="The commit's marker moves the LSO to the end of the log; the consumer goes on in offset order "
+                     "from 1: A1, then after and B1, which waited behind it.")
+p_late
 
 # %%
 A.commit_transaction()
@@ -277,9 +293,13 @@ assert st2["lso"] == st2["hw"] == st2["leo"]
 # Two transactions interleave on one partition: **A** writes `A1`, **B** writes `B1`, **A** writes
 # `A2`; then B commits and A aborts.
 
-# %% [markdown]
-# **Predict:** What will the `read_committed` consumer return? What will the `read_uncommitted` one return? And
-# what is in the aborted-transactions list the broker sends?
+# %%
+MIXED = ["B1", "A1, B1", "B1, A2", "nothing"]
+p_mixed = Predict("B committed, A aborted. What will the <code>read_committed</code> consumer return?", choices=MIXED,
+                  check=lambda: ", ".join(seen_rc) or "nothing",
+                  why="The broker sends the whole log with A's aborted transaction listed as (producer id, first offset "
+                      "0); the consumer skips A's batches from offset 0 to its ABORT marker and keeps B1.")
+p_mixed
 
 # %%
 cluster = Cluster(brokers=3, seed=9)
@@ -343,9 +363,21 @@ assert len([e for e in filtering if " skips " in e.narration]) >= 2
 # The fault: the followers are cut off from the leader (`cluster.partition`), the producer writes
 # `doomed`, the leader crashes, the network heals, a follower is elected.
 
-# %% [markdown]
-# **Predict:** For `acks=1` and for `acks=all`: is `doomed` acknowledged before the crash? Is it in the log of any
-# replica at the end?
+# %%
+p_acks1 = Predict("With <code>acks=1</code>, the producer is told that <code>doomed</code> is written. Is it in the "
+                  "log of any replica at the end?", choices=["yes", "no: lost although acknowledged"],
+                  check=lambda: "yes" if any("doomed" in log for log in one[3].values()) else "no: lost although acknowledged",
+                  why="The leader acknowledged it from its own log, above the HW; a follower without it became leader, "
+                      "and the old leader truncated its log when it came back.")
+p_acks1
+
+# %%
+p_acks_all = Predict("With <code>acks=all</code>, is <code>doomed</code> acknowledged before the leader crashes?",
+                     choices=["yes", "no"],
+                     check=lambda: "yes" if any(e is None for e, o in every[1]["acknowledged"]) else "no",
+                     why="acks=all waits until the HW passes the record, and the followers are cut off: no answer before "
+                         "the crash. The producer retries it to the new leader, where it is written once.")
+p_acks_all
 
 # %%
 def lost_ack(acks):
@@ -439,22 +471,21 @@ stuck.widget
 # leader `wrote a COMMIT marker`, then one fetch round more.
 
 # %%
-p_triangle = Predict(
+p_triangle = predict_at(
     "While the transaction is open (after both consumers have fetched), at which offset does the "
-    "<code>read_committed</code> triangle stop?", kind="offset",
-    check=lambda: moment("lso-stuck-by-open-transaction", "reader-uncommitted got the Fetch response",
-                         skip_background=True).cluster.partition_state("orders", 0)["lso"],
+    "<code>read_committed</code> triangle stop?", "lso-stuck-by-open-transaction",
+    "reader-uncommitted got the Fetch response", partition_value("orders", 0, "lso"), kind="offset",
     why="At the LSO, the first offset of the open transaction (0): the plain records after it wait too. The "
         "read_uncommitted triangle goes on to the HW, 3.")
 p_triangle
 
 # %%
-p_jump = Predict(
+p_jump = predict_at(
     "When the COMMIT marker is appended to the leader's log, does the LSO jump to the end at once?",
+    "lso-stuck-by-open-transaction", "wrote a COMMIT marker",
+    lambda run: ("yes, at once" if partition_value("orders", 0, "lso")(run) == partition_value("orders", 0, "leo")(run)
+                 else "no: only once the marker is replicated (below the HW)"),
     choices=["yes, at once", "no: only once the marker is replicated (below the HW)"],
-    check=lambda: ("yes, at once" if (lambda st: st["lso"] == st["leo"])(moment(
-        "lso-stuck-by-open-transaction", "wrote a COMMIT marker", skip_background=True).cluster.partition_state("orders", 0))
-        else "no: only once the marker is replicated (below the HW)"),
     why="A marker counts, like any record, once it is below the HW; one fetch round later the LSO jumps from 0 to 4.")
 p_jump
 
@@ -494,13 +525,12 @@ aborted = Stepper("abort-hidden-from-read-committed")
 aborted.widget
 
 # %%
-p_filter = Predict(
+p_filter = predict_at(
     "When the <code>read_committed</code> consumer fetches <code>orders-0</code>, does the leader leave the "
-    "aborted records out of its answer?",
+    "aborted records out of its answer?", "abort-hidden-from-read-committed", "fetch carries aborted transactions",
+    narration_says("6 record(s)", "no: it sends them, with the list of aborted transactions",
+                   "yes: the broker filters them out"),
     choices=["yes: the broker filters them out", "no: it sends them, with the list of aborted transactions"],
-    check=lambda: ("no: it sends them, with the list of aborted transactions" if "6 record(s)" in moment(
-        "abort-hidden-from-read-committed", "fetch carries aborted transactions", skip_background=True).narration
-        else "yes: the broker filters them out"),
     why="Filtering would mean rewriting batches. The broker sends the whole log with (producer id, first offset) "
         "of each aborted transaction, and the consumer skips those batches itself; both triangles end at 6.")
 p_filter

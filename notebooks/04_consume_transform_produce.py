@@ -31,6 +31,7 @@
 # COMMIT marker lands in its own partition); an abort discards both. The consumer must not commit offsets itself (`enable.auto.commit=False`).
 
 # %%
+import re
 from collections import Counter
 from txnlab import Cluster, Producer, Consumer, TopicPartition, KafkaException
 
@@ -129,12 +130,28 @@ cluster.run_until_idle()
 print("group metadata sent with the offsets:", consumer.consumer_group_metadata())
 print("committed offset of the group after one round:", committed(consumer))
 
-# %% [markdown]
-# **Predict:** Which partitions received a COMMIT marker at the end of that round? Which requests did the
-# producer send, to which broker?
+# %%
+MARKED = ["shipments-0 only", "shipments-0 and the group's __consumer_offsets partition",
+          "shipments-0 and orders-0 (the input)"]
+
+
+def marked_in_round_one():
+    names = set()
+    for e in round1_markers:
+        names |= set(re.findall(r"(shipments-0|orders-0|__consumer_offsets-\d+)", e.narration.split(";")[0]))
+    offsets = any(n.startswith("__consumer_offsets") for n in names)
+    return MARKED[1] if offsets and "orders-0" not in names else MARKED[2] if "orders-0" in names else MARKED[0]
+
+
+p_marked = Predict("Which partitions received a COMMIT marker at the end of that round?", choices=MARKED,
+                   check=marked_in_round_one,
+                   why="The transaction wrote to shipments-0 and, through TxnOffsetCommit, to the partition of "
+                       "__consumer_offsets that stores group copier: both get a marker. The input is only read.")
+p_marked
 
 # %%
 APIS = ("AddPartitionsToTxn", "Produce", "AddOffsetsToTxn", "TxnOffsetCommit", "EndTxn", "WriteTxnMarkers")
+round1_markers = [e for e in since(cluster, mark_first) if e.api == "WriteTxnMarkers" and not e.is_response]
 show(narration([e for e in since(cluster, mark_first)
                 if e.api in ("AddOffsetsToTxn", "TxnOffsetCommit", "EndTxn", "WriteTxnMarkers") and not e.is_response]))
 
@@ -190,9 +207,8 @@ assert sum(1 for b in cluster.log("shipments", 0).batches if b.is_control) == ro
 # This is what a new member of the group does when it takes over a partition after a rebalance.
 
 # %% [markdown]
-# **Predict:** In the middle of a round (offsets sent, transaction not yet committed), a second consumer of the
-# group asks for the committed offset with a 1-second timeout. What happens? And right after the
-# commit?
+# In the middle of a round (offsets sent, transaction not yet committed), a second consumer of the group asks
+# for the committed offset with a 1-second timeout. Answer first:
 
 # %%
 UNSTABLE_CHOICES = ["it gets the offset before the round (0)", "it gets the new offset (5)",
@@ -255,9 +271,21 @@ assert len(unstable) >= 4
 #
 # Two copiers abort every third round; one rewinds, one does not.
 
-# %% [markdown]
-# **Predict:** With 30 input records, 5 per round, and rounds 3, 6, 9, ... aborted: how many records are missing
-# from the output of the copier that does not rewind? How many duplicates does the other one write?
+# %%
+p_missing = Predict("With 30 input records, 5 per round, and rounds 3, 6, 9, ... aborted: how many records are "
+                    "missing from the output of the copier that does <b>not</b> rewind?", kind="number",
+                    check=lambda: len(missing),
+                    why="An abort discards the round's output, but the consumer's position has moved on: without a "
+                        "seek back to the committed offsets those five records are never copied again (rounds 3 and 6 "
+                        "lose 5 each before the input runs out).")
+p_missing
+
+# %%
+p_rewound = Predict("How many duplicates does the copier that rewinds write?", kind="number",
+                    check=lambda: len(with_rewind) - len(set(with_rewind)),
+                    why="It seeks back to the committed offsets after each abort and copies those records again, in a "
+                        "new transaction; the aborted attempt is never visible to read_committed: no duplicate.")
+p_rewound
 
 # %%
 def rewind(consumer):
@@ -324,9 +352,21 @@ assert with_rewind == ["order-%02d" % i for i in range(N)]                # rewo
 # restarted consumer must wait for the group to notice that the old member is gone
 # (`session.timeout.ms`, 6 s here) before it gets the partition.
 
-# %% [markdown]
-# **Predict:** How many records will each output topic hold at the end (read with `read_committed`)? How many of
-# them are duplicates? And what does a `read_uncommitted` reader see in the exactly-once output?
+# %%
+p_alo = Predict("How many duplicates will the <b>at-least-once</b> output hold at the end?", kind="number",
+                check=lambda: len(alo) - len(set(alo)),
+                why="The crashed round's output was written (flushed) but its offsets were not committed: the "
+                    "restarted copier reads those five records again and writes them a second time.")
+p_alo
+
+# %%
+UNCOMMITTED = ["the same records as read_committed", "also the crashed round's aborted output"]
+p_eos_ru = Predict("What does a <code>read_uncommitted</code> reader see in the <b>exactly-once</b> output?",
+                   choices=UNCOMMITTED,
+                   check=lambda: UNCOMMITTED[1] if len(eos_uncommitted) > len(eos) else UNCOMMITTED[0],
+                   why="The crashed round's records stay in the log; the restarted producer's init_transactions() "
+                       "aborted them. read_committed skips them, read_uncommitted does not.")
+p_eos_ru
 
 # %%
 def crashing_copier(cluster, mode, crash_round=3):
@@ -438,9 +478,8 @@ assert len(aborts) == 1
 #   ABORT (✕) markers; records of an aborted transaction turn grey.
 
 # %% [markdown]
-# **Predict:** Step until the group coordinator writes the copier's first offsets. What does the
-# `__consumer_offsets` table say for `orders-0` at that moment, and when does that change? What
-# does the aborted second transaction leave in `totals-0` and in that table?
+# Step until the group coordinator writes the copier's first offsets, and on through the aborted second
+# transaction. Answer the two questions under the stepper first.
 
 # %%
 from widgets import Stepper

@@ -55,7 +55,7 @@ from widgets.tables import show, narration, since
 from widgets.snapshots import log_snapshot
 from widgets.drawn import trace_named, drawn_line, arrows_now, coordinator_says
 from widgets.reader import read
-from widgets.predict import Exercise, Predict, moment
+from widgets.predict import Exercise, Predict, moment, narration_says, predict_at, txn_value
 
 
 # %%
@@ -77,10 +77,25 @@ def attempt(call):
 # Instance **old** of the `payments` service opens a transaction and writes one record. Then it
 # stalls, and an orchestrator starts instance **new** with the same `transactional.id`.
 
-# %% [markdown]
-# **Predict:** What will `new`'s epoch be after `init_transactions()`: 1 or 2? What happens to `old`'s open
-# transaction? And what does `old` get when it wakes up and (a) writes another record, (b) tries to
-# commit, (c) tries to abort?
+# %%
+OPEN_TXN = ["the coordinator aborts it", "it is committed", "it stays open until old's transaction times out"]
+p_old_txn = Predict("What happens to <code>old</code>'s open transaction when <code>new</code> calls "
+                    "<code>init_transactions()</code>?", choices=OPEN_TXN,
+                    check=lambda: OPEN_TXN[0] if "ABORT" in fenced_markers else
+                    OPEN_TXN[1] if "COMMIT" in fenced_markers else OPEN_TXN[2],
+                    why="The coordinator finds payments-svc Ongoing: it bumps the epoch to fence the old instance and "
+                        "aborts the open transaction (ABORT markers) before the new instance may start.")
+p_old_txn
+
+# %%
+WAKES = ["it commits", "a retriable error: it may try again", "the fatal _FENCED: it must be closed"]
+p_old_commit = Predict("<code>old</code> wakes up and calls <code>commit_transaction()</code>. What does it get?",
+                       choices=WAKES,
+                       check=lambda: WAKES[0] if fate["(b) commit_transaction"] == "ok" else
+                       WAKES[2] if "_FENCED" in fate["(b) commit_transaction"] else WAKES[1],
+                       why="Its epoch is older than the coordinator's: librdkafka reports the fatal _FENCED, and the "
+                           "producer can do nothing more (abort_transaction() raises the same).")
+p_old_commit
 
 # %%
 cluster = Cluster(brokers=3, seed=7)
@@ -95,6 +110,7 @@ print("old: producer id", old.transaction_manager.producer_id, "epoch", old.tran
 mark = len(cluster.trace)
 new = Producer({"bootstrap.servers": cluster.bootstrap, "transactional.id": "payments-svc"})
 new.init_transactions()
+fenced_markers = [b.control_type.name for b in cluster.log("payments", 0).batches if b.is_control]
 print("new: producer id", new.transaction_manager.producer_id, "epoch", new.transaction_manager.producer_epoch)
 show(narration([e for e in since(cluster, mark) if e.api in ("InitProducerId", "WriteTxnMarkers") and not e.is_response]))
 
@@ -165,9 +181,28 @@ assert [(b.control_type.name, b.producer_epoch) for b in markers] == [("ABORT", 
 # (`cluster.pause`). Meanwhile a plain producer writes a record every second to the same partition.
 # We sample the HW and the LSO every half second.
 
-# %% [markdown]
-# **Predict:** When will the LSO move again: at 10 s, a little later, or only when the pause ends at 30 s? What
-# will the frozen producer get when it wakes up and calls `commit_transaction()`?
+# %%
+LSO_MOVES = ["at 10 s", "a little after 10 s (at the coordinator's next check)", "only when the pause ends at 30 s"]
+
+
+def lso_moves_at():
+    moved = samples[samples["LSO"] > samples["LSO"].iloc[0]]["t (s)"].min()
+    return LSO_MOVES[0] if moved == 10 else LSO_MOVES[1] if moved < 30 else LSO_MOVES[2]
+
+
+p_lso_moves = Predict("When will the LSO of <code>stock-0</code> move again?", choices=LSO_MOVES, check=lso_moves_at,
+                      why="The coordinator looks for expired transactions every 10 s; the first check after the 10 s "
+                          "timeout bumps the epoch and aborts, and the LSO moves once the ABORT marker is replicated. "
+                          "The frozen producer plays no part in it.")
+p_lso_moves
+
+# %%
+p_wakes = Predict("The frozen producer wakes up at 30 s and calls <code>commit_transaction()</code>. What does it "
+                  "get?", choices=WAKES, check=lambda: WAKES[0] if woke_up == "ok" else
+                  WAKES[2] if "_FENCED" in woke_up else WAKES[1],
+                  why="The timeout abort bumped the epoch: the coordinator answers PRODUCER_FENCED, which librdkafka "
+                      "reports as the fatal _FENCED.")
+p_wakes
 
 # %%
 cluster = Cluster(brokers=3, seed=7)
@@ -284,10 +319,15 @@ def late_produce_then_abort(cluster, producer, delay_ms):
 # The Produce of `late` is delayed by 20 s; the naive client's request times out after 1 s, its
 # commit fails, it aborts. The ABORT marker is written; 20 s later the delayed batch arrives.
 
-# %% [markdown]
-# **Predict:** With `transaction.version` 0 and verification **off**: where will `late` land, and what happens to
-# the LSO of `out-0`? Will a later, innocent non-transactional record be readable with
-# `read_committed`?
+# %%
+STUCK = ["stuck at the late batch, below the HW", "at the HW: the late batch is refused"]
+p_stuck = Predict("With <code>transaction.version</code> 0 and verification <b>off</b>, the late batch lands after the "
+                  "ABORT marker. Where is the LSO of <code>out-0</code> once an innocent record follows it?",
+                  choices=STUCK, check=lambda: STUCK[0] if st["lso"] < st["hw"] else STUCK[1],
+                  why="Nothing checks the late batch: it opens a transaction no coordinator knows about, and the LSO "
+                      "stops at it for ever. Even the innocent record after it is hidden from read_committed until an "
+                      "admin aborts the hanging transaction.")
+p_stuck
 
 # %%
 hang = anomaly_cluster(tv=0, verification=False)
@@ -355,8 +395,20 @@ assert st_after["lso"] == st_after["hw"]
 # `EndTxn` arrives, and the application aborts `txn-N+1`.
 
 # %% [markdown]
-# **Predict:** Fill in the table before running it: for each anomaly and protocol, what does `read_committed`
-# finally see?
+# Fill in the table in your head before running it: for each anomaly and protocol, what does `read_committed`
+# finally see? Then answer for the case that surprises most:
+
+# %%
+JOINS = ["yes: the aborted late is committed with new", "no: late is refused"]
+p_joins = Predict("Anomaly 2 under classic + verification (KIP-890 part 1): does the aborted <code>late</code> "
+                  "become visible to <code>read_committed</code>?", choices=JOINS,
+                  check=lambda: JOINS[0] if "late" in results[("2 · late Produce joins the next transaction",
+                                                               "classic (TV0) + verification (KIP-890 part 1)")]
+                  else JOINS[1],
+                  why="When late arrives, out-0 is in the producer's current transaction (the next one, same epoch), "
+                      "so verification says yes and late is committed with new. Only transaction.version 2, with an "
+                      "epoch per transaction, refuses it.")
+p_joins
 
 # %%
 def hanging_story(tv, verification, client):
@@ -468,9 +520,8 @@ assert tv2.trace.filter(contains="PRODUCER_FENCED", api="EndTxn")
 # then the zombie writes `zombie-2` and tries to commit.
 
 # %% [markdown]
-# **Predict:** Which epoch does the dot show right after the coordinator receives the new instance's first
-# `InitProducerId`, and after its retry? Who refuses the zombie's `zombie-2`: the partition leader
-# on its own, or the leader after asking the coordinator?
+# Step through it, watching the `copier` dot's epoch in the Coordinators tab; answer the two questions under
+# the stepper.
 
 # %%
 from widgets import Stepper
@@ -479,20 +530,18 @@ zombie = Stepper("zombie-fenced")
 zombie.widget
 
 # %%
-p_epoch = Predict("Which epoch does <code>copier</code> have after the new instance's retried "
-                  "<code>InitProducerId</code>?", kind="number",
-                  check=lambda: moment("zombie-fenced", "epoch 1 -> 2", skip_background=True)
-                  .cluster.transaction_state("copier")["producer_epoch"],
-                  why="One bump fences the old instance and aborts its open transaction (0 -> 1); the new "
+p_epoch = predict_at("Which epoch does <code>copier</code> have after the new instance's retried "
+                     "<code>InitProducerId</code>?", "zombie-fenced", "new-instance calls begin_transaction()",
+                     txn_value("copier", "producer_epoch"), kind="number",
+                     why="One bump fences the old instance and aborts its open transaction (0 -> 1); the new "
                       "instance's retry gets a second one (1 -> 2): old epoch + 2.")
 p_epoch
 
 # %%
 WHO = ["the partition leader, on its own", "the partition leader, after asking the coordinator"]
-p_who_refuses = Predict("Who refuses the zombie's <code>zombie-2</code>?", choices=WHO,
-                        check=lambda: WHO[1] if "request epoch 0 but the current epoch is 2" in moment(
-                            "zombie-fenced", "-> PRODUCER_FENCED", skip_background=True).narration else WHO[0],
-                        why="With verification (KIP-890) the leader asks the coordinator (AddPartitionsToTxn) before a "
+p_who_refuses = predict_at("Who refuses the zombie's <code>zombie-2</code>?", "zombie-fenced", "-> PRODUCER_FENCED",
+                           narration_says("request epoch 0 but the current epoch is 2", WHO[1], WHO[0]), choices=WHO,
+                           why="With verification (KIP-890) the leader asks the coordinator (AddPartitionsToTxn) before a "
                             "transactional write to a partition new to the transaction; the coordinator knows epoch 2.")
 p_who_refuses
 
@@ -524,8 +573,7 @@ zombie_check.close()
 # Watch the clock in the narration header, the `tx-slow` dot and the LSO of `orders-0`.
 
 # %% [markdown]
-# **Predict:** At about which simulated time does the coordinator act, and what does it write first? When the
-# producer finally calls `commit_transaction()`, which error does it get?
+# Step until the coordinator acts (the clock is in the narration header). Answer first:
 
 # %%
 timeout = Stepper("transaction-timeout-abort")
@@ -577,8 +625,8 @@ timeout_check.close()
 # `hanging.compare(...)`) tells the two endings apart.
 
 # %% [markdown]
-# **Predict:** Where does `late` land in each variant? Where do the LSO and HW of `orders-0` end, and what can a
-# `read_committed` consumer read at the end of each branch?
+# Step through the classic variant, then add the `v2` branch and compare the endings. Answer the question under
+# the stepper first.
 
 # %%
 hanging = Stepper("hanging-transaction-classic-vs-v2")

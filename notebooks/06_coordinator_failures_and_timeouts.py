@@ -54,7 +54,7 @@ from widgets.snapshots import log_snapshot
 from widgets.drawn import (arrows_now, coordinator_says, drawn_consumers, drawn_line, on_the_wire,
                            trace_named)
 from widgets.reader import read
-from widgets.predict import Exercise, Predict, moment
+from widgets.predict import Exercise, Predict, moment, partition_value, predict_at
 
 
 # %%
@@ -95,10 +95,25 @@ def seconds(cluster, since_ms):
 # meaning *"the outcome is not known yet: call `commit_transaction()` again"*. Then the coordinator
 # crashes, the network heals, and we call commit again.
 
-# %% [markdown]
-# **Predict:** What does the second `commit_transaction()` do: fail, or commit? Which state will the new
-# coordinator find in its copy of `__transaction_state`, and what happens to the `PrepareCommit`
-# record that only the old coordinator had?
+# %%
+SECOND = ["it commits", "it raises: the outcome was lost with the coordinator", "it aborts the transaction"]
+p_second = Predict("The first <code>commit_transaction(0.05)</code> timed out and the coordinator crashed before its "
+                   "<code>PrepareCommit</code> was replicated. What does the second <code>commit_transaction()</code> do?",
+                   choices=SECOND, check=lambda: {"CompleteCommit": SECOND[0], "CompleteAbort": SECOND[2]}.get(
+                       crash1_state, SECOND[1]),
+                   why="No decision existed yet: the new coordinator found the transaction Ongoing, and the producer's "
+                       "retried EndTxn made it write its own PrepareCommit and commit.")
+p_second
+
+# %%
+ORPHAN = ["it is truncated when the old coordinator comes back", "it is replicated later and counts",
+          "it stays in that broker's log for ever"]
+p_orphan = Predict("What happens to the <code>PrepareCommit</code> record that only the old coordinator had?",
+                   choices=ORPHAN, check=lambda: ORPHAN[0] if story["what happened"].str.contains(
+                       "truncated its log").any() else ORPHAN[2],
+                   why="It was never below the HW: when the old coordinator restarts as a follower it truncates what "
+                       "the new leader does not have, and copies the new leader's log.")
+p_orphan
 
 # %%
 cluster, producer, coord = setup()
@@ -121,6 +136,7 @@ print("2nd commit_transaction() returned after", seconds(cluster, t0), "s; new c
       cluster.transaction_coordinator("crashy"))
 cluster.restart(coord)
 cluster.run_until_idle()
+crash1_state = cluster.transaction_state("crashy")["state"]
 
 # %%
 new_coord = cluster.transaction_coordinator("crashy")
@@ -160,9 +176,16 @@ assert story["what happened"].str.contains("truncated its log").any()
 # dies: we make the network lose its `WriteTxnMarkers` requests and crash it as soon as
 # `commit_transaction()` has returned. The markers were never written.
 
-# %% [markdown]
-# **Predict:** Has the producer's commit succeeded? What can a `read_committed` consumer of `orders` read in the
-# 9 seconds until a new coordinator exists, and what will the new coordinator do first?
+# %%
+WAITING = ["nothing of this transaction: the LSO stays at its first offset", "the committed records: it is decided"]
+p_waiting = Predict("<code>commit_transaction()</code> returned, then the coordinator crashed with no marker written. "
+                    "What can a <code>read_committed</code> consumer of <code>orders-0</code> read until a new "
+                    "coordinator exists?", choices=WAITING,
+                    check=lambda: WAITING[0] if (timeline[timeline["state"] == "(no coordinator)"]["LSO of orders-0"]
+                                                 == 0).all() else WAITING[1],
+                    why="The commit is decided, but a partition becomes readable only when its marker is written. For "
+                        "about 9 s nobody writes markers; then the new coordinator loads PrepareCommit and sends them.")
+p_waiting
 
 # %%
 cluster, producer, coord = setup()
@@ -235,9 +258,15 @@ assert [(b.control_type.name, b.coordinator_epoch) for b in markers] == [("COMMI
 # first request goes to a dead coordinator, and the producer keeps asking `FindCoordinator` until a
 # new one has taken over.
 
-# %% [markdown]
-# **Predict:** The commit is complete when the coordinator crashes. Does the application see any error? How long
-# will its *next* transaction take (roughly), and why?
+# %%
+NEXT = ["about as long as usual: milliseconds", "several seconds: it waits for a new coordinator",
+        "it fails with an error"]
+p_next = Predict("The commit is complete when the coordinator crashes. How long does the application's <i>next</i> "
+                 "transaction take?", choices=NEXT, check=lambda: NEXT[1] if took > 5 else NEXT[0],
+                 why="Its first request goes to the dead coordinator; the producer keeps asking FindCoordinator until "
+                     "the controller has fenced the broker (about 9 s) and a new leader of __transaction_state answers. "
+                     "No error reaches the application.")
+p_next
 
 # %%
 cluster, producer, coord = setup()
@@ -276,10 +305,24 @@ assert list(txn_log(cluster, "crashy")["state"])[-2:] == ["PrepareCommit", "Comp
 # the preferred replica, then a preferred leader election). Nothing crashes and nothing is lost, but
 # the old coordinator stops answering for the transactional id the moment it is no longer the leader.
 
-# %% [markdown]
-# **Predict:** The transaction is open with one record written. We move its `__transaction_state` partition to
-# another broker and produce to a *new* partition, which needs `AddPartitionsToTxn`. Which error does
-# the producer get, from whom, and what does it do about it? Does the commit succeed?
+# %%
+MOVED = ["NOT_COORDINATOR, from the old coordinator", "COORDINATOR_NOT_AVAILABLE, from the new one",
+         "none: the old coordinator forwards the request"]
+
+
+def moved_error():
+    answers = [e.text for e in moved if e.api == "AddPartitionsToTxn" and e.is_response]
+    return MOVED[0] if any("NOT_COORDINATOR" in a for a in answers) else \
+        MOVED[1] if any("COORDINATOR_NOT_AVAILABLE" in a for a in answers) else MOVED[2]
+
+
+p_moved = Predict("The transaction is open. We move its <code>__transaction_state</code> partition to another broker "
+                  "and produce to a new partition, which needs <code>AddPartitionsToTxn</code>. Which error does the "
+                  "producer get?", choices=MOVED, check=moved_error,
+                  why="The old coordinator no longer leads the partition and has dropped what it cached: "
+                      "NOT_COORDINATOR. The producer asks FindCoordinator again; the new leader loaded the state from "
+                      "the log and the commit succeeds.")
+p_moved
 
 # %%
 cluster = Cluster(brokers=3, seed=3)
@@ -331,9 +374,21 @@ assert read(cluster, "orders", (0, 1)) == ["o1", "o2"]
 # `audit` has a single replica, on a broker that is neither the coordinator nor the leader of
 # `orders-0`. The transaction writes to `orders-0` and `audit`; then that broker crashes.
 
-# %% [markdown]
-# **Predict:** Does `commit_transaction()` succeed while the `audit` broker is down? Can a `read_committed`
-# consumer read the `orders-0` record? What happens when the broker returns?
+# %%
+p_audit = Predict("Does <code>commit_transaction()</code> return successfully while the <code>audit</code> broker is "
+                  "down?", choices=["yes", "no: it raises an error", "it blocks until the broker returns"],
+                  check=lambda: "yes" if commit_took < 20 else "it blocks until the broker returns",
+                  why="The decision needs only the coordinator's own log. Once PrepareCommit is durable the producer is "
+                      "answered; the audit partition's marker is retried until its broker is back.")
+p_audit
+
+# %%
+p_orders_rc = Predict("While that broker is down, can a <code>read_committed</code> consumer read the "
+                      "<code>orders-0</code> record (<code>order 7</code>)?", choices=["yes", "no"],
+                      check=lambda: "yes" if orders_while_down == ["order 7"] else "no",
+                      why="orders-0's leader is alive and got its COMMIT marker at once: that partition is readable, "
+                          "while audit waits for its own marker.")
+p_orders_rc
 
 # %%
 cluster = Cluster(brokers=3, seed=4)
@@ -356,8 +411,9 @@ producer.commit_transaction()
 commit_took = seconds(cluster, t0)
 print(f"commit_transaction() returned after {commit_took} s with audit-{audit_p} offline (broker {audit_broker} down)")
 cluster.advance(20_000)
+orders_while_down = read(cluster, "orders", (0,))
 print("20 s later: coordinator state", cluster.transaction_state("auditor")["state"],
-      "; read_committed reads orders:", read(cluster, "orders", (0,)))
+      "; read_committed reads orders:", orders_while_down)
 log_snapshot(cluster, [("orders", 0), ("audit", audit_p)], title=f"orders-0 committed; audit-{audit_p} waits for its marker (its broker is down)")
 
 # %%
@@ -405,9 +461,15 @@ assert st["lso"] == st["hw"]
 # `transaction.timeout.ms` must not exceed `transaction.max.timeout.ms` (default 15 min), or
 # `init_transactions()` fails with `INVALID_TRANSACTION_TIMEOUT`, a fatal error.
 
-# %% [markdown]
-# **Predict:** A producer asks for `transaction.timeout.ms` = 20 minutes on a broker with the default maximum.
-# Which call fails, with which error, and can the application retry it?
+# %%
+GREEDY = ["init_transactions(): a fatal INVALID_TRANSACTION_TIMEOUT", "init_transactions(): a retriable error",
+          "nothing: the broker lowers the timeout to its maximum"]
+p_greedy = Predict("A producer asks for <code>transaction.timeout.ms</code> = 20 minutes on a broker whose maximum is "
+                   "15 minutes. What happens?", choices=GREEDY,
+                   check=lambda: GREEDY[2] if outcome == "ok" else GREEDY[0] if "(fatal)" in outcome else GREEDY[1],
+                   why="The coordinator refuses the InitProducerId with INVALID_TRANSACTION_TIMEOUT, a fatal error: "
+                       "retrying cannot help, the configuration must change.")
+p_greedy
 
 # %%
 cluster = Cluster(brokers=3, seed=1)
@@ -436,10 +498,23 @@ assert outcome == "INVALID_TRANSACTION_TIMEOUT (fatal)"
 # and writes a **tombstone** (a record with a null value), which log compaction later uses to delete
 # its records. Here the expiration is 60 s and the scan runs every 10 s.
 
-# %% [markdown]
-# **Predict:** After 80 idle seconds, what is the last record of `forgotten` in `__transaction_state`? If the
-# application then starts again with the same `transactional.id`, which producer id and epoch does
-# it get?
+# %%
+LAST = ["CompleteCommit", "a record with state Dead", "a tombstone (a record with a null value)"]
+p_last = Predict("After 80 idle seconds (expiration 60 s), what is the last record of <code>forgotten</code> in "
+                 "<code>__transaction_state</code>?", choices=LAST,
+                 check=lambda: LAST[2] if forgotten_states[-1] == "(tombstone)" else
+                 LAST[1] if forgotten_states[-1] == "Dead" else LAST[0],
+                 why="The coordinator moves the idle id to Dead in memory and writes a tombstone, which log compaction "
+                     "later uses to delete its records.")
+p_last
+
+# %%
+AGAIN = ["the same producer id, with the next epoch", "a new producer id, at epoch 0"]
+p_again = Predict("The application then starts again with the same <code>transactional.id</code>. Which producer id "
+                  "and epoch does it get?", choices=AGAIN,
+                  check=lambda: AGAIN[1] if again.transaction_manager.producer_id != first_pid else AGAIN[0],
+                  why="The coordinator has forgotten the id: it is new to it, and gets a fresh producer id at epoch 0.")
+p_again
 
 # %%
 cluster = Cluster(brokers=3, seed=2, config={"transactional.id.expiration.ms": 60_000,
@@ -452,6 +527,7 @@ p.produce("orders", value=b"x")
 p.commit_transaction()
 first_pid = p.transaction_manager.producer_id
 cluster.advance(80_000)
+forgotten_states = list(txn_log(cluster, "forgotten")["state"])
 print("coordinator's view now:", cluster.transaction_state("forgotten"))
 show(txn_log(cluster, "forgotten"))
 
@@ -483,9 +559,14 @@ assert again.transaction_manager.producer_id != first_pid and again.transaction_
 # Restarting 32 766 times would take a while even simulated, so we take a shortcut only a lab can take:
 # we set the epoch in the coordinator's memory, as if it had happened.
 
-# %% [markdown]
-# **Predict:** The coordinator holds epoch 32 766 for `restarted-a-lot`. Which producer id and epoch will the next
-# `init_transactions()` return?
+# %%
+EXHAUSTED = ["the same producer id, epoch 32767", "a new producer id, epoch 0", "an error: the epoch is used up"]
+p_exhausted = Predict("The coordinator holds epoch 32 766 for <code>restarted-a-lot</code>. What does the next "
+                      "<code>init_transactions()</code> get?", choices=EXHAUSTED,
+                      check=lambda: EXHAUSTED[1] if after[0] != before[0] and after[1] == 0 else EXHAUSTED[0],
+                      why="32 766 counts as exhausted: the coordinator allocates a new producer id and starts again at "
+                          "epoch 0 (32 767 stays reserved so that it can always fence once more).")
+p_exhausted
 
 # %%
 cluster = Cluster(brokers=3, seed=5)
@@ -530,9 +611,7 @@ assert list(txn_log(cluster, "restarted-a-lot")["producer_id"])[-1] == after[0]
 #    with more steps/s, or the slider, gets there faster.
 
 # %% [markdown]
-# **Predict:** The coordinator dies with the producer's answer on the wire and no marker written. Does the
-# transaction commit? Does `commit_transaction()` return, with which outcome, and roughly when?
-# Which broker finishes the job?
+# Answer the two questions under the stepper before you step on from the crash.
 
 # %%
 from widgets import Stepper
@@ -617,19 +696,17 @@ dies_check.close()
 # `read_committed` consumer's position on each partition.
 
 # %% [markdown]
-# **Predict:** The COMMIT marker of `orders-1` is written a step after the crash. When does the LSO of `orders-1`
-# move: at once, or later? Which broker writes the marker of `orders-0`, and when?
+# The COMMIT marker of `orders-1` is written a step after the crash. Answer the question under the stepper first.
 
 # %%
 marker = Stepper("marker-leader-down")
 marker.widget
 
 # %%
-p_lso1 = Predict("Right after the COMMIT marker of <code>orders-1</code> is written (its leader is alive), where is "
-                 "the LSO of <code>orders-1</code>?", kind="offset",
-                 check=lambda: moment("marker-leader-down", "orders-1: wrote a COMMIT marker",
-                                      skip_background=True).cluster.partition_state("orders", 1)["lso"],
-                 why="A marker counts once it is below the HW, and the HW of orders-1 cannot pass the crashed broker, "
+p_lso1 = predict_at("Right after the COMMIT marker of <code>orders-1</code> is written (its leader is alive), where "
+                    "is the LSO of <code>orders-1</code>?", "marker-leader-down", "orders-1: wrote a COMMIT marker",
+                    partition_value("orders", 1, "lso"), kind="offset",
+                    why="A marker counts once it is below the HW, and the HW of orders-1 cannot pass the crashed broker, "
                      "still in the ISR, until the controller fences it: the LSO stays at 0 for about 9 s.")
 p_lso1
 

@@ -175,8 +175,8 @@ print(plan.describe().replace("; ", "\n"))
 
 
 # %% [markdown]
-# **Predict:** After both runs, which result will equal the ground truth? For the at-least-once result: which
-# minutes will be too high, and by how much -- what does each of the three failures add?
+# Before both runs: which result will equal the ground truth, and what does each of the three failures add to
+# the at-least-once result? Answer the three questions below first.
 
 # %%
 READERS = ["at-least-once", "exactly-once (read_committed)", "exactly-once (read_uncommitted)"]

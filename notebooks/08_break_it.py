@@ -88,8 +88,8 @@ def failing_steps(res, anomaly, limit=12):
 # every timeout, reads everything back and checks the history.
 
 # %% [markdown]
-# **Predict:** With idempotence, fencing, markers, the LSO and offsets committed inside the transaction all in
-# place, how many of the twenty seeds will the checker flag?
+# With idempotence, fencing, markers, the LSO and offsets committed inside the transaction all in place: answer
+# first, then run the twenty seeds.
 
 # %%
 p_clean = Predict("Everything in place, every kind of fault: how many of the twenty seeds will the checker flag?",
@@ -121,8 +121,7 @@ assert any(r.schedule for r in clean)        # the runs did inject faults
 # aborted-transaction list).
 
 # %% [markdown]
-# **Predict:** The feeder aborts about one transaction in five. What will the copier copy, and which anomaly name
-# will the checker use?
+# The feeder aborts about one transaction in five. Answer first, then run the sweep with `ignore-lso`.
 
 # %%
 ANOMALIES = ["G1a: an aborted read", "duplicate: a record copied twice", "lost-write: a committed record missing"]
@@ -172,8 +171,8 @@ assert again.violations == lso_run.violations
 # (a supervisor restarts them) and create zombies (an instance stalls while a replacement starts).
 
 # %% [markdown]
-# **Predict:** Two instances now write with the same producer id and epoch. The broker de-duplicates by sequence
-# number. What could a reader see that no committed transaction wrote?
+# Two instances now write with the same producer id and epoch, and the broker still de-duplicates by sequence
+# number. Answer first:
 
 # %%
 SEES = ["nothing wrong: sequence numbers still de-duplicate", "something no committed transaction wrote, or a duplicate"]

@@ -86,10 +86,17 @@ lab.topics(), service.producer.name
 #    **op message** (tag `d`, body = the half offset) to `RMQ_SYS_TRANS_OP_HALF_TOPIC` so the check service
 #    knows this half message is done.
 
-# %% [markdown]
-# **Predict:** right after step 1 (the half message is stored, the order is not inserted yet), how many messages
-# can the consumer of `order-topic` read? After END_TRANSACTION arrives, how many? And how many responses does
-# END_TRANSACTION get?
+# %%
+p_half = Predict("Right after step 1 (the half message is stored, the order is not inserted yet), how many messages "
+                 "can the consumer of <code>order-topic</code> read?", kind="number", check=lambda: visible_at_half,
+                 why="A half message is stored in RMQ_SYS_TRANS_HALF_TOPIC, not in its real topic: nothing is "
+                     "readable until END_TRANSACTION (COMMIT) copies it to order-topic.")
+p_half
+
+# %%
+p_oneway = Predict("How many responses does END_TRANSACTION get?", kind="number", check=lambda: end_txn_responses,
+                   why="END_TRANSACTION is one-way (invokeOneway): the producer never learns whether it arrived.")
+p_oneway
 
 # %%
 order1 = CreateOrderRequest("o-1", "book", 30)
@@ -99,12 +106,14 @@ lab.run_until(lambda: op.stage == "HALF_STORED")
 print(half.topic, "queue", half.queue_id, {k: half.get_property(k) for k in ("REAL_TOPIC", "REAL_QID", "TRAN_MSG", "PGROUP")})
 # (no poll here: a poll would step the simulation on; we look at what a consumer *could* read)
 half_was_invisible = lab.topic_messages(ORDER_TOPIC) == [] and dao.order_ids() == []
+visible_at_half = len(lab.topic_messages(ORDER_TOPIC))
 print("order-topic holds:", lab.topic_messages(ORDER_TOPIC), "| orders in the DB:", dao.order_ids())
 half_topic_figure(lab)
 
 # %%
 lab.run_until(lambda: op.done)
 lab.run_until_idle()
+end_txn_responses = len([m for m in lab.network_messages() if m.api == "END_TRANSACTION" and m.is_response])
 print(lab.trace.tail(4))
 print("consumer sees:", seen(consumer), "| orders in the DB:", dao.order_ids())
 half_topic_figure(lab)
@@ -130,9 +139,14 @@ assert [m for m in lab.network_messages() if m.api == "END_TRANSACTION" and m.is
 # `transactionTimeOut` (6 s) it copies the message to the end of the half queue with
 # `TRANSACTION_CHECK_TIMES` + 1 and sends **CHECK_TRANSACTION_STATE** to a live producer of the group.
 
-# %% [markdown]
-# **Predict:** we drop the next END_TRANSACTION. The order is in the database. What does the consumer see
-# right after `create_order` returns? After one minute? After five more minutes — one message or two?
+# %%
+p_o2 = Predict("We drop the next END_TRANSACTION; the order <code>o-2</code> is in the database. After six minutes, "
+               "how many times has the consumer received <code>o-2</code>?", kind="number",
+               check=lambda: delivered_o2,
+               why="Nothing at first: the half message waits. The check service finds it older than 6 s at its next "
+                   "run, asks the producer (CHECK_TRANSACTION_STATE), hears COMMIT from the database, copies it once "
+                   "and writes the op message, so later checks skip it.")
+p_o2
 
 # %%
 lab.drop_next("END_TRANSACTION")
@@ -143,6 +157,7 @@ lab.advance(61_000)
 print("after a minute:", seen(consumer))
 lab.advance(5 * 60_000)
 print("five minutes later:", seen(consumer))
+delivered_o2 = [t for t in lab.transactions() if t["keys"] == "o-2"][0]["delivered"]
 half_topic_figure(lab)
 
 # %%
@@ -186,9 +201,13 @@ assert len([m for m in kc.network_messages() if m.api == "EndTxn" and not m.is_r
 # The insert throws (a broken disk). The listener catches it and answers `ROLLBACK_MESSAGE`. Rollback does
 # *less* than commit: nothing is copied; only the op message is written, so the check service never asks.
 
-# %% [markdown]
-# **Predict:** what is in `order-topic`, in the op topic and in the database? Will the broker ever send a
-# CHECK_TRANSACTION_STATE about this order?
+# %%
+p_rolled = Predict("The local transaction fails and the listener answers ROLLBACK_MESSAGE. Will the broker ever send "
+                   "a CHECK_TRANSACTION_STATE about <code>o-3</code>?", choices=["yes", "no"],
+                   check=lambda: "yes" if checks_after_rollback > checks_before else "no",
+                   why="Rollback writes the op message for the half offset: the check service skips it for ever. "
+                       "Nothing is copied to order-topic and the database has no o-3.")
+p_rolled
 
 # %%
 checks_before = len([m for m in lab.network_messages() if m.api == "CHECK_TRANSACTION_STATE"])
@@ -197,6 +216,7 @@ order3 = CreateOrderRequest("o-3", "cup", 8)
 result = service.producer.send_message_in_transaction(create_message(order3), order3)
 print("local transaction:", result.local_transaction_state)
 lab.advance(3 * 60_000)
+checks_after_rollback = len([m for m in lab.network_messages() if m.api == "CHECK_TRANSACTION_STATE"])
 print("consumer sees:", seen(consumer), "| DB:", dao.order_ids())
 half_topic_figure(lab)
 
@@ -234,9 +254,16 @@ assert kafka_committed_orders(kc) == ["o-2"] and "o-3" not in kdao.order_ids()
 # check goes to it. That is why `check_local_transaction` must look at the database, not at memory: the
 # instance that is asked may not be the one that sent the message.
 
-# %% [markdown]
-# **Predict:** we crash the producer after its local transaction, wait two minutes, then start a new instance.
-# Who receives CHECK_TRANSACTION_STATE? What will the consumer see, and when?
+# %%
+ASKED = ["the crashed instance, once it is back", "the new instance of the producer group",
+         "nobody: the half message is discarded"]
+p_asked = Predict("We crash the producer after its local transaction, wait two minutes, then start a new instance. "
+                  "Who receives CHECK_TRANSACTION_STATE?", choices=ASKED,
+                  check=lambda: ASKED[1] if checks and all(m.dst == restarted.producer.name for m in checks)
+                  else ASKED[2] if not checks else ASKED[0],
+                  why="The broker asks a live producer of the group: while none is alive nobody is asked; the new "
+                      "instance answers from the database (COMMIT), and o-4 is delivered once.")
+p_asked
 
 # %%
 lab, dao, service, consumer = order_lab(seed=8)
@@ -265,8 +292,13 @@ assert t4["status"] == "committed" and t4["delivered"] == 1 and dao.order_ids() 
 # `commit_transaction()`. Nobody asks the order service anything: after `transaction.timeout.ms` the
 # coordinator aborts the transaction. The order exists; its message never will.
 
-# %% [markdown]
-# **Predict:** after the timeout, what does Kafka's read_committed consumer see, and what is in the database?
+# %%
+KAFKA_SEES = ["o-4", "nothing: the transaction was aborted, though o-4 is in the database"]
+p_kafka = Predict("After the transaction timeout, what does Kafka's <code>read_committed</code> consumer see?",
+                  choices=KAFKA_SEES, check=lambda: KAFKA_SEES[0] if kafka_sees == ["o-4"] else KAFKA_SEES[1],
+                  why="Kafka never asks the application: the coordinator aborts the expired transaction. The database "
+                      "and the topic now disagree.")
+p_kafka
 
 # %%
 kc = Cluster(brokers=1, seed=4)
@@ -278,7 +310,8 @@ kafka.producer.flush()
 kdao.create_order_in_db(order4)
 kc.crash(kafka.producer)                          # before commit_transaction()
 kc.advance(20_000)
-print(kc.transaction_state("order-service")["state"], "| Kafka consumer sees:", kafka_committed_orders(kc),
+kafka_sees = kafka_committed_orders(kc)
+print(kc.transaction_state("order-service")["state"], "| Kafka consumer sees:", kafka_sees,
       "| DB:", kdao.order_ids())
 
 # %% [markdown]
@@ -295,9 +328,12 @@ assert kdao.order_ids() == ["o-4"] and kafka_committed_orders(kc) == []
 # and END_TRANSACTION carries `TRANSACTION_NOT_TYPE` (the broker does nothing). The first check (about
 # 60 s) finds no order and gets `UNKNOW` again; the second (about 120 s) finds it.
 
-# %% [markdown]
-# **Predict:** how many CHECK_TRANSACTION_STATE requests will there be, and what will `TRANSACTION_CHECK_TIMES`
-# be on the half message that finally commits?
+# %%
+p_checks5 = Predict("The insert takes 90 s, so the listener first answers UNKNOW. How many CHECK_TRANSACTION_STATE "
+                    "requests will there be?", kind="number", check=lambda: checks_slow,
+                    why="The first check (about 60 s) finds no order yet and gets UNKNOW; the second (about 120 s) "
+                        "finds it and commits: two checks, TRANSACTION_CHECK_TIMES 2.")
+p_checks5
 
 # %%
 lab, dao, service, consumer = order_lab(seed=9)
@@ -308,6 +344,7 @@ print("local transaction:", result.local_transaction_state)
 for minute in (1, 2):
     lab.advance(60_000 if minute == 2 else 61_000)
     print(f"after check #{minute}: consumer sees {seen(consumer, 0)}, DB {dao.order_ids()}")
+checks_slow = len([m for m in lab.network_messages() if m.api == "CHECK_TRANSACTION_STATE"])
 half_topic_figure(lab)
 
 # %% [markdown]
@@ -326,7 +363,7 @@ assert len([m for m in lab.network_messages() if m.api == "CHECK_TRANSACTION_STA
 # delivered. Consistent — but only because the check said UNKNOW rather than COMMIT.
 
 # %% [markdown]
-# **Predict:** how many minutes until the half message is discarded?
+# How long does the broker keep asking? Answer first:
 
 # %%
 p_minutes = Predict("The producer died before its local transaction; every check-back answers UNKNOW. After how "
@@ -370,8 +407,8 @@ assert dao.order_ids() == [] and seen(consumer) == []
 # narration header jumps.
 
 # %% [markdown]
-# **Predict:** at which step does `o-1` become readable in `order-topic`: when END_TRANSACTION is sent, or later? At
-# about what simulated time? Just before that, what colours do the cells of `RMQ_SYS_TRANS_HALF_TOPIC` have?
+# Step until `o-1` becomes readable in `order-topic`, watching the cells of `RMQ_SYS_TRANS_HALF_TOPIC`. Answer the
+# question below first.
 
 # %%
 from IPython.display import HTML
@@ -417,8 +454,7 @@ story_check.close()
 # service (`producer-2`, same group `myGroup`). A new branch starts; `main` is kept.
 
 # %% [markdown]
-# **Predict:** what will the consumer of `order-topic` have read at the end of the new branch, and what is in the
-# database? How many check-backs go out, to which producer, and what do they answer?
+# Build the branch, then answer the question below before you step to its end.
 
 # %%
 p_checks = Predict("In your branch (producer-1 crashed once the half message is stored), how many "

@@ -27,7 +27,7 @@ from txnlab import Cluster, Producer, Consumer, TopicPartition
 from txnlab.broker.broker import broker_name
 from txnlab.twopc import TwoPhaseCommitLab, KeyLocked
 from widgets.rocketmq_views import participants_table, space_time_figure
-from widgets.predict import Exercise, Predict
+from widgets.predict import Exercise, Predict, at_moment
 
 ACCOUNTS = {"bank-a": {"alice": 100}, "bank-b": {"bob": 20}}
 TRANSFER = {"bank-a": {"alice": -30}, "bank-b": {"bob": +30}}     # alice pays bob 30
@@ -48,8 +48,7 @@ def all_voted(lab, tx_id):
 # before it votes.
 
 # %% [markdown]
-# **Predict:** how many messages does one committed transfer between two banks take, and which records end up
-# in the coordinator's log?
+# Think of the records that end up in the coordinator's log, then answer:
 
 # %%
 p_messages = Predict("How many messages does one committed transfer between two banks take?", kind="number",
@@ -80,7 +79,7 @@ assert lab.balances() == {"bank-a": {"alice": 70}, "bank-b": {"bob": 50}}
 # aborts everywhere. bank-b, which had prepared, waits for GLOBAL_ABORT and then drops its locks.
 
 # %% [markdown]
-# **Predict:** the balances after T2, and whose locks are still held?
+# Think of the balances after T2, then answer:
 
 # %%
 LOCKS = ["none", "bank-b's (it had prepared)", "bank-a's (it said no)"]
@@ -112,9 +111,8 @@ assert lab.locks() == {"bank-a": {}, "bank-b": {}}
 # (cooperative termination) for the outcome. The other bank is prepared too and knows nothing.
 
 # %% [markdown]
-# **Predict:** one minute later, can a teller at bank-a read alice's balance? Has either bank decided on its
-# own? When the coordinator restarts and reads its log — which has `START_2PC T3` but no decision — what will
-# it decide?
+# One minute later, can a teller at bank-a read alice's balance? Has either bank decided on its own? Think about
+# it, then answer for the coordinator's restart:
 
 # %%
 DECIDES = ["commit: both banks voted yes", "abort: no decision in its log", "it asks the banks again"]
@@ -173,10 +171,17 @@ assert lab.locks() == {"bank-a": {}, "bank-b": {}}
 # coordinator has started forcing GLOBAL_COMMIT, which is not on its disk yet — then open **Faults**, pick
 # `coordinator` (or click its lane head in **Messages**) and **Crash** it. A new branch starts; `main` is kept.
 
-# %% [markdown]
-# **Predict:** in your branch, what do the banks do during the 30 s the application waits, and which log records
-# exist when the operator restarts the coordinator? How does your branch end, compared with `main`? Had you
-# crashed it one step later, right after *GLOBAL_COMMIT T1 is on disk*, how would it end?
+# %%
+ENDS = ["COMMIT: both banks had voted yes", "ABORT, once the operator restarts the coordinator (presumed abort)",
+        "the banks stay blocked for ever"]
+p_branch = Predict("In your branch (the coordinator crashed before GLOBAL_COMMIT was on its disk), how does T1 end?",
+                   choices=ENDS,
+                   check=at_moment("2pc-transfer", None,
+                                   lambda run: {"COMMIT": ENDS[0], "ABORT": ENDS[1]}.get(run.result["outcome"], ENDS[2]),
+                                   faults=[("every participant voted VOTE_COMMIT", "crash", "coordinator")], to_end=True),
+                   why="Both banks are prepared and block (each asks the other, which knows nothing) for the 30 s; the "
+                       "restarted coordinator finds only START_2PC in its log and presumes abort. main committed.")
+p_branch
 
 # %%
 from IPython.display import HTML
@@ -252,8 +257,14 @@ ex_commit.submit(make_it_commit)
 # This time GLOBAL_COMMIT reaches the coordinator's disk and both messages are lost; then it crashes. Only its
 # disk knows the outcome.
 
-# %% [markdown]
-# **Predict:** do the banks commit before the coordinator is back? After?
+# %%
+HEARD = ["yes: they learn it from each other", "no: they stay blocked until it restarts, then commit"]
+p_heard = Predict("GLOBAL_COMMIT is on the coordinator's disk, both messages are lost and it crashes. Do the banks "
+                  "commit before the coordinator is back?", choices=HEARD,
+                  check=lambda: HEARD[1] if t4_blocked_while_down else HEARD[0],
+                  why="Only the coordinator's disk knows the decision; a prepared bank may not decide alone. After the "
+                      "restart the coordinator reads GLOBAL_COMMIT from its log and sends it again.")
+p_heard
 
 # %%
 lab4 = bank(seed=2)
@@ -262,6 +273,7 @@ lab4.begin_transaction("T4", TRANSFER)
 lab4.run_until(lambda: lab4.outcome("T4") == "COMMIT")
 lab4.crash(lab4.coordinator)
 lab4.advance(30_000)
+t4_blocked_while_down = lab4.blocked("T4")
 print("while it is down:", lab4.participant_states("T4"), "blocked", lab4.blocked("T4"))
 lab4.restart(lab4.coordinator)
 lab4.run_until_idle()
@@ -285,9 +297,15 @@ assert lab4.balances() == {"bank-a": {"alice": 70}, "bank-b": {"bob": 50}}
 # leader of that `__transaction_state` partition; it loads the log, finds PrepareCommit, and writes the
 # markers.
 
-# %% [markdown]
-# **Predict:** will a read_committed consumer see the transfer before the crashed broker restarts? Roughly how
-# many simulated seconds after the crash?
+# %%
+p_kafka_rc = Predict("Kafka: the coordinator crashed right after <code>PrepareCommit</code> became durable, with no "
+                     "marker written. Will a <code>read_committed</code> consumer see the transfer before the crashed "
+                     "broker restarts?", choices=["yes", "no"],
+                     check=lambda: "yes" if seen_while_down == [b"alice -30", b"bob +30"] else "no",
+                     why="PrepareCommit is replicated: another broker becomes leader of that __transaction_state "
+                         "partition (after about 9 s, when the controller fences the dead broker), loads it and writes "
+                         "the markers. Nobody waits for the crashed broker.")
+p_kafka_rc
 
 # %%
 c = Cluster(brokers=3, seed=7)
@@ -327,6 +345,7 @@ c.run_until(lambda: (c.transaction_state(tid) or {}).get("state") == "CompleteCo
 new = c.transaction_coordinator(tid)
 print(f"broker {new} finished the commit {c.clock - crashed_at} ms after broker {old} crashed; "
       f"broker {old} is {'up' if c.broker(old).alive else 'still down'}")
+seen_while_down = read_committed(c) if not c.broker(old).alive else []
 print("now:", read_committed(c))
 
 # %% [markdown]

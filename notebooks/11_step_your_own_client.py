@@ -61,7 +61,7 @@ print(f"init_transactions() returned after {steps} steps of the lab")
 print("the coordinator says:", lab.transaction_state("copier")["state"])
 
 # %% [markdown]
-# Every request of the real client was a step. **Predict** before you read the list below.
+# Every request of the real client was a step. Answer before you read the list below.
 
 # %%
 p_first = Predict("Which request does the real client send first, on every new connection?",

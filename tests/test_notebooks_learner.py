@@ -2,8 +2,8 @@
 
 Static (cheap): learner-facing text names no document the learner does not have, never says a commit
 becomes visible everywhere at once, and has no "a ABORT"; every chapter states what it needs, how long it
-takes and what the learner will be able to do, has at least three predictions and one exercise, and ends
-with where to go next.
+takes and what the learner will be able to do, has at least three predictions and one exercise, asks no
+question as a bare markdown "**Predict**" prompt (each is an answer widget), and ends with where to go next.
 
 Run All (executes each chapter, as nbmake does, then looks inside the kernel): no prediction is answered
 or revealed and no explanation is printed before the learner answers; every prediction's check can read
@@ -92,8 +92,24 @@ def test_every_chapter_says_what_it_needs_how_long_and_where_next(path):
 def test_every_chapter_has_three_predictions_and_an_exercise(path):
     _converted(path)
     code = "\n".join(c.source for c in _read(path).cells if c.cell_type == "code")
-    assert len(re.findall(r"\bPredict\(", code)) >= 3, f"{path.name}: fewer than three Predict widgets"
+    assert len(re.findall(r"\bPredict\(|\bpredict_at\(", code)) >= 3, f"{path.name}: fewer than three Predict widgets"
     assert re.search(r"\bExercise\(", code), f"{path.name}: no Exercise"
+
+
+BARE_PROMPT = re.compile(r"\*\*\s*Predict\b|^\s*Predict\s*:", re.M)     # the old prompts: "**Predict:** ..."
+
+
+@pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: p.stem)
+def test_every_question_is_asked_once_in_an_answer_widget_never_as_a_bare_markdown_prompt(path):
+    prompts = [(i, c.source[:80]) for i, c in enumerate(_read(path).cells)
+               if c.cell_type == "markdown" and BARE_PROMPT.search(c.source)]
+    assert not prompts, f"{path.name}: markdown cells that ask a question no widget checks: {prompts}"
+
+
+def test_the_bare_prompt_check_catches_one():
+    assert BARE_PROMPT.search("# **Predict:** how many?") and BARE_PROMPT.search("Predict: where is the LSO?")
+    assert not BARE_PROMPT.search("Answer the question below first (a Predict widget)")
+    assert not BARE_PROMPT.search("2. ask you to **predict** what will happen (a small box: answer, press Check)")
 
 
 INSPECT = r'''

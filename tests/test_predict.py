@@ -115,3 +115,30 @@ def test_an_unwritten_stub_is_not_judged():
         raise NotImplementedError
     ex = Exercise("Write double(x).", kind="code", check=lambda f: f(3) == 6, solution="def double(x): ...")
     assert ex.submit(stub) is None and ex.verdict is None and ex.feedback == "" and ex.tries == 0
+
+
+def test_a_question_about_a_moment_of_a_story_replays_it_only_when_checked(stepper):
+    from widgets import predict as wp
+    before = dict(wp._MOMENTS)
+    p = wp.predict_at("Where is the LSO of orders-1 when the producer calls commit_transaction()?",
+                      "commit-visible-atomically", "calls commit_transaction()", wp.partition_value("orders", 1, "lso"),
+                      kind="offset", why="The open transaction's first record on orders-1 is at offset 0.")
+    assert wp._MOMENTS == before                                   # nothing replayed before the learner checks
+    position = stepper.position
+    assert p.answer(2) is False and "The simulation shows: 0" in p.feedback
+    assert p.answer(0) is True and "offset 0" in p.feedback
+    assert stepper.position == position                            # the learner's own stepper never moves
+    state = wp.predict_at("Which state does tx-orders have then?", "commit-visible-atomically",
+                          "calls commit_transaction()", wp.txn_value("tx-orders"),
+                          choices=["Ongoing", "PrepareCommit", "CompleteCommit"])
+    assert state.answer("Ongoing") is True
+    said = wp.predict_at("Is the transaction decided then?", "commit-visible-atomically", "calls commit_transaction()",
+                         wp.narration_says("decided (PrepareCommit is durable)", "yes", "no"), choices=["yes", "no"])
+    assert said.answer("no") is True
+
+
+def test_a_question_about_the_end_of_a_branch_runs_it_to_its_end():
+    from widgets import predict as wp
+    crash = [("is now PrepareCommit", "crash", lambda st: st.cluster.transaction_coordinator("tx-orders"))]
+    read = wp.at_moment("commit-visible-atomically", None, wp.txn_value("tx-orders"), faults=crash, to_end=True)
+    assert read() == "CompleteCommit"                              # the new coordinator finished the commit

@@ -11,6 +11,7 @@ state, never by running more of the simulation.
 from __future__ import annotations
 
 import html
+import re
 from collections import Counter
 
 from .cluster_view import is_kafka, partitions_of, transactional_ids, user_topics, visible_records
@@ -86,16 +87,74 @@ def diff(a: dict, b: dict) -> dict:
     return out
 
 
-def _vals(vs: list) -> str:
-    return html.escape(", ".join(map(str, vs))) if vs else "–"
+CSS = ("<style>.txl-cmp{border-collapse:collapse;font-size:15px;margin:6px 0}"
+       ".txl-cmp td,.txl-cmp th{border:1px solid #ddd;padding:4px 10px;text-align:left;vertical-align:top}"
+       ".txl-cmp th{background:#f1f3f5}.txl-cmp td.txl-num{text-align:right;font-variant-numeric:tabular-nums}"
+       "</style>")
 
 
-def _fact(v) -> str:
+def _words(key) -> str:
+    """A result key as words: 'read_committed_after_commit' -> 'read_committed after commit'."""
+    text = str(key)
+    for level in ("read_committed", "read_uncommitted"):
+        text = text.replace(level, level.replace("_", "\0"))
+    return text.replace("_", " ").replace("\0", "_")
+
+
+def readable(v, _nested: bool = False) -> str:
+    """One value as plain text for a table cell: lists joined with commas, a mapping as 'key: value' pairs,
+    a transaction as 'state, producer id, epoch' -- never a Python repr of a dict or a list."""
     if v is None:
         return "–"
-    if isinstance(v, (list, tuple)):
-        return _vals(list(v))
-    return html.escape(str(v))
+    if isinstance(v, dict):
+        if not v:
+            return "nothing"
+        if {"state", "producer_id", "producer_epoch"} <= set(v):
+            return f"{v['state']}, producer id {v['producer_id']}, epoch {v['producer_epoch']}"
+        text = "; ".join(f"{_words(k)}: {readable(x, True)}" for k, x in v.items())
+        return f"({text})" if _nested and len(v) > 1 else text
+    if isinstance(v, (list, tuple, set, frozenset)):
+        items = sorted(v, key=str) if isinstance(v, (set, frozenset)) else list(v)
+        return ", ".join(readable(x, True) for x in items) if items else "none"
+    if isinstance(v, bool):
+        return "yes" if v else "no"
+    return str(v)
+
+
+def _cell(v) -> str:
+    cls = " class='txl-num'" if isinstance(v, (int, float)) and not isinstance(v, bool) else ""
+    return f"<td{cls}>{html.escape(readable(v))}</td>"
+
+
+_KAFKA_ERROR = re.compile(r"(?:[\w.]+\.)?(\w+): KafkaError\{(?:[A-Z_,]*,)?code=(\w+),val=(-?\d+),str=\"(.*)\"\}$",
+                          re.S)
+
+
+def _error_words(text) -> str:
+    """'txnlab.errors.KafkaException: KafkaError{FATAL,code=_FATAL,val=-150,str="..."}' -> 'KafkaException _FATAL
+    (-150): ...': the error as a person reads it."""
+    m = _KAFKA_ERROR.match(str(text).strip())
+    if not m:
+        return str(text)
+    kind, code, val, words = m.groups()
+    return f"{kind} {code} ({val}): {words}"
+
+
+def _result_rows(d: dict) -> list[tuple]:
+    """(where, what, a, b) for each fact of the client code's ending that differs."""
+    (ra, ea), (rb, eb) = d["result"]
+    rows = []
+    if ea or eb:
+        rows.append(("client code", "raised", _error_words(ea) if ea else "nothing (it returned)",
+                     _error_words(eb) if eb else "nothing (it returned)"))
+    if isinstance(ra, dict) or isinstance(rb, dict):          # a branch that raised returned nothing: None
+        ra, rb = ra if isinstance(ra, dict) else {}, rb if isinstance(rb, dict) else {}
+        for key in list(ra) + [k for k in rb if k not in ra]:
+            if ra.get(key) != rb.get(key):
+                rows.append(("client code", f"returned {_words(key)}", ra.get(key), rb.get(key)))
+    elif ra != rb:
+        rows.append(("client code", "returned", ra, rb))
+    return rows
 
 
 def diff_html(a: dict, b: dict, d: dict) -> str:
@@ -104,36 +163,32 @@ def diff_html(a: dict, b: dict, d: dict) -> str:
             f"{b['position']}, t={b['clock_ms']}ms)")
     if d["same"]:
         return f"<div>{head}</div><div>The two branches end the same way.</div>"
-    rows = []
+    rows: list[tuple] = []           # (where, what, a, b, moved)
     for tp, e in d["partitions"].items():
         for level in ("read_committed", "read_uncommitted"):
             if level in e:
                 x = e[level]
-                moved = "; ".join(f"{html.escape(str(v))}: {oa} → {ob}" for v, oa, ob in x["moved"]) or "–"
-                what = "a read_committed consumer sees" if level == "read_committed" else "in the log (to the HW)"
-                rows.append(f"<tr><td>{tp}</td><td>{what}</td><td>{_vals(x['only_in_a'])}</td>"
-                            f"<td>{_vals(x['only_in_b'])}</td><td>{moved}</td></tr>")
-        marks = ", ".join(f"{k.upper()} {e[k][0]} vs {e[k][1]}" for k in ("leo", "hw", "lso") if k in e)
-        if marks:
-            rows.append(f"<tr><td>{tp}</td><td>offsets</td><td colspan=3>{marks}</td></tr>")
+                moved = "; ".join(f"{v}: {oa} → {ob}" for v, oa, ob in x["moved"]) or "–"
+                what = ("records only this branch's read_committed consumer sees" if level == "read_committed"
+                        else "records only in this branch's log (to the HW)")
+                rows.append((tp, what, x["only_in_a"] or None, x["only_in_b"] or None, moved))
+        keys = [k for k in ("leo", "hw", "lso") if k in e]
+        if keys:
+            rows.append((tp, "offsets", ", ".join(f"{k.upper()} {readable(e[k][0])}" for k in keys),
+                         ", ".join(f"{k.upper()} {readable(e[k][1])}" for k in keys), ""))
     for tid, (x, y) in d["transactions"].items():
-        rows.append(f"<tr><td>{html.escape(tid)}</td><td>coordinator state</td><td>{html.escape(str(x))}</td>"
-                    f"<td>{html.escape(str(y))}</td><td></td></tr>")
+        rows.append((tid, "coordinator state", x, y, ""))
     for key, (x, y) in d["state"].items():
         where, _, what = key.partition(": ")
-        rows.append(f"<tr><td>{html.escape(where)}</td><td>{html.escape(what)}</td>"
-                    f"<td>{_fact(x)}</td><td>{_fact(y)}</td><td></td></tr>")
+        rows.append((where, what, x, y, ""))
     for key, (x, y) in d["offsets"].items():
-        rows.append(f"<tr><td>{html.escape(str(key[0]))} {key[1]}</td><td>group offset ({key[2]})</td>"
-                    f"<td>{x}</td><td>{y}</td><td></td></tr>")
+        rows.append((f"{key[0]} {key[1]}", f"group offset ({key[2]})", x, y, ""))
     if d["result"]:
-        (ra, ea), (rb, eb) = d["result"]
-        rows.append(f"<tr><td>client code</td><td>returned / raised</td><td>{html.escape(str(ea or ra))}</td>"
-                    f"<td>{html.escape(str(eb or rb))}</td><td></td></tr>")
-    if d["partitions"] or d["offsets"] or d["transactions"]:
-        cols = (f"<th>only in {html.escape(a['branch'])}</th><th>only in {html.escape(b['branch'])}</th>"
-                f"<th>moved (offset a → b)</th>")
-    else:                                   # another design's lab: facts side by side
-        cols = f"<th>in {html.escape(a['branch'])}</th><th>in {html.escape(b['branch'])}</th><th></th>"
-    return (f"<div>{head}</div><table class='txl-t'><tr><th>where</th><th>what</th>{cols}</tr>"
-            + "".join(rows) + "</table>")
+        rows += [(*r, "") for r in _result_rows(d)]
+    na, nb = html.escape(a["branch"]), html.escape(b["branch"])
+    moved_head = f"moved (offset in {na} → {nb})" if d["partitions"] else ""
+    cols = f"<th>{na}</th><th>{nb}</th><th>{moved_head}</th>"
+    body = "".join(f"<tr><td>{html.escape(str(where))}</td><td>{html.escape(str(what))}</td>{_cell(x)}{_cell(y)}"
+                   f"<td>{html.escape(str(moved))}</td></tr>" for where, what, x, y, moved in rows)
+    return (f"{CSS}<div>{head}</div><table class='txl-t txl-cmp'><tr><th>where</th><th>what</th>{cols}</tr>"
+            f"{body}</table>")

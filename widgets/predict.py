@@ -267,3 +267,44 @@ def moment(scenario: str, until=None, *, seed: int = 0, variant: Optional[str] =
             raise ValueError(f"{scenario}: never reached {until!r}")
         _MOMENTS[key] = s
     return _MOMENTS[key]
+
+
+def at_moment(scenario: str, until, read: Callable, *, faults: Sequence = (), to_end: bool = False,
+              skip_background: bool = True, **kw) -> Callable[[], Any]:
+    """A function of no arguments -- for ``check=`` or ``why=`` -- that returns ``read(run)``, ``run`` being the
+    replay ``moment(scenario, until, faults=...)`` (run on to its end first when ``to_end``).  Read when the
+    learner presses Check, never before; never the learner's own stepper."""
+    def value():
+        run = moment(scenario, until, faults=faults, skip_background=skip_background, **kw)
+        if to_end and not run.execution.done:
+            run.run_to_end()
+        return read(run)
+    return value
+
+
+def predict_at(question: str, scenario: str, until, read: Callable, *, choices: Optional[Sequence[Any]] = None,
+               kind: Optional[str] = None, why: Any = "", unit: str = "", **moment_kw) -> Predict:
+    """A ``Predict`` whose expected answer is read from a replay of ``scenario`` stopped where ``until`` first holds
+    (``at_moment``): ``read(run)`` returns it -- a value, or one of ``choices``.  The chapters' one way to ask
+    "what will the lab show at that moment?"::
+
+        predict_at("Where is the LSO of orders-0?", "commit-visible-atomically", "calls commit_transaction()",
+                   partition_value("orders", 0, "lso"), kind="offset", why="...")
+    """
+    return Predict(question, choices, kind=kind, check=at_moment(scenario, until, read, **moment_kw), why=why,
+                   unit=unit)
+
+
+def partition_value(topic: str, partition: int, key: str) -> Callable:
+    """``read`` for ``predict_at``: the leader's ``key`` ('lso', 'hw', 'leo') of ``topic-partition`` in the run."""
+    return lambda run: run.cluster.partition_state(topic, partition)[key]
+
+
+def txn_value(transactional_id: str, key: str = "state") -> Callable:
+    """``read`` for ``predict_at``: what the coordinator holds for ``transactional_id`` ('state', 'producer_epoch')."""
+    return lambda run: run.cluster.transaction_state(transactional_id)[key]
+
+
+def narration_says(text: str, yes: str, no: str) -> Callable:
+    """``read`` for ``predict_at``: choice ``yes`` when the run's narration at that moment says ``text``, else ``no``."""
+    return lambda run: yes if text in run.narration else no

@@ -15,6 +15,7 @@ from ..cluster import Cluster
 from ..errors import KafkaException
 from .moments import KeyMoment, all_of, fault, log_values_are, lso, marker_lands, narrated, reads
 from .moments import txn_state as state_is
+from .kafka_markers import MARKER_LOST
 from .scenario import (TOPIC, Scenario, assigned, consumer, drain, error_name, expect, log_values, markers,
                        producer, txn_state, wait_for)
 
@@ -389,6 +390,7 @@ GALLERY: dict[str, Scenario] = {s.name: s for s in [
         "read_committed saw nothing before the commit and all four records after it; each partition ends "
         "with one COMMIT marker and its LSO equal to its HW; the coordinator is in CompleteCommit.",
         _commit_visible_atomically, _check_commit_visible_atomically),
+    MARKER_LOST,
     Scenario(
         "abort-hidden-from-read-committed", "Aborted records stay in the log but are never delivered",
         "A transaction writes aborted-1, aborted-2 and is aborted; the next one writes committed-1, "
@@ -534,4 +536,4 @@ MOMENTS = {
         KeyMoment("rewind", "The copier rewinds to its committed offset 2 and does the work again",
                   narrated("copier-consumer got the OffsetFetch response", "orders-0=2"))),
 }
-GALLERY = {name: replace(sc, moments=MOMENTS.get(name, ())) for name, sc in GALLERY.items()}
+GALLERY = {name: replace(sc, moments=MOMENTS.get(name, sc.moments)) for name, sc in GALLERY.items()}
