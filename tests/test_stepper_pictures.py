@@ -162,3 +162,40 @@ def test_a_transactional_ids_path_is_drawn_on_the_live_views_state_machine():
     taken = [t.name for t in fig.data if t.name.endswith(" taken")]
     assert taken == ["Empty->Ongoing taken", "Ongoing->PrepareCommit taken", "PrepareCommit->CompleteCommit taken",
                      "CompleteCommit->Ongoing taken", "Ongoing->PrepareAbort taken"]
+
+
+def _idle_reader(**config) -> Cluster:
+    from txnlab import Consumer
+    c = Cluster(brokers=3, seed=0, config=config)
+    c.create_topic("t", partitions=1, replication_factor=3)
+    reader = Consumer({"bootstrap.servers": c.bootstrap, "group.id": "g", "auto.offset.reset": "earliest"})
+    reader.subscribe(["t"])
+    reader.poll(1.0)
+    c.advance(30_000)
+    return c
+
+
+def test_the_message_diagram_of_a_bounded_trace_draws_its_last_steps_as_the_full_trace_does():
+    from widgets.spacetime import SpaceTime
+    bounded, full = _idle_reader(**{"sim.trace.keep.steps": 200}), _idle_reader()
+    assert bounded.kernel.trace.first_position > 1_000          # most of the run was discarded
+    drawn = {}
+    for name, c in (("bounded", bounded), ("full", full)):
+        view = SpaceTime(window=40, show_background=True)
+        view.update(c)
+        drawn[name] = (view.last_arrows, [view.axis(k) for k in sorted(view.axis.y)],
+                       [tuple(tr.x or ()) for tr in view.figure.data])
+    assert drawn["bounded"][0], "the heartbeats and fetches of the last 40 steps are drawn"
+    assert drawn["bounded"] == drawn["full"]
+
+
+def test_the_status_line_says_what_one_step_is_after_the_granularity_toggle():
+    s = Stepper("commit-visible-atomically", granularity="event")
+    assert "stepping: by event" in s._status.value
+    s._zoom.value = "moment"
+    assert "stepping: by moment" in s._status.value and "every event" not in s._status.value
+    s._zoom.value = "exchange"
+    assert "stepping: by exchange" in s._status.value
+    s._f_api.value = "Produce"                    # a chosen API steps event by event to the matching ones
+    assert "stepping: by event, API Produce" in s._status.value
+    s.close()

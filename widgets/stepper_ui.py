@@ -401,8 +401,20 @@ class StepperUI:
         notice = f"<br><span class='txl-notice'>{html.escape(self.notice)}</span>" if self.notice else ""
         notice += panel_html(self.invariants)
         return (f"<div class='txl-status'>branch <b>{html.escape(self.branch)}</b> "
-                f"({html.escape(self.history.labels[self.branch])}) · stepping: {html.escape(self.filter.describe())}"
+                f"({html.escape(self.history.labels[self.branch])}) · stepping: {html.escape(self.stepping_words())}"
                 f" · client code: {html.escape(client)}{end}{notice}</div>")
+
+    def stepping_words(self) -> str:
+        """What one Step does now, as the status line says it: the granularity, then the filter's choices."""
+        g = self.granularity
+        if g != "event" and self.filter.narrows:   # a chosen API / process / transactional.id steps event by event
+            return f"by event, {self.filter.describe()} (by {g} once the filter is cleared)"
+        words = {"moment": "by moment (one change a picture shows; plumbing folded in)",
+                 "exchange": "by exchange (a request and its response)",
+                 "event": "by event (one kernel event)"}[g]
+        if self.filter.active:
+            words += f", {self.filter.describe()}"
+        return words
 
     def _trace_view(self, n: int = 40) -> str:
         current = {id(e) for e in self._ex.entries()}
