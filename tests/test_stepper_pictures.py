@@ -199,3 +199,84 @@ def test_the_status_line_says_what_one_step_is_after_the_granularity_toggle():
     s._f_api.value = "Produce"                    # a chosen API steps event by event to the matching ones
     assert "stepping: by event, API Produce" in s._status.value
     s.close()
+
+
+class _BrowserModel:
+    """What JupyterLab's plotly widget model holds for a figure: the traces it was sent, changed by every restyle
+    and update message the way its front end applies them (a placeholder value is stored as it comes)."""
+
+    def __init__(self, monkeypatch) -> None:
+        import plotly.basewidget as bw
+        from plotly.basedatatypes import Undefined
+        self.traces: dict = {}
+
+        def plain(v):
+            if isinstance(v, dict):
+                return {k: plain(x) for k, x in v.items()}
+            if isinstance(v, (list, tuple)) or hasattr(v, "tolist"):
+                return [plain(x) for x in (v.tolist() if hasattr(v, "tolist") else v)]
+            return "_undefined_" if v is Undefined else v
+
+        def put(d, path, v):
+            *head, last = path.split(".")
+            for k in head:
+                d = d.setdefault(k, {})
+            if v is None:
+                d.pop(last, None)
+            else:
+                d[last] = v
+
+        def style(fig, data, indexes):
+            traces = self.traces.setdefault(id(fig), [])
+            indexes = list(range(len(traces))) if indexes is None else [indexes] if isinstance(indexes, int) \
+                else indexes
+            for path, v in plain(data).items():
+                v = v if isinstance(v, list) else [v]
+                for j, i in enumerate(indexes):
+                    put(traces[i], path, v[j % len(v)])
+
+        orig = {n: getattr(bw.BaseFigureWidget, n) for n in ("_send_addTraces_msg", "_send_deleteTraces_msg",
+                                                            "_send_restyle_msg", "_send_update_msg")}
+
+        def add(fig, new_traces_data):
+            self.traces.setdefault(id(fig), []).extend(plain(new_traces_data))
+            return orig["_send_addTraces_msg"](fig, new_traces_data)
+
+        def delete(fig, delete_inds):
+            for i in sorted(delete_inds, reverse=True):
+                del self.traces[id(fig)][i]
+            return orig["_send_deleteTraces_msg"](fig, delete_inds)
+
+        def restyle(fig, restyle_data, trace_indexes=None, source_view_id=None):
+            style(fig, restyle_data, trace_indexes)
+            return orig["_send_restyle_msg"](fig, restyle_data, trace_indexes, source_view_id)
+
+        def update(fig, restyle_data, relayout_data, trace_indexes=None, source_view_id=None):
+            style(fig, restyle_data, trace_indexes)
+            return orig["_send_update_msg"](fig, restyle_data, relayout_data, trace_indexes, source_view_id)
+        for name, fn in (("_send_addTraces_msg", add), ("_send_deleteTraces_msg", delete),
+                         ("_send_restyle_msg", restyle), ("_send_update_msg", update)):
+            monkeypatch.setattr(bw.BaseFigureWidget, name, fn)
+
+    def trace(self, fig, name: str, legend: bool = False) -> dict:
+        return next(t for t in self.traces[id(fig)] if t.get("name") == name and (t.get("showlegend") or not legend))
+
+
+def test_presenter_pictures_drawn_before_they_are_shown_keep_the_legends_colours(monkeypatch):
+    from widgets.pictures import CONSUMERS
+    model = _BrowserModel(monkeypatch)
+    s = Stepper("commit-visible-atomically", at="in-logs")
+    s.present()                         # its pictures are drawn now and shown later: the browser draws the model
+    s.step(2)
+    logs = s.presenter_views[0].figure
+    for iso, (colour, symbol) in CONSUMERS.items():
+        drawn = model.trace(logs, f"{iso} consumer")
+        assert drawn["x"], f"the {iso} reader is drawn"
+        assert drawn["marker"]["color"] == colour and drawn["marker"]["symbol"] == symbol
+        assert drawn["textfont"]["color"] == colour
+    for colour, words, _ in STATUS.values():
+        assert model.trace(logs, words, legend=True)["marker"]["color"] == colour
+    messages = s.presenter_views[1].figure
+    for name in ("requests", "responses"):
+        assert model.trace(messages, name)["marker"]["color"] == model.trace(messages, name)["line"]["color"]
+    s.close()

@@ -19,6 +19,7 @@ from typing import Callable, Optional
 import plotly.graph_objects as go
 
 from .cluster_view import roles
+from .figure_send import send
 from .pictures import ARROWS, FONT, SMALL, arrow_label, idle_words
 
 STYLE = {  # trace name -> (colour, dash, width): the lab's one arrow vocabulary (widgets/pictures.py)
@@ -343,19 +344,19 @@ class SpaceTime:
 
 def push(fig, sent: dict, updates: dict, layout: dict) -> bool:
     """Send only what changed since the last push: ``updates`` maps a trace index to
-    {property path: value}, ``layout`` maps layout property paths to values."""
-    changed = False
-    with fig.batch_update():
-        for i, props in updates.items():
-            trace = fig.data[i]
-            for path, value in props.items():
-                if sent.get((i, path)) != value:
-                    sent[(i, path)] = value
-                    trace[path] = value
-                    changed = True
-        for path, value in layout.items():
-            if sent.get(path) != value:
-                sent[path] = value
-                fig.layout[path] = value
-                changed = True
-    return changed
+    {property path: value}, ``layout`` maps layout property paths to values (``figure_send.send``)."""
+    traces: dict = {}
+    for i, props in updates.items():
+        for path, value in props.items():
+            if sent.get((i, path)) != value:
+                sent[(i, path)] = value
+                traces.setdefault(i, {})[path] = value
+    relayout = {}
+    for path, value in layout.items():
+        if sent.get(path) != value:
+            sent[path] = value
+            relayout[path] = value
+    if not traces and not relayout:
+        return False
+    send(fig, traces, relayout)
+    return True
