@@ -280,3 +280,68 @@ def test_presenter_pictures_drawn_before_they_are_shown_keep_the_legends_colours
     for name in ("requests", "responses"):
         assert model.trace(messages, name)["marker"]["color"] == model.trace(messages, name)["line"]["color"]
     s.close()
+
+
+ATOMIC = "offsets atomic with outputs (group copier)"
+
+
+def _check(s, name=ATOMIC):
+    return next((ok, words) for n, ok, words in s.invariants if n == name)
+
+
+def test_offsets_atomic_with_outputs_holds_at_every_step_of_the_transactional_copier():
+    s = Stepper("consume-transform-produce", granularity="exchange")
+    seen = []
+    while not s.at_end:
+        s.step()
+        seen.append(_check(s)[0])
+        assert seen[-1] is not False, (s.position, _check(s)[1])
+    assert seen.count(True) > len(seen) // 2
+    s.goto("first-commit")          # totals-0's COMMIT marker landed; __consumer_offsets' is on its way
+    g = s.cluster.group_state("copier")
+    assert g["offsets"] == {} and list(g["pending_transactional_offsets"].values()) == [{("orders", 0): 2}]
+    assert f"{ATOMIC} ✓" in s._status.value      # one decided transaction: both become visible
+    s.run_to_end()
+    assert s.cluster.group_state("copier")["offsets"] == {("orders", 0): 6} and _check(s)[0] is True
+    s.close()
+
+
+def _naive_copier(c) -> dict:
+    """A copier that commits its input offsets with the consumer, outside its transaction, before it commits."""
+    from txnlab.gallery.scenario import consumer, producer
+    cons = consumer(c, "copier-consumer", "read_committed", group="copier")
+    cons.subscribe(["orders"])
+    prod = producer(c, "copier-producer", **{"transactional.id": "copier-0"})
+    prod.init_transactions()
+    batches, idle = 0, 0
+    while idle < 3:
+        msgs = [m for m in cons.consume(num_messages=2, timeout=1.0) if m.error() is None]
+        if not msgs:
+            idle += 1
+            continue
+        idle, batches = 0, batches + 1
+        prod.begin_transaction()
+        for m in msgs:
+            prod.produce("totals", value=f"{int(m.value()) * 10}", partition=0)
+        cons.commit(asynchronous=False)           # the bug: the offsets are committed outside the transaction
+        if batches == 2:
+            prod.abort_transaction()              # the outputs are aborted; the committed offsets stay
+        else:
+            prod.commit_transaction()
+    return {}
+
+
+def test_offsets_committed_outside_the_transaction_show_red_while_they_disagree_with_the_outputs():
+    from dataclasses import replace
+    ctp = gallery.load("consume-transform-produce")
+    naive = replace(ctp, name="naive-copier", run=_naive_copier, check=lambda c, r, v: None, moments=())
+    s = Stepper(naive, granularity="exchange")
+    assert s.step_until(lambda st: _check(st)[0] is False)
+    ok, words = _check(s)
+    assert "committed orders-0 up to offset 2, but input '0' at offset 0 has no committed output in totals" in words
+    assert f"{ATOMIC} ✗" in s._status.value and "txl-bad" in s._status.value
+    s.step_until(lambda st: _check(st)[0] is True)             # its transaction commits: they agree again
+    s.run_to_end()                                             # the aborted batch's input was never copied
+    ok, words = _check(s)
+    assert ok is False and "input '2' at offset 2 has no committed output" in words
+    s.close()

@@ -177,7 +177,8 @@ class Stepper(StepperUI):
         (the sweep's or the explorer's), else the invariants a Kafka cluster shows now (``widgets.invariants``)."""
         ex = self._ex
         if self.story.checks is None:
-            return live_invariants(ex.cluster)
+            sc = self.story.scenario
+            return live_invariants(ex.cluster, sc.pipeline if sc is not None else None)
         return self.story.checks(ex.cluster, ex.result, ex.done)
 
     # ------------------------------------------------------------------ state
