@@ -18,6 +18,7 @@ from .coordinator_view import TABLE_CSS
 from .history import EVENT_KINDS
 from .invariants import panel_html
 from .keys import KeyCatcher
+from .ticks import MomentTicks
 from .spacetime import lanes_of
 
 APIS = sorted({getattr(c, "API") for c in vars(_messages).values() if isinstance(c, type) and hasattr(c, "API")})
@@ -44,8 +45,6 @@ CSS = """<style>
 .txl-ok{color:#2b8a3e}.txl-bad{color:#c92a2a;font-weight:700}.txl-wait{color:#868e96}
 .txl-fold{color:#c92a2a;font-weight:600}
 .txl-change{color:#2b8a3e}
-.txl-ticks{position:relative;height:22px;margin-left:100px;font-size:14px;color:#1864ab}
-.txl-tick{position:absolute;transform:translateX(-6px);white-space:nowrap}
 </style>"""
 
 
@@ -83,7 +82,7 @@ class StepperUI:
                                                "a request and its response", "one kernel event"],
                                      style={"button_width": "86px"})
         self._zoom.observe(self._on_zoom, "value")
-        self._ticks = W.HTML()
+        self._ticks = MomentTicks(self._on_tick, width=self._slider.layout.width)    # clickable key moments
         self._chapters = W.HBox(layout=W.Layout(flex_flow="row wrap"))
         self._chapter_key: tuple = ()
         self._keys = KeyCatcher(self._on_key)
@@ -204,6 +203,10 @@ class StepperUI:
     def _on_zoom(self, change) -> None:
         if not self._syncing:
             self.granularity = change["new"]
+
+    def _on_tick(self, moment: str) -> None:
+        """A click on a key moment's tick under the slider: go there."""
+        self.goto(moment)
 
     def _on_slider(self, change) -> None:
         if not self._syncing and change["new"] != self.position:
@@ -371,13 +374,12 @@ class StepperUI:
         return out
 
     def _sync_moments(self, length: int) -> None:
-        """The key moments as labelled ticks under the slider and as a clickable chapter list."""
+        """The key moments as clickable labelled ticks under the slider and as a clickable chapter list."""
         keys = self.key_moments
-        ticks = "".join(
-            f"<span class='txl-tick' style='left:{100 * pos / max(1, length):.2f}%' title='{html.escape(cap)}'>"
-            f"▲ {html.escape(mid)}</span>" for mid, cap, pos in keys)
-        self._ticks.value = (f"<div class='txl-ticks' style='width:{self._slider.layout.width}'>{ticks}</div>"
-                             if keys else "")
+        ticks = [{"id": mid, "caption": cap, "left": round(100 * pos / max(1, length), 2)} for mid, cap, pos in keys]
+        if self._ticks.ticks != ticks:
+            self._ticks.ticks = ticks
+        self._ticks.current = next((mid for mid, _, pos in keys if pos == self.position), "")
         key = (self.branch, tuple(keys))
         if key != self._chapter_key:
             self._chapter_key = key
