@@ -376,7 +376,8 @@ class StepperUI:
     def _sync_moments(self, length: int) -> None:
         """The key moments as clickable labelled ticks under the slider and as a clickable chapter list."""
         keys = self.key_moments
-        ticks = [{"id": mid, "caption": cap, "left": round(100 * pos / max(1, length), 2)} for mid, cap, pos in keys]
+        ticks = MomentTicks.place([{"id": mid, "caption": cap, "left": round(100 * pos / max(1, length), 2)}
+                                   for mid, cap, pos in keys])
         if self._ticks.ticks != ticks:
             self._ticks.ticks = ticks
         self._ticks.current = next((mid for mid, _, pos in keys if pos == self.position), "")

@@ -1,7 +1,7 @@
 """The key moments as clickable ticks under the stepper's slider.
 
 Owns ``MomentTicks``, an anywidget (its JavaScript ships inline: no CDN): one labelled tick ``▲ id`` per key
-moment, placed where the moment is on the slider (two rows, so that close moments do not cover each other); the
+moment, placed where the moment is on the slider (a tick that would cover the one before it goes one row down: ``place``); the
 current one is highlighted.  A click sends ``{"moment": id}`` to Python, and the stepper jumps there;
 ``click(id)`` does the same from code.
 """
@@ -27,13 +27,15 @@ class MomentTicks(anywidget.AnyWidget):
           const tick = document.createElement("span");
           tick.className = "txl-tick" + (t.id === current ? " txl-tick-on" : "");
           tick.style.left = t.left + "%";
-          tick.style.top = (i % 2) * 20 + "px";
+          tick.style.top = (t.row || 0) * 21 + "px";
           tick.title = t.caption + " (click to go there)";
           tick.textContent = "▲ " + t.id;
           tick.dataset.moment = t.id;
           tick.addEventListener("click", () => model.send({ moment: t.id }));
           row.appendChild(tick);
         });
+        const rows = Math.max(0, ...model.get("ticks").map((t) => t.row || 0)) + 1;
+        row.style.height = rows * 21 + 2 + "px";
         row.style.display = model.get("ticks").length ? "block" : "none";
       }
       model.on("change:ticks", draw);
@@ -44,7 +46,7 @@ class MomentTicks(anywidget.AnyWidget):
     export default { render };
     """
     _css = """
-    .txl-ticks { position:relative; height:42px; margin-left:100px; font-size:14px; color:#1864ab; }
+    .txl-ticks { position:relative; height:23px; margin-left:100px; font-size:14px; color:#1864ab; }
     .txl-tick { position:absolute; transform:translateX(-6px); white-space:nowrap; cursor:pointer;
                 padding:0 3px; border-radius:3px; user-select:none; }
     .txl-tick:hover { background:#e7f5ff; text-decoration:underline; }
@@ -68,6 +70,19 @@ class MomentTicks(anywidget.AnyWidget):
         """What a click on the tick of ``moment`` does."""
         if self._handler is not None:
             self._handler(moment)
+
+    @staticmethod
+    def place(ticks: list, width_px: int = 520, char_px: float = 8.5) -> list:
+        """Give each tick ({"id", "left": %}) the first row in which its label does not cover another's."""
+        ends: list = []
+        for t in ticks:
+            start = width_px * t["left"] / 100 - 6
+            row = next((r for r, end in enumerate(ends) if end <= start), len(ends))
+            if row == len(ends):
+                ends.append(0.0)
+            ends[row] = start + char_px * (len(t["id"]) + 2) + 8
+            t["row"] = row
+        return ticks
 
     @property
     def labels(self) -> list:
