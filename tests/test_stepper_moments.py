@@ -6,6 +6,7 @@ import pytest
 from txnlab import gallery
 from txnlab.gallery.moments import GRANULARITIES
 from widgets import Stepper
+from widgets.ticks import TRACK_PX
 
 ALL = gallery.names() + gallery.comparison_names()
 
@@ -98,7 +99,7 @@ def test_a_click_on_a_key_moments_tick_under_the_slider_jumps_there(commit):
     lefts = [t["left"] for t in s._ticks.ticks]
     assert lefts == sorted(lefts) and 0 < lefts[0] and lefts[-1] <= 100      # where each is on the slider
     for a, b in zip(s._ticks.ticks, s._ticks.ticks[1:]):                     # close ones are on different rows
-        if (b["left"] - a["left"]) * 520 / 100 < 8.5 * (len(a["id"]) + 2) + 8:
+        if (b["left"] - a["left"]) * TRACK_PX / 100 < 8.5 * (len(a["id"]) + 2) + 8:
             assert a["row"] != b["row"], (a, b)
     s._ticks._on_msg(s._ticks, {"moment": "marker-0"}, [])                    # what the browser sends on a click
     assert s.position == s.moments.found["marker-0"] and s._slider.value == s.position

@@ -82,7 +82,7 @@ class StepperUI:
                                                "a request and its response", "one kernel event"],
                                      style={"button_width": "86px"})
         self._zoom.observe(self._on_zoom, "value")
-        self._ticks = MomentTicks(self._on_tick, width=self._slider.layout.width)    # clickable key moments
+        self._ticks = MomentTicks(self._on_tick)          # the key moments, clickable, under the slider's track
         self._chapters = W.HBox(layout=W.Layout(flex_flow="row wrap"))
         self._chapter_key: tuple = ()
         self._keys = KeyCatcher(self._on_key)

@@ -13,6 +13,11 @@ import anywidget
 import traitlets
 
 
+# Where the stepper's 520 px slider draws its track in JupyterLab (its label before it, its number after it): the
+# ticks' row starts 94 px in and is as long as the track, so a tick stands under its step.
+TRACK_PX = 344
+
+
 class MomentTicks(anywidget.AnyWidget):
     _esm = """
     function render({ model, el }) {
@@ -46,15 +51,15 @@ class MomentTicks(anywidget.AnyWidget):
     export default { render };
     """
     _css = """
-    .txl-ticks { position:relative; height:23px; margin-left:100px; font-size:14px; color:#1864ab; }
+    .txl-ticks { position:relative; height:23px; margin-left:94px; font-size:14px; color:#1864ab; }
     .txl-tick { position:absolute; transform:translateX(-6px); white-space:nowrap; cursor:pointer;
                 padding:0 3px; border-radius:3px; user-select:none; }
     .txl-tick:hover { background:#e7f5ff; text-decoration:underline; }
-    .txl-tick-on { background:#1864ab; color:white; }
+    .txl-tick-on, .txl-tick-on:hover { background:#1864ab; color:white; }
     """
     ticks = traitlets.List(traitlets.Dict()).tag(sync=True)       # {"id", "caption", "left": % of the slider}
     current = traitlets.Unicode("").tag(sync=True)                 # the key moment at the current step, if any
-    width = traitlets.Unicode("520px").tag(sync=True)
+    width = traitlets.Unicode(f"{TRACK_PX}px").tag(sync=True)     # the slider's track, under which they stand
 
     def __init__(self, handler: Optional[Callable[[str], None]] = None, **kw) -> None:
         super().__init__(**kw)
@@ -72,7 +77,7 @@ class MomentTicks(anywidget.AnyWidget):
             self._handler(moment)
 
     @staticmethod
-    def place(ticks: list, width_px: int = 520, char_px: float = 8.5) -> list:
+    def place(ticks: list, width_px: int = TRACK_PX, char_px: float = 8.5) -> list:
         """Give each tick ({"id", "left": %}) the first row in which its label does not cover another's."""
         ends: list = []
         for t in ticks:
