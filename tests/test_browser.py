@@ -228,8 +228,10 @@ def test_tour_steps_to_a_key_moment_by_moments_and_presenter_mode_fits_1280x720(
             page.wait_for_timeout(500)
             # the tick stands under the slider's handle, which is now at that moment's step
             under = page.evaluate("""() => {
-              const t = document.querySelector('.txl-tick-on').getBoundingClientRect();
-              const h = document.querySelector('.noUi-handle').getBoundingClientRect();
+              const on = document.querySelector('.txl-tick-on');
+              const t = on.getBoundingClientRect();   // the handle of the step slider in the same box
+              const h = on.closest('.txl-ticks').parentElement.closest('.widget-vbox')
+                          .querySelector('.noUi-handle').getBoundingClientRect();
               return {tick: t.left + 6, handle: h.left + h.width / 2};
             }""")
             page.screenshot(path=str(ARTIFACTS / "tour_tick_clicked.png"))

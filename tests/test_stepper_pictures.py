@@ -282,6 +282,21 @@ def test_presenter_pictures_drawn_before_they_are_shown_keep_the_legends_colours
     s.close()
 
 
+def test_a_stepper_shown_after_it_was_built_and_stepped_gives_the_browser_every_pictures_whole_state():
+    s = Stepper("commit-visible-atomically", at="in-logs")        # built and stepped before it is shown
+    box = s.present()
+    for shown in (s.widget, box):
+        for fig in s._figures():
+            fig._widget_data = []                                  # what a model that missed the messages holds
+        shown._repr_mimebundle_()                                  # what the notebook does to show it
+        for fig in s._figures():
+            assert [t.get("name") for t in fig._widget_data] == [t.name for t in fig.data]
+        logs = s.log_strip.figure
+        rc = next(t for t in logs._widget_data if t["name"] == "read_committed consumer")
+        assert rc["marker"]["color"] == "#2b8a3e" and list(rc["x"]) == [0, 0]
+    s.close()
+
+
 ATOMIC = "offsets atomic with outputs (group copier)"
 
 

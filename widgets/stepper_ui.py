@@ -10,6 +10,7 @@ import html
 from typing import Optional
 
 import ipywidgets as W
+import plotly.graph_objects as go
 
 from txnlab.protocol import messages as _messages
 
@@ -17,6 +18,7 @@ from .cluster_view import in_flight_now, transactional_ids
 from .coordinator_view import TABLE_CSS
 from .history import EVENT_KINDS
 from .invariants import panel_html
+from .figure_send import ShownBox, sync_state
 from .keys import KeyCatcher
 from .ticks import MomentTicks
 from .spacetime import lanes_of
@@ -174,7 +176,18 @@ class StepperUI:
                 else [(title, view.widget) for title, view in self.lab_views])
         tabs += [("Messages", self.messages.figure), ("Trace", self._trace_html)]
         self._tabs = W.Tab(children=[w for _, w in tabs], titles=tuple(t for t, _ in tabs))
-        self.widget = W.VBox([self._header, controls, position, self._narr, self._status, tools, self._tabs])
+        self.widget = ShownBox([self._header, controls, position, self._narr, self._status, tools, self._tabs],
+                               before_shown=self._sync_figures)
+
+    def _figures(self) -> list:
+        views = [self.log_strip, self.coordinators, self.messages] + [v for _, v in self.lab_views] \
+            + list(getattr(self, "presenter_views", ()))
+        return [v.figure for v in views if isinstance(getattr(v, "figure", None), go.FigureWidget)]
+
+    def _sync_figures(self) -> None:
+        """Before the stepper is shown: every picture's browser model gets its whole state (``figure_send``)."""
+        for fig in self._figures():
+            sync_state(fig)
 
     # --------------------------------------------------------------- callbacks
     def _on_key(self, key: str) -> None:
