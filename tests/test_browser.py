@@ -215,6 +215,26 @@ def test_tour_steps_to_a_key_moment_by_moments_and_presenter_mode_fits_1280x720(
             page.locator(".lm-TabBar-tab, .p-TabBar-tab", has_text="Messages").first.click()
             page.wait_for_timeout(800)
             page.screenshot(path=str(ARTIFACTS / "tour_key_moment_messages.png"))
+            # a click on a key moment's tick under the slider jumps there
+            tick = page.locator(".txl-tick[data-moment='prepare-commit']").first
+            tick.scroll_into_view_if_needed()
+            tick.click()
+            page.wait_for_function("() => document.querySelector('.txl-narr').innerText"
+                                   ".includes('PrepareCommit is durable')", timeout=300_000)
+            ticked = narration.inner_text()
+            page.wait_for_function("() => !!document.querySelector('.txl-tick-on')", timeout=60_000)
+            tick_on = page.locator(".txl-tick-on").first.inner_text()
+            page.mouse.move(0, 0)
+            page.wait_for_timeout(500)
+            # the tick stands under the slider's handle, which is now at that moment's step
+            under = page.evaluate("""() => {
+              const on = document.querySelector('.txl-tick-on');
+              const t = on.getBoundingClientRect();   // the handle of the step slider in the same box
+              const h = on.closest('.txl-ticks').parentElement.closest('.widget-vbox')
+                          .querySelector('.noUi-handle').getBoundingClientRect();
+              return {tick: t.left + 6, handle: h.left + h.width / 2};
+            }""")
+            page.screenshot(path=str(ARTIFACTS / "tour_tick_clicked.png"))
 
             # presenter mode: a new cell at the end runs s.present(); the screen is 1280x720
             page.locator(".jp-Cell").last.click()
@@ -243,6 +263,8 @@ def test_tour_steps_to_a_key_moment_by_moments_and_presenter_mode_fits_1280x720(
     assert "not" in verdicts[0].lower() or "wrong" in verdicts[0].lower(), verdicts[0]
     assert "LSO" in verdicts[1] and "open transaction" in verdicts[1], verdicts[1]
     assert "★" in key and clicks <= 15, f"a key moment within 15 Step clicks by moment: {clicks} clicks: {key[:200]}"
+    assert "★ PrepareCommit is durable" in ticked and tick_on == "▲ prepare-commit", (ticked[:200], tick_on)
+    assert abs(under["tick"] - under["handle"]) < 12, f"the tick stands under the slider's handle: {under}"
     assert any(a.startswith(("Produce", "EndTxn", "WriteTxnMarkers", "Fetch", "AddPartitionsToTxn"))
                for a in pictures["arrows"]), pictures["arrows"]
     assert {"order-0", "order-2"} <= set(pictures["cells"]), pictures["cells"]

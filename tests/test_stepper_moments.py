@@ -6,6 +6,7 @@ import pytest
 from txnlab import gallery
 from txnlab.gallery.moments import GRANULARITIES
 from widgets import Stepper
+from widgets.ticks import TRACK_PX
 
 ALL = gallery.names() + gallery.comparison_names()
 
@@ -83,14 +84,30 @@ def test_key_moments_show_as_ticks_and_chapters_and_a_chapter_click_jumps_there(
     s.reset()
     ids = [m for m, _, _ in s.key_moments]
     assert ids == ["in-logs", "prepare-commit", "marker-0", "lso-0", "complete"]
-    for mid in ids:
-        assert f"▲ {mid}" in s._ticks.value
+    assert s._ticks.labels == [f"▲ {mid}" for mid in ids]
     chapter = next(b for b in s._chapters.children[1:] if b.moment_id == "prepare-commit")
     assert "PrepareCommit is durable in __transaction_state" in chapter.description
     chapter.click()
     assert s.position == s.moments.found["prepare-commit"]
     assert s.cluster.transaction_state("tx-orders")["state"] == "PrepareCommit"
     assert "★ PrepareCommit is durable" in s._narr.value and chapter.button_style == "info"
+
+
+def test_a_click_on_a_key_moments_tick_under_the_slider_jumps_there(commit):
+    s = commit
+    s.reset()
+    lefts = [t["left"] for t in s._ticks.ticks]
+    assert lefts == sorted(lefts) and 0 < lefts[0] and lefts[-1] <= 100      # where each is on the slider
+    for a, b in zip(s._ticks.ticks, s._ticks.ticks[1:]):                     # close ones are on different rows
+        if (b["left"] - a["left"]) * TRACK_PX / 100 < 8.5 * (len(a["id"]) + 2) + 8:
+            assert a["row"] != b["row"], (a, b)
+    s._ticks._on_msg(s._ticks, {"moment": "marker-0"}, [])                    # what the browser sends on a click
+    assert s.position == s.moments.found["marker-0"] and s._slider.value == s.position
+    assert s._ticks.current == "marker-0" and "★" in s._narr.value
+    s._ticks.click("in-logs")                                                 # back to an earlier one
+    assert s.position == s.moments.found["in-logs"] and s._ticks.current == "in-logs"
+    s.step()
+    assert s._ticks.current == ""
 
 
 def test_open_at_a_named_moment_by_id_or_caption():

@@ -162,3 +162,201 @@ def test_a_transactional_ids_path_is_drawn_on_the_live_views_state_machine():
     taken = [t.name for t in fig.data if t.name.endswith(" taken")]
     assert taken == ["Empty->Ongoing taken", "Ongoing->PrepareCommit taken", "PrepareCommit->CompleteCommit taken",
                      "CompleteCommit->Ongoing taken", "Ongoing->PrepareAbort taken"]
+
+
+def _idle_reader(**config) -> Cluster:
+    from txnlab import Consumer
+    c = Cluster(brokers=3, seed=0, config=config)
+    c.create_topic("t", partitions=1, replication_factor=3)
+    reader = Consumer({"bootstrap.servers": c.bootstrap, "group.id": "g", "auto.offset.reset": "earliest"})
+    reader.subscribe(["t"])
+    reader.poll(1.0)
+    c.advance(30_000)
+    return c
+
+
+def test_the_message_diagram_of_a_bounded_trace_draws_its_last_steps_as_the_full_trace_does():
+    from widgets.spacetime import SpaceTime
+    bounded, full = _idle_reader(**{"sim.trace.keep.steps": 200}), _idle_reader()
+    assert bounded.kernel.trace.first_position > 1_000          # most of the run was discarded
+    drawn = {}
+    for name, c in (("bounded", bounded), ("full", full)):
+        view = SpaceTime(window=40, show_background=True)
+        view.update(c)
+        drawn[name] = (view.last_arrows, [view.axis(k) for k in sorted(view.axis.y)],
+                       [tuple(tr.x or ()) for tr in view.figure.data])
+    assert drawn["bounded"][0], "the heartbeats and fetches of the last 40 steps are drawn"
+    assert drawn["bounded"] == drawn["full"]
+
+
+def test_the_status_line_says_what_one_step_is_after_the_granularity_toggle():
+    s = Stepper("commit-visible-atomically", granularity="event")
+    assert "stepping: by event" in s._status.value
+    s._zoom.value = "moment"
+    assert "stepping: by moment" in s._status.value and "every event" not in s._status.value
+    s._zoom.value = "exchange"
+    assert "stepping: by exchange" in s._status.value
+    s._f_api.value = "Produce"                    # a chosen API steps event by event to the matching ones
+    assert "stepping: by event, API Produce" in s._status.value
+    s.close()
+
+
+class _BrowserModel:
+    """What JupyterLab's plotly widget model holds for a figure: the traces it was sent, changed by every restyle
+    and update message the way its front end applies them (a placeholder value is stored as it comes)."""
+
+    def __init__(self, monkeypatch) -> None:
+        import plotly.basewidget as bw
+        from plotly.basedatatypes import Undefined
+        self.traces: dict = {}
+
+        def plain(v):
+            if isinstance(v, dict):
+                return {k: plain(x) for k, x in v.items()}
+            if isinstance(v, (list, tuple)) or hasattr(v, "tolist"):
+                return [plain(x) for x in (v.tolist() if hasattr(v, "tolist") else v)]
+            return "_undefined_" if v is Undefined else v
+
+        def put(d, path, v):
+            *head, last = path.split(".")
+            for k in head:
+                d = d.setdefault(k, {})
+            if v is None:
+                d.pop(last, None)
+            else:
+                d[last] = v
+
+        def style(fig, data, indexes):
+            traces = self.traces.setdefault(id(fig), [])
+            indexes = list(range(len(traces))) if indexes is None else [indexes] if isinstance(indexes, int) \
+                else indexes
+            for path, v in plain(data).items():
+                v = v if isinstance(v, list) else [v]
+                for j, i in enumerate(indexes):
+                    put(traces[i], path, v[j % len(v)])
+
+        orig = {n: getattr(bw.BaseFigureWidget, n) for n in ("_send_addTraces_msg", "_send_deleteTraces_msg",
+                                                            "_send_restyle_msg", "_send_update_msg")}
+
+        def add(fig, new_traces_data):
+            self.traces.setdefault(id(fig), []).extend(plain(new_traces_data))
+            return orig["_send_addTraces_msg"](fig, new_traces_data)
+
+        def delete(fig, delete_inds):
+            for i in sorted(delete_inds, reverse=True):
+                del self.traces[id(fig)][i]
+            return orig["_send_deleteTraces_msg"](fig, delete_inds)
+
+        def restyle(fig, restyle_data, trace_indexes=None, source_view_id=None):
+            style(fig, restyle_data, trace_indexes)
+            return orig["_send_restyle_msg"](fig, restyle_data, trace_indexes, source_view_id)
+
+        def update(fig, restyle_data, relayout_data, trace_indexes=None, source_view_id=None):
+            style(fig, restyle_data, trace_indexes)
+            return orig["_send_update_msg"](fig, restyle_data, relayout_data, trace_indexes, source_view_id)
+        for name, fn in (("_send_addTraces_msg", add), ("_send_deleteTraces_msg", delete),
+                         ("_send_restyle_msg", restyle), ("_send_update_msg", update)):
+            monkeypatch.setattr(bw.BaseFigureWidget, name, fn)
+
+    def trace(self, fig, name: str, legend: bool = False) -> dict:
+        return next(t for t in self.traces[id(fig)] if t.get("name") == name and (t.get("showlegend") or not legend))
+
+
+def test_presenter_pictures_drawn_before_they_are_shown_keep_the_legends_colours(monkeypatch):
+    from widgets.pictures import CONSUMERS
+    model = _BrowserModel(monkeypatch)
+    s = Stepper("commit-visible-atomically", at="in-logs")
+    s.present()                         # its pictures are drawn now and shown later: the browser draws the model
+    s.step(2)
+    logs = s.presenter_views[0].figure
+    for iso, (colour, symbol) in CONSUMERS.items():
+        drawn = model.trace(logs, f"{iso} consumer")
+        assert drawn["x"], f"the {iso} reader is drawn"
+        assert drawn["marker"]["color"] == colour and drawn["marker"]["symbol"] == symbol
+        assert drawn["textfont"]["color"] == colour
+    for colour, words, _ in STATUS.values():
+        assert model.trace(logs, words, legend=True)["marker"]["color"] == colour
+    messages = s.presenter_views[1].figure
+    for name in ("requests", "responses"):
+        assert model.trace(messages, name)["marker"]["color"] == model.trace(messages, name)["line"]["color"]
+    s.close()
+
+
+def test_a_stepper_shown_after_it_was_built_and_stepped_gives_the_browser_every_pictures_whole_state():
+    s = Stepper("commit-visible-atomically", at="in-logs")        # built and stepped before it is shown
+    box = s.present()
+    for shown in (s.widget, box):
+        for fig in s._figures():
+            fig._widget_data = []                                  # what a model that missed the messages holds
+        shown._repr_mimebundle_()                                  # what the notebook does to show it
+        for fig in s._figures():
+            assert [t.get("name") for t in fig._widget_data] == [t.name for t in fig.data]
+        logs = s.log_strip.figure
+        rc = next(t for t in logs._widget_data if t["name"] == "read_committed consumer")
+        assert rc["marker"]["color"] == "#2b8a3e" and list(rc["x"]) == [0, 0]
+    s.close()
+
+
+ATOMIC = "offsets atomic with outputs (group copier)"
+
+
+def _check(s, name=ATOMIC):
+    return next((ok, words) for n, ok, words in s.invariants if n == name)
+
+
+def test_offsets_atomic_with_outputs_holds_at_every_step_of_the_transactional_copier():
+    s = Stepper("consume-transform-produce", granularity="exchange")
+    seen = []
+    while not s.at_end:
+        s.step()
+        seen.append(_check(s)[0])
+        assert seen[-1] is not False, (s.position, _check(s)[1])
+    assert seen.count(True) > len(seen) // 2
+    s.goto("first-commit")          # totals-0's COMMIT marker landed; __consumer_offsets' is on its way
+    g = s.cluster.group_state("copier")
+    assert g["offsets"] == {} and list(g["pending_transactional_offsets"].values()) == [{("orders", 0): 2}]
+    assert f"{ATOMIC} ✓" in s._status.value      # one decided transaction: both become visible
+    s.run_to_end()
+    assert s.cluster.group_state("copier")["offsets"] == {("orders", 0): 6} and _check(s)[0] is True
+    s.close()
+
+
+def _naive_copier(c) -> dict:
+    """A copier that commits its input offsets with the consumer, outside its transaction, before it commits."""
+    from txnlab.gallery.scenario import consumer, producer
+    cons = consumer(c, "copier-consumer", "read_committed", group="copier")
+    cons.subscribe(["orders"])
+    prod = producer(c, "copier-producer", **{"transactional.id": "copier-0"})
+    prod.init_transactions()
+    batches, idle = 0, 0
+    while idle < 3:
+        msgs = [m for m in cons.consume(num_messages=2, timeout=1.0) if m.error() is None]
+        if not msgs:
+            idle += 1
+            continue
+        idle, batches = 0, batches + 1
+        prod.begin_transaction()
+        for m in msgs:
+            prod.produce("totals", value=f"{int(m.value()) * 10}", partition=0)
+        cons.commit(asynchronous=False)           # the bug: the offsets are committed outside the transaction
+        if batches == 2:
+            prod.abort_transaction()              # the outputs are aborted; the committed offsets stay
+        else:
+            prod.commit_transaction()
+    return {}
+
+
+def test_offsets_committed_outside_the_transaction_show_red_while_they_disagree_with_the_outputs():
+    from dataclasses import replace
+    ctp = gallery.load("consume-transform-produce")
+    naive = replace(ctp, name="naive-copier", run=_naive_copier, check=lambda c, r, v: None, moments=())
+    s = Stepper(naive, granularity="exchange")
+    assert s.step_until(lambda st: _check(st)[0] is False)
+    ok, words = _check(s)
+    assert "committed orders-0 up to offset 2, but input '0' at offset 0 has no committed output in totals" in words
+    assert f"{ATOMIC} ✗" in s._status.value and "txl-bad" in s._status.value
+    s.step_until(lambda st: _check(st)[0] is True)             # its transaction commits: they agree again
+    s.run_to_end()                                             # the aborted batch's input was never copied
+    ok, words = _check(s)
+    assert ok is False and "input '2' at offset 2 has no committed output" in words
+    s.close()

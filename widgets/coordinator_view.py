@@ -20,6 +20,7 @@ from txnlab.coordinator.transaction_log import describe_record
 from txnlab.coordinator.transaction_metadata import TV2_EXTRA_PREVIOUS_STATES, VALID_PREVIOUS_STATES
 
 from .cluster_view import partitions_of, replica_log, transactional_ids
+from .figure_send import send
 from .pictures import FONT, PENDING_DASH, SMALL, STATE_XY, TV2_DASH
 
 BOX_W, BOX_H = 1.0, 0.34
@@ -234,20 +235,19 @@ class CoordinatorView:
                 pending.append((state, d["pending_state"], color))
         fig = self.figure
         n = self._n_edges
+        traces = {}
+        for i, edges in ((n, highlight), (n + 1, pending)):
+            lx, ly = [], []
+            for a, b, color in edges:
+                if (a, b) in self._edge_geometry:
+                    gx, gy = self._edge_geometry[(a, b)]
+                    lx += list(gx) + [None]
+                    ly += list(gy) + [None]
+            traces[i] = {"x": lx, "y": ly, "line.color": edges[0][2] if edges else "#e8590c"}
+        traces[n + 2] = {"x": xs, "y": ys, "text": texts, "hovertext": hovers, "marker.color": colors,
+                         "textfont.color": colors}
+        send(fig, traces)        # never a batch of traces with different properties (widgets/figure_send.py)
         with fig.batch_update():
-            for trace, edges in ((fig.data[n], highlight), (fig.data[n + 1], pending)):
-                lx, ly = [], []
-                for a, b, color in edges:
-                    if (a, b) in self._edge_geometry:
-                        gx, gy = self._edge_geometry[(a, b)]
-                        lx += list(gx) + [None]
-                        ly += list(gy) + [None]
-                trace.x, trace.y = lx, ly
-                trace.line.color = edges[0][2] if edges else "#e8590c"
-            ids = fig.data[n + 2]
-            ids.x, ids.y, ids.text, ids.hovertext = xs, ys, texts, hovers
-            ids.marker.color = colors
-            ids.textfont.color = colors
             fig.layout.shapes = self._boxes(active)
             fig.layout.annotations = self._labels_and_heads(highlight, pending)
 

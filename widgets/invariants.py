@@ -3,7 +3,8 @@
 Owns ``live_invariants(cluster)``: the exactly-once invariants a person can check by looking at a Kafka cluster now
 -- LSO ≤ HW ≤ LEO on every leader (``txnlab.sweep.invariants.watermark_violations``, the check the sweep makes
 after each step), no duplicate of an idempotent producer's batch in a log, no read_committed consumer past the
-last stable offset (it would have read an open or aborted transaction) -- and ``panel_html``, which draws them, a broken one red.  A counterexample's own checks (the
+last stable offset (it would have read an open or aborted transaction), and for a story with a consume-transform-produce
+``Pipeline`` offsets atomic with outputs (``offsets_atomic_with_outputs``) -- and ``panel_html``, which draws them, a broken one red.  A counterexample's own checks (the
 sweep's history checker, ``txnlab.check``) come from its recipe.  Reads state only.
 """
 from __future__ import annotations
@@ -12,13 +13,14 @@ import html
 
 from txnlab.sweep.invariants import watermark_violations
 
-from .cluster_view import consumers_of, is_kafka
+from .cluster_view import consumers_of, is_kafka, transactional_ids
 
 MARKS = {True: "✓", False: "✗", None: "…"}
 
 
-def live_invariants(cluster) -> list:
-    """(name, True / False / None, words) for a Kafka cluster now; [] for another lab."""
+def live_invariants(cluster, pipeline=None) -> list:
+    """(name, True / False / None, words) for a Kafka cluster now; [] for another lab.  With a story's
+    ``pipeline`` (``txnlab.gallery.scenario.Pipeline``) also: offsets atomic with outputs."""
     if not is_kafka(cluster):
         return []
     topics = list(cluster.topics())
@@ -30,7 +32,80 @@ def live_invariants(cluster) -> list:
     past = _read_committed_past_lso(cluster)
     out.append(("read_committed never reads past the LSO (no open or aborted read)", not past,
                 past[0] if past else "every read_committed position is at or below its partition's LSO"))
+    if pipeline is not None:
+        ok, words = offsets_atomic_with_outputs(cluster, pipeline)
+        out.append((f"offsets atomic with outputs (group {pipeline.group})", ok, words))
     return out
+
+
+# ------------------------------------------------------------------------------ offsets atomic with outputs
+def _decisions(cluster) -> dict:
+    """producer id -> 'commit' / 'abort' once its transaction coordinator has decided (PrepareCommit is durable:
+    every marker of it will land), as the coordinators' state says now."""
+    out = {}
+    for tid in transactional_ids(cluster):
+        d = cluster.transaction_state(tid)
+        if d is not None and d["state"] in ("PrepareCommit", "CompleteCommit", "PrepareAbort", "CompleteAbort"):
+            out[d["producer_id"]] = "commit" if "Commit" in d["state"] else "abort"
+    return out
+
+
+def _fates(log, decided: dict):
+    """(batch, 'visible' / 'aborted' / 'open') for the data batches of a log: a transactional batch is visible once
+    its COMMIT marker is in the log or its coordinator has decided to commit it."""
+    fate, out = {}, []
+    for b in reversed(list(log.batches)):          # a transaction's fate is its producer id's next marker
+        if b.is_control:
+            ct = b.control_type
+            fate[b.producer_id] = "visible" if ct is not None and ct.name == "COMMIT" else "aborted"
+        elif not b.is_transactional:
+            out.append((b, "visible"))
+        else:
+            f = fate.get(b.producer_id)
+            if f is None:
+                f = {"commit": "visible", "abort": "aborted"}.get(decided.get(b.producer_id), "open")
+            out.append((b, f))
+    return out[::-1]
+
+
+def _text(v) -> str:
+    return "null" if v is None else v.decode("utf-8", "replace") if isinstance(v, (bytes, bytearray)) else str(v)
+
+
+def offsets_atomic_with_outputs(cluster, pipeline) -> tuple:
+    """Do the group's committed offsets and the committed outputs say the same thing now?  Every committed input
+    record below the group's committed offset has a committed output, and none at or above it has one (a
+    transactional commit counts once its transaction is decided: its markers are on their way to every partition
+    at once).  Reads the logs' leaders, the group coordinator and the transaction coordinators' state."""
+    b = cluster.group_coordinator(pipeline.group)
+    if b < 0 or not cluster.broker(b).alive:
+        return None, f"the coordinator of group {pipeline.group!r} is not available now"
+    g = cluster.group_state(pipeline.group) or {}           # no group yet: nothing committed
+    decided = _decisions(cluster)
+    committed = dict(g.get("offsets", {}))
+    for pid, offsets in g.get("pending_transactional_offsets", {}).items():
+        if decided.get(pid) == "commit":
+            committed.update(offsets)
+    done = set()
+    for _t, _p, log in _leader_logs(cluster, [pipeline.output]):
+        for b, fate in _fates(log, decided):
+            if fate == "visible":
+                done.update(pipeline.source(_text(r.value)) for r in b.records)
+    for t, p, log in _leader_logs(cluster, [pipeline.input]):
+        n = max(0, committed.get((t, p), 0))
+        for b, fate in _fates(log, decided):
+            if fate != "visible":
+                continue
+            for i, r in enumerate(b.records):
+                off, value = b.base_offset + i, _text(r.value)
+                if off < n and value not in done:
+                    return False, (f"group {pipeline.group!r} committed {t}-{p} up to offset {n}, but input {value!r} "
+                                   f"at offset {off} has no committed output in {pipeline.output}")
+                if off >= n and value in done:
+                    return False, (f"input {value!r} at {t}-{p} offset {off} has a committed output in "
+                                   f"{pipeline.output}, but group {pipeline.group!r} has committed only up to offset {n}")
+    return True, (f"the committed outputs in {pipeline.output} are exactly those of the input below the committed "
+                  f"offsets of group {pipeline.group!r}")
 
 
 def _leader_logs(cluster, topics):

@@ -18,6 +18,7 @@ import numpy as np
 import plotly.graph_objects as go
 
 from .cluster_view import consumers_of, replica_log, user_topics
+from .figure_send import send
 from .pictures import CELL_BORDER, CONSUMERS, FONT, LINES, SMALL, STATUS, STATUS_ORDER, cell_text, legend_entries
 
 # one colour per kind of record, as every log picture of the lab draws it (widgets/pictures.py)
@@ -501,40 +502,34 @@ class LogStrip:
         layout_labels = self._labels_now()
         if not changes and not layout_labels:
             return False
-        with fig.batch_update():
-            for ch in changes:
-                tr = fig.data[ch[1]]
-                if ch[0] == "bar":
-                    _, _, starts, widths, codes, hovers, ys, texts = ch
-                    tr.base = np.asarray(starts, dtype=float)
-                    tr.x = np.asarray(widths, dtype=float)
-                    tr.y = np.asarray(ys, dtype=float)
-                    tr.marker.color = np.asarray(codes, dtype=float)
-                    if any(texts):                     # values in the cells: only with few offsets in view
-                        tr.text = np.asarray(texts, dtype=object)
-                        tr.textfont.color = np.asarray([TEXT_COLOR[int(c)] for c in codes], dtype=object)
-                        sent[("texts", ch[1])] = True
-                    elif sent.pop(("texts", ch[1]), False):
-                        tr.text = None
-                    outline = 1.2 if (hi - lo) <= self.max_cells else 0   # cell borders only when one per offset
-                    if sent.get(("outline", ch[1])) != outline:
-                        sent[("outline", ch[1])] = outline
-                        tr.marker.line.width = outline
-                        tr.marker.line.color = CELL_BORDER
-                    tr.hovertext = np.asarray(hovers, dtype=object)
-                elif ch[0] == "text":
-                    _, _, xs, ys, texts, colors = ch
-                    tr.x, tr.y, tr.text = xs, ys, texts
-                    tr.textfont.color = colors
-                else:
-                    _, _, xs, ys, hs, texts = ch
-                    tr.x = xs
-                    tr.y = ys
-                    tr.hovertext = hs
-                    if texts is not None:
-                        tr.text = texts
-            if layout_labels:
-                fig.layout.yaxis.ticktext = layout_labels
+        traces: dict = {}
+        for ch in changes:
+            props = traces.setdefault(ch[1], {})
+            if ch[0] == "bar":
+                _, i, starts, widths, codes, hovers, ys, texts = ch
+                props.update({"base": np.asarray(starts, dtype=float), "x": np.asarray(widths, dtype=float),
+                              "y": np.asarray(ys, dtype=float), "marker.color": np.asarray(codes, dtype=float),
+                              "hovertext": hovers})
+                if any(texts):                     # values in the cells: only with few offsets in view
+                    props["text"] = list(texts)
+                    props["textfont.color"] = [TEXT_COLOR[int(c)] for c in codes]
+                    sent[("texts", i)] = True
+                elif sent.pop(("texts", i), False):
+                    props["text"] = None
+                outline = 1.2 if (hi - lo) <= self.max_cells else 0   # cell borders only when one per offset
+                if sent.get(("outline", i)) != outline:
+                    sent[("outline", i)] = outline
+                    props["marker.line.width"] = outline
+                    props["marker.line.color"] = CELL_BORDER
+            elif ch[0] == "text":
+                _, _, xs, ys, texts, colors = ch
+                props.update({"x": xs, "y": ys, "text": texts, "textfont.color": colors})
+            else:
+                _, _, xs, ys, hs, texts = ch
+                props.update({"x": xs, "y": ys, "hovertext": hs})
+                if texts is not None:
+                    props["text"] = texts
+        send(fig, traces, {"yaxis.ticktext": layout_labels} if layout_labels else None)
         self.updates += 1
         return True
 

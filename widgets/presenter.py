@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import ipywidgets as W
 
+from .figure_send import ShownBox
+
 WIDTH, PICTURE_HEIGHT = 1060, 400      # what is left of 1280×720 beside JupyterLab's bars, under the narration
 CSS = """<style>
 .txl-present .txl-narr{font-size:19px;line-height:1.28;min-height:0;max-height:112px;overflow:auto;margin:2px 0}
@@ -68,7 +70,8 @@ def presenter(stepper) -> W.VBox:
         b.layout.height = "40px"
     controls = W.HBox([stepper._btn_reset, stepper._btn_back, stepper._btn_step, stepper._zoom, pick],
                       layout=W.Layout(align_items="center", flex_flow="row wrap"))
-    box = W.VBox([W.HTML(CSS + "<span class='txl-present'></span>"), controls, stepper._narr, stage,
-                  stepper._chapters], layout=W.Layout(width="100%", max_width=f"{WIDTH + 20}px"))
+    box = ShownBox([W.HTML(CSS + "<span class='txl-present'></span>"), controls, stepper._narr, stage,
+                    stepper._chapters], before_shown=stepper._sync_figures,
+                   layout=W.Layout(width="100%", max_width=f"{WIDTH + 20}px"))
     box.add_class("txl-present")
     return box

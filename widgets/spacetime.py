@@ -19,6 +19,7 @@ from typing import Callable, Optional
 import plotly.graph_objects as go
 
 from .cluster_view import roles
+from .figure_send import send
 from .pictures import ARROWS, FONT, SMALL, arrow_label, idle_words
 
 STYLE = {  # trace name -> (colour, dash, width): the lab's one arrow vocabulary (widgets/pictures.py)
@@ -70,6 +71,16 @@ class TimeAxis:
         if step > self.cur:
             return self.top + SAME_MS * (step - self.cur)
         return -SAME_MS * (self.lo - step) if step < self.lo else self.top
+
+
+def events_since(cluster, lo: int) -> list:
+    """The kept trace events of kernel steps >= ``lo``, in order.  A bounded trace (``sim.trace.keep.steps``)
+    keeps only its last steps, read by their positions in the whole run: the search starts at the oldest kept
+    one (``trace.first_position``), never at position 0."""
+    trace = cluster.kernel.trace
+    events = trace.events
+    start = bisect_left(events, lo, lo=trace.first_position, key=lambda e: e.step)
+    return events[start:]
 
 
 def lanes_of(cluster) -> list[str]:
@@ -162,12 +173,10 @@ class SpaceTime:
                 self._node_cb(self._lane_names[i])
 
     # ------------------------------------------------------------------ update
-    def _window_messages(self, cluster, lo: int):
-        """(message, delivered_step or None, how) for messages touching steps >= lo."""
-        trace = cluster.kernel.trace.events
-        start = bisect_left(trace, lo, key=lambda e: e.step)
+    def _window_messages(self, cluster, lo: int, recent: list):
+        """(message, delivered_step or None, how) for messages touching steps >= lo (``recent``: their events)."""
         seen = {}
-        for e in trace[start:]:
+        for e in recent:
             if e.msg_id >= 0 and e.kind in ("deliver", "drop"):
                 seen[e.msg_id] = (e.step, e.kind)
         msgs = cluster.kernel.network.messages
@@ -195,12 +204,13 @@ class SpaceTime:
         half = max(1, self.window // 2)
         end = max(self.window, ((cur + half - 1) // half) * half + half // 2)
         lo = max(0, end - self.window - half)
-        axis = self._axis(cluster, lo, cur)
+        recent = events_since(cluster, lo)
+        axis = self._axis(recent, lo, cur)
         lanes = lanes_of(cluster)
         x_of = {n: i for i, n in enumerate(lanes)}
-        groups, flights, lost, labels = self._arrows(cluster, lo, cur, x_of, axis)
+        groups, flights, lost, labels = self._arrows(cluster, lo, cur, x_of, axis, recent)
         lane_text, lane_hover, lane_colors = self._lanes(cluster, lanes)
-        breaks = self._breaks(cluster, lo, x_of, axis)
+        breaks = self._breaks(recent, x_of, axis)
         self._flight_ids = flights[3]
         self._lane_names = lanes
         n = len(lanes)
@@ -220,7 +230,7 @@ class SpaceTime:
         for i, name in enumerate(STYLE):
             xs, ys, hs, sizes = groups[name]
             updates[self._arrows0 + i] = {"x": xs, "y": ys, "hovertext": hs, "marker.size": sizes}
-        ticks = self._ticks(cluster, axis, lo, cur)
+        ticks = self._ticks(recent, axis, cur)
         layout = {"xaxis.tickvals": list(range(n)), "xaxis.ticktext": [t.replace("-", "-<br>", 1) for t in lane_text],
                   "xaxis.range": [-0.6, n - 0.4], "yaxis.range": [max(y_end, y_cur + 1.2) + 1.0, top - 1.2],
                   "yaxis.tickvals": ticks[0], "yaxis.ticktext": ticks[1]}
@@ -231,19 +241,17 @@ class SpaceTime:
         return False
 
     @staticmethod
-    def _axis(cluster, lo: int, cur: int) -> TimeAxis:
-        trace = cluster.kernel.trace.events
+    def _axis(recent: list, lo: int, cur: int) -> TimeAxis:
         times: dict = {}
-        for e in trace[bisect_left(trace, lo, key=lambda e: e.step):]:
+        for e in recent:
             times.setdefault(e.step, e.time)
         return TimeAxis(times, lo, cur)
 
     @staticmethod
-    def _ticks(cluster, axis: TimeAxis, lo: int, cur: int) -> tuple:
+    def _ticks(recent: list, axis: TimeAxis, cur: int) -> tuple:
         """Time labels on the y axis: a tick where time moved on, at most one every 1.2 units."""
         vals, texts, last_y, last_t = [], [], None, None
-        trace = cluster.kernel.trace.events
-        for e in trace[bisect_left(trace, lo, key=lambda e: e.step):]:
+        for e in recent:
             if e.step > cur or e.time == last_t:
                 continue
             y = axis(e.step)
@@ -254,7 +262,7 @@ class SpaceTime:
             last_t = e.time
         return vals, texts
 
-    def _arrows(self, cluster, lo: int, cur: int, x_of: dict, axis: TimeAxis) -> tuple:
+    def _arrows(self, cluster, lo: int, cur: int, x_of: dict, axis: TimeAxis, recent: list) -> tuple:
         """Line segments per style, the in-flight dots (x, y, hover, ids), the lost crosses and the labels."""
         groups = {name: ([], [], [], []) for name in STYLE}
         flights: tuple = ([], [], [], [])
@@ -263,7 +271,7 @@ class SpaceTime:
         words: dict = {}
         at = self.position_of
         arrows = {}
-        for m, step, how in sorted(self._window_messages(cluster, lo), key=lambda t: t[0].id):
+        for m, step, how in sorted(self._window_messages(cluster, lo, recent), key=lambda t: t[0].id):
             if m.src not in x_of or m.dst not in x_of:
                 continue
             if (m.background and not self.show_background and how == "delivered") or \
@@ -305,12 +313,11 @@ class SpaceTime:
         return groups, flights, lost, labels
 
     @staticmethod
-    def _breaks(cluster, lo: int, x_of: dict, axis: TimeAxis) -> tuple:
+    def _breaks(recent: list, x_of: dict, axis: TimeAxis) -> tuple:
         """The steps at which a client noticed that a connection broke (a lost message breaks it, as TCP
         does): x, y, label and hover text of a ⚡ on the client's lane."""
-        trace = cluster.kernel.trace.events
         out: tuple = ([], [], [], [])
-        for e in trace[bisect_left(trace, lo, key=lambda e: e.step):]:
+        for e in recent:
             if e.kind == "timer" and e.node in x_of and e.text.startswith(f"{e.node}: connection to "):
                 peer = e.text.rsplit(" ", 2)[-2]
                 for col, v in zip(out, (x_of[e.node], axis(e.step), f"⚡ connection to {peer} broke",
@@ -337,19 +344,19 @@ class SpaceTime:
 
 def push(fig, sent: dict, updates: dict, layout: dict) -> bool:
     """Send only what changed since the last push: ``updates`` maps a trace index to
-    {property path: value}, ``layout`` maps layout property paths to values."""
-    changed = False
-    with fig.batch_update():
-        for i, props in updates.items():
-            trace = fig.data[i]
-            for path, value in props.items():
-                if sent.get((i, path)) != value:
-                    sent[(i, path)] = value
-                    trace[path] = value
-                    changed = True
-        for path, value in layout.items():
-            if sent.get(path) != value:
-                sent[path] = value
-                fig.layout[path] = value
-                changed = True
-    return changed
+    {property path: value}, ``layout`` maps layout property paths to values (``figure_send.send``)."""
+    traces: dict = {}
+    for i, props in updates.items():
+        for path, value in props.items():
+            if sent.get((i, path)) != value:
+                sent[(i, path)] = value
+                traces.setdefault(i, {})[path] = value
+    relayout = {}
+    for path, value in layout.items():
+        if sent.get(path) != value:
+            sent[path] = value
+            relayout[path] = value
+    if not traces and not relayout:
+        return False
+    send(fig, traces, relayout)
+    return True

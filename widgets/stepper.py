@@ -177,7 +177,8 @@ class Stepper(StepperUI):
         (the sweep's or the explorer's), else the invariants a Kafka cluster shows now (``widgets.invariants``)."""
         ex = self._ex
         if self.story.checks is None:
-            return live_invariants(ex.cluster)
+            sc = self.story.scenario
+            return live_invariants(ex.cluster, sc.pipeline if sc is not None else None)
         return self.story.checks(ex.cluster, ex.result, ex.done)
 
     # ------------------------------------------------------------------ state
@@ -237,11 +238,12 @@ class Stepper(StepperUI):
         return "\n".join(str(e) for e in self._recent(n))
 
     def _recent(self, n: int) -> list:
-        events = self._ex.kernel.trace.events
+        trace = self._ex.kernel.trace
+        events = trace.events
         upto = self._ex.marks[self.position]
         out = []
         i = upto - 1
-        while i >= 0 and len(out) < n:
+        while i >= trace.first_position and len(out) < n:     # a bounded trace keeps only its last steps
             e = events[i]
             if not self.filter.active or self.filter.matches([e], self._ex.cluster):
                 out.append(e)

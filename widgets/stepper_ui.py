@@ -10,6 +10,7 @@ import html
 from typing import Optional
 
 import ipywidgets as W
+import plotly.graph_objects as go
 
 from txnlab.protocol import messages as _messages
 
@@ -17,7 +18,9 @@ from .cluster_view import in_flight_now, transactional_ids
 from .coordinator_view import TABLE_CSS
 from .history import EVENT_KINDS
 from .invariants import panel_html
+from .figure_send import ShownBox, sync_state
 from .keys import KeyCatcher
+from .ticks import MomentTicks
 from .spacetime import lanes_of
 
 APIS = sorted({getattr(c, "API") for c in vars(_messages).values() if isinstance(c, type) and hasattr(c, "API")})
@@ -44,8 +47,6 @@ CSS = """<style>
 .txl-ok{color:#2b8a3e}.txl-bad{color:#c92a2a;font-weight:700}.txl-wait{color:#868e96}
 .txl-fold{color:#c92a2a;font-weight:600}
 .txl-change{color:#2b8a3e}
-.txl-ticks{position:relative;height:22px;margin-left:100px;font-size:14px;color:#1864ab}
-.txl-tick{position:absolute;transform:translateX(-6px);white-space:nowrap}
 </style>"""
 
 
@@ -83,7 +84,7 @@ class StepperUI:
                                                "a request and its response", "one kernel event"],
                                      style={"button_width": "86px"})
         self._zoom.observe(self._on_zoom, "value")
-        self._ticks = W.HTML()
+        self._ticks = MomentTicks(self._on_tick)          # the key moments, clickable, under the slider's track
         self._chapters = W.HBox(layout=W.Layout(flex_flow="row wrap"))
         self._chapter_key: tuple = ()
         self._keys = KeyCatcher(self._on_key)
@@ -175,7 +176,18 @@ class StepperUI:
                 else [(title, view.widget) for title, view in self.lab_views])
         tabs += [("Messages", self.messages.figure), ("Trace", self._trace_html)]
         self._tabs = W.Tab(children=[w for _, w in tabs], titles=tuple(t for t, _ in tabs))
-        self.widget = W.VBox([self._header, controls, position, self._narr, self._status, tools, self._tabs])
+        self.widget = ShownBox([self._header, controls, position, self._narr, self._status, tools, self._tabs],
+                               before_shown=self._sync_figures)
+
+    def _figures(self) -> list:
+        views = [self.log_strip, self.coordinators, self.messages] + [v for _, v in self.lab_views] \
+            + list(getattr(self, "presenter_views", ()))
+        return [v.figure for v in views if isinstance(getattr(v, "figure", None), go.FigureWidget)]
+
+    def _sync_figures(self) -> None:
+        """Before the stepper is shown: every picture's browser model gets its whole state (``figure_send``)."""
+        for fig in self._figures():
+            sync_state(fig)
 
     # --------------------------------------------------------------- callbacks
     def _on_key(self, key: str) -> None:
@@ -204,6 +216,10 @@ class StepperUI:
     def _on_zoom(self, change) -> None:
         if not self._syncing:
             self.granularity = change["new"]
+
+    def _on_tick(self, moment: str) -> None:
+        """A click on a key moment's tick under the slider: go there."""
+        self.goto(moment)
 
     def _on_slider(self, change) -> None:
         if not self._syncing and change["new"] != self.position:
@@ -371,13 +387,13 @@ class StepperUI:
         return out
 
     def _sync_moments(self, length: int) -> None:
-        """The key moments as labelled ticks under the slider and as a clickable chapter list."""
+        """The key moments as clickable labelled ticks under the slider and as a clickable chapter list."""
         keys = self.key_moments
-        ticks = "".join(
-            f"<span class='txl-tick' style='left:{100 * pos / max(1, length):.2f}%' title='{html.escape(cap)}'>"
-            f"▲ {html.escape(mid)}</span>" for mid, cap, pos in keys)
-        self._ticks.value = (f"<div class='txl-ticks' style='width:{self._slider.layout.width}'>{ticks}</div>"
-                             if keys else "")
+        ticks = MomentTicks.place([{"id": mid, "caption": cap, "left": round(100 * pos / max(1, length), 2)}
+                                   for mid, cap, pos in keys])
+        if self._ticks.ticks != ticks:
+            self._ticks.ticks = ticks
+        self._ticks.current = next((mid for mid, _, pos in keys if pos == self.position), "")
         key = (self.branch, tuple(keys))
         if key != self._chapter_key:
             self._chapter_key = key
@@ -401,8 +417,20 @@ class StepperUI:
         notice = f"<br><span class='txl-notice'>{html.escape(self.notice)}</span>" if self.notice else ""
         notice += panel_html(self.invariants)
         return (f"<div class='txl-status'>branch <b>{html.escape(self.branch)}</b> "
-                f"({html.escape(self.history.labels[self.branch])}) · stepping: {html.escape(self.filter.describe())}"
+                f"({html.escape(self.history.labels[self.branch])}) · stepping: {html.escape(self.stepping_words())}"
                 f" · client code: {html.escape(client)}{end}{notice}</div>")
+
+    def stepping_words(self) -> str:
+        """What one Step does now, as the status line says it: the granularity, then the filter's choices."""
+        g = self.granularity
+        if g != "event" and self.filter.narrows:   # a chosen API / process / transactional.id steps event by event
+            return f"by event, {self.filter.describe()} (by {g} once the filter is cleared)"
+        words = {"moment": "by moment (one change a picture shows; plumbing folded in)",
+                 "exchange": "by exchange (a request and its response)",
+                 "event": "by event (one kernel event)"}[g]
+        if self.filter.active:
+            words += f", {self.filter.describe()}"
+        return words
 
     def _trace_view(self, n: int = 40) -> str:
         current = {id(e) for e in self._ex.entries()}

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from .kafka import GALLERY
 from .rocketmq import GALLERY as ROCKETMQ
-from .scenario import BASE_CONFIG, Scenario, ScenarioCheckFailed, expect
+from .scenario import BASE_CONFIG, Pipeline, Scenario, ScenarioCheckFailed, expect
 from .twopc import GALLERY as TWOPC
 
 
@@ -44,5 +44,5 @@ def load(name: str) -> Scenario:
                    f"the comparison labs have: {', '.join(other)}")
 
 
-__all__ = ["Scenario", "ScenarioCheckFailed", "names", "comparison_names", "load", "expect", "GALLERY",
+__all__ = ["Scenario", "Pipeline", "ScenarioCheckFailed", "names", "comparison_names", "load", "expect", "GALLERY",
            "BASE_CONFIG"]

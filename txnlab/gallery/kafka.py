@@ -16,7 +16,7 @@ from ..errors import KafkaException
 from .moments import KeyMoment, all_of, fault, log_values_are, lso, marker_lands, narrated, reads
 from .moments import txn_state as state_is
 from .kafka_markers import MARKER_LOST
-from .scenario import (TOPIC, Scenario, assigned, consumer, drain, error_name, expect, log_values, markers,
+from .scenario import (TOPIC, Pipeline, Scenario, assigned, consumer, drain, error_name, expect, log_values, markers,
                        producer, txn_state, wait_for)
 
 # -------------------------------------------------------------------------- 1. dedup
@@ -536,4 +536,7 @@ MOMENTS = {
         KeyMoment("rewind", "The copier rewinds to its committed offset 2 and does the work again",
                   narrated("copier-consumer got the OffsetFetch response", "orders-0=2"))),
 }
-GALLERY = {name: replace(sc, moments=MOMENTS.get(name, sc.moments)) for name, sc in GALLERY.items()}
+# the stories with a consume-transform-produce application: its group, input, output and output -> input mapping
+PIPELINES = {"consume-transform-produce": Pipeline("copier", TOPIC, "totals", lambda v: str(int(v) // 10))}
+GALLERY = {name: replace(sc, moments=MOMENTS.get(name, sc.moments), pipeline=PIPELINES.get(name))
+           for name, sc in GALLERY.items()}

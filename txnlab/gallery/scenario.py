@@ -37,6 +37,19 @@ def expect(condition: bool, text: str) -> None:
 
 
 @dataclass(frozen=True)
+class Pipeline:
+    """A story's consume-transform-produce application: its consumer ``group`` reads ``input`` and writes
+    ``output``; ``source(output value)`` names the input value an output record was made from (both as text).
+    The stepper checks with it, at every step, that the group's committed offsets and the committed outputs
+    agree (offsets atomic with outputs)."""
+
+    group: str
+    input: str
+    output: str
+    source: Callable[[str], str]
+
+
+@dataclass(frozen=True)
 class Scenario:
     """A named story: how to build the cluster, the client code to step through, and its ending.
 
@@ -47,7 +60,8 @@ class Scenario:
     ``lab(seed, config)``, when given, builds another design's lab (a ``txnlab.kernel.lab.Lab``) in place
     of a Kafka ``Cluster``; ``setup`` and ``run`` then take that lab.  ``moments`` are the story's key moments
     (``txnlab.gallery.moments.KeyMoment``: a stable id, a one-line caption, a predicate over the lab and the
-    trace), which the stepper shows as ticks and chapters and opens at (``Stepper(name, at=id)``).
+    trace), which the stepper shows as ticks and chapters and opens at (``Stepper(name, at=id)``).  ``pipeline``
+    names a consume-transform-produce application's group and topics (``Pipeline``).
     """
 
     name: str
@@ -62,6 +76,7 @@ class Scenario:
     brokers: int = 3
     lab: Optional[Callable[[int, dict], Lab]] = None
     moments: tuple = ()            # KeyMoment(id, caption, when): the story's key moments (gallery/moments.py)
+    pipeline: Optional[Pipeline] = None   # a consume-transform-produce application's group, topics and mapping
 
     def __call__(self, cluster: Cluster) -> dict:
         return self.run(cluster)
