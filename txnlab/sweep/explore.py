@@ -418,6 +418,8 @@ def main(argv: Optional[list] = None) -> int:
     ap.add_argument("--brokers", type=int, choices=(1, 3), default=1,
                     help="1 (the small scenario) or 3 (replicated topics; a fault may also crash a broker)")
     ap.add_argument("--replay", help="a choice list (comma-separated) to run again and narrate")
+    ap.add_argument("--real-runs", type=int, default=200,
+                    help="with --mutation all: explore the real engine in each scenario for at most this many runs")
     ap.add_argument("--json", help="with --mutation all: write the figures here")
     ap.add_argument("--readme", help="with --mutation all: replace the explorer's table in this file")
     args = ap.parse_args(argv)
