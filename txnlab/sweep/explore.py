@@ -422,6 +422,7 @@ def main(argv: Optional[list] = None) -> int:
                     help="with --mutation all: explore the real engine in each scenario for at most this many runs")
     ap.add_argument("--json", help="with --mutation all: write the figures here")
     ap.add_argument("--readme", help="with --mutation all: replace the explorer's table in this file")
+    ap.add_argument("--from-json", help="with --mutation all: the table from figures saved by --json (no runs)")
     args = ap.parse_args(argv)
     if args.mutation == "all":
         from .explore_report import report
