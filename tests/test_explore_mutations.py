@@ -97,3 +97,19 @@ def test_a_scenario_the_brokers_cannot_run_is_refused_with_the_rule():
         Explorer("unclean-election", brokers=1)
     with pytest.raises(ValueError, match="unknown scenario 'nope'"):
         Explorer(scenario="nope")
+
+
+def test_the_stepper_opens_a_counterexample_that_holds_the_copier_s_own_choice():
+    """rewind: the copier chose to abort (a choice point of the application, made on the stepper's client thread)
+    and its OffsetFetch then raced the ABORT markers; the stepper's run is the explorer's, step for step."""
+    from widgets import Stepper
+
+    ex = Explorer("offset-fetch-unstable", brokers=BROKERS)
+    assert not ex.explore(BOUND["rewind"])
+    plain = replay(ex.counterexample.choices, "offset-fetch-unstable", brokers=BROKERS)
+    assert "copier.1 calls abort_transaction()" in plain.cluster.trace.text()
+    s = Stepper.open(Counterexample.from_json(ex.found().to_json()))
+    stepped = [line for line in s.cluster.trace.text().splitlines() if "scenario's client code" not in line]
+    assert stepped == plain.cluster.trace.text().splitlines()
+    assert [ok for _, ok, _ in s.invariants] == [False]
+    s.close()
