@@ -113,3 +113,33 @@ def test_the_stepper_opens_a_counterexample_that_holds_the_copier_s_own_choice()
     assert stepped == plain.cluster.trace.text().splitlines()
     assert [ok for _, ok, _ in s.invariants] == [False]
     s.close()
+
+
+def test_the_readme_table_is_the_one_the_saved_figures_give():
+    """README's explorer table is generated from bench/explorer_mutations.json (``--mutation all --json``):
+    every mutation found, the real engine clean in every scenario."""
+    import json
+    import pathlib
+
+    from txnlab.sweep.explore_report import BEGIN, END, note, table
+
+    root = pathlib.Path(__file__).resolve().parent.parent
+    d = json.loads((root / "bench" / "explorer_mutations.json").read_text())
+    assert [r["mutation"] for r in d["mutations"]] == list(MUTATIONS)
+    assert all(r["found"] for r in d["mutations"]) and not any(r["found"] for r in d["real"])
+    assert {r["scenario"] for r in d["real"]} == set(SCENARIOS)
+    readme = (root / "README.md").read_text()
+    block = readme.split(BEGIN, 1)[1].split(END, 1)[0].strip()
+    assert block == note(d["brokers"], d["max_runs"], d["real_runs"], d["faults"], d["reorderings"]) + "\n\n" + \
+        table(d["mutations"], d["real"])
+
+
+def test_the_report_explores_mutations_then_the_real_engine_in_every_scenario():
+    from txnlab.sweep.explore_report import measure, table
+
+    got = list(measure(Explorer, 5, 2, mutations=["ignore-lso"], brokers=BROKERS))
+    assert [(k, r["mutation"], r["scenario"]) for k, r in got] == \
+        [("mutation", "ignore-lso", "copier")] + [("real", "", s) for s in SCENARIOS]
+    rows = [r for k, r in got if k == "mutation"]
+    assert rows[0]["found"] and "read-above-lso" in rows[0]["broken"]
+    assert "| `ignore-lso` | copier | 1 | read-above-lso |" in table(rows, [r for k, r in got if k == "real"])

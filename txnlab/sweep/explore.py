@@ -426,7 +426,7 @@ def main(argv: Optional[list] = None) -> int:
     args = ap.parse_args(argv)
     if args.mutation == "all":
         from .explore_report import report
-        return report(args)
+        return report(args, Explorer)
     try:
         ex = Explorer(args.mutation, args.faults, args.seed, args.transaction_version, args.reorderings,
                       args.brokers, args.scenario)

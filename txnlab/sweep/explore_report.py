@@ -19,16 +19,15 @@ import time
 from typing import Iterator
 
 from ..cluster import MUTATIONS
-from .explore import Explorer
 from .explore_scenarios import SCENARIO_OF, SCENARIOS
 
 BEGIN, END = "<!-- explorer-mutations -->", "<!-- /explorer-mutations -->"
 
 
-def explore_mutation(mutation, max_runs: int, **kw) -> dict:
+def explore_mutation(explorer, mutation, max_runs: int, **kw) -> dict:
     """One mutation in its scenario: the runs to its first counterexample and what broke (found False: none
-    within ``max_runs``)."""
-    ex = Explorer(mutation, **kw)
+    within ``max_runs``).  ``explorer``: the ``Explorer`` class (``explore.py`` imports this module)."""
+    ex = explorer(mutation, **kw)
     ok = ex.explore(max_runs)
     ce = ex.counterexample
     row = {"mutation": mutation or "", "scenario": ex.scenario.name, "brokers": ex.brokers, "runs": ex.runs,
@@ -40,13 +39,13 @@ def explore_mutation(mutation, max_runs: int, **kw) -> dict:
     return row
 
 
-def measure(max_runs: int, real_runs: int, mutations=MUTATIONS, **kw) -> Iterator:
+def measure(explorer, max_runs: int, real_runs: int, mutations=MUTATIONS, **kw) -> Iterator:
     """("mutation", row) for each mutation, then ("real", row) for each scenario the brokers can run."""
     for m in mutations:
-        yield "mutation", explore_mutation(m, max_runs, **kw)
+        yield "mutation", explore_mutation(explorer, m, max_runs, **kw)
     for name, sc in SCENARIOS.items():
         if kw.get("brokers", 1) in sc.brokers:
-            yield "real", explore_mutation(None, real_runs, scenario=name, **kw)
+            yield "real", explore_mutation(explorer, None, real_runs, scenario=name, **kw)
 
 
 def table(rows: list, real: list) -> str:
@@ -82,7 +81,7 @@ def write_readme(path: str, block_text: str) -> None:
     open(path, "w", encoding="utf-8").write(text)
 
 
-def report(args) -> int:
+def report(args, explorer) -> int:
     """``--mutation all``: 0 when every mutation is found and the real engine shows nothing.  With
     ``--from-json``: the table from saved figures, no runs."""
     if args.from_json:
@@ -99,7 +98,7 @@ def report(args) -> int:
         print(f"--mutation all explores each mutation in its own scenario; --scenario {args.scenario} is ignored")
     rows, real = [], []
     t0 = time.perf_counter()
-    for kind, r in measure(args.max_runs, args.real_runs, **kw):
+    for kind, r in measure(explorer, args.max_runs, args.real_runs, **kw):
         (rows if kind == "mutation" else real).append(r)
         what = ", ".join(r.get("broken", ())) if r["found"] else "none"
         who = r["mutation"] or "(real engine)"
