@@ -62,8 +62,9 @@ CRASH_BROKER_AFTER = frozenset({"Produce", "EndTxn", "WriteTxnMarkers", "TxnOffs
 BROKER_DOWN_MS = 6_000
 # A late Produce ("delay"): it arrives this long after it was sent, past the copier's request.timeout.ms.
 DELAY_MS = 8_000
-# A stall ("stall"): the copier stops this long, past its session timeout.
+# A stall ("stall"): the copier stops this long, past its session timeout, just before one of these responses.
 STALL_MS = scenarios.SESSION_MS + 2_000
+STALL_BEFORE = frozenset({"Produce", "AddOffsetsToTxn"})
 # A blackout: the other brokers follow the first one down this long after it.
 BLACKOUT_GAP_MS = 8_000
 _DIGITS = re.compile(r"#\d+")
@@ -168,7 +169,7 @@ class ExploreRun:
                     any(e.msg.is_response and e.msg.api in CRASH_BEFORE and e.msg.dst.startswith("copier") for e in evs):
                 opts.append(Option("crash"))
             if "stall" in faults and state["copier"] is not None and \
-                    any(e.msg.is_response and e.msg.api == "Produce" and e.msg.dst.startswith("copier") for e in evs):
+                    any(e.msg.is_response and e.msg.api in STALL_BEFORE and e.msg.dst.startswith("copier") for e in evs):
                 opts.append(Option("stall"))
             if "delay" in faults:
                 opts += [Option("delay", i) for i, e in enumerate(evs)

@@ -38,8 +38,8 @@ FAULTS = {
     "crash-broker": "the broker a Produce, EndTxn, WriteTxnMarkers, TxnOffsetCommit or AddPartitionsToTxn "
                     "request reached crashes just after it (back after 6 s; three brokers)",
     "delay": "a Produce request of the copier arrives 8 s late, after its request timeout (5 s)",
-    "stall": "the copier stops for 8 s (a GC pause) just before a Produce response reaches it: longer than its "
-             "session timeout, so the group removes it",
+    "stall": "the copier stops for 8 s (a GC pause) just before a Produce or AddOffsetsToTxn response reaches "
+             "it: longer than its session timeout, so the group removes it",
     "blackout": "the broker a Produce request reached goes down just after it, the other two 8 s later; they "
                 "come back in that order, so the first one back has missed what was written meanwhile "
                 "(three brokers)",
