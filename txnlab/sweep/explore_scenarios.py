@@ -160,6 +160,8 @@ def copier(ex, cluster, history: History, state: dict, decide) -> bool:
 
 def _retire(state: dict) -> None:
     """A failed instance leaves its group (a crashed one cannot: the group removes it after its session)."""
+    if state["copier"] is None:
+        return
     _p, c = state["copier"]
     if not c._closed and not c._node.crashed:
         try:
