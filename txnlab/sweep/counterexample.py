@@ -53,7 +53,7 @@ class Counterexample:
         """The explorer's counterexample (a ``RunResult`` of ``explorer``)."""
         cfg = {"mutation": explorer.mutation, "max_faults": explorer.max_faults,
                "transaction_version": explorer.transaction_version, "max_reorderings": explorer.max_reorderings,
-               "brokers": explorer.brokers}
+               "brokers": explorer.brokers, "scenario": explorer.scenario.name}
         return cls(EXPLORE, explorer.seed, cfg, tuple(run.faults), tuple(run.choices), run.outcome,
                    run.detail, None)
 

@@ -1,20 +1,26 @@
 """Exhaustive exploration of a small scenario: every interleaving, every placement of up to two faults.
 
-``python -m txnlab.sweep.explore [--mutation NAME] [--faults 2] [--max-runs N] [--replay 0,2,1]``
+``python -m txnlab.sweep.explore [--scenario NAME] [--mutation NAME|all] [--faults 2] [--max-runs N]
+[--replay 0,2,1]``
 
-The scenario (DSLabs-style, small enough to enumerate): one broker, or three
-(``--brokers 3``: every topic replicated three times with min.insync.replicas=2,
-replica fetches are choice points too, and a fault may also crash the broker a
-request is delivered to, back after a few seconds); the input topic holds two
-committed records; a copier -- one read_committed consumer and
-one transactional producer -- copies them to two output partitions in one
-transaction, with its consumed offsets; if the copier crashes, a new instance
-with the same transactional.id starts over from the committed offsets.
+The scenarios (``explore_scenarios.py``; DSLabs-style, small enough to enumerate) run on one broker, or
+three (``--brokers 3``: every topic replicated three times with min.insync.replicas=2, replica fetches are
+choice points too, and a read_committed reader of the output polls while the copier works).  In the plain
+one ("copier") the input topic holds two committed records; a copier -- one read_committed consumer and
+one transactional producer -- copies them to two output partitions in one transaction, with its consumed
+offsets; an abortable error aborts and rewinds to the committed offsets; if the copier crashes, a new
+instance with the same transactional.id starts over from the committed offsets.  The others add what a
+mutation needs to show itself: the copier's own choice to abort ("rewind"), an aborted transaction in the
+input ("aborted-input"), a group member that stalls past its session ("group"), a Produce that arrives
+after its timeout ("late-produce"), every broker going down in turn ("blackout").  ``SCENARIO_OF`` names
+the scenario of each mutation; ``--mutation all`` explores every mutation in its scenario and reports
+which mutation each counterexample catches (``explore_report.py``).
 
 Choice points are the moments where more than one thing may happen next: two
 messages on different connections may arrive in either order
-(``Kernel.choices()``), and a fault may strike (the message is lost, or the copier
-process crashes just before it arrives).  The explorer runs the scenario again and
+(``Kernel.choices()``), a fault of the scenario may strike (a message is lost or late, the copier
+process crashes or stalls just before one arrives, a broker crashes just after), or the application may
+choose (commit or abort).  The explorer runs the scenario again and
 again, depth first over the choice lists, hashing the state it can see (logs,
 watermarks, coordinator and group state, messages in flight, timers, client
 states, how far the copier's script got) and pruning states it has seen.  Each
@@ -22,7 +28,7 @@ complete run ends with a final read and the history checker (the sweep's step in
 step: watermarks, reads above the HW or the LSO, KIP-447 fencing, require_stable); outcomes go into a
 histogram (exactly-once, exactly-once after an aborted attempt, duplicate, loss, stuck, violation).
 Reorderings are bounded (``--reorderings``, default 1: at most one delivery out of its default order
-per run; -1 for no bound); faults are not.
+per run; -1 for no bound); faults by ``--faults``; the runs by ``--max-runs``.
 A counterexample is the seed and the choice list: ``--replay`` runs it again into
 the identical trace (the stepper can open it).
 """
@@ -36,19 +42,15 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Optional
 
-from ..check import check, check_copy, check_fencing, check_offsets
-from ..check.history import FAIL, INFO, OK, History
-from ..client.consumer import Consumer
+from ..check.history import History
 from ..client.message import TopicPartition
-from ..client.producer import Producer
 from ..cluster import MUTATIONS, Cluster
-from ..errors import KafkaException
 from ..kernel.faults import Fault, KernelHooks
-from .clientops import final_read, poll_mops, record_committed_offsets
+from . import explore_scenarios as scenarios
 from .counterexample import Counterexample
+from .explore_scenarios import BAD, INPUT, SCENARIO_OF, SCENARIOS, Scenario  # noqa: F401 (INPUT: re-exported)
 from .invariants import StepInvariants
 
-INPUT = ("a", "b")
 # Messages a fault may hit: the ones exactly-once depends on (a lost Fetch or Metadata only adds a retry).
 # A lost message: these requests or their responses.  A crash of the copier: just before one of these
 # responses would tell it the outcome.
@@ -58,8 +60,13 @@ CRASH_BEFORE = frozenset({"InitProducerId", "Produce", "TxnOffsetCommit", "EndTx
 # With three brokers: crash the broker just after one of these requests reaches it (back after BROKER_DOWN_MS).
 CRASH_BROKER_AFTER = frozenset({"Produce", "EndTxn", "WriteTxnMarkers", "TxnOffsetCommit", "AddPartitionsToTxn"})
 BROKER_DOWN_MS = 6_000
-APP_DEADLINE_MS = 90_000
-BAD = ("violation", "duplicate", "loss", "stuck")
+# A late Produce ("delay"): it arrives this long after it was sent, past the copier's request.timeout.ms.
+DELAY_MS = 8_000
+# A stall ("stall"): the copier stops this long, past its session timeout, just before one of these responses.
+STALL_MS = scenarios.SESSION_MS + 2_000
+STALL_BEFORE = frozenset({"Produce", "AddOffsetsToTxn"})
+# A blackout: the other brokers follow the first one down this long after it.
+BLACKOUT_GAP_MS = 8_000
 _DIGITS = re.compile(r"#\d+")
 
 
@@ -69,17 +76,22 @@ class Prune(Exception):
 
 @dataclass
 class Option:
-    kind: str            # deliver | drop | crash | crash-broker
+    kind: str            # deliver | drop | crash | crash-broker | delay | stall | blackout
     index: int = 0       # into Kernel.choices()
 
     def describe(self, events) -> str:
         if self.kind == "crash":
             return "the copier process crashes"
-        if self.kind == "crash-broker":
-            m = events[self.index].msg
-            return f"deliver {m.api} request {m.src}->{m.dst}, then {m.dst} crashes"
+        if self.kind == "stall":
+            return f"the copier stalls for {STALL_MS} ms"
         m = events[self.index].msg
+        if self.kind == "crash-broker":
+            return f"deliver {m.api} request {m.src}->{m.dst}, then {m.dst} crashes"
+        if self.kind == "blackout":
+            return f"deliver {m.api} request {m.src}->{m.dst}, then {m.dst} goes down, the others {BLACKOUT_GAP_MS} ms later"
         what = f"{m.api} {'response' if m.is_response else 'request'} {m.src}->{m.dst}"
+        if self.kind == "delay":
+            return f"DELAY {what} by {DELAY_MS} ms"
         return f"{'deliver' if self.kind == 'deliver' else 'LOSE'} {what}"
 
 
@@ -89,6 +101,7 @@ class RunResult:
     points: list                       # (number of options, state hash) at each choice point
     outcome: str = ""
     detail: str = ""
+    broken: list = field(default_factory=list)   # the invariants or anomalies that broke (names)
     pruned: bool = False
     cluster: Optional[Cluster] = field(default=None, repr=False)
     faults: list = field(default_factory=list)    # the Faults the choices applied, each with its kernel step
@@ -110,6 +123,17 @@ class _CopierHooks(KernelHooks):
                 self.lab.crash(client)
         return True
 
+    def after(self, delay_ms: int, what: str, fn) -> None:
+        # the run's end waits until every fault has played out (a crashed broker is back, a blackout over)
+        self.state["quiet_at"] = max(self.state["quiet_at"], self.kernel.now + max(0, delay_ms))
+        super().after(delay_ms, what, fn)
+
+    def stall(self, process: str, ms: int, replace: bool) -> bool:
+        for client in self.state["copier"]:
+            if client._node.alive:
+                self.lab.pause(client, ms)
+        return True
+
 
 class ExploreRun:
     """One run of the scenario along a choice list.  ``move(deadline)`` makes one move -- at a choice point
@@ -119,10 +143,11 @@ class ExploreRun:
     def __init__(self, explorer: "Explorer", prefix: list, prune: bool = True) -> None:
         self.ex = explorer
         self.prune = prune
-        self.cluster = explorer._setup()
+        self.cluster = scenarios.setup(explorer)
         self.res = RunResult(list(prefix), [])
         self.invariants = StepInvariants(self.cluster, ["in", "out"])
-        self.state = {"faults": 0, "reorders": 0, "copier": None, "k": 0, "calls": (0, "")}
+        self.state = {"faults": 0, "reorders": 0, "aborts": 0, "copier": None, "k": 0, "calls": (0, ""),
+                      "quiet_at": 0}
         self.choosing = False
         k = self.kernel = self.cluster.kernel
         state = self.state
@@ -136,14 +161,26 @@ class ExploreRun:
         can_reorder = ex.max_reorderings < 0 or state["reorders"] < ex.max_reorderings
         opts = [Option("deliver", i) for i in range(len(evs) if can_reorder else min(1, len(evs)))]
         if state["faults"] < ex.max_faults:
-            opts += [Option("drop", i) for i, e in enumerate(evs)
-                     if e.msg.api in (DROP_RESPONSES if e.msg.is_response else DROP_REQUESTS)]
-            if state["copier"] is not None and any(e.msg.is_response and e.msg.api in CRASH_BEFORE and
-                                                   e.msg.dst.startswith("copier") for e in evs):
+            faults = ex.scenario.faults
+            if "drop" in faults:
+                opts += [Option("drop", i) for i, e in enumerate(evs)
+                         if e.msg.api in (DROP_RESPONSES if e.msg.is_response else DROP_REQUESTS)]
+            if "crash" in faults and state["copier"] is not None and \
+                    any(e.msg.is_response and e.msg.api in CRASH_BEFORE and e.msg.dst.startswith("copier") for e in evs):
                 opts.append(Option("crash"))
+            if "stall" in faults and state["copier"] is not None and \
+                    any(e.msg.is_response and e.msg.api in STALL_BEFORE and e.msg.dst.startswith("copier") for e in evs):
+                opts.append(Option("stall"))
+            if "delay" in faults:
+                opts += [Option("delay", i) for i, e in enumerate(evs)
+                         if not e.msg.is_response and e.msg.api == "Produce" and e.msg.src.startswith("copier")]
             if ex.brokers > 1:
-                opts += [Option("crash-broker", i) for i, e in enumerate(evs)
-                         if not e.msg.is_response and e.msg.api in CRASH_BROKER_AFTER and e.msg.dst.startswith("broker")]
+                to_broker = [(i, e) for i, e in enumerate(evs) if not e.msg.is_response and e.msg.dst.startswith("broker")]
+                if "crash-broker" in faults:
+                    opts += [Option("crash-broker", i) for i, e in to_broker if e.msg.api in CRASH_BROKER_AFTER]
+                if "blackout" in faults:
+                    opts += [Option("blackout", i) for i, e in to_broker
+                             if e.msg.api == "Produce" and e.msg.src.startswith("copier")]
         return evs, opts
 
     def _choice_point(self, deadline) -> bool:
@@ -181,7 +218,7 @@ class ExploreRun:
         history = History()
         self.choosing = True
         try:
-            finished = self.ex._app(self.cluster, history, self.state)
+            finished = scenarios.copier(self.ex, self.cluster, history, self.state, self.decide)
         except Prune:
             res.pruned = True
             return res
@@ -189,21 +226,38 @@ class ExploreRun:
             self.choosing = False
             if own_driver:
                 k.driver = None
-        res.outcome, res.detail = self.ex._outcome(self.cluster, history, finished)
+        res.outcome, res.detail, res.broken = scenarios.outcome(self.cluster, history, finished,
+                                                                       self.state["quiet_at"])
         self.invariants.check(self.kernel.step_count)
         self.invariants.detach()
         inv = self.invariants.result
-        if inv.violations and res.outcome not in BAD:
-            res.outcome, res.detail = "violation", inv.summary() + "\n" + inv.explain(examples=2)
+        if inv.violations:
+            res.broken = sorted(set(inv.violations) | set(res.broken))
+            if res.outcome not in BAD:
+                res.outcome, res.detail = "violation", inv.summary() + "\n" + inv.explain(examples=2)
         res.cluster = self.cluster
         return res
 
+    def decide(self, what: str, n: int) -> int:
+        """A choice of the application's own (``what``, one of ``n`` ways; 0 is the usual one): a choice point."""
+        return self.ex._pick(self.cluster, self.res, self.state, [what] * n, self.prune)
+
 
 class Explorer:
+    """Depth-first search over the choice lists of one scenario (``scenario``: a name of ``SCENARIOS``; None:
+    the scenario of ``mutation`` in ``SCENARIO_OF``, "copier" without a mutation)."""
+
     def __init__(self, mutation: Optional[str] = None, max_faults: int = 2, seed: int = 0,
-                 transaction_version: int = 0, max_reorderings: int = 1, brokers: int = 1) -> None:
+                 transaction_version: int = 0, max_reorderings: int = 1, brokers: int = 1,
+                 scenario: Optional[str] = None) -> None:
         if brokers not in (1, 3):
             raise ValueError(f"brokers: the explorer's scenario has 1 or 3 brokers, got {brokers!r}")
+        if mutation is not None and mutation not in MUTATIONS:
+            raise ValueError(f"mutation: unknown mutation {mutation!r}; known: {', '.join(MUTATIONS)}")
+        self.scenario: Scenario = scenarios.scenario(scenario or SCENARIO_OF.get(mutation, "copier"))
+        if brokers not in self.scenario.brokers:
+            raise ValueError(f"brokers: scenario {self.scenario.name!r} runs with "
+                             f"{' or '.join(map(str, self.scenario.brokers))} brokers, got {brokers}")
         self.brokers = brokers
         self.mutation = mutation
         self.max_faults = max_faults
@@ -219,12 +273,15 @@ class Explorer:
     def run(self, prefix: list, prune: bool = True) -> RunResult:
         return ExploreRun(self, prefix, prune).play()
 
-    def _choose(self, cluster, res: RunResult, state: dict, evs, opts, prune: bool) -> None:
+    def _pick(self, cluster, res: RunResult, state: dict, opts: list, prune: bool) -> int:
+        """The choice at the next choice point: the prefix's, else 0 (a state seen before prunes the run)."""
         i = state["k"]
         state["k"] += 1
         h = self._state_hash(cluster, state, opts)
         if i < len(res.choices):
             pick = res.choices[i]
+            if not 0 <= pick < len(opts):
+                raise ValueError(f"choice {i} is {pick}, but that choice point has {len(opts)} options")
         else:
             if prune and h in self.visited:
                 raise Prune()
@@ -232,166 +289,36 @@ class Explorer:
             pick = 0
             res.choices.append(0)
         res.points.append((len(opts), h))
-        opt = opts[pick]
+        return pick
+
+    def _choose(self, cluster, res: RunResult, state: dict, evs, opts, prune: bool) -> None:
+        opt = opts[self._pick(cluster, res, state, opts, prune)]
         k = cluster.kernel
         if opt.kind == "deliver":
             state["reorders"] += opt.index > 0
             k.step(choice=opt.index)
             return
         state["faults"] += 1
-        if opt.kind == "crash-broker":
+        if opt.kind in ("crash-broker", "blackout"):
             dst = evs[opt.index].msg.dst
             k.step(choice=opt.index)
-            fault = Fault("crash", dst, ms=BROKER_DOWN_MS)
+            fault = Fault("crash", dst, ms=BROKER_DOWN_MS) if opt.kind == "crash-broker" else \
+                Fault("blackout", dst, ms=BLACKOUT_GAP_MS)
             res.faults.append(fault.at_step(k.step_count + 1))
             fault.apply(cluster, _CopierHooks(cluster, state))
             return
-        fault = Fault("drop", msg_id=evs[opt.index].msg.id) if opt.kind == "drop" else Fault("kill", "copier")
+        msg_id = evs[opt.index].msg.id
+        fault = {"drop": lambda: Fault("drop", msg_id=msg_id), "delay": lambda: Fault("delay", msg_id=msg_id, ms=DELAY_MS),
+                 "crash": lambda: Fault("kill", "copier"),
+                 "stall": lambda: Fault("pause", "copier", ms=STALL_MS)}[opt.kind]()
         res.faults.append(fault.at_step(k.step_count + 1))
         fault.apply(cluster, _CopierHooks(cluster, state))
-
-    # -------------------------------------------------------------- scenario
-    def _setup(self) -> Cluster:
-        config = {"transaction.state.log.num.partitions": 1, "offsets.topic.num.partitions": 1,
-                  "transaction.version": self.transaction_version,
-                  "transaction.abort.timed.out.transaction.cleanup.interval.ms": 1_000,
-                  "group.initial.rebalance.delay.ms": 0}
-        if self.brokers > 1:       # quick failure detection, as in the sweep
-            config.update({"broker.session.timeout.ms": 3_000, "broker.heartbeat.interval.ms": 1_000,
-                           "replica.lag.time.max.ms": 4_000})
-        cluster = Cluster(brokers=self.brokers, seed=self.seed, config=config,
-                          mutations=(self.mutation,) if self.mutation else ())
-        topic_config = {"min.insync.replicas": 2} if self.brokers > 1 else None
-        cluster.create_topic("in", partitions=1, replication_factor=self.brokers, config=topic_config)
-        cluster.create_topic("out", partitions=2, replication_factor=self.brokers, config=topic_config)
-        p = Producer({"bootstrap.servers": cluster.bootstrap, "client.id": "seeder"})
-        for v in INPUT:
-            p.produce("in", value=v, partition=0)
-        p.flush()
-        # create the internal topics now, so that the explored part starts from a settled cluster
-        w = Producer({"bootstrap.servers": cluster.bootstrap, "client.id": "warmup", "transactional.id": "warmup"})
-        w.init_transactions()
-        wc = Consumer({"bootstrap.servers": cluster.bootstrap, "client.id": "warmup-c", "group.id": "warmup"})
-        wc.committed([TopicPartition("in", 0)])
-        wc.close()
-        if self.brokers > 1:
-            # a read_committed reader of the output, fetching on its own while the copier works (its fetches
-            # are what the step invariants check against the HW and the LSO)
-            r = Consumer({"bootstrap.servers": cluster.bootstrap, "client.id": "reader", "group.id": "reader",
-                          "isolation.level": "read_committed", "auto.offset.reset": "earliest"})
-            r.assign([TopicPartition("out", 0, 0), TopicPartition("out", 1, 0)])
-            cluster.explore_reader = r
-        cluster.run_until_idle()
-        return cluster
-
-    def _app(self, cluster, history: History, state: dict) -> bool:
-        """The copier, restarted as a new instance after a crash; True when it copied everything."""
-        for instance in range(1, 4 + self.max_faults):     # a crash, or a fenced instance, is restarted
-            try:
-                if self._copy(cluster, history, state, instance):
-                    return True
-            except KafkaException:
-                pass
-            if cluster.kernel.now > APP_DEADLINE_MS:
-                return False
-        return False
-
-    def _copy(self, cluster, history: History, state: dict, instance: int) -> bool:
-        name = f"copier.{instance}"
-        p = Producer({"bootstrap.servers": cluster.bootstrap, "client.id": name, "transactional.id": "copier",
-                      "transaction.timeout.ms": 10_000, "request.timeout.ms": 5_000, "linger.ms": 0})
-        c = Consumer({"bootstrap.servers": cluster.bootstrap, "client.id": name + "-c", "group.id": "g",
-                      "isolation.level": "read_committed", "enable.auto.commit": False,
-                      "auto.offset.reset": "earliest", "request.timeout.ms": 5_000})
-        state["copier"] = (p, c)
-        proc = f"copier#{instance}"
-        start = cluster.kernel.now
-        p.init_transactions(30.0)
-        history.add(proc, "init", [], OK, start, cluster.kernel.now, transactional_id="copier", instance=instance)
-        tp = TopicPartition("in", 0)
-        committed = c.committed([tp], timeout=30.0)[0].offset
-        committed = max(committed, 0)
-        c.assign([TopicPartition("in", 0, committed)])
-        history.add(proc, "assign", [["seek", "in-0", committed]], OK, cluster.kernel.now, cluster.kernel.now)
-        if committed >= len(INPUT):
-            return True
-        msgs = []
-        while len(msgs) < len(INPUT) - committed and cluster.kernel.now < APP_DEADLINE_MS:
-            msgs += [m for m in c.consume(len(INPUT), 1.0) if m.error() is None]
-        start = cluster.kernel.now
-        sends: list = []
-        attrs = {"transactional_id": "copier", "instance": instance}
-        outcome = FAIL
-        try:
-            p.begin_transaction()
-            for m in msgs:
-                v = m.value().decode()
-                box = [None]
-                p.produce("out", value=f"{v}|{instance}", partition=INPUT.index(v),
-                          on_delivery=lambda err, msg, box=box: box.__setitem__(0, msg.offset() if err is None else None))
-                sends.append((f"out-{INPUT.index(v)}", f"{v}|{instance}", box))
-            self._peek(cluster)
-            off = msgs[-1].offset() + 1
-            attrs["offsets"] = {"in-0": off}
-            attrs["group"] = "g"
-            if self.mutation == "offsets-outside-txn":     # the application's bug: offsets outside the transaction
-                c.commit(offsets=[TopicPartition("in", 0, off)], asynchronous=False)
-            else:
-                p.send_offsets_to_transaction([TopicPartition("in", 0, off)], c.consumer_group_metadata(), 30.0)
-            attrs["commit_at"] = cluster.kernel.now
-            outcome = INFO
-            self._peek(cluster)
-            p.commit_transaction(60.0)
-            outcome = OK
-            self._peek(cluster)
-        finally:
-            mops = poll_mops(msgs) + [["send", k, v, b[0]] for k, v, b in sends]
-            history.add(proc, "txn", mops, outcome, start, cluster.kernel.now, **attrs)
-        return True
-
-    @staticmethod
-    def _peek(cluster) -> None:
-        """The output's reader (three brokers) polls a little: its fetches go out while the copier works."""
-        r = getattr(cluster, "explore_reader", None)
-        if r is not None:
-            for _ in range(3):
-                r.poll(0.005)
-
-    def _outcome(self, cluster, history: History, finished: bool) -> tuple:
-        history.attrs["finished"] = finished
-        for _ in range(40):              # let every timeout pass while a transaction is open
-            if not self._open(cluster):
-                break
-            cluster.advance(1_000)
-        final_read(cluster, history, ["in", "out"])
-        record_committed_offsets(cluster, history, "g", [("in", 0)])
-        r = check(history).merge(check_copy(history, "in", "out")).merge(check_fencing(history))
-        r.merge(check_offsets(history, "in", "out"))
-        lso_stuck = [f"out-{p}" for p in (0, 1) if cluster.log("out", p).first_unstable_offset is not None]
-        if r.violations:
-            return "violation", r.summary() + "\n" + r.explain(examples=2)
-        if not finished or lso_stuck:
-            return "stuck", f"copier finished: {finished}; open transaction on {lso_stuck or 'no partition'}"
-        outs = Counter(v.split("|")[0] for op in history if op.f == "final-read"
-                       for k, es in op.polls() if k.startswith("out") for _o, v in es)
-        if any(n > 1 for n in outs.values()):
-            return "duplicate", str(dict(outs))
-        if set(outs) != set(INPUT):
-            return "loss", str(dict(outs))
-        redone = sum(1 for op in history if op.f == "txn" and op.outcome != OK)
-        return ("exactly-once" if not redone else "exactly-once (after an abort)"), ""
-
-    @staticmethod
-    def _open(cluster) -> bool:
-        st = cluster.transaction_state("copier")
-        open_txn = st is not None and st["state"] not in ("Empty", "CompleteCommit", "CompleteAbort")
-        return open_txn or any(cluster.log("out", p).first_unstable_offset is not None for p in (0, 1)) or \
-            bool(cluster.kernel.network.in_flight())
 
     # ----------------------------------------------------------- state hash
     def _state_hash(self, cluster, state: dict, opts: list) -> str:
         k = cluster.kernel
-        parts = [f"faults={state['faults']}", f"reorders={state['reorders']}", f"options={len(opts)}"]
+        parts = [f"faults={state['faults']}", f"reorders={state['reorders']}", f"aborts={state['aborts']}",
+                 f"options={len(opts)}" + (f" {opts[0]}" if opts and isinstance(opts[0], str) else "")]
         for b in cluster.brokers:
             br = cluster.broker(b)
             parts.append(f"broker {b} alive={br.alive}")
@@ -414,7 +341,7 @@ class Explorer:
             if e.kind == "timer" and not e.background:
                 parts.append(f"timer {e.node} {_DIGITS.sub('#', e.name)}")
         for name, node in sorted(k.nodes.items()):
-            parts.append(f"node {name} {node.alive} {node.incarnation}")
+            parts.append(f"node {name} {node.alive} {node.incarnation} paused={max(0, node.paused_until - k.now)}")
         parts.append(f"calls={state['calls']}")
         if state["copier"] is not None:
             p, c = state["copier"]
@@ -461,15 +388,28 @@ def _timeless(d: Optional[dict]) -> str:
 
 
 def replay(choices: list, mutation: Optional[str] = None, seed: int = 0, max_faults: int = 2,
-           transaction_version: int = 0, max_reorderings: int = 1, brokers: int = 1) -> RunResult:
+           transaction_version: int = 0, max_reorderings: int = 1, brokers: int = 1,
+           scenario: Optional[str] = None) -> RunResult:
     """Run one choice list again: the same trace, step for step (open ``result.cluster.trace``)."""
-    ex = Explorer(mutation, max_faults, seed, transaction_version, max_reorderings, brokers)
+    ex = Explorer(mutation, max_faults, seed, transaction_version, max_reorderings, brokers, scenario)
     return ex.run(list(choices), prune=False)
+
+
+def catches(ex: Explorer) -> str:
+    """In words: which mutation the counterexample catches, in which scenario, and what broke."""
+    ce = ex.counterexample
+    what = ", ".join(ce.broken) or ce.outcome
+    who = f"mutation {ex.mutation}" if ex.mutation else "no mutation (the real engine)"
+    return f"the counterexample catches {who} in scenario {ex.scenario.name!r} after {ex.runs} runs: {what}"
 
 
 def main(argv: Optional[list] = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m txnlab.sweep.explore", description=__doc__.split("\n\n")[0])
-    ap.add_argument("--mutation", choices=MUTATIONS)
+    ap.add_argument("--mutation", choices=MUTATIONS + ("all",),
+                    help="turn one safety mechanism off; 'all': explore every mutation in its scenario, one after "
+                         "another, and report which each counterexample catches")
+    ap.add_argument("--scenario", choices=tuple(SCENARIOS),
+                    help="the scenario (default: the mutation's own, see SCENARIO_OF; 'copier' without one)")
     ap.add_argument("--faults", type=int, default=2, help="at most this many faults per run (default 2)")
     ap.add_argument("--reorderings", type=int, default=1,
                     help="at most this many deliveries out of their default order per run (-1: no bound)")
@@ -479,15 +419,27 @@ def main(argv: Optional[list] = None) -> int:
     ap.add_argument("--brokers", type=int, choices=(1, 3), default=1,
                     help="1 (the small scenario) or 3 (replicated topics; a fault may also crash a broker)")
     ap.add_argument("--replay", help="a choice list (comma-separated) to run again and narrate")
+    ap.add_argument("--real-runs", type=int, default=200,
+                    help="with --mutation all: explore the real engine in each scenario for at most this many runs")
+    ap.add_argument("--json", help="with --mutation all: write the figures here")
+    ap.add_argument("--readme", help="with --mutation all: replace the explorer's table in this file")
+    ap.add_argument("--from-json", help="with --mutation all: the table from figures saved by --json (no runs)")
     args = ap.parse_args(argv)
+    if args.mutation == "all":
+        from .explore_report import report
+        return report(args, Explorer)
+    try:
+        ex = Explorer(args.mutation, args.faults, args.seed, args.transaction_version, args.reorderings,
+                      args.brokers, args.scenario)
+    except ValueError as e:
+        ap.error(str(e))
     if args.replay is not None:
         choices = [int(x) for x in args.replay.split(",") if x.strip()]
-        res = replay(choices, args.mutation, args.seed, args.faults, args.transaction_version, args.reorderings,
-                     args.brokers)
+        res = ex.run(choices, prune=False)
         print(res.cluster.trace.text(include_background=False))
         print(f"outcome: {res.outcome} {res.detail}")
         return 1 if res.outcome in BAD else 0
-    ex = Explorer(args.mutation, args.faults, args.seed, args.transaction_version, args.reorderings, args.brokers)
+    print(f"scenario {ex.scenario.name}: {ex.scenario.describe()}")
     ok = ex.explore(args.max_runs)
     complete = ex.runs < args.max_runs or not ok
     print(f"runs: {ex.runs}, states visited: {len(ex.visited)}" + ("" if complete else " (run limit reached)"))
@@ -497,7 +449,9 @@ def main(argv: Optional[list] = None) -> int:
     if not ok:
         ce = ex.counterexample
         print(f"VIOLATION: {ce.outcome}\n{ce.detail}")
+        print(catches(ex))
         flags = (f" --mutation {args.mutation}" if args.mutation else "") + \
+            (f" --scenario {args.scenario}" if args.scenario else "") + \
             (f" --transaction-version {args.transaction_version}" if args.transaction_version else "") + \
             (f" --brokers {args.brokers}" if args.brokers != 1 else "")
         print(f"counterexample: seed {args.seed}, choices {','.join(map(str, ce.choices))}")

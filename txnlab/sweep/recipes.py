@@ -67,7 +67,7 @@ class ExploreRecipe(Recipe):
     def _explorer(self):
         c = self.ce.config
         return Explorer(c.get("mutation"), c.get("max_faults", 2), self.ce.seed, c.get("transaction_version", 0),
-                        c.get("max_reorderings", 1), c.get("brokers", 1))
+                        c.get("max_reorderings", 1), c.get("brokers", 1), c.get("scenario"))
 
     def make_lab(self, seed: int):
         run = ExploreRun(self._explorer(), list(self.ce.choices), prune=False)

@@ -89,15 +89,17 @@ def run_on_spark(seeds: Iterable[int], cfg: RunConfig, schedule: Optional[list] 
 
 
 def explore_one(mutation: Optional[str] = None, seed: int = 0, max_faults: int = 2, transaction_version: int = 0,
-                max_reorderings: int = 1, max_runs: int = 20_000) -> dict:
+                max_reorderings: int = 1, max_runs: int = 20_000, brokers: int = 1,
+                scenario: Optional[str] = None) -> dict:
     """One exploration (``python -m txnlab.sweep.explore``) as a plain value: what it ran and found."""
     from .explore import Explorer
 
-    ex = Explorer(mutation, max_faults, seed, transaction_version, max_reorderings)
+    ex = Explorer(mutation, max_faults, seed, transaction_version, max_reorderings, brokers, scenario)
     ok = ex.explore(max_runs)
     ce = ex.counterexample
     return {"mutation": mutation or "", "seed": seed, "max_faults": max_faults,
             "transaction_version": transaction_version, "max_reorderings": max_reorderings, "runs": ex.runs,
+            "brokers": brokers, "scenario": ex.scenario.name, "broken": list(ce.broken) if ce is not None else [],
             "states": len(ex.visited), "histogram": dict(ex.histogram), "violation": not ok,
             "outcome": ce.outcome if ce is not None else "", "choices": list(ce.choices) if ce is not None else [],
             "counterexample": ex.found().to_json() if not ok else ""}
