@@ -85,7 +85,14 @@ class Broker(ProduceHandling, FetchHandling, AdminHandling, Node):
         self.isr_version = 0                   # bumped whenever a partition here changes leader or ISR
 
     def narrate(self, text: str) -> None:
-        self.kernel.narrate(text)
+        k = self.kernel
+        cur = k.current
+        if cur is not None and k.trace.enabled:     # Kernel.narrate, inlined
+            details = cur._details
+            if details is None:
+                cur._details = [text]
+            else:
+                details.append(text)
 
     def start(self) -> None:
         self.send_request(CONTROLLER, m.BrokerRegistrationRequest(self.broker_id, self.incarnation),

@@ -223,7 +223,11 @@ class Kernel:
         """Add a line to what the current step did (the rule that decided says why)."""
         cur = self.current
         if cur is not None and self.trace.enabled:
-            cur.add_detail(text)
+            details = cur._details          # TraceEvent.add_detail, inlined
+            if details is None:
+                cur._details = [text]
+            else:
+                details.append(text)
 
     def begin_step(self, kind: str, node: str, text: str, **kw) -> TraceEvent:
         """A step that is not a queued event (a fault applied from the API)."""
@@ -317,8 +321,14 @@ class Kernel:
         steps = total = 0
         at = self.now
         quiet_since = None
+        q = self._queue
         while not predicate():
-            t = self.next_event_time()
+            # the time of the next event (peek_event, inlined: this loop runs once per step)
+            while q and q[0][2].cancelled:
+                ev = heapq.heappop(q)[2]
+                if ev.lane is not None:
+                    self._left_lane(ev)
+            t = q[0][0] if q else None
             if t is None or (deadline is not None and t > deadline):
                 if deadline is not None and deadline > self.now:
                     self.now = deadline

@@ -238,9 +238,19 @@ class Network:
                 self._trim_history()
         cur = k.current
         if cur is not None:
-            cur.add_sent(m.id)
+            sent = cur._sent            # TraceEvent.add_sent, inlined (once per message)
+            if sent is None:
+                cur._sent = [m.id]
+            else:
+                sent.append(m.id)
         if reply_to is not None and conn.in_service is reply_to:
             self._next_request(conn)
+        if conn.state == "open" and not self.rules and (reply_to is None or not reply_to.lose_response):
+            # the common case: no fault touches this message
+            conn.due[direction] = due
+            m.event = k.schedule(due - k.now, "deliver", dst, api, msg=m, background=background)
+            self._in_flight[m.id] = m
+            return m
         if conn.state in ("closed", "broken"):
             m.state = "dropped"
             m.note = f"its connection was {conn.state}"
