@@ -39,6 +39,7 @@ class Partition:
         self.topic = topic
         self.partition = partition
         self.tp = (topic, partition)
+        self.name = f"{topic}-{partition}"      # read by every narration of this partition
         self._hold_key = (broker.name, "replicate", self.tp)
         self.log = log
         self.leader = -1
@@ -52,10 +53,6 @@ class Partition:
         self.delayed: list[DelayedProduce] = []
         self.config: dict = {}
         self.epoch_start_offset = 0
-
-    @property
-    def name(self) -> str:
-        return f"{self.topic}-{self.partition}"
 
     @property
     def min_insync_replicas(self) -> int:

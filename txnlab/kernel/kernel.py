@@ -123,6 +123,20 @@ class Kernel:
             self._foreground += 1
         return ev
 
+    def schedule_delivery(self, m) -> Event:
+        """The delivery of message ``m`` at ``m.deliver_at`` (``schedule`` for the network's one caller that
+        runs for every message)."""
+        self._seq += 1
+        seq = self._seq
+        t = m.deliver_at
+        if t < self.now:
+            t = self.now
+        ev = Event(t, seq, "deliver", m.dst, m.api, None, m, m.background, 0, None)
+        heapq.heappush(self._queue, (t, seq, ev))
+        if not m.background:
+            self._foreground += 1
+        return ev
+
     def schedule_timeout(self, delay: int, node: str, name: str, fn, arg=None, incarnation: int = 0) -> Event:
         """A background timer that will most likely be cancelled (a request timeout): same order as
         ``schedule``, cheaper to cancel."""
@@ -283,7 +297,7 @@ class Kernel:
                 self.now = ev.time
             self.step_count += 1
             if ev.kind == "deliver":
-                tev = self.network.deliver(ev.msg)
+                tev = self.network.deliver(ev.msg, node)
             else:
                 tev = self._fire_timer(ev, node)
             self.current = None

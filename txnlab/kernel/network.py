@@ -19,6 +19,8 @@ from typing import Any, Optional
 
 from .trace import TraceEvent
 
+_LOOK_UP = object()     # Network.deliver: the destination node is not looked up yet
+
 
 class Message:
     __slots__ = ("id", "src", "dst", "api", "payload", "sent_at", "deliver_at", "is_response",
@@ -248,7 +250,7 @@ class Network:
         if conn.state == "open" and not self.rules and (reply_to is None or not reply_to.lose_response):
             # the common case: no fault touches this message
             conn.due[direction] = due
-            m.event = k.schedule(due - k.now, "deliver", dst, api, msg=m, background=background)
+            m.event = k.schedule_delivery(m)
             self._in_flight[m.id] = m
             return m
         if conn.state in ("closed", "broken"):
@@ -361,12 +363,14 @@ class Network:
         return m
 
     # --------------------------------------------------------------- deliver
-    def deliver(self, m: Message) -> TraceEvent:
+    def deliver(self, m: Message, dst=_LOOK_UP) -> TraceEvent:
+        """Deliver ``m`` (``dst``: its destination's node, when the caller has looked it up already)."""
         k = self.kernel
         self._in_flight.pop(m.id, None)
         m.event = None          # its event has run (and no cycle message <-> event is left for the collector)
         conn = m.conn
-        dst = k.nodes.get(m.dst)
+        if dst is _LOOK_UP:
+            dst = k.nodes.get(m.dst)
         if dst is None or not dst.alive:
             m.state = "dropped"
             m.note = f"{m.dst} is down"
