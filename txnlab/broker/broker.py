@@ -199,7 +199,9 @@ class Broker(ProduceHandling, FetchHandling, AdminHandling, Node):
         return h
 
     def _dispatch(self, msg):
-        from_server = self.kernel.is_server(msg.src)      # the lab's record of its servers, never a name
+        k = self.kernel
+        node = k.servers.get(msg.src)       # Kernel.is_server, inlined: the lab's record of its servers, never a name
+        from_server = node is not None and k.nodes.get(msg.src) is node
         authz = self.cluster.authorizer
         if from_server and authz is None:
             # a server's request with no authorizer: nothing below refuses it (the path of every replica fetch)

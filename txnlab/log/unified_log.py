@@ -402,7 +402,8 @@ class UnifiedLog:
             hw = self.log_end_offset
         changed = hw != self.high_watermark
         self.high_watermark = hw
-        self._psm.on_high_watermark_updated(hw)
+        if self._psm.unreplicated_txns:         # nothing to forget otherwise (the common case: no call)
+            self._psm.on_high_watermark_updated(hw)
         self._update_first_unstable_offset()
         return changed
 
@@ -421,7 +422,11 @@ class UnifiedLog:
         self._hw_checkpoint = self.high_watermark
 
     def _update_first_unstable_offset(self) -> None:
-        fuo = self._psm.first_unstable_offset()
+        psm = self._psm         # ProducerStateManager.first_unstable_offset, inlined (twice per append)
+        unreplicated = next(iter(psm.unreplicated_txns), None)
+        fuo = next(iter(psm.ongoing_txns), None)
+        if unreplicated is not None and (fuo is None or unreplicated < fuo):
+            fuo = unreplicated
         if fuo is not None and fuo < self.log_start_offset:
             fuo = self.log_start_offset
         self.first_unstable_offset = fuo
