@@ -23,8 +23,15 @@ class Process(Protocol):
     name: str
 
 
+_new = object.__new__
+
+
 class Event:
-    """A scheduled event: a message delivery or a timer (faults are applied at once)."""
+    """A scheduled event: a message delivery or a timer (faults are applied at once).
+
+    The kernel's schedule functions build events with ``object.__new__`` and set every field themselves:
+    calling a class with a Python ``__init__`` costs CPython 3.11 an argument tuple and a slot dispatch, and
+    the kernel makes an event for every message and timer.  A new field goes into all of them."""
 
     __slots__ = ("time", "seq", "kind", "node", "name", "fn", "msg", "background",
                  "cancelled", "incarnation", "arg", "lane")
@@ -121,7 +128,19 @@ class Kernel:
                  background: bool = False, incarnation: int = 0, arg=None) -> Event:
         self._seq += 1
         t = self.now + int(delay) if delay > 0 else self.now
-        ev = Event(t, self._seq, kind, node, name, fn, msg, background, incarnation, arg)
+        ev = _new(Event)        # Event(...) without the class call (see Event): the same fields
+        ev.time = t
+        ev.seq = self._seq
+        ev.kind = kind
+        ev.node = node
+        ev.name = name
+        ev.fn = fn
+        ev.msg = msg
+        ev.background = background
+        ev.cancelled = False
+        ev.incarnation = incarnation
+        ev.arg = arg
+        ev.lane = None
         key = (t << _SEQ_BITS) | self._seq
         heapq.heappush(self._queue, key)
         self._queued[key] = ev
@@ -136,7 +155,19 @@ class Kernel:
         seq = self._seq
         d = m.deliver_at - self.now
         t = self.now + int(d) if d > 0 else self.now      # as schedule(): whole milliseconds
-        ev = Event(t, seq, "deliver", m.dst, m.api, None, m, m.background, 0, None)
+        ev = _new(Event)        # Event(t, seq, "deliver", m.dst, m.api, msg=m, background=m.background)
+        ev.time = t
+        ev.seq = seq
+        ev.kind = "deliver"
+        ev.node = m.dst
+        ev.name = m.api
+        ev.fn = None
+        ev.msg = m
+        ev.background = m.background
+        ev.cancelled = False
+        ev.incarnation = 0
+        ev.arg = None
+        ev.lane = None
         key = (t << _SEQ_BITS) | seq
         heapq.heappush(self._queue, key)
         self._queued[key] = ev
@@ -149,10 +180,21 @@ class Kernel:
         ``schedule``, cheaper to cancel."""
         self._seq += 1
         d = int(delay) if delay > 0 else 0
-        ev = Event(self.now + d, self._seq, "timer", node, name, fn, None, True, incarnation, arg)
         lane = self._lanes.get(d)
         if lane is None:
             lane = self._lanes[d] = deque()
+        ev = _new(Event)        # Event(now + d, seq, "timer", node, name, fn, background=True, ...)
+        ev.time = self.now + d
+        ev.seq = self._seq
+        ev.kind = "timer"
+        ev.node = node
+        ev.name = name
+        ev.fn = fn
+        ev.msg = None
+        ev.background = True
+        ev.cancelled = False
+        ev.incarnation = incarnation
+        ev.arg = arg
         ev.lane = lane
         lane.append(ev)
         if len(lane) == 1:
