@@ -39,7 +39,7 @@ print(time.perf_counter() - t0, time.process_time())
 """
 
 
-_CPU = "import time as _t; print(_t.process_time())"
+_CPU = "import time as _t; print('bench-cpu-s', _t.process_time())"
 
 
 def _kernel_cpu(client, nb, index: int) -> float:
@@ -50,7 +50,12 @@ def _kernel_cpu(client, nb, index: int) -> float:
     nb.cells.append(cell)
     client.execute_cell(cell, index)
     nb.cells.pop()
-    return float(cell.outputs[-1]["text"].strip().splitlines()[-1])
+    # other output may be there too (a C library's log lines on stderr): find ours
+    for out in cell.outputs:
+        for line in out.get("text", "").splitlines():
+            if line.startswith("bench-cpu-s "):
+                return float(line.split()[1])
+    raise RuntimeError(f"the kernel did not report its CPU time: {cell.outputs!r:.300}")
 
 
 def chapter_seconds(path: Path) -> tuple:
