@@ -66,7 +66,7 @@ def _instructions(what: str, measured: bool) -> int:
         out = os.path.join(tmp, "callgrind.out")
         cmd = ["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}", sys.executable, "-m",
                "bench.instructions", "--child", what] + (["--measured"] if measured else [])
-        env = dict(os.environ, PYTHONHASHSEED="0")
+        env = _env()
         proc = subprocess.run(cmd, capture_output=True, text=True, env=env)
         if proc.returncode != 0:
             raise RuntimeError(f"callgrind run failed: {proc.stderr[-2000:]}")
@@ -74,6 +74,15 @@ def _instructions(what: str, measured: bool) -> int:
         if m is None:
             raise RuntimeError("callgrind printed no instruction count")
         return int(m.group(1))
+
+
+def _env() -> dict:
+    """The children's environment: a fixed hash seed, and bytecode caches written (with
+    PYTHONDONTWRITEBYTECODE a module first imported inside the measured work would be compiled there, and
+    counted)."""
+    env = dict(os.environ, PYTHONHASHSEED="0")
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
+    return env
 
 
 FIGURES = {
@@ -104,7 +113,8 @@ def main(argv=None) -> int:
         sys.stdout.flush()
         os._exit(0)         # no interpreter shutdown (its collections would count, and grow with the work)
     # compile every module once first, so neither measured process pays for writing .pyc files
-    subprocess.run([sys.executable, "-c", "import bench.engine, txnlab.sweep.runner"], check=True)
+    subprocess.run([sys.executable, "-c", "import bench.engine, txnlab.sweep.runner, txnlab.check.checker"],
+                   check=True, env=_env())
     fresh = {}
     for key in args.figures or list(FIGURES):
         print(f"{key} (callgrind) ...", end=" ", flush=True)

@@ -72,8 +72,8 @@ def lab(tmp_path_factory):
                PYTHONPATH=f"{ROOT}:{os.environ.get('PYTHONPATH', '')}", JUPYTER_CONFIG_DIR=str(work / "cfg"),
                JUPYTER_RUNTIME_DIR=str(work / "rt"), JUPYTERLAB_WORKSPACES_DIR=str(work / "ws"))
     cmd = [sys.executable, "-m", "jupyter", "lab", "--no-browser", f"--port={port}", "--ip=127.0.0.1",
-           f"--IdentityProvider.token={token}", f"--ServerApp.root_dir={work}", "--LabApp.news_url=None",
-           "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate"]
+           f"--IdentityProvider.token={token}", f"--ServerApp.root_dir={work}",
+           f"--config={ROOT / 'jupyter' / 'jupyter_lab_config.py'}"]     # as `make lab` runs it: no news, offline
     if hasattr(os, "geteuid") and os.geteuid() == 0:
         cmd.append("--allow-root")
     log = open(work / "jupyter.log", "w")

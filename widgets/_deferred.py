@@ -1,45 +1,62 @@
 """Imports the pictures never need at start-up, deferred until first use.
 
-plotly's renderers import ``nbformat`` (plotly.io._renderers asks for it up front); nbformat imports
-``jsonschema``, whose format checkers import ``rfc3987_syntax``, which compiles an IRI grammar when imported:
-0.7 s of a learner's wait for the first picture, for a checker of ``"format": "iri"`` strings the lab never
-validates.  ``defer_iri_grammar()`` puts a stand-in for ``rfc3987_syntax`` in its place until something calls
-it: the first call imports the real module (grammar and all) and answers with it, so behaviour is unchanged.
-Importing this module installs it (``widgets`` imports it before plotly).
+plotly imports modules up front that it uses only on demand: ``nbformat`` (plotly.io._renderers, for the
+mime-bundle renderer's version check), which imports ``jsonschema``, whose format checkers import
+``rfc3987_syntax``, which compiles an IRI grammar when imported (0.7 s, for a checker of ``"format": "iri"``
+strings the lab never validates); and ``kaleido`` (plotly.io._kaleido, to write figures as images), which
+imports ``choreographer``.  Together well over half of a learner's wait for the first picture.
+
+``defer(name)`` puts a stand-in for the module in ``sys.modules`` until something uses it: the first
+attribute read (or a submodule import) imports the real module, which then replaces the stand-in, and
+answers from it -- so behaviour is unchanged, only later.  Importing this module installs the stand-ins
+(``widgets`` imports it before plotly).
 """
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import sys
 import types
 
-_NAME = "rfc3987_syntax"
+DEFERRED = ("rfc3987_syntax", "nbformat", "kaleido")
+
+# what the import system reads of a module already in sys.modules: answered by the stand-in itself
+_PROBES = frozenset({"__spec__", "__loader__", "__name__", "__package__", "__class__", "__dict__"})
 
 
-def _real():
-    if getattr(sys.modules.get(_NAME), "_txnlab_stand_in", False):
-        del sys.modules[_NAME]
-    return importlib.import_module(_NAME)
+def _real(name: str):
+    if getattr(sys.modules.get(name), "_txnlab_stand_in", False):
+        del sys.modules[name]
+    return importlib.import_module(name)
+
+
+class _StandIn(types.ModuleType):
+    """A module's place-holder: any use loads the real module and is answered by it."""
+
+    _txnlab_stand_in = True
+
+    def __getattr__(self, attr: str):       # only for names the stand-in does not have
+        if attr in _PROBES:
+            raise AttributeError(attr)
+        return getattr(_real(self.__name__), attr)
+
+
+def defer(name: str) -> None:
+    """Install a stand-in for ``name``, unless the real module is loaded already or is not installed."""
+    if name in sys.modules:
+        return
+    spec = importlib.util.find_spec(name)
+    if spec is None:
+        return
+    stand_in = _StandIn(name, f"stand-in: the real {name} is imported on first use")
+    stand_in.__spec__ = spec           # importlib.util.find_spec(name) still answers
+    sys.modules[name] = stand_in
 
 
 def defer_iri_grammar() -> None:
-    """Install the stand-in, unless the real module is loaded already or is not installed."""
-    if _NAME in sys.modules or importlib.util.find_spec(_NAME) is None:
-        return
-    stand_in = types.ModuleType(_NAME, "stand-in: the real rfc3987_syntax is imported on first use")
-    stand_in._txnlab_stand_in = True
-
-    def is_valid_syntax(*args, **kwargs):
-        return _real().is_valid_syntax(*args, **kwargs)
-
-    def __getattr__(name):              # any other public name: the real module's
-        if name.startswith("__"):       # the import system asks for __path__ and the like: not a use
-            raise AttributeError(name)
-        return getattr(_real(), name)
-
-    stand_in.is_valid_syntax = is_valid_syntax
-    stand_in.__getattr__ = __getattr__
-    sys.modules[_NAME] = stand_in
+    """The IRI grammar of jsonschema's format checker (kept by this name for callers)."""
+    defer("rfc3987_syntax")
 
 
-defer_iri_grammar()
+for _name in DEFERRED:
+    defer(_name)

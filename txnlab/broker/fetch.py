@@ -69,8 +69,9 @@ class FetchHandling:
         if has_data or req.max_wait_ms <= 0:
             self._note_sent(req, resp)
             return resp
-        timer = self.set_timer(req.max_wait_ms, f"Fetch long-poll expiry (#{msg.id})",
-                               lambda: self._expire_parked(msg), background=True)
+        # most long-polls are answered by news before they expire: a timeout lane, no closure per fetch
+        timer = self.kernel.schedule_timeout(req.max_wait_ms, self.name, f"Fetch long-poll expiry (#{msg.id})",
+                                             self._expire_parked, msg, self.incarnation)
         tps = sess.partitions if sess is not None else set(parts)    # a session's fetch waits on all of it
         self.parked.append(ParkedFetch(msg, timer, tps, parts, sess))
         return None

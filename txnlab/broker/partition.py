@@ -39,6 +39,7 @@ class Partition:
         self.topic = topic
         self.partition = partition
         self.tp = (topic, partition)
+        self.name = f"{topic}-{partition}"      # read by every narration of this partition
         self._hold_key = (broker.name, "replicate", self.tp)
         self.log = log
         self.leader = -1
@@ -52,10 +53,6 @@ class Partition:
         self.delayed: list[DelayedProduce] = []
         self.config: dict = {}
         self.epoch_start_offset = 0
-
-    @property
-    def name(self) -> str:
-        return f"{self.topic}-{self.partition}"
 
     @property
     def min_insync_replicas(self) -> int:
@@ -153,15 +150,17 @@ class Partition:
     def add_delayed(self, required_offset: int, timeout_ms: int, callback: Callable) -> None:
         """callback(error) once HW >= required_offset, or on failure/timeout."""
         d = DelayedProduce(required_offset, callback, None)
-
-        def expire():
-            if d in self.delayed:
-                self.delayed.remove(d)
-                self.broker.narrate(f"{self.name}: acks=all wait expired before HW reached {required_offset}")
-                d.callback(Errors.REQUEST_TIMED_OUT)
-
-        d.timer = self.broker.set_timer(timeout_ms, f"DelayedProduce expiry {self.name}", expire, background=True)
+        b = self.broker
+        # almost always cancelled (the HW gets there first): a timeout lane, and no closure per write
+        d.timer = b.kernel.schedule_timeout(timeout_ms, b.name, f"DelayedProduce expiry {self.name}",
+                                            self._expire_delayed, d, b.incarnation)
         self.delayed.append(d)
+
+    def _expire_delayed(self, d: DelayedProduce) -> None:
+        if d in self.delayed:
+            self.delayed.remove(d)
+            self.broker.narrate(f"{self.name}: acks=all wait expired before HW reached {d.required_offset}")
+            d.callback(Errors.REQUEST_TIMED_OUT)
 
     def complete_delayed(self, now: int) -> None:
         if not self.delayed:

@@ -23,8 +23,15 @@ class Process(Protocol):
     name: str
 
 
+_new = object.__new__
+
+
 class Event:
-    """A scheduled event: a message delivery or a timer (faults are applied at once)."""
+    """A scheduled event: a message delivery or a timer (faults are applied at once).
+
+    The kernel's schedule functions build events with ``object.__new__`` and set every field themselves:
+    calling a class with a Python ``__init__`` costs CPython 3.11 an argument tuple and a slot dispatch, and
+    the kernel makes an event for every message and timer.  A new field goes into all of them."""
 
     __slots__ = ("time", "seq", "kind", "node", "name", "fn", "msg", "background",
                  "cancelled", "incarnation", "arg", "lane")
@@ -62,6 +69,8 @@ class NothingCanArrive(SimulationStuck):
     while a call blocks (the notebook's other code waits for it).  Clients turn it into a KafkaException."""
 
 
+_SEQ_BITS = 40           # an event's heap key: (time << _SEQ_BITS) | seq, in (time, seq) order below 2**40 events
+
 QUIET_MS = 3_600_000     # an hour with only background events: longer than every timeout a run can have pending
 
 
@@ -80,8 +89,10 @@ class Kernel:
         # the nodes the lab itself created as servers (brokers, the controller): a node's role on the network
         # is this record, never its name or anything a client's config says
         self.servers: dict[str, Process] = {}
-        # heap entries are (time, seq, event): tuples compare in C, without calling Event.__lt__
-        self._queue: list[tuple] = []
+        # The heap holds one int per event, (time << _SEQ_BITS) | seq: ints compare in C, one comparison each
+        # (no tuple to build and compare item by item, no Event.__lt__); ``_queued`` maps it to its event.
+        self._queue: list[int] = []
+        self._queued: dict[int, Event] = {}
         # Request timeouts are almost always cancelled (the answer comes first).  They wait in lanes, one per
         # delay: a lane is in (time, seq) order because the clock never goes back, and only its head is in the
         # heap.  A cancelled timeout is dropped from its lane when it reaches the head -- the heap never sees
@@ -117,9 +128,50 @@ class Kernel:
                  background: bool = False, incarnation: int = 0, arg=None) -> Event:
         self._seq += 1
         t = self.now + int(delay) if delay > 0 else self.now
-        ev = Event(t, self._seq, kind, node, name, fn, msg, background, incarnation, arg)
-        heapq.heappush(self._queue, (t, self._seq, ev))
+        ev = _new(Event)        # Event(...) without the class call (see Event): the same fields
+        ev.time = t
+        ev.seq = self._seq
+        ev.kind = kind
+        ev.node = node
+        ev.name = name
+        ev.fn = fn
+        ev.msg = msg
+        ev.background = background
+        ev.cancelled = False
+        ev.incarnation = incarnation
+        ev.arg = arg
+        ev.lane = None
+        key = (t << _SEQ_BITS) | self._seq
+        heapq.heappush(self._queue, key)
+        self._queued[key] = ev
         if not background:
+            self._foreground += 1
+        return ev
+
+    def schedule_delivery(self, m) -> Event:
+        """The delivery of message ``m`` at ``m.deliver_at`` (``schedule`` for the network's one caller that
+        runs for every message)."""
+        self._seq += 1
+        seq = self._seq
+        d = m.deliver_at - self.now
+        t = self.now + int(d) if d > 0 else self.now      # as schedule(): whole milliseconds
+        ev = _new(Event)        # Event(t, seq, "deliver", m.dst, m.api, msg=m, background=m.background)
+        ev.time = t
+        ev.seq = seq
+        ev.kind = "deliver"
+        ev.node = m.dst
+        ev.name = m.api
+        ev.fn = None
+        ev.msg = m
+        ev.background = m.background
+        ev.cancelled = False
+        ev.incarnation = 0
+        ev.arg = None
+        ev.lane = None
+        key = (t << _SEQ_BITS) | seq
+        heapq.heappush(self._queue, key)
+        self._queued[key] = ev
+        if not m.background:
             self._foreground += 1
         return ev
 
@@ -128,14 +180,25 @@ class Kernel:
         ``schedule``, cheaper to cancel."""
         self._seq += 1
         d = int(delay) if delay > 0 else 0
-        ev = Event(self.now + d, self._seq, "timer", node, name, fn, None, True, incarnation, arg)
         lane = self._lanes.get(d)
         if lane is None:
             lane = self._lanes[d] = deque()
+        ev = _new(Event)        # Event(now + d, seq, "timer", node, name, fn, background=True, ...)
+        ev.time = self.now + d
+        ev.seq = self._seq
+        ev.kind = "timer"
+        ev.node = node
+        ev.name = name
+        ev.fn = fn
+        ev.msg = None
+        ev.background = True
+        ev.cancelled = False
+        ev.incarnation = incarnation
+        ev.arg = arg
         ev.lane = lane
         lane.append(ev)
         if len(lane) == 1:
-            heapq.heappush(self._queue, (ev.time, ev.seq, ev))
+            self._push(ev)
         return ev
 
     def _left_lane(self, ev: Event) -> None:
@@ -146,13 +209,16 @@ class Kernel:
         while lane and lane[0].cancelled:
             lane.popleft().lane = None
         if lane:
-            nxt = lane[0]
-            heapq.heappush(self._queue, (nxt.time, nxt.seq, nxt))
+            self._push(lane[0])
+
+    def _push(self, ev: Event) -> None:
+        key = (ev.time << _SEQ_BITS) | ev.seq
+        heapq.heappush(self._queue, key)
+        self._queued[key] = ev
 
     def _all_queued(self):
         """Every queued event (cancelled ones too), in no particular order."""
-        for entry in self._queue:
-            yield entry[2]
+        yield from self._queued.values()
         for lane in self._lanes.values():
             yield from islice(lane, 1, None)     # a lane's head is in the heap
 
@@ -192,11 +258,12 @@ class Kernel:
     def peek_event(self) -> Optional[Event]:
         """The event ``step()`` would run next (None when nothing is queued)."""
         q = self._queue
-        while q and q[0][2].cancelled:
-            ev = heapq.heappop(q)[2]
+        queued = self._queued
+        while q and queued[q[0]].cancelled:
+            ev = queued.pop(heapq.heappop(q))
             if ev.lane is not None:
                 self._left_lane(ev)
-        return q[0][2] if q else None
+        return queued[q[0]] if q else None
 
     def next_event_time(self) -> Optional[int]:
         ev = self.peek_event()
@@ -223,7 +290,11 @@ class Kernel:
         """Add a line to what the current step did (the rule that decided says why)."""
         cur = self.current
         if cur is not None and self.trace.enabled:
-            cur.add_detail(text)
+            details = cur._details          # TraceEvent.add_detail, inlined
+            if details is None:
+                cur._details = [text]
+            else:
+                details.append(text)
 
     def begin_step(self, kind: str, node: str, text: str, **kw) -> TraceEvent:
         """A step that is not a queued event (a fault applied from the API)."""
@@ -249,7 +320,9 @@ class Kernel:
         ``choice`` runs ``choices()[choice]`` instead of the earliest event (an explorer's pick)."""
         if choice is not None:
             ev = self.choices()[choice]
-            self._queue[:] = [entry for entry in self._queue if entry[2] is not ev]
+            key = (ev.time << _SEQ_BITS) | ev.seq
+            del self._queued[key]
+            self._queue.remove(key)
             heapq.heapify(self._queue)
             self._foreground -= 1
             if ev.time > self.now:
@@ -259,8 +332,9 @@ class Kernel:
             self.current = None
             return tev
         q = self._queue
+        queued = self._queued
         while q:
-            ev = heapq.heappop(q)[2]
+            ev = queued.pop(heapq.heappop(q))
             if ev.lane is not None:
                 self._left_lane(ev)
             if ev.cancelled:
@@ -271,7 +345,7 @@ class Kernel:
                 ev.time = node.paused_until
                 self._seq += 1
                 ev.seq = self._seq
-                heapq.heappush(q, (ev.time, ev.seq, ev))
+                self._push(ev)
                 continue
             if not ev.background:
                 self._foreground -= 1
@@ -279,7 +353,7 @@ class Kernel:
                 self.now = ev.time
             self.step_count += 1
             if ev.kind == "deliver":
-                tev = self.network.deliver(ev.msg)
+                tev = self.network.deliver(ev.msg, node)
             else:
                 tev = self._fire_timer(ev, node)
             self.current = None
@@ -317,8 +391,15 @@ class Kernel:
         steps = total = 0
         at = self.now
         quiet_since = None
+        q = self._queue
+        queued = self._queued
         while not predicate():
-            t = self.next_event_time()
+            # the time of the next event (peek_event, inlined: this loop runs once per step)
+            while q and queued[q[0]].cancelled:
+                ev = queued.pop(heapq.heappop(q))
+                if ev.lane is not None:
+                    self._left_lane(ev)
+            t = q[0] >> _SEQ_BITS if q else None
             if t is None or (deadline is not None and t > deadline):
                 if deadline is not None and deadline > self.now:
                     self.now = deadline

@@ -19,8 +19,15 @@ from typing import Any, Optional
 
 from .trace import TraceEvent
 
+_new = object.__new__
+_LOOK_UP = object()     # Network.deliver: the destination node is not looked up yet
+
 
 class Message:
+    """One message on the wire.  ``Network.send`` builds them with ``object.__new__`` and sets every field
+    itself (a class call costs CPython 3.11 an argument tuple and a slot dispatch, once per message): a new
+    field goes there too."""
+
     __slots__ = ("id", "src", "dst", "api", "payload", "sent_at", "deliver_at", "is_response",
                  "correlation_id", "state", "background", "note", "event", "sent_step", "conn", "lose_response")
 
@@ -229,8 +236,23 @@ class Network:
         due = k.now + delay
         if due < conn.due[direction]:
             due = conn.due[direction]          # one connection: nothing overtakes
-        m = Message(self._next_id, src, dst, api, payload, k.now, due, is_response,
-                    correlation_id, background, k.step_count, conn)
+        m = _new(Message)       # Message(...) without the class call (see Message): the same fields
+        m.id = self._next_id
+        m.src = src
+        m.dst = dst
+        m.api = api
+        m.payload = payload
+        m.sent_at = k.now
+        m.deliver_at = due
+        m.is_response = is_response
+        m.correlation_id = correlation_id
+        m.state = "in-flight"
+        m.background = background
+        m.note = ""
+        m.event = None
+        m.sent_step = k.step_count
+        m.conn = conn
+        m.lose_response = False
         if self.keep_history:
             hist = self.messages
             hist[m.id] = m
@@ -238,9 +260,19 @@ class Network:
                 self._trim_history()
         cur = k.current
         if cur is not None:
-            cur.add_sent(m.id)
+            sent = cur._sent            # TraceEvent.add_sent, inlined (once per message)
+            if sent is None:
+                cur._sent = [m.id]
+            else:
+                sent.append(m.id)
         if reply_to is not None and conn.in_service is reply_to:
             self._next_request(conn)
+        if conn.state == "open" and not self.rules and (reply_to is None or not reply_to.lose_response):
+            # the common case: no fault touches this message
+            conn.due[direction] = due
+            m.event = k.schedule_delivery(m)
+            self._in_flight[m.id] = m
+            return m
         if conn.state in ("closed", "broken"):
             m.state = "dropped"
             m.note = f"its connection was {conn.state}"
@@ -351,12 +383,14 @@ class Network:
         return m
 
     # --------------------------------------------------------------- deliver
-    def deliver(self, m: Message) -> TraceEvent:
+    def deliver(self, m: Message, dst=_LOOK_UP) -> TraceEvent:
+        """Deliver ``m`` (``dst``: its destination's node, when the caller has looked it up already)."""
         k = self.kernel
         self._in_flight.pop(m.id, None)
         m.event = None          # its event has run (and no cycle message <-> event is left for the collector)
         conn = m.conn
-        dst = k.nodes.get(m.dst)
+        if dst is _LOOK_UP:
+            dst = k.nodes.get(m.dst)
         if dst is None or not dst.alive:
             m.state = "dropped"
             m.note = f"{m.dst} is down"
@@ -393,9 +427,20 @@ class Network:
         trace = k.trace
         if trace.enabled:
             # the delivery's line is written from the message when someone reads it (Kernel.record_delivery)
-            tev = TraceEvent(k.step_count, k.now, "deliver", m.dst, None, m.api, m.src, m.dst, m.id,
-                             m.is_response, m.background)
+            tev = _new(TraceEvent)      # TraceEvent(...) without the class call (see TraceEvent)
+            tev.step = k.step_count
+            tev.time = k.now
+            tev.kind = "deliver"
+            tev.node = m.dst
+            tev._text = None
             tev._message = m
+            tev.api = m.api
+            tev.src = m.src
+            tev.dst = m.dst
+            tev.msg_id = m.id
+            tev.is_response = m.is_response
+            tev.background = m.background
+            tev._details = tev._sent = tev._attrs = None
             trace.events.append(tev)
         else:
             # nobody will read it: the narration of a run with the trace off is not built

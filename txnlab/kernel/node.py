@@ -106,7 +106,10 @@ class Node:
             if p is None:
                 self.kernel.narrate(f"{self.name} ignored it: no request of this incarnation is waiting for it")
                 return
-            self.kernel.cancel(p.timeout_event)
+            ev = p.timeout_event      # Kernel.cancel, inlined (a request timeout is a background timer)
+            if ev is not None and not ev.cancelled:
+                ev.cancelled = True
+                ev.fn = ev.arg = None
             p.callback(msg.payload, None)
         else:
             response = self.handle_request(msg)

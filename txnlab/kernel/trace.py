@@ -19,6 +19,9 @@ class TraceEvent:
     ``note``.  ``details`` holds extra lines added by the handlers during the step
     (what was appended, which rule decided).  ``sent`` lists ids of messages sent
     while handling this step, so a space-time diagram can draw the arrows.
+
+    ``Network.deliver`` builds a delivery's entry with ``object.__new__`` and sets every field itself (once per
+    message, where the class call costs an argument tuple and a slot dispatch): a new field goes there too.
     """
 
     __slots__ = ("step", "time", "kind", "node", "_text", "api", "src", "dst", "msg_id", "is_response",

@@ -65,16 +65,20 @@ class ProducerDescription(NamedTuple):
 
 
 class UnifiedLog:
-    """One replica of one partition."""
+    """One replica of one partition.
+
+    ``log_start_offset``, ``log_end_offset``, ``high_watermark`` and ``first_unstable_offset`` are plain
+    attributes (read on every step of replication, where a property costs a Python call): only this class
+    writes them."""
 
     __slots__ = ("topic", "partition", "topic_partition", "config", "mutations",
                  "_segment_bytes", "_max_message_bytes", "_expiration_ms", "_log_append_time",
                  "_verification_enabled",
                  # durable ("disk")
                  "_batches", "_base_offsets", "_segments", "_snapshots", "_txn_index",
-                 "_epoch_cache", "_hw_checkpoint", "_log_start_offset", "_log_end_offset",
+                 "_epoch_cache", "_hw_checkpoint", "log_start_offset", "log_end_offset",
                  # memory
-                 "_psm", "_high_watermark", "_first_unstable_offset", "_online")
+                 "_psm", "high_watermark", "first_unstable_offset", "_online")
 
     def __init__(self, topic: str, partition: int, config: dict | None = None):
         self.topic = topic
@@ -96,35 +100,19 @@ class UnifiedLog:
         self._txn_index = TransactionIndex()
         self._epoch_cache = LeaderEpochFileCache()
         self._hw_checkpoint = 0
-        self._log_start_offset = 0
-        self._log_end_offset = 0
+        self.log_start_offset = 0
+        self.log_end_offset = 0
         self._psm = ProducerStateManager(self.topic_partition, self._expiration_ms, self._snapshots)
-        self._high_watermark = 0
-        self._first_unstable_offset: int | None = None
+        self.high_watermark = 0
+        self.first_unstable_offset: int | None = None
         self._online = True
 
     # -- offsets --------------------------------------------------------------
     @property
-    def log_start_offset(self) -> int:
-        return self._log_start_offset
-
-    @property
-    def log_end_offset(self) -> int:
-        return self._log_end_offset
-
-    @property
-    def high_watermark(self) -> int:
-        return self._high_watermark
-
-    @property
-    def first_unstable_offset(self) -> int | None:
-        return self._first_unstable_offset
-
-    @property
     def last_stable_offset(self) -> int:
         """§3.2: the first unstable offset if it is below the HW, else the HW."""
-        fuo = self._first_unstable_offset
-        hw = self._high_watermark
+        fuo = self.first_unstable_offset
+        hw = self.high_watermark
         return fuo if fuo is not None and fuo < hw else hw
 
     @property
@@ -167,9 +155,9 @@ class UnifiedLog:
         return sorted(self._snapshots)
 
     def describe(self) -> str:
-        return (f"{self.topic_partition}: logStart={self._log_start_offset} LEO={self._log_end_offset} "
-                f"HW={self._high_watermark} LSO={self.last_stable_offset} "
-                f"firstUnstable={self._first_unstable_offset} batches={len(self._batches)} "
+        return (f"{self.topic_partition}: logStart={self.log_start_offset} LEO={self.log_end_offset} "
+                f"HW={self.high_watermark} LSO={self.last_stable_offset} "
+                f"firstUnstable={self.first_unstable_offset} batches={len(self._batches)} "
                 f"segments={len(self._segments)}" + ("" if self._online else " OFFLINE"))
 
     __repr__ = describe
@@ -196,10 +184,10 @@ class UnifiedLog:
         if isinstance(batches, RecordBatch):
             batches = (batches,)
         if not batches:
-            return LogAppendInfo(-1, -1, log_start_offset=self._log_start_offset)
+            return LogAppendInfo(-1, -1, log_start_offset=self.log_start_offset)
         size = self._validate_leader_batches(batches, origin)
         append_time = now if self._log_append_time else None
-        offset = self._log_end_offset
+        offset = self.log_end_offset
         assigned = []
         for batch in batches:
             assigned.append(batch.with_base_offset(offset, leader_epoch, append_time))
@@ -213,7 +201,7 @@ class UnifiedLog:
         """Write a COMMIT/ABORT marker (WriteTxnMarkers); returns the marker's offset."""
         self._ensure_online()
         marker = RecordBatch.control(control_type, producer_id, producer_epoch, coordinator_epoch, now)
-        marker = marker.with_base_offset(self._log_end_offset, leader_epoch,
+        marker = marker.with_base_offset(self.log_end_offset, leader_epoch,
                                          now if self._log_append_time else None)
         info = self._append([marker], AppendOrigin.COORDINATOR, transaction_version, None,
                             marker.size_in_bytes, NO_TIMESTAMP)
@@ -225,8 +213,8 @@ class UnifiedLog:
         if isinstance(batches, RecordBatch):
             batches = (batches,)
         if not batches:
-            return LogAppendInfo(-1, -1, log_start_offset=self._log_start_offset)
-        expected = self._log_end_offset
+            return LogAppendInfo(-1, -1, log_start_offset=self.log_start_offset)
+        expected = self.log_end_offset
         size = 0
         for batch in batches:
             if batch.base_offset < expected:
@@ -283,23 +271,23 @@ class UnifiedLog:
             num_records += batch.record_count
         if duplicate is not None:
             return LogAppendInfo(duplicate.first_offset, duplicate.last_offset, duplicate.timestamp,
-                                 True, num_records, len(batches), self._log_start_offset)
+                                 True, num_records, len(batches), self.log_start_offset)
         first = batches[0]
         active = self._segments[-1]
         if active.size_in_bytes > 0 and active.size_in_bytes + size > self._segment_bytes:
-            self._roll(max(first.base_offset, self._log_end_offset))
+            self._roll(max(first.base_offset, self.log_end_offset))
             active = self._segments[-1]
         self._batches.extend(batches)
         self._base_offsets.extend([b.base_offset for b in batches])
         active.size_in_bytes += size
-        self._log_end_offset = batches[-1].next_offset
+        self.log_end_offset = batches[-1].next_offset
         cache = self._epoch_cache
         for batch in batches:
             if batch.partition_leader_epoch >= 0:
                 cache.assign(batch.partition_leader_epoch, batch.base_offset)
         self._apply_producer_state(infos, completed)
         return LogAppendInfo(first.base_offset, batches[-1].last_offset, log_append_time, False,
-                             num_records, len(batches), self._log_start_offset)
+                             num_records, len(batches), self.log_start_offset)
 
     def _analyze_and_validate_producer_state(
             self, batches: Sequence[RecordBatch], origin: AppendOrigin,
@@ -350,7 +338,7 @@ class UnifiedLog:
             if txn.is_aborted:
                 self._txn_index.append(AbortedTxn(txn.producer_id, txn.first_offset, txn.last_offset, lso))
             psm.complete_txn(txn)
-        psm.last_map_offset = self._log_end_offset
+        psm.last_map_offset = self.log_end_offset
         self._update_first_unstable_offset()
 
     def _roll(self, new_base_offset: int) -> None:
@@ -363,7 +351,7 @@ class UnifiedLog:
         """Force a segment roll at the log end offset (handy for pictures and tests)."""
         self._ensure_online()
         if self._segments[-1].first_index < len(self._batches):
-            self._roll(self._log_end_offset)
+            self._roll(self.log_end_offset)
 
     # -- reads ----------------------------------------------------------------
     def _index_of_offset(self, offset: int) -> int:
@@ -379,10 +367,10 @@ class UnifiedLog:
         At least one batch is returned when one qualifies, even if it exceeds ``max_bytes``.
         """
         self._ensure_online()
-        if fetch_offset > self._log_end_offset or fetch_offset < self._log_start_offset:
+        if fetch_offset > self.log_end_offset or fetch_offset < self.log_start_offset:
             raise ProtocolError(Errors.OFFSET_OUT_OF_RANGE,
                                 f"fetch offset {fetch_offset} is outside {self.topic_partition}'s log "
-                                f"[{self._log_start_offset}, {self._log_end_offset}]")
+                                f"[{self.log_start_offset}, {self.log_end_offset}]")
         batches = self._batches
         result: list[RecordBatch] = []
         total = 0
@@ -408,35 +396,40 @@ class UnifiedLog:
     def update_high_watermark(self, hw: int) -> bool:
         """Set the HW, clamped to [log start, LEO]; returns whether it changed."""
         self._ensure_online()
-        if hw < self._log_start_offset:
-            hw = self._log_start_offset
-        elif hw > self._log_end_offset:
-            hw = self._log_end_offset
-        changed = hw != self._high_watermark
-        self._high_watermark = hw
-        self._psm.on_high_watermark_updated(hw)
+        if hw < self.log_start_offset:
+            hw = self.log_start_offset
+        elif hw > self.log_end_offset:
+            hw = self.log_end_offset
+        changed = hw != self.high_watermark
+        self.high_watermark = hw
+        if self._psm.unreplicated_txns:         # nothing to forget otherwise (the common case: no call)
+            self._psm.on_high_watermark_updated(hw)
         self._update_first_unstable_offset()
         return changed
 
     def maybe_increment_high_watermark(self, hw: int) -> bool:
         """Advance the HW only forward (the leader's rule); a HW above the LEO is a bug."""
         self._ensure_online()
-        if hw > self._log_end_offset:
+        if hw > self.log_end_offset:
             raise ValueError(f"high watermark {hw} would be above the log end offset "
-                             f"{self._log_end_offset} of {self.topic_partition}")
-        if hw > self._high_watermark:
+                             f"{self.log_end_offset} of {self.topic_partition}")
+        if hw > self.high_watermark:
             return self.update_high_watermark(hw)
         return False
 
     def checkpoint_high_watermark(self) -> None:
         """Write the replication-offset-checkpoint entry for this partition."""
-        self._hw_checkpoint = self._high_watermark
+        self._hw_checkpoint = self.high_watermark
 
     def _update_first_unstable_offset(self) -> None:
-        fuo = self._psm.first_unstable_offset()
-        if fuo is not None and fuo < self._log_start_offset:
-            fuo = self._log_start_offset
-        self._first_unstable_offset = fuo
+        psm = self._psm         # ProducerStateManager.first_unstable_offset, inlined (twice per append)
+        unreplicated = next(iter(psm.unreplicated_txns), None)
+        fuo = next(iter(psm.ongoing_txns), None)
+        if unreplicated is not None and (fuo is None or unreplicated < fuo):
+            fuo = unreplicated
+        if fuo is not None and fuo < self.log_start_offset:
+            fuo = self.log_start_offset
+        self.first_unstable_offset = fuo
 
     # -- leader epoch cache (KIP-101) -----------------------------------------
     def assign_epoch_start_offset(self, epoch: int, start_offset: int) -> None:
@@ -448,7 +441,7 @@ class UnifiedLog:
 
     def end_offset_for_epoch(self, epoch: int) -> tuple[int, int]:
         """OffsetsForLeaderEpoch for this replica: (epoch found, its end offset) or (-1, -1)."""
-        found_epoch, end_offset = self._epoch_cache.end_offset_for(epoch, self._log_end_offset)
+        found_epoch, end_offset = self._epoch_cache.end_offset_for(epoch, self.log_end_offset)
         if end_offset == UNDEFINED_EPOCH_OFFSET:
             return UNDEFINED_EPOCH, UNDEFINED_EPOCH_OFFSET
         return found_epoch, end_offset
@@ -493,9 +486,9 @@ class UnifiedLog:
         self._ensure_online()
         if target_offset < 0:
             raise ValueError(f"cannot truncate {self.topic_partition} to negative offset {target_offset}")
-        if target_offset >= self._log_end_offset:
+        if target_offset >= self.log_end_offset:
             # A leader may have assigned an epoch start at the LEO without appending.
-            self._epoch_cache.truncate_from_end(self._log_end_offset)
+            self._epoch_cache.truncate_from_end(self.log_end_offset)
             return False
         if self._segments[0].base_offset > target_offset:
             self.truncate_fully_and_start_at(target_offset)
@@ -505,7 +498,7 @@ class UnifiedLog:
             target_offset = min(target_offset, self._batches[k].base_offset)
         del self._batches[k:]
         del self._base_offsets[k:]
-        self._log_end_offset = target_offset
+        self.log_end_offset = target_offset
         segs = self._segments
         while len(segs) > 1 and segs[-1].base_offset > target_offset:
             segs.pop()
@@ -513,10 +506,10 @@ class UnifiedLog:
         active.size_in_bytes = sum(b.size_in_bytes for b in islice(self._batches, active.first_index, None))
         self._epoch_cache.truncate_from_end(target_offset)
         self._txn_index.truncate_to(target_offset)
-        self._log_start_offset = min(target_offset, self._log_start_offset)
+        self.log_start_offset = min(target_offset, self.log_start_offset)
         self._rebuild_producer_state(target_offset, now, rebuild_txn_index=False)
-        self._high_watermark = min(self._high_watermark, self._log_end_offset)
-        self._psm.on_high_watermark_updated(self._high_watermark)
+        self.high_watermark = min(self.high_watermark, self.log_end_offset)
+        self._psm.on_high_watermark_updated(self.high_watermark)
         self._update_first_unstable_offset()
         return True
 
@@ -529,22 +522,22 @@ class UnifiedLog:
         self._epoch_cache.clear()
         self._txn_index.truncate_to(-1)
         self._psm.truncate_fully_and_start_at(new_offset)
-        self._log_start_offset = self._log_end_offset = new_offset
-        self._high_watermark = new_offset
+        self.log_start_offset = self.log_end_offset = new_offset
+        self.high_watermark = new_offset
         self._update_first_unstable_offset()
 
     # -- crash, shutdown, recovery ----------------------------------------------
     def crash(self) -> None:
         """Hard crash: lose every in-memory structure; keep what is on disk."""
         self._psm = ProducerStateManager(self.topic_partition, self._expiration_ms, self._snapshots)
-        self._high_watermark = 0
-        self._first_unstable_offset = None
+        self.high_watermark = 0
+        self.first_unstable_offset = None
         self._online = False
 
     def close(self) -> None:
         """Clean shutdown: snapshot the producer state at the LEO, checkpoint the HW, stop."""
         if self._online:
-            self._psm.update_map_end_offset(self._log_end_offset)
+            self._psm.update_map_end_offset(self.log_end_offset)
             self._psm.take_snapshot()
             self.checkpoint_high_watermark()
         self.crash()
@@ -555,19 +548,19 @@ class UnifiedLog:
         ``now`` (if given) drops expired producers while loading the snapshot, as Kafka does.
         """
         self._psm = ProducerStateManager(self.topic_partition, self._expiration_ms, self._snapshots)
-        self._rebuild_producer_state(self._log_end_offset, now, rebuild_txn_index=True)
-        hw = min(max(self._hw_checkpoint, self._log_start_offset), self._log_end_offset)
+        self._rebuild_producer_state(self.log_end_offset, now, rebuild_txn_index=True)
+        hw = min(max(self._hw_checkpoint, self.log_start_offset), self.log_end_offset)
         self._online = True
-        self._high_watermark = hw
+        self.high_watermark = hw
         self._psm.on_high_watermark_updated(hw)
         self._update_first_unstable_offset()
 
     def _rebuild_producer_state(self, last_offset: int, now: int | None, rebuild_txn_index: bool) -> None:
         psm = self._psm
         was_empty = psm.is_empty() and psm.map_end_offset >= last_offset
-        psm.truncate_and_reload(self._log_start_offset, last_offset, now)
+        psm.truncate_and_reload(self.log_start_offset, last_offset, now)
         if last_offset > psm.map_end_offset and not was_empty:
-            start = max(psm.map_end_offset, self._log_start_offset)
+            start = max(psm.map_end_offset, self.log_start_offset)
             if rebuild_txn_index:
                 self._txn_index.truncate_to(start)
             self._replay(start, last_offset, rebuild_txn_index)

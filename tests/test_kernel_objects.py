@@ -1,0 +1,52 @@
+"""The kernel builds its events, messages and trace entries field by field (without calling the class, for
+speed): every field of each must still be there to read, exactly as the class's own constructor sets it."""
+from txnlab import Cluster, Producer
+from txnlab.kernel.kernel import Event
+from txnlab.kernel.network import Message
+from txnlab.kernel.trace import TraceEvent
+
+
+def _fields(obj, cls):
+    return {name: getattr(obj, name) for name in cls.__slots__}
+
+
+def _busy_cluster():
+    c = Cluster(brokers=3, seed=3)
+    c.create_topic("t", partitions=1, replication_factor=3)
+    p = Producer({"bootstrap.servers": c.bootstrap, "transactional.id": "tx"})
+    p.init_transactions()
+    p.begin_transaction()
+    p.produce("t", value=b"v")
+    return c, p
+
+
+def test_every_field_of_queued_events_in_flight_messages_and_trace_entries_can_be_read():
+    c, p = _busy_cluster()
+    k = c.kernel
+    pending = k.pending_events()
+    assert {e.kind for e in pending} >= {"deliver", "timer"}
+    for e in pending:
+        _fields(e, Event)                          # raises AttributeError on a field never set
+    for m in k.network.in_flight():
+        _fields(m, Message)
+    p.commit_transaction()
+    deliveries = [e for e in c.trace if e.kind == "deliver"]
+    assert deliveries
+    for e in deliveries:
+        _fields(e, TraceEvent)
+        assert e.text.startswith(f"{e.dst} got ")
+
+
+def test_a_delivery_entry_reads_as_one_built_by_the_class():
+    c, p = _busy_cluster()
+    p.commit_transaction()
+    e = next(e for e in c.trace if e.kind == "deliver" and e.api == "Produce")
+    built = TraceEvent(e.step, e.time, "deliver", e.node, e.text, e.api, e.src, e.dst, e.msg_id, e.is_response,
+                       e.background, list(e.details), list(e.sent), dict(e.attrs))
+    assert e.to_dict() == built.to_dict() and str(e) == str(built)
+    m = c.kernel.network.message(e.msg_id)
+    fresh = Message(m.id, m.src, m.dst, m.api, m.payload, m.sent_at, m.deliver_at, m.is_response,
+                    m.correlation_id, m.background, m.sent_step, m.conn)
+    assert {n: v for n, v in _fields(m, Message).items() if n not in ("state", "event")} == \
+        {n: v for n, v in _fields(fresh, Message).items() if n not in ("state", "event")}
+    assert m.state == "delivered" and m.event is None
