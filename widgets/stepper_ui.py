@@ -16,6 +16,7 @@ from txnlab.protocol import messages as _messages
 from .cluster_view import in_flight_now, transactional_ids
 from .coordinator_view import TABLE_CSS
 from .history import EVENT_KINDS
+from .door_panel import panel_for
 from .invariants import panel_html
 from .keys import KeyCatcher
 from .spacetime import lanes_of
@@ -399,7 +400,7 @@ class StepperUI:
                   else "waiting inside a blocking call")
         end = " · <b>end of this branch</b>" if ex.at_end else ""
         notice = f"<br><span class='txl-notice'>{html.escape(self.notice)}</span>" if self.notice else ""
-        notice += panel_html(self.invariants)
+        notice += panel_html(self.invariants) + panel_for(ex.cluster)      # real clients' pending requests
         return (f"<div class='txl-status'>branch <b>{html.escape(self.branch)}</b> "
                 f"({html.escape(self.history.labels[self.branch])}) · stepping: {html.escape(self.filter.describe())}"
                 f" · client code: {html.escape(client)}{end}{notice}</div>")
