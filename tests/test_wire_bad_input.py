@@ -11,9 +11,9 @@ from kio.serial import entity_reader, entity_writer
 
 from txnlab.protocol.errors import Errors
 from txnlab.protocol.record_batch import Record, RecordBatch
-from txnlab.wire import codec
+from txnlab.wire import codec, compression
 from txnlab.wire.records import encode_batch
-from wire_helpers import lab, producer
+from wire_helpers import consumer, lab, producer, read_all, values
 
 
 def dial(door, broker: int = 0) -> socket.socket:
@@ -58,14 +58,14 @@ def _exactly(s, n):
     return out
 
 
-def produce_frame(records: bytes):
-    cls = codec.request_type(0, 9)
+def produce_frame(records: bytes, version: int = 9):
+    cls = codec.request_type(0, version)
     Topic = codec.nested(cls, "topic_data")
     Part = codec.nested(Topic, "partition_data")
     body = codec.build(cls, transactional_id=None, acks=1, timeout=5000,
                        topic_data=(codec.build(Topic, name="t", partition_data=(
                            codec.build(Part, index=0, records=records),)),))
-    return frame(0, 9, body)
+    return frame(0, version, body)
 
 
 def still_serves(door) -> None:
@@ -106,9 +106,19 @@ def test_an_unknown_api_key_or_version_closes_and_an_unknown_api_versions_versio
         still_serves(door)
 
 
-def test_a_batch_with_a_wrong_crc_gets_corrupt_message_and_a_compressed_one_is_refused_clearly():
+def compressed(good: bytes, codec_id: int, records: bytes) -> bytes:
+    """``good``'s header over another records section, with codec ``codec_id`` and a fresh CRC32C."""
+    import crc32c
+    out = bytearray(good[:61]) + records
+    struct.pack_into(">i", out, 8, len(out) - 12)
+    out[22] |= codec_id
+    struct.pack_into(">I", out, 17, crc32c.crc32c(bytes(out[21:])))
+    return bytes(out)
+
+
+def test_a_batch_with_a_wrong_crc_or_a_corrupt_compressed_section_gets_corrupt_message():
     with lab() as (c, door):
-        good = encode_batch(RecordBatch((Record(None, b"x", (), 1),)))
+        good = encode_batch(RecordBatch((Record(None, b"x", (), 1), Record(b"k", b"y", (), 2))))
         bad_crc = bytearray(good)
         bad_crc[-1] ^= 0xFF
         s = dial(door)
@@ -116,19 +126,45 @@ def test_a_batch_with_a_wrong_crc_gets_corrupt_message_and_a_compressed_one_is_r
         _, body = response(s, 0, 9)
         part = body.responses[0].partition_responses[0]
         assert part.error_code == Errors.CORRUPT_MESSAGE and "CRC32C" in part.error_message
-        gzip = bytearray(good)
-        gzip[22] |= 1                                          # attributes: compression codec gzip
-        import crc32c
-        struct.pack_into(">I", gzip, 17, crc32c.crc32c(bytes(gzip[21:])))
-        s.sendall(produce_frame(bytes(gzip)))
+        s.sendall(produce_frame(compressed(good, compression.GZIP, good[61:])))   # gzip bit over plain bytes
         _, body = response(s, 0, 9)
         part = body.responses[0].partition_responses[0]
-        assert part.error_code == Errors.UNSUPPORTED_COMPRESSION_TYPE and "gzip" in part.error_message
+        assert part.error_code == Errors.CORRUPT_MESSAGE and "gzip" in part.error_message
+        one = compression.compress(compression.SNAPPY, good[61:good.index(b"x") + 2])  # only the first record
+        s.sendall(produce_frame(compressed(good, compression.SNAPPY, one)))
+        _, body = response(s, 0, 9)
+        part = body.responses[0].partition_responses[0]
+        assert part.error_code == Errors.CORRUPT_MESSAGE and "2 records" in part.error_message
+        zstd = compressed(good, compression.ZSTD, compression.compress(compression.ZSTD, good[61:]))
+        s.sendall(produce_frame(zstd))                         # Produce v9 may carry zstd
+        _, body = response(s, 0, 9)
+        assert body.responses[0].partition_responses[0].error_code == Errors.NONE
+        s.sendall(produce_frame(zstd, version=5))              # zstd before Produce v7 (KIP-110)
+        _, body = response(s, 0, 5)
+        part = body.responses[0].partition_responses[0]
+        assert part.error_code == Errors.UNSUPPORTED_COMPRESSION_TYPE     # v5 has no error message field
         s.sendall(produce_frame(good))                         # the same connection still works
         _, body = response(s, 0, 9)
         assert body.responses[0].partition_responses[0].error_code == Errors.NONE
         s.close()
-        assert c.log("t").log_end_offset == 1
+        assert c.log("t").log_end_offset == 4                  # the zstd batch and the plain one
+
+
+PAD = b"." * 300
+
+
+def test_compressed_batches_are_kept_as_sent_and_a_read_committed_consumer_reads_them():
+    with lab() as (c, door):
+        for codec_name in ("gzip", "snappy", "lz4", "zstd"):
+            p = producer(door, **{"compression.type": codec_name, "enable.idempotence": True})
+            for i in range(5):
+                p.produce("t", value=f"{codec_name}-{i}".encode() + PAD)    # librdkafka keeps what shrinks
+            assert p.flush(30) == 0
+        batches = [b for b in c.log("t").batches if not b.is_control]
+        assert [compression.CODECS[b._rows.attributes & 7] for b in batches] == ["gzip", "snappy", "lz4", "zstd"]
+        assert [r.value for r in batches[1].records] == [f"snappy-{i}".encode() + PAD for i in range(5)]
+        got = read_all(consumer(door), ["t"], 20)
+        assert values(got) == [f"{n}-{i}".encode() + PAD for n in ("gzip", "snappy", "lz4", "zstd") for i in range(5)]
 
 
 def test_an_idle_connection_is_closed_and_many_connections_do_not_stop_the_door():

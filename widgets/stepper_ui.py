@@ -17,6 +17,7 @@ from txnlab.protocol import messages as _messages
 from .cluster_view import in_flight_now, transactional_ids
 from .coordinator_view import TABLE_CSS
 from .history import EVENT_KINDS
+from .door_panel import panel_for
 from .invariants import panel_html
 from .figure_send import ShownBox, sync_state
 from .keys import KeyCatcher
@@ -415,7 +416,7 @@ class StepperUI:
                   else "waiting inside a blocking call")
         end = " · <b>end of this branch</b>" if ex.at_end else ""
         notice = f"<br><span class='txl-notice'>{html.escape(self.notice)}</span>" if self.notice else ""
-        notice += panel_html(self.invariants)
+        notice += panel_html(self.invariants) + panel_for(ex.cluster)      # real clients' pending requests
         return (f"<div class='txl-status'>branch <b>{html.escape(self.branch)}</b> "
                 f"({html.escape(self.history.labels[self.branch])}) · stepping: {html.escape(self.stepping_words())}"
                 f" · client code: {html.escape(client)}{end}{notice}</div>")

@@ -84,7 +84,7 @@ def decode_produce(body, version, door):
         for p in t.partition_data:
             tp = (t.name, p.index)
             try:
-                batches = parse_batches(p.records or b"")
+                batches = parse_batches(p.records or b"", version)
                 if len(batches) != 1:
                     raise BatchError(Errors.INVALID_RECORD, f"a produce request carries one batch per partition, "
                                                             f"got {len(batches)}")

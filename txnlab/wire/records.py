@@ -20,6 +20,7 @@ from typing import Iterator, Sequence
 import crc32c
 
 from ..protocol.errors import Errors
+from . import compression
 from ..protocol.record_batch import RECORD_BATCH_OVERHEAD, Record, RecordBatch
 
 _HEADER = struct.Struct(">qiibIhiqqqhii")   # baseOffset .. recordsCount (61 bytes)
@@ -28,7 +29,6 @@ COMPRESSION_MASK = 0x07
 TIMESTAMP_TYPE_LOG_APPEND = 0x08
 TRANSACTIONAL = 0x10
 CONTROL = 0x20
-CODECS = {0: "none", 1: "gzip", 2: "snappy", 3: "lz4", 4: "zstd"}
 
 
 class BatchError(Exception):
@@ -78,10 +78,11 @@ def _bytes_field(buf, pos: int):
 class WireRecords(Sequence):
     """The records of one batch as the client sent them: ``len`` from the header, records decoded on demand."""
 
-    __slots__ = ("raw", "count", "base_timestamp", "attributes", "_decoded", "_encoded")
+    __slots__ = ("raw", "plain", "count", "base_timestamp", "attributes", "_decoded", "_encoded")
 
-    def __init__(self, raw: bytes, count: int, base_timestamp: int, attributes: int) -> None:
-        self.raw = raw                  # the records section (everything after the 61-byte header)
+    def __init__(self, raw: bytes, count: int, base_timestamp: int, attributes: int, plain=None) -> None:
+        self.raw = raw                  # the records section (everything after the 61-byte header), as sent
+        self.plain = raw if plain is None else plain    # the same, decompressed when the batch is compressed
         self.count = count
         self.base_timestamp = base_timestamp
         self.attributes = attributes
@@ -93,7 +94,7 @@ class WireRecords(Sequence):
 
     def _records(self) -> tuple:
         if self._decoded is None:
-            self._decoded = tuple(_decode_records(self.raw, self.count, self.base_timestamp))
+            self._decoded = tuple(_decode_records(self.plain, self.count, self.base_timestamp))
         return self._decoded
 
     def __getitem__(self, i):
@@ -127,8 +128,9 @@ def _decode_records(raw: bytes, count: int, base_ts: int) -> Iterator[Record]:
 
 
 # ------------------------------------------------------------------- parse
-def parse_batches(data: bytes) -> list[RecordBatch]:
-    """The v2 batches in a Produce's records field, header-only; BatchError for what Kafka refuses."""
+def parse_batches(data: bytes, produce_version: int = 11) -> list[RecordBatch]:
+    """The v2 batches in a Produce's records field, header-only (a compressed batch is decompressed once and
+    its records counted, as Kafka's ``LogValidator`` does); BatchError for what Kafka refuses."""
     if not data:
         raise BatchError(Errors.INVALID_RECORD, "the partition's records are empty")
     view = memoryview(data)
@@ -150,20 +152,45 @@ def parse_batches(data: bytes) -> list[RecordBatch]:
         if crc32c.crc32c(view[pos + _CRC_FROM:end]) != crc:
             raise BatchError(Errors.CORRUPT_MESSAGE, "the batch's CRC32C does not match its bytes")
         codec = attributes & COMPRESSION_MASK
-        if codec:
-            raise BatchError(Errors.UNSUPPORTED_COMPRESSION_TYPE,
-                             f"compression.type {CODECS.get(codec, codec)}: the lab stores uncompressed batches "
-                             f"only (set compression.type=none)")
         if attributes & CONTROL:
             raise BatchError(Errors.INVALID_RECORD, "a client may not write control batches")
         if count <= 0 or last_delta != count - 1:
             raise BatchError(Errors.INVALID_RECORD, f"recordsCount {count} and lastOffsetDelta {last_delta} "
                                                     f"disagree (or the batch is empty)")
-        rows = WireRecords(bytes(view[pos + RECORD_BATCH_OVERHEAD:end]), count, base_ts, attributes)
+        raw = bytes(view[pos + RECORD_BATCH_OVERHEAD:end])
+        plain = None
+        if codec:
+            try:
+                compression.check_codec(codec, produce_version)
+                plain = compression.decompress(codec, raw)
+            except compression.CompressionError as e:
+                raise BatchError(e.error, e.message) from None
+            found = _count_records(plain)
+            if found != count:
+                raise BatchError(Errors.CORRUPT_MESSAGE, f"the header says {count} records, the "
+                                                         f"{compression.CODECS[codec]} records section holds {found}")
+        rows = WireRecords(raw, count, base_ts, attributes, plain)
         out.append(RecordBatch(rows, pid, epoch, base_seq, is_transactional=bool(attributes & TRANSACTIONAL),
                                size_in_bytes=12 + length, max_timestamp=max_ts))
         pos = end
     return out
+
+
+def _count_records(plain: bytes) -> int:
+    """How many length-prefixed records a (decompressed) records section holds."""
+    pos = n = 0
+    try:
+        while pos < len(plain):
+            length, pos = _varint(plain, pos)
+            if length < 0:
+                raise BatchError(Errors.CORRUPT_MESSAGE, "a record has a negative length")
+            pos += length
+            n += 1
+    except IndexError:
+        raise BatchError(Errors.CORRUPT_MESSAGE, "a record length runs past the end of its batch") from None
+    if pos != len(plain):
+        raise BatchError(Errors.CORRUPT_MESSAGE, "the last record runs past the end of its batch")
+    return n
 
 
 # ------------------------------------------------------------------ encode

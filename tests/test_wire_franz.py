@@ -1,0 +1,113 @@
+"""A real client's own transactional integration tests, unchanged, against the lab's wire door.
+
+franz-go (github.com/twmb/franz-go, the Go client) ships its integration tests inside its module: ``pkg/kgo``'s
+``TestTxnEtl`` produces records in transactions and runs three chained levels of transactional consumer groups
+(range, cooperative-sticky, cooperative-sticky with static members), each consuming read_committed, producing
+to the next topic and committing its offsets in the transaction, and fails on any record consumed twice or
+lost; ``TestGroupETL`` is the same chain without transactions.  They are configured by environment variables
+(``KGO_SEEDS``: the brokers; ``KGO_TEST_RECORDS``: how many records, 500,000 by default).  This test fetches
+the module with ``go mod download`` (Go's module cache), compiles its test binary with a build cache under
+``build/go-cache`` and runs it against a three-broker lab.  Set ``TXNLAB_FRANZ_RECORDS`` for another size.
+"""
+from __future__ import annotations
+
+import json
+import os
+import pathlib
+import re
+import shutil
+import subprocess
+
+import pytest
+
+from txnlab.cluster import Cluster
+
+MODULE = "github.com/twmb/franz-go@v1.22.2"
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+BUILD = ROOT / "build"
+RECORDS = int(os.environ.get("TXNLAB_FRANZ_RECORDS", "25000"))   # three producer transactions of 10,000
+
+
+def _go_env() -> dict:
+    return {**os.environ, "GOCACHE": str(BUILD / "go-cache"), "GOFLAGS": "-mod=mod", "GOTOOLCHAIN": "local"}
+
+
+@pytest.fixture(scope="module")
+def kgo_test_binary() -> pathlib.Path:
+    go = shutil.which("go")
+    if go is None:
+        pytest.skip("Go is not installed, so franz-go's integration tests cannot be built")
+    env = _go_env()
+    got = subprocess.run([go, "mod", "download", "-json", MODULE], capture_output=True, text=True, env=env,
+                         cwd=BUILD if BUILD.exists() else ROOT)
+    try:
+        directory = pathlib.Path(json.loads(got.stdout)["Dir"])
+    except (ValueError, KeyError):
+        directory = None
+    if got.returncode != 0 or directory is None or not (directory / "pkg" / "kgo" / "txn_test.go").exists():
+        pytest.skip(f"the Go module {MODULE} could not be fetched: {(got.stderr or got.stdout).strip()[:200]}")
+    BUILD.mkdir(exist_ok=True)
+    binary = BUILD / "franz-go" / "kgo.test"
+    binary.parent.mkdir(exist_ok=True)
+    built = subprocess.run([go, "test", "-c", "-o", str(binary), "."], cwd=directory / "pkg" / "kgo",
+                           capture_output=True, text=True, env=env)
+    assert built.returncode == 0, f"franz-go's kgo tests did not compile:\n{built.stderr[-2000:]}"
+    return binary
+
+
+def _results(output: str) -> dict:
+    """``--- PASS: TestTxnEtl/range (6.8s)`` lines -> {"TestTxnEtl/range": "PASS"}."""
+    return {m.group(2): m.group(1) for m in re.finditer(r"^\s*--- (PASS|FAIL|SKIP): (\S+)", output, re.M)}
+
+
+def _run(binary: pathlib.Path, door, pattern: str) -> subprocess.CompletedProcess:
+    env = {**os.environ, "KGO_SEEDS": door.bootstrap_servers, "KGO_TEST_RECORDS": str(RECORDS),
+           "KGO_LOG_LEVEL": "none"}
+    proc = subprocess.Popen([str(binary), "-test.run", pattern, "-test.v", "-test.count", "1",
+                             "-test.timeout", "30m"], cwd=binary.parent, env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True)
+    try:
+        out, _ = proc.communicate()
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    return subprocess.CompletedProcess(proc.args, proc.returncode, out, "")
+
+
+def _markers(c: Cluster) -> int:
+    """Transaction markers (control batches) in the leaders' logs of the topics the tests created."""
+    return sum(1 for (topic, p) in c.controller.states if not topic.startswith("__")
+               for b in c.log(topic, p).batches if b.is_control)
+
+
+def test_franz_go_transactional_etl_chain_passes_unchanged_against_the_lab(kgo_test_binary):
+    c = Cluster(brokers=3, seed=1)
+    door = c.listen()
+    try:
+        run = _run(kgo_test_binary, door, "^TestTxnEtl$")
+    finally:
+        door.close()
+    results = _results(run.stdout)
+    failed = [line for line in run.stdout.splitlines() if "txn_test.go" in line or "group_test.go" in line
+              or line.lstrip().startswith("--- FAIL")]
+    assert results.get("TestTxnEtl") == "PASS", "\n".join(failed[-40:]) or run.stdout[-3000:]
+    # the chains of classic groups pass; KIP-848 groups (ConsumerGroupHeartbeat) are not in the lab: skipped
+    for sub in ("range", "cooperative-sticky", "cooperative-sticky/static"):
+        assert results[f"TestTxnEtl/{sub}"] == "PASS"
+    assert {k for k, v in results.items() if v == "SKIP"} == {"TestTxnEtl/range/848", "TestTxnEtl/sticky/848",
+                                                               "TestTxnEtl/sticky/848/static"}
+    assert _markers(c) > 0          # the lab's logs hold the transactions' markers
+
+
+def test_franz_go_group_etl_chain_passes_unchanged_against_the_lab(kgo_test_binary):
+    c = Cluster(brokers=3, seed=2)
+    door = c.listen()
+    try:
+        run = _run(kgo_test_binary, door, "^TestGroupETL$")
+    finally:
+        door.close()
+    results = _results(run.stdout)
+    assert results.get("TestGroupETL") == "PASS", run.stdout[-3000:]
+    for sub in ("range", "cooperative-sticky", "cooperative-sticky/static"):
+        assert results[f"TestGroupETL/{sub}"] == "PASS"
