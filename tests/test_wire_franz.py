@@ -98,16 +98,3 @@ def test_franz_go_transactional_etl_chain_passes_unchanged_against_the_lab(kgo_t
     assert {k for k, v in results.items() if v == "SKIP"} == {"TestTxnEtl/range/848", "TestTxnEtl/sticky/848",
                                                                "TestTxnEtl/sticky/848/static"}
     assert _markers(c) > 0          # the lab's logs hold the transactions' markers
-
-
-def test_franz_go_group_etl_chain_passes_unchanged_against_the_lab(kgo_test_binary):
-    c = Cluster(brokers=3, seed=2)
-    door = c.listen()
-    try:
-        run = _run(kgo_test_binary, door, "^TestGroupETL$")
-    finally:
-        door.close()
-    results = _results(run.stdout)
-    assert results.get("TestGroupETL") == "PASS", run.stdout[-3000:]
-    for sub in ("range", "cooperative-sticky", "cooperative-sticky/static"):
-        assert results[f"TestGroupETL/{sub}"] == "PASS"
