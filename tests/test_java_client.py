@@ -162,6 +162,19 @@ def _expected(want: dict, mode: str) -> None:
     assert want["fenced"] == (mode == "fence")
 
 
+def _as_if_marked_once(want: dict, mode: str) -> dict:
+    """On Kafka the moment of the kill after the second commit is not under the test's control: sometimes the old
+    coordinator has already written the output's COMMIT marker when it dies, and the new coordinator, finding the
+    transaction in PrepareCommit, writes it again (a broker appends a marker for a producer with no open
+    transaction: ProducerAppendInfo.appendEndTxnMarker checks only the epochs), so every later offset is one
+    higher.  txnlab's crash always comes before that marker; the outcome is compared as if Kafka's had been
+    written once, and only that difference is forgiven."""
+    out = want["out"]
+    if mode != "failover-after-prepare" or out[2 * BATCH][0] - out[2 * BATCH - 1][0] != 3:
+        return want
+    return {**want, "out": out[:2 * BATCH] + [(o - 1, v) for o, v in out[2 * BATCH:]], "lso": want["lso"] - 1}
+
+
 MODES = [("plain", "one"), ("fence", "one"), ("failover", "three"), ("failover-after-prepare", "three")]
 
 
@@ -170,6 +183,7 @@ def test_java_copier_on_kafka_and_txnlab_copier_agree(mode, kind, real_kafka):
     want = on_kafka(real_kafka, mode, kind)
     got = lab_copier(LabBackend(*CLUSTERS[kind]), mode)
     _expected(want, mode)
+    want = _as_if_marked_once(want, mode)
     if mode == "failover-after-prepare":
         # txnlab crashed its coordinator with the commit decided and no marker of it written (the first
         # transaction's COMMIT is the only one); on Kafka the moment of the kill is not under the test's control
@@ -187,6 +201,7 @@ def test_java_copier_against_the_labs_listener(mode, kind, real_kafka):
     once."""
     want = on_kafka(real_kafka, mode, kind)
     _expected(want, mode)
+    want = _as_if_marked_once(want, mode)
     wire = WireBackend(*CLUSTERS[kind])
     try:
         got = java_copier(wire, mode)

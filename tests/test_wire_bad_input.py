@@ -167,12 +167,20 @@ def test_compressed_batches_are_kept_as_sent_and_a_read_committed_consumer_reads
         assert values(got) == [f"{n}-{i}".encode() + PAD for n in ("gzip", "snappy", "lz4", "zstd") for i in range(5)]
 
 
-def test_an_idle_connection_is_closed_and_many_connections_do_not_stop_the_door():
+def test_an_idle_connection_is_closed():
     with lab(idle_timeout_s=0.5) as (c, door):
         s = dial(door)
         assert closed_by_door(s)                               # never sent anything: closed as idle
+        still_serves(door)
+
+
+def test_many_connections_do_not_stop_the_door():
+    with lab() as (c, door):                                  # the default idle timeout: none of them is idle yet
         many = [dial(door, b) for _ in range(100) for b in c.broker_ids]
         still_serves(door)
+        for x in many:                                         # every one of them is a live connection
+            x.sendall(frame(18, 3, codec.request_type(18, 3)(client_software_name="t", client_software_version="1"), cid=9))
+        assert all(response(x, 18, 3)[0] == 9 for x in many)
         assert len(door.connections) >= 300
         for x in many:
             x.close()
