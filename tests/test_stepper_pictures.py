@@ -360,3 +360,27 @@ def test_offsets_committed_outside_the_transaction_show_red_while_they_disagree_
     ok, words = _check(s)
     assert ok is False and "input '2' at offset 2 has no committed output" in words
     s.close()
+
+
+def test_arrow_labels_do_not_cover_each_other_when_messages_leave_together():
+    """At the moment the commit is decided, the coordinator sends EndTxn's answer and its WriteTxnMarkers at once:
+    each message in flight ends on its own row and every label on the picture can be read."""
+    from widgets.spacetime import LABEL_CHAR_PX, LABEL_LINE_PX
+    s = Stepper("commit-visible-atomically", at="prepare-commit")
+    fig = s.messages.figure
+    drawn = fig.data[s.messages._n + 4]
+    flights = fig.data[s.messages._n]
+    assert len(flights.y) >= 3 and len(set(flights.y)) == len(flights.y)        # one row per message in flight
+    assert sum("WriteTxnMarkers" in t for t in drawn.text) >= 2
+    lay = fig.layout
+    x_lo, x_hi = lay.xaxis.range
+    y_hi, y_lo = lay.yaxis.range
+    px_x = (lay.width - lay.margin.l - lay.margin.r) / (x_hi - x_lo)
+    px_y = (lay.height - lay.margin.t - lay.margin.b) / (y_hi - y_lo)
+    boxes = [(x * px_x - len(t) * LABEL_CHAR_PX / 2, x * px_x + len(t) * LABEL_CHAR_PX / 2, y * px_y - LABEL_LINE_PX,
+              y * px_y) for x, y, t in zip(drawn.x, drawn.y, drawn.text)]
+    for i, a in enumerate(boxes):
+        for j, b in enumerate(boxes[:i]):
+            overlap = min(a[1], b[1]) - max(a[0], b[0]) > 0 and min(a[3], b[3]) - max(a[2], b[2]) > 0
+            assert not overlap, (drawn.text[i], drawn.text[j])
+    s.close()

@@ -152,6 +152,7 @@ class SpaceTime:
         self.last_arrows: dict = {}
         self.last_labels: dict = {}
         self.axis: Optional[TimeAxis] = None
+        self._flight_row = 0.9
         if cluster is not None:
             self.update(cluster)
 
@@ -206,6 +207,8 @@ class SpaceTime:
         lo = max(0, end - self.window - half)
         recent = events_since(cluster, lo)
         axis = self._axis(recent, lo, cur)
+        # messages in flight end one below the other, a line of their labels apart
+        self._flight_row = LABEL_LINE_PX / self._px_per_y(axis(max(end, cur)) + 2.2 - axis(lo) + 2.8)
         lanes = lanes_of(cluster)
         x_of = {n: i for i, n in enumerate(lanes)}
         groups, flights, lost, labels = self._arrows(cluster, lo, cur, x_of, axis, recent)
@@ -216,6 +219,8 @@ class SpaceTime:
         n = len(lanes)
         y_cur, y_end = axis(cur), axis(end)
         top = axis(lo) - 1.6
+        bottom = max([y_end, y_cur + 1.2] + flights[1]) + 1.0
+        labels = self._place(labels, n, bottom - (top - 1.2))
         when = f"step {self.position_of(cur)} (t = {k.now} ms)"
         gaps = ([-0.45] * len(axis.gaps), [y for y, _ in axis.gaps], [idle_words(ms) for _, ms in axis.gaps])
         updates = {0: {"x": [v for i in range(n) for v in (i, i, None)], "y": [-10 ** 9, 10 ** 9, None] * n},
@@ -232,13 +237,25 @@ class SpaceTime:
             updates[self._arrows0 + i] = {"x": xs, "y": ys, "hovertext": hs, "marker.size": sizes}
         ticks = self._ticks(recent, axis, cur)
         layout = {"xaxis.tickvals": list(range(n)), "xaxis.ticktext": [t.replace("-", "-<br>", 1) for t in lane_text],
-                  "xaxis.range": [-0.6, n - 0.4], "yaxis.range": [max(y_end, y_cur + 1.2) + 1.0, top - 1.2],
+                  "xaxis.range": [-0.6, n - 0.4], "yaxis.range": [bottom, top - 1.2],
                   "yaxis.tickvals": ticks[0], "yaxis.ticktext": ticks[1]}
         self.axis = axis
         if push(self.figure, self._sent, updates, layout):
             self.updates += 1
             return True
         return False
+
+    def _px_per_y(self, y_span: float) -> float:
+        layout = self.figure.layout
+        return ((layout.height or 560) - layout.margin.t - layout.margin.b) / max(1e-9, y_span)
+
+    def _place(self, labels: tuple, lanes: int, y_span: float) -> tuple:
+        """Where each arrow's words go: half way along it (a message in flight: by its dot) unless that covers
+        words already placed, then the first free place further along or back (the words stay on their own
+        arrow)."""
+        layout = self.figure.layout
+        plot_w = (layout.width or 980) - layout.margin.l - layout.margin.r
+        return place_labels(labels[0], labels[2], plot_w / max(1, lanes), self._px_per_y(y_span))
 
     @staticmethod
     def _axis(recent: list, lo: int, cur: int) -> TimeAxis:
@@ -287,8 +304,9 @@ class SpaceTime:
                 group = "this step" if step == cur else ("background" if m.background else
                                                          "responses" if m.is_response else "requests")
                 text += f"<br>delivered at step {at(step)} (t = {m.deliver_at} ms)"
-            elif how == "in flight":
-                y1, x1, group = axis(cur) + 0.8, x0 + (x1 - x0) * PART_WAY, "in flight"
+            elif how == "in flight":           # one row each, so that messages sent together are told apart
+                y1 = axis(cur) + 0.8 + self._flight_row * len(flights[0])
+                x1, group = x0 + (x1 - x0) * PART_WAY, "in flight"
                 text += f"<br>in flight, due at t = {m.deliver_at} ms: click to drop or delay it"
                 for col, v in zip(flights, (x1, y1, text, m.id)):
                     col.append(v)
@@ -306,8 +324,8 @@ class SpaceTime:
             arrows[m.id] = (group, m.src, m.dst, m.api)
             if group != "background":
                 words[m.id] = arrow_label(m, how)
-                for col, v in zip(labels, ((x0 + x1) / 2, (y0 + y1) / 2, words[m.id])):
-                    col.append(v)
+                labels[0].append((x0, y0, x1, y1, AT_DOT if group == "in flight" else ALONG))
+                labels[2].append(words[m.id])
         self.last_arrows = arrows
         self.last_labels = words            # message id -> the words on its arrow, as drawn
         return groups, flights, lost, labels
@@ -340,6 +358,35 @@ class SpaceTime:
             hovers.append(f"<b>{n}</b> ({'up' if alive else 'down'}){extra}")
             colors.append("#495057" if alive else "#e03131")
         return texts, hovers, colors
+
+
+LABEL_CHAR_PX, LABEL_LINE_PX = 7.6, 17          # the arrow labels' type (13 px): an average character, a line
+ALONG = (0.5, 0.35, 0.65, 0.22, 0.78, 0.12, 0.88)  # where along its arrow a label may go, most wanted first
+AT_DOT = (1.0,) + ALONG                            # a message in flight: by its dot, where it is now
+
+
+def place_labels(segments: list, texts: list, px_x: float, px_y: float) -> tuple:
+    """(x, y, text) of arrow labels that do not cover each other: each label (drawn above its point, centred)
+    goes half way along its arrow, or at the first place further along or back where it covers no label placed
+    before it (when there is none, where it covers least).  ``px_x``/``px_y``: pixels per unit of each axis."""
+    placed: list = []                  # boxes in pixels: (left, right, top, bottom)
+    xs, ys = [], []
+    for (x0, y0, x1, y1, along), text in zip(segments, texts):
+        half_w = len(text) * LABEL_CHAR_PX / 2
+        best, best_cover = None, None
+        for t in along:
+            x, y = x0 + (x1 - x0) * t, y0 + (y1 - y0) * t
+            box = (x * px_x - half_w, x * px_x + half_w, y * px_y - LABEL_LINE_PX, y * px_y)
+            cover = sum(max(0.0, min(box[1], b[1]) - max(box[0], b[0])) * max(0.0, min(box[3], b[3]) - max(box[2], b[2]))
+                        for b in placed)
+            if best_cover is None or cover < best_cover:
+                best, best_cover = (x, y, box), cover
+            if cover == 0:
+                break
+        xs.append(best[0])
+        ys.append(best[1])
+        placed.append(best[2])
+    return xs, ys, list(texts)
 
 
 def push(fig, sent: dict, updates: dict, layout: dict) -> bool:
