@@ -220,7 +220,7 @@ class SpaceTime:
         y_cur, y_end = axis(cur), axis(end)
         top = axis(lo) - 1.6
         bottom = max([y_end, y_cur + 1.2] + flights[1]) + 1.0
-        labels = self._place(labels, n, bottom - (top - 1.2))
+        labels = self._place(labels, n, bottom - (top - 1.2), breaks)
         when = f"step {self.position_of(cur)} (t = {k.now} ms)"
         gaps = ([-0.45] * len(axis.gaps), [y for y, _ in axis.gaps], [idle_words(ms) for _, ms in axis.gaps])
         updates = {0: {"x": [v for i in range(n) for v in (i, i, None)], "y": [-10 ** 9, 10 ** 9, None] * n},
@@ -249,13 +249,16 @@ class SpaceTime:
         layout = self.figure.layout
         return ((layout.height or 560) - layout.margin.t - layout.margin.b) / max(1e-9, y_span)
 
-    def _place(self, labels: tuple, lanes: int, y_span: float) -> tuple:
+    def _place(self, labels: tuple, lanes: int, y_span: float, breaks: tuple) -> tuple:
         """Where each arrow's words go: half way along it (a message in flight: by its dot) unless that covers
         words already placed, then the first free place further along or back (the words stay on their own
         arrow)."""
         layout = self.figure.layout
         plot_w = (layout.width or 980) - layout.margin.l - layout.margin.r
-        return place_labels(labels[0], labels[2], plot_w / max(1, lanes), self._px_per_y(y_span))
+        px_x, px_y = plot_w / max(1, lanes), self._px_per_y(y_span)
+        taken = [(x * px_x + 8, x * px_x + 8 + len(t) * LABEL_CHAR_PX, y * px_y, y * px_y + LABEL_LINE_PX)
+                 for x, y, t in zip(*breaks[:3])]             # the ⚡ words, written below right of their mark
+        return place_labels(labels[0], labels[2], px_x, px_y, taken)
 
     @staticmethod
     def _axis(recent: list, lo: int, cur: int) -> TimeAxis:
@@ -365,11 +368,12 @@ ALONG = (0.5, 0.35, 0.65, 0.22, 0.78, 0.12, 0.88)  # where along its arrow a lab
 AT_DOT = (1.0,) + ALONG                            # a message in flight: by its dot, where it is now
 
 
-def place_labels(segments: list, texts: list, px_x: float, px_y: float) -> tuple:
+def place_labels(segments: list, texts: list, px_x: float, px_y: float, taken: Optional[list] = None) -> tuple:
     """(x, y, text) of arrow labels that do not cover each other: each label (drawn above its point, centred)
     goes half way along its arrow, or at the first place further along or back where it covers no label placed
-    before it (when there is none, where it covers least).  ``px_x``/``px_y``: pixels per unit of each axis."""
-    placed: list = []                  # boxes in pixels: (left, right, top, bottom)
+    before it or any box of ``taken`` (when there is none, where it covers least).  ``px_x``/``px_y``: pixels
+    per unit of each axis; boxes are (left, right, top, bottom) in pixels."""
+    placed: list = list(taken or ())
     xs, ys = [], []
     for (x0, y0, x1, y1, along), text in zip(segments, texts):
         half_w = len(text) * LABEL_CHAR_PX / 2
