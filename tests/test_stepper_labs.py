@@ -214,3 +214,16 @@ def test_a_plain_function_of_a_lab_steps_too():
     assert s.result == "COMMIT" and s.lab.balances() == {"bank-a": {"alice": 5}}
     assert s.position == s.length and s.position > 0
     s.close()
+
+
+def test_a_learners_config_goes_over_a_gallery_scenarios_own():
+    """Stepper(scenario, config=...) builds the scenario's cluster with the learner's settings on top (here a
+    bounded trace for a long session); the story still runs to its end and can step back."""
+    from widgets import Stepper
+    s = Stepper("commit-visible-atomically", config={"sim.trace.keep.steps": 60}, granularity="event")
+    s.run_to_end()
+    trace = s.cluster.kernel.trace
+    assert trace.first_position > 0 and s.position == s.length
+    s.back(5)
+    assert s.position == s.length - 5
+    s.close()

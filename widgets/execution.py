@@ -93,11 +93,17 @@ class Story:
             from txnlab import gallery
             scenario = gallery.load(scenario)
         if isinstance(scenario, Counterexample):       # what a sweep or the explorer found
+            if config:
+                raise TypeError("config= does not apply to a counterexample: it replays the lab it was found on")
             r = recipe(scenario)
             return cls(r.name, lambda seed, variant: r.make_lab(seed), r.run, move=r.move, checks=r.checks,
                        counterexample=scenario)
         if isinstance(scenario, Scenario):
-            return cls(scenario.name, scenario.make_cluster, scenario.run, scenario, tuple(scenario.variants))
+            make = scenario.make_cluster
+            if config:                       # the learner's settings over the scenario's own
+                def make(seed: int, variant: Optional[str], sc: Scenario = scenario) -> Lab:
+                    return sc.make_cluster(seed, variant, config)
+            return cls(scenario.name, make, scenario.run, scenario, tuple(scenario.variants))
         if callable(scenario):
             if lab is not None:
                 def make(seed: int, variant: Optional[str]) -> Lab:

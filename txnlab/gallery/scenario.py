@@ -92,14 +92,15 @@ class Scenario:
         base = BASE_CONFIG if self.lab is None else {}
         return {**base, **self.config, **(self.variants.get(variant, {}) if variant else {})}
 
-    def make_cluster(self, seed: int = 0, variant: Optional[str] = None) -> Lab:
-        """A new cluster (or the scenario's other lab) for this scenario, set up and ready for ``run``."""
+    def make_cluster(self, seed: int = 0, variant: Optional[str] = None, config: Optional[dict] = None) -> Lab:
+        """A new cluster (or the scenario's other lab) for this scenario, set up and ready for ``run``;
+        ``config`` (e.g. ``{"sim.trace.keep.steps": 500}``) goes over the scenario's own settings."""
         if self.lab is not None:
-            lab = self.lab(seed, self.cluster_config(variant))
+            lab = self.lab(seed, {**self.cluster_config(variant), **(config or {})})
             if self.setup is not None:
                 self.setup(lab)
             return lab
-        cluster = Cluster(brokers=self.brokers, seed=seed, config=self.cluster_config(variant))
+        cluster = Cluster(brokers=self.brokers, seed=seed, config={**self.cluster_config(variant), **(config or {})})
         if self.setup is not None:
             self.setup(cluster)
         else:
