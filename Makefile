@@ -21,10 +21,13 @@ STAMP    := $(VENV)/.installed
 # Everything that runs Python code of the lab gets this environment:
 # - the venv's bin first on PATH, so the `python3` kernelspec (which runs plain `python`)
 #   starts the venv's interpreter in nbclient/nbmake and in JupyterLab;
-# - Spark on loopback, and Spark's Python workers on the venv's interpreter.
+# - Spark on loopback, and Spark's Python workers on the venv's interpreter;
+# - bytecode cached even where the shell sets PYTHONDONTWRITEBYTECODE (as some containers do): otherwise every
+#   kernel, Spark worker and subprocess compiles txnlab and widgets again before its first picture.
 RUN_ENV := PATH="$(VENV_DIR)/bin:$$PATH" \
            SPARK_LOCAL_IP=127.0.0.1 \
-           PYSPARK_PYTHON="$(VENV_PY)"
+           PYSPARK_PYTHON="$(VENV_PY)" \
+           PYTHONDONTWRITEBYTECODE=
 
 # Notebooks are tested once there are any; until then only tests/ runs.
 NOTEBOOKS := $(sort $(wildcard notebooks/*.ipynb))
