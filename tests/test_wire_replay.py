@@ -25,6 +25,7 @@ def _digest(cluster) -> str:
 def _a_run_with_real_clients():
     """A transactional producer (commit, abort, commit) with pauses, then a read_committed consumer whose
     long-polling fetches are answered only as the wall clock moves simulated time on."""
+    start = time.monotonic()
     with lab() as (c, door):
         p = producer(door, **{"transactional.id": "copier", "client.id": "copier-1"})
         p.init_transactions(30)
@@ -37,6 +38,7 @@ def _a_run_with_real_clients():
             (p.commit_transaction if commit else p.abort_transaction)(30)
         got = read_all(consumer(door, "rc"), ["t"], expect=6, idle_polls=4)
         assert values(got) == [b"a0", b"a1", b"a2", b"c0", b"c1", b"c2"]
+    c.wall_ms = (time.monotonic() - start) * 1000
     return c, door
 
 
@@ -74,3 +76,14 @@ def test_without_the_recorded_advances_the_replay_diverges():
     again = _fresh()
     replay(again, inputs)
     assert _digest(again) != _digest(c)
+
+
+def test_simulated_time_runs_at_most_lead_ms_ahead_of_the_wall_clock():
+    """The requests' own work may move simulated time ahead of the wall clock only by ``lead_ms``: the consumer
+    group's initial rebalance delay (3 s) and session timeouts pass at the pace the real client's own timers
+    (heartbeats, poll timeouts) expect.  (Jumping to such timers made franz-go's members expire while alive.)"""
+    c, door = _a_run_with_real_clients()
+    opened = next(e for e in c.trace.events if e.kind == "note" and "wire protocol is open" in e.text)
+    joined = [e for e in c.trace.events if e.kind == "deliver" and e.api == "JoinGroup" and e.is_response]
+    assert joined, "the consumer joined its group"
+    assert c.kernel.now - opened.time <= c.wall_ms + door.lead_ms

@@ -49,13 +49,15 @@ class WireDoor:
     """The listeners of one cluster (see the module docstring).  ``with cluster.listen() as door:`` ..."""
 
     def __init__(self, cluster, mode: str = "run", settle_ms: int = 5_000, idle_timeout_s: float = 600.0,
-                 max_connections: int = 4_096, request_timeout_ms: int = 30_000, clock: str = "wall") -> None:
+                 max_connections: int = 4_096, request_timeout_ms: int = 30_000, clock: str = "wall",
+                 lead_ms: int = 1_000) -> None:
         if mode not in ("run", "step"):
             raise ValueError(f"mode must be 'run' or 'step', got {mode!r}")
         if clock not in ("wall", "requests"):
             raise ValueError(f"clock must be 'wall' (simulated time follows the wall clock while idle) or "
                              f"'requests' (only requests move it), got {clock!r}")
         self._setup(cluster, mode, settle_ms, idle_timeout_s, max_connections, request_timeout_ms, clock)
+        self.lead_ms = lead_ms
         self._wall = time.monotonic()
         self._listeners: dict[int, socket.socket] = {}
         self._sel = selectors.DefaultSelector()
@@ -100,6 +102,8 @@ class WireDoor:
         self._clock_step = None          # the door's last clock step and the kernel's step count after it
         self._clock_after = -1
         self._coalesce = True
+        self.lead_ms = 1_000
+        self._lead = 0                   # ms the requests' own work moved simulated time ahead of the wall clock
         # Everything the door did to the simulation, in order: what real clients sent and when the wall clock
         # moved simulated time.  txnlab.wire.replay.replay() repeats it on a fresh cluster, step for step.
         self.inputs: list[dict] = []
@@ -107,6 +111,7 @@ class WireDoor:
     def _opened(self) -> None:
         self.inputs.append({"kind": "open", "ports": {str(b): p for b, p in sorted(self._ports.items())},
                             "mode": self.mode, "clock": self.clock, "settle_ms": self.settle_ms,
+                            "lead_ms": self.lead_ms,
                             "request_timeout_ms": self.request_timeout_ms, "max_connections": self.max_connections})
         with self.lock:
             self.kernel.record("note", "wire-door", f"Kafka's wire protocol is open at {self.bootstrap_servers} "
@@ -420,14 +425,37 @@ class WireDoor:
         """Run mode: step the kernel through the foreground work the requests started (their delivery,
         the appends, replication, markers) until the cluster is idle again.  What legitimately waits
         (a long-polling Fetch, a JoinGroup waiting for the other members, acks=all behind a slow follower)
-        is answered as simulated time passes with the wall clock (``_pump``), as the real client expects."""
+        is answered as simulated time passes with the wall clock (``_pump``), as the real client expects.
+
+        With ``clock="wall"`` the requests' work may move simulated time ahead of the wall clock by at most
+        ``lead_ms`` (the pump then lets the wall clock catch up before moving it further): a timer further
+        away (a group's initial rebalance delay, a session timeout) fires when the wall clock gets there, so
+        the real client's own timers (heartbeats, retries) keep the meaning they have against Kafka."""
         k = self.kernel
         with self.lock:
             if k.driver is not None:
                 return                       # a stepper drives this kernel: the requests wait for it
-            self.inputs.append({"kind": "settle", "requests": [s.seq for s in slots]})
-            k.run_until(lambda: k.idle and all(s.data is not None or s.conn.closing or _parked(s) for s in slots),
-                        timeout_ms=self.settle_ms)
+            until = None if self.clock != "wall" else k.now + max(0, min(self.settle_ms, self.lead_ms - self._lead))
+            self.inputs.append({"kind": "settle", "requests": [s.seq for s in slots], "until": until})
+            self._settle(slots, until)
+
+    def _settle(self, slots: list, until: Optional[int]) -> None:
+        k = self.kernel
+
+        def done() -> bool:
+            return k.idle and all(s.data is not None or s.conn.closing or _parked(s) for s in slots)
+        if until is None:
+            k.run_until(done, timeout_ms=self.settle_ms)
+            return
+        before = k.now
+        steps = 0
+        while not done() and steps < 500_000:
+            t = k.next_event_time()
+            if t is None or t > until:
+                break
+            k.step()
+            steps += 1
+        self._lead += k.now - before
 
     def _pump(self) -> None:
         """Run mode: simulated time follows the wall clock while nothing else moves it (timers fire:
@@ -439,7 +467,10 @@ class WireDoor:
         self._wall = now
         with self.lock:
             if self.kernel.driver is None:
-                self._advance(min(elapsed, 1_000))
+                ms = min(elapsed, 1_000)
+                repaid = min(ms, self._lead)     # the wall clock catches up with what the requests' work moved
+                self._lead -= repaid
+                self._advance(ms - repaid)
 
     def _advance(self, ms: int) -> None:
         """Move simulated time on by ``ms`` as a step of its own (kind ``clock``), so that a replay repeats it.

@@ -28,6 +28,7 @@ class ReplayDoor(WireDoor):
         self._setup(cluster, opened["mode"], opened["settle_ms"], 600.0, opened["max_connections"],
                     opened["request_timeout_ms"], opened["clock"])
         self._ports = {int(b): p for b, p in opened["ports"].items()}
+        self.lead_ms = opened["lead_ms"]
         self._thread = threading.current_thread()
         self._by_seq: dict = {}
         self._coalesce = False           # each recorded advance is one clock step, as it was recorded
@@ -64,7 +65,10 @@ class ReplayDoor(WireDoor):
             if slot is not None:
                 self._by_seq[slot.seq] = slot
         elif kind == "settle":
-            self._drive([self._by_seq[n] for n in entry["requests"]])
+            slots = [self._by_seq[n] for n in entry["requests"]]
+            self.inputs.append(entry)
+            with self.lock:
+                self._settle(slots, entry["until"])
         elif kind == "advance":
             with self.lock:
                 self._advance(entry["ms"])
