@@ -20,6 +20,10 @@ then drives the kernel until the responses exist and lets the cluster settle (as
 wrapped with the HTTP door's re-entrant lock (``frontdoor.server.guard``), so the notebook and the door
 never step at once.  Threads, sockets and the wall clock live only in this package.
 
+With ``clock="wall"`` simulated time follows the wall clock: the requests' own work may move it at most
+``lead_ms`` ahead, and each time the wall clock moves it is a ``clock`` step of the trace.  Everything the door
+does to the simulation is recorded in ``door.inputs``; ``txnlab.wire.replay`` repeats a run from them.
+
 Bad input never reaches the engine: an unknown API key, an API version the door does not speak (other than
 ApiVersions, which answers UNSUPPORTED_VERSION as Kafka does), a frame that kio cannot read, a negative or
 oversized size prefix close the connection with a trace note; a corrupt batch gets CORRUPT_MESSAGE on its
