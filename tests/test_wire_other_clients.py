@@ -8,10 +8,15 @@ import pytest
 
 from wire_helpers import lab
 
+# The consumers below stop after 3 s (wall clock) without a record; the group's initial rebalance delay (Kafka's
+# default 3 s, which the lab's simulated time now spends at the wall clock's pace) would race that timer, so these
+# labs set it to 0 as Kafka's own development config (config/server.properties) does.
+NO_JOIN_DELAY = {"group.initial.rebalance.delay.ms": 0}
+
 
 def test_kafka_python_commits_and_aborts_and_reads_committed():
     kafka = pytest.importorskip("kafka", reason="kafka-python is not installed (pip install kafka-python)")
-    with lab() as (c, door):
+    with lab(config=NO_JOIN_DELAY) as (c, door):
         p = kafka.KafkaProducer(bootstrap_servers=door.bootstrap_servers, transactional_id="kp-copier",
                                 client_id="kp-copier-1")
         p.init_transactions()
@@ -56,5 +61,5 @@ def test_aiokafka_commits_and_aborts_and_reads_committed():
             await cons.stop()
         return got
 
-    with lab() as (c, door):
+    with lab(config=NO_JOIN_DELAY) as (c, door):
         assert asyncio.run(run(door)) == [(0, b"kept")]

@@ -198,6 +198,7 @@ def build(cls, **kw):
     return cls(**args)
 
 
+@lru_cache(maxsize=None)
 def nested(cls, field: str):
     """The entity type of a nested array field (``tuple[X, ...]``) of ``cls``."""
     import typing

@@ -55,7 +55,7 @@ class WireNode(Node):
 class _Slot:
     """One request read from a socket, waiting for its response bytes (answered in request order)."""
 
-    __slots__ = ("conn", "frame", "api", "data", "msg", "state", "sent")
+    __slots__ = ("conn", "frame", "api", "data", "msg", "state", "sent", "seq")
 
     def __init__(self, conn: "WireConnection", frame: codec.Frame, api: str) -> None:
         self.conn = conn
@@ -65,18 +65,19 @@ class _Slot:
         self.msg = None
         self.state = None
         self.sent = 0
+        self.seq = 0              # its arrival number at the door (the door's recorded inputs name it so)
 
 
 class WireConnection:
     """One accepted socket."""
 
-    def __init__(self, door, sock: socket.socket, broker: int, number: int) -> None:
+    def __init__(self, door, sock: Optional[socket.socket], broker: int, number: int, peer=None) -> None:
         self.door = door
         self.sock = sock
         self.broker = broker
         self.number = number
         self.channel = f"wire-{number}"
-        self.peer = sock.getpeername()
+        self.peer = tuple(peer) if peer is not None else sock.getpeername()
         self.inbuf = bytearray()
         self.outbuf = bytearray()
         self.slots: collections.deque = collections.deque()

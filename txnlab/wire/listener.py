@@ -20,6 +20,10 @@ then drives the kernel until the responses exist and lets the cluster settle (as
 wrapped with the HTTP door's re-entrant lock (``frontdoor.server.guard``), so the notebook and the door
 never step at once.  Threads, sockets and the wall clock live only in this package.
 
+With ``clock="wall"`` simulated time follows the wall clock: the requests' own work may move it at most
+``lead_ms`` ahead, and each time the wall clock moves it is a ``clock`` step of the trace.  Everything the door
+does to the simulation is recorded in ``door.inputs``; ``txnlab.wire.replay`` repeats a run from them.
+
 Bad input never reaches the engine: an unknown API key, an API version the door does not speak (other than
 ApiVersions, which answers UNSUPPORTED_VERSION as Kafka does), a frame that kio cannot read, a negative or
 oversized size prefix close the connection with a trace note; a corrupt batch gets CORRUPT_MESSAGE on its
@@ -49,29 +53,16 @@ class WireDoor:
     """The listeners of one cluster (see the module docstring).  ``with cluster.listen() as door:`` ..."""
 
     def __init__(self, cluster, mode: str = "run", settle_ms: int = 5_000, idle_timeout_s: float = 600.0,
-                 max_connections: int = 4_096, request_timeout_ms: int = 30_000, clock: str = "wall") -> None:
+                 max_connections: int = 4_096, request_timeout_ms: int = 30_000, clock: str = "wall",
+                 lead_ms: int = 1_000) -> None:
         if mode not in ("run", "step"):
             raise ValueError(f"mode must be 'run' or 'step', got {mode!r}")
         if clock not in ("wall", "requests"):
             raise ValueError(f"clock must be 'wall' (simulated time follows the wall clock while idle) or "
                              f"'requests' (only requests move it), got {clock!r}")
-        self.clock = clock
+        self._setup(cluster, mode, settle_ms, idle_timeout_s, max_connections, request_timeout_ms, clock)
+        self.lead_ms = lead_ms
         self._wall = time.monotonic()
-        self.cluster = cluster
-        self.kernel = cluster.kernel
-        self.mode = mode
-        self.settle_ms = settle_ms
-        self.idle_timeout_s = idle_timeout_s
-        self.max_connections = max_connections
-        self.request_timeout_ms = request_timeout_ms
-        self.host = LOOPBACK
-        self.lock = guard(cluster)
-        self.requests = 0
-        self.refused = 0
-        self.connections: dict[int, WireConnection] = {}
-        self.nodes: dict[tuple, WireNode] = {}
-        self._numbers = 0
-        self._ports: dict[int, int] = {}
         self._listeners: dict[int, socket.socket] = {}
         self._sel = selectors.DefaultSelector()
         self._wake_r, self._wake_w = socket.socketpair()
@@ -90,10 +81,45 @@ class WireDoor:
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, name=f"txnlab-wire-{self.bootstrap_servers}",
                                         daemon=True)
+        self._opened()
         self._thread.start()
+
+    def _setup(self, cluster, mode, settle_ms, idle_timeout_s, max_connections, request_timeout_ms, clock) -> None:
+        """The door's state, without sockets (a replay builds a door from this alone)."""
+        self.clock = clock
+        self.cluster = cluster
+        self.kernel = cluster.kernel
+        self.mode = mode
+        self.settle_ms = settle_ms
+        self.idle_timeout_s = idle_timeout_s
+        self.max_connections = max_connections
+        self.request_timeout_ms = request_timeout_ms
+        self.host = LOOPBACK
+        self.lock = guard(cluster)
+        self.requests = 0
+        self.refused = 0
+        self.connections: dict[int, WireConnection] = {}
+        self.nodes: dict[tuple, WireNode] = {}
+        self._numbers = 0
+        self._arrivals = 0
+        self._ports: dict[int, int] = {}
+        self._clock_step = None          # the door's last clock step and the kernel's step count after it
+        self._clock_after = -1
+        self._coalesce = True
+        self.lead_ms = 1_000
+        self._lead = 0                   # ms the requests' own work moved simulated time ahead of the wall clock
+        # Everything the door did to the simulation, in order: what real clients sent and when the wall clock
+        # moved simulated time.  txnlab.wire.replay.replay() repeats it on a fresh cluster, step for step.
+        self.inputs: list[dict] = []
+
+    def _opened(self) -> None:
+        self.inputs.append({"kind": "open", "ports": {str(b): p for b, p in sorted(self._ports.items())},
+                            "mode": self.mode, "clock": self.clock, "settle_ms": self.settle_ms,
+                            "lead_ms": self.lead_ms,
+                            "request_timeout_ms": self.request_timeout_ms, "max_connections": self.max_connections})
         with self.lock:
             self.kernel.record("note", "wire-door", f"Kafka's wire protocol is open at {self.bootstrap_servers} "
-                                                    f"(mode {mode})")
+                                                    f"(mode {self.mode})")
 
     # ---------------------------------------------------------------- face
     @property
@@ -205,7 +231,7 @@ class WireDoor:
                                 injected += self._read(data)
                     except Exception as e:  # noqa: BLE001 - one bad socket never stops the door
                         if isinstance(data, WireConnection):
-                            self._closing(data, f"{type(e).__name__}: {e}")
+                            self._closed_by_edge(data, f"{type(e).__name__}: {e}")
                 if injected and self.mode == "run":
                     self._drive(injected)
                 if self.mode == "run" and self.clock == "wall":
@@ -215,7 +241,7 @@ class WireDoor:
                     last_idle_check = now
                     for c in list(self.connections.values()):
                         if not c.slots and now - c.last_active > self.idle_timeout_s:
-                            self._closing(c, f"idle for more than {self.idle_timeout_s:g} s "
+                            self._closed_by_edge(c, f"idle for more than {self.idle_timeout_s:g} s "
                                              f"(connections.max.idle.ms)")
                 self._write_all()
         finally:
@@ -243,16 +269,21 @@ class WireDoor:
                 return
             if len(self.connections) >= self.max_connections:
                 sock.close()
-                self.refused += 1
-                self.note(f"a connection to broker {broker} was closed at once: {self.max_connections} are open "
-                          f"(max.connections)", "refused")
+                self.inputs.append({"kind": "refuse", "broker": broker})
+                self._refuse(broker)
                 continue
             sock.setblocking(False)
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
             self._numbers += 1
             c = WireConnection(self, sock, broker, self._numbers)
+            self.inputs.append({"kind": "accept", "conn": c.number, "broker": broker, "peer": list(c.peer)})
             self.connections[c.number] = c
             self._sel.register(sock, selectors.EVENT_READ, c)
+
+    def _refuse(self, broker: int) -> None:
+        self.refused += 1
+        self.note(f"a connection to broker {broker} was closed at once: {self.max_connections} are open "
+                  f"(max.connections)", "refused")
 
     def _read(self, c: WireConnection) -> list:
         if c.closing or c.closed:
@@ -262,10 +293,10 @@ class WireDoor:
         except (BlockingIOError, InterruptedError):
             return []
         except OSError as e:
-            self._closing(c, f"the socket failed ({e})", quiet=True)
+            self._closed_by_edge(c, f"the socket failed ({e})", quiet=True)
             return []
         if not chunk:
-            self._closing(c, "the client closed the connection", quiet=True)
+            self._closed_by_edge(c, "the client closed the connection", quiet=True)
             return []
         c.last_active = time.monotonic()
         c.inbuf += chunk
@@ -273,13 +304,14 @@ class WireDoor:
         while len(c.inbuf) >= 4:
             (size,) = struct.unpack_from(">i", c.inbuf, 0)
             if size < codec._HEAD.size or size > codec.MAX_FRAME:
-                self._closing(c, f"a frame size of {size} bytes is outside 8..{codec.MAX_FRAME} "
+                self._closed_by_edge(c, f"a frame size of {size} bytes is outside 8..{codec.MAX_FRAME} "
                                  f"(socket.request.max.bytes)")
                 return injected
             if len(c.inbuf) < 4 + size:
                 break
             payload = bytes(c.inbuf[4:4 + size])
             del c.inbuf[:4 + size]
+            self.inputs.append({"kind": "request", "conn": c.number, "payload": payload})
             slot = self._request(c, payload)
             if c.closing:
                 return injected
@@ -297,6 +329,8 @@ class WireDoor:
             return None
         name = supported[frame.api_key][0]
         slot = _Slot(c, frame, name)
+        self._arrivals += 1
+        slot.seq = self._arrivals
         with c.lock:
             c.slots.append(slot)
         if frame.body is None:
@@ -395,13 +429,37 @@ class WireDoor:
         """Run mode: step the kernel through the foreground work the requests started (their delivery,
         the appends, replication, markers) until the cluster is idle again.  What legitimately waits
         (a long-polling Fetch, a JoinGroup waiting for the other members, acks=all behind a slow follower)
-        is answered as simulated time passes with the wall clock (``_pump``), as the real client expects."""
+        is answered as simulated time passes with the wall clock (``_pump``), as the real client expects.
+
+        With ``clock="wall"`` the requests' work may move simulated time ahead of the wall clock by at most
+        ``lead_ms`` (the pump then lets the wall clock catch up before moving it further): a timer further
+        away (a group's initial rebalance delay, a session timeout) fires when the wall clock gets there, so
+        the real client's own timers (heartbeats, retries) keep the meaning they have against Kafka."""
         k = self.kernel
         with self.lock:
             if k.driver is not None:
                 return                       # a stepper drives this kernel: the requests wait for it
-            k.run_until(lambda: k.idle and all(s.data is not None or s.conn.closing or _parked(s) for s in slots),
-                        timeout_ms=self.settle_ms)
+            until = None if self.clock != "wall" else k.now + max(0, min(self.settle_ms, self.lead_ms - self._lead))
+            self.inputs.append({"kind": "settle", "requests": [s.seq for s in slots], "until": until})
+            self._settle(slots, until)
+
+    def _settle(self, slots: list, until: Optional[int]) -> None:
+        k = self.kernel
+
+        def done() -> bool:
+            return k.idle and all(s.data is not None or s.conn.closing or _parked(s) for s in slots)
+        if until is None:
+            k.run_until(done, timeout_ms=self.settle_ms)
+            return
+        before = k.now
+        steps = 0
+        while not done() and steps < 500_000:
+            t = k.next_event_time()
+            if t is None or t > until:
+                break
+            k.step()
+            steps += 1
+        self._lead += k.now - before
 
     def _pump(self) -> None:
         """Run mode: simulated time follows the wall clock while nothing else moves it (timers fire:
@@ -413,9 +471,46 @@ class WireDoor:
         self._wall = now
         with self.lock:
             if self.kernel.driver is None:
-                self.kernel.advance(min(elapsed, 1_000))
+                ms = min(elapsed, 1_000)
+                repaid = min(ms, self._lead)     # the wall clock catches up with what the requests' work moved
+                self._lead -= repaid
+                self._advance(ms - repaid)
+
+    def _advance(self, ms: int) -> None:
+        """Move simulated time on by ``ms`` as a step of its own (kind ``clock``), so that a replay repeats it.
+        While nothing else happened since the door's last clock step (no step, no note, no other input than
+        a socket accepted), that step grows instead: idle seconds are one entry, not one per tick."""
+        if ms <= 0:
+            return
+        k = self.kernel
+        ev = self._clock_step
+        last = None
+        for entry in reversed(self.inputs):      # a socket accepted in between changes nothing in the simulation
+            if entry["kind"] != "accept":
+                last = entry
+                break
+        if (self._coalesce and ev is not None and k.step_count == self._clock_after and last is not None
+                and last["kind"] == "advance" and (not k.trace.enabled or (len(k.trace) and k.trace[-1] is ev))):
+            total = ev.attrs["ms"] + ms
+            last["ms"] = total
+        else:
+            total = ms
+            self.inputs.append({"kind": "advance", "ms": ms})
+            ev = self._clock_step = k.begin_step("clock", "wire-door", "", background=True)
+            k.current = None
+        ev.attrs["ms"] = total
+        ev._text = f"the wall clock moved simulated time on by {total} ms"
+        k.advance(ms)
+        self._clock_after = k.step_count
 
     # --------------------------------------------------------------- close
+    def _closed_by_edge(self, c: WireConnection, why: str, quiet: bool = False) -> None:
+        """The socket side decided to close (the client hung up, a bad size prefix, idle): a recorded input."""
+        if c.closing or c.closed:
+            return
+        self.inputs.append({"kind": "closing", "conn": c.number, "why": why, "quiet": quiet})
+        self._closing(c, why, quiet)
+
     def _closing(self, c: WireConnection, why: str, quiet: bool = False) -> None:
         if c.closing or c.closed:
             return
@@ -429,13 +524,15 @@ class WireDoor:
     def _close_now(self, c: WireConnection, why: str) -> None:
         if c.closed:
             return
+        self.inputs.append({"kind": "close", "conn": c.number, "why": why})
         c.closed = True
         c.closing = c.closing or why
-        self._unregister(c.sock)
-        try:
-            c.sock.close()
-        except OSError:
-            pass
+        if c.sock is not None:
+            self._unregister(c.sock)
+            try:
+                c.sock.close()
+            except OSError:
+                pass
         self.connections.pop(c.number, None)
         node = c.node
         if node is not None:
@@ -459,7 +556,7 @@ class WireDoor:
                 except (BlockingIOError, InterruptedError):
                     pass
                 except OSError as e:
-                    c.closing = c.closing or f"the socket failed ({e})"
+                    self._closed_by_edge(c, f"the socket failed ({e})", quiet=True)
             if c.closing and not c.outbuf:
                 self._close_now(c, c.closing)
             elif c.closing and c.outbuf and c.closing.startswith("the client closed"):
