@@ -21,6 +21,7 @@ from txnlab.coordinator.transaction_metadata import TV2_EXTRA_PREVIOUS_STATES, V
 
 from .cluster_view import partitions_of, replica_log, transactional_ids
 from .figure_send import send
+from .figure_widget import FigureWidget
 from .pictures import FONT, PENDING_DASH, SMALL, STATE_XY, TV2_DASH
 
 BOX_W, BOX_H = 1.0, 0.34
@@ -100,7 +101,7 @@ class CoordinatorView:
 
     def __init__(self, cluster=None, max_records: int = 14) -> None:
         self.max_records = max_records
-        self.figure = go.FigureWidget(layout=self._layout())
+        self.figure = FigureWidget(layout=self._layout())
         self._static()
         self.ids_html = W.HTML()
         self.txn_log_html = W.HTML()

@@ -20,6 +20,7 @@ import plotly.graph_objects as go
 
 from .cluster_view import roles
 from .figure_send import send
+from .figure_widget import FigureWidget
 from .pictures import ARROWS, FONT, SMALL, arrow_label, idle_words
 
 STYLE = {  # trace name -> (colour, dash, width): the lab's one arrow vocabulary (widgets/pictures.py)
@@ -99,7 +100,7 @@ class SpaceTime:
         self.window = window
         self.show_background = show_background
         self.match: Optional[Callable] = None          # the stepper's filter, applied to messages
-        self.figure = go.FigureWidget(layout=go.Layout(
+        self.figure = FigureWidget(layout=go.Layout(
             title=dict(text="Messages (space-time diagram): simulated time runs down", x=0.01, font=dict(size=16)),
             height=560, width=980, margin=dict(l=60, r=20, t=90, b=50), plot_bgcolor="white", hovermode="closest",
             legend=dict(orientation="h", yanchor="top", y=-0.02, xanchor="left", x=0.0, font=dict(size=SMALL)),
