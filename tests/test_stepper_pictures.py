@@ -235,8 +235,12 @@ class _BrowserModel:
                 for j, i in enumerate(indexes):
                     put(traces[i], path, v[j % len(v)])
 
-        orig = {n: getattr(bw.BaseFigureWidget, n) for n in ("_send_addTraces_msg", "_send_deleteTraces_msg",
+        orig = {n: getattr(bw.BaseFigureWidget, n) for n in ("__init__", "_send_addTraces_msg", "_send_deleteTraces_msg",
                                                             "_send_restyle_msg", "_send_update_msg")}
+
+        def init(fig, *args, **kwargs):          # a figure built with its traces: the model starts with them
+            orig["__init__"](fig, *args, **kwargs)
+            self.traces[id(fig)] = plain(fig._widget_data)
 
         def add(fig, new_traces_data):
             self.traces.setdefault(id(fig), []).extend(plain(new_traces_data))
@@ -254,7 +258,7 @@ class _BrowserModel:
         def update(fig, restyle_data, relayout_data, trace_indexes=None, source_view_id=None):
             style(fig, restyle_data, trace_indexes)
             return orig["_send_update_msg"](fig, restyle_data, relayout_data, trace_indexes, source_view_id)
-        for name, fn in (("_send_addTraces_msg", add), ("_send_deleteTraces_msg", delete),
+        for name, fn in (("__init__", init), ("_send_addTraces_msg", add), ("_send_deleteTraces_msg", delete),
                          ("_send_restyle_msg", restyle), ("_send_update_msg", update)):
             monkeypatch.setattr(bw.BaseFigureWidget, name, fn)
 

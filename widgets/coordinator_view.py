@@ -21,6 +21,7 @@ from txnlab.coordinator.transaction_metadata import TV2_EXTRA_PREVIOUS_STATES, V
 
 from .cluster_view import partitions_of, replica_log, transactional_ids
 from .figure_send import send
+from .figure_widget import FigureWidget
 from .pictures import FONT, PENDING_DASH, SMALL, STATE_XY, TV2_DASH
 
 BOX_W, BOX_H = 1.0, 0.34
@@ -100,8 +101,7 @@ class CoordinatorView:
 
     def __init__(self, cluster=None, max_records: int = 14) -> None:
         self.max_records = max_records
-        self.figure = go.FigureWidget(layout=self._layout())
-        self._static()
+        self.figure = self._static()
         self.ids_html = W.HTML()
         self.txn_log_html = W.HTML()
         self.offsets_html = W.HTML()
@@ -127,26 +127,29 @@ class CoordinatorView:
             xaxis=dict(visible=False, range=[-0.6, 6.6], fixedrange=True),
             yaxis=dict(visible=False, range=[-1.0, 2.75], fixedrange=True), hovermode="closest")
 
-    def _static(self) -> None:
-        fig = self.figure
+    def _static(self):
+        """The figure as it starts: the state machine's edges, the traces the updates fill, boxes and labels (all in
+        the figure from the start: one message to the browser, not one per trace)."""
         self._edge_geometry = {}
-        with fig.batch_update():
-            for a, b, tv2 in EDGES:
-                xs, ys = edge_path(a, b)
-                self._edge_geometry[(a, b)] = (xs, ys)
-                fig.add_scatter(x=xs, y=ys, mode="lines", hoverinfo="skip", name=f"{a}->{b}",
-                                line=dict(color="#adb5bd", width=1.3, dash=TV2_DASH if tv2 else "solid"))
-            self._n_edges = len(EDGES)
-            fig.add_scatter(x=[], y=[], mode="lines", hoverinfo="skip", name="last transition",
-                            line=dict(width=4))
-            fig.add_scatter(x=[], y=[], mode="lines", hoverinfo="skip", name="being written",
-                            line=dict(width=3, dash=PENDING_DASH))
-            fig.add_scatter(x=[], y=[], mode="markers+text", text=[], textposition="middle right",
-                            marker=dict(size=13, line=dict(width=1, color="white")),
-                            textfont=dict(size=FONT), hovertemplate="%{hovertext}<extra></extra>",
-                            name="transactional ids")
-            fig.layout.shapes = self._boxes(set())
-            fig.layout.annotations = self._labels_and_heads([], [])
+        traces = []
+        for a, b, tv2 in EDGES:
+            xs, ys = edge_path(a, b)
+            self._edge_geometry[(a, b)] = (xs, ys)
+            traces.append(go.Scatter(x=xs, y=ys, mode="lines", hoverinfo="skip", name=f"{a}->{b}",
+                                     line=dict(color="#adb5bd", width=1.3, dash=TV2_DASH if tv2 else "solid")))
+        self._n_edges = len(EDGES)
+        traces += [
+            go.Scatter(x=[], y=[], mode="lines", hoverinfo="skip", name="last transition", line=dict(width=4)),
+            go.Scatter(x=[], y=[], mode="lines", hoverinfo="skip", name="being written",
+                       line=dict(width=3, dash=PENDING_DASH)),
+            go.Scatter(x=[], y=[], mode="markers+text", text=[], textposition="middle right",
+                       marker=dict(size=13, line=dict(width=1, color="white")),
+                       textfont=dict(size=FONT), hovertemplate="%{hovertext}<extra></extra>",
+                       name="transactional ids")]
+        layout = self._layout()
+        layout.shapes = self._boxes(set())
+        layout.annotations = self._labels_and_heads([], [])
+        return FigureWidget(data=traces, layout=layout)
 
     def _boxes(self, active: set) -> list:
         out = []

@@ -16,6 +16,7 @@ import ipywidgets as W
 import plotly.graph_objects as go
 
 from .coordinator_view import TABLE_CSS
+from .figure_widget import FigureWidget
 from .rocketmq_views import STATUS_COLOURS, half_topic_figure
 
 
@@ -27,7 +28,7 @@ class FigureView:
 
     def __init__(self, draw: Callable[[object], go.Figure]) -> None:
         self.draw = draw
-        self.figure = go.FigureWidget()
+        self.figure = FigureWidget()
         self.widget = W.Box([self.figure])
         self.updates = 0
         self._last = None
@@ -38,7 +39,7 @@ class FigureView:
         if key == self._last:
             return False
         self._last = key
-        old, self.figure = self.figure, go.FigureWidget(fig)
+        old, self.figure = self.figure, FigureWidget(fig)
         self.widget.children = (self.figure,)
         old.close()
         self.updates += 1

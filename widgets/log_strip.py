@@ -19,6 +19,7 @@ import plotly.graph_objects as go
 
 from .cluster_view import consumers_of, replica_log, user_topics
 from .figure_send import send
+from .figure_widget import FigureWidget
 from .pictures import CELL_BORDER, CONSUMERS, FONT, LINES, SMALL, STATUS, STATUS_ORDER, cell_text, legend_entries
 
 # one colour per kind of record, as every log picture of the lab draws it (widgets/pictures.py)
@@ -85,7 +86,7 @@ class LogStrip:
         self.max_cells = max_cells
         self.title = title
         self.view: Optional[tuple] = None           # (lo, hi) offsets when zoomed in
-        self.figure = go.FigureWidget(layout=self._layout())
+        self.figure = FigureWidget(layout=self._layout())
         self.figure.layout.xaxis.on_change(self._on_zoom, "range")
         self._cluster = None
         self._rows: list = []

@@ -20,6 +20,7 @@ import plotly.graph_objects as go
 
 from .cluster_view import roles
 from .figure_send import send
+from .figure_widget import FigureWidget
 from .pictures import ARROWS, FONT, SMALL, arrow_label, idle_words
 
 STYLE = {  # trace name -> (colour, dash, width): the lab's one arrow vocabulary (widgets/pictures.py)
@@ -99,47 +100,50 @@ class SpaceTime:
         self.window = window
         self.show_background = show_background
         self.match: Optional[Callable] = None          # the stepper's filter, applied to messages
-        self.figure = go.FigureWidget(layout=go.Layout(
+        layout = go.Layout(
             title=dict(text="Messages (space-time diagram): simulated time runs down", x=0.01, font=dict(size=16)),
             height=560, width=980, margin=dict(l=60, r=20, t=90, b=50), plot_bgcolor="white", hovermode="closest",
             legend=dict(orientation="h", yanchor="top", y=-0.02, xanchor="left", x=0.0, font=dict(size=SMALL)),
             font=dict(size=FONT),
             xaxis=dict(side="top", showgrid=False, zeroline=False, fixedrange=True, tickfont=dict(size=FONT)),
             yaxis=dict(title=dict(text="simulated time (idle gaps compressed)", font=dict(size=14)), autorange=False,
-                       showgrid=True, gridcolor="#f1f3f5", zeroline=False, tickfont=dict(size=13))))
-        # drawing order: lanes and the current-step band below, arrows, then the clickable dots
-        self.figure.add_scatter(x=[], y=[], mode="lines", name="lanes", showlegend=False, hoverinfo="skip",
-                                line=dict(color="#dee2e6", width=2))
-        self.figure.add_scatter(x=[], y=[], mode="lines", name="current step", showlegend=False,
-                                hovertemplate="%{hovertext}<extra></extra>",
-                                line=dict(color="rgba(174,62,201,0.16)", width=14))
+                       showgrid=True, gridcolor="#f1f3f5", zeroline=False, tickfont=dict(size=13)))
+        # drawing order: lanes and the current-step band below, arrows, then the clickable dots; the traces are
+        # the figure's from the start (one message to the browser, not one per trace)
+        traces = [go.Scatter(x=[], y=[], mode="lines", name="lanes", showlegend=False, hoverinfo="skip",
+                             line=dict(color="#dee2e6", width=2)),
+                  go.Scatter(x=[], y=[], mode="lines", name="current step", showlegend=False,
+                             hovertemplate="%{hovertext}<extra></extra>",
+                             line=dict(color="rgba(174,62,201,0.16)", width=14))]
         self._arrows0 = 2
         for name, (color, dash, width) in STYLE.items():
-            self.figure.add_scatter(
+            traces.append(go.Scatter(
                 x=[], y=[], mode="lines+markers", name=name, hovertemplate="%{hovertext}<extra></extra>",
                 line=dict(color=color, dash=dash, width=width),
                 marker=dict(symbol="arrow", angleref="previous", size=[], color=color),
-                showlegend=name != "background")
+                showlegend=name != "background"))
         self._n = self._arrows0 + len(STYLE)
-        self.figure.add_scatter(x=[], y=[], mode="markers", name="in flight: click to drop / delay",
-                                marker=dict(symbol="circle", size=13, color="#f08c00", line=dict(width=2, color="white")),
-                                hovertemplate="%{hovertext}<extra>click to pick this message</extra>")
-        self.figure.add_scatter(x=[], y=[], mode="markers", name="lost", showlegend=False,
-                                marker=dict(symbol="x", size=11, color="#e03131"),
-                                hovertemplate="%{hovertext}<extra></extra>")
-        self.figure.add_scatter(x=[], y=[], mode="markers", name="processes (click: crash / restart)",
-                                text=[], showlegend=False, cliponaxis=False,
-                                marker=dict(symbol="square", size=16, color=[]),
-                                hovertemplate="%{hovertext}<extra>click to pick this process</extra>")
-        self.figure.add_scatter(x=[], y=[], mode="markers+text", name="connection broke", text=[],
-                                textposition="bottom right", textfont=dict(size=SMALL, color="#c92a2a"),
-                                marker=dict(symbol="star-diamond", size=13, color="#c92a2a"),
-                                hovertemplate="%{hovertext}<extra></extra>")
-        self.figure.add_scatter(x=[], y=[], mode="text", name="arrow labels", text=[], showlegend=False,
-                                textposition="top center", textfont=dict(size=13, color="#212529"),
-                                hoverinfo="skip", cliponaxis=False)
-        self.figure.add_scatter(x=[], y=[], mode="text", name="idle gaps", text=[], showlegend=False,
-                                textfont=dict(size=14, color="#868e96"), hoverinfo="skip", cliponaxis=False)
+        traces += [
+            go.Scatter(x=[], y=[], mode="markers", name="in flight: click to drop / delay",
+                       marker=dict(symbol="circle", size=13, color="#f08c00", line=dict(width=2, color="white")),
+                       hovertemplate="%{hovertext}<extra>click to pick this message</extra>"),
+            go.Scatter(x=[], y=[], mode="markers", name="lost", showlegend=False,
+                       marker=dict(symbol="x", size=11, color="#e03131"),
+                       hovertemplate="%{hovertext}<extra></extra>"),
+            go.Scatter(x=[], y=[], mode="markers", name="processes (click: crash / restart)",
+                       text=[], showlegend=False, cliponaxis=False,
+                       marker=dict(symbol="square", size=16, color=[]),
+                       hovertemplate="%{hovertext}<extra>click to pick this process</extra>"),
+            go.Scatter(x=[], y=[], mode="markers+text", name="connection broke", text=[],
+                       textposition="bottom right", textfont=dict(size=SMALL, color="#c92a2a"),
+                       marker=dict(symbol="star-diamond", size=13, color="#c92a2a"),
+                       hovertemplate="%{hovertext}<extra></extra>"),
+            go.Scatter(x=[], y=[], mode="text", name="arrow labels", text=[], showlegend=False,
+                       textposition="top center", textfont=dict(size=13, color="#212529"),
+                       hoverinfo="skip", cliponaxis=False),
+            go.Scatter(x=[], y=[], mode="text", name="idle gaps", text=[], showlegend=False,
+                       textfont=dict(size=14, color="#868e96"), hoverinfo="skip", cliponaxis=False)]
+        self.figure = FigureWidget(data=traces, layout=layout)
         self.position_of: Callable[[int], int] = lambda step: step   # kernel step -> the stepper's step number
         self._sent: dict = {}
         self._flight_ids: list[int] = []
