@@ -27,7 +27,7 @@ API_VERSIONS = 18
 # api key -> (name, min version, max version): exactly what this door translates
 VERSIONS: dict[int, tuple[str, int, int]] = {
     0: ("Produce", 3, 11),
-    1: ("Fetch", 4, 12),
+    1: ("Fetch", 4, 18),
     2: ("ListOffsets", 1, 7),
     3: ("Metadata", 1, 12),
     8: ("OffsetCommit", 2, 8),
