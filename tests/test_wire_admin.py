@@ -113,7 +113,8 @@ def test_kafka_transactions_tool_after_the_commit_and_for_an_unknown_id(open_txn
 # ------------------------------------------------------- hand-made frames
 def test_api_versions_advertises_the_admin_apis(open_txn):
     c, door, p = open_txn
-    keys = {k.api_key: (k.min_version, k.max_version) for k in ask(door, 18, 3, client_software_name="raw", client_software_version="1").api_keys}
+    answer = ask(door, 18, 3, client_software_name="raw", client_software_version="1")
+    keys = {k.api_key: (k.min_version, k.max_version) for k in answer.api_keys}
     assert keys[61] == (0, 0) and keys[65] == (0, 0) and keys[66] == (0, 1)
 
 

@@ -1,7 +1,7 @@
-"""Fetch v13+ at the wire door: topics named by the ids Metadata hands out (KIP-516).  librdkafka picks the
-highest Fetch version both sides speak, so a read_committed consumer reads by topic id and must still skip the
-aborted transaction and the markers; an id no broker knows is answered UNKNOWN_TOPIC_ID (100), partition by
-partition, while the known topics of the same request are served."""
+"""Fetch v13+ at the wire door: topics named by the ids Metadata hands out (KIP-516), and Metadata asked by
+id.  librdkafka picks the highest Fetch version both sides speak, so a read_committed consumer reads by topic id
+and must still skip the aborted transaction and the markers; an id no broker knows is answered UNKNOWN_TOPIC_ID
+(100), partition by partition, while the known topics of the same request are served."""
 from __future__ import annotations
 
 import datetime
@@ -70,3 +70,13 @@ def test_fetch_by_an_unknown_topic_id_is_unknown_topic_id():
         # a request with only unknown ids is answered by the door at once, in the same shape
         (only,) = fetch(door, 13, [(stranger, (0,))]).responses
         assert only.partitions[0].error_code == Errors.UNKNOWN_TOPIC_ID
+
+
+def test_metadata_by_topic_id_names_the_known_and_answers_the_unknown():
+    with lab(brokers=1) as (c, door):
+        Topic = nested(request_type(3, 12), "topics")
+        stranger = uuid.UUID(int=12345)
+        r = ask(door, 3, 12, topics=(Topic(topic_id=topic_id(door, "t"), name=None),
+                                     Topic(topic_id=stranger, name=None)), allow_auto_topic_creation=False, include_topic_authorized_operations=False)
+        by_id = {t.topic_id: (t.name, t.error_code, len(t.partitions)) for t in r.topics}
+        assert by_id == {topic_id(door, "t"): ("t", 0, 1), stranger: (None, Errors.UNKNOWN_TOPIC_ID, 0)}

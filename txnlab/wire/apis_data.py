@@ -50,21 +50,23 @@ def api_versions_body(cls, supported: dict, error: int, tv: int):
 
 # --------------------------------------------------------------- Metadata
 def decode_metadata(body, version, door):
-    topics = None
+    topics, unknown_ids = None, []
     if body.topics is not None:
         names = []
         for t in body.topics:
             name = get(t, "name")
             if name is None:        # v10+: by topic id
                 name = door.topic_name(get(t, "topic_id"))
+                if name is None:
+                    unknown_ids.append(get(t, "topic_id"))
             if name is not None:
                 names.append(name)
         topics = tuple(names)
     auto = get(body, "allow_auto_topic_creation", True)
-    return m.MetadataRequest(topics, bool(auto)), None
+    return m.MetadataRequest(topics, bool(auto)), unknown_ids
 
 
-def encode_metadata(resp, body, version, state, door, cls):
+def encode_metadata(resp, body, version, unknown_ids, door, cls):
     Broker, Topic = nested(cls, "brokers"), nested(cls, "topics")
     Part = nested(Topic, "partitions")
     brokers = tuple(build(Broker, node_id=b, host=door.host, port=door.port_of(b), rack=None)
@@ -78,6 +80,9 @@ def encode_metadata(resp, body, version, state, door, cls):
                             topic_id=topic_id(door, name) if not err else ZERO_UUID,
                             is_internal=name.startswith("__"), partitions=ps,
                             topic_authorized_operations=NO_OPS))
+    for tid in unknown_ids or ():   # as Kafka: an id no broker knows is answered, not dropped
+        topics.append(build(Topic, error_code=Errors.UNKNOWN_TOPIC_ID, name=None, topic_id=tid, is_internal=False,
+                            partitions=(), topic_authorized_operations=NO_OPS))
     controller = min(resp.brokers) if resp.brokers else -1
     return build(cls, brokers=brokers, cluster_id=door.cluster.id, controller_id=controller, topics=tuple(topics),
                  cluster_authorized_operations=NO_OPS)
