@@ -456,7 +456,11 @@ class Broker(ProduceHandling, FetchHandling, AdminHandling, Node):
         out = {}
         for tp in msg.payload.partitions:
             p = self.partitions.get(tp)
-            if p is None or not p.is_leader:
+            if topic_name_error(tp[0]) is not None:
+                out[tp] = (Errors.INVALID_TOPIC_EXCEPTION, [])
+            elif tp not in self.metadata.partitions:
+                out[tp] = (Errors.UNKNOWN_TOPIC_OR_PARTITION, [])   # as Kafka: not in this broker's metadata
+            elif p is None or not p.is_leader:
                 out[tp] = (Errors.NOT_LEADER_OR_FOLLOWER, [])
             else:
                 out[tp] = (Errors.NONE, p.log.describe_producers())

@@ -440,11 +440,12 @@ class TransactionCoordinator:
     def handle_DescribeTransactions(self, msg):
         out = []
         for tid in msg.payload.transactional_ids:
-            err, cache = self.state_manager.lookup(tid)
+            err, cache = self.state_manager.lookup(tid) if tid else (Errors.INVALID_REQUEST, None)
             md = cache.metadata.get(tid) if cache else None
             if err != Errors.NONE:
                 out.append({"transactional_id": tid, "error": int(err)})
-            elif md is None:
+            elif md is None or md.state == S.Dead:
+                # Dead: the id is being expired (its tombstone is on the way), so Kafka reports it as gone
                 out.append({"transactional_id": tid, "error": int(Errors.TRANSACTIONAL_ID_NOT_FOUND)})
             else:
                 d = md.describe()
@@ -454,12 +455,23 @@ class TransactionCoordinator:
         return m.DescribeTransactionsResponse(tuple(out))
 
     def handle_ListTransactions(self, msg):
+        """Kafka's TransactionStateManager.listTransactionStates: every id this coordinator holds but the Dead
+        (being expired), filtered by state name, producer id and how long the transaction has run."""
         req = msg.payload
+        if self.state_manager.loading:
+            return m.ListTransactionsResponse(Errors.COORDINATOR_LOAD_IN_PROGRESS)
+        known = {s.name for s in S}
+        unknown = tuple(f for f in req.state_filters if f not in known)
+        now = self.broker.kernel.now
         rows = []
         for part, cache, md in self.state_manager.all_metadata():
+            if md.state == S.Dead:
+                continue
             if req.state_filters and md.state.name not in req.state_filters:
                 continue
             if req.producer_id_filters and md.producer_id not in req.producer_id_filters:
                 continue
+            if req.duration_filter >= 0 and now - md.txn_start_timestamp <= req.duration_filter:
+                continue
             rows.append((md.transactional_id, md.producer_id, md.state.name))
-        return m.ListTransactionsResponse(Errors.NONE, tuple(rows))
+        return m.ListTransactionsResponse(Errors.NONE, tuple(rows), unknown)

@@ -1,6 +1,7 @@
 """The table of the door's APIs: api key -> (decode, encode), one pair per Kafka API (see ``apis_*``)."""
 from __future__ import annotations
 
+from . import apis_admin as a
 from . import apis_data as d
 from . import apis_group as g
 from . import apis_txn as t
@@ -24,6 +25,10 @@ TABLE = {
     25: (t.decode_add_offsets_to_txn, t.encode_add_offsets_to_txn),
     26: (t.decode_end_txn, t.encode_end_txn),
     28: (t.decode_txn_offset_commit, t.encode_txn_offset_commit),
+    61: (a.decode_describe_producers, a.encode_describe_producers),
+    65: (a.decode_describe_transactions, a.encode_describe_transactions),
+    66: (a.decode_list_transactions, a.encode_list_transactions),
 }
 PRODUCER_APIS = {0, 22, 24, 25, 26, 28}
 CONSUMER_APIS = {1, 8, 9, 11, 12, 13, 14}
+ADMIN_APIS = {19, 61, 65, 66}

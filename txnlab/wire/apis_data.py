@@ -5,6 +5,7 @@ door answers at once from ``state`` (every partition was refused before it reach
 from __future__ import annotations
 
 import uuid
+from functools import lru_cache
 
 from ..protocol import messages as m
 from ..protocol.errors import Errors
@@ -16,7 +17,12 @@ NO_OPS = -2147483648          # topic/cluster authorized operations not asked fo
 
 
 def topic_id(door, name: str) -> uuid.UUID:
-    return uuid.uuid5(uuid.NAMESPACE_URL, f"txnlab:{door.cluster.id}:{name}")
+    return _topic_uuid(door.cluster.id, name)
+
+
+@lru_cache(maxsize=4096)
+def _topic_uuid(cluster_id: str, name: str) -> uuid.UUID:
+    return uuid.uuid5(uuid.NAMESPACE_URL, f"txnlab:{cluster_id}:{name}")
 
 
 # ------------------------------------------------------------ ApiVersions
@@ -44,21 +50,23 @@ def api_versions_body(cls, supported: dict, error: int, tv: int):
 
 # --------------------------------------------------------------- Metadata
 def decode_metadata(body, version, door):
-    topics = None
+    topics, unknown_ids = None, []
     if body.topics is not None:
         names = []
         for t in body.topics:
             name = get(t, "name")
             if name is None:        # v10+: by topic id
                 name = door.topic_name(get(t, "topic_id"))
+                if name is None:
+                    unknown_ids.append(get(t, "topic_id"))
             if name is not None:
                 names.append(name)
         topics = tuple(names)
     auto = get(body, "allow_auto_topic_creation", True)
-    return m.MetadataRequest(topics, bool(auto)), None
+    return m.MetadataRequest(topics, bool(auto)), unknown_ids
 
 
-def encode_metadata(resp, body, version, state, door, cls):
+def encode_metadata(resp, body, version, unknown_ids, door, cls):
     Broker, Topic = nested(cls, "brokers"), nested(cls, "topics")
     Part = nested(Topic, "partitions")
     brokers = tuple(build(Broker, node_id=b, host=door.host, port=door.port_of(b), rack=None)
@@ -72,6 +80,9 @@ def encode_metadata(resp, body, version, state, door, cls):
                             topic_id=topic_id(door, name) if not err else ZERO_UUID,
                             is_internal=name.startswith("__"), partitions=ps,
                             topic_authorized_operations=NO_OPS))
+    for tid in unknown_ids or ():   # as Kafka: an id no broker knows is answered, not dropped
+        topics.append(build(Topic, error_code=Errors.UNKNOWN_TOPIC_ID, name=None, topic_id=tid, is_internal=False,
+                            partitions=(), topic_authorized_operations=NO_OPS))
     controller = min(resp.brokers) if resp.brokers else -1
     return build(cls, brokers=brokers, cluster_id=door.cluster.id, controller_id=controller, topics=tuple(topics),
                  cluster_authorized_operations=NO_OPS)
@@ -123,27 +134,55 @@ def encode_produce(resp, body, version, refused, door, cls):
 
 
 # ------------------------------------------------------------------ Fetch
+def topic_names_by_id(door, ids) -> dict:
+    """Fetch v13+ (KIP-516) names its topics by id: each id -> the topic name any broker's metadata holds for it
+    (the ids are the ones Metadata hands out), None for an id no broker knows."""
+    want = set(ids)
+    found = dict.fromkeys(want)
+    for b in door.cluster._brokers.values():
+        for name in b.metadata.topics:
+            tid = topic_id(door, name)
+            if tid in want:
+                found[tid] = name
+    return found
+
+
 def decode_fetch(body, version, door):
+    by_id = version >= 13
+    names = topic_names_by_id(door, [t.topic_id for t in body.topics]) if by_id else {}
     parts = {}
     for t in body.topics:
+        name = names[t.topic_id] if by_id else t.topic
+        if name is None:
+            continue                      # an unknown topic id: UNKNOWN_TOPIC_ID in the answer, never asked
         for p in t.partitions:
-            parts[(t.topic, p.partition)] = m.FetchPartition(p.fetch_offset, p.partition_max_bytes,
-                                                             get(p, "current_leader_epoch", -1),
-                                                             get(p, "last_fetched_epoch", -1))
+            parts[(name, p.partition)] = m.FetchPartition(p.fetch_offset, p.partition_max_bytes,
+                                                          get(p, "current_leader_epoch", -1),
+                                                          get(p, "last_fetched_epoch", -1))
+    if by_id and not parts:
+        return None, names
+    replica = get(body, "replica_id")
+    if replica is None:                   # v15+: the replica's id moved into ReplicaState (KIP-903)
+        replica = body.replica_state.replica_id
     # consumers fetch without a session (KIP-227 sessions are the followers' here): session id 0 in the answer
-    return m.FetchRequest(body.replica_id, ms(body.max_wait), body.min_bytes, get(body, "isolation_level", 0),
-                          parts), None
+    return m.FetchRequest(replica, ms(body.max_wait), body.min_bytes, get(body, "isolation_level", 0),
+                          parts), names
 
 
-def encode_fetch(resp, body, version, state, door, cls):
+def encode_fetch(resp, body, version, names, door, cls):
     Topic = nested(cls, "responses")
     Part = nested(Topic, "partitions")
     Aborted = nested(Part, "aborted_transactions")
+    by_id = version >= 13
     out = []
     for t in body.topics:
+        name = names[t.topic_id] if by_id else t.topic
         ps = []
         for p in t.partitions:
-            d = resp.partitions.get((t.topic, p.partition)) or m.FetchPartitionData(Errors.UNKNOWN_TOPIC_OR_PARTITION)
+            if name is None:
+                d = m.FetchPartitionData(Errors.UNKNOWN_TOPIC_ID)
+            else:
+                d = resp.partitions.get((name, p.partition)) or m.FetchPartitionData(Errors.UNKNOWN_TOPIC_OR_PARTITION)
             aborted = None
             if d.aborted_transactions is not None:
                 aborted = tuple(build(Aborted, producer_id=pid, first_offset=off) for pid, off in d.aborted_transactions)
@@ -151,8 +190,9 @@ def encode_fetch(resp, body, version, state, door, cls):
                             last_stable_offset=d.last_stable_offset, log_start_offset=d.log_start_offset,
                             aborted_transactions=aborted, preferred_read_replica=-1,
                             records=encode_batches(d.records) if d.records else b""))
-        out.append(build(Topic, topic=t.topic, partitions=tuple(ps)))
-    return build(cls, error_code=resp.error, session_id=0, responses=tuple(out))
+        out.append(build(Topic, topic=t.topic, partitions=tuple(ps)) if not by_id else
+                   build(Topic, topic_id=t.topic_id, partitions=tuple(ps)))
+    return build(cls, error_code=resp.error if resp is not None else 0, session_id=0, responses=tuple(out))
 
 
 # ------------------------------------------------------------ ListOffsets

@@ -27,7 +27,7 @@ API_VERSIONS = 18
 # api key -> (name, min version, max version): exactly what this door translates
 VERSIONS: dict[int, tuple[str, int, int]] = {
     0: ("Produce", 3, 11),
-    1: ("Fetch", 4, 12),
+    1: ("Fetch", 4, 18),
     2: ("ListOffsets", 1, 7),
     3: ("Metadata", 1, 12),
     8: ("OffsetCommit", 2, 8),
@@ -44,6 +44,9 @@ VERSIONS: dict[int, tuple[str, int, int]] = {
     25: ("AddOffsetsToTxn", 0, 3),
     26: ("EndTxn", 0, 4),
     28: ("TxnOffsetCommit", 0, 3),
+    61: ("DescribeProducers", 0, 0),
+    65: ("DescribeTransactions", 0, 0),
+    66: ("ListTransactions", 0, 1),
 }
 # transaction.version 2 (KIP-890 part 2): the versions a TV2 client needs, advertised on a TV2 cluster only
 TV2_VERSIONS: dict[int, int] = {0: 12, 22: 5, 25: 4, 26: 5, 28: 4}
@@ -171,6 +174,8 @@ def encode_response(api_key: int, flexible: bool, correlation_id: int, body) -> 
 
 
 # ------------------------------------------------------------- building
+_EPOCH = datetime.datetime(1970, 1, 1, tzinfo=datetime.timezone.utc)
+
 @lru_cache(maxsize=None)
 def _fields(cls) -> dict:
     return {f.name: f for f in dataclasses.fields(cls)}
@@ -189,7 +194,8 @@ def build(cls, **kw):
         if kt in ("timedelta_i32", "timedelta_i64") and isinstance(value, int):
             value = datetime.timedelta(milliseconds=value)
         elif kt == "datetime_i64" and isinstance(value, int):
-            value = None if value < 0 else datetime.datetime.fromtimestamp(value / 1000, datetime.timezone.utc)
+            # -1 ("none") is null where the field is nullable, else the int64 -1 itself (DescribeTransactions)
+            value = None if value < 0 and f.default is None else _EPOCH + datetime.timedelta(milliseconds=value)
         elif kt == "error_code" and not isinstance(value, ErrorCode):
             value = ErrorCode(int(value))
         args[name] = value

@@ -42,7 +42,7 @@ from ..frontdoor.server import guard
 from ..protocol.errors import Errors
 from ..protocol.names import looks_like_server
 from . import codec
-from .apis import CONSUMER_APIS, PRODUCER_APIS, TABLE
+from .apis import ADMIN_APIS, CONSUMER_APIS, PRODUCER_APIS, TABLE
 from .apis_data import api_versions_body
 from .connection import WireConnection, WireNode, _Slot
 
@@ -399,7 +399,7 @@ class WireDoor:
                 node.role = "producer"
             elif frame.api_key in CONSUMER_APIS:
                 node.role = "consumer"
-            elif frame.api_key == 19:
+            elif frame.api_key in ADMIN_APIS:
                 node.role = "admin"
         return node
 

@@ -187,15 +187,18 @@ class ListTransactionsRequest:
     API_KEY = 66
     state_filters: tuple = ()
     producer_id_filters: tuple = ()
+    duration_filter: int = -1           # ms (v1+): only transactions running longer than this; < 0: all
 
     def describe(self) -> str:
-        return "all" if not (self.state_filters or self.producer_id_filters) else "filtered"
+        return "all" if not (self.state_filters or self.producer_id_filters or self.duration_filter >= 0) \
+            else "filtered"
 
 
 @message
 class ListTransactionsResponse:
     error: int
     transaction_states: tuple = ()      # ((transactional_id, producer_id, state), ...)
+    unknown_state_filters: tuple = ()   # state filters the coordinator does not know
 
     def describe(self) -> str:
         return f"{len(self.transaction_states)} transaction(s)"

@@ -60,8 +60,8 @@ public final class Copier {
     }
 
     /**
-     * The transaction's producer epoch now (DescribeTransactions), -1 on a cluster that does not serve it (the
-     * lab's listener).  Each attempt is a new Admin client: Kafka's Admin keeps a coordinator it has looked up and,
+     * The transaction's producer epoch now (DescribeTransactions), -1 on a cluster that does not serve it.
+     * Each attempt is a new Admin client: Kafka's Admin keeps a coordinator it has looked up and,
      * when that broker was killed, asks it until the call times out, so a new client is what looks it up again
      * (the new coordinator takes over once the controller has fenced the dead broker).
      */

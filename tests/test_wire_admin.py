@@ -1,0 +1,157 @@
+"""The transaction admin APIs at the wire door (DescribeProducers, DescribeTransactions, ListTransactions), asked
+by Apache Kafka's own ``kafka-transactions`` tool (org.apache.kafka.tools.TransactionsCommand, on Kafka's Java
+Admin client) and by hand-made frames.  A transaction is left open on a lab cluster and the tool must print what
+the engine holds: state Ongoing, the producer id and epoch, the partitions, the open transaction's first offset.
+Times in the tool's output are the lab's simulated milliseconds (its duration column subtracts them from the wall
+clock and is not checked)."""
+from __future__ import annotations
+
+import pytest
+
+import txnlab.admin
+from txnlab import Cluster, Producer
+from txnlab.protocol.errors import Errors
+from txnlab.wire.codec import nested, request_type
+from wire_raw import ask
+
+TID = "copier"
+
+
+@pytest.fixture
+def open_txn():
+    """Three brokers, topic ``t`` (2 partitions); ``copier`` committed a0 a1 on t-0 (offsets 0, 1, its COMMIT
+    marker at 2) and has a transaction open with c0 at offset 3 of t-0 and c1 at offset 0 of t-1."""
+    c = Cluster(brokers=3, seed=1, config={"transaction.state.log.num.partitions": 3})
+    c.create_topic("t", partitions=2, replication_factor=3)
+    p = Producer({"bootstrap.servers": c.bootstrap, "transactional.id": TID, "transaction.timeout.ms": 900_000})
+    p.init_transactions()
+    p.begin_transaction()
+    for v in (b"a0", b"a1"):
+        p.produce("t", value=v, partition=0)
+    p.commit_transaction()
+    p.begin_transaction()
+    p.produce("t", value=b"c0", partition=0)
+    p.produce("t", value=b"c1", partition=1)
+    p.flush()
+    door = c.listen()
+    try:
+        yield c, door, p
+    finally:
+        door.close()
+
+
+def in_lab(c, door) -> dict:
+    """What the engine itself says about ``copier`` (txnlab's own admin client, in-process)."""
+    with door.lock:
+        return txnlab.admin.AdminClient({"bootstrap.servers": c.bootstrap}).describe_transactions([TID])[TID].result(30)
+
+
+# ------------------------------------------------------------ the Java tool
+def transactions(door, *args: str):
+    """``kafka-transactions --bootstrap-server <door> <args>``: (exit code, rows as dicts by column, stdout)."""
+    from reference import kafka
+    try:
+        cp = kafka.classpath()
+    except kafka.Unavailable as e:
+        pytest.skip(f"Kafka's kafka-transactions tool cannot run here: {e}")
+    done = kafka.run(kafka.java(cp, "org.apache.kafka.tools.TransactionsCommand", "--bootstrap-server",
+                                door.bootstrap_servers, *args), timeout=180)
+    lines = [[cell.strip() for cell in line.rstrip("\t\n").split("\t")] for line in done.stdout.splitlines()
+             if line.strip()]
+    rows = [dict(zip(lines[0], line)) for line in lines[1:]] if done.returncode == 0 and lines else []
+    return done.returncode, rows, done.stdout + done.stderr
+
+
+def test_kafka_transactions_tool_sees_the_open_transaction(open_txn):
+    c, door, p = open_txn
+    lab = in_lab(c, door)
+    assert lab["state"] == "Ongoing"
+
+    rc, rows, out = transactions(door, "list")
+    assert rc == 0, out
+    assert rows == [{"TransactionalId": TID, "Coordinator": str(lab["coordinator"]),
+                     "ProducerId": str(lab["producer_id"]), "TransactionState": "Ongoing"}]
+
+    rc, rows, out = transactions(door, "describe", "--transactional-id", TID)
+    assert rc == 0, out
+    (row,) = rows
+    assert {k: row[k] for k in ("CoordinatorId", "TransactionalId", "ProducerId", "ProducerEpoch",
+                                "TransactionState", "TransactionTimeoutMs", "CurrentTransactionStartTimeMs")} == {
+        "CoordinatorId": str(lab["coordinator"]), "TransactionalId": TID, "ProducerId": str(lab["producer_id"]),
+        "ProducerEpoch": str(lab["producer_epoch"]), "TransactionState": "Ongoing",
+        "TransactionTimeoutMs": "900000", "CurrentTransactionStartTimeMs": str(lab["transaction_start_ms"])}
+    assert sorted(row["TopicPartitions"].split(",")) == ["t-0", "t-1"]
+
+    rc, rows, out = transactions(door, "describe-producers", "--topic", "t", "--partition", "0")
+    assert rc == 0, out
+    (row,) = rows
+    assert row["ProducerId"] == str(lab["producer_id"]) and row["ProducerEpoch"] == str(lab["producer_epoch"])
+    assert row["LastSequence"] == "2"                          # a0, a1, c0: sequences 0, 1, 2
+    assert row["CurrentTransactionStartOffset"] == "3"         # c0, after a0 a1 and their COMMIT marker
+    rc, rows, out = transactions(door, "describe-producers", "--topic", "t", "--partition", "1")
+    assert rc == 0 and rows[0]["CurrentTransactionStartOffset"] == "0", out
+
+
+def test_kafka_transactions_tool_after_the_commit_and_for_an_unknown_id(open_txn):
+    c, door, p = open_txn
+    with door.lock:
+        p.commit_transaction()
+        c.run_until_idle()
+    rc, rows, out = transactions(door, "describe", "--transactional-id", TID)
+    assert rc == 0, out
+    assert rows[0]["TransactionState"] == "CompleteCommit" and rows[0]["TopicPartitions"] == ""
+    rc, rows, out = transactions(door, "describe-producers", "--topic", "t", "--partition", "0")
+    assert rc == 0 and rows[0]["CurrentTransactionStartOffset"] == "None", out   # no transaction open there
+    # ListTransactions v1 (KIP-994): only transactions running longer than the filter; the lab's clock is
+    # simulated and nowhere near an hour
+    rc, rows, out = transactions(door, "list", "--duration-filter", "3600000")
+    assert rc == 0 and rows == [], out
+    rc, rows, out = transactions(door, "describe", "--transactional-id", "nobody")
+    assert rc != 0 and "could not be found" in out            # TRANSACTIONAL_ID_NOT_FOUND
+
+
+# ------------------------------------------------------- hand-made frames
+def test_api_versions_advertises_the_admin_apis(open_txn):
+    c, door, p = open_txn
+    answer = ask(door, 18, 3, client_software_name="raw", client_software_version="1")
+    keys = {k.api_key: (k.min_version, k.max_version) for k in answer.api_keys}
+    assert keys[61] == (0, 0) and keys[65] == (0, 0) and keys[66] == (0, 1)
+
+
+def test_list_transactions_filters_by_state_and_names_the_unknown_filters(open_txn):
+    c, door, p = open_txn
+    coordinator = in_lab(c, door)["coordinator"]
+    r = ask(door, 66, 1, coordinator, state_filters=("Ongoing", "Bogus"), producer_id_filters=())
+    assert r.error_code == 0 and tuple(r.unknown_state_filters) == ("Bogus",)
+    assert [(s.transactional_id, s.transaction_state) for s in r.transaction_states] == [(TID, "Ongoing")]
+    r = ask(door, 66, 1, coordinator, state_filters=("CompleteCommit",), producer_id_filters=())
+    assert r.error_code == 0 and r.transaction_states == ()
+
+
+def test_describe_transactions_errors_are_kafkas(open_txn):
+    c, door, p = open_txn
+    coordinator = in_lab(c, door)["coordinator"]
+    other = next(b for b in c.broker_ids if b != coordinator)
+    (s,) = ask(door, 65, 0, other, transactional_ids=(TID,)).transaction_states
+    assert s.error_code == Errors.NOT_COORDINATOR and s.transactional_id == TID
+    found, missing, empty = ask(door, 65, 0, coordinator, transactional_ids=(TID, "nobody", "")).transaction_states
+    assert found.error_code == 0 and found.transaction_state == "Ongoing"
+    assert sorted((t.topic, tuple(t.partitions)) for t in found.topics) == [("t", (0, 1))]
+    assert missing.error_code == Errors.TRANSACTIONAL_ID_NOT_FOUND
+    assert empty.error_code == Errors.INVALID_REQUEST
+
+
+def test_describe_producers_errors_are_kafkas(open_txn):
+    c, door, p = open_txn
+    leader = c.leader("t", 0)
+    follower = next(b for b in c.broker_ids if b != leader)
+    T = nested(request_type(61, 0), "topics")
+    r = ask(door, 61, 0, leader, topics=(T(name="t", partition_indexes=(0, 7)), T(name="nope", partition_indexes=(0,)),
+                                         T(name="bad/name", partition_indexes=(0,))))
+    (t0, t7), (nope,), (bad,) = (tuple(t.partitions) for t in r.topics)
+    assert t0.error_code == 0 and [ps.current_txn_start_offset for ps in t0.active_producers] == [3]
+    assert t7.error_code == Errors.UNKNOWN_TOPIC_OR_PARTITION
+    assert nope.error_code == Errors.UNKNOWN_TOPIC_OR_PARTITION
+    assert bad.error_code == Errors.INVALID_TOPIC_EXCEPTION and "illegal" in bad.error_message
+    (t,) = ask(door, 61, 0, follower, topics=(T(name="t", partition_indexes=(0,)),)).topics
+    assert t.partitions[0].error_code == Errors.NOT_LEADER_OR_FOLLOWER

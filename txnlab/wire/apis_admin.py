@@ -1,0 +1,78 @@
+"""The transaction admin APIs (KIP-664) a real Admin client or ``kafka-transactions`` sends: DescribeProducers v0
+(to a partition's leader), DescribeTransactions v0 (to a transactional id's coordinator) and ListTransactions
+v0-1 (to every broker; v1 adds the duration filter, KIP-994), between kio and the engine's own requests (the
+ones txnlab's admin client sends in-process).  Kafka's field names and error codes; no ACLs are checked here
+(the lab's authorizer does not cover these APIs)."""
+from __future__ import annotations
+
+from itertools import groupby
+
+from ..protocol import messages as m
+from ..protocol.errors import Errors
+from ..protocol.names import topic_name_error
+from .codec import build, get, nested
+
+
+# ------------------------------------------------------ DescribeProducers
+def decode_describe_producers(body, version, door):
+    tps = tuple((t.name, p) for t in body.topics for p in t.partition_indexes)
+    return m.DescribeProducersRequest(tuple(dict.fromkeys(tps))), None
+
+
+def encode_describe_producers(resp, body, version, state, door, cls):
+    Topic = nested(cls, "topics")
+    Part = nested(Topic, "partitions")
+    Producer = nested(Part, "active_producers")
+    out = []
+    for t in body.topics:
+        ps = []
+        for p in t.partition_indexes:
+            err, producers = resp.partitions.get((t.name, p), (Errors.UNKNOWN_SERVER_ERROR, []))
+            ps.append(build(Part, partition_index=p, error_code=err,
+                            error_message=topic_name_error(t.name) if err == Errors.INVALID_TOPIC_EXCEPTION else None,
+                            active_producers=tuple(
+                                build(Producer, producer_id=d.producer_id, producer_epoch=d.producer_epoch,
+                                      last_sequence=d.last_sequence, last_timestamp=d.last_timestamp,
+                                      coordinator_epoch=d.coordinator_epoch,
+                                      current_txn_start_offset=d.current_txn_start_offset)
+                                for d in producers)))
+        out.append(build(Topic, name=t.name, partitions=tuple(ps)))
+    return build(cls, topics=tuple(out))
+
+
+# --------------------------------------------------- DescribeTransactions
+def decode_describe_transactions(body, version, door):
+    return m.DescribeTransactionsRequest(tuple(body.transactional_ids)), None
+
+
+def encode_describe_transactions(resp, body, version, state, door, cls):
+    State = nested(cls, "transaction_states")
+    TopicData = nested(State, "topics")
+    out = []
+    for d in resp.transaction_states:
+        if d["error"]:
+            # Kafka leaves the other fields at their schema defaults when it answers an error
+            out.append(build(State, error_code=d["error"], transactional_id=d["transactional_id"],
+                             transaction_state="", transaction_timeout=0, transaction_start_time=0,
+                             producer_id=0, producer_epoch=0, topics=()))
+            continue
+        topics = tuple(build(TopicData, topic=topic, partitions=tuple(p for _, p in tps))
+                       for topic, tps in groupby(sorted(d["partitions"]), key=lambda tp: tp[0]))
+        out.append(build(State, error_code=0, transactional_id=d["transactional_id"], transaction_state=d["state"],
+                         transaction_timeout=d["transaction_timeout_ms"],
+                         transaction_start_time=d["transaction_start_ms"], producer_id=d["producer_id"],
+                         producer_epoch=d["producer_epoch"], topics=topics))
+    return build(cls, transaction_states=tuple(out))
+
+
+# ------------------------------------------------------- ListTransactions
+def decode_list_transactions(body, version, door):
+    return m.ListTransactionsRequest(tuple(body.state_filters), tuple(body.producer_id_filters),
+                                     int(get(body, "duration_filter", -1))), None
+
+
+def encode_list_transactions(resp, body, version, state, door, cls):
+    State = nested(cls, "transaction_states")
+    return build(cls, error_code=resp.error, unknown_state_filters=tuple(resp.unknown_state_filters),
+                 transaction_states=tuple(build(State, transactional_id=tid, producer_id=pid, transaction_state=s)
+                                          for tid, pid, s in resp.transaction_states))
