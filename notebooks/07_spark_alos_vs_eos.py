@@ -30,6 +30,7 @@ import inspect
 import json
 import os
 import sys
+import tempfile
 
 os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")          # Spark on loopback
 os.environ.setdefault("PYSPARK_PYTHON", sys.executable)        # Spark's Python workers use this kernel's Python
@@ -222,11 +223,12 @@ def progress(title, total=None):
         label.value = f"batch {p['batch']}: {p['rows']:,} rows ({p['batches']} micro-batches so far)"
     return on_progress
 
+CHECKPOINTS = tempfile.mkdtemp(prefix="txnlab-07-")     # the queries' checkpoints: this run's own
 runs = {}
 for delivery in ("at-least-once", "exactly-once"):
     runs[delivery] = pl.run_income(
         spark, cluster, output=f"income-{delivery}", delivery=delivery,
-        checkpoint=f"/tmp/txnlab-07/{delivery}", faults=plan, max_per_trigger=10_000,
+        checkpoint=f"{CHECKPOINTS}/{delivery}", faults=plan, max_per_trigger=10_000,
         sink_id=f"spark-07-{delivery}",            # names the transactional ids (default: the query id)
         on_progress=progress(delivery))
 pd.DataFrame([{"sink": d, "starts of the query": " | ".join(f"{n}: {s}" for n, s in r.starts),
@@ -319,7 +321,7 @@ def orders_income(start, end, partitions=None):
                 picked.extend(v.decode() for v in values)
     return pl.truth_of(picked)
 
-ck = "/tmp/txnlab-07/at-least-once"
+ck = f"{CHECKPOINTS}/at-least-once"
 b0, b1 = batch_ends(ck, 0), batch_ends(ck, 1)
 replay = orders_income(b0, b1)
 speculative = orders_income(b0, b1, partitions={2})
