@@ -170,7 +170,10 @@ class Fetcher:
             self.buffer = deque(cf for cf in self.buffer if cf.tp != tp)
 
     def has_buffered(self, tp: tuple) -> bool:
-        return any(cf.tp == tp for cf in self.buffer)
+        for cf in self.buffer:      # a loop, not any(<generator>): asked for every partition at every poll
+            if cf.tp == tp:
+                return True
+        return False
 
     def next_message(self) -> Optional[Message]:
         """The next record for the application, moving positions past whatever was skipped."""

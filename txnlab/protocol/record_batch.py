@@ -52,6 +52,9 @@ class ControlRecordType(IntEnum):
     COMMIT = 1
 
 
+_CONTROL_TYPES = {int(t): t for t in ControlRecordType}     # type id -> member (RecordBatch.control_type)
+
+
 def increment_sequence(sequence: int, increment: int) -> int:
     """``DefaultRecordBatch.incrementSequence``: sequences wrap from 2**31-1 to 0."""
     if sequence > INT32_MAX - increment:
@@ -189,11 +192,8 @@ class RecordBatch:
         key = self.records[0].key
         if key is None or len(key) < 4:
             return ControlRecordType.UNKNOWN
-        type_id = _CONTROL_KEY.unpack_from(key)[1]
-        try:
-            return ControlRecordType(type_id)
-        except ValueError:
-            return ControlRecordType.UNKNOWN
+        # the members by value (not ControlRecordType(type_id): a consumer asks this of every marker it reads)
+        return _CONTROL_TYPES.get(_CONTROL_KEY.unpack_from(key)[1], ControlRecordType.UNKNOWN)
 
     @property
     def coordinator_epoch(self) -> int | None:
