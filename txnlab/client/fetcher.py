@@ -216,8 +216,8 @@ class Fetcher:
 
     # -------------------------------------------------------------- fetches
     def fetchable(self, tp: tuple, st: PartitionState) -> bool:
-        return st.has_position and not st.paused and not self.has_buffered(tp) \
-            and st.retry_at <= self.kernel.now
+        return st.position is not None and not st.paused and not self.has_buffered(tp) \
+            and st.retry_at <= self.kernel.now          # (st.has_position, without the property call)
 
     def send_fetches(self) -> None:
         if self.c._closed or self.node.crashed:

@@ -437,7 +437,8 @@ class UnifiedLog:
 
     @property
     def latest_epoch(self) -> int | None:
-        return self._epoch_cache.latest_epoch
+        entries = self._epoch_cache._entries    # LeaderEpochCache.latest_epoch, inlined (read per follower fetch)
+        return entries[-1].epoch if entries else None
 
     def end_offset_for_epoch(self, epoch: int) -> tuple[int, int]:
         """OffsetsForLeaderEpoch for this replica: (epoch found, its end offset) or (-1, -1)."""
