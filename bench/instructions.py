@@ -53,7 +53,7 @@ def _child(what: str, measured: bool) -> None:
 
         cfg = RunConfig(workload="copier", faults="all", records=1_000)
         # a cluster built and dropped: the modules a broker imports when it is made (its coordinators) are
-        # imported here, not inside the measured seed (they were 3 % of its figure)
+        # imported here, not inside the measured seed (they were ~1 % of its figure)
         build_cluster(SEEDS[0], cfg)
         gc.collect()
         gc.freeze()
