@@ -50,3 +50,21 @@ def test_a_delivery_entry_reads_as_one_built_by_the_class():
     assert {n: v for n, v in _fields(m, Message).items() if n not in ("state", "event")} == \
         {n: v for n, v in _fields(fresh, Message).items() if n not in ("state", "event")}
     assert m.state == "delivered" and m.event is None
+
+
+def test_with_the_trace_off_an_observer_sees_delivery_entries_as_the_class_builds_them():
+    c = Cluster(brokers=3, seed=3, config={"sim.trace": False})
+    seen = []
+    c.kernel.observers.append(seen.append)
+    c.create_topic("t", partitions=1, replication_factor=3)
+    p = Producer({"bootstrap.servers": c.bootstrap, "transactional.id": "tx"})
+    p.init_transactions()
+    assert len(c.trace) == 0
+    deliveries = [e for e in seen if e.kind == "deliver"]
+    assert deliveries
+    for e in deliveries:
+        built = TraceEvent(e.step, e.time, "deliver", e.dst, "", e.api, e.src, e.dst, e.msg_id, e.is_response,
+                           e.background)
+        got = _fields(e, TraceEvent)
+        assert got.pop("_sent") is None or all(isinstance(i, int) for i in e.sent)   # what the step sent
+        assert got == {n: v for n, v in _fields(built, TraceEvent).items() if n != "_sent"}

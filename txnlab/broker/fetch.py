@@ -12,6 +12,10 @@ from typing import Optional
 from ..protocol import messages as m
 from ..protocol.errors import Errors, ProtocolError
 
+# read once per answered partition: a member read through its enum class costs CPython 3.11 a call of the
+# class's attribute hook each time
+_NONE = Errors.NONE
+
 
 class ParkedFetch:
     __slots__ = ("msg", "timer", "tps", "parts", "session")
@@ -65,7 +69,7 @@ class FetchHandling:
                 return m.FetchResponse({}, err)
             parts = sess.view(req.partitions)
             self._session_followers_caught_up(req.replica_id, sess, parts)
-        resp, has_data = self._read_fetch(req, parts, initial=True, session=sess)
+        resp, has_data = self._read_fetch(req, parts, initial=True, session=sess, news_only=req.max_wait_ms > 0)
         if has_data or req.max_wait_ms <= 0:
             self._note_sent(req, resp)
             return resp
@@ -136,7 +140,7 @@ class FetchHandling:
         for pf in list(self.parked):
             if tp in pf.tps and pf in self.parked:
                 parts = self._parked_parts(pf)
-                resp, has_data = self._read_fetch(pf.msg.payload, parts, session=pf.session)
+                resp, has_data = self._read_fetch(pf.msg.payload, parts, session=pf.session, news_only=True)
                 if has_data:
                     self.parked.remove(pf)
                     self.cancel_timer(pf.timer)
@@ -154,7 +158,10 @@ class FetchHandling:
             if f is not None:
                 f.last_sent_hw = d.high_watermark
 
-    def _read_fetch(self, req, parts: Optional[dict] = None, initial: bool = False, session=None) -> tuple:
+    def _read_fetch(self, req, parts: Optional[dict] = None, initial: bool = False, session=None,
+                    news_only: bool = False) -> tuple:
+        """(the FetchResponse, whether it carries news).  ``news_only``: the caller answers only with news (a
+        long-poll parks otherwise), so an answer without any is not built: (None, False)."""
         out = {}
         has_data = False
         follower = req.replica_id >= 0
@@ -215,8 +222,10 @@ class FetchHandling:
                     self.cluster.audit("fetch", broker=self.broker_id, tp=tp, isolation=req.isolation_level,
                                        fetch_offset=fp.fetch_offset, last=batches[-1].last_offset,
                                        hw=log.high_watermark, lso=log.last_stable_offset)
-            out[tp] = m.FetchPartitionData(Errors.NONE, log.high_watermark, log.last_stable_offset,
+            out[tp] = m.FetchPartitionData(_NONE, log.high_watermark, log.last_stable_offset,
                                            log.log_start_offset, aborted, tuple(batches))
+        if news_only and not has_data:
+            return None, False
         return m.FetchResponse(out, 0, session.session_id if session is not None else 0), has_data
 
     def _read_follower(self, p, replica: int, fp, now, initial: bool) -> m.FetchPartitionData:
@@ -226,7 +235,7 @@ class FetchHandling:
             if epoch != fp.last_fetched_epoch or end < fp.fetch_offset:
                 self.narrate(f"{p.name}: follower {replica} has diverged (its epoch {fp.last_fetched_epoch} "
                              f"ends at {end} here); it must truncate")
-                return m.FetchPartitionData(Errors.NONE, log.high_watermark, log.last_stable_offset,
+                return m.FetchPartitionData(_NONE, log.high_watermark, log.last_stable_offset,
                                             log.log_start_offset, None, (), (epoch, end))
         if fp.fetch_offset > log.log_end_offset:
             return m.FetchPartitionData(Errors.OFFSET_OUT_OF_RANGE, log.high_watermark)
@@ -234,6 +243,6 @@ class FetchHandling:
             p.update_follower(replica, fp.fetch_offset, now)
         batches = log.read(fp.fetch_offset, log.log_end_offset, fp.partition_max_bytes) \
             if fp.fetch_offset < log.log_end_offset else []
-        return m.FetchPartitionData(Errors.NONE, log.high_watermark, log.last_stable_offset,
+        return m.FetchPartitionData(_NONE, log.high_watermark, log.last_stable_offset,
                                     log.log_start_offset, None, tuple(batches))
 

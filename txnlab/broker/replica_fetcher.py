@@ -12,6 +12,8 @@ from ..protocol import messages as m
 from ..protocol.errors import Errors
 from ..protocol.names import broker_name
 
+_NONE = Errors.NONE       # read once per fetched partition (see broker/fetch.py)
+
 
 class ReplicaFetcher:
     def __init__(self, broker, leader_id: int) -> None:
@@ -134,7 +136,7 @@ class ReplicaFetcher:
                 continue
             dirty[tp] = None
             log = p.log
-            if d.error != Errors.NONE:
+            if d.error != _NONE:
                 trouble = True
                 continue
             if d.diverging_epoch is not None:

@@ -170,7 +170,10 @@ class Fetcher:
             self.buffer = deque(cf for cf in self.buffer if cf.tp != tp)
 
     def has_buffered(self, tp: tuple) -> bool:
-        return any(cf.tp == tp for cf in self.buffer)
+        for cf in self.buffer:      # a loop, not any(<generator>): asked for every partition at every poll
+            if cf.tp == tp:
+                return True
+        return False
 
     def next_message(self) -> Optional[Message]:
         """The next record for the application, moving positions past whatever was skipped."""
@@ -213,8 +216,8 @@ class Fetcher:
 
     # -------------------------------------------------------------- fetches
     def fetchable(self, tp: tuple, st: PartitionState) -> bool:
-        return st.has_position and not st.paused and not self.has_buffered(tp) \
-            and st.retry_at <= self.kernel.now
+        return st.position is not None and not st.paused and not self.has_buffered(tp) \
+            and st.retry_at <= self.kernel.now          # (st.has_position, without the property call)
 
     def send_fetches(self) -> None:
         if self.c._closed or self.node.crashed:

@@ -338,8 +338,10 @@ class Producer:
     # ------------------------------------------------------- transactions
     def _wait(self, pred: Callable[[], bool], timeout: Optional[float], default_ms: int) -> bool:
         ms = default_ms if timeout is None or timeout < 0 else int(timeout * 1000)
-        return self._kernel.run_until(lambda: pred() or self._node.crashed
-                                      or self._txn.state == State.FATAL_ERROR, timeout_ms=ms)
+        # the predicate runs once per step: the enum member is looked up once here (a member read through
+        # the class costs CPython 3.11 a call of EnumType's attribute hook)
+        node, txn, fatal = self._node, self._txn, State.FATAL_ERROR
+        return self._kernel.run_until(lambda: pred() or node.crashed or txn.state == fatal, timeout_ms=ms)
 
     def _require_transactional(self, call: str) -> bool:
         """Checks a transactional call may start now; True when it resumes the same call that timed out.
@@ -376,7 +378,8 @@ class Producer:
         elif txn.state != State.INITIALIZING and not resuming:
             raise KafkaStateError(f"init_transactions() was already called (state {txn.state.name})")
         self._resumable = None
-        done = self._wait(lambda: txn.state != State.INITIALIZING, timeout, 2 * txn.transaction_timeout_ms)
+        initializing = State.INITIALIZING
+        done = self._wait(lambda: txn.state != initializing, timeout, 2 * txn.transaction_timeout_ms)
         self._check_alive()
         if not done:
             raise self._timed_out("init_transactions")
@@ -459,9 +462,8 @@ class Producer:
         else:
             raise KafkaStateError(f"{call}() needs an open transaction (state {txn.state.name})"
                                   + ("; begin_transaction() was not called" if txn.state == State.READY else ""))
-        done = self._wait(lambda: txn.state not in (State.COMMITTING_TRANSACTION, State.ABORTING_TRANSACTION,
-                                                    State.INITIALIZING),
-                          timeout, txn.transaction_timeout_ms)
+        busy = (State.COMMITTING_TRANSACTION, State.ABORTING_TRANSACTION, State.INITIALIZING)
+        done = self._wait(lambda: txn.state not in busy, timeout, txn.transaction_timeout_ms)
         self._serve_reports()
         self._check_alive()
         if not done:

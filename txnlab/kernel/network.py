@@ -425,27 +425,27 @@ class Network:
             conn.in_service = m
         m.state = "delivered"
         trace = k.trace
+        tev = _new(TraceEvent)      # TraceEvent(...) without the class call (see TraceEvent)
+        tev.step = k.step_count
+        tev.time = k.now
+        tev.kind = "deliver"
+        tev.node = m.dst
+        tev.api = m.api
+        tev.src = m.src
+        tev.dst = m.dst
+        tev.msg_id = m.id
+        tev.is_response = m.is_response
+        tev.background = m.background
+        tev._details = tev._sent = tev._attrs = None
         if trace.enabled:
             # the delivery's line is written from the message when someone reads it (Kernel.record_delivery)
-            tev = _new(TraceEvent)      # TraceEvent(...) without the class call (see TraceEvent)
-            tev.step = k.step_count
-            tev.time = k.now
-            tev.kind = "deliver"
-            tev.node = m.dst
             tev._text = None
             tev._message = m
-            tev.api = m.api
-            tev.src = m.src
-            tev.dst = m.dst
-            tev.msg_id = m.id
-            tev.is_response = m.is_response
-            tev.background = m.background
-            tev._details = tev._sent = tev._attrs = None
             trace.events.append(tev)
         else:
             # nobody will read it: the narration of a run with the trace off is not built
-            tev = TraceEvent(k.step_count, k.now, "deliver", m.dst, "", m.api, m.src, m.dst, m.id, m.is_response,
-                             m.background)
+            tev._text = ""
+            tev._message = None
         k.current = tev
         if k.observers:
             for obs in k.observers:

@@ -78,7 +78,7 @@ class UnifiedLog:
                  "_batches", "_base_offsets", "_segments", "_snapshots", "_txn_index",
                  "_epoch_cache", "_hw_checkpoint", "log_start_offset", "log_end_offset",
                  # memory
-                 "_psm", "high_watermark", "first_unstable_offset", "_online")
+                 "_psm", "high_watermark", "first_unstable_offset", "last_stable_offset", "_online")
 
     def __init__(self, topic: str, partition: int, config: dict | None = None):
         self.topic = topic
@@ -105,16 +105,13 @@ class UnifiedLog:
         self._psm = ProducerStateManager(self.topic_partition, self._expiration_ms, self._snapshots)
         self.high_watermark = 0
         self.first_unstable_offset: int | None = None
+        # §3.2: the first unstable offset if it is below the HW, else the HW.  A field (read by every fetch and
+        # every step check), set by _update_first_unstable_offset, which runs after each change of the HW or
+        # of the first unstable offset
+        self.last_stable_offset = 0
         self._online = True
 
     # -- offsets --------------------------------------------------------------
-    @property
-    def last_stable_offset(self) -> int:
-        """§3.2: the first unstable offset if it is below the HW, else the HW."""
-        fuo = self.first_unstable_offset
-        hw = self.high_watermark
-        return fuo if fuo is not None and fuo < hw else hw
-
     @property
     def high_watermark_checkpoint(self) -> int:
         return self._hw_checkpoint
@@ -430,6 +427,8 @@ class UnifiedLog:
         if fuo is not None and fuo < self.log_start_offset:
             fuo = self.log_start_offset
         self.first_unstable_offset = fuo
+        hw = self.high_watermark
+        self.last_stable_offset = fuo if fuo is not None and fuo < hw else hw
 
     # -- leader epoch cache (KIP-101) -----------------------------------------
     def assign_epoch_start_offset(self, epoch: int, start_offset: int) -> None:
@@ -437,7 +436,8 @@ class UnifiedLog:
 
     @property
     def latest_epoch(self) -> int | None:
-        return self._epoch_cache.latest_epoch
+        entries = self._epoch_cache._entries    # LeaderEpochCache.latest_epoch, inlined (read per follower fetch)
+        return entries[-1].epoch if entries else None
 
     def end_offset_for_epoch(self, epoch: int) -> tuple[int, int]:
         """OffsetsForLeaderEpoch for this replica: (epoch found, its end offset) or (-1, -1)."""
@@ -532,6 +532,7 @@ class UnifiedLog:
         self._psm = ProducerStateManager(self.topic_partition, self._expiration_ms, self._snapshots)
         self.high_watermark = 0
         self.first_unstable_offset = None
+        self.last_stable_offset = 0
         self._online = False
 
     def close(self) -> None:

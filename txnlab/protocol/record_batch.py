@@ -52,6 +52,9 @@ class ControlRecordType(IntEnum):
     COMMIT = 1
 
 
+_CONTROL_TYPES = {int(t): t for t in ControlRecordType}     # type id -> member (RecordBatch.control_type)
+
+
 def increment_sequence(sequence: int, increment: int) -> int:
     """``DefaultRecordBatch.incrementSequence``: sequences wrap from 2**31-1 to 0."""
     if sequence > INT32_MAX - increment:
@@ -89,7 +92,7 @@ class RecordBatch:
 
     __slots__ = ("base_offset", "partition_leader_epoch", "producer_id", "producer_epoch",
                  "base_sequence", "is_transactional", "is_control", "_rows", "_raw",
-                 "log_append_time", "_size", "_max_ts")
+                 "log_append_time", "_size", "_max_ts", "record_count", "last_offset", "next_offset")
 
     def __init__(self, records: Sequence[Record], producer_id: int = NO_PRODUCER_ID,
                  producer_epoch: int = NO_PRODUCER_EPOCH, base_sequence: int = NO_SEQUENCE,
@@ -111,6 +114,11 @@ class RecordBatch:
         self.log_append_time = log_append_time
         self._size = size_in_bytes
         self._max_ts = max_timestamp
+        # the offsets a batch spans are fields (set where base_offset is): the log reads them on every
+        # append and every fetch, and a property is a Python call each time
+        self.record_count = len(records)
+        self.next_offset = base_offset + self.record_count
+        self.last_offset = self.next_offset - 1
 
     @property
     def records(self) -> Sequence[Record]:
@@ -120,21 +128,11 @@ class RecordBatch:
         return self._rows
 
     # -- derived header fields ------------------------------------------------
-    @property
-    def record_count(self) -> int:
-        return len(self._rows)
-
+    # (record_count, last_offset = base_offset + record_count - 1 and next_offset = last_offset + 1 are
+    # fields, set with base_offset)
     @property
     def last_offset_delta(self) -> int:
         return len(self._rows) - 1
-
-    @property
-    def last_offset(self) -> int:
-        return self.base_offset + len(self._rows) - 1
-
-    @property
-    def next_offset(self) -> int:
-        return self.base_offset + len(self._rows)
 
     @property
     def last_sequence(self) -> int:
@@ -189,11 +187,8 @@ class RecordBatch:
         key = self.records[0].key
         if key is None or len(key) < 4:
             return ControlRecordType.UNKNOWN
-        type_id = _CONTROL_KEY.unpack_from(key)[1]
-        try:
-            return ControlRecordType(type_id)
-        except ValueError:
-            return ControlRecordType.UNKNOWN
+        # the members by value (not ControlRecordType(type_id): a consumer asks this of every marker it reads)
+        return _CONTROL_TYPES.get(_CONTROL_KEY.unpack_from(key)[1], ControlRecordType.UNKNOWN)
 
     @property
     def coordinator_epoch(self) -> int | None:
@@ -219,6 +214,9 @@ class RecordBatch:
         new.log_append_time = self.log_append_time
         new._size = self._size
         new._max_ts = self._max_ts
+        new.record_count = self.record_count
+        new.last_offset = self.last_offset
+        new.next_offset = self.next_offset
         return new
 
     def with_base_offset(self, offset: int, partition_leader_epoch: int | None = None,
@@ -226,6 +224,8 @@ class RecordBatch:
         """A copy placed at ``offset`` (records shared), as the leader's LogValidator does."""
         new = self._copy()
         new.base_offset = offset
+        new.next_offset = offset + new.record_count
+        new.last_offset = new.next_offset - 1
         if partition_leader_epoch is not None:
             new.partition_leader_epoch = partition_leader_epoch
         if log_append_time is not None:
