@@ -17,12 +17,14 @@ NO_OPS = -2147483648          # topic/cluster authorized operations not asked fo
 
 
 def topic_id(door, name: str) -> uuid.UUID:
-    return _topic_uuid(door.cluster.id, name)
+    """A topic's id (KIP-516): Kafka's controller draws a random UUID; here it follows from the cluster's seed and
+    the topic's name, so that a run and its replay (txnlab.wire.replay) hand out the same ids."""
+    return _topic_uuid(door.cluster.seed, name)
 
 
 @lru_cache(maxsize=4096)
-def _topic_uuid(cluster_id: str, name: str) -> uuid.UUID:
-    return uuid.uuid5(uuid.NAMESPACE_URL, f"txnlab:{cluster_id}:{name}")
+def _topic_uuid(seed: int, name: str) -> uuid.UUID:
+    return uuid.uuid5(uuid.NAMESPACE_URL, f"txnlab:seed-{seed}:{name}")
 
 
 # ------------------------------------------------------------ ApiVersions
