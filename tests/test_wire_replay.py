@@ -87,3 +87,19 @@ def test_simulated_time_runs_at_most_lead_ms_ahead_of_the_wall_clock():
     joined = [e for e in c.trace.events if e.kind == "deliver" and e.api == "JoinGroup" and e.is_response]
     assert joined, "the consumer joined its group"
     assert c.kernel.now - opened.time <= c.wall_ms + door.lead_ms
+
+
+def test_a_bounded_trace_keeps_the_doors_memory_bounded_too():
+    """With sim.trace.keep.steps (a long session) the door keeps no growing record of every request's bytes:
+    only its last input (the clock's coalescing looks at it); a whole-trace cluster records them all."""
+    with lab(config={"sim.trace.keep.steps": 200}) as (c, door):
+        assert not door.recording
+        p = producer(door, **{"enable.idempotence": True})
+        for round_ in range(5):
+            for i in range(20):
+                p.produce("t", value=f"{round_}-{i}".encode())
+            assert p.flush(30) == 0
+        assert door.requests >= 5 and len(door.inputs) <= 1
+        assert c.log("t").high_watermark == 100
+    with lab() as (c, door):
+        assert door.recording

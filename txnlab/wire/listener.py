@@ -109,11 +109,21 @@ class WireDoor:
         self.lead_ms = 1_000
         self._lead = 0                   # ms the requests' own work moved simulated time ahead of the wall clock
         # Everything the door did to the simulation, in order: what real clients sent and when the wall clock
-        # moved simulated time.  txnlab.wire.replay.replay() repeats it on a fresh cluster, step for step.
+        # moved simulated time.  txnlab.wire.replay.replay() repeats it on a fresh cluster, step for step.  Kept
+        # whole while the cluster keeps its whole trace; with the trace off or bounded (sim.trace,
+        # sim.trace.keep.steps) memory stays bounded too: only the last input is kept (no replay then).
         self.inputs: list[dict] = []
+        trace = cluster.kernel.trace
+        self.recording = bool(trace.enabled) and getattr(trace, "limit", None) is None
+
+    def _input(self, entry: dict) -> None:
+        if self.recording:
+            self.inputs.append(entry)
+        elif entry["kind"] != "accept":          # what the clock's coalescing looks back at
+            self.inputs[:] = [entry]
 
     def _opened(self) -> None:
-        self.inputs.append({"kind": "open", "ports": {str(b): p for b, p in sorted(self._ports.items())},
+        self._input({"kind": "open", "ports": {str(b): p for b, p in sorted(self._ports.items())},
                             "mode": self.mode, "clock": self.clock, "settle_ms": self.settle_ms,
                             "lead_ms": self.lead_ms,
                             "request_timeout_ms": self.request_timeout_ms, "max_connections": self.max_connections})
@@ -269,14 +279,14 @@ class WireDoor:
                 return
             if len(self.connections) >= self.max_connections:
                 sock.close()
-                self.inputs.append({"kind": "refuse", "broker": broker})
+                self._input({"kind": "refuse", "broker": broker})
                 self._refuse(broker)
                 continue
             sock.setblocking(False)
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
             self._numbers += 1
             c = WireConnection(self, sock, broker, self._numbers)
-            self.inputs.append({"kind": "accept", "conn": c.number, "broker": broker, "peer": list(c.peer)})
+            self._input({"kind": "accept", "conn": c.number, "broker": broker, "peer": list(c.peer)})
             self.connections[c.number] = c
             self._sel.register(sock, selectors.EVENT_READ, c)
 
@@ -311,7 +321,7 @@ class WireDoor:
                 break
             payload = bytes(c.inbuf[4:4 + size])
             del c.inbuf[:4 + size]
-            self.inputs.append({"kind": "request", "conn": c.number, "payload": payload})
+            self._input({"kind": "request", "conn": c.number, "payload": payload})
             slot = self._request(c, payload)
             if c.closing:
                 return injected
@@ -440,7 +450,7 @@ class WireDoor:
             if k.driver is not None:
                 return                       # a stepper drives this kernel: the requests wait for it
             until = None if self.clock != "wall" else k.now + max(0, min(self.settle_ms, self.lead_ms - self._lead))
-            self.inputs.append({"kind": "settle", "requests": [s.seq for s in slots], "until": until})
+            self._input({"kind": "settle", "requests": [s.seq for s in slots], "until": until})
             self._settle(slots, until)
 
     def _settle(self, slots: list, until: Optional[int]) -> None:
@@ -495,7 +505,7 @@ class WireDoor:
             last["ms"] = total
         else:
             total = ms
-            self.inputs.append({"kind": "advance", "ms": ms})
+            self._input({"kind": "advance", "ms": ms})
             ev = self._clock_step = k.begin_step("clock", "wire-door", "", background=True)
             k.current = None
         ev.attrs["ms"] = total
@@ -508,7 +518,7 @@ class WireDoor:
         """The socket side decided to close (the client hung up, a bad size prefix, idle): a recorded input."""
         if c.closing or c.closed:
             return
-        self.inputs.append({"kind": "closing", "conn": c.number, "why": why, "quiet": quiet})
+        self._input({"kind": "closing", "conn": c.number, "why": why, "quiet": quiet})
         self._closing(c, why, quiet)
 
     def _closing(self, c: WireConnection, why: str, quiet: bool = False) -> None:
@@ -524,7 +534,7 @@ class WireDoor:
     def _close_now(self, c: WireConnection, why: str) -> None:
         if c.closed:
             return
-        self.inputs.append({"kind": "close", "conn": c.number, "why": why})
+        self._input({"kind": "close", "conn": c.number, "why": why})
         c.closed = True
         c.closing = c.closing or why
         if c.sock is not None:
