@@ -224,7 +224,7 @@ class SpaceTime:
         y_cur, y_end = axis(cur), axis(end)
         top = axis(lo) - 1.6
         bottom = max([y_end, y_cur + 1.2] + flights[1]) + 1.0
-        labels = self._place(labels, n, bottom - (top - 1.2), breaks)
+        labels = self._place(labels, n, bottom - (top - 1.2), breaks, top - 1.2)
         when = f"step {self.position_of(cur)} (t = {k.now} ms)"
         gaps = ([-0.45] * len(axis.gaps), [y for y, _ in axis.gaps], [idle_words(ms) for _, ms in axis.gaps])
         updates = {0: {"x": [v for i in range(n) for v in (i, i, None)], "y": [-10 ** 9, 10 ** 9, None] * n},
@@ -253,7 +253,7 @@ class SpaceTime:
         layout = self.figure.layout
         return ((layout.height or 560) - layout.margin.t - layout.margin.b) / max(1e-9, y_span)
 
-    def _place(self, labels: tuple, lanes: int, y_span: float, breaks: tuple) -> tuple:
+    def _place(self, labels: tuple, lanes: int, y_span: float, breaks: tuple, top: float) -> tuple:
         """Where each arrow's words go: half way along it (a message in flight: by its dot) unless that covers
         words already placed, then the first free place further along or back (the words stay on their own
         arrow)."""
@@ -262,6 +262,7 @@ class SpaceTime:
         px_x, px_y = plot_w / max(1, lanes), self._px_per_y(y_span)
         taken = [(x * px_x + 8, x * px_x + 8 + len(t) * LABEL_CHAR_PX, y * px_y, y * px_y + LABEL_LINE_PX)
                  for x, y, t in zip(*breaks[:3])]             # the ⚡ words, written below right of their mark
+        taken.append((-1e9, 1e9, -1e9, top * px_y + LABEL_LINE_PX))   # above the plot: the lanes' names
         return place_labels(labels[0], labels[2], px_x, px_y, taken)
 
     @staticmethod
@@ -375,15 +376,19 @@ AT_DOT = (1.0,) + ALONG                            # a message in flight: by its
 def place_labels(segments: list, texts: list, px_x: float, px_y: float, taken: Optional[list] = None) -> tuple:
     """(x, y, text) of arrow labels that do not cover each other: each label (drawn above its point, centred)
     goes half way along its arrow, or at the first place further along or back where it covers no label placed
-    before it or any box of ``taken`` (when there is none, where it covers least).  ``px_x``/``px_y``: pixels
-    per unit of each axis; boxes are (left, right, top, bottom) in pixels."""
+    before it or any box of ``taken``; failing that, a line below or above such a place (when there is none,
+    where it covers least).  The newest arrows (last in ``segments``) choose first: they are the ones the step
+    is about.  ``px_x``/``px_y``: pixels per unit of each axis; boxes are (left, right, top, bottom) in pixels."""
     placed: list = list(taken or ())
-    xs, ys = [], []
-    for (x0, y0, x1, y1, along), text in zip(segments, texts):
+    xs, ys = [0.0] * len(texts), [0.0] * len(texts)
+    line = LABEL_LINE_PX / px_y
+    for i in reversed(range(len(texts))):
+        (x0, y0, x1, y1, along), text = segments[i], texts[i]
         half_w = len(text) * LABEL_CHAR_PX / 2
         best, best_cover = None, None
-        for t in along:
-            x, y = x0 + (x1 - x0) * t, y0 + (y1 - y0) * t
+        tries = [(t, 0.0) for t in along] + [(t, d) for d in (line, -line) for t in along[:3]]
+        for t, dy in tries:
+            x, y = x0 + (x1 - x0) * t, y0 + (y1 - y0) * t + dy
             box = (x * px_x - half_w, x * px_x + half_w, y * px_y - LABEL_LINE_PX, y * px_y)
             cover = sum(max(0.0, min(box[1], b[1]) - max(box[0], b[0])) * max(0.0, min(box[3], b[3]) - max(box[2], b[2]))
                         for b in placed)
@@ -391,8 +396,7 @@ def place_labels(segments: list, texts: list, px_x: float, px_y: float, taken: O
                 best, best_cover = (x, y, box), cover
             if cover == 0:
                 break
-        xs.append(best[0])
-        ys.append(best[1])
+        xs[i], ys[i] = best[0], best[1]
         placed.append(best[2])
     return xs, ys, list(texts)
 
