@@ -2,24 +2,16 @@
 lock or a leaked thread; the next real client is served as before."""
 from __future__ import annotations
 
-import io
 import socket
 import struct
 import threading
-
-from kio.serial import entity_reader, entity_writer
 
 from txnlab.protocol.errors import Errors
 from txnlab.protocol.record_batch import Record, RecordBatch
 from txnlab.wire import codec, compression
 from txnlab.wire.records import encode_batch
 from wire_helpers import consumer, lab, producer, read_all, values
-
-
-def dial(door, broker: int = 0) -> socket.socket:
-    s = socket.create_connection(("127.0.0.1", door.port_of(broker)))
-    s.settimeout(60)
-    return s
+from wire_raw import dial, frame, response
 
 
 def closed_by_door(s: socket.socket) -> bool:
@@ -27,35 +19,6 @@ def closed_by_door(s: socket.socket) -> bool:
         return s.recv(1) == b""
     except ConnectionResetError:
         return True
-
-
-def frame(api_key: int, version: int, body, cid: int = 7) -> bytes:
-    buf = io.BytesIO()
-    head = struct.pack(">hhih", api_key, version, cid, 4) + b"test"
-    buf.write(head)
-    if type(body).__flexible__:
-        buf.write(b"\0")
-    entity_writer(type(body))(buf, body)
-    data = buf.getvalue()
-    return struct.pack(">i", len(data)) + data
-
-
-def response(s: socket.socket, api_key: int, version: int):
-    size = struct.unpack(">i", _exactly(s, 4))[0]
-    data = _exactly(s, size)
-    cid = struct.unpack_from(">i", data, 0)[0]
-    cls = codec.response_type(api_key, version)
-    pos = 5 if cls.__flexible__ and api_key != 18 else 4
-    return cid, entity_reader(cls)(data, pos)[0]
-
-
-def _exactly(s, n):
-    out = b""
-    while len(out) < n:
-        chunk = s.recv(n - len(out))
-        assert chunk, "the door closed the connection"
-        out += chunk
-    return out
 
 
 def produce_frame(records: bytes, version: int = 9):

@@ -36,13 +36,19 @@ def _exactly(s: socket.socket, n: int) -> bytes:
     return out
 
 
+def response(s: socket.socket, api_key: int, version: int):
+    """(correlation id, decoded body) of the next answer on ``s``."""
+    size = struct.unpack(">i", _exactly(s, 4))[0]
+    data = _exactly(s, size)
+    cid = struct.unpack_from(">i", data, 0)[0]
+    cls = codec.response_type(api_key, version)
+    pos = 5 if cls.__flexible__ and api_key != codec.API_VERSIONS else 4     # ApiVersions: response header v0
+    return cid, entity_reader(cls)(data, pos)[0]
+
+
 def ask(door, api_key: int, version: int, broker: int = 0, **fields):
     """The decoded answer to one request ``api_key`` v``version`` built from ``fields``, sent to ``broker``."""
     req = codec.request_type(api_key, version)(**fields)
     with dial(door, broker) as s:
         s.sendall(frame(api_key, version, req))
-        size = struct.unpack(">i", _exactly(s, 4))[0]
-        data = _exactly(s, size)
-    cls = codec.response_type(api_key, version)
-    pos = 5 if cls.__flexible__ and api_key != codec.API_VERSIONS else 4
-    return entity_reader(cls)(data, pos)[0]
+        return response(s, api_key, version)[1]
