@@ -1,0 +1,58 @@
+"""The wire door's clock and its record: simulated time following the wall clock, each move a step of the trace,
+and everything the door does to the simulation kept in ``door.inputs`` (``txnlab.wire.replay`` repeats a run from
+it).  A mixin of ``WireDoor`` (listener.py), which owns the state these methods use (``_wall``, ``_lead``,
+``lead_ms``, ``_clock_step``, ``_clock_after``, ``_coalesce``, ``inputs``, ``recording``)."""
+from __future__ import annotations
+
+import time
+
+
+class WallClock:
+    def _input(self, entry: dict) -> None:
+        if self.recording:
+            self.inputs.append(entry)
+        elif entry["kind"] != "accept":          # what the clock's coalescing looks back at
+            self.inputs[:] = [entry]
+
+
+    def _pump(self) -> None:
+        """Run mode: simulated time follows the wall clock while nothing else moves it (timers fire:
+        parked fetches answer, sessions expire, the controller fences a crashed broker)."""
+        now = time.monotonic()
+        elapsed = int((now - self._wall) * 1000)
+        if elapsed < 5:
+            return
+        self._wall = now
+        with self.lock:
+            if self.kernel.driver is None:
+                ms = min(elapsed, 1_000)
+                repaid = min(ms, self._lead)     # the wall clock catches up with what the requests' work moved
+                self._lead -= repaid
+                self._advance(ms - repaid)
+
+    def _advance(self, ms: int) -> None:
+        """Move simulated time on by ``ms`` as a step of its own (kind ``clock``), so that a replay repeats it.
+        While nothing else happened since the door's last clock step (no step, no note, no other input than
+        a socket accepted), that step grows instead: idle seconds are one entry, not one per tick."""
+        if ms <= 0:
+            return
+        k = self.kernel
+        ev = self._clock_step
+        last = None
+        for entry in reversed(self.inputs):      # a socket accepted in between changes nothing in the simulation
+            if entry["kind"] != "accept":
+                last = entry
+                break
+        if (self._coalesce and ev is not None and k.step_count == self._clock_after and last is not None
+                and last["kind"] == "advance" and (not k.trace.enabled or (len(k.trace) and k.trace[-1] is ev))):
+            total = ev.attrs["ms"] + ms
+            last["ms"] = total
+        else:
+            total = ms
+            self._input({"kind": "advance", "ms": ms})
+            ev = self._clock_step = k.begin_step("clock", "wire-door", "", background=True)
+            k.current = None
+        ev.attrs["ms"] = total
+        ev._text = f"the wall clock moved simulated time on by {total} ms"
+        k.advance(ms)
+        self._clock_after = k.step_count
