@@ -1,19 +1,35 @@
 """The wire door's clock and its record: simulated time following the wall clock, each move a step of the trace,
 and everything the door does to the simulation kept in ``door.inputs`` (``txnlab.wire.replay`` repeats a run from
-it).  A mixin of ``WireDoor`` (listener.py), which owns the state these methods use (``_wall``, ``_lead``,
-``lead_ms``, ``_clock_step``, ``_clock_after``, ``_coalesce``, ``inputs``, ``recording``)."""
+it).  A mixin of ``WireDoor`` (listener.py).  This is the edge: the wall clock is read here and in the door's
+socket loop, never in the engine, and each reading enters the simulation only as a recorded input."""
 from __future__ import annotations
 
 import time
 
 
 class WallClock:
+    """The door's clock and its record of inputs (state set by ``_start_clock``)."""
+
+    def _start_clock(self, lead_ms: int) -> None:
+        self.lead_ms = lead_ms
+        self._wall = time.monotonic()
+        self._lead = 0                   # ms the requests' own work moved simulated time ahead of the wall clock
+        self._clock_step = None          # the door's last clock step and the kernel's step count after it
+        self._clock_after = -1
+        self._coalesce = True
+        # Everything the door did to the simulation, in order: what real clients sent and when the wall clock
+        # moved simulated time.  txnlab.wire.replay.replay() repeats it on a fresh cluster, step for step.  Kept
+        # whole while the cluster keeps its whole trace; with the trace off or bounded (sim.trace,
+        # sim.trace.keep.steps) memory stays bounded too: only the last input is kept (no replay then).
+        self.inputs: list[dict] = []
+        trace = self.kernel.trace
+        self.recording = bool(trace.enabled) and trace.limit is None
+
     def _input(self, entry: dict) -> None:
         if self.recording:
             self.inputs.append(entry)
         elif entry["kind"] != "accept":          # what the clock's coalescing looks back at
             self.inputs[:] = [entry]
-
 
     def _pump(self) -> None:
         """Run mode: simulated time follows the wall clock while nothing else moves it (timers fire:

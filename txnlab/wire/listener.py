@@ -43,7 +43,7 @@ from ..protocol.errors import Errors
 from ..protocol.names import looks_like_server
 from . import codec
 from .apis import ADMIN_APIS, CONSUMER_APIS, PRODUCER_APIS, TABLE
-from .apis_data import api_versions_body
+from .apis_data import api_versions_body, topic_names_by_id
 from .clock import WallClock
 from .connection import WireConnection, WireNode, _Slot
 
@@ -61,9 +61,7 @@ class WireDoor(WallClock):
         if clock not in ("wall", "requests"):
             raise ValueError(f"clock must be 'wall' (simulated time follows the wall clock while idle) or "
                              f"'requests' (only requests move it), got {clock!r}")
-        self._setup(cluster, mode, settle_ms, idle_timeout_s, max_connections, request_timeout_ms, clock)
-        self.lead_ms = lead_ms
-        self._wall = time.monotonic()
+        self._setup(cluster, mode, settle_ms, idle_timeout_s, max_connections, request_timeout_ms, clock, lead_ms)
         self._listeners: dict[int, socket.socket] = {}
         self._sel = selectors.DefaultSelector()
         self._wake_r, self._wake_w = socket.socketpair()
@@ -85,7 +83,8 @@ class WireDoor(WallClock):
         self._opened()
         self._thread.start()
 
-    def _setup(self, cluster, mode, settle_ms, idle_timeout_s, max_connections, request_timeout_ms, clock) -> None:
+    def _setup(self, cluster, mode, settle_ms, idle_timeout_s, max_connections, request_timeout_ms, clock,
+               lead_ms) -> None:
         """The door's state, without sockets (a replay builds a door from this alone)."""
         self.clock = clock
         self.cluster = cluster
@@ -104,24 +103,12 @@ class WireDoor(WallClock):
         self._numbers = 0
         self._arrivals = 0
         self._ports: dict[int, int] = {}
-        self._clock_step = None          # the door's last clock step and the kernel's step count after it
-        self._clock_after = -1
-        self._coalesce = True
-        self.lead_ms = 1_000
-        self._lead = 0                   # ms the requests' own work moved simulated time ahead of the wall clock
-        # Everything the door did to the simulation, in order: what real clients sent and when the wall clock
-        # moved simulated time.  txnlab.wire.replay.replay() repeats it on a fresh cluster, step for step.  Kept
-        # whole while the cluster keeps its whole trace; with the trace off or bounded (sim.trace,
-        # sim.trace.keep.steps) memory stays bounded too: only the last input is kept (no replay then).
-        self.inputs: list[dict] = []
-        trace = cluster.kernel.trace
-        self.recording = bool(trace.enabled) and getattr(trace, "limit", None) is None
+        self._start_clock(lead_ms)
 
     def _opened(self) -> None:
         self._input({"kind": "open", "ports": {str(b): p for b, p in sorted(self._ports.items())},
-                            "mode": self.mode, "clock": self.clock, "settle_ms": self.settle_ms,
-                            "lead_ms": self.lead_ms,
-                            "request_timeout_ms": self.request_timeout_ms, "max_connections": self.max_connections})
+                     "mode": self.mode, "clock": self.clock, "settle_ms": self.settle_ms, "lead_ms": self.lead_ms,
+                     "request_timeout_ms": self.request_timeout_ms, "max_connections": self.max_connections})
         with self.lock:
             self.kernel.record("note", "wire-door", f"Kafka's wire protocol is open at {self.bootstrap_servers} "
                                                     f"(mode {self.mode})")
@@ -139,11 +126,7 @@ class WireDoor(WallClock):
         return codec.versions(tv)
 
     def topic_name(self, tid) -> Optional[str]:
-        from .apis_data import topic_id
-        for name in self.cluster._brokers[self.cluster.broker_ids[0]].metadata.topics:
-            if topic_id(self, name) == tid:
-                return name
-        return None
+        return topic_names_by_id(self, [tid])[tid]
 
     def __repr__(self) -> str:
         return (f"<WireDoor bootstrap.servers={self.bootstrap_servers} mode={self.mode} "

@@ -26,9 +26,8 @@ class ReplayDoor(WireDoor):
         if opened.get("kind") != "open":
             raise ValueError("recorded wire inputs start with the door's 'open' entry")
         self._setup(cluster, opened["mode"], opened["settle_ms"], 600.0, opened["max_connections"],
-                    opened["request_timeout_ms"], opened["clock"])
+                    opened["request_timeout_ms"], opened["clock"], opened["lead_ms"])
         self._ports = {int(b): p for b, p in opened["ports"].items()}
-        self.lead_ms = opened["lead_ms"]
         self._thread = threading.current_thread()
         self._by_seq: dict = {}
         self._coalesce = False           # each recorded advance is one clock step, as it was recorded
@@ -47,7 +46,7 @@ class ReplayDoor(WireDoor):
     def apply(self, entry: dict) -> None:
         kind = entry["kind"]
         if kind in ("accept", "refuse"):
-            self.inputs.append(entry)
+            self._input(entry)
         if kind == "accept":
             c = WireConnection(self, None, entry["broker"], entry["conn"], peer=entry["peer"])
             self._numbers = max(self._numbers, c.number)
@@ -56,7 +55,7 @@ class ReplayDoor(WireDoor):
             self._refuse(entry["broker"])
         elif kind == "request":
             c = self.connections[entry["conn"]]
-            self.inputs.append(entry)
+            self._input(entry)
             try:
                 slot = self._request(c, entry["payload"])
             except Exception as e:  # noqa: BLE001 - as the door's loop does
@@ -66,7 +65,7 @@ class ReplayDoor(WireDoor):
                 self._by_seq[slot.seq] = slot
         elif kind == "settle":
             slots = [self._by_seq[n] for n in entry["requests"]]
-            self.inputs.append(entry)
+            self._input(entry)
             with self.lock:
                 self._settle(slots, entry["until"])
         elif kind == "advance":
