@@ -263,7 +263,7 @@ class SpaceTime:
         taken = [(x * px_x + 8, x * px_x + 8 + len(t) * LABEL_CHAR_PX, y * px_y, y * px_y + LABEL_LINE_PX)
                  for x, y, t in zip(*breaks[:3])]             # the ⚡ words, written below right of their mark
         taken.append((-1e9, 1e9, -1e9, top * px_y + LABEL_LINE_PX))   # above the plot: the lanes' names
-        return place_labels(labels[0], labels[2], px_x, px_y, taken)
+        return place_labels(labels[0], labels[1], px_x, px_y, taken)
 
     @staticmethod
     def _axis(recent: list, lo: int, cur: int) -> TimeAxis:
@@ -288,11 +288,12 @@ class SpaceTime:
         return vals, texts
 
     def _arrows(self, cluster, lo: int, cur: int, x_of: dict, axis: TimeAxis, recent: list) -> tuple:
-        """Line segments per style, the in-flight dots (x, y, hover, ids), the lost crosses and the labels."""
+        """Line segments per style, the in-flight dots (x, y, hover, ids), the lost crosses and the labels (each
+        arrow's segment with where along it its words may go, and the words: ``place_labels`` places them)."""
         groups = {name: ([], [], [], []) for name in STYLE}
         flights: tuple = ([], [], [], [])
         lost: tuple = ([], [], [])
-        labels: tuple = ([], [], [])
+        labels: tuple = ([], [])
         words: dict = {}
         at = self.position_of
         arrows = {}
@@ -333,7 +334,7 @@ class SpaceTime:
             if group != "background":
                 words[m.id] = arrow_label(m, how)
                 labels[0].append((x0, y0, x1, y1, AT_DOT if group == "in flight" else ALONG))
-                labels[2].append(words[m.id])
+                labels[1].append(words[m.id])
         self.last_arrows = arrows
         self.last_labels = words            # message id -> the words on its arrow, as drawn
         return groups, flights, lost, labels
