@@ -4,7 +4,7 @@ from __future__ import annotations
 
 
 from helpers import values_in_log
-from wire_helpers import ck, consumer, lab, producer, read_all, values
+from wire_helpers import commit_abort_commit, ck, consumer, lab, producer, read_all, values
 
 
 def test_idempotent_producer_writes_each_record_once_with_its_producer_id():
@@ -27,14 +27,7 @@ def test_idempotent_producer_writes_each_record_once_with_its_producer_id():
 
 def test_read_committed_consumer_skips_the_aborted_transaction_and_the_markers():
     with lab() as (c, door):
-        p = producer(door, **{"transactional.id": "copier", "client.id": "copier-1"})
-        p.init_transactions(30)
-        for batch, commit in (("a", True), ("b", False), ("c", True)):
-            p.begin_transaction()
-            for i in range(5):
-                p.produce("t", value=f"{batch}{i}".encode())
-            p.flush(30)
-            (p.commit_transaction if commit else p.abort_transaction)(30)
+        _p = commit_abort_commit(door, 5)
         # the log: a0..a4, COMMIT, b0..b4, ABORT, c0..c4, COMMIT
         kinds = [(b.base_offset, b.control_type.name if b.is_control else b.record_count)
                  for b in c.log("t").batches]

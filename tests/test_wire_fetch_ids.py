@@ -11,7 +11,7 @@ import uuid
 from txnlab.protocol.errors import Errors
 from txnlab.wire.apis_data import topic_id
 from txnlab.wire.codec import nested, request_type
-from wire_helpers import consumer, lab, producer, read_all, values
+from wire_helpers import commit_abort_commit, consumer, lab, producer, read_all, values
 from wire_raw import ask
 
 
@@ -22,14 +22,7 @@ def fetch_versions(c) -> set:
 
 def test_read_committed_consumer_fetching_by_topic_id_skips_the_aborted_data_and_markers():
     with lab() as (c, door):
-        p = producer(door, **{"transactional.id": "copier", "client.id": "copier-1"})
-        p.init_transactions(30)
-        for batch, commit in (("a", True), ("b", False), ("c", True)):
-            p.begin_transaction()
-            for i in range(3):
-                p.produce("t", value=f"{batch}{i}".encode())
-            p.flush(30)
-            (p.commit_transaction if commit else p.abort_transaction)(30)
+        _p = commit_abort_commit(door, 3)
         # the log: a0..a2, COMMIT, b0..b2, ABORT, c0..c2, COMMIT
         rc = consumer(door, "rc", **{"client.id": "reader"})
         try:

@@ -9,7 +9,7 @@ import time
 
 from txnlab.cluster import Cluster
 from txnlab.wire.replay import inputs_from_jsonl, inputs_to_jsonl, replay
-from wire_helpers import consumer, lab, producer, read_all, values
+from wire_helpers import commit_abort_commit, consumer, lab, producer, read_all, values
 
 
 def _fresh():
@@ -27,15 +27,7 @@ def _a_run_with_real_clients():
     long-polling fetches are answered only as the wall clock moves simulated time on."""
     start = time.monotonic()
     with lab() as (c, door):
-        p = producer(door, **{"transactional.id": "copier", "client.id": "copier-1"})
-        p.init_transactions(30)
-        for batch, commit in (("a", True), ("b", False), ("c", True)):
-            p.begin_transaction()
-            for i in range(3):
-                p.produce("t", value=f"{batch}{i}".encode())
-            p.flush(30)
-            time.sleep(0.05)
-            (p.commit_transaction if commit else p.abort_transaction)(30)
+        _p = commit_abort_commit(door, 3, pause_s=0.05)
         got = read_all(consumer(door, "rc"), ["t"], expect=6, idle_polls=4)
         assert values(got) == [b"a0", b"a1", b"a2", b"c0", b"c1", b"c2"]
     c.wall_ms = (time.monotonic() - start) * 1000

@@ -61,3 +61,21 @@ def read_all(c, topics, expect: int, patience_s: float = 30.0, idle_polls: int =
 
 def values(rows):
     return [v for _, _, v in rows]
+
+
+def commit_abort_commit(door, per_transaction: int, pause_s: float = 0.0, **conf):
+    """A real transactional producer ("copier", client.id copier-1 unless ``conf`` says otherwise) writes
+    transactions a, b, c of ``per_transaction`` records each to topic t (records a0, a1, ...): a and c committed,
+    b aborted; ``pause_s`` of wall clock before each commit or abort.  Returns the producer."""
+    import time
+    p = producer(door, **{"transactional.id": "copier", "client.id": "copier-1", **conf})
+    p.init_transactions(30)
+    for batch, commit in (("a", True), ("b", False), ("c", True)):
+        p.begin_transaction()
+        for i in range(per_transaction):
+            p.produce("t", value=f"{batch}{i}".encode())
+        p.flush(30)
+        if pause_s:
+            time.sleep(pause_s)
+        (p.commit_transaction if commit else p.abort_transaction)(30)
+    return p
