@@ -87,17 +87,24 @@ def _markers(c: Cluster) -> int:
                for b in c.log(topic, p).batches if b.is_control)
 
 
-def test_franz_go_transactional_etl_chain_passes_unchanged_against_the_lab(kgo_test_binary):
-    c = Cluster(brokers=3, seed=1)
+def _on_a_lab(binary, seed: int, test: str, sources: tuple) -> tuple:
+    """(the lab, the test's results by name) of franz-go's ``test`` run against a fresh three-broker lab's door;
+    fails with the lines of ``sources`` (and FAIL lines) the run printed when ``test`` did not pass."""
+    c = Cluster(brokers=3, seed=seed)
     door = c.listen()
     try:
-        run = _run(kgo_test_binary, door, "^TestTxnEtl$")
+        run = _run(binary, door, f"^{test}$")
     finally:
         door.close()
     results = _results(run.stdout)
-    failed = [line for line in run.stdout.splitlines() if "txn_test.go" in line or "group_test.go" in line
+    failed = [line for line in run.stdout.splitlines() if any(src in line for src in sources)
               or line.lstrip().startswith("--- FAIL")]
-    assert results.get("TestTxnEtl") == "PASS", "\n".join(failed[-40:]) or run.stdout[-3000:]
+    assert results.get(test) == "PASS", "\n".join(failed[-40:]) or run.stdout[-3000:]
+    return c, results
+
+
+def test_franz_go_transactional_etl_chain_passes_unchanged_against_the_lab(kgo_test_binary):
+    c, results = _on_a_lab(kgo_test_binary, 1, "TestTxnEtl", ("txn_test.go", "group_test.go"))
     # the chains of classic groups pass; KIP-848 groups (ConsumerGroupHeartbeat) are not in the lab: skipped
     for sub in ("range", "cooperative-sticky", "cooperative-sticky/static"):
         assert results[f"TestTxnEtl/{sub}"] == "PASS"
@@ -107,15 +114,6 @@ def test_franz_go_transactional_etl_chain_passes_unchanged_against_the_lab(kgo_t
 
 
 def test_franz_go_group_etl_chain_passes_unchanged_against_the_lab(kgo_test_binary):
-    c = Cluster(brokers=3, seed=2)
-    door = c.listen()
-    try:
-        run = _run(kgo_test_binary, door, "^TestGroupETL$")
-    finally:
-        door.close()
-    results = _results(run.stdout)
-    failed = [line for line in run.stdout.splitlines() if "group_test.go" in line or "helpers_test.go:9" in line
-              or line.lstrip().startswith("--- FAIL")]
-    assert results.get("TestGroupETL") == "PASS", "\n".join(failed[-40:]) or run.stdout[-3000:]
+    _, results = _on_a_lab(kgo_test_binary, 2, "TestGroupETL", ("group_test.go", "helpers_test.go:9"))
     for sub in ("range", "cooperative-sticky", "cooperative-sticky/static"):
         assert results[f"TestGroupETL/{sub}"] == "PASS"
