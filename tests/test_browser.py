@@ -209,11 +209,13 @@ def test_tour_steps_to_a_key_moment_by_moments_and_presenter_mode_fits_1280x720(
                 page.wait_for_function("t => document.querySelector('.txl-narr').innerText !== t",
                                        arg=before, timeout=300_000)
                 key = narration.inner_text()
-            pictures = page.evaluate(READ_PICTURES)
             page.locator(".js-plotly-plot").first.scroll_into_view_if_needed()
             page.screenshot(path=str(ARTIFACTS / "tour_key_moment_logs.png"))
+            # the message diagram is drawn when its tab is first opened, at the step the stepper is on
             page.locator(".lm-TabBar-tab, .p-TabBar-tab", has_text="Messages").first.click()
+            page.wait_for_function(f"({READ_PICTURES})().arrows.length > 0", timeout=60_000)
             page.wait_for_timeout(800)
+            pictures = page.evaluate(READ_PICTURES)
             page.screenshot(path=str(ARTIFACTS / "tour_key_moment_messages.png"))
             # a click on a key moment's tick under the slider jumps there
             tick = page.locator(".txl-tick[data-moment='prepare-commit']").first

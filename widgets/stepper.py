@@ -78,15 +78,11 @@ class Stepper(StepperUI):
         self.branch = "main"
         self._ex = self.history.execution("main")
         self.notice = ""
-        kafka = is_kafka(self._ex.cluster)
+        self._kafka = kafka = is_kafka(self._ex.cluster)
+        self._window = window
         self.log_strip = LogStrip(topics=topics, max_cells=max_cells) if kafka else None
-        self.coordinators = CoordinatorView() if kafka else None
         self.lab_views = lab_views(self._ex.cluster)      # the other designs' own pictures
-        self.messages = SpaceTime(window=window)
-        self.messages.match = lambda m: self.filter.message_matches(m, self._ex.cluster)
-        self.messages.on_message_click(self.select_message)
-        self.messages.on_node_click(self.select_node)
-        self.messages.position_of = self._position_of
+        self._views: dict = {}                            # the coordinator view and the message diagram, once built
         if self.log_strip is not None:
             self.log_strip.on_row_click(self.select_node)
         self._build_ui(title)
@@ -98,6 +94,31 @@ class Stepper(StepperUI):
             self.goto(at)
         else:
             self.refresh()
+
+    @property
+    def coordinators(self) -> Optional[CoordinatorView]:
+        """The coordinator view (its tab), for a Kafka cluster; None for another lab.  Built when its tab is first
+        opened or when code first reads it, drawn at the current step."""
+        return self._view("coordinators") if self._kafka else None
+
+    @property
+    def messages(self) -> SpaceTime:
+        """The message diagram (its tab).  Built when its tab is first opened or when code first reads it."""
+        return self._view("messages")
+
+    def _make_view(self, name: str):
+        if name == "coordinators":
+            return CoordinatorView()
+        view = SpaceTime(window=self._window)
+        self._follow(view)
+        view.on_message_click(self.select_message)
+        view.on_node_click(self.select_node)
+        return view
+
+    def _follow(self, view: SpaceTime) -> None:
+        """Make a message diagram draw as this stepper's does: the filter's messages, numbered by its steps."""
+        view.match = lambda m: self.filter.message_matches(m, self._ex.cluster)
+        view.position_of = self._position_of
 
     def _position_of(self, kernel_step: int) -> int:
         """The step number (position) at which kernel event ``kernel_step`` happened: the one numbering."""
