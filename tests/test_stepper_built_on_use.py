@@ -21,16 +21,22 @@ def _widgets_opened(make) -> tuple:
     return made, [w for k, w in W.widgets.widget._instances.items() if k not in before]
 
 
-def test_a_stepper_opens_the_first_tab_and_its_controls_only():
-    s, opened = _widgets_opened(lambda: Stepper("commit-visible-atomically"))
-    assert [box.children for box in s._tool_boxes] == [(), (), ()] and s._tools.selected_index is None
+def test_a_stepper_builds_no_widget_until_shown_and_then_its_first_tab_and_controls_only():
+    s, opened = _widgets_opened(lambda: Stepper("commit-visible-atomically", at="prepare-commit"))
+    assert opened == []                                  # a stepper a check cell only reads opens nothing
+    assert "PrepareCommit" in s.narration and s.position > 0
+    box, opened = _widgets_opened(lambda: s.widget)      # what displaying it does
+    assert isinstance(box, W.VBox) and box is s.widget
+    assert [b.children for b in s._tool_boxes] == [(), (), ()] and s._tools.selected_index is None
     assert s._tabs.selected_index == 0 and s._tabs.children[0] is s.log_strip.figure
-    assert all(box.children == () for box in s._tabs.children[1:])
+    assert all(b.children == () for b in s._tabs.children[1:])
     assert sum(isinstance(w, W.Dropdown) for w in opened) == 0          # every menu is in a closed panel
     assert sum(type(w).__name__ == "FigureWidget" for w in opened) == 1  # the partition logs
-    # what a person sees first is all there: the controls, one button per key moment, the narration
-    assert s._btn_step.description == "Step" and s._narr.value and s._slider.max == s.length
+    # what a person sees first is all there, drawn at the step the stepper is on
+    assert s._btn_step.description == "Step" and s._slider.max == s.length and s._slider.value == s.position
+    assert f"step {s.position} of {s.length}" in s._narr.value and "★" in s._narr.value
     assert len(s._chapters.children) - 1 == len(s.key_moments) > 0
+    assert s.log_strip.updates > 0 and s.log_strip.figure.layout.yaxis.ticktext
     s.close()
 
 

@@ -78,14 +78,14 @@ class Stepper(StepperUI):
         self.branch = "main"
         self._ex = self.history.execution("main")
         self.notice = ""
-        self._kafka = kafka = is_kafka(self._ex.cluster)
-        self._window = window
-        self.log_strip = LogStrip(topics=topics, max_cells=max_cells) if kafka else None
-        self.lab_views = lab_views(self._ex.cluster)      # the other designs' own pictures
-        self._views: dict = {}                            # the coordinator view and the message diagram, once built
-        if self.log_strip is not None:
-            self.log_strip.on_row_click(self.select_node)
-        self._build_ui(title)
+        self._kafka = is_kafka(self._ex.cluster)
+        self._window, self._topics, self._max_cells, self._title = window, topics, max_cells, title
+        # nothing of the widget is built yet: it is built when first shown (or read), and each picture when first
+        # seen (stepper_ui.py); a stepper that only answers a check cell builds none of it
+        self._syncing = False
+        self._built: set = set()                          # the parts of the widget built so far
+        self._views: dict = {}                            # the pictures built so far, by name
+        self._lab_views: Optional[list] = None
         if saved is not None:
             self._add_saved(saved)
         if branch is not None and branch != "main":
@@ -94,6 +94,22 @@ class Stepper(StepperUI):
             self.goto(at)
         else:
             self.refresh()
+
+    @property
+    def log_strip(self) -> Optional[LogStrip]:
+        """The partition logs (the first tab), for a Kafka cluster; None for another lab.  Built when the stepper is
+        first shown or when code first reads it, drawn at the current step."""
+        return self._view("log_strip") if self._kafka else None
+
+    @property
+    def lab_views(self) -> list:
+        """(title, view) of the lab's own pictures (RocketMQ's half and op topics, two-phase commit's participants;
+        none for Kafka), built on first use and drawn at the current step."""
+        if self._lab_views is None:
+            self._lab_views = lab_views(self._ex.cluster)
+            for _, view in self._lab_views:
+                view.update(self._ex.cluster)
+        return self._lab_views
 
     @property
     def coordinators(self) -> Optional[CoordinatorView]:
@@ -107,6 +123,10 @@ class Stepper(StepperUI):
         return self._view("messages")
 
     def _make_view(self, name: str):
+        if name == "log_strip":
+            view = LogStrip(topics=self._topics, max_cells=self._max_cells)
+            view.on_row_click(self.select_node)
+            return view
         if name == "coordinators":
             return CoordinatorView()
         view = SpaceTime(window=self._window)

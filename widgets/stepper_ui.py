@@ -41,7 +41,11 @@ PANEL_CONTROLS = {
     "Faults": ("_fault_node", "_btn_crash", "_btn_restart", "_pause_ms", "_btn_pause", "_btn_isolate", "_btn_heal",
                "_lead_tp", "_btn_lead", "_fault_msg", "_delay_ms", "_btn_drop", "_btn_delay", "_btn_dup"),
     "Branches": ("_branch_dd", "_cmp_a", "_cmp_b", "_btn_cmp", "_cmp_out"),
-    "Trace": ("_trace_html",)}
+    "Trace": ("_trace_html",),
+    # the widget itself: the controls, the slider, the narration, the panels' titles and the tabs
+    "UI": ("widget", "_header", "_btn_reset", "_btn_back", "_btn_step", "_play", "_speed", "_slider", "_end", "_zoom",
+           "_ticks", "_chapters", "_chapter_key", "_keys", "_narr", "_status", "_tools", "_tool_boxes", "_tabs",
+           "_tab_boxes", "_tab_names")}
 
 CSS = """<style>
 .txl-narr{border-left:4px solid #ae3ec9;background:#f8f0fc;padding:6px 10px;margin:4px 0;font-size:15px;
@@ -93,7 +97,6 @@ class StepperUI:
 
     # ------------------------------------------------------------------ build
     def _build_ui(self, title: Optional[str]) -> None:
-        self._syncing = False
         sc = self.story.scenario
         head = f"<b>{html.escape(title or (sc.title if sc else self.story.name))}</b>"
         if sc is not None:
@@ -137,7 +140,6 @@ class StepperUI:
                            self._ticks, self._chapters])
         # Filter, Faults and Branches start closed: each panel's controls are built when it is first opened (or
         # used from code), in the box that stands for it until then
-        self._built: set = set()
         self._tool_boxes = [W.VBox() for _ in TOOLS]
         tools = W.Accordion(children=self._tool_boxes, titles=TOOLS)
         tools.selected_index = None
@@ -175,16 +177,23 @@ class StepperUI:
         if view is None:
             view = self._views[name] = self._make_view(name)
             view.update(self._ex.cluster)
-            sync_state(view.figure)          # its browser model gets the whole picture (figure_send.py)
-            title = next(t for t, v in TAB_VIEWS.items() if v == name)
-            self._tab_boxes[self._tab_names.index(title)].children = (getattr(view, "widget", view.figure),)
+            title = next((t for t, v in TAB_VIEWS.items() if v == name), None)
+            if "UI" in self._built and title is not None:      # the stepper is shown: the picture goes in its tab
+                sync_state(view.figure)          # its browser model gets the whole picture (figure_send.py)
+                self._tab_boxes[self._tab_names.index(title)].children = (getattr(view, "widget", view.figure),)
         return view
 
     def _build_panel(self, name: str) -> None:
         """Build the controls of a panel ('Filter', 'Faults', 'Branches', 'Trace') once, set from the current run."""
         if name in self._built:
             return
+        if name != "UI":
+            self._build_panel("UI")                # a panel is a part of the stepper's widget
         self._built.add(name)
+        if name == "UI":
+            self._build_ui(self._title)
+            self.refresh()
+            return
         if name == "Trace":
             self._trace_html = W.HTML(self._trace_view())
             self._tab_boxes[self._tab_names.index("Trace")].children = (self._trace_html,)
@@ -252,7 +261,7 @@ class StepperUI:
             W.HBox([self._fault_msg, self._delay_ms, self._btn_drop, self._btn_delay, self._btn_dup],
                    layout=W.Layout(flex_flow="row wrap"))]
             + ([W.HBox([self._lead_tp, self._btn_lead], layout=W.Layout(flex_flow="row wrap"))]
-               if self.log_strip is not None else []))
+               if self._kafka else []))
 
     def _build_branches(self) -> W.Widget:
         self._branch_dd = W.Dropdown(options=[], description="branch", layout=W.Layout(width="520px"))
@@ -265,7 +274,7 @@ class StepperUI:
         return W.VBox([self._branch_dd, W.HBox([self._cmp_a, self._cmp_b, self._btn_cmp]), self._cmp_out])
 
     def _figures(self) -> list:
-        views = [self.log_strip] + list(self._views.values()) + [v for _, v in self.lab_views] \
+        views = list(self._views.values()) + [v for _, v in self._lab_views or ()] \
             + list(getattr(self, "presenter_views", ()))
         return [v.figure for v in views if isinstance(getattr(v, "figure", None), go.FigureWidget)]
 
@@ -362,14 +371,14 @@ class StepperUI:
         c = ex.cluster
         self._syncing = True
         try:
-            if self.log_strip is not None:
-                self.log_strip.update(c)
-            for view in self._views.values():                     # the tabs' views built so far
+            for view in self._views.values():                     # the pictures built so far
                 view.update(c)
-            for _, view in self.lab_views:
+            for _, view in self._lab_views or ():
                 view.update(c)
             for view in getattr(self, "presenter_views", ()):     # presenter mode's own pictures
                 view.update(c)
+            if "UI" not in self._built:
+                return          # not shown yet: the controls are built, from the run as it is then, when first shown
             length = self.length
             for w in (self._slider, self._play):
                 if w.max != length:
@@ -422,7 +431,7 @@ class StepperUI:
             up = node.alive and not getattr(node, "crashed", False)
             procs.append((f"{n} ({'up' if up else 'down'})", n))
         self._set_options(self._fault_node, procs)
-        if self.log_strip is not None:                  # Kafka: partitions whose leader may move
+        if self._kafka:                                  # Kafka: partitions whose leader may move
             self._set_options(self._lead_tp, [(f"{t}-{p} (leader {s.leader})", (t, p))
                                               for (t, p), s in sorted(c.controller.states.items())
                                               if not t.startswith("__")])
