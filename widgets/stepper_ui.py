@@ -3,6 +3,8 @@
 Owns the ipywidgets of ``Stepper`` (a mixin: the stepping logic lives in ``stepper.py``) and
 ``refresh()``, which redraws every view from the live run after each change.  Callbacks only call
 the stepper's Python methods, so a button click and the same call from code do the same thing.
+Each part is built when a person first sees it, or code first reads it (``_build_panel``, ``_view``): the
+widget when it is shown, a closed panel when opened, a tab's picture when its tab is chosen.
 """
 from __future__ import annotations
 
@@ -89,11 +91,12 @@ class _BuiltOnUse:
 class StepperUI:
     """Widgets and refresh for ``Stepper``.
 
-    What a person sees first is built with the stepper: the controls, the slider with the key moments, the
-    narration and the first tab's picture.  The closed panels (Filter, Faults, Branches) and the other tabs
-    (Coordinators, Messages, Trace) are built when first opened, or when code reads them, and drawn from the run
-    at the current step: about half the widgets and most of the plotly work of opening a stepper are not done
-    until a person asks for them (each widget is a message to the browser)."""
+    Nothing is built until the stepper is shown (or code reads a part of it); then what a person sees first: the
+    controls, the slider with the key moments, the narration and the first tab's picture.  The closed panels
+    (Filter, Faults, Branches) and the other tabs (Coordinators, Messages, Trace) are built when first opened, or
+    when code reads them, and drawn from the run at the current step: about half the widgets and most of the
+    plotly work of opening a stepper wait until a person asks for them (each widget is a message to the
+    browser)."""
 
     # ------------------------------------------------------------------ build
     def _build_ui(self, title: Optional[str]) -> None:
@@ -366,7 +369,7 @@ class StepperUI:
 
     # ----------------------------------------------------------------- refresh
     def refresh(self) -> None:
-        """Redraw every view and control from the run at the current position."""
+        """Redraw every view and control built so far from the run at the current position."""
         ex = self._ex
         c = ex.cluster
         self._syncing = True
