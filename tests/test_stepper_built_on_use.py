@@ -101,3 +101,15 @@ def test_a_lab_stepper_builds_its_first_picture_and_waits_with_messages_and_trac
     assert s.messages.figure.data[1].hovertext                        # read from code: built, at this step
     assert s._tabs.children[1].children == (s.messages.figure,)
     s.close()
+
+
+def test_pictures_read_from_code_before_the_stepper_is_shown_are_in_their_tabs_when_it_is():
+    s = Stepper("commit-visible-atomically", at="prepare-commit")
+    assert "PrepareCommit" in s.coordinators.txn_log_html.value and s.messages.last_arrows   # a check cell's reads
+    s.widget._repr_mimebundle_()                                      # then the learner shows it
+    assert s._tabs.children[s._tab_names.index("Coordinators")].children == (s.coordinators.widget,)
+    assert s._tabs.children[s._tab_names.index("Messages")].children == (s.messages.figure,)
+    fig = s.messages.figure
+    assert [t.get("name") for t in fig._widget_data] == [t.name for t in fig.data]   # sent whole when shown
+    s.close()
+

@@ -158,6 +158,8 @@ class StepperUI:
         self._tab_boxes = [w if w is not None else W.VBox() for _, w in tabs]
         self._tabs = W.Tab(children=self._tab_boxes, titles=tuple(self._tab_names))
         self._tabs.observe(self._on_tab, "selected_index")
+        for name in self._views:                   # pictures code read before the widget was built
+            self._place(name)
         self.widget = ShownBox([self._header, controls, position, self._narr, self._status, tools, self._tabs],
                                before_shown=self._sync_figures)
 
@@ -180,11 +182,17 @@ class StepperUI:
         if view is None:
             view = self._views[name] = self._make_view(name)
             view.update(self._ex.cluster)
-            title = next((t for t, v in TAB_VIEWS.items() if v == name), None)
-            if "UI" in self._built and title is not None:      # the stepper is shown: the picture goes in its tab
-                sync_state(view.figure)          # its browser model gets the whole picture (figure_send.py)
-                self._tab_boxes[self._tab_names.index(title)].children = (getattr(view, "widget", view.figure),)
+            if "UI" in self._built:              # the widget exists (perhaps on the screen): the picture goes in
+                sync_state(view.figure)          # its tab, and its browser model gets all of it (figure_send.py)
+                self._place(name)
         return view
+
+    def _place(self, name: str) -> None:
+        """Put the built view ``name`` in the box of its tab (the first tab's picture is the tab itself)."""
+        title = next((t for t, v in TAB_VIEWS.items() if v == name), None)
+        if title is not None:
+            view = self._views[name]
+            self._tab_boxes[self._tab_names.index(title)].children = (getattr(view, "widget", view.figure),)
 
     def _build_panel(self, name: str) -> None:
         """Build the controls of a panel ('Filter', 'Faults', 'Branches', 'Trace') once, set from the current run."""
