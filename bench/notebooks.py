@@ -5,6 +5,9 @@
   for the Spark chapter).
 * ``first_picture_s``: seconds from a fresh Python process to the first stepper built (``import widgets`` and
   ``Stepper("dropped-ack-dedup")`` with its widget built, chapter 1's first stepper; target: <= 1 s).
+* ``stepper_open_s``: seconds to make and display one more stepper (``Stepper("commit-visible-atomically")``) in a
+  kernel that has shown one already -- what each stepper of a chapter costs its kernel; also ``widgets``, the
+  ipywidgets it opens (each one a message to the browser).  The median of three.
 
 Each figure also records ``cpu_s``, the CPU seconds the measured process spent on it (the chapter's kernel,
 from the start of its first cell; the first picture's process, from its start): on a shared machine the wall
@@ -38,6 +41,19 @@ w = s.widget
 print(time.perf_counter() - t0, time.process_time())
 """
 
+STEPPER_OPEN = """
+import time, ipywidgets
+from IPython.display import display
+import widgets
+def _open():
+    n0 = len(ipywidgets.widgets.widget._instances)
+    t0, c0 = time.perf_counter(), time.process_time()
+    s = widgets.Stepper("commit-visible-atomically")
+    display(s.widget)
+    return time.perf_counter() - t0, time.process_time() - c0, len(ipywidgets.widgets.widget._instances) - n0
+_open()                                  # the kernel's first stepper also pays for first-use imports
+print("bench-stepper", *sorted(_open() for _ in range(3))[1])
+"""
 
 _CPU = "import time as _t; print('bench-cpu-s', _t.process_time())"
 
@@ -81,6 +97,21 @@ def first_picture_s() -> tuple:
     return float(wall), float(cpu)
 
 
+def stepper_open_s() -> tuple:
+    """(wall seconds, CPU seconds, widgets opened) to make and display one stepper in a kernel (median of three)."""
+    import nbformat
+    from nbclient import NotebookClient
+
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(STEPPER_OPEN)])
+    NotebookClient(nb, timeout=600, kernel_name="python3", resources={"metadata": {"path": str(NOTEBOOKS)}}).execute()
+    for out in nb.cells[0].outputs:
+        for line in out.get("text", "").splitlines():
+            if line.startswith("bench-stepper "):
+                wall, cpu, n = line.split()[1:]
+                return float(wall), float(cpu), int(n)
+    raise RuntimeError(f"the kernel did not report the stepper: {nb.cells[0].outputs!r:.300}")
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(prog="python -m bench.notebooks", description=__doc__.split("\n\n")[0])
     ap.add_argument("chapters", nargs="*", help="only chapters whose file name contains one of these")
@@ -99,6 +130,15 @@ def main(argv=None) -> int:
         print(f"{wall:.2f} s (CPU {cpu:.2f} s)")
     except Exception as e:  # noqa: BLE001 - a failure is a result to record
         fresh["first_picture_s"] = {"value": None, "error": f"{type(e).__name__}: {e}", "unit": "s"}
+        print("failed")
+    print("one more stepper ...", end=" ", flush=True)
+    try:
+        wall, cpu, n = stepper_open_s()
+        fresh["stepper_open_s"] = {"value": wall, "cpu_s": cpu, "widgets": n, "error": None, "unit": "s",
+                                   "load": os.getloadavg()[0]}
+        print(f"{wall:.3f} s (kernel CPU {cpu:.3f} s, {n} widgets)")
+    except Exception as e:  # noqa: BLE001 - a failure is a result to record
+        fresh["stepper_open_s"] = {"value": None, "error": f"{type(e).__name__}: {str(e)[:300]}", "unit": "s"}
         print("failed")
     for path in sorted(NOTEBOOKS.glob("*.ipynb")):
         if args.chapters and not any(c in path.name for c in args.chapters):

@@ -166,6 +166,16 @@ READ_PICTURES = """() => {
 }"""
 
 
+# the transactional ids on the coordinator view's state machine, as drawn in the page
+READ_TIDS = """() => {
+  for (const gd of document.querySelectorAll('.js-plotly-plot')) {
+    const t = (gd.data || []).find(t => t.name === 'transactional ids');
+    if (t) return Array.from(t.text || []);
+  }
+  return null;
+}"""
+
+
 def _run_all(page, lab) -> None:
     page.goto(lab)
     page.get_by_text("| Idle").first.wait_for(timeout=300_000)
@@ -209,12 +219,24 @@ def test_tour_steps_to_a_key_moment_by_moments_and_presenter_mode_fits_1280x720(
                 page.wait_for_function("t => document.querySelector('.txl-narr').innerText !== t",
                                        arg=before, timeout=300_000)
                 key = narration.inner_text()
-            pictures = page.evaluate(READ_PICTURES)
             page.locator(".js-plotly-plot").first.scroll_into_view_if_needed()
             page.screenshot(path=str(ARTIFACTS / "tour_key_moment_logs.png"))
+            # the message diagram is drawn when its tab is first opened, at the step the stepper is on
             page.locator(".lm-TabBar-tab, .p-TabBar-tab", has_text="Messages").first.click()
+            page.wait_for_function(f"({READ_PICTURES})().arrows.length > 0", timeout=60_000)
             page.wait_for_timeout(800)
+            pictures = page.evaluate(READ_PICTURES)
             page.screenshot(path=str(ARTIFACTS / "tour_key_moment_messages.png"))
+            # so are the coordinator view and the Faults panel
+            page.locator(".lm-TabBar-tab, .p-TabBar-tab", has_text="Coordinators").first.click()
+            page.wait_for_function(f"(({READ_TIDS})() || []).length > 0", timeout=60_000)
+            tids = page.evaluate(READ_TIDS)
+            page.locator(".jupyter-widget-Collapse-header", has_text="Faults").first.click()
+            crash = page.locator("button.jupyter-button", has_text="Crash").first
+            crash.wait_for(timeout=60_000)
+            crash.scroll_into_view_if_needed()
+            page.screenshot(path=str(ARTIFACTS / "tour_key_moment_faults.png"))
+            fault_menu = page.locator("select", has=page.locator("option", has_text="broker-0 (up)")).count()
             # a click on a key moment's tick under the slider jumps there
             tick = page.locator(".txl-tick[data-moment='prepare-commit']").first
             tick.scroll_into_view_if_needed()
@@ -268,6 +290,8 @@ def test_tour_steps_to_a_key_moment_by_moments_and_presenter_mode_fits_1280x720(
     assert any(a.startswith(("Produce", "EndTxn", "WriteTxnMarkers", "Fetch", "AddPartitionsToTxn"))
                for a in pictures["arrows"]), pictures["arrows"]
     assert {"order-0", "order-2"} <= set(pictures["cells"]), pictures["cells"]
+    assert tids and all(" e" in t for t in tids), f"the state machine shows each transactional.id: {tids}"
+    assert fault_menu == 1, "the Faults panel, opened, offers the processes of this step"
     for name, box in boxes.items():      # controls, narration and the whole picture on one 1280x720 screen
         assert box is not None and box["y"] >= 0 and box["y"] + box["height"] <= 722 and \
             box["x"] + box["width"] <= 1280 + 2, f"{name} is on the 1280x720 screen: {box}"

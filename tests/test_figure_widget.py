@@ -24,6 +24,10 @@ def test_a_closed_bundle_is_made_again():
 
 def test_a_steppers_figures_all_load_the_one_bundle():
     s = Stepper("dropped-ack-dedup", skip_background=True)
+    s.widget                                         # shown: the first tab's picture; the others wait for their tab
+    assert len(s._figures()) == 1
+    for i in range(len(s._tabs.children)):
+        s._tabs.selected_index = i
     figures = s._figures()
     assert len(figures) == 3
     assert {f._plotly_bundle for f in figures} == {"IPY_MODEL_" + plotly_bundle().model_id}

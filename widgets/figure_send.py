@@ -50,3 +50,8 @@ class ShownBox(W.VBox):
         if self._before_shown is not None:
             self._before_shown()
         return super()._repr_mimebundle_(**kw)
+
+    def __repr__(self) -> str:
+        # the output's plain text (ipywidgets keeps its first 110 characters): without this, every widget and figure
+        # of the box is written out in full first, each time it is displayed
+        return f"{type(self).__name__}({len(self.children)} widgets)"

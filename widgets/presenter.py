@@ -39,8 +39,8 @@ def presenter(stepper) -> W.VBox:
         figures.append(("partition logs", strip.figure))
     else:
         figures += [(title, getattr(view, "figure", None)) for title, view in stepper.lab_views]
-    messages = SpaceTime(window=stepper.messages.window)
-    messages.match, messages.position_of = stepper.messages.match, stepper.messages.position_of
+    messages = SpaceTime(window=stepper._window)
+    stepper._follow(messages)
     messages.on_message_click(stepper.select_message)
     messages.on_node_click(stepper.select_node)
     views.append(messages)

@@ -78,18 +78,14 @@ class Stepper(StepperUI):
         self.branch = "main"
         self._ex = self.history.execution("main")
         self.notice = ""
-        kafka = is_kafka(self._ex.cluster)
-        self.log_strip = LogStrip(topics=topics, max_cells=max_cells) if kafka else None
-        self.coordinators = CoordinatorView() if kafka else None
-        self.lab_views = lab_views(self._ex.cluster)      # the other designs' own pictures
-        self.messages = SpaceTime(window=window)
-        self.messages.match = lambda m: self.filter.message_matches(m, self._ex.cluster)
-        self.messages.on_message_click(self.select_message)
-        self.messages.on_node_click(self.select_node)
-        self.messages.position_of = self._position_of
-        if self.log_strip is not None:
-            self.log_strip.on_row_click(self.select_node)
-        self._build_ui(title)
+        self._kafka = is_kafka(self._ex.cluster)
+        self._window, self._topics, self._max_cells, self._title = window, topics, max_cells, title
+        # nothing of the widget is built yet: it is built when first shown (or read), and each picture when first
+        # seen (stepper_ui.py); a stepper that only answers a check cell builds none of it
+        self._syncing = False
+        self._built: set = set()                          # the parts of the widget built so far
+        self._views: dict = {}                            # the pictures built so far, by name
+        self._lab_views: Optional[list] = None
         if saved is not None:
             self._add_saved(saved)
         if branch is not None and branch != "main":
@@ -98,6 +94,51 @@ class Stepper(StepperUI):
             self.goto(at)
         else:
             self.refresh()
+
+    @property
+    def log_strip(self) -> Optional[LogStrip]:
+        """The partition logs (the first tab), for a Kafka cluster; None for another lab.  Built when the stepper is
+        first shown or when code first reads it, drawn at the current step."""
+        return self._view("log_strip") if self._kafka else None
+
+    @property
+    def lab_views(self) -> list:
+        """(title, view) of the lab's own pictures (RocketMQ's half and op topics, two-phase commit's participants;
+        none for Kafka), built on first use and drawn at the current step."""
+        if self._lab_views is None:
+            self._lab_views = lab_views(self._ex.cluster)
+            for _, view in self._lab_views:
+                view.update(self._ex.cluster)
+        return self._lab_views
+
+    @property
+    def coordinators(self) -> Optional[CoordinatorView]:
+        """The coordinator view (its tab), for a Kafka cluster; None for another lab.  Built when its tab is first
+        opened or when code first reads it, drawn at the current step."""
+        return self._view("coordinators") if self._kafka else None
+
+    @property
+    def messages(self) -> SpaceTime:
+        """The message diagram (its tab).  Built when its tab is first opened or when code first reads it."""
+        return self._view("messages")
+
+    def _make_view(self, name: str):
+        if name == "log_strip":
+            view = LogStrip(topics=self._topics, max_cells=self._max_cells)
+            view.on_row_click(self.select_node)
+            return view
+        if name == "coordinators":
+            return CoordinatorView()
+        view = SpaceTime(window=self._window)
+        self._follow(view)
+        view.on_message_click(self.select_message)
+        view.on_node_click(self.select_node)
+        return view
+
+    def _follow(self, view: SpaceTime) -> None:
+        """Make a message diagram draw as this stepper's does: the filter's messages, numbered by its steps."""
+        view.match = lambda m: self.filter.message_matches(m, self._ex.cluster)
+        view.position_of = self._position_of
 
     def _position_of(self, kernel_step: int) -> int:
         """The step number (position) at which kernel event ``kernel_step`` happened: the one numbering."""

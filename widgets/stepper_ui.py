@@ -3,6 +3,8 @@
 Owns the ipywidgets of ``Stepper`` (a mixin: the stepping logic lives in ``stepper.py``) and
 ``refresh()``, which redraws every view from the live run after each change.  Callbacks only call
 the stepper's Python methods, so a button click and the same call from code do the same thing.
+Each part is built when a person first sees it, or code first reads it (``_build_panel``, ``_view``): the
+widget when it is shown, a closed panel when opened, a tab's picture when its tab is chosen.
 """
 from __future__ import annotations
 
@@ -31,6 +33,22 @@ def apis_of(lab) -> list:
     """The request names a filter can pick: the lab's own (RocketMQ's request codes, 2PC's messages)."""
     own = getattr(lab, "APIS", None)
     return sorted(own) if own else APIS
+
+
+# the stepper's closed panels and the tabs after the first: built on first use (``StepperUI._build_panel``, ``_view``)
+TOOLS = ("Filter", "Faults", "Branches")
+TAB_VIEWS = {"Coordinators": "coordinators", "Messages": "messages"}
+PANEL_CONTROLS = {
+    "Filter": ("_f_api", "_f_node", "_f_tid", "_f_bg"),
+    "Faults": ("_fault_node", "_btn_crash", "_btn_restart", "_pause_ms", "_btn_pause", "_btn_isolate", "_btn_heal",
+               "_lead_tp", "_btn_lead", "_fault_msg", "_delay_ms", "_btn_drop", "_btn_delay", "_btn_dup"),
+    "Branches": ("_branch_dd", "_cmp_a", "_cmp_b", "_btn_cmp", "_cmp_out"),
+    "Trace": ("_trace_html",),
+    # the widget itself: the controls, the slider, the narration, the panels' titles and the tabs
+    "UI": ("widget", "_header", "_btn_reset", "_btn_back", "_btn_step", "_play", "_speed", "_slider", "_end", "_zoom",
+           "_ticks", "_chapters", "_chapter_key", "_keys", "_narr", "_status", "_tools", "_tool_boxes", "_tabs",
+           "_tab_boxes", "_tab_names")}
+
 CSS = """<style>
 .txl-narr{border-left:4px solid #ae3ec9;background:#f8f0fc;padding:6px 10px;margin:4px 0;font-size:15px;
           line-height:1.45;min-height:64px}
@@ -56,12 +74,32 @@ def _b(description: str, icon: str = "", tooltip: str = "", style: str = "", wid
                     layout=W.Layout(width=width))
 
 
+class _BuiltOnUse:
+    """A control of a panel that is built on first use: reading it from code builds its panel first, as opening
+    the panel does (``stepper._fault_node`` is there whether or not a person has opened Faults)."""
+
+    def __init__(self, panel: str, name: str) -> None:
+        self.panel, self.name = panel, name
+
+    def __get__(self, obj, owner=None):
+        if obj is None:
+            return self
+        obj._build_panel(self.panel)
+        return obj.__dict__[self.name]
+
+
 class StepperUI:
-    """Widgets and refresh for ``Stepper``."""
+    """Widgets and refresh for ``Stepper``.
+
+    Nothing is built until the stepper is shown (or code reads a part of it); then what a person sees first: the
+    controls, the slider with the key moments, the narration and the first tab's picture.  The closed panels
+    (Filter, Faults, Branches) and the other tabs (Coordinators, Messages, Trace) are built when first opened, or
+    when code reads them, and drawn from the run at the current step: about half the widgets and most of the
+    plotly work of opening a stepper wait until a person asks for them (each widget is a message to the
+    browser)."""
 
     # ------------------------------------------------------------------ build
     def _build_ui(self, title: Optional[str]) -> None:
-        self._syncing = False
         sc = self.story.scenario
         head = f"<b>{html.escape(title or (sc.title if sc else self.story.name))}</b>"
         if sc is not None:
@@ -98,19 +136,105 @@ class StepperUI:
         self._speed.observe(lambda ch: setattr(self._play, "interval", int(1000 / max(1, ch["new"]))), "value")
         self._slider.observe(self._on_slider, "value")
 
-        # filter
-        kafka = self.coordinators is not None
+        controls = W.HBox([self._btn_reset, self._btn_back, self._btn_step, W.HTML("&nbsp;&nbsp;Run:"), self._play,
+                           self._speed, self._zoom, self._keys],
+                          layout=W.Layout(align_items="center", flex_flow="row wrap"))
+        position = W.VBox([W.HBox([self._slider, self._end], layout=W.Layout(align_items="center")),
+                           self._ticks, self._chapters])
+        # Filter, Faults and Branches start closed: each panel's controls are built when it is first opened (or
+        # used from code), in the box that stands for it until then
+        self._tool_boxes = [W.VBox() for _ in TOOLS]
+        tools = W.Accordion(children=self._tool_boxes, titles=TOOLS)
+        tools.selected_index = None
+        tools.observe(self._on_tool, "selected_index")
+        self._tools = tools
+        # the first tab's picture is built now; the others when their tab is first opened (or read from code)
+        if self._kafka:
+            tabs = [("Partition logs", self.log_strip.figure), ("Coordinators", None)]
+        else:
+            tabs = [(title, view.widget) for title, view in self.lab_views]
+        tabs += [("Messages", None), ("Trace", None)]
+        self._tab_names = [t for t, _ in tabs]
+        self._tab_boxes = [w if w is not None else W.VBox() for _, w in tabs]
+        self._tabs = W.Tab(children=self._tab_boxes, titles=tuple(self._tab_names))
+        self._tabs.observe(self._on_tab, "selected_index")
+        for name in self._views:                   # pictures code read before the widget was built
+            self._place(name)
+        self.widget = ShownBox([self._header, controls, position, self._narr, self._status, tools, self._tabs],
+                               before_shown=self._sync_figures)
+
+    # --------------------------------------------------------- built on first use
+    def _on_tool(self, change) -> None:
+        if change["new"] is not None:
+            self._build_panel(TOOLS[change["new"]])
+
+    def _on_tab(self, change) -> None:
+        name = self._tab_names[change["new"]] if change["new"] is not None else None
+        if name in TAB_VIEWS:
+            self._view(TAB_VIEWS[name])
+        elif name == "Trace":
+            self._build_panel("Trace")
+
+    def _view(self, name: str):
+        """The view ``name`` ('coordinators', 'messages'), built, drawn at the current step and put in its tab on
+        first use: the tab opened, or the view read from code (``stepper.messages``)."""
+        view = self._views.get(name)
+        if view is None:
+            view = self._views[name] = self._make_view(name)
+            view.update(self._ex.cluster)
+            if "UI" in self._built:              # the widget exists (perhaps on the screen): the picture goes in
+                sync_state(view.figure)          # its tab, and its browser model gets all of it (figure_send.py)
+                self._place(name)
+        return view
+
+    def _place(self, name: str) -> None:
+        """Put the built view ``name`` in the box of its tab (the first tab's picture is the tab itself)."""
+        title = next((t for t, v in TAB_VIEWS.items() if v == name), None)
+        if title is not None:
+            view = self._views[name]
+            self._tab_boxes[self._tab_names.index(title)].children = (getattr(view, "widget", view.figure),)
+
+    def _build_panel(self, name: str) -> None:
+        """Build the controls of a panel ('Filter', 'Faults', 'Branches', 'Trace') once, set from the current run."""
+        if name in self._built:
+            return
+        if name != "UI":
+            self._build_panel("UI")                # a panel is a part of the stepper's widget
+        self._built.add(name)
+        if name == "UI":
+            self._build_ui(self._title)
+            self.refresh()
+            return
+        if name == "Trace":
+            self._trace_html = W.HTML(self._trace_view())
+            self._tab_boxes[self._tab_names.index("Trace")].children = (self._trace_html,)
+            return
+        box = self._tool_boxes[TOOLS.index(name)]
+        box.children = ({"Filter": self._build_filter, "Faults": self._build_faults,
+                         "Branches": self._build_branches}[name](),)
+        syncing, self._syncing = self._syncing, True       # (menus set from the run are not a person's choice)
+        try:
+            self._sync_panel(name, self._ex.cluster)
+        finally:
+            self._syncing = syncing
+
+    def _build_filter(self) -> W.Widget:
+        f = self.filter
         self._f_api = W.Dropdown(options=[("any API", "")] + [(a, a) for a in apis_of(self._ex.cluster)],
                                  description="API", layout=W.Layout(width="240px"))
         self._f_node = W.Dropdown(options=[("any process", "")], description="process", layout=W.Layout(width="250px"))
         self._f_tid = W.Dropdown(options=[("any transactional.id", "")], description="txn id",
-                                 layout=W.Layout(width="260px", display=None if kafka else "none"))
-        self._f_bg = W.Checkbox(value=self.filter.skip_background, description="skip background events",
+                                 layout=W.Layout(width="260px", display=None if self._kafka else "none"))
+        self._f_bg = W.Checkbox(value=f.skip_background, description="skip background events",
                                 indent=False, layout=W.Layout(width="200px"))
         for w in (self._f_api, self._f_node, self._f_tid, self._f_bg):
             w.observe(self._on_filter, "value")
+        return W.VBox([W.HTML("<span class='txl-status'>Step and Back stop only at events that match "
+                              "(the trace tab and the message diagram show only those):</span>"),
+                       W.HBox([self._f_api, self._f_node, self._f_tid, self._f_bg],
+                              layout=W.Layout(flex_flow="row wrap"))])
 
-        # faults
+    def _build_faults(self) -> W.Widget:
         self._fault_node = W.Dropdown(options=[], description="process", layout=W.Layout(width="250px"))
         self._btn_crash = _b("Crash", "bolt", "crash this process now (memory lost; what it wrote to its disk stays)",
                              "danger")
@@ -139,27 +263,7 @@ class StepperUI:
         self._btn_drop.on_click(lambda _: self._fault(lambda: self.drop(self._fault_msg.value)))
         self._btn_delay.on_click(lambda _: self._fault(lambda: self.delay(self._fault_msg.value, self._delay_ms.value)))
         self._btn_dup.on_click(lambda _: self._fault(lambda: self.duplicate(self._fault_msg.value)))
-
-        # branches
-        self._branch_dd = W.Dropdown(options=[], description="branch", layout=W.Layout(width="520px"))
-        self._branch_dd.observe(self._on_branch, "value")
-        self._cmp_a = W.Dropdown(options=[], description="compare", layout=W.Layout(width="260px"))
-        self._cmp_b = W.Dropdown(options=[], description="with", layout=W.Layout(width="260px"))
-        self._btn_cmp = _b("Compare endings", "balance-scale")
-        self._cmp_out = W.HTML()
-        self._btn_cmp.on_click(lambda _: self._show_compare())
-        self._trace_html = W.HTML()
-
-        controls = W.HBox([self._btn_reset, self._btn_back, self._btn_step, W.HTML("&nbsp;&nbsp;Run:"), self._play,
-                           self._speed, self._zoom, self._keys],
-                          layout=W.Layout(align_items="center", flex_flow="row wrap"))
-        position = W.VBox([W.HBox([self._slider, self._end], layout=W.Layout(align_items="center")),
-                           self._ticks, self._chapters])
-        filters = W.VBox([W.HTML("<span class='txl-status'>Step and Back stop only at events that match "
-                                 "(the trace tab and the message diagram show only those):</span>"),
-                          W.HBox([self._f_api, self._f_node, self._f_tid, self._f_bg],
-                                 layout=W.Layout(flex_flow="row wrap"))])
-        faults = W.VBox([
+        return W.VBox([
             W.HTML("<span class='txl-status'>Faults happen now, at this step; each one starts a new branch "
                    "(the old one is kept). Click a lane head or an in-flight dot in the message diagram, or a "
                    "row of the partition logs, to pick it here.</span>"),
@@ -168,20 +272,20 @@ class StepperUI:
             W.HBox([self._fault_msg, self._delay_ms, self._btn_drop, self._btn_delay, self._btn_dup],
                    layout=W.Layout(flex_flow="row wrap"))]
             + ([W.HBox([self._lead_tp, self._btn_lead], layout=W.Layout(flex_flow="row wrap"))]
-               if self.log_strip is not None else []))
-        branches = W.VBox([self._branch_dd, W.HBox([self._cmp_a, self._cmp_b, self._btn_cmp]), self._cmp_out])
-        tools = W.Accordion(children=[filters, faults, branches], titles=("Filter", "Faults", "Branches"))
-        tools.selected_index = None
-        self._tools = tools
-        tabs = ([("Partition logs", self.log_strip.figure), ("Coordinators", self.coordinators.widget)] if kafka
-                else [(title, view.widget) for title, view in self.lab_views])
-        tabs += [("Messages", self.messages.figure), ("Trace", self._trace_html)]
-        self._tabs = W.Tab(children=[w for _, w in tabs], titles=tuple(t for t, _ in tabs))
-        self.widget = ShownBox([self._header, controls, position, self._narr, self._status, tools, self._tabs],
-                               before_shown=self._sync_figures)
+               if self._kafka else []))
+
+    def _build_branches(self) -> W.Widget:
+        self._branch_dd = W.Dropdown(options=[], description="branch", layout=W.Layout(width="520px"))
+        self._branch_dd.observe(self._on_branch, "value")
+        self._cmp_a = W.Dropdown(options=[], description="compare", layout=W.Layout(width="260px"))
+        self._cmp_b = W.Dropdown(options=[], description="with", layout=W.Layout(width="260px"))
+        self._btn_cmp = _b("Compare endings", "balance-scale")
+        self._cmp_out = W.HTML()
+        self._btn_cmp.on_click(lambda _: self._show_compare())
+        return W.VBox([self._branch_dd, W.HBox([self._cmp_a, self._cmp_b, self._btn_cmp]), self._cmp_out])
 
     def _figures(self) -> list:
-        views = [self.log_strip, self.coordinators, self.messages] + [v for _, v in self.lab_views] \
+        views = list(self._views.values()) + [v for _, v in self._lab_views or ()] \
             + list(getattr(self, "presenter_views", ()))
         return [v.figure for v in views if isinstance(getattr(v, "figure", None), go.FigureWidget)]
 
@@ -233,7 +337,8 @@ class StepperUI:
         self.filter.node = self._f_node.value or None
         self.filter.transactional_id = self._f_tid.value or None
         self.filter.skip_background = self._f_bg.value
-        self.messages._sent.clear()
+        if "messages" in self._views:
+            self.messages._sent.clear()
         self.refresh()
 
     def _on_branch(self, change) -> None:
@@ -272,20 +377,19 @@ class StepperUI:
 
     # ----------------------------------------------------------------- refresh
     def refresh(self) -> None:
-        """Redraw every view and control from the run at the current position."""
+        """Redraw every view and control built so far from the run at the current position."""
         ex = self._ex
         c = ex.cluster
         self._syncing = True
         try:
-            if self.log_strip is not None:
-                self.log_strip.update(c)
-            if self.coordinators is not None:
-                self.coordinators.update(c)
-            for _, view in self.lab_views:
+            for view in self._views.values():                     # the pictures built so far
                 view.update(c)
-            self.messages.update(c)
+            for _, view in self._lab_views or ():
+                view.update(c)
             for view in getattr(self, "presenter_views", ()):     # presenter mode's own pictures
                 view.update(c)
+            if "UI" not in self._built:
+                return          # not shown yet: the controls are built, from the run as it is then, when first shown
             length = self.length
             for w in (self._slider, self._play):
                 if w.max != length:
@@ -296,10 +400,13 @@ class StepperUI:
             self._sync_moments(length)
             self._narr.value = self._narration_html()
             self._status.value = self._status_html()
-            self._trace_html.value = self._trace_view()
+            if "Trace" in self._built:
+                self._trace_html.value = self._trace_view()
             self._btn_step.disabled = ex.at_end
             self._btn_back.disabled = self.position == 0
-            self._sync_options(c)
+            for panel in TOOLS:
+                if panel in self._built:
+                    self._sync_panel(panel, c)
         finally:
             self._syncing = False
 
@@ -313,10 +420,20 @@ class StepperUI:
             elif values:
                 dd.value = values[0]
 
-    def _sync_options(self, c) -> None:
-        lanes = [n for n in lanes_of(c)]
-        self._set_options(self._f_node, [("any process", "")] + [(n, n) for n in lanes])
-        self._set_options(self._f_tid, [("any transactional.id", "")] + [(t, t) for t in transactional_ids(c)])
+    def _sync_panel(self, panel: str, c) -> None:
+        """Set a built panel's menus from the run: the processes, transactional.ids, partitions, messages in
+        flight and branches there are now."""
+        if panel == "Filter":
+            lanes = lanes_of(c)
+            self._set_options(self._f_node, [("any process", "")] + [(n, n) for n in lanes])
+            self._set_options(self._f_tid, [("any transactional.id", "")] + [(t, t) for t in transactional_ids(c)])
+        elif panel == "Faults":
+            self._sync_faults(c)
+        elif panel == "Branches":
+            self._sync_branches()
+
+    def _sync_faults(self, c) -> None:
+        lanes = lanes_of(c)
         procs = []
         for n in lanes:                                  # the lab's own processes, as the fault menu offers them
             node = c.kernel.nodes[n]
@@ -325,13 +442,15 @@ class StepperUI:
             up = node.alive and not getattr(node, "crashed", False)
             procs.append((f"{n} ({'up' if up else 'down'})", n))
         self._set_options(self._fault_node, procs)
-        if self.log_strip is not None:                  # Kafka: partitions whose leader may move
+        if self._kafka:                                  # Kafka: partitions whose leader may move
             self._set_options(self._lead_tp, [(f"{t}-{p} (leader {s.leader})", (t, p))
                                               for (t, p), s in sorted(c.controller.states.items())
                                               if not t.startswith("__")])
         msgs = [(f"#{m.id} {m.api} {m.kind} {m.src} → {m.dst} (due t={m.deliver_at}ms)", m.id)
                 for m in in_flight_now(c)]
         self._set_options(self._fault_msg, msgs)
+
+    def _sync_branches(self) -> None:
         names = list(self.history.branches)
         labels = [(f"{n}: {self.history.labels[n]}", n) for n in names]
         self._set_options(self._branch_dd, labels)
@@ -455,3 +574,7 @@ class StepperUI:
         from IPython.display import display
         display(self.widget)
 
+
+for _panel, _names in PANEL_CONTROLS.items():
+    for _name in _names:
+        setattr(StepperUI, _name, _BuiltOnUse(_panel, _name))
