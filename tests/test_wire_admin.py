@@ -133,7 +133,7 @@ def test_api_versions_advertises_the_admin_apis(open_txn):
     c, door, p = open_txn
     answer = ask(door, 18, 3, client_software_name="raw", client_software_version="1")
     keys = {k.api_key: (k.min_version, k.max_version) for k in answer.api_keys}
-    assert keys[61] == (0, 0) and keys[65] == (0, 0) and keys[66] == (0, 1)
+    assert keys[61] == (0, 0) and keys[65] == (0, 0) and keys[66] == (0, 2)
 
 
 def test_metadata_for_a_missing_topic_is_kafkas_answer(open_txn):
@@ -164,6 +164,47 @@ def test_list_transactions_filters_by_state_and_names_the_unknown_filters(open_t
     assert [(s.transactional_id, s.transaction_state) for s in r.transaction_states] == [(TID, "Ongoing")]
     r = ask(door, 66, 1, coordinator, state_filters=("CompleteCommit",), producer_id_filters=())
     assert r.error_code == 0 and r.transaction_states == ()
+
+
+def list_everywhere(c, door, version=2, **filters) -> tuple:
+    """ListTransactions asked of every broker (as the Admin does): (error codes, rows (id, state) sorted,
+    unknown state filters of each broker)."""
+    filters = {"state_filters": (), "producer_id_filters": (), **filters}
+    answers = [ask(door, 66, version, b, **filters) for b in c.broker_ids]
+    return ({a.error_code for a in answers},
+            sorted((s.transactional_id, s.transaction_state) for a in answers for s in a.transaction_states),
+            {tuple(a.unknown_state_filters) for a in answers})
+
+
+def test_list_transactions_v2_filters_by_a_transactional_id_pattern(open_txn):
+    """KIP-1152: a regular expression the whole transactional id must match (re2j's matches()); null or empty
+    filters nothing; it narrows the other filters; one that does not compile is INVALID_REGULAR_EXPRESSION (128)
+    for the whole answer, as Kafka's KafkaApis answers the coordinator's InvalidRegularExpression."""
+    c, door, p = open_txn
+    with door.lock:
+        other = Producer({"bootstrap.servers": c.bootstrap, "transactional.id": "loader"})
+        other.init_transactions()
+    both = [(TID, "Ongoing"), ("loader", "Empty")]
+    assert list_everywhere(c, door)[:2] == ({0}, both)                                   # null: all
+    assert list_everywhere(c, door, transactional_id_pattern="")[:2] == ({0}, both)
+    assert list_everywhere(c, door, transactional_id_pattern="cop.*")[:2] == ({0}, [(TID, "Ongoing")])
+    assert list_everywhere(c, door, transactional_id_pattern="op")[:2] == ({0}, [])      # the whole id, not a part
+    assert list_everywhere(c, door, transactional_id_pattern="(copi|load)er")[:2] == ({0}, both)
+    assert list_everywhere(c, door, transactional_id_pattern="[a-z]+", state_filters=("Empty",))[:2] == \
+        ({0}, [("loader", "Empty")])
+    for bad in ("cop[", r"(c)\1opier"):      # does not compile; a backreference RE2 refuses
+        errors, rows, unknown = list_everywhere(c, door, transactional_id_pattern=bad, state_filters=("Bogus",))
+        assert (errors, rows, unknown) == ({128}, [], {()})
+    # v1 has no pattern field: every transaction, whatever v2 would have filtered
+    assert list_everywhere(c, door, version=1)[:2] == ({0}, both)
+
+
+def test_kafka_transactions_list_with_a_transactional_id_pattern(open_txn):
+    c, door, p = open_txn
+    rc, rows, out = transactions(door, "list", "--transactional-id-pattern", "cop.*")
+    assert rc == 0 and [r["TransactionalId"] for r in rows] == [TID], out
+    rc, rows, out = transactions(door, "list", "--transactional-id-pattern", "opier")
+    assert rc == 0 and rows == [], out
 
 
 def test_describe_transactions_errors_are_kafkas(open_txn):

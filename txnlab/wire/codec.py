@@ -46,7 +46,7 @@ VERSIONS: dict[int, tuple[str, int, int]] = {
     28: ("TxnOffsetCommit", 0, 3),
     61: ("DescribeProducers", 0, 0),
     65: ("DescribeTransactions", 0, 0),
-    66: ("ListTransactions", 0, 1),
+    66: ("ListTransactions", 0, 2),
 }
 # transaction.version 2 (KIP-890 part 2): the versions a TV2 client needs, advertised on a TV2 cluster only
 TV2_VERSIONS: dict[int, int] = {0: 12, 22: 5, 25: 4, 26: 5, 28: 4}
