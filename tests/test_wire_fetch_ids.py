@@ -73,3 +73,4 @@ def test_metadata_by_topic_id_names_the_known_and_answers_the_unknown():
                                      Topic(topic_id=stranger, name=None)), allow_auto_topic_creation=False, include_topic_authorized_operations=False)
         by_id = {t.topic_id: (t.name, t.error_code, len(t.partitions)) for t in r.topics}
         assert by_id == {topic_id(door, "t"): ("t", 0, 1), stranger: (None, Errors.UNKNOWN_TOPIC_ID, 0)}
+

@@ -90,6 +90,39 @@ def encode_metadata(resp, body, version, unknown_ids, door, cls):
                  cluster_authorized_operations=NO_OPS)
 
 
+# ------------------------------------------------------------ leader hints
+def current_leader(door, broker_id: int, tp) -> tuple:
+    """Kafka's KafkaApis.getCurrentLeader (KIP-951): (leader id, leader epoch) of ``tp`` as the answering broker
+    sees it (its own replica, else its metadata cache, else (-1, -1)), and whether that leader is a broker it
+    believes alive (then its endpoint goes into the answer's NodeEndpoints)."""
+    b = door.cluster._brokers[broker_id]
+    p = b.partitions.get(tp)
+    if p is not None:
+        leader, epoch = p.leader, p.leader_epoch
+    else:
+        s = b.metadata.partitions.get(tp)
+        leader, epoch = (s.leader, s.leader_epoch) if s is not None else (-1, -1)
+    return leader, epoch, leader >= 0 and leader in b.metadata.live_brokers and door.port_of(leader) is not None
+
+
+def leader_hint(door, tp, Leader, endpoints: dict):
+    """A partition's CurrentLeader (Produce v10+, Fetch v16+) from the broker whose answer is being encoded;
+    the leader's port is added to ``endpoints`` when that broker believes it alive."""
+    leader, epoch, alive = current_leader(door, door.answering, tp)
+    if alive:
+        endpoints[leader] = door.port_of(leader)
+    return Leader(leader_id=leader, leader_epoch=epoch)
+
+
+def node_endpoints(door, cls, endpoints: dict, hints: bool) -> dict:
+    """The answer's NodeEndpoints field (a keyword for ``build``), by node id; nothing before the version has it."""
+    if not hints:
+        return {}
+    Node = nested(cls, "node_endpoints")
+    return {"node_endpoints": tuple(build(Node, node_id=n, host=door.host, port=port, rack=None)
+                                    for n, port in sorted(endpoints.items()))}
+
+
 # ---------------------------------------------------------------- Produce
 def decode_produce(body, version, door):
     data, refused = {}, {}
@@ -117,6 +150,9 @@ def encode_produce(resp, body, version, refused, door, cls):
     Topic = nested(cls, "responses")
     Part = nested(Topic, "partition_responses")
     results = dict(resp.responses) if resp is not None else {}
+    hints = version >= 10                 # KIP-951: CurrentLeader and NodeEndpoints on NOT_LEADER_OR_FOLLOWER
+    Leader = nested(Part, "current_leader") if hints else None
+    endpoints = {}
     out = []
     for t in body.topic_data:
         ps = []
@@ -128,11 +164,14 @@ def encode_produce(resp, body, version, refused, door, cls):
                                 log_start_offset=-1, record_errors=(), error_message=why))
                 continue
             r = results.get(tp) or m.PartitionProduceResponse(Errors.UNKNOWN_SERVER_ERROR)
+            extra = {}
+            if hints and r.error == Errors.NOT_LEADER_OR_FOLLOWER:
+                extra["current_leader"] = leader_hint(door, tp, Leader, endpoints)
             ps.append(build(Part, index=p.index, error_code=r.error, base_offset=r.base_offset,
                             log_append_time=r.log_append_time, log_start_offset=r.log_start_offset,
-                            record_errors=(), error_message=r.error_message or None))
+                            record_errors=(), error_message=r.error_message or None, **extra))
         out.append(build(Topic, name=t.name, partition_responses=tuple(ps)))
-    return build(cls, responses=tuple(out))
+    return build(cls, responses=tuple(out), **node_endpoints(door, cls, endpoints, hints))
 
 
 # ------------------------------------------------------------------ Fetch
@@ -171,11 +210,17 @@ def decode_fetch(body, version, door):
                           parts), names
 
 
+LEADER_HINT_ERRORS = (Errors.NOT_LEADER_OR_FOLLOWER, Errors.FENCED_LEADER_EPOCH)     # Fetch v16+
+
+
 def encode_fetch(resp, body, version, names, door, cls):
     Topic = nested(cls, "responses")
     Part = nested(Topic, "partitions")
     Aborted = nested(Part, "aborted_transactions")
     by_id = version >= 13
+    hints = version >= 16                 # KIP-951: CurrentLeader and NodeEndpoints for a client sent astray
+    Leader = nested(Part, "current_leader") if hints else None
+    endpoints = {}
     out = []
     for t in body.topics:
         name = names[t.topic_id] if by_id else t.topic
@@ -188,13 +233,17 @@ def encode_fetch(resp, body, version, names, door, cls):
             aborted = None
             if d.aborted_transactions is not None:
                 aborted = tuple(build(Aborted, producer_id=pid, first_offset=off) for pid, off in d.aborted_transactions)
+            extra = {}
+            if hints and name is not None and d.error in LEADER_HINT_ERRORS:
+                extra["current_leader"] = leader_hint(door, (name, p.partition), Leader, endpoints)
             ps.append(build(Part, partition_index=p.partition, error_code=d.error, high_watermark=d.high_watermark,
                             last_stable_offset=d.last_stable_offset, log_start_offset=d.log_start_offset,
                             aborted_transactions=aborted, preferred_read_replica=-1,
-                            records=encode_batches(d.records) if d.records else b""))
+                            records=encode_batches(d.records) if d.records else b"", **extra))
         out.append(build(Topic, topic=t.topic, partitions=tuple(ps)) if not by_id else
                    build(Topic, topic_id=t.topic_id, partitions=tuple(ps)))
-    return build(cls, error_code=resp.error if resp is not None else 0, session_id=0, responses=tuple(out))
+    return build(cls, error_code=resp.error if resp is not None else 0, session_id=0, responses=tuple(out),
+                 **node_endpoints(door, cls, endpoints, hints))
 
 
 # ------------------------------------------------------------ ListOffsets

@@ -206,16 +206,18 @@ def build(cls, **kw):
 
 @lru_cache(maxsize=None)
 def nested(cls, field: str):
-    """The entity type of a nested array field (``tuple[X, ...]``) of ``cls``."""
+    """The entity type of a nested field of ``cls``: an array (``tuple[X, ...]``) or a single entity."""
     import typing
     hint = typing.get_type_hints(cls)[field]
+    if dataclasses.is_dataclass(hint):
+        return hint
     for a in typing.get_args(hint):
         if dataclasses.is_dataclass(a):
             return a
         for b in typing.get_args(a):
             if dataclasses.is_dataclass(b):
                 return b
-    raise TypeError(f"{cls.__name__}.{field} is not an array of entities")
+    raise TypeError(f"{cls.__name__}.{field} is not an entity nor an array of entities")
 
 
 def ms(value, default: int = 0) -> int:
