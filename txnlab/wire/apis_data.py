@@ -17,14 +17,16 @@ NO_OPS = -2147483648          # topic/cluster authorized operations not asked fo
 
 
 def topic_id(door, name: str) -> uuid.UUID:
-    """A topic's id (KIP-516): Kafka's controller draws a random UUID; here it follows from the cluster's seed and
-    the topic's name, so that a run and its replay (txnlab.wire.replay) hand out the same ids."""
-    return _topic_uuid(door.cluster.seed, name)
+    """A topic's id (KIP-516): Kafka's controller draws a random UUID at each creation; here it follows from the
+    cluster's seed, the topic's name and how many times the controller created that name, so that a run and its
+    replay (txnlab.wire.replay) hand out the same ids and a topic deleted and created again gets a new one."""
+    return _topic_uuid(door.cluster.seed, name, door.cluster.controller.topic_creations.get(name, 1))
 
 
 @lru_cache(maxsize=4096)
-def _topic_uuid(seed: int, name: str) -> uuid.UUID:
-    return uuid.uuid5(uuid.NAMESPACE_URL, f"txnlab:seed-{seed}:{name}")
+def _topic_uuid(seed: int, name: str, creation: int) -> uuid.UUID:
+    again = f":{creation}" if creation > 1 else ""          # the first creation keeps the ids handed out before
+    return uuid.uuid5(uuid.NAMESPACE_URL, f"txnlab:seed-{seed}:{name}{again}")
 
 
 # ------------------------------------------------------------ ApiVersions
