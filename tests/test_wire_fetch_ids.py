@@ -124,3 +124,49 @@ def test_a_topic_deleted_and_created_again_gets_a_new_id():
         recreate(again)
         assert topic_id(door_of, "t") == new
 
+
+
+def delete_v6(door, *entries, broker: int = 0):
+    """DeleteTopics v6, each entry (name or None, id or None)."""
+    Req = request_type(20, 6)
+    Topic = nested(Req, "topics")
+    r = ask(door, 20, 6, broker, timeout=datetime.timedelta(seconds=30),
+            topics=tuple(Topic(name=n, topic_id=tid) for n, tid in entries))
+    return [(t.name, t.topic_id, t.error_code) for t in r.responses]
+
+
+def test_delete_topics_by_name_and_by_id_and_a_real_admin_deletes_and_creates_again():
+    """DeleteTopics at the door: librdkafka's AdminClient deletes t and creates it again (a new id, the old data
+    gone); v6 by id and by name, with the entries Kafka's ControllerApis refuses one by one.  The whole run,
+    recreation included, replays to the identical trace."""
+    import confluent_kafka.admin as cka
+    from txnlab.wire.replay import replay
+    with lab(topics=(("t", 1), ("u", 1), ("w", 1))) as (c, door):
+        p = producer(door)
+        p.produce("t", value=b"old")
+        assert p.flush(30) == 0
+        old = topic_id(door, "t")
+        admin = cka.AdminClient({"bootstrap.servers": door.bootstrap_servers, "log_level": 2})
+        admin.delete_topics(["t"], operation_timeout=30)["t"].result(30)
+        with door.lock:
+            assert "t" not in c.topics()
+        admin.create_topics([cka.NewTopic("t", 1, 3)], operation_timeout=30)["t"].result(30)
+        new = topic_id(door, "t")
+        assert new != old and metadata_ids(door, old, new) == [(new, "t", 0), (old, None, Errors.UNKNOWN_TOPIC_ID)]
+        r = fetch(door, 13, [(new, (0,))], broker=c.leader("t", 0))
+        assert (r.responses[0].partitions[0].error_code, r.responses[0].partitions[0].high_watermark) == (0, 0)
+
+        u, w, stranger = topic_id(door, "u"), topic_id(door, "w"), uuid.UUID(int=99)
+        assert delete_v6(door, (None, u), ("w", None), (None, stranger), (None, None), ("t", new), (None, old),
+                         ("nope", None)) == [
+            ("u", u, 0), ("w", w, 0), (None, stranger, Errors.UNKNOWN_TOPIC_ID), (None, None, Errors.INVALID_REQUEST),
+            ("t", new, Errors.INVALID_REQUEST), (None, old, Errors.UNKNOWN_TOPIC_ID),
+            ("nope", None, Errors.UNKNOWN_TOPIC_OR_PARTITION)]
+        with door.lock:                                    # (kio reads the zero uuid as None)
+            assert sorted(c.topics()) == ["t"]
+        assert delete_v6(door, (None, new), (None, new)) == [(None, new, Errors.INVALID_REQUEST)] * 2
+    again = Cluster(brokers=3, seed=1)
+    for name in ("t", "u", "w"):
+        again.create_topic(name, partitions=1, replication_factor=3)
+    replay(again, door.inputs)
+    assert again.trace.to_jsonl() == c.trace.to_jsonl()

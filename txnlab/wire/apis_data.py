@@ -318,3 +318,51 @@ def encode_create_topics(resp, body, version, state, door, cls):
                          error_code=r.error_code, error_message=r.error_message or None,
                          num_partitions=r.num_partitions, replication_factor=r.replication_factor, configs=()))
     return build(cls, topics=tuple(out))
+
+
+# ----------------------------------------------------------- DeleteTopics
+def decode_delete_topics(body, version, door):
+    """v1-5 name topics; v6 names each by name or by id (KIP-516).  What Kafka's ControllerApis.deleteTopics
+    refuses per entry before it resolves anything is refused here (neither or both of name and id, a duplicate
+    id: INVALID_REQUEST; an id no broker knows: UNKNOWN_TOPIC_ID); the names go to the broker, which refuses
+    duplicate names and forwards the rest to the controller.  State, per requested entry: (name or None, the id
+    to answer, whether it was asked by name, the door's refusal or None)."""
+    if version < 6:
+        asked = [(n, ZERO_UUID) for n in body.topic_names]
+    else:
+        asked = [(t.name, t.topic_id or ZERO_UUID) for t in body.topics]
+    ids = [tid for n, tid in asked if not n and tid != ZERO_UUID]
+    names = topic_names_by_id(door, ids)
+    existing = {tp[0] for tp in door.cluster.controller.states}
+    entries = []
+    for n, tid in asked:
+        if not n and tid == ZERO_UUID:
+            entries.append((None, tid, False, (Errors.INVALID_REQUEST, "Neither topic name nor id were specified.")))
+        elif n and tid != ZERO_UUID:
+            entries.append((n, tid, True, (Errors.INVALID_REQUEST, "You may not specify both topic name and topic id.")))
+        elif not n and ids.count(tid) > 1:
+            entries.append((None, tid, False, (Errors.INVALID_REQUEST, "Duplicate topic id.")))
+        elif not n and names[tid] is None:
+            entries.append((None, tid, False, (Errors.UNKNOWN_TOPIC_ID, "This server does not host this topic ID.")))
+        elif not n:
+            entries.append((names[tid], tid, False, None))
+        else:                   # by name: the answer carries the id of the topic the name holds, if any
+            entries.append((n, topic_id(door, n) if n in existing else ZERO_UUID, True, None))
+    go = tuple(n for n, _, _, refused in entries if refused is None)
+    return (m.DeleteTopicsRequest(go, ms(body.timeout)) if go else None), entries
+
+
+def encode_delete_topics(resp, body, version, entries, door, cls):
+    Result = nested(cls, "responses")
+    results = iter(resp.responses if resp is not None else ())
+    out = []
+    for name, tid, by_name, refused in entries:
+        if refused is not None:
+            err, why = refused
+        else:
+            r = next(results)
+            err, why = r.error_code, r.error_message
+            if err != Errors.NONE and by_name:
+                tid = ZERO_UUID            # a name the broker refused: answered without an id
+        out.append(build(Result, name=name, topic_id=tid, error_code=err, error_message=why or None))
+    return build(cls, responses=tuple(out))

@@ -39,6 +39,7 @@ VERSIONS: dict[int, tuple[str, int, int]] = {
     14: ("SyncGroup", 0, 5),
     18: ("ApiVersions", 0, 3),
     19: ("CreateTopics", 2, 7),
+    20: ("DeleteTopics", 1, 6),
     22: ("InitProducerId", 0, 4),
     24: ("AddPartitionsToTxn", 0, 3),
     25: ("AddOffsetsToTxn", 0, 3),
