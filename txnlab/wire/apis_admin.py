@@ -1,8 +1,8 @@
 """The transaction admin APIs (KIP-664) a real Admin client or ``kafka-transactions`` sends: DescribeProducers v0
 (to a partition's leader), DescribeTransactions v0 (to a transactional id's coordinator) and ListTransactions
-v0-2 (to every broker; v1 adds the duration filter, KIP-994; v2 the transactional id pattern, KIP-1152), between
-kio and the engine's own requests (the ones txnlab's admin client sends in-process).  Kafka's field names and error codes; no ACLs are checked here
-(the lab's authorizer does not cover these APIs)."""
+v0-2 (to every broker; v1 adds the duration filter, KIP-994; v2 the transactional id pattern, KIP-1152),
+between kio and the engine's own requests (the ones txnlab's admin client sends in-process).  Kafka's field
+names and error codes; no ACLs are checked here (the lab's authorizer does not cover these APIs)."""
 from __future__ import annotations
 
 import re

@@ -324,8 +324,8 @@ def encode_create_topics(resp, body, version, state, door, cls):
 def decode_delete_topics(body, version, door):
     """v1-5 name topics; v6 names each by name or by id (KIP-516).  What Kafka's ControllerApis.deleteTopics
     refuses per entry before it resolves anything is refused here (neither or both of name and id, a duplicate
-    id: INVALID_REQUEST; an id no broker knows: UNKNOWN_TOPIC_ID); the names go to the broker, which refuses
-    duplicate names and forwards the rest to the controller.  State, per requested entry: (name or None, the id
+    id, answered once: INVALID_REQUEST; an id no broker knows: UNKNOWN_TOPIC_ID); the names go to the broker,
+    which refuses duplicate names and forwards the rest to the controller.  State, per requested entry: (name or None, the id
     to answer, whether it was asked by name, the door's refusal or None)."""
     if version < 6:
         asked = [(n, ZERO_UUID) for n in body.topic_names]
@@ -334,12 +334,17 @@ def decode_delete_topics(body, version, door):
     ids = [tid for n, tid in asked if not n and tid != ZERO_UUID]
     names = topic_names_by_id(door, ids)
     existing = {tp[0] for tp in door.cluster.controller.states}
-    entries = []
+    entries, seen = [], set()
     for n, tid in asked:
+        if not n and tid != ZERO_UUID:
+            if tid in seen:
+                continue        # Kafka answers a duplicated id once
+            seen.add(tid)
         if not n and tid == ZERO_UUID:
             entries.append((None, tid, False, (Errors.INVALID_REQUEST, "Neither topic name nor id were specified.")))
         elif n and tid != ZERO_UUID:
-            entries.append((n, tid, True, (Errors.INVALID_REQUEST, "You may not specify both topic name and topic id.")))
+            entries.append((n, tid, True, (Errors.INVALID_REQUEST,
+                                           "You may not specify both topic name and topic id.")))
         elif not n and ids.count(tid) > 1:
             entries.append((None, tid, False, (Errors.INVALID_REQUEST, "Duplicate topic id.")))
         elif not n and names[tid] is None:
