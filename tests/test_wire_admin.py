@@ -110,12 +110,50 @@ def test_kafka_transactions_tool_after_the_commit_and_for_an_unknown_id(open_txn
     assert rc != 0 and "could not be found" in out            # TRANSACTIONAL_ID_NOT_FOUND
 
 
+def test_kafka_transactions_describe_producers_on_a_missing_topic_retries_until_its_timeout(open_txn, tmp_path):
+    """As against a real Kafka 4.1.1 broker: the Java Admin looks the leader up with Metadata (auto-creation off),
+    and its DescribeProducers lookup tolerates UNKNOWN_TOPIC_OR_PARTITION (PartitionLeaderStrategy built with
+    tolerateUnknownTopics), so it asks again until default.api.timeout.ms (60 s by default) runs out.  A name Kafka
+    cannot hold fails at once (INVALID_TOPIC_EXCEPTION in Metadata).  Neither creates a topic."""
+    c, door, p = open_txn
+    config = tmp_path / "admin.properties"
+    config.write_text("default.api.timeout.ms=4000\nrequest.timeout.ms=3000\n")
+    rc, rows, out = transactions(door, "--command-config", str(config), "describe-producers", "--topic", "nope",
+                                 "--partition", "0")
+    assert rc != 0 and "describeProducers(api=METADATA)" in out and "timed out" in out, out
+    rc, rows, out = transactions(door, "--command-config", str(config), "describe-producers", "--topic", "bad/name",
+                                 "--partition", "0")
+    assert rc != 0 and "InvalidTopicException" in out and "timed out" not in out, out
+    with door.lock:
+        assert set(c.topics()) & {"nope", "bad/name"} == set()
+
+
 # ------------------------------------------------------- hand-made frames
 def test_api_versions_advertises_the_admin_apis(open_txn):
     c, door, p = open_txn
     answer = ask(door, 18, 3, client_software_name="raw", client_software_version="1")
     keys = {k.api_key: (k.min_version, k.max_version) for k in answer.api_keys}
-    assert keys[61] == (0, 0) and keys[65] == (0, 0) and keys[66] == (0, 1)
+    assert keys[61] == (0, 0) and keys[65] == (0, 0) and keys[66] == (0, 2)
+
+
+def test_metadata_for_a_missing_topic_is_kafkas_answer(open_txn):
+    """Kafka's getTopicMetadata: a topic no broker knows, auto-creation off -> UNKNOWN_TOPIC_OR_PARTITION (3) with no
+    partitions, nothing created; an illegal name -> INVALID_TOPIC_EXCEPTION (17); auto-creation on (and
+    auto.create.topics.enable) -> the topic is created and LEADER_NOT_AVAILABLE (5) answered while it has no leader."""
+    c, door, p = open_txn
+    T = nested(request_type(3, 12), "topics")
+    for _ in range(2):          # asked twice: the first answer created nothing
+        r = ask(door, 3, 12, topics=(T(name="nope", topic_id=None), T(name="bad/name", topic_id=None)),
+                allow_auto_topic_creation=False, include_topic_authorized_operations=False)
+        assert [(t.name, t.error_code, t.partitions) for t in r.topics] == [
+            ("nope", Errors.UNKNOWN_TOPIC_OR_PARTITION, ()), ("bad/name", Errors.INVALID_TOPIC_EXCEPTION, ())]
+    with door.lock:
+        assert "nope" not in c.topics()
+    r = ask(door, 3, 12, topics=(T(name="nope", topic_id=None),), allow_auto_topic_creation=True,
+            include_topic_authorized_operations=False)
+    assert [(t.name, t.error_code) for t in r.topics] == [("nope", Errors.LEADER_NOT_AVAILABLE)]
+    with door.lock:
+        assert "nope" in c.topics()
 
 
 def test_list_transactions_filters_by_state_and_names_the_unknown_filters(open_txn):
@@ -126,6 +164,47 @@ def test_list_transactions_filters_by_state_and_names_the_unknown_filters(open_t
     assert [(s.transactional_id, s.transaction_state) for s in r.transaction_states] == [(TID, "Ongoing")]
     r = ask(door, 66, 1, coordinator, state_filters=("CompleteCommit",), producer_id_filters=())
     assert r.error_code == 0 and r.transaction_states == ()
+
+
+def list_everywhere(c, door, version=2, **filters) -> tuple:
+    """ListTransactions asked of every broker (as the Admin does): (error codes, rows (id, state) sorted,
+    unknown state filters of each broker)."""
+    filters = {"state_filters": (), "producer_id_filters": (), **filters}
+    answers = [ask(door, 66, version, b, **filters) for b in c.broker_ids]
+    return ({a.error_code for a in answers},
+            sorted((s.transactional_id, s.transaction_state) for a in answers for s in a.transaction_states),
+            {tuple(a.unknown_state_filters) for a in answers})
+
+
+def test_list_transactions_v2_filters_by_a_transactional_id_pattern(open_txn):
+    """KIP-1152: a regular expression the whole transactional id must match (re2j's matches()); null or empty
+    filters nothing; it narrows the other filters; one that does not compile is INVALID_REGULAR_EXPRESSION (128)
+    for the whole answer, as Kafka's KafkaApis answers the coordinator's InvalidRegularExpression."""
+    c, door, p = open_txn
+    with door.lock:
+        other = Producer({"bootstrap.servers": c.bootstrap, "transactional.id": "loader"})
+        other.init_transactions()
+    both = [(TID, "Ongoing"), ("loader", "Empty")]
+    assert list_everywhere(c, door)[:2] == ({0}, both)                                   # null: all
+    assert list_everywhere(c, door, transactional_id_pattern="")[:2] == ({0}, both)
+    assert list_everywhere(c, door, transactional_id_pattern="cop.*")[:2] == ({0}, [(TID, "Ongoing")])
+    assert list_everywhere(c, door, transactional_id_pattern="op")[:2] == ({0}, [])      # the whole id, not a part
+    assert list_everywhere(c, door, transactional_id_pattern="(copi|load)er")[:2] == ({0}, both)
+    assert list_everywhere(c, door, transactional_id_pattern="[a-z]+", state_filters=("Empty",))[:2] == \
+        ({0}, [("loader", "Empty")])
+    for bad in ("cop[", r"(c)\1opier"):      # does not compile; a backreference RE2 refuses
+        errors, rows, unknown = list_everywhere(c, door, transactional_id_pattern=bad, state_filters=("Bogus",))
+        assert (errors, rows, unknown) == ({128}, [], {()})
+    # v1 has no pattern field: every transaction, whatever v2 would have filtered
+    assert list_everywhere(c, door, version=1)[:2] == ({0}, both)
+
+
+def test_kafka_transactions_list_with_a_transactional_id_pattern(open_txn):
+    c, door, p = open_txn
+    rc, rows, out = transactions(door, "list", "--transactional-id-pattern", "cop.*")
+    assert rc == 0 and [r["TransactionalId"] for r in rows] == [TID], out
+    rc, rows, out = transactions(door, "list", "--transactional-id-pattern", "opier")
+    assert rc == 0 and rows == [], out
 
 
 def test_describe_transactions_errors_are_kafkas(open_txn):

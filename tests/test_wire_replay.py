@@ -6,8 +6,10 @@ from __future__ import annotations
 
 import hashlib
 import time
+import uuid
 
 from txnlab.cluster import Cluster
+from txnlab.wire.apis_data import topic_id
 from txnlab.wire.replay import inputs_from_jsonl, inputs_to_jsonl, replay
 from wire_helpers import commit_abort_commit, consumer, lab, producer, read_all, values
 
@@ -95,3 +97,36 @@ def test_a_bounded_trace_keeps_the_doors_memory_bounded_too():
         assert c.log("t").high_watermark == 100
     with lab() as (c, door):
         assert door.recording
+
+
+def _recreated():
+    """Topic t created, deleted and created again before the door opens: its id is the second creation's."""
+    from test_wire_fetch_ids import recreate
+    c = _fresh()
+    recreate(c)
+    return c
+
+
+def test_a_recreated_topics_id_is_the_same_in_the_replay():
+    """librdkafka fetches by topic id (Fetch v13+): the run's Fetch requests name t by its second creation's id
+    (not the first's), and replaying their bytes on a cluster built the same way (t created, deleted, created)
+    finds the topic again: the identical trace."""
+    c = _recreated()
+    with c.listen() as door:
+        p = producer(door, **{"enable.idempotence": True})
+        for i in range(3):
+            p.produce("t", value=f"v{i}".encode())
+        assert p.flush(30) == 0
+        rc = consumer(door, "rc")
+        try:
+            assert values(read_all(rc, ["t"], expect=3, idle_polls=4)) == [b"v0", b"v1", b"v2"]
+        finally:
+            rc.close()
+        second = topic_id(door, "t")
+    first = uuid.uuid5(uuid.NAMESPACE_URL, "txnlab:seed-1:t")
+    fetches = [e["payload"] for e in door.inputs if e["kind"] == "request" and e["payload"][:2] == b"\x00\x01"]
+    assert any(second.bytes in f for f in fetches) and not any(first.bytes in f for f in fetches)
+    assert second != first
+    again = _recreated()
+    replay(again, door.inputs)
+    assert _digest(again) == _digest(c)

@@ -38,6 +38,7 @@ class Controller(TopicChanges, Node):
         self.session_timers: dict[int, object] = {}
         self.next_broker_epoch = 1
         self.deleted: dict[tuple, bool] = {}        # partitions of deleted topics (a restarted replica drops them)
+        self.topic_creations: dict[str, int] = {}   # topic name -> times created (the wire door's topic ids)
         self.next_producer_id_block = 0
         self.controller_epoch = 1
         self._next_replica_start = 0
@@ -241,6 +242,7 @@ class Controller(TopicChanges, Node):
         if partitions < 1:
             return Errors.INVALID_PARTITIONS
         self.topic_configs[name] = dict(config)
+        self.topic_creations[name] = self.topic_creations.get(name, 0) + 1
         for tp in [tp for tp in self.deleted if tp[0] == name]:
             del self.deleted[tp]
         new = self._place(name, 0, partitions, rf, tuple(sorted(config.items())))

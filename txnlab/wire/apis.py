@@ -20,6 +20,7 @@ TABLE = {
     14: (g.decode_sync_group, g.encode_sync_group),
     18: (d.decode_api_versions, d.encode_api_versions),
     19: (d.decode_create_topics, d.encode_create_topics),
+    20: (d.decode_delete_topics, d.encode_delete_topics),
     22: (d.decode_init_producer_id, d.encode_init_producer_id),
     24: (t.decode_add_partitions_to_txn, t.encode_add_partitions_to_txn),
     25: (t.decode_add_offsets_to_txn, t.encode_add_offsets_to_txn),
@@ -31,4 +32,4 @@ TABLE = {
 }
 PRODUCER_APIS = {0, 22, 24, 25, 26, 28}
 CONSUMER_APIS = {1, 8, 9, 11, 12, 13, 14}
-ADMIN_APIS = {19, 61, 65, 66}
+ADMIN_APIS = {19, 20, 61, 65, 66}

@@ -1,16 +1,19 @@
 """The transaction admin APIs (KIP-664) a real Admin client or ``kafka-transactions`` sends: DescribeProducers v0
 (to a partition's leader), DescribeTransactions v0 (to a transactional id's coordinator) and ListTransactions
-v0-1 (to every broker; v1 adds the duration filter, KIP-994), between kio and the engine's own requests (the
-ones txnlab's admin client sends in-process).  Kafka's field names and error codes; no ACLs are checked here
-(the lab's authorizer does not cover these APIs)."""
+v0-2 (to every broker; v1 adds the duration filter, KIP-994; v2 the transactional id pattern, KIP-1152),
+between kio and the engine's own requests (the ones txnlab's admin client sends in-process).  Kafka's field
+names and error codes; no ACLs are checked here (the lab's authorizer does not cover these APIs)."""
 from __future__ import annotations
 
+import re
 from itertools import groupby
 
 from ..protocol import messages as m
 from ..protocol.errors import Errors
 from ..protocol.names import topic_name_error
 from .codec import build, get, nested
+
+INVALID_REGULAR_EXPRESSION = 128    # Kafka's Errors code (KIP-848); the engine itself never raises it
 
 
 # ------------------------------------------------------ DescribeProducers
@@ -66,13 +69,44 @@ def encode_describe_transactions(resp, body, version, state, door, cls):
 
 
 # ------------------------------------------------------- ListTransactions
+# constructs Python's re accepts and RE2 (com.google.re2j, what Kafka's coordinator compiles the pattern with)
+# refuses: backreferences, lookaround, atomic groups, conditionals
+_NOT_RE2 = re.compile(r"\\[1-9]|\(\?P=|\(\?<?[=!]|\(\?>|\(\?\(")
+
+
+def id_pattern(pattern):
+    """KIP-1152's TransactionalIdPattern as Kafka's TransactionStateManager reads it: null or empty filters
+    nothing (None); otherwise a regular expression the whole transactional id must match (re2j's
+    ``matches()``).  A pattern that does not compile: ``(None, why)``."""
+    if not pattern:
+        return None, None
+    if _NOT_RE2.search(pattern):
+        return None, "a construct RE2 does not support (backreference, lookaround, atomic group or conditional)"
+    try:
+        return re.compile(pattern), None
+    except re.error as e:
+        return None, str(e)
+
+
 def decode_list_transactions(body, version, door):
+    # the engine filters by state, producer id and duration; the door applies the id pattern to its answer
+    # (the filters are a conjunction, so the order does not change the rows)
     return m.ListTransactionsRequest(tuple(body.state_filters), tuple(body.producer_id_filters),
-                                     int(get(body, "duration_filter", -1))), None
+                                     int(get(body, "duration_filter", -1))), get(body, "transactional_id_pattern")
 
 
-def encode_list_transactions(resp, body, version, state, door, cls):
+def encode_list_transactions(resp, body, version, pattern, door, cls):
     State = nested(cls, "transaction_states")
-    return build(cls, error_code=resp.error, unknown_state_filters=tuple(resp.unknown_state_filters),
+    rows, unknown, error = resp.transaction_states, resp.unknown_state_filters, resp.error
+    compiled, why = id_pattern(pattern)
+    if why is not None and error == Errors.NONE:
+        # Kafka: the coordinator throws InvalidRegularExpression after its load check; the whole answer is
+        # KafkaApis' error response (no rows, no unknown state filters)
+        door.note(f"transactional id pattern {pattern!r} is not a valid regular expression: {why}",
+                  "INVALID_REGULAR_EXPRESSION")
+        rows, unknown, error = (), (), INVALID_REGULAR_EXPRESSION
+    elif compiled is not None:
+        rows = tuple(r for r in rows if compiled.fullmatch(r[0]))
+    return build(cls, error_code=error, unknown_state_filters=tuple(unknown),
                  transaction_states=tuple(build(State, transactional_id=tid, producer_id=pid, transaction_state=s)
-                                          for tid, pid, s in resp.transaction_states))
+                                          for tid, pid, s in rows))

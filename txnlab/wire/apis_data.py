@@ -17,14 +17,16 @@ NO_OPS = -2147483648          # topic/cluster authorized operations not asked fo
 
 
 def topic_id(door, name: str) -> uuid.UUID:
-    """A topic's id (KIP-516): Kafka's controller draws a random UUID; here it follows from the cluster's seed and
-    the topic's name, so that a run and its replay (txnlab.wire.replay) hand out the same ids."""
-    return _topic_uuid(door.cluster.seed, name)
+    """A topic's id (KIP-516): Kafka's controller draws a random UUID at each creation; here it follows from the
+    cluster's seed, the topic's name and how many times the controller created that name, so that a run and its
+    replay (txnlab.wire.replay) hand out the same ids and a topic deleted and created again gets a new one."""
+    return _topic_uuid(door.cluster.seed, name, door.cluster.controller.topic_creations.get(name, 1))
 
 
 @lru_cache(maxsize=4096)
-def _topic_uuid(seed: int, name: str) -> uuid.UUID:
-    return uuid.uuid5(uuid.NAMESPACE_URL, f"txnlab:seed-{seed}:{name}")
+def _topic_uuid(seed: int, name: str, creation: int) -> uuid.UUID:
+    again = f":{creation}" if creation > 1 else ""          # the first creation keeps the ids handed out before
+    return uuid.uuid5(uuid.NAMESPACE_URL, f"txnlab:seed-{seed}:{name}{again}")
 
 
 # ------------------------------------------------------------ ApiVersions
@@ -90,6 +92,39 @@ def encode_metadata(resp, body, version, unknown_ids, door, cls):
                  cluster_authorized_operations=NO_OPS)
 
 
+# ------------------------------------------------------------ leader hints
+def current_leader(door, broker_id: int, tp) -> tuple:
+    """Kafka's KafkaApis.getCurrentLeader (KIP-951): (leader id, leader epoch) of ``tp`` as the answering broker
+    sees it (its own replica, else its metadata cache, else (-1, -1)), and whether that leader is a broker it
+    believes alive (then its endpoint goes into the answer's NodeEndpoints)."""
+    b = door.cluster._brokers[broker_id]
+    p = b.partitions.get(tp)
+    if p is not None:
+        leader, epoch = p.leader, p.leader_epoch
+    else:
+        s = b.metadata.partitions.get(tp)
+        leader, epoch = (s.leader, s.leader_epoch) if s is not None else (-1, -1)
+    return leader, epoch, leader >= 0 and leader in b.metadata.live_brokers and door.port_of(leader) is not None
+
+
+def leader_hint(door, tp, Leader, endpoints: dict):
+    """A partition's CurrentLeader (Produce v10+, Fetch v16+) from the broker whose answer is being encoded;
+    the leader's port is added to ``endpoints`` when that broker believes it alive."""
+    leader, epoch, alive = current_leader(door, door.answering, tp)
+    if alive:
+        endpoints[leader] = door.port_of(leader)
+    return Leader(leader_id=leader, leader_epoch=epoch)
+
+
+def node_endpoints(door, cls, endpoints: dict, hints: bool) -> dict:
+    """The answer's NodeEndpoints field (a keyword for ``build``), by node id; nothing before the version has it."""
+    if not hints:
+        return {}
+    Node = nested(cls, "node_endpoints")
+    return {"node_endpoints": tuple(build(Node, node_id=n, host=door.host, port=port, rack=None)
+                                    for n, port in sorted(endpoints.items()))}
+
+
 # ---------------------------------------------------------------- Produce
 def decode_produce(body, version, door):
     data, refused = {}, {}
@@ -117,6 +152,9 @@ def encode_produce(resp, body, version, refused, door, cls):
     Topic = nested(cls, "responses")
     Part = nested(Topic, "partition_responses")
     results = dict(resp.responses) if resp is not None else {}
+    hints = version >= 10                 # KIP-951: CurrentLeader and NodeEndpoints on NOT_LEADER_OR_FOLLOWER
+    Leader = nested(Part, "current_leader") if hints else None
+    endpoints = {}
     out = []
     for t in body.topic_data:
         ps = []
@@ -128,11 +166,14 @@ def encode_produce(resp, body, version, refused, door, cls):
                                 log_start_offset=-1, record_errors=(), error_message=why))
                 continue
             r = results.get(tp) or m.PartitionProduceResponse(Errors.UNKNOWN_SERVER_ERROR)
+            extra = {}
+            if hints and r.error == Errors.NOT_LEADER_OR_FOLLOWER:
+                extra["current_leader"] = leader_hint(door, tp, Leader, endpoints)
             ps.append(build(Part, index=p.index, error_code=r.error, base_offset=r.base_offset,
                             log_append_time=r.log_append_time, log_start_offset=r.log_start_offset,
-                            record_errors=(), error_message=r.error_message or None))
+                            record_errors=(), error_message=r.error_message or None, **extra))
         out.append(build(Topic, name=t.name, partition_responses=tuple(ps)))
-    return build(cls, responses=tuple(out))
+    return build(cls, responses=tuple(out), **node_endpoints(door, cls, endpoints, hints))
 
 
 # ------------------------------------------------------------------ Fetch
@@ -171,11 +212,17 @@ def decode_fetch(body, version, door):
                           parts), names
 
 
+LEADER_HINT_ERRORS = (Errors.NOT_LEADER_OR_FOLLOWER, Errors.FENCED_LEADER_EPOCH)     # Fetch v16+
+
+
 def encode_fetch(resp, body, version, names, door, cls):
     Topic = nested(cls, "responses")
     Part = nested(Topic, "partitions")
     Aborted = nested(Part, "aborted_transactions")
     by_id = version >= 13
+    hints = version >= 16                 # KIP-951: CurrentLeader and NodeEndpoints for a client sent astray
+    Leader = nested(Part, "current_leader") if hints else None
+    endpoints = {}
     out = []
     for t in body.topics:
         name = names[t.topic_id] if by_id else t.topic
@@ -188,13 +235,17 @@ def encode_fetch(resp, body, version, names, door, cls):
             aborted = None
             if d.aborted_transactions is not None:
                 aborted = tuple(build(Aborted, producer_id=pid, first_offset=off) for pid, off in d.aborted_transactions)
+            extra = {}
+            if hints and name is not None and d.error in LEADER_HINT_ERRORS:
+                extra["current_leader"] = leader_hint(door, (name, p.partition), Leader, endpoints)
             ps.append(build(Part, partition_index=p.partition, error_code=d.error, high_watermark=d.high_watermark,
                             last_stable_offset=d.last_stable_offset, log_start_offset=d.log_start_offset,
                             aborted_transactions=aborted, preferred_read_replica=-1,
-                            records=encode_batches(d.records) if d.records else b""))
+                            records=encode_batches(d.records) if d.records else b"", **extra))
         out.append(build(Topic, topic=t.topic, partitions=tuple(ps)) if not by_id else
                    build(Topic, topic_id=t.topic_id, partitions=tuple(ps)))
-    return build(cls, error_code=resp.error if resp is not None else 0, session_id=0, responses=tuple(out))
+    return build(cls, error_code=resp.error if resp is not None else 0, session_id=0, responses=tuple(out),
+                 **node_endpoints(door, cls, endpoints, hints))
 
 
 # ------------------------------------------------------------ ListOffsets
@@ -267,3 +318,56 @@ def encode_create_topics(resp, body, version, state, door, cls):
                          error_code=r.error_code, error_message=r.error_message or None,
                          num_partitions=r.num_partitions, replication_factor=r.replication_factor, configs=()))
     return build(cls, topics=tuple(out))
+
+
+# ----------------------------------------------------------- DeleteTopics
+def decode_delete_topics(body, version, door):
+    """v1-5 name topics; v6 names each by name or by id (KIP-516).  What Kafka's ControllerApis.deleteTopics
+    refuses per entry before it resolves anything is refused here (neither or both of name and id, a duplicate
+    id, answered once: INVALID_REQUEST; an id no broker knows: UNKNOWN_TOPIC_ID); the names go to the broker,
+    which refuses duplicate names and forwards the rest to the controller.  State, per requested entry: (name or None, the id
+    to answer, whether it was asked by name, the door's refusal or None)."""
+    if version < 6:
+        asked = [(n, ZERO_UUID) for n in body.topic_names]
+    else:
+        asked = [(t.name, t.topic_id or ZERO_UUID) for t in body.topics]
+    ids = [tid for n, tid in asked if not n and tid != ZERO_UUID]
+    names = topic_names_by_id(door, ids)
+    existing = {tp[0] for tp in door.cluster.controller.states}
+    entries, seen = [], set()
+    for n, tid in asked:
+        if not n and tid != ZERO_UUID:
+            if tid in seen:
+                continue        # Kafka answers a duplicated id once
+            seen.add(tid)
+        if not n and tid == ZERO_UUID:
+            entries.append((None, tid, False, (Errors.INVALID_REQUEST, "Neither topic name nor id were specified.")))
+        elif n and tid != ZERO_UUID:
+            entries.append((n, tid, True, (Errors.INVALID_REQUEST,
+                                           "You may not specify both topic name and topic id.")))
+        elif not n and ids.count(tid) > 1:
+            entries.append((None, tid, False, (Errors.INVALID_REQUEST, "Duplicate topic id.")))
+        elif not n and names[tid] is None:
+            entries.append((None, tid, False, (Errors.UNKNOWN_TOPIC_ID, "This server does not host this topic ID.")))
+        elif not n:
+            entries.append((names[tid], tid, False, None))
+        else:                   # by name: the answer carries the id of the topic the name holds, if any
+            entries.append((n, topic_id(door, n) if n in existing else ZERO_UUID, True, None))
+    go = tuple(n for n, _, _, refused in entries if refused is None)
+    return (m.DeleteTopicsRequest(go, ms(body.timeout)) if go else None), entries
+
+
+def encode_delete_topics(resp, body, version, entries, door, cls):
+    Result = nested(cls, "responses")
+    results = iter(resp.responses if resp is not None else ())
+    out = []
+    for name, tid, by_name, refused in entries:
+        if refused is not None:
+            err, why = refused
+        else:
+            r = next(results)
+            err, why = r.error_code, r.error_message
+            if err != Errors.NONE and by_name:
+                tid = ZERO_UUID            # a name the broker refused: answered without an id
+        out.append(build(Result, name=name, topic_id=tid, error_code=err, error_message=why or None))
+    return build(cls, responses=tuple(out))

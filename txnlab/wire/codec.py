@@ -39,6 +39,7 @@ VERSIONS: dict[int, tuple[str, int, int]] = {
     14: ("SyncGroup", 0, 5),
     18: ("ApiVersions", 0, 3),
     19: ("CreateTopics", 2, 7),
+    20: ("DeleteTopics", 1, 6),
     22: ("InitProducerId", 0, 4),
     24: ("AddPartitionsToTxn", 0, 3),
     25: ("AddOffsetsToTxn", 0, 3),
@@ -46,7 +47,7 @@ VERSIONS: dict[int, tuple[str, int, int]] = {
     28: ("TxnOffsetCommit", 0, 3),
     61: ("DescribeProducers", 0, 0),
     65: ("DescribeTransactions", 0, 0),
-    66: ("ListTransactions", 0, 1),
+    66: ("ListTransactions", 0, 2),
 }
 # transaction.version 2 (KIP-890 part 2): the versions a TV2 client needs, advertised on a TV2 cluster only
 TV2_VERSIONS: dict[int, int] = {0: 12, 22: 5, 25: 4, 26: 5, 28: 4}
@@ -206,16 +207,18 @@ def build(cls, **kw):
 
 @lru_cache(maxsize=None)
 def nested(cls, field: str):
-    """The entity type of a nested array field (``tuple[X, ...]``) of ``cls``."""
+    """The entity type of a nested field of ``cls``: an array (``tuple[X, ...]``) or a single entity."""
     import typing
     hint = typing.get_type_hints(cls)[field]
+    if dataclasses.is_dataclass(hint):
+        return hint
     for a in typing.get_args(hint):
         if dataclasses.is_dataclass(a):
             return a
         for b in typing.get_args(a):
             if dataclasses.is_dataclass(b):
                 return b
-    raise TypeError(f"{cls.__name__}.{field} is not an array of entities")
+    raise TypeError(f"{cls.__name__}.{field} is not an entity nor an array of entities")
 
 
 def ms(value, default: int = 0) -> int:

@@ -95,6 +95,7 @@ class WireDoor(WallClock):
         self.max_connections = max_connections
         self.request_timeout_ms = request_timeout_ms
         self.host = LOOPBACK
+        self.answering: Optional[int] = None    # the broker whose answer is being encoded (_answer)
         self.lock = guard(cluster)
         self.requests = 0
         self.refused = 0
@@ -407,6 +408,7 @@ class WireDoor(WallClock):
         f = slot.frame
         _, encode = TABLE[f.api_key]
         cls = codec.response_type(f.api_key, f.api_version)
+        self.answering = c.broker          # whose view an encoder reads (Fetch's leader hints)
         body = encode(resp, f.body, f.api_version, slot.state, self, cls)
         slot.data = codec.encode_response(f.api_key, f.flexible, f.correlation_id, body)
         c.flush_ready()
