@@ -237,3 +237,19 @@ def test_no_client_module_imports_the_cluster_brokers_coordinators_or_logs():
         for i in _imports_of(f):
             if i.startswith("txnlab"):
                 assert i == "txnlab" or i.startswith(allowed), (f.name, i)
+
+
+def test_every_broker_forgets_a_deleted_topic_not_only_its_replicas():
+    # a 1-replica topic lives on one broker; the others know it only from the metadata they were sent
+    c = Cluster(brokers=3, seed=6)
+    admin = admin_of(c)
+    assert admin.create_topics([NewTopic("solo", 1, 1)])["solo"].result() is None
+    c.run_until_idle()
+    assert all("solo" in c.broker(b).metadata.topics for b in c.brokers)
+    assert admin.delete_topics(["solo"])["solo"].result() is None
+    c.run_until_idle()
+    stops = {msg.dst for msg in c.network_messages() if msg.api == "StopReplica" and not msg.is_response}
+    assert stops == {f"broker-{b}" for b in c.brokers}
+    for b in c.brokers:           # what that broker answers a Metadata request from
+        assert "solo" not in c.broker(b).metadata.topics
+    assert "solo" not in admin.list_topics().topics

@@ -327,17 +327,16 @@ class Controller(TopicChanges, Node):
         if name in (TRANSACTION_STATE_TOPIC, OFFSETS_TOPIC):
             self.narrate(f"controller refused to delete {name}: the coordinators' state lives there")
             return Errors.INVALID_REQUEST, f"the internal topic {name} cannot be deleted"
-        hosts: dict[int, list] = {}
         for tp in tps:
-            for r in self.states.pop(tp).replicas:
-                hosts.setdefault(r, []).append(tp)
+            del self.states[tp]
             self.deleted[tp] = True
         self.topic_configs.pop(name, None)
-        self.narrate(f"controller deleted topic {name} ({len(tps)} partition(s)); its replicas are told to "
-                     f"delete their logs")
-        for b, parts in sorted(hosts.items()):
-            if b in self.registered:
-                self._stop_replicas(b, tuple(parts))
+        self.narrate(f"controller deleted topic {name} ({len(tps)} partition(s)); every broker is told to forget "
+                     f"it, and its replicas to delete their logs")
+        # every live broker, not only the replicas: each one's metadata names the topic (in KRaft every broker
+        # reads the RemoveTopicRecord from the metadata log); a broker without a copy just forgets it
+        for b in self.live_brokers:
+            self._stop_replicas(b, tuple(tps))
         return Errors.NONE, ""
 
     def _stop_replicas(self, broker_id: int, tps: tuple) -> None:
