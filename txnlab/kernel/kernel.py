@@ -12,8 +12,9 @@ import heapq
 from collections import deque
 from itertools import islice
 from random import Random
-from typing import Callable, Optional, Protocol
+from typing import Any, Callable, Optional, Protocol, TypeVar
 
+from ._mypyc import mypyc_attr
 from .trace import Trace, TraceEvent
 
 
@@ -21,9 +22,23 @@ class Process(Protocol):
     """What the kernel needs of a node (``node.Node`` is the one implementation; node.py imports this module)."""
 
     name: str
+    alive: bool
+    incarnation: int
+    paused_until: int
 
 
-_new = object.__new__
+_T = TypeVar("_T")
+
+
+def _called(cls: type[_T]) -> _T:
+    """``_new`` of the compiled build (``scripts/compile_engine.py``): a class compiled by mypyc refuses
+    ``object.__new__``, and calling it (every field has a default) is a C call there."""
+    return cls()
+
+
+# The pure-Python engine makes its events (and the network its messages) with ``object.__new__`` and sets every
+# field itself (see Event); compiled by mypyc, where a function has no ``__code__``, it calls the class.
+_new = object.__new__ if hasattr(_called, "__code__") else _called
 
 
 class Event:
@@ -36,7 +51,7 @@ class Event:
     __slots__ = ("time", "seq", "kind", "node", "name", "fn", "msg", "background",
                  "cancelled", "incarnation", "arg", "lane")
 
-    def __init__(self, time, seq, kind, node, name, fn=None, msg=None, background=False,
+    def __init__(self, time=0, seq=0, kind="", node="", name="", fn=None, msg=None, background=False,
                  incarnation=0, arg=None):
         self.time = time
         self.seq = seq
@@ -59,10 +74,12 @@ def _order(ev: Event) -> tuple:
     return (ev.time, ev.seq)
 
 
+@mypyc_attr(native_class=False)
 class SimulationStuck(RuntimeError):
     """run_until_idle() took more steps than allowed, or events loop at one instant without the clock moving."""
 
 
+@mypyc_attr(native_class=False)
 class NothingCanArrive(SimulationStuck):
     """A wait without a deadline while the simulation can no longer change anything: for ``QUIET_MS`` of
     simulated time only background timers (heartbeats, parked fetches, reapers) ran, and nothing else runs
@@ -102,7 +119,8 @@ class Kernel:
         self._foreground = 0
         self._holds: set = set()
         self.current: Optional[TraceEvent] = None
-        self.network = Network(self, latency_ms=latency_ms, jitter_ms=jitter_ms)
+        # Any: a front door's private kernel puts a forwarding network in its place (frontdoor/remote.py)
+        self.network: Any = Network(self, latency_ms=latency_ms, jitter_ms=jitter_ms)
         self.observers: list[Callable[[TraceEvent], None]] = []
         # A stepper may install a gate: blocking client calls then wait for Step
         # clicks instead of driving the scheduler themselves.
@@ -128,7 +146,7 @@ class Kernel:
                  background: bool = False, incarnation: int = 0, arg=None) -> Event:
         self._seq += 1
         t = self.now + int(delay) if delay > 0 else self.now
-        ev = _new(Event)        # Event(...) without the class call (see Event): the same fields
+        ev: Event = _new(Event)      # Event(...) without the class call (see Event): the same fields
         ev.time = t
         ev.seq = self._seq
         ev.kind = kind
@@ -155,7 +173,7 @@ class Kernel:
         seq = self._seq
         d = m.deliver_at - self.now
         t = self.now + int(d) if d > 0 else self.now      # as schedule(): whole milliseconds
-        ev = _new(Event)        # Event(t, seq, "deliver", m.dst, m.api, msg=m, background=m.background)
+        ev: Event = _new(Event)      # Event(t, seq, "deliver", m.dst, m.api, msg=m, background=m.background)
         ev.time = t
         ev.seq = seq
         ev.kind = "deliver"
@@ -183,7 +201,7 @@ class Kernel:
         lane = self._lanes.get(d)
         if lane is None:
             lane = self._lanes[d] = deque()
-        ev = _new(Event)        # Event(now + d, seq, "timer", node, name, fn, background=True, ...)
+        ev: Event = _new(Event)      # Event(now + d, seq, "timer", node, name, fn, background=True, ...)
         ev.time = self.now + d
         ev.seq = self._seq
         ev.kind = "timer"

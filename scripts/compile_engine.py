@@ -1,0 +1,146 @@
+"""An optional compiled build of the engine's hottest modules (mypyc), for measuring; never needed by the lab.
+
+    python scripts/compile_engine.py            # build into build/compiled, then run the gate
+    python scripts/compile_engine.py --no-gate  # build only
+    python scripts/compile_engine.py --gate     # the gate only (on the build already there)
+
+The build copies the ``txnlab`` package into ``build/compiled/`` and compiles the modules of ``MODULES`` there
+with mypyc, from the same sources: the tree the lab and its tests import is never shadowed by compiled files.
+Run it with ``PYTHONPATH=build/compiled`` (``bench/instructions.py`` does, for its ``*_compiled`` figures).
+mypyc comes from its own virtual environment (``build/mypyc-venv``, made on first use with ``mypy==MYPY``), so
+nothing is installed into the lab's environment.
+
+mypyc checks at run time the types the sources declare, so a wrong annotation that pure Python never notices
+crashes a compiled run -- or a compiled run could differ.  The gate therefore runs the golden scenarios and
+sweep seeds of ``tests/golden/trace_digests.py`` under the compiled build and compares every trace digest with
+``tests/golden/traces.json`` (which ``tests/test_trace_golden.py`` checks the pure-Python engine against), and
+compares longer sweep seeds (``GATE_SEEDS`` copier/…, 1,000 records, every fault) with the pure-Python engine
+run alongside.  A build that fails the gate is removed (its marker file is not written).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+BUILD = os.path.join(ROOT, "build", "compiled")
+VENV = os.path.join(ROOT, "build", "mypyc-venv")
+MARKER = os.path.join(BUILD, "GATED.json")     # written only once the gate passed: what was compiled, from what
+MYPY = "2.4.1"
+
+# The modules compiled: where a 1-record transaction and a copier seed spend their instructions (cProfile by
+# file: the kernel and network ~25 %, the log, fetch and partition code ~25 %).  Everything else stays Python.
+MODULES = [
+    "txnlab/kernel/kernel.py",
+    "txnlab/kernel/network.py",
+]
+
+GATE_SEEDS = range(6)       # longer seeds compared with the pure-Python engine (each workload at least once)
+
+
+def _venv_python() -> str:
+    py = os.path.join(VENV, "bin", "python")
+    if not os.path.exists(py):
+        subprocess.run([sys.executable, "-m", "venv", VENV], check=True)
+        subprocess.run([py, "-m", "pip", "install", "-q", f"mypy=={MYPY}", "setuptools"], check=True)
+    return py
+
+
+def build() -> None:
+    py = _venv_python()
+    if os.path.exists(BUILD):
+        shutil.rmtree(BUILD)
+    os.makedirs(BUILD)
+    shutil.copytree(os.path.join(ROOT, "txnlab"), os.path.join(BUILD, "txnlab"),
+                    ignore=shutil.ignore_patterns("__pycache__", "*.so", "*.c"))
+    # mypyc type-checks the modules it compiles (the modules they import are read for their types only:
+    # follow-imports=silent) and builds one extension for them all; -O2 is mypyc's default.
+    env = dict(os.environ, MYPYC_OPT_LEVEL=os.environ.get("MYPYC_OPT_LEVEL", "2"))
+    t0 = time.monotonic()
+    subprocess.run([py, "-m", "mypyc", "--follow-imports=silent", "--disable-error-code=annotation-unchecked",
+                    "--python-version",
+                    f"{sys.version_info[0]}.{sys.version_info[1]}", *MODULES], cwd=BUILD, check=True, env=env)
+    # the build's leftovers (C sources, objects) stay out of the importable tree
+    shutil.rmtree(os.path.join(BUILD, "build"), ignore_errors=True)
+    print(f"compiled {len(MODULES)} modules in {time.monotonic() - t0:.0f} s into {BUILD}", flush=True)
+
+
+def _run(code: str, compiled: bool) -> str:
+    """Run ``code`` in a fresh interpreter (this one's: the lab's) on the compiled build or on the sources (the
+    current directory comes first on ``sys.path``: it is the build's, so the sources cannot shadow it)."""
+    env = dict(os.environ, PYTHONHASHSEED="0", PYTHONPATH=os.pathsep.join([BUILD, ROOT] if compiled else [ROOT]))
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env,
+                          cwd=BUILD if compiled else ROOT)
+    if proc.returncode != 0:
+        raise SystemExit(f"gate: the {'compiled' if compiled else 'pure-Python'} run failed:\n{proc.stderr[-3000:]}")
+    return proc.stdout
+
+
+_GOLDEN = """
+import json, sys
+sys.path.insert(0, TESTS)
+import txnlab.kernel.kernel as k
+assert not hasattr(k._called, '__code__'), 'not the compiled build: ' + k.__file__
+from golden.trace_digests import all_digests
+print(json.dumps(all_digests(), sort_keys=True))
+"""
+
+_LONG = """
+import hashlib, json
+import txnlab.kernel.kernel as k
+assert hasattr(k._called, '__code__') != COMPILED, k.__file__
+from txnlab.sweep.runner import WORKLOADS, RunConfig, replay
+out = {}
+for seed in SEEDS:
+    w = sorted(WORKLOADS)[seed % len(WORKLOADS)]
+    r = replay(seed, RunConfig(workload=w, faults="all", records=1000))
+    out[f"{w}/{seed}"] = hashlib.sha256(r.trace_jsonl().encode()).hexdigest()[:20]
+print(json.dumps(out, sort_keys=True))
+"""
+
+
+def gate() -> bool:
+    """Every golden digest and the longer seeds identical under the compiled build; writes MARKER on success."""
+    if os.path.exists(MARKER):
+        os.remove(MARKER)
+    t0 = time.monotonic()
+    with open(os.path.join(ROOT, "tests", "golden", "traces.json")) as f:
+        golden = json.load(f)
+    got = json.loads(_run(_GOLDEN.replace("TESTS", repr(os.path.join(ROOT, "tests"))), compiled=True))
+    bad = [f"{part}/{k}" for part in golden for k in golden[part] if got.get(part, {}).get(k) != golden[part][k]]
+    print(f"gate: {sum(len(v) for v in golden.values()) - len(bad)} of {sum(len(v) for v in golden.values())} "
+          f"golden traces identical under the compiled build", flush=True)
+    long_code = _LONG.replace("SEEDS", repr(list(GATE_SEEDS)))
+    compiled = json.loads(_run(long_code.replace("COMPILED", "True"), compiled=True))
+    pure = json.loads(_run(long_code.replace("COMPILED", "False"), compiled=False))
+    bad += [f"long/{k}" for k in pure if compiled.get(k) != pure[k]]
+    print(f"gate: {sum(compiled.get(k) == v for k, v in pure.items())} of {len(pure)} sweep seeds of 1,000 records "
+          f"identical to the pure-Python engine ({time.monotonic() - t0:.0f} s)", flush=True)
+    if bad:
+        print("gate FAILED: " + ", ".join(bad[:20]) + (" ..." if len(bad) > 20 else ""), flush=True)
+        return False
+    with open(MARKER, "w") as f:
+        json.dump({"modules": MODULES, "mypy": MYPY, "golden_traces": sum(len(v) for v in golden.values()),
+                   "long_seeds": sorted(pure)}, f, indent=1)
+    return True
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(prog="python scripts/compile_engine.py", description=__doc__.split("\n\n")[0])
+    ap.add_argument("--no-gate", action="store_true", help="build only")
+    ap.add_argument("--gate", action="store_true", help="run the gate on the build already there")
+    args = ap.parse_args(argv)
+    if not args.gate:
+        build()
+    if args.no_gate:
+        return 0
+    return 0 if gate() else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
