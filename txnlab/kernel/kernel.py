@@ -12,10 +12,15 @@ import heapq
 from collections import deque
 from itertools import islice
 from random import Random
-from typing import Any, Callable, Optional, Protocol, TypeVar
+from typing import Any, Callable, Optional, Protocol
 
-from ._mypyc import mypyc_attr
+from .._mypyc import new as _new    # object.__new__ (compiled by mypyc: the class call)
 from .trace import Trace, TraceEvent
+
+try:
+    from mypy_extensions import mypyc_attr
+except ImportError:         # the lab does not need it (see txnlab/_mypyc.py)
+    from .._mypyc import mypyc_attr  # type: ignore[assignment]
 
 
 class Process(Protocol):
@@ -25,20 +30,6 @@ class Process(Protocol):
     alive: bool
     incarnation: int
     paused_until: int
-
-
-_T = TypeVar("_T")
-
-
-def _called(cls: type[_T]) -> _T:
-    """``_new`` of the compiled build (``scripts/compile_engine.py``): a class compiled by mypyc refuses
-    ``object.__new__``, and calling it (every field has a default) is a C call there."""
-    return cls()
-
-
-# The pure-Python engine makes its events (and the network its messages) with ``object.__new__`` and sets every
-# field itself (see Event); compiled by mypyc, where a function has no ``__code__``, it calls the class.
-_new = object.__new__ if hasattr(_called, "__code__") else _called
 
 
 class Event:

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from itertools import islice
 from typing import Any, Optional
 
-from .kernel import _new
+from .._mypyc import new as _new    # object.__new__ (compiled by mypyc: the class call)
 from .trace import TraceEvent
 
 _new_entry = object.__new__     # trace.py is never compiled: its entries are always made this way

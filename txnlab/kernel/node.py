@@ -13,6 +13,11 @@ from ..protocol.errors import Errors
 from .kernel import Event, Kernel
 from .network import Message
 
+try:
+    from mypy_extensions import mypyc_attr
+except ImportError:         # the lab does not need it (see txnlab/_mypyc.py)
+    from .._mypyc import mypyc_attr  # type: ignore[assignment]
+
 ResponseCallback = Callable[[Any, Optional[Errors]], None]
 
 
@@ -27,6 +32,7 @@ class _Pending:
         self.msg = msg
 
 
+@mypyc_attr(native_class=False, allow_interpreted_subclasses=True)    # brokers, clients: Python classes
 class Node:
     """Base class of every simulated process.
 
