@@ -20,6 +20,7 @@ run alongside.  A build that fails the gate is removed (its marker file is not w
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import os
 import shutil
@@ -55,6 +56,22 @@ setup(name="txnlab-compiled", ext_modules=mypycify({args!r}, opt_level="3", sepa
 """
 
 GATE_SEEDS = range(6)       # longer seeds compared with the pure-Python engine (each workload at least once)
+
+
+def sources_digest(tree: str) -> str:
+    """A digest of every ``.py`` file of the ``txnlab`` package under ``tree``: a build made from other sources than
+    the ones in the working tree now is stale (``bench/instructions.py`` then measures nothing compiled)."""
+    h = hashlib.sha256()
+    base = os.path.join(tree, "txnlab")
+    for d, dirs, files in sorted(os.walk(base)):
+        dirs[:] = sorted(x for x in dirs if x != "__pycache__")
+        for name in sorted(files):
+            if name.endswith(".py"):
+                path = os.path.join(d, name)
+                h.update(os.path.relpath(path, base).encode() + b"\0")
+                with open(path, "rb") as f:
+                    h.update(f.read())
+    return h.hexdigest()[:20]
 
 
 def _venv_python() -> str:
@@ -143,7 +160,8 @@ def gate() -> bool:
         print("gate FAILED: " + ", ".join(bad[:20]) + (" ..." if len(bad) > 20 else ""), flush=True)
         return False
     with open(MARKER, "w") as f:
-        json.dump({"modules": MODULES, "mypy": MYPY, "golden_traces": sum(len(v) for v in golden.values()),
+        json.dump({"modules": MODULES, "mypy": MYPY, "sources": sources_digest(BUILD),
+                   "golden_traces": sum(len(v) for v in golden.values()),
                    "long_seeds": sorted(pure)}, f, indent=1)
     return True
 
