@@ -46,6 +46,10 @@ MODULES = [
     "txnlab/broker/partition.py",
     "txnlab/broker/replica_fetcher.py",
     "txnlab/protocol/record_batch.py",
+    "txnlab/log/producer_state.py",
+    "txnlab/log/leader_epoch_cache.py",
+    "txnlab/coordinator/transaction_state_manager.py",
+    "txnlab/coordinator/transaction_marker_channel_manager.py",
 ]
 
 SETUP = """\

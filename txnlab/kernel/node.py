@@ -7,7 +7,7 @@ outstanding requests are forgotten, timers of the old incarnation never fire).
 """
 from __future__ import annotations
 
-from typing import Any, Callable, Optional
+from typing import Any, Callable, ClassVar, Optional
 
 from ..protocol.errors import Errors
 from .kernel import Event, Kernel
@@ -32,7 +32,7 @@ class _Pending:
         self.msg = msg
 
 
-@mypyc_attr(native_class=False, allow_interpreted_subclasses=True)    # brokers, clients: Python classes
+@mypyc_attr(allow_interpreted_subclasses=True)      # the compiled build: brokers, clients are Python classes
 class Node:
     """Base class of every simulated process.
 
@@ -42,8 +42,8 @@ class Node:
     of a connection only once it has answered the current one.
     """
 
-    CHANNELS: dict = {}
-    serves_one_request_at_a_time = False
+    CHANNELS: ClassVar[dict] = {}
+    serves_one_request_at_a_time: ClassVar[bool] = False
 
     def __init__(self, kernel: Kernel, name: str) -> None:
         self.kernel = kernel
