@@ -50,6 +50,7 @@ MODULES = [
     "txnlab/log/leader_epoch_cache.py",
     "txnlab/coordinator/transaction_state_manager.py",
     "txnlab/coordinator/transaction_marker_channel_manager.py",
+    "txnlab/coordinator/transaction_coordinator.py",
 ]
 
 SETUP = """\
