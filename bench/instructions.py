@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import argparse
 import importlib.util
-import json
 import os
 import re
 import shutil
@@ -34,7 +33,7 @@ import sys
 import tempfile
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-COMPILED = os.path.join(ROOT, "build", "compiled")     # scripts/compile_engine.py's build
+COMPILED = os.path.join(ROOT, "build", "compiled")     # scripts/compile_engine.py's build (its BUILD)
 
 TXNS = 200          # transactions in the measured run of instr_per_txn1
 SEEDS = (0,)        # copier seeds in the measured run of instr_per_copier_seed
@@ -112,17 +111,10 @@ def _cwd(compiled: bool) -> str | None:
 
 def compiled_build_problem() -> str | None:
     """Why the compiled figures cannot be measured now (None: they can)."""
-    marker = os.path.join(COMPILED, "GATED.json")
-    if not os.path.exists(marker):
-        return "no compiled build that passed its gate (make compiled)"
     spec = importlib.util.spec_from_file_location("compile_engine", os.path.join(ROOT, "scripts", "compile_engine.py"))
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
-    with open(marker) as f:
-        built = json.load(f)
-    if built.get("sources") != mod.sources_digest(ROOT):
-        return "the compiled build is stale: txnlab changed since it was built (make compiled)"
-    return None
+    return mod.build_problem()
 
 
 FIGURES = {

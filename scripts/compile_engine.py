@@ -144,17 +144,33 @@ print(json.dumps(out, sort_keys=True))
 """
 
 
+def build_problem() -> str | None:
+    """Why there is no usable compiled build (None: there is one, gated, made from the sources here now)."""
+    if not os.path.exists(MARKER):
+        return f"no compiled build that passed its gate in {BUILD} (make compiled)"
+    with open(MARKER) as f:
+        built = json.load(f)
+    if built.get("sources") != sources_digest(ROOT):
+        return "the compiled build is stale: txnlab changed since it was built (make compiled)"
+    return None
+
+
+def golden_mismatches() -> tuple[int, list[str]]:
+    """The golden traces (gallery scenarios, 200 short sweep seeds) that differ under the compiled build."""
+    with open(os.path.join(ROOT, "tests", "golden", "traces.json")) as f:
+        golden = json.load(f)
+    got = json.loads(_run(_GOLDEN.replace("TESTS", repr(os.path.join(ROOT, "tests"))), compiled=True))
+    bad = [f"{part}/{k}" for part in golden for k in golden[part] if got.get(part, {}).get(k) != golden[part][k]]
+    return sum(len(v) for v in golden.values()), bad
+
+
 def gate() -> bool:
     """Every golden digest and the longer seeds identical under the compiled build; writes MARKER on success."""
     if os.path.exists(MARKER):
         os.remove(MARKER)
     t0 = time.monotonic()
-    with open(os.path.join(ROOT, "tests", "golden", "traces.json")) as f:
-        golden = json.load(f)
-    got = json.loads(_run(_GOLDEN.replace("TESTS", repr(os.path.join(ROOT, "tests"))), compiled=True))
-    bad = [f"{part}/{k}" for part in golden for k in golden[part] if got.get(part, {}).get(k) != golden[part][k]]
-    print(f"gate: {sum(len(v) for v in golden.values()) - len(bad)} of {sum(len(v) for v in golden.values())} "
-          f"golden traces identical under the compiled build", flush=True)
+    n_golden, bad = golden_mismatches()
+    print(f"gate: {n_golden - len(bad)} of {n_golden} golden traces identical under the compiled build", flush=True)
     long_code = _LONG.replace("SEEDS", repr(list(GATE_SEEDS)))
     compiled = json.loads(_run(long_code.replace("EXPECT_COMPILED", "True"), compiled=True))
     pure = json.loads(_run(long_code.replace("EXPECT_COMPILED", "False"), compiled=False))
@@ -166,7 +182,7 @@ def gate() -> bool:
         return False
     with open(MARKER, "w") as f:
         json.dump({"modules": MODULES, "mypy": MYPY, "sources": sources_digest(BUILD),
-                   "golden_traces": sum(len(v) for v in golden.values()),
+                   "golden_traces": n_golden,
                    "long_seeds": sorted(pure)}, f, indent=1)
     return True
 
