@@ -5,6 +5,8 @@
 #   make author         JupyterLab on notebooks/ itself, saving every notebook without outputs (for teachers)
 #   make test           install if needed, then every test: tests/ and the notebooks
 #   make bench          install if needed, then the benchmarks (writes bench/results.json)
+#   make compiled       optional: the engine's hottest modules compiled with mypyc into build/compiled (mypy in its
+#                       own venv, build/mypyc-venv), then gated: traces identical to the pure-Python engine's
 #   make browser-deps   Debian's Chromium for the real-browser tests and PNG export
 #   make clean          remove the venv and build/test leftovers
 #
@@ -50,7 +52,7 @@ endif
 LAB_DIR := build/lab
 LAB_FILES := $(wildcard notebooks/*.ipynb notebooks/GLOSSARY.md notebooks/INDEX.md)
 
-.PHONY: install lab author test bench browser-deps clean
+.PHONY: install lab author test bench compiled browser-deps clean
 
 # ---- install -----------------------------------------------------------------------------
 # The stamp is redone when pyproject.toml changes, and when a top-level package gains its
@@ -77,6 +79,10 @@ test: $(STAMP)
 
 bench: $(STAMP)
 	$(RUN_ENV) "$(VENV_PY)" -m bench
+
+# Never needed by the lab or its tests: a measuring build (bench/instructions.py's *_compiled figures).
+compiled: $(STAMP)
+	$(RUN_ENV) "$(VENV_PY)" scripts/compile_engine.py
 
 # ---- system packages ---------------------------------------------------------------------
 # Chromium from apt (root only; says so and succeeds when it cannot). Never `playwright install`.

@@ -13,12 +13,18 @@ process ends without the interpreter's shutdown (whose collections would grow wi
   ``run_seed`` end to end -- cluster built, workload, nemesis, settle, checks.  The setup builds (and drops)
   one cluster first, so the modules imported when a broker is made are not counted in the seed.
 
+The ``*_compiled`` figures are the same work on the optional compiled build (``make compiled``:
+``scripts/compile_engine.py`` compiles the engine's hottest modules with mypyc into ``build/compiled`` and gates
+it by comparing traces).  They are measured only on a build that passed its gate and was made from the sources
+in the working tree now; otherwise they are recorded as ``null`` with the reason.
+
 Without valgrind on the machine the figures are recorded as ``null`` with the reason.  ``--child`` is the
 process that runs under valgrind (not for people).
 """
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import os
 import re
 import shutil
@@ -26,12 +32,19 @@ import subprocess
 import sys
 import tempfile
 
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+COMPILED = os.path.join(ROOT, "build", "compiled")     # scripts/compile_engine.py's build (its BUILD)
+
 TXNS = 200          # transactions in the measured run of instr_per_txn1
 SEEDS = (0,)        # copier seeds in the measured run of instr_per_copier_seed
 
 
 def _child(what: str, measured: bool) -> None:
     import gc
+
+    import txnlab._mypyc
+    if txnlab._mypyc.COMPILED != (os.environ.get("TXNLAB_BENCH_COMPILED") == "1"):
+        raise SystemExit(f"the child runs the wrong engine: {txnlab._mypyc.__file__}")
 
     if what == "txn1":
         from bench.engine import PAYLOAD, TOPIC, _cluster, _producer
@@ -64,14 +77,13 @@ def _child(what: str, measured: bool) -> None:
         raise SystemExit(f"unknown figure {what!r}")
 
 
-def _instructions(what: str, measured: bool) -> int:
+def _instructions(what: str, measured: bool, compiled: bool = False) -> int:
     """Instructions executed by one child process under callgrind."""
     with tempfile.TemporaryDirectory() as tmp:
         out = os.path.join(tmp, "callgrind.out")
         cmd = ["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}", sys.executable, "-m",
                "bench.instructions", "--child", what] + (["--measured"] if measured else [])
-        env = _env()
-        proc = subprocess.run(cmd, capture_output=True, text=True, env=env)
+        proc = subprocess.run(cmd, capture_output=True, text=True, env=_env(compiled), cwd=_cwd(compiled))
         if proc.returncode != 0:
             raise RuntimeError(f"callgrind run failed: {proc.stderr[-2000:]}")
         m = re.search(r"Collected\s*:\s*(\d+)", proc.stderr)
@@ -80,28 +92,48 @@ def _instructions(what: str, measured: bool) -> int:
         return int(m.group(1))
 
 
-def _env() -> dict:
+def _env(compiled: bool = False) -> dict:
     """The children's environment: a fixed hash seed, and bytecode caches written (with
     PYTHONDONTWRITEBYTECODE a module first imported inside the measured work would be compiled there, and
-    counted)."""
-    env = dict(os.environ, PYTHONHASHSEED="0")
+    counted).  On the compiled build, its tree comes first (and is the current directory: ``_cwd``)."""
+    env = dict(os.environ, PYTHONHASHSEED="0", TXNLAB_BENCH_COMPILED="1" if compiled else "0")
     env.pop("PYTHONDONTWRITEBYTECODE", None)
+    if compiled:
+        env["PYTHONPATH"] = os.pathsep.join([COMPILED, ROOT])
     return env
 
 
+def _cwd(compiled: bool) -> str | None:
+    """``python -m`` puts the current directory first on ``sys.path``: the build's, so the sources cannot shadow
+    it."""
+    return COMPILED if compiled else None
+
+
+def compiled_build_problem() -> str | None:
+    """Why the compiled figures cannot be measured now (None: they can)."""
+    spec = importlib.util.spec_from_file_location("compile_engine", os.path.join(ROOT, "scripts", "compile_engine.py"))
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod.build_problem()
+
+
 FIGURES = {
-    # key -> (child figure, units of work in the measured run, unit)
-    "instr_per_txn1": ("txn1", TXNS, "instructions/txn"),
-    "instr_per_copier_seed": ("copier", len(SEEDS), "instructions/seed"),
+    # key -> (child figure, units of work in the measured run, unit, on the compiled build)
+    "instr_per_txn1": ("txn1", TXNS, "instructions/txn", False),
+    "instr_per_copier_seed": ("copier", len(SEEDS), "instructions/seed", False),
+    "instr_per_txn1_compiled": ("txn1", TXNS, "instructions/txn", True),
+    "instr_per_copier_seed_compiled": ("copier", len(SEEDS), "instructions/seed", True),
 }
 
 
 def measure(key: str) -> dict:
-    what, units, unit = FIGURES[key]
+    what, units, unit, compiled = FIGURES[key]
     if shutil.which("valgrind") is None:
         return {"value": None, "error": "valgrind is not installed: no instruction counts", "unit": unit, "n": units}
-    base = _instructions(what, False)
-    full = _instructions(what, True)
+    if compiled and (problem := compiled_build_problem()) is not None:
+        return {"value": None, "error": problem, "unit": unit, "n": units}
+    base = _instructions(what, False, compiled)
+    full = _instructions(what, True, compiled)
     return {"value": (full - base) / units, "error": None, "unit": unit, "n": units, "runs": [base, full]}
 
 
@@ -119,11 +151,13 @@ def main(argv=None) -> int:
     # compile every module once first, so neither measured process pays for writing .pyc files: each child
     # runs once outside valgrind (importing only the top packages missed modules imported during the setup,
     # and the setup-only run then paid their compilation, which came off the figure: 3.99M instead of 4.69M)
-    subprocess.run([sys.executable, "-c", "import bench.engine, txnlab.sweep.runner, txnlab.check.checker"],
-                   check=True, env=_env())
-    for key in args.figures or list(FIGURES):
+    keys = [k for k in args.figures or list(FIGURES) if not FIGURES[k][3] or compiled_build_problem() is None]
+    for compiled in sorted({FIGURES[k][3] for k in keys}):
+        subprocess.run([sys.executable, "-c", "import bench.engine, txnlab.sweep.runner, txnlab.check.checker"],
+                       check=True, env=_env(compiled), cwd=_cwd(compiled))
+    for key in keys:
         subprocess.run([sys.executable, "-m", "bench.instructions", "--child", FIGURES[key][0]], check=True,
-                       env=_env())
+                       env=_env(FIGURES[key][3]), cwd=_cwd(FIGURES[key][3]))
     fresh = {}
     for key in args.figures or list(FIGURES):
         print(f"{key} (callgrind) ...", end=" ", flush=True)

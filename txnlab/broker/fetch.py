@@ -5,12 +5,19 @@ Owns reading up to the HW (read_uncommitted) or the LSO with the aborted-transac
 diverging-epoch answer that makes a follower truncate, and KIP-227 incremental fetch sessions.
 A mixin of ``Broker``.
 """
+# mypy: disable-error-code="attr-defined"
+# (a mixin: what it reads of ``self`` is the broker's)
 from __future__ import annotations
 
 from typing import Optional
 
 from ..protocol import messages as m
 from ..protocol.errors import Errors, ProtocolError
+
+try:
+    from mypy_extensions import mypyc_attr
+except ImportError:         # the lab does not need it (see txnlab/_mypyc.py)
+    from .._mypyc import mypyc_attr  # type: ignore[assignment]
 
 # read once per answered partition: a member read through its enum class costs CPython 3.11 a call of the
 # class's attribute hook each time
@@ -53,6 +60,7 @@ class FetchSession:
         return parts
 
 
+@mypyc_attr(native_class=False, allow_interpreted_subclasses=True)    # a mixin of Broker (a Python class)
 class FetchHandling:
     # ---------------------------------------------------------------- fetch
     def handle_Fetch(self, msg):

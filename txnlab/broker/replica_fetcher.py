@@ -8,6 +8,9 @@ High Watermark (follower HW = min(leader HW, own LEO)).
 """
 from __future__ import annotations
 
+from typing import Optional
+
+from ..kernel.kernel import Event
 from ..protocol import messages as m
 from ..protocol.errors import Errors
 from ..protocol.names import broker_name
@@ -24,7 +27,7 @@ class ReplicaFetcher:
         self.partitions: dict = {}
         self.in_flight = False
         self._last_offsets: dict = {}
-        self._backoff_timer = None
+        self._backoff_timer: Optional[Event] = None
         self._requests: dict = {}
         # KIP-227 fetch session: what the leader's session holds for us
         self.session_id = 0
@@ -83,10 +86,10 @@ class ReplicaFetcher:
                 news = news or moved
                 if view.get(tp) is not fp:
                     changed[tp] = fp
-            forgotten = tuple(forgotten)
+            gone = tuple(forgotten)
             req = m.FetchRequest(b.broker_id, b.config["replica.fetch.wait.max.ms"], 1, m.READ_UNCOMMITTED,
-                                 changed, self.session_id, self.session_epoch, forgotten)
-            self._pending = (changed, forgotten)      # what the session will hold once the leader answers
+                                 changed, self.session_id, self.session_epoch, gone)
+            self._pending = (changed, gone)      # what the session will hold once the leader answers
         else:
             parts = {}
             for tp, p in self.partitions.items():

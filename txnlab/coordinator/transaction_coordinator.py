@@ -10,7 +10,7 @@ markers go out through the TransactionMarkerChannelManager.
 """
 from __future__ import annotations
 
-from typing import Callable, Optional
+from typing import Any, Callable, Optional
 
 from ..protocol import messages as m
 from ..protocol.errors import Errors
@@ -266,7 +266,7 @@ class TransactionCoordinator:
         return None
 
     def _end_transaction(self, tid: str, pid: int, epoch: int, commit: bool, from_client: bool,
-                         respond: Optional[Callable], client_tv: Optional[int] = None) -> None:
+                         respond: Optional[Callable], client_tv: Optional[int] = None) -> Any:
         reply = respond or (lambda *a: None)
         client_tv = self.transaction_version if client_tv is None else client_tv
         if client_tv >= 2 and from_client:

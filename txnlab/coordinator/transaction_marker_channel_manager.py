@@ -10,6 +10,8 @@ partition has its marker.
 """
 from __future__ import annotations
 
+from typing import Any
+
 from ..protocol import messages as m
 from ..protocol.errors import Errors
 from .transaction_metadata import TransactionState
@@ -23,6 +25,8 @@ ABANDON_ERRORS = {Errors.INVALID_PRODUCER_EPOCH, Errors.TRANSACTION_COORDINATOR_
 
 
 class PendingCompleteTxn:
+    marker_epoch: int       # set by add_txn_markers
+
     def __init__(self, md, transit, coordinator_epoch: int, txn_partition: int) -> None:
         self.md = md
         self.transit = transit            # the Complete* transit to write at the end
@@ -42,7 +46,7 @@ class TransactionMarkerChannelManager:
         self.coord = coordinator
         self.broker = coordinator.broker
         self.pending: dict[str, PendingCompleteTxn] = {}
-        self._retry_timer = None
+        self._retry_timer: Any = None
 
     def add_txn_markers(self, md, complete_transit, coordinator_epoch: int, txn_partition: int,
                         producer_epoch: int) -> None:

@@ -12,18 +12,24 @@ import heapq
 from collections import deque
 from itertools import islice
 from random import Random
-from typing import Callable, Optional, Protocol
+from typing import Any, Callable, Optional, Protocol
 
+from .._mypyc import new as _new    # object.__new__ (compiled by mypyc: the class call)
 from .trace import Trace, TraceEvent
+
+try:
+    from mypy_extensions import mypyc_attr
+except ImportError:         # the lab does not need it (see txnlab/_mypyc.py)
+    from .._mypyc import mypyc_attr  # type: ignore[assignment]
 
 
 class Process(Protocol):
     """What the kernel needs of a node (``node.Node`` is the one implementation; node.py imports this module)."""
 
     name: str
-
-
-_new = object.__new__
+    alive: bool
+    incarnation: int
+    paused_until: int
 
 
 class Event:
@@ -36,7 +42,7 @@ class Event:
     __slots__ = ("time", "seq", "kind", "node", "name", "fn", "msg", "background",
                  "cancelled", "incarnation", "arg", "lane")
 
-    def __init__(self, time, seq, kind, node, name, fn=None, msg=None, background=False,
+    def __init__(self, time=0, seq=0, kind="", node="", name="", fn=None, msg=None, background=False,
                  incarnation=0, arg=None):
         self.time = time
         self.seq = seq
@@ -59,10 +65,12 @@ def _order(ev: Event) -> tuple:
     return (ev.time, ev.seq)
 
 
+@mypyc_attr(native_class=False)
 class SimulationStuck(RuntimeError):
     """run_until_idle() took more steps than allowed, or events loop at one instant without the clock moving."""
 
 
+@mypyc_attr(native_class=False)
 class NothingCanArrive(SimulationStuck):
     """A wait without a deadline while the simulation can no longer change anything: for ``QUIET_MS`` of
     simulated time only background timers (heartbeats, parked fetches, reapers) ran, and nothing else runs
@@ -102,7 +110,8 @@ class Kernel:
         self._foreground = 0
         self._holds: set = set()
         self.current: Optional[TraceEvent] = None
-        self.network = Network(self, latency_ms=latency_ms, jitter_ms=jitter_ms)
+        # Any: a front door's private kernel puts a forwarding network in its place (frontdoor/remote.py)
+        self.network: Any = Network(self, latency_ms=latency_ms, jitter_ms=jitter_ms)
         self.observers: list[Callable[[TraceEvent], None]] = []
         # A stepper may install a gate: blocking client calls then wait for Step
         # clicks instead of driving the scheduler themselves.
@@ -128,7 +137,7 @@ class Kernel:
                  background: bool = False, incarnation: int = 0, arg=None) -> Event:
         self._seq += 1
         t = self.now + int(delay) if delay > 0 else self.now
-        ev = _new(Event)        # Event(...) without the class call (see Event): the same fields
+        ev: Event = _new(Event)      # Event(...) without the class call (see Event): the same fields
         ev.time = t
         ev.seq = self._seq
         ev.kind = kind
@@ -155,7 +164,7 @@ class Kernel:
         seq = self._seq
         d = m.deliver_at - self.now
         t = self.now + int(d) if d > 0 else self.now      # as schedule(): whole milliseconds
-        ev = _new(Event)        # Event(t, seq, "deliver", m.dst, m.api, msg=m, background=m.background)
+        ev: Event = _new(Event)      # Event(t, seq, "deliver", m.dst, m.api, msg=m, background=m.background)
         ev.time = t
         ev.seq = seq
         ev.kind = "deliver"
@@ -183,7 +192,7 @@ class Kernel:
         lane = self._lanes.get(d)
         if lane is None:
             lane = self._lanes[d] = deque()
-        ev = _new(Event)        # Event(now + d, seq, "timer", node, name, fn, background=True, ...)
+        ev: Event = _new(Event)      # Event(now + d, seq, "timer", node, name, fn, background=True, ...)
         ev.time = self.now + d
         ev.seq = self._seq
         ev.kind = "timer"

@@ -17,9 +17,10 @@ from dataclasses import dataclass
 from itertools import islice
 from typing import Any, Optional
 
+from .._mypyc import new as _new    # object.__new__ (compiled by mypyc: the class call)
 from .trace import TraceEvent
 
-_new = object.__new__
+_new_entry = object.__new__     # trace.py is never compiled: its entries are always made this way
 _LOOK_UP = object()     # Network.deliver: the destination node is not looked up yet
 
 
@@ -31,8 +32,8 @@ class Message:
     __slots__ = ("id", "src", "dst", "api", "payload", "sent_at", "deliver_at", "is_response",
                  "correlation_id", "state", "background", "note", "event", "sent_step", "conn", "lose_response")
 
-    def __init__(self, id, src, dst, api, payload, sent_at, deliver_at, is_response,
-                 correlation_id, background, sent_step, conn=None):
+    def __init__(self, id=0, src="", dst="", api="", payload=None, sent_at=0, deliver_at=0, is_response=False,
+                 correlation_id=0, background=False, sent_step=0, conn=None):
         self.id = id
         self.src = src
         self.dst = dst
@@ -228,7 +229,7 @@ class Network:
         response on the connection of the request it answers (``reply_to``)."""
         k = self.kernel
         self._next_id += 1
-        conn = reply_to.conn if reply_to is not None else self.connection(src, dst, channel)
+        conn: Connection = reply_to.conn if reply_to is not None else self.connection(src, dst, channel)  # type: ignore[assignment]
         delay = self.latency_ms
         if self.jitter_ms:
             delay += k.rng.randint(0, self.jitter_ms)
@@ -236,7 +237,7 @@ class Network:
         due = k.now + delay
         if due < conn.due[direction]:
             due = conn.due[direction]          # one connection: nothing overtakes
-        m = _new(Message)       # Message(...) without the class call (see Message): the same fields
+        m: Message = _new(Message)     # Message(...) without the class call (see Message): the same fields
         m.id = self._next_id
         m.src = src
         m.dst = dst
@@ -314,7 +315,7 @@ class Network:
         """Forget the oldest messages of the history beyond ``history_limit`` (those on the wire stay readable
         through ``message()``)."""
         hist = self.messages
-        for mid in list(islice(hist, len(hist) - self.history_limit)):
+        for mid in list(islice(hist, len(hist) - self.history_limit)):  # type: ignore[operator]
             del hist[mid]
 
     def _next_request(self, conn: Connection) -> None:
@@ -425,7 +426,7 @@ class Network:
             conn.in_service = m
         m.state = "delivered"
         trace = k.trace
-        tev = _new(TraceEvent)      # TraceEvent(...) without the class call (see TraceEvent)
+        tev = _new_entry(TraceEvent)    # TraceEvent(...) without the class call (see TraceEvent)
         tev.step = k.step_count
         tev.time = k.now
         tev.kind = "deliver"
@@ -439,8 +440,8 @@ class Network:
         tev._details = tev._sent = tev._attrs = None
         if trace.enabled:
             # the delivery's line is written from the message when someone reads it (Kernel.record_delivery)
-            tev._text = None
-            tev._message = m
+            tev._text = None            # type: ignore[assignment]
+            tev._message = m            # type: ignore[assignment]
             trace.events.append(tev)
         else:
             # nobody will read it: the narration of a run with the trace off is not built

@@ -7,11 +7,16 @@ outstanding requests are forgotten, timers of the old incarnation never fire).
 """
 from __future__ import annotations
 
-from typing import Any, Callable, Optional
+from typing import Any, Callable, ClassVar, Optional
 
 from ..protocol.errors import Errors
 from .kernel import Event, Kernel
 from .network import Message
+
+try:
+    from mypy_extensions import mypyc_attr
+except ImportError:         # the lab does not need it (see txnlab/_mypyc.py)
+    from .._mypyc import mypyc_attr  # type: ignore[assignment]
 
 ResponseCallback = Callable[[Any, Optional[Errors]], None]
 
@@ -27,6 +32,7 @@ class _Pending:
         self.msg = msg
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)      # the compiled build: brokers, clients are Python classes
 class Node:
     """Base class of every simulated process.
 
@@ -36,8 +42,8 @@ class Node:
     of a connection only once it has answered the current one.
     """
 
-    CHANNELS: dict = {}
-    serves_one_request_at_a_time = False
+    CHANNELS: ClassVar[dict] = {}
+    serves_one_request_at_a_time: ClassVar[bool] = False
 
     def __init__(self, kernel: Kernel, name: str) -> None:
         self.kernel = kernel

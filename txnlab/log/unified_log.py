@@ -88,9 +88,9 @@ class UnifiedLog:
         cfg.update(config or {})
         self.config = cfg
         self.mutations: set[str] = set()
-        self._segment_bytes = int(cfg["segment.bytes"])  # type: ignore[arg-type]
-        self._max_message_bytes = int(cfg["max.message.bytes"])  # type: ignore[arg-type]
-        self._expiration_ms = int(cfg["producer.id.expiration.ms"])  # type: ignore[arg-type]
+        self._segment_bytes = int(cfg["segment.bytes"])  # type: ignore[arg-type,call-overload]
+        self._max_message_bytes = int(cfg["max.message.bytes"])  # type: ignore[arg-type,call-overload]
+        self._expiration_ms = int(cfg["producer.id.expiration.ms"])  # type: ignore[arg-type,call-overload]
         self._log_append_time = cfg["message.timestamp.type"] == "LogAppendTime"
         self._verification_enabled = bool(cfg["transaction.partition.verification.enable"])
         self._batches: list[RecordBatch] = []
@@ -157,7 +157,8 @@ class UnifiedLog:
                 f"firstUnstable={self.first_unstable_offset} batches={len(self._batches)} "
                 f"segments={len(self._segments)}" + ("" if self._online else " OFFLINE"))
 
-    __repr__ = describe
+    def __repr__(self) -> str:      # (a method, not ``= describe``: mypyc compiles a def)
+        return self.describe()
 
     def _ensure_online(self) -> None:
         if not self._online:

@@ -17,6 +17,8 @@ from enum import IntEnum
 from operator import itemgetter
 from typing import NamedTuple, Sequence
 
+from .._mypyc import new as _new    # object.__new__ (compiled by mypyc: the class call)
+
 NO_PRODUCER_ID = -1
 NO_PRODUCER_EPOCH = -1
 NO_SEQUENCE = -1
@@ -94,7 +96,7 @@ class RecordBatch:
                  "base_sequence", "is_transactional", "is_control", "_rows", "_raw",
                  "log_append_time", "_size", "_max_ts", "record_count", "last_offset", "next_offset")
 
-    def __init__(self, records: Sequence[Record], producer_id: int = NO_PRODUCER_ID,
+    def __init__(self, records: Sequence[Record] = (), producer_id: int = NO_PRODUCER_ID,
                  producer_epoch: int = NO_PRODUCER_EPOCH, base_sequence: int = NO_SEQUENCE,
                  is_transactional: bool = False, is_control: bool = False,
                  base_offset: int = -1, partition_leader_epoch: int = NO_PARTITION_LEADER_EPOCH,
@@ -201,7 +203,7 @@ class RecordBatch:
 
     # -- copies ---------------------------------------------------------------
     def _copy(self) -> "RecordBatch":
-        new = RecordBatch.__new__(RecordBatch)
+        new: RecordBatch = _new(RecordBatch)
         new._rows = self._rows
         new._raw = self._raw
         new.producer_id = self.producer_id
@@ -262,7 +264,8 @@ class RecordBatch:
             parts.append("txn")
         return f"batch[{' '.join(parts)}]"
 
-    __repr__ = describe
+    def __repr__(self) -> str:      # (a method, not ``= describe``: mypyc compiles a def)
+        return self.describe()
 
     def _key(self) -> tuple:
         return (self.base_offset, self.partition_leader_epoch, self.producer_id,
