@@ -33,9 +33,9 @@ from widgets.predict import Exercise, Predict
 from widgets.snapshots import log_snapshot
 
 # The end of this chapter runs on the wall clock; so that it does not keep you waiting, a crashed broker is
-# declared dead after 2 s without a heartbeat (Kafka's default: 9 s), and a new consumer group forms at once
+# declared dead after 1 s without a heartbeat (Kafka's default: 9 s), and a new consumer group forms at once
 # (no initial rebalance delay, as in the server.properties that ships with Kafka; the default is 3 s).
-lab = Cluster(brokers=3, seed=11, config={"broker.session.timeout.ms": 2_000, "broker.heartbeat.interval.ms": 500,
+lab = Cluster(brokers=3, seed=11, config={"broker.session.timeout.ms": 1_000, "broker.heartbeat.interval.ms": 250,
                                           "group.initial.rebalance.delay.ms": 0})
 lab.create_topic("orders", partitions=1, replication_factor=3)
 door = lab.listen(mode="step")          # requests of real clients wait until somebody steps the lab
