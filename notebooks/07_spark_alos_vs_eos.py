@@ -25,40 +25,23 @@
 #
 # The plan: *explain* each piece, *predict* what the failures will do, *run*, and *check* the numbers.
 
+# %% [markdown]
+# Spark takes several seconds to start (a JVM, then its SparkContext), so the first cell starts it in the
+# background, while the rest of the set-up runs and you read on: the line under it says what Spark is doing.
+# Section 2 explains its settings and waits for it.
+
 # %%
-import inspect
-import json
 import os
 import sys
-import tempfile
 
 os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")          # Spark on loopback
 os.environ.setdefault("PYSPARK_PYTHON", sys.executable)        # Spark's Python workers use this kernel's Python
 
-import pandas as pd
-import plotly.graph_objects as go
-import ipywidgets
-from IPython.display import display
-
-from txnlab import Cluster, Producer
-from txnlab.spark import SparkFaults, register
-from txnlab.spark import pipeline as pl
-from widgets.predict import Exercise, Predict
-from txnlab.spark.io import EARLIEST, LATEST, Link
-from txnlab.protocol import messages as m
-from widgets.tables import narration, show
-
-# %% [markdown]
-# Spark takes several seconds to start (a JVM, then its SparkContext), so the next cell starts it now, in the
-# background, while the cells below build the lab's cluster: the line under it says what Spark is doing. Section 2
-# explains the settings and waits for it.
-
-# %%
 from pyspark.sql import SparkSession
 
+from txnlab.spark import register
 from txnlab.spark.kafka_connector import ConnectorUnavailable, connector_jars
-from txnlab.spark.session import QUICK_JVM, Starting, quiet, start_in_background
-from txnlab.spark.status import watching
+from txnlab.spark.session import Starting, quick_jvm, quiet, start_in_background
 
 MASTER = os.environ.get("TXNLAB_SPARK_MASTER", "local[2,3]")
 
@@ -70,11 +53,12 @@ def start_spark(say):
     except ConnectorUnavailable as e:
         jars, no_connector = [], str(e)
     say(Starting.JVM)                  # from here on the line follows PySpark's own start-up
-    spark = (quiet(SparkSession.builder, QUICK_JVM)           # no start-up notices; a JVM tuned to start quickly
+    spark = (quiet(SparkSession.builder, quick_jvm())         # no start-up notices; a JVM tuned to start quickly
              .master(MASTER).appName("txnlab-07")
              .config("spark.sql.shuffle.partitions", "2")
              .config("spark.ui.enabled", "false")             # no web UI: this notebook shows what happens
              .config("spark.ui.showConsoleProgress", "false")
+             .config("spark.python.daemon.module", "txnlab.spark_daemon")   # workers start with txnlab imported
              .config("spark.jars", ",".join(jars))
              .config("spark.sql.execution.arrow.maxRecordsPerBatch", "100")
              .getOrCreate())
@@ -84,7 +68,26 @@ def start_spark(say):
     return spark, no_connector
 
 
-spark_start = start_in_background(start_spark)
+spark_start = start_in_background(start_spark, title="starting Spark")
+
+# %%
+import inspect
+import json
+import tempfile
+
+import pandas as pd
+import plotly.graph_objects as go
+import ipywidgets
+from IPython.display import display
+
+from txnlab import Cluster, Producer
+from txnlab.spark import SparkFaults
+from txnlab.spark import pipeline as pl
+from txnlab.spark.status import watching
+from widgets.predict import Exercise, Predict
+from txnlab.spark.io import EARLIEST, LATEST, Link
+from txnlab.protocol import messages as m
+from widgets.tables import narration, show
 
 # %% [markdown]
 # ## 1 · The orders and the ground truth
@@ -115,8 +118,10 @@ pd.read_csv(pl.TRUTH_CSV).head()
 # Spark runs on `local[2,3]`: two cores, and a failed task is tried up to 3 times (in local mode
 # `spark.task.maxFailures` is ignored; the `F` in `local[N,F]` is what allows retries). Set
 # `TXNLAB_SPARK_MASTER` to use another master (section 8). The session was started at the top of the chapter:
-# its JVM uses only Java's quick compiler and one garbage-collector thread (`QUICK_JVM`), which halves the CPU
-# time Spark spends starting -- the optimizing compiler pays off in long jobs, not in a notebook's short ones.
+# its JVM uses only Java's quick compiler and one garbage-collector thread, which halves the CPU time Spark
+# spends starting (the optimizing compiler pays off in long jobs, not in a notebook's short ones), and maps the
+# classes Spark loaded in an earlier session from an archive when one was recorded (`quick_jvm()`); its Python
+# workers start with the lab's modules already imported (`txnlab.spark_daemon`).
 
 # %%
 cluster = Cluster(brokers=3, seed=7)
