@@ -41,7 +41,7 @@ from pyspark.sql import SparkSession
 
 from txnlab.spark import register
 from txnlab.spark.kafka_connector import ConnectorUnavailable, connector_jars
-from txnlab.spark.session import Starting, quick_jvm, quiet, start_in_background
+from txnlab.spark.session import Starting, quick_jvm, quick_python, quiet, start_in_background
 
 MASTER = os.environ.get("TXNLAB_SPARK_MASTER", "local[2,3]")
 
@@ -52,6 +52,7 @@ def start_spark(say):
         jars, no_connector = connector_jars(), None
     except ConnectorUnavailable as e:
         jars, no_connector = [], str(e)
+    quick_python()                     # Spark's Python processes import the installed pyspark, not its zip copy
     say(Starting.JVM)                  # from here on the line follows PySpark's own start-up
     spark = (quiet(SparkSession.builder, quick_jvm())         # no start-up notices; a JVM tuned to start quickly
              .master(MASTER).appName("txnlab-07")
@@ -121,7 +122,8 @@ pd.read_csv(pl.TRUTH_CSV).head()
 # its JVM uses only Java's quick compiler and one garbage-collector thread, which halves the CPU time Spark
 # spends starting (the optimizing compiler pays off in long jobs, not in a notebook's short ones), and maps the
 # classes Spark loaded in an earlier session from an archive when one was recorded (`quick_jvm()`); its Python
-# workers start with the lab's modules already imported (`txnlab.spark_daemon`).
+# processes import the installed PySpark instead of compiling Spark's zip copy of it again (`quick_python()`), and
+# its Python workers start with the lab's modules already imported (`txnlab.spark_daemon`).
 
 # %%
 cluster = Cluster(brokers=3, seed=7)
