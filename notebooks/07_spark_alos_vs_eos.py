@@ -120,8 +120,8 @@ pd.read_csv(pl.TRUTH_CSV).head()
 # `spark.task.maxFailures` is ignored; the `F` in `local[N,F]` is what allows retries). Set
 # `TXNLAB_SPARK_MASTER` to use another master (section 8). The session was started at the top of the chapter:
 # its JVM uses only Java's quick compiler and one garbage-collector thread, which halves the CPU time Spark
-# spends starting (the optimizing compiler pays off in long jobs, not in a notebook's short ones), and maps the
-# classes Spark loaded in an earlier session from an archive when one was recorded (`quick_jvm()`); its Python
+# spends starting (the optimizing compiler pays off in long jobs, not in a notebook's short ones), and, when `make
+# lab` has recorded one, maps Spark's classes from an archive instead of loading them again (`quick_jvm()`); its Python
 # processes import the installed PySpark instead of compiling Spark's zip copy of it again (`quick_python()`), and
 # its Python workers start with the lab's modules already imported (`txnlab.spark_daemon`).
 
@@ -512,7 +512,8 @@ def fail_first_attempt_at_row_700(batches):
 
 if door is not None:
     cluster.create_topic("spark-kafka-sink", partitions=1, replication_factor=3)
-    with watching(spark, "Spark's Kafka sink writes 1,000 rows", planning="Spark is planning the write"):
+    with watching(spark, "Spark's Kafka sink writes 1,000 rows", planning="Spark is planning the write",
+                  finishing="Spark is finishing the write"):
         (spark.createDataFrame([(f"r{i}",) for i in range(1000)], ["v"]).coalesce(1)
          .mapInArrow(fail_first_attempt_at_row_700, "value string")
          .write.format("kafka").option("kafka.bootstrap.servers", door.bootstrap_servers)

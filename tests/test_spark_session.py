@@ -2,6 +2,7 @@
 over its result or its error, the status line of a Spark job, the Java options, and the worker daemon's path."""
 from __future__ import annotations
 
+import os
 import sys
 import threading
 from pathlib import Path
@@ -119,3 +120,26 @@ def test_the_worker_daemon_imports_the_installed_pyspark_instead_of_its_zip(monk
     monkeypatch.setattr(sys, "path", [str(lib / "pyspark.zip")])   # the package is not importable otherwise
     assert spark_daemon.prefer_installed_pyspark() is False and sys.path == [str(lib / "pyspark.zip")]
     assert not Path(spark_daemon.__file__).parent.name == "spark"   # importing it imports no PySpark first
+
+
+def test_quick_python_puts_the_workers_directory_on_pythonpath_once(monkeypatch):
+    monkeypatch.setenv("PYTHONPATH", "/somewhere")
+    session.quick_python()
+    session.quick_python()
+    assert os.environ["PYTHONPATH"].split(os.pathsep) == ["/somewhere", str(session.WORKERS_PATH)]
+
+
+def test_a_process_spark_starts_imports_the_installed_pyspark_not_the_zip_spark_puts_first():
+    import subprocess
+
+    import pyspark
+    lib = Path(pyspark.__file__).parent / "python" / "lib"
+    zips = sorted(str(p) for p in lib.glob("*.zip"))
+    assert any(z.endswith("pyspark.zip") for z in zips)
+    code = "import pyspark, sys; print(pyspark.__file__); print(any('pyspark.zip' in p for p in sys.path))"
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(zips + [str(session.WORKERS_PATH)])}
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
+    assert out.stdout.split() == [pyspark.__file__, "False"]
+    env["PYTHONPATH"] = os.pathsep.join(zips)                      # without it: Spark's zip copy
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
+    assert ".zip" in out.stdout.split()[0]
