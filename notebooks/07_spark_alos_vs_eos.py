@@ -479,7 +479,9 @@ def kafka_read(topic):
                   "for the topic's partitions and offsets (Kafka's protocol, through the listener)"):
         df = (spark.read.format("kafka").option("kafka.bootstrap.servers", door.bootstrap_servers)
               .option("subscribe", topic).option("kafka.isolation.level", "read_committed")
-              .option("startingOffsets", "earliest").option("endingOffsets", "latest").load())
+              .option("startingOffsets", "earliest").option("endingOffsets", "latest")
+              .option("kafka.fetch.max.wait.ms", "0")      # a fetch with nothing to read returns at once (default:
+              .load())                                     # the broker holds it up to 500 ms, waiting for data)
         return df.select("partition", "offset").collect()
 
 
