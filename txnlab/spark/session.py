@@ -152,7 +152,12 @@ class Starting:
         """What the start is doing now (in words)."""
         if self._done.is_set():
             return "ready" if self._error is None else f"failed: {self._error}"
-        return jvm_stage() if self._said is Starting.JVM else str(self._said)
+        if self._said is Starting.JVM:
+            try:
+                return jvm_stage()
+            except Exception:  # noqa: BLE001 - PySpark's internals moved: say less, never stop the line
+                return "Spark's JVM and SparkContext are starting"
+        return str(self._said)
 
     def _run(self) -> None:
         try:
