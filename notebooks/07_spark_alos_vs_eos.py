@@ -25,15 +25,56 @@
 #
 # The plan: *explain* each piece, *predict* what the failures will do, *run*, and *check* the numbers.
 
+# %% [markdown]
+# Spark takes several seconds to start (a JVM, then its SparkContext), so the first cell starts it in the
+# background, while the rest of the set-up runs and you read on: the line under it says what Spark is doing.
+# Section 2 explains its settings and waits for it.
+
 # %%
-import inspect
-import json
 import os
 import sys
-import tempfile
 
 os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")          # Spark on loopback
 os.environ.setdefault("PYSPARK_PYTHON", sys.executable)        # Spark's Python workers use this kernel's Python
+
+from pyspark.sql import SparkSession
+
+from txnlab.spark import register
+from txnlab.spark.kafka_connector import ConnectorUnavailable, connector_jars
+from txnlab.spark.session import Starting, quick_jvm, quick_python, quiet, start_in_background
+
+MASTER = os.environ.get("TXNLAB_SPARK_MASTER", "local[2,3]")
+
+
+def start_spark(say):
+    say("looking for Spark's Kafka connector (section 9)")
+    try:                               # Spark's own Kafka connector, for section 9 (fetched once by Maven)
+        jars, no_connector = connector_jars(), None
+    except ConnectorUnavailable as e:
+        jars, no_connector = [], str(e)
+    quick_python()                     # Spark's Python processes import the installed pyspark, not its zip copy
+    say(Starting.JVM)                  # from here on the line follows PySpark's own start-up
+    spark = (quiet(SparkSession.builder, quick_jvm())         # no start-up notices; a JVM tuned to start quickly
+             .master(MASTER).appName("txnlab-07")
+             .config("spark.sql.shuffle.partitions", "2")
+             .config("spark.ui.enabled", "false")             # no web UI: this notebook shows what happens
+             .config("spark.ui.showConsoleProgress", "false")
+             .config("spark.python.daemon.module", "txnlab.spark_daemon")   # workers start with txnlab imported
+             .config("spark.jars", ",".join(jars))
+             .config("spark.sql.execution.arrow.maxRecordsPerBatch", "100")
+             .getOrCreate())
+    spark.sparkContext.setLogLevel("OFF")      # the failures below are on purpose
+    say("registering the txnlab data source (a Python process of Spark's looks up data sources)")
+    register(spark)                    # the `txnlab` data source: format("txnlab")
+    return spark, no_connector
+
+
+spark_start = start_in_background(start_spark, title="starting Spark")
+
+# %%
+import inspect
+import json
+import tempfile
 
 import pandas as pd
 import plotly.graph_objects as go
@@ -41,8 +82,9 @@ import ipywidgets
 from IPython.display import display
 
 from txnlab import Cluster, Producer
-from txnlab.spark import SparkFaults, register
+from txnlab.spark import SparkFaults
 from txnlab.spark import pipeline as pl
+from txnlab.spark.status import watching
 from widgets.predict import Exercise, Predict
 from txnlab.spark.io import EARLIEST, LATEST, Link
 from txnlab.protocol import messages as m
@@ -76,7 +118,12 @@ pd.read_csv(pl.TRUTH_CSV).head()
 #
 # Spark runs on `local[2,3]`: two cores, and a failed task is tried up to 3 times (in local mode
 # `spark.task.maxFailures` is ignored; the `F` in `local[N,F]` is what allows retries). Set
-# `TXNLAB_SPARK_MASTER` to use another master (section 8).
+# `TXNLAB_SPARK_MASTER` to use another master (section 8). The session was started at the top of the chapter:
+# its JVM uses only Java's quick compiler and one garbage-collector thread, which halves the CPU time Spark
+# spends starting (the optimizing compiler pays off in long jobs, not in a notebook's short ones), and, when `make
+# lab` has recorded one, maps Spark's classes from an archive instead of loading them again (`quick_jvm()`); its Python
+# processes import the installed PySpark instead of compiling Spark's zip copy of it again (`quick_python()`), and
+# its Python workers start with the lab's modules already imported (`txnlab.spark_daemon`).
 
 # %%
 cluster = Cluster(brokers=3, seed=7)
@@ -86,26 +133,7 @@ print("topics:", cluster.topics())
 print("front door:", address.rsplit("/", 1)[0] + "/<token>")
 
 # %%
-from pyspark.sql import SparkSession
-
-from txnlab.spark.session import quiet
-
-from txnlab.spark.kafka_connector import ConnectorUnavailable, connector_jars
-
-try:                                   # Spark's own Kafka connector, for section 9 (fetched once by Maven)
-    KAFKA_JARS, NO_CONNECTOR = connector_jars(), None
-except ConnectorUnavailable as e:
-    KAFKA_JARS, NO_CONNECTOR = [], str(e)
-
-MASTER = os.environ.get("TXNLAB_SPARK_MASTER", "local[2,3]")
-spark = (quiet(SparkSession.builder).master(MASTER).appName("txnlab-07")    # no start-up notices
-         .config("spark.sql.shuffle.partitions", "2")
-         .config("spark.ui.showConsoleProgress", "false")
-         .config("spark.jars", ",".join(KAFKA_JARS))
-         .config("spark.sql.execution.arrow.maxRecordsPerBatch", "100")
-         .getOrCreate())
-spark.sparkContext.setLogLevel("OFF")          # the failures below are on purpose
-register(spark)                        # the `txnlab` data source: format("txnlab")
+spark, NO_CONNECTOR = spark_start.result()     # waits here, saying for what, if Spark is not up yet
 spark.version, MASTER
 
 # %% [markdown]
@@ -116,9 +144,12 @@ spark.version, MASTER
 
 # %%
 first_two = json.dumps({"orders": {str(p): 2 for p in range(3)}})         # each partition's offsets 0 and 1
-orders_df = (spark.read.format("txnlab").option("bootstrap.servers", address).option("subscribe", "orders")
-             .option("endingOffsets", first_two).load())
-orders_df.toPandas()
+with watching(spark, "a first read", planning="Spark is planning the read: Python processes of Spark's create the "
+              "txnlab source and ask it for its schema and its partitions (the first time, they start)"):
+    orders_df = (spark.read.format("txnlab").option("bootstrap.servers", address).option("subscribe", "orders")
+                 .option("endingOffsets", first_two).load())
+    first_rows = orders_df.toPandas()
+first_rows
 
 # %% [markdown]
 # ## 3 · The query: income per minute, one increment per micro-batch
@@ -444,10 +475,14 @@ print(NO_CONNECTOR or f"Kafka-protocol listener: {door.bootstrap_servers}")
 
 def kafka_read(topic):
     """Everything Spark's Kafka source returns under read_committed, as (partition, offset) pairs."""
-    df = (spark.read.format("kafka").option("kafka.bootstrap.servers", door.bootstrap_servers)
-          .option("subscribe", topic).option("kafka.isolation.level", "read_committed")
-          .option("startingOffsets", "earliest").option("endingOffsets", "latest").load())
-    return df.select("partition", "offset").collect()
+    with watching(spark, f"Spark's Kafka source reads {topic}", planning="Spark's Kafka source asks the brokers "
+                  "for the topic's partitions and offsets (Kafka's protocol, through the listener)"):
+        df = (spark.read.format("kafka").option("kafka.bootstrap.servers", door.bootstrap_servers)
+              .option("subscribe", topic).option("kafka.isolation.level", "read_committed")
+              .option("startingOffsets", "earliest").option("endingOffsets", "latest")
+              .option("kafka.fetch.max.wait.ms", "0")      # a fetch with nothing to read returns at once (default:
+              .load())                                     # the broker holds it up to 500 ms, waiting for data)
+        return df.select("partition", "offset").collect()
 
 
 if door is not None:
@@ -479,10 +514,12 @@ def fail_first_attempt_at_row_700(batches):
 
 if door is not None:
     cluster.create_topic("spark-kafka-sink", partitions=1, replication_factor=3)
-    (spark.createDataFrame([(f"r{i}",) for i in range(1000)], ["v"]).coalesce(1)
-     .mapInArrow(fail_first_attempt_at_row_700, "value string")
-     .write.format("kafka").option("kafka.bootstrap.servers", door.bootstrap_servers)
-     .option("topic", "spark-kafka-sink").option("kafka.linger.ms", "0").save())
+    with watching(spark, "Spark's Kafka sink writes 1,000 rows", planning="Spark is planning the write",
+                  finishing="Spark is finishing the write"):
+        (spark.createDataFrame([(f"r{i}",) for i in range(1000)], ["v"]).coalesce(1)
+         .mapInArrow(fail_first_attempt_at_row_700, "value string")
+         .write.format("kafka").option("kafka.bootstrap.servers", door.bootstrap_servers)
+         .option("topic", "spark-kafka-sink").option("kafka.linger.ms", "0").save())
     SINK_RECORDS = cluster.partition_state("spark-kafka-sink", 0)["hw"]     # what the prediction is checked against
     assert SINK_RECORDS == 1700
     door.close()

@@ -27,9 +27,18 @@ def spark():
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     from pyspark.sql import SparkSession
-    session = (SparkSession.builder.master("local[2,3]").appName("txnlab-tests")   # 3 attempts per task
+
+    from txnlab.spark.session import quick_jvm, quick_python, quiet
+    before = os.environ.get("PYTHONPATH")
+    quick_python()                      # chapter 07's settings, so these tests run its Python workers' set-up too
+    session = (quiet(SparkSession.builder, quick_jvm()).master("local[2,3]").appName("txnlab-tests")  # 3 attempts
                .config("spark.sql.shuffle.partitions", "2").config("spark.ui.enabled", "false")
+               .config("spark.python.daemon.module", "txnlab.spark_daemon")
                .config("spark.ui.showConsoleProgress", "false").getOrCreate())
+    if before is None:                  # Spark's JVM has it now; the rest of the test session does not need it
+        os.environ.pop("PYTHONPATH", None)
+    else:
+        os.environ["PYTHONPATH"] = before
     session.sparkContext.setLogLevel("OFF")
     register(session)
     yield session

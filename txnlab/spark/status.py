@@ -7,6 +7,7 @@ come from Spark's own query status (``StreamingQuery.status``: "Initializing sou
 from __future__ import annotations
 
 import sys
+import threading
 import time
 
 SPARK_SAYS = {
@@ -40,8 +41,9 @@ class Status:
     def _text(self, what: str) -> str:
         return f"{self.title}: {what} ({time.perf_counter() - self.started:.0f} s)"
 
-    def show(self, what: str) -> None:
-        if not self.enabled or what == self._last:
+    def show(self, what: str, again: bool = False) -> None:
+        """Replace the line with ``what`` (``again``: also when unchanged, to move the clock on)."""
+        if not self.enabled or (what == self._last and not (again and self._handle is not None)):
             return
         self._last = what
         if self._handle is not None:
@@ -67,3 +69,52 @@ class Status:
     def done(self, what: str) -> None:
         self._last = None
         self.show(what)
+
+
+class watching:
+    """``with watching(spark, title, planning=...):`` -- while the block runs Spark jobs, one line says what Spark
+    is doing, from its status tracker: ``planning`` until a job starts, then the job's tasks (done / running of
+    all), then ``finishing`` between and after jobs.  The line is left at "done" when the block ends."""
+
+    def __init__(self, spark, title: str, planning: str = "Spark is planning the job",
+                 finishing: str = "Spark's tasks are done; the result is on its way", enabled: bool = True,
+                 every_s: float = 0.5) -> None:
+        self.spark, self.planning, self.finishing, self.every_s = spark, planning, finishing, every_s
+        self.status = Status(title, enabled=enabled)
+        self._stop = threading.Event()
+        self._thread = None
+        self.jobs_seen: set = set()
+
+    def doing(self) -> str:
+        tracker = self.spark.sparkContext.statusTracker()
+        for job in sorted(tracker.getActiveJobsIds()):
+            self.jobs_seen.add(job)
+            info = tracker.getJobInfo(job)
+            stages = [tracker.getStageInfo(s) for s in (info.stageIds if info else [])]
+            stages = [s for s in stages if s is not None and s.numCompletedTasks < s.numTasks]
+            if stages:
+                s = stages[0]
+                return (f"Spark is running job {job}: {s.numCompletedTasks} of {s.numTasks} tasks done, "
+                        f"{s.numActiveTasks} running")
+            return f"Spark is running job {job}"
+        return self.finishing if self.jobs_seen else self.planning
+
+    def _poll(self) -> None:
+        while not self._stop.wait(self.every_s):
+            try:
+                self.status.show(self.doing(), again=True)
+            except Exception:  # noqa: BLE001 - a status line never breaks the work it describes
+                return
+
+    def __enter__(self) -> "watching":
+        if self.status.enabled:
+            self.status.show(self.planning)
+            self._thread = threading.Thread(target=self._poll, name="txnlab-spark-status", daemon=True)
+            self._thread.start()
+        return self
+
+    def __exit__(self, kind, value, tb) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join()
+        self.status.done("done" if kind is None else f"failed: {kind.__name__}")
