@@ -196,3 +196,11 @@ def test_exactly_once_survives_a_broker_crash_in_the_middle_of_the_pipeline(spar
     lab.restart(crashed[0])
     assert crashed and report.starts[-1][1] == "finished"
     assert income(records(lab, f"crash-{EOS}")) == pl.truth()
+
+
+def test_a_batch_read_of_an_empty_topic_gives_no_rows(spark, lab):
+    lab.create_topic("nothing-yet", partitions=2, replication_factor=3)
+    df = (spark.read.format("txnlab").option("bootstrap.servers", lab.front_door.address)
+          .option("subscribe", "nothing-yet").load())
+    assert df.count() == 0
+    assert df.columns[:3] == ["key", "value", "topic"]

@@ -49,6 +49,10 @@ def _arrow_schema():
 
 def read_range_as_arrow(bootstrap: str, isolation: int, r: TopicRange) -> Iterator:
     """Arrow record batches with the source's columns for one TopicRange."""
+    if not isinstance(r, TopicRange):
+        # nothing to read (an empty topic, or starting = ending): to a reader whose partitions() is empty,
+        # PySpark still gives one plain InputPartition to read
+        return
     schema = _arrow_schema()
     link = Link(bootstrap, "spark-reader")
     try:
