@@ -18,6 +18,7 @@ from typing import Iterator, Optional
 from ..check import CheckResult
 from ..check.history import History
 from ..cluster import Cluster
+from ..kernel.kernel import GC_YOUNG_THRESHOLD
 from .counterexample import Counterexample
 from .nemesis import FAULT_SETS, Fault, Nemesis, minimize, plan, schedule_to_json
 from .invariants import StepInvariants, end_invariants
@@ -39,7 +40,6 @@ PRODUCER_CONFIG = {"transaction.timeout.ms": 8_000, "request.timeout.ms": 4_000,
 CONSUMER_CONFIG = {"socket.timeout.ms": 4_000}     # librdkafka times consumer requests with socket.timeout.ms
 SETTLE_MS = 45_000        # after the run: every timeout (30 s inter-broker requests included) has passed
 SETTLE_STEP_MS = 250
-GC_THRESHOLD = 50_000     # allocations between two young collections during a seed (Python's default: 700)
 
 
 @dataclass(frozen=True)
@@ -115,9 +115,10 @@ def run_seed(seed: int, cfg: RunConfig, schedule: Optional[list] = None, keep: b
         schedule = schedule_for(seed, cfg)
     # A seed makes millions of short-lived objects and few reference cycles: the collector's default (a young
     # collection every 700 allocations, each older one walking the whole growing cluster) cost a fifth of a
-    # seed.  Collect seldom during the run; the thresholds are restored after it.
+    # seed.  Collect seldom during the whole seed (building the cluster and the checks too, not only the kernel's
+    # runs); the thresholds are restored after it.
     thresholds = gc.get_threshold()
-    gc.set_threshold(max(thresholds[0], GC_THRESHOLD), thresholds[1], thresholds[2])
+    gc.set_threshold(max(thresholds[0], GC_YOUNG_THRESHOLD), thresholds[1], thresholds[2])
     try:
         return drive(build_cluster(seed, cfg), seed, cfg, schedule, keep)
     finally:
