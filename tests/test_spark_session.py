@@ -107,7 +107,17 @@ def test_a_job_s_status_line_says_planning_then_its_tasks_then_finishing(capsys)
     assert [ln.split(": ", 1)[1].rsplit(" (", 1)[0] for ln in lines] == ["planning the read", "done"]
 
 
-def test_the_worker_daemon_imports_the_installed_pyspark_instead_of_its_zip(monkeypatch, tmp_path):
+def _workers_sitecustomize():
+    """``txnlab/spark/workers/sitecustomize.py`` loaded under another name (so its start-up work does not run)."""
+    import importlib.util
+    spec = importlib.util.spec_from_file_location("lab_sitecustomize", session.WORKERS_PATH / "sitecustomize.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_spark_s_python_processes_import_the_installed_pyspark_instead_of_its_zip(monkeypatch, tmp_path):
+    drop_pyspark_zips = _workers_sitecustomize().drop_pyspark_zips
     site = tmp_path / "site-packages"
     lib = site / "pyspark" / "python" / "lib"
     lib.mkdir(parents=True)
@@ -115,10 +125,10 @@ def test_the_worker_daemon_imports_the_installed_pyspark_instead_of_its_zip(monk
     elsewhere = tmp_path / "spark-home" / "python" / "lib" / "pyspark.zip"
     path = [str(lib / "pyspark.zip"), str(lib / "py4j-0.10.9.9-src.zip"), str(elsewhere), str(site)]
     monkeypatch.setattr(sys, "path", list(path))
-    assert spark_daemon.prefer_installed_pyspark() is True
+    assert drop_pyspark_zips() is True
     assert sys.path == [str(elsewhere), str(site)]          # a zip of another Spark home stays
     monkeypatch.setattr(sys, "path", [str(lib / "pyspark.zip")])   # the package is not importable otherwise
-    assert spark_daemon.prefer_installed_pyspark() is False and sys.path == [str(lib / "pyspark.zip")]
+    assert drop_pyspark_zips() is False and sys.path == [str(lib / "pyspark.zip")]
     assert not Path(spark_daemon.__file__).parent.name == "spark"   # importing it imports no PySpark first
 
 

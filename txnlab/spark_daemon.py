@@ -7,32 +7,11 @@ thread on import -- pyarrow, pandas -- must not be imported before a fork).  Thi
 PySpark's worker code and the lab's source and sink, which start no thread; pandas and pyarrow are still imported
 by each worker, after its fork.
 
-Spark also puts ``$SPARK_HOME/python/lib/pyspark.zip`` first on the workers' ``PYTHONPATH``, and Python keeps no
-bytecode cache for modules imported from a zip: each process compiles PySpark's modules again (about 0.5 s of
-CPU).  When that zip is the copy inside the installed ``pyspark`` package (a pip install: the same code), this
-daemon imports the installed package instead, with its bytecode cache.
-
-This module is not part of ``txnlab.spark`` so that importing it does not import PySpark before the path is set.
+That the daemon and its workers import the installed ``pyspark`` (with its bytecode cache) rather than Spark's zip
+copy of it is ``txnlab.spark.session.quick_python()``'s work, done at each Spark Python process's start-up
+(``txnlab/spark/workers/sitecustomize.py``).
 """
 from __future__ import annotations
-
-import sys
-from pathlib import Path
-
-
-def prefer_installed_pyspark() -> bool:
-    """Drop the ``pyspark.zip`` (and py4j zip) entries of ``sys.path`` that lie inside an installed ``pyspark``
-    package that is itself importable from ``sys.path``; True if any was dropped."""
-    entries = [e for e in sys.path if e.endswith(".zip") and Path(e).parent.name == "lib"
-               and Path(e).parents[1].name == "python" and Path(e).parents[2].name == "pyspark"]
-    keep = []
-    for e in entries:
-        package = Path(e).parents[2]
-        if (package / "__init__.py").exists() and str(package.parent) in sys.path:
-            keep.append(e)
-    for e in keep:
-        sys.path.remove(e)
-    return bool(keep)
 
 
 def preload() -> None:
@@ -46,7 +25,6 @@ def preload() -> None:
 
 
 if __name__ == "__main__":
-    prefer_installed_pyspark()
     from pyspark import daemon
     preload()
     daemon.manager()

@@ -11,7 +11,10 @@ import os
 import sys
 
 
-def _drop_pyspark_zips() -> None:
+def drop_pyspark_zips() -> bool:
+    """Drop the ``pyspark.zip`` (and py4j zip) entries of ``sys.path`` that lie inside an installed ``pyspark``
+    package that is itself importable from ``sys.path``; True if any was dropped."""
+    dropped = False
     for entry in [e for e in sys.path if e.endswith(".zip")]:
         lib = os.path.dirname(entry)
         package = os.path.dirname(os.path.dirname(lib))
@@ -19,9 +22,8 @@ def _drop_pyspark_zips() -> None:
                 and os.path.basename(package) == "pyspark" and os.path.exists(os.path.join(package, "__init__.py"))
                 and os.path.dirname(package) in sys.path):
             sys.path.remove(entry)
-
-
-_drop_pyspark_zips()
+            dropped = True
+    return dropped
 
 
 def _chain() -> None:
@@ -36,4 +38,6 @@ def _chain() -> None:
             return
 
 
-_chain()
+if __name__ == "sitecustomize":          # Python's start-up (a test may load this file under another name)
+    drop_pyspark_zips()
+    _chain()
