@@ -105,3 +105,18 @@ def test_a_delivery_reads_after_the_run_as_it_read_when_delivered():
     assert [text for _ev, text in seen] == [ev.text for ev, _text in seen]
     follower_fetches = [text for ev, text in seen if ev.api == "Fetch" and not ev.is_response and "follower" in text]
     assert any("@" in text for text in follower_fetches)
+
+
+def test_a_run_collects_garbage_seldom_and_restores_the_collectors_thresholds():
+    import gc
+
+    from txnlab.kernel.kernel import GC_YOUNG_THRESHOLD, Kernel
+    k = Kernel(seed=1)
+    seen = []
+    k.schedule(5, "timer", "n", "look", fn=lambda: seen.append(gc.get_threshold()[0]))
+    before = gc.get_threshold()
+    k.run_until(lambda: bool(seen))
+    assert seen == [GC_YOUNG_THRESHOLD] and gc.get_threshold() == before
+    k.schedule(5, "timer", "n", "look again", fn=lambda: seen.append(gc.get_threshold()[0]))
+    k.run_until_idle()
+    assert seen[-1] == GC_YOUNG_THRESHOLD and gc.get_threshold() == before

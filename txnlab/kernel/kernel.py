@@ -85,6 +85,19 @@ _SEQ_BITS = 40           # an event's heap key: (time << _SEQ_BITS) | seq, in (t
 # reference cycles, and with the trace on every collection of an older generation walks the whole kept trace
 # (at 700, collection was a third of the time of 2,000 transactions in a row).  Restored when the run returns.
 GC_YOUNG_THRESHOLD = 50_000
+
+
+def collecting_seldom(run: Callable, *args):
+    """``run(*args)`` with the young generation collected every GC_YOUNG_THRESHOLD allocations (unless it already
+    is: a run inside a run, or inside a sweep's seed), the thresholds restored after."""
+    thresholds = gc.get_threshold()
+    if thresholds[0] >= GC_YOUNG_THRESHOLD:
+        return run(*args)
+    gc.set_threshold(GC_YOUNG_THRESHOLD, thresholds[1], thresholds[2])
+    try:
+        return run(*args)
+    finally:
+        gc.set_threshold(*thresholds)
 QUIET_MS = 3_600_000     # an hour with only background events: longer than every timeout a run can have pending
 
 
@@ -398,14 +411,7 @@ class Kernel:
         clock would pass it; the clock then stands at the deadline.  Returns predicate()."""
         if self.driver is not None:
             return self.driver(predicate, timeout_ms)
-        thresholds = gc.get_threshold()
-        if thresholds[0] >= GC_YOUNG_THRESHOLD:        # already (a run inside a run, a sweep's seed)
-            return self._run_until(predicate, timeout_ms, max_steps)
-        gc.set_threshold(GC_YOUNG_THRESHOLD, thresholds[1], thresholds[2])
-        try:
-            return self._run_until(predicate, timeout_ms, max_steps)
-        finally:
-            gc.set_threshold(*thresholds)
+        return collecting_seldom(self._run_until, predicate, timeout_ms, max_steps)
 
     def _run_until(self, predicate: Callable[[], bool], timeout_ms: Optional[int], max_steps: int) -> bool:
         deadline = None if timeout_ms is None else self.now + int(timeout_ms)
@@ -461,14 +467,7 @@ class Kernel:
             before = self.step_count
             self.driver(lambda: self.idle, None)
             return self.step_count - before
-        thresholds = gc.get_threshold()
-        if thresholds[0] >= GC_YOUNG_THRESHOLD:
-            return self._run_until_idle(max_steps)
-        gc.set_threshold(GC_YOUNG_THRESHOLD, thresholds[1], thresholds[2])
-        try:
-            return self._run_until_idle(max_steps)
-        finally:
-            gc.set_threshold(*thresholds)
+        return collecting_seldom(self._run_until_idle, max_steps)
 
     def _run_until_idle(self, max_steps: int) -> int:
         n = 0

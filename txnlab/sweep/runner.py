@@ -10,7 +10,6 @@ the same inputs give the same trace, byte for byte.
 """
 from __future__ import annotations
 
-import gc
 import traceback
 from dataclasses import dataclass, field, replace
 from typing import Iterator, Optional
@@ -18,7 +17,7 @@ from typing import Iterator, Optional
 from ..check import CheckResult
 from ..check.history import History
 from ..cluster import Cluster
-from ..kernel.kernel import GC_YOUNG_THRESHOLD
+from ..kernel.kernel import collecting_seldom
 from .counterexample import Counterexample
 from .nemesis import FAULT_SETS, Fault, Nemesis, minimize, plan, schedule_to_json
 from .invariants import StepInvariants, end_invariants
@@ -117,12 +116,7 @@ def run_seed(seed: int, cfg: RunConfig, schedule: Optional[list] = None, keep: b
     # collection every 700 allocations, each older one walking the whole growing cluster) cost a fifth of a
     # seed.  Collect seldom during the whole seed (building the cluster and the checks too, not only the kernel's
     # runs); the thresholds are restored after it.
-    thresholds = gc.get_threshold()
-    gc.set_threshold(max(thresholds[0], GC_YOUNG_THRESHOLD), thresholds[1], thresholds[2])
-    try:
-        return drive(build_cluster(seed, cfg), seed, cfg, schedule, keep)
-    finally:
-        gc.set_threshold(*thresholds)
+    return collecting_seldom(lambda: drive(build_cluster(seed, cfg), seed, cfg, schedule, keep))
 
 
 def drive(cluster: Cluster, seed: int, cfg: RunConfig, schedule: list, keep: bool = False) -> SeedResult:
