@@ -82,6 +82,7 @@ class Errors(IntEnum):
     DUPLICATE_BROKER_REGISTRATION = 101
     TRANSACTIONAL_ID_NOT_FOUND = 105
     TRANSACTION_ABORTABLE = 120
+    INVALID_REGULAR_EXPRESSION = 128
 
     @property
     def retriable(self) -> bool:

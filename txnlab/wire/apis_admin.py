@@ -13,8 +13,6 @@ from ..protocol.errors import Errors
 from ..protocol.names import topic_name_error
 from .codec import build, get, nested
 
-INVALID_REGULAR_EXPRESSION = 128    # Kafka's Errors code (KIP-848); the engine itself never raises it
-
 
 # ------------------------------------------------------ DescribeProducers
 def decode_describe_producers(body, version, door):
@@ -104,7 +102,7 @@ def encode_list_transactions(resp, body, version, pattern, door, cls):
         # KafkaApis' error response (no rows, no unknown state filters)
         door.note(f"transactional id pattern {pattern!r} is not a valid regular expression: {why}",
                   "INVALID_REGULAR_EXPRESSION")
-        rows, unknown, error = (), (), INVALID_REGULAR_EXPRESSION
+        rows, unknown, error = (), (), Errors.INVALID_REGULAR_EXPRESSION
     elif compiled is not None:
         rows = tuple(r for r in rows if compiled.fullmatch(r[0]))
     return build(cls, error_code=error, unknown_state_filters=tuple(unknown),

@@ -97,7 +97,7 @@ def current_leader(door, broker_id: int, tp) -> tuple:
     """Kafka's KafkaApis.getCurrentLeader (KIP-951): (leader id, leader epoch) of ``tp`` as the answering broker
     sees it (its own replica, else its metadata cache, else (-1, -1)), and whether that leader is a broker it
     believes alive (then its endpoint goes into the answer's NodeEndpoints)."""
-    b = door.cluster._brokers[broker_id]
+    b = door.cluster.broker(broker_id)
     p = b.partitions.get(tp)
     if p is not None:
         leader, epoch = p.leader, p.leader_epoch

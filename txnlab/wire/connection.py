@@ -89,7 +89,7 @@ class WireConnection:
 
     @property
     def dst(self) -> str:
-        return self.door.cluster._brokers[self.broker].name
+        return self.door.cluster.broker(self.broker).name
 
     def describe(self) -> str:
         who = self.node.name if self.node is not None else f"{self.peer[0]}:{self.peer[1]}"
