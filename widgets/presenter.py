@@ -52,6 +52,11 @@ def presenter(stepper) -> W.VBox:
             fig.layout.height = PICTURE_HEIGHT
             fig.layout.legend.update(orientation="v", x=1.01, xanchor="left", y=1.0, yanchor="top")
             fig.layout.margin.update(r=250, b=50, t=40)
+    with messages.figure.batch_update():
+        # the message diagram needs its width for the lanes (its legend goes below it, as in the stepper) and
+        # the room above the plot for the lanes' names (the toggle above names the picture: no title)
+        messages.figure.layout.update(title_text="", margin=dict(r=20, t=64),
+                                      legend=dict(orientation="h", x=0.0, xanchor="left", y=-0.02, yanchor="top"))
     stepper.presenter_views = views
     for view in views:
         view.update(stepper.cluster)

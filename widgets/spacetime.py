@@ -94,9 +94,10 @@ def lanes_of(cluster) -> list[str]:
 
 
 class SpaceTime:
-    """A plotly FigureWidget of the last ``window`` kernel steps of message flow."""
+    """A plotly FigureWidget of the last ``window`` kernel steps of message flow (by default as many as the
+    picture's height has room for: see ``steps_shown``)."""
 
-    def __init__(self, cluster=None, window: int = 40, show_background: bool = False) -> None:
+    def __init__(self, cluster=None, window: Optional[int] = None, show_background: bool = False) -> None:
         self.window = window
         self.show_background = show_background
         self.match: Optional[Callable] = None          # the stepper's filter, applied to messages
@@ -206,16 +207,17 @@ class SpaceTime:
         k = cluster.kernel
         cur = k.step_count if current_step is None else current_step
         # the visible window moves in jumps of half a window, so that most steps redraw only arrows
-        half = max(1, self.window // 2)
-        end = max(self.window, ((cur + half - 1) // half) * half + half // 2)
-        lo = max(0, end - self.window - half)
+        window = self.steps_shown()
+        half = max(1, window // 2)
+        end = max(window, ((cur + half - 1) // half) * half + half // 2)
+        lo = max(0, end - window - half)
         recent = events_since(cluster, lo)
         axis = self._axis(recent, lo, cur)
-        # messages in flight end one below the other, a line of their labels apart
-        self._flight_row = LABEL_LINE_PX / self._px_per_y(axis(max(end, cur)) + 2.2 - axis(lo) + 2.8)
+        msgs = self._window_messages(cluster, lo, recent)
+        self._flight_row = self._row_of_flights(axis, lo, cur, end, sum(how == "in flight" for _, _, how in msgs))
         lanes = lanes_of(cluster)
         x_of = {n: i for i, n in enumerate(lanes)}
-        groups, flights, lost, labels = self._arrows(cluster, lo, cur, x_of, axis, recent)
+        groups, flights, lost, labels = self._arrows(msgs, lo, cur, x_of, axis, recent)
         lane_text, lane_hover, lane_colors = self._lanes(cluster, lanes)
         breaks = self._breaks(recent, x_of, axis)
         self._flight_ids = flights[3]
@@ -248,6 +250,16 @@ class SpaceTime:
             self.updates += 1
             return True
         return False
+
+    def steps_shown(self) -> int:
+        """How many kernel steps the window holds (it shows between that many and half as many again): ``window``
+        when given, else what the picture's height has room for with a line for each arrow's words
+        (``PX_PER_STEP``), so that the labels of a busy stretch do not cover each other."""
+        if self.window is not None:
+            return self.window
+        layout = self.figure.layout
+        plot = (layout.height or 560) - layout.margin.t - layout.margin.b
+        return max(MIN_STEPS, round(plot / PX_PER_STEP))
 
     def _px_per_y(self, y_span: float) -> float:
         layout = self.figure.layout
@@ -287,7 +299,20 @@ class SpaceTime:
             last_t = e.time
         return vals, texts
 
-    def _arrows(self, cluster, lo: int, cur: int, x_of: dict, axis: TimeAxis, recent: list) -> tuple:
+    def _row_of_flights(self, axis: TimeAxis, lo: int, cur: int, end: int, flying: int) -> float:
+        """The y between two messages in flight (they end one below the other, a line of their words apart), in a
+        picture whose range runs from above ``lo`` to below ``end`` or below the last of ``flying`` such rows,
+        whichever is lower (see ``update``): solved for the row, as the rows themselves may lower the bottom."""
+        plot = self._px_per_y(1.0)                              # the plot's height in pixels
+        top = axis(lo) - 2.8
+        fixed = max(axis(end), axis(cur) + 1.2) + 1.0 - top     # the span without the rows
+        row = LABEL_LINE_PX * fixed / plot
+        if flying > 1:
+            left = plot - LABEL_LINE_PX * (flying - 1)          # the rows' own pixels come off the plot's height
+            row = max(row, LABEL_LINE_PX * (axis(cur) + 1.8 - top) / max(left, LABEL_LINE_PX))
+        return row
+
+    def _arrows(self, msgs: list, lo: int, cur: int, x_of: dict, axis: TimeAxis, recent: list) -> tuple:
         """Line segments per style, the in-flight dots (x, y, hover, ids), the lost crosses and the labels (each
         arrow's segment with where along it its words may go, and the words: ``place_labels`` places them)."""
         groups = {name: ([], [], [], []) for name in STYLE}
@@ -297,7 +322,7 @@ class SpaceTime:
         words: dict = {}
         at = self.position_of
         arrows = {}
-        for m, step, how in sorted(self._window_messages(cluster, lo, recent), key=lambda t: t[0].id):
+        for m, step, how in sorted(msgs, key=lambda t: t[0].id):
             if m.src not in x_of or m.dst not in x_of:
                 continue
             if (m.background and not self.show_background and how == "delivered") or \
@@ -369,6 +394,10 @@ class SpaceTime:
         return texts, hovers, colors
 
 
+# The window's size by default: a window and a half of steps (what it shows at most) with about one line of
+# arrow words each needs ~26 px of picture per step of the window (measured over the gallery's scenarios: 16
+# steps in the stepper's 420 px leave 15 of ~880 label pairs covering each other where 40 left 877)
+PX_PER_STEP, MIN_STEPS = 26, 8
 LABEL_CHAR_PX, LABEL_LINE_PX = 7.6, 17          # the arrow labels' type (13 px): an average character, a line
 ALONG = (0.5, 0.35, 0.65, 0.22, 0.78, 0.12, 0.88)  # where along its arrow a label may go, most wanted first
 AT_DOT = (1.0,) + ALONG                            # a message in flight: by its dot, where it is now

@@ -62,7 +62,7 @@ class Stepper(StepperUI):
 
     def __init__(self, scenario, seed: int = 0, *, variant: Optional[str] = None, brokers: int = 3,
                  config: Optional[dict] = None, skip_background: bool = False, topics: Optional[list] = None,
-                 max_steps: int = 50_000, window: int = 40, max_cells: int = 200, title: Optional[str] = None,
+                 max_steps: int = 50_000, window: Optional[int] = None, max_cells: int = 200, title: Optional[str] = None,
                  lab: Optional[Callable] = None, granularity: Optional[str] = None, at: Optional[str] = None,
                  saved: Union[dict, str, None] = None, branch: Optional[str] = None) -> None:
         story = Story.of(scenario, brokers, config, lab)
