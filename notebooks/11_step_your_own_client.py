@@ -146,6 +146,10 @@ log_snapshot(lab, [("orders", 0)], title="after the crash: the new coordinator w
 # and finished it: the COMMIT marker is in `orders`. The real client did not have to know: its EndTxn
 # was retried against the new coordinator and answered as soon as the commit was complete. A
 # read_committed consumer (also a real one) sees the three orders.
+#
+# Lines starting with `%6|` or `%3|` under the cell are librdkafka's own log (it writes to the kernel's
+# stderr): the real client noting each connection the crashed broker closed (`Disconnected`) or refused
+# (`Connection refused`). Your code never saw them; the client dealt with them itself.
 
 # %%
 consumer = Consumer({"bootstrap.servers": door.bootstrap_servers, "group.id": "audit",
@@ -203,7 +207,8 @@ ex_endtxn.submit(endtxn_brokers)
 
 # %%
 lab.restart(f"broker-{coordinator}")
-door.close()
+del producer         # the real client goes first (destroying it closes its connections in order) ...
+door.close()         # ... then the lab stops listening
 
 # %% [markdown]
 # ## Where next
