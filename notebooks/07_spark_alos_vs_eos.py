@@ -28,7 +28,9 @@
 # %% [markdown]
 # Spark takes several seconds to start (a JVM, then its SparkContext), so the first cell starts it in the
 # background, while the rest of the set-up runs and you read on: the line under it says what Spark is doing.
-# Section 2 explains its settings and waits for it.
+# Section 2 explains its settings and waits for it. The line `WARNING: Using incubator modules:
+# jdk.incubator.vector`, under whichever cell runs while Spark's JVM starts, is Java noting that Spark's
+# start-up options include one of Java's preview modules; nothing is wrong.
 
 # %%
 import os
