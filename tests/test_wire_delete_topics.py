@@ -89,3 +89,20 @@ def test_without_delete_on_the_topic_the_mapping_is_not_revealed():
         assert delete(door, 6, ("w", None), (None, ids["w"])) == [("w", ids["w"], Errors.INVALID_REQUEST, CLASH)]
         assert topics(c, door) == ["t", "u", "w"]
         assert any("User:ANONYMOUS may not DELETE topic 'u'" in e.text for e in c.trace.events if e.kind == "note")
+
+
+def test_a_refused_topic_is_answered_in_kafkas_words_and_an_id_shows_its_name_only_if_describable():
+    """No clash: the broker checks DELETE; Kafka answers "Topic authorization failed." (an ApiError without a message
+    of its own), the name's entry without an id, the id's entry without the name unless the principal may DESCRIBE
+    the topic."""
+    with three_topics(AUTHORIZER) as (c, door, ids):
+        failed = (Errors.TOPIC_AUTHORIZATION_FAILED, "Topic authorization failed.")
+        assert delete(door, 6, ("u", None), (None, ids["w"])) == [("u", None, *failed), (None, ids["w"], *failed)]
+        assert delete(door, 5, "u") == [("u", None, *failed)]
+        with door.lock:
+            c.add_acl("User:ANONYMOUS", "TOPIC", "w", "DESCRIBE")
+        assert delete(door, 6, (None, ids["w"])) == [("w", ids["w"], *failed)]
+        with door.lock:
+            c.add_acl("User:ANONYMOUS", "TOPIC", "w", "DELETE")
+        assert delete(door, 6, (None, ids["w"])) == [("w", ids["w"], 0, None)]
+        assert topics(c, door) == ["t", "u"]

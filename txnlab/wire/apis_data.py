@@ -338,8 +338,10 @@ def decode_delete_topics(body, version, door):
     whose topic's id the request also gives (answered once, for the name, with that id: INVALID_REQUEST, and
     neither is deleted; if the principal may not DELETE that topic, both are TOPIC_AUTHORIZATION_FAILED, the
     id's entry without the name unless the principal may DESCRIBE it: Kafka does not reveal the mapping).  The
-    other names go to the broker, which checks DELETE and forwards them to the controller.  State, per answered
-    entry: (name or None, the id to answer, whether it was asked by name, the door's refusal or None)."""
+    other names go to the broker, which checks DELETE and forwards them to the controller; the door answers its
+    TOPIC_AUTHORIZATION_FAILED in Kafka's words.  State, per answered entry: (name or None, the id to answer,
+    whether it was asked by name, the door's refusal or None), and for an id sent on to the broker the name to
+    show if the broker refuses it."""
     if version < 6:
         asked = [(n, ZERO_UUID) for n in body.topic_names]
     else:
@@ -371,7 +373,9 @@ def decode_delete_topics(body, version, door):
                                 (Errors.TOPIC_AUTHORIZATION_FAILED, _TOPIC_AUTHORIZATION)))
             # else: answered with its name's entry
         elif not n:
-            entries.append((names[tid], tid, False, None))
+            # the name its answer shows should the broker refuse it (KafkaApis: only if the principal may DESCRIBE)
+            entries.append((names[tid], tid, False, None, names[tid] if _may_delete(door, names[tid], "DESCRIBE")
+                            else None))
         elif n in clashes:
             if not _may_delete(door, n, "DELETE"):
                 door.note(f"{door.cluster.principal_of(door.asking)} may not DELETE topic {n!r} "
@@ -381,7 +385,7 @@ def decode_delete_topics(body, version, door):
                 entries.append((n, given[n], True, (Errors.INVALID_REQUEST, _NAME_OF_AN_ID)))
         else:                   # by name: the answer carries the id of the topic the name holds, if any
             entries.append((n, topic_id(door, n) if n in existing else ZERO_UUID, True, None))
-    go = tuple(n for n, _, _, refused in entries if refused is None)
+    go = tuple(e[0] for e in entries if e[3] is None)
     return (m.DeleteTopicsRequest(go, ms(body.timeout)) if go else None), entries
 
 
@@ -399,7 +403,7 @@ def encode_delete_topics(resp, body, version, entries, door, cls):
     Result = nested(cls, "responses")
     results = iter(resp.responses if resp is not None else ())
     out = []
-    for name, tid, by_name, refused in entries:
+    for name, tid, by_name, refused, *shown in entries:
         if refused is not None:
             err, why = refused
         else:
@@ -407,5 +411,8 @@ def encode_delete_topics(resp, body, version, entries, door, cls):
             err, why = r.error_code, r.error_message
             if err != Errors.NONE and by_name:
                 tid = ZERO_UUID            # a name the broker refused: answered without an id
+            if err == Errors.TOPIC_AUTHORIZATION_FAILED:
+                why = _TOPIC_AUTHORIZATION
+                name = name if by_name else shown[0]
         out.append(build(Result, name=name, topic_id=tid, error_code=err, error_message=why or None))
     return build(cls, responses=tuple(out))
