@@ -368,16 +368,16 @@ def decode_delete_topics(body, version, door):
         elif not n and names[tid] is None:
             entries.append((None, tid, False, (Errors.UNKNOWN_TOPIC_ID, "This server does not host this topic ID.")))
         elif not n and names[tid] in clashes:
-            if not _may_delete(door, names[tid], "DELETE"):
-                entries.append((names[tid] if _may_delete(door, names[tid], "DESCRIBE") else None, tid, False,
+            if not _topic_allowed(door, names[tid], "DELETE"):
+                entries.append((names[tid] if _topic_allowed(door, names[tid], "DESCRIBE") else None, tid, False,
                                 (Errors.TOPIC_AUTHORIZATION_FAILED, _TOPIC_AUTHORIZATION)))
             # else: answered with its name's entry
         elif not n:
             # the name its answer shows should the broker refuse it (KafkaApis: only if the principal may DESCRIBE)
-            entries.append((names[tid], tid, False, None, names[tid] if _may_delete(door, names[tid], "DESCRIBE")
+            entries.append((names[tid], tid, False, None, names[tid] if _topic_allowed(door, names[tid], "DESCRIBE")
                             else None))
         elif n in clashes:
-            if not _may_delete(door, n, "DELETE"):
+            if not _topic_allowed(door, n, "DELETE"):
                 door.note(f"{door.cluster.principal_of(door.asking)} may not DELETE topic {n!r} "
                           f"-> TOPIC_AUTHORIZATION_FAILED", "refused")
                 entries.append((n, ZERO_UUID, True, (Errors.TOPIC_AUTHORIZATION_FAILED, _TOPIC_AUTHORIZATION)))
@@ -389,7 +389,7 @@ def decode_delete_topics(body, version, door):
     return (m.DeleteTopicsRequest(go, ms(body.timeout)) if go else None), entries
 
 
-def _may_delete(door, name: str, op: str) -> bool:
+def _topic_allowed(door, name: str, op: str) -> bool:
     """ControllerApis.deleteTopics' authorization: DELETE on the cluster allows everything, else ``op`` (DELETE or
     DESCRIBE) on the topic; True without an authorizer."""
     authz = door.cluster.authorizer
