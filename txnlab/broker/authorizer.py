@@ -4,7 +4,9 @@ Owns ACL bindings (principal, resource type, name or prefix, operation, allow)
 and the per-request checks a broker makes before handling a request, with the
 errors Kafka answers: TRANSACTIONAL_ID_AUTHORIZATION_FAILED (53),
 TOPIC_AUTHORIZATION_FAILED (29), GROUP_AUTHORIZATION_FAILED (30), CLUSTER_AUTHORIZATION_FAILED (31)
-(the admin APIs check per topic in ``admin.py``).  Off unless
+(the admin APIs check per topic in ``admin.py``; the transaction admin APIs of KIP-664 per item where they
+are answered: DescribeProducers in the broker, DescribeTransactions and ListTransactions in the transaction
+coordinator).  Off unless
 ``authorizer.class.name`` is set; then everything not allowed is denied.
 A client's principal is ``User:<sasl.username>`` (``User:ANONYMOUS`` without one).
 """

@@ -453,11 +453,21 @@ class Broker(ProduceHandling, FetchHandling, AdminHandling, Node):
 
     # --------------------------------------------------------- describe
     def handle_DescribeProducers(self, msg):
+        # Kafka's KafkaApis.handleDescribeProducersRequest, per topic: a name Kafka cannot hold, then READ on the
+        # topic (else TOPIC_AUTHORIZATION_FAILED for each of its partitions, asked before whether the topic
+        # exists), then the topic in the metadata cache, then ReplicaManager.activeProducerState per partition
         out = {}
+        refused = set()
         for tp in msg.payload.partitions:
             p = self.partitions.get(tp)
             if topic_name_error(tp[0]) is not None:
                 out[tp] = (Errors.INVALID_TOPIC_EXCEPTION, [])
+            elif tp[0] in refused or not self._allowed(msg, "TOPIC", tp[0], "READ"):
+                if tp[0] not in refused:
+                    refused.add(tp[0])
+                    self.narrate(f"{self.cluster.principal_of(msg.src)} may not READ topic {tp[0]!r}: "
+                                 f"its producers are not described -> TOPIC_AUTHORIZATION_FAILED")
+                out[tp] = (Errors.TOPIC_AUTHORIZATION_FAILED, [])
             elif tp not in self.metadata.partitions:
                 out[tp] = (Errors.UNKNOWN_TOPIC_OR_PARTITION, [])   # as Kafka: not in this broker's metadata
             elif p is None or not p.is_leader:

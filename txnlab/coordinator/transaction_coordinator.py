@@ -438,8 +438,19 @@ class TransactionCoordinator:
 
     # ---------------------------------------------------------------- admin
     def handle_DescribeTransactions(self, msg):
+        """Kafka's KafkaApis.handleDescribeTransactionsRequest: DESCRIBE on each transactional id, asked before
+        anything else (else TRANSACTIONAL_ID_AUTHORIZATION_FAILED for that id), then
+        TransactionCoordinator.handleDescribeTransactions; the partitions of topics the principal may not
+        DESCRIBE are left out of the answer."""
+        allowed = self.broker._allowed
+        who = self.broker.cluster.principal_of(msg.src)
         out = []
         for tid in msg.payload.transactional_ids:
+            if not allowed(msg, "TRANSACTIONAL_ID", tid, "DESCRIBE"):
+                self.narrate(f"{who} may not DESCRIBE transactional.id {tid!r} "
+                             f"-> TRANSACTIONAL_ID_AUTHORIZATION_FAILED")
+                out.append({"transactional_id": tid, "error": int(Errors.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)})
+                continue
             err, cache = self.state_manager.lookup(tid) if tid else (Errors.INVALID_REQUEST, None)
             md = cache.metadata.get(tid) if cache else None
             if err != Errors.NONE:
@@ -451,12 +462,19 @@ class TransactionCoordinator:
                 d = md.describe()
                 d["error"] = 0
                 d["coordinator"] = self.broker.broker_id
+                hidden = sorted({t for t, _ in d["partitions"] if not allowed(msg, "TOPIC", t, "DESCRIBE")})
+                if hidden:
+                    self.narrate(f"{who} may not DESCRIBE topic(s) {hidden}: their partitions are left out of "
+                                 f"{tid!r}'s description")
+                    d["partitions"] = [tp for tp in d["partitions"] if tp[0] not in hidden]
                 out.append(d)
         return m.DescribeTransactionsResponse(tuple(out))
 
     def handle_ListTransactions(self, msg):
         """Kafka's TransactionStateManager.listTransactionStates: every id this coordinator holds but the Dead
-        (being expired), filtered by state name, producer id and how long the transaction has run."""
+        (being expired), filtered by state name, producer id and how long the transaction has run; then, as
+        KafkaApis.handleListTransactionsRequest, only the ids the principal may DESCRIBE (no error for the
+        others, and DESCRIBE on the cluster does not show them)."""
         req = msg.payload
         if self.state_manager.loading:
             return m.ListTransactionsResponse(Errors.COORDINATOR_LOAD_IN_PROGRESS)
@@ -474,4 +492,11 @@ class TransactionCoordinator:
             if req.duration_filter >= 0 and now - md.txn_start_timestamp <= req.duration_filter:
                 continue
             rows.append((md.transactional_id, md.producer_id, md.state.name))
+        if self.broker.cluster.authorizer is not None:
+            shown = [r for r in rows if self.broker._allowed(msg, "TRANSACTIONAL_ID", r[0], "DESCRIBE")]
+            if len(shown) < len(rows):
+                self.narrate(f"{self.broker.cluster.principal_of(msg.src)} may not DESCRIBE "
+                             f"{len(rows) - len(shown)} of the {len(rows)} transactional id(s) listed here: "
+                             f"they are left out of the list")
+                rows = shown
         return m.ListTransactionsResponse(Errors.NONE, tuple(rows), unknown)

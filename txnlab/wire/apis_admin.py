@@ -2,7 +2,10 @@
 (to a partition's leader), DescribeTransactions v0 (to a transactional id's coordinator) and ListTransactions
 v0-2 (to every broker; v1 adds the duration filter, KIP-994; v2 the transactional id pattern, KIP-1152),
 between kio and the engine's own requests (the ones txnlab's admin client sends in-process).  Kafka's field
-names and error codes; no ACLs are checked here (the lab's authorizer does not cover these APIs)."""
+names and error codes.  No ACLs are checked here: with an authorizer on, the engine checks them as Kafka's
+KafkaApis does (READ on each topic for DescribeProducers, DESCRIBE on each transactional id for
+DescribeTransactions, ListTransactions answering only the ids the principal may DESCRIBE), for a wire client
+as for an in-process one."""
 from __future__ import annotations
 
 import re
@@ -30,7 +33,7 @@ def encode_describe_producers(resp, body, version, state, door, cls):
         for p in t.partition_indexes:
             err, producers = resp.partitions.get((t.name, p), (Errors.UNKNOWN_SERVER_ERROR, []))
             ps.append(build(Part, partition_index=p, error_code=err,
-                            error_message=topic_name_error(t.name) if err == Errors.INVALID_TOPIC_EXCEPTION else None,
+                            error_message=_producers_error_message(t.name, err),
                             active_producers=tuple(
                                 build(Producer, producer_id=d.producer_id, producer_epoch=d.producer_epoch,
                                       last_sequence=d.last_sequence, last_timestamp=d.last_timestamp,
@@ -39,6 +42,17 @@ def encode_describe_producers(resp, body, version, state, door, cls):
                                 for d in producers)))
         out.append(build(Topic, name=t.name, partitions=tuple(ps)))
     return build(cls, topics=tuple(out))
+
+
+def _producers_error_message(topic, err):
+    # Kafka's KafkaApis.handleDescribeProducersRequest: Topic.validate's message for a name Kafka cannot hold;
+    # new ApiError(TOPIC_AUTHORIZATION_FAILED), which carries that error's default message, for a topic the
+    # principal may not READ
+    if err == Errors.INVALID_TOPIC_EXCEPTION:
+        return topic_name_error(topic)
+    if err == Errors.TOPIC_AUTHORIZATION_FAILED:
+        return "Topic authorization failed."
+    return None
 
 
 # --------------------------------------------------- DescribeTransactions

@@ -7,6 +7,7 @@ from __future__ import annotations
 import uuid
 from functools import lru_cache
 
+from ..broker.authorizer import CLUSTER_RESOURCE
 from ..protocol import messages as m
 from ..protocol.errors import Errors
 from .codec import build, get, ms, nested
@@ -321,47 +322,88 @@ def encode_create_topics(resp, body, version, state, door, cls):
 
 
 # ----------------------------------------------------------- DeleteTopics
+# Kafka's ControllerApis.deleteTopics, in its words
+_NEITHER = "Neither topic name nor id were specified."
+_BOTH = "You may not specify both topic name and topic id."
+_DUPLICATE_NAME = "Duplicate topic name."
+_DUPLICATE_ID = "Duplicate topic id."
+_NAME_OF_AN_ID = "The provided topic name maps to an ID that was already supplied."
+_TOPIC_AUTHORIZATION = "Topic authorization failed."      # new ApiError(TOPIC_AUTHORIZATION_FAILED)
+
+
 def decode_delete_topics(body, version, door):
     """v1-5 name topics; v6 names each by name or by id (KIP-516).  What Kafka's ControllerApis.deleteTopics
-    refuses per entry before it resolves anything is refused here (neither or both of name and id, a duplicate
-    id, answered once: INVALID_REQUEST; an id no broker knows: UNKNOWN_TOPIC_ID); the names go to the broker,
-    which refuses duplicate names and forwards the rest to the controller.  State, per requested entry: (name or None, the id
-    to answer, whether it was asked by name, the door's refusal or None)."""
+    decides before the deletion is decided here, in its order and words: neither or both of name and id
+    (per entry), a duplicated name or id (answered once), an id no broker knows (UNKNOWN_TOPIC_ID), and a name
+    whose topic's id the request also gives (answered once, for the name, with that id: INVALID_REQUEST, and
+    neither is deleted; if the principal may not DELETE that topic, both are TOPIC_AUTHORIZATION_FAILED, the
+    id's entry without the name unless the principal may DESCRIBE it: Kafka does not reveal the mapping).  The
+    other names go to the broker, which checks DELETE and forwards them to the controller; the door answers its
+    TOPIC_AUTHORIZATION_FAILED in Kafka's words.  State, per answered entry: (name or None, the id to answer,
+    whether it was asked by name, the door's refusal or None), and for an id sent on to the broker the name to
+    show if the broker refuses it."""
     if version < 6:
         asked = [(n, ZERO_UUID) for n in body.topic_names]
     else:
         asked = [(t.name, t.topic_id or ZERO_UUID) for t in body.topics]
+    named = [n for n, tid in asked if n and tid == ZERO_UUID]
     ids = [tid for n, tid in asked if not n and tid != ZERO_UUID]
     names = topic_names_by_id(door, ids)
     existing = {tp[0] for tp in door.cluster.controller.states}
-    entries, seen = [], set()
+    given = {names[tid]: tid for tid in ids if names[tid] is not None}       # topic name -> its id, given by id
+    clashes = {n for n in named if named.count(n) == 1 and n in given}      # a name given by name and by id
+    entries, answered = [], set()
     for n, tid in asked:
-        if not n and tid != ZERO_UUID:
-            if tid in seen:
-                continue        # Kafka answers a duplicated id once
-            seen.add(tid)
+        if (n, tid) in answered and ((n and tid == ZERO_UUID) or (not n and tid != ZERO_UUID)):
+            continue        # Kafka answers a duplicated name or id once
+        answered.add((n, tid))
         if not n and tid == ZERO_UUID:
-            entries.append((None, tid, False, (Errors.INVALID_REQUEST, "Neither topic name nor id were specified.")))
+            entries.append((None, tid, False, (Errors.INVALID_REQUEST, _NEITHER)))
         elif n and tid != ZERO_UUID:
-            entries.append((n, tid, True, (Errors.INVALID_REQUEST,
-                                           "You may not specify both topic name and topic id.")))
+            entries.append((n, tid, True, (Errors.INVALID_REQUEST, _BOTH)))
+        elif n and named.count(n) > 1:
+            entries.append((n, ZERO_UUID, True, (Errors.INVALID_REQUEST, _DUPLICATE_NAME)))
         elif not n and ids.count(tid) > 1:
-            entries.append((None, tid, False, (Errors.INVALID_REQUEST, "Duplicate topic id.")))
+            entries.append((None, tid, False, (Errors.INVALID_REQUEST, _DUPLICATE_ID)))
         elif not n and names[tid] is None:
             entries.append((None, tid, False, (Errors.UNKNOWN_TOPIC_ID, "This server does not host this topic ID.")))
+        elif not n and names[tid] in clashes:
+            if not _topic_allowed(door, names[tid], "DELETE"):
+                entries.append((names[tid] if _topic_allowed(door, names[tid], "DESCRIBE") else None, tid, False,
+                                (Errors.TOPIC_AUTHORIZATION_FAILED, _TOPIC_AUTHORIZATION)))
+            # else: answered with its name's entry
         elif not n:
-            entries.append((names[tid], tid, False, None))
+            # the name its answer shows should the broker refuse it (KafkaApis: only if the principal may DESCRIBE)
+            entries.append((names[tid], tid, False, None, names[tid] if _topic_allowed(door, names[tid], "DESCRIBE")
+                            else None))
+        elif n in clashes:
+            if not _topic_allowed(door, n, "DELETE"):
+                door.note(f"{door.cluster.principal_of(door.asking)} may not DELETE topic {n!r} "
+                          f"-> TOPIC_AUTHORIZATION_FAILED", "refused")
+                entries.append((n, ZERO_UUID, True, (Errors.TOPIC_AUTHORIZATION_FAILED, _TOPIC_AUTHORIZATION)))
+            else:
+                entries.append((n, given[n], True, (Errors.INVALID_REQUEST, _NAME_OF_AN_ID)))
         else:                   # by name: the answer carries the id of the topic the name holds, if any
             entries.append((n, topic_id(door, n) if n in existing else ZERO_UUID, True, None))
-    go = tuple(n for n, _, _, refused in entries if refused is None)
+    go = tuple(e[0] for e in entries if e[3] is None)
     return (m.DeleteTopicsRequest(go, ms(body.timeout)) if go else None), entries
+
+
+def _topic_allowed(door, name: str, op: str) -> bool:
+    """ControllerApis.deleteTopics' authorization: DELETE on the cluster allows everything, else ``op`` (DELETE or
+    DESCRIBE) on the topic; True without an authorizer."""
+    authz = door.cluster.authorizer
+    if authz is None:
+        return True
+    who = door.cluster.principal_of(door.asking)
+    return authz.authorize(who, "CLUSTER", CLUSTER_RESOURCE, "DELETE") or authz.authorize(who, "TOPIC", name, op)
 
 
 def encode_delete_topics(resp, body, version, entries, door, cls):
     Result = nested(cls, "responses")
     results = iter(resp.responses if resp is not None else ())
     out = []
-    for name, tid, by_name, refused in entries:
+    for name, tid, by_name, refused, *shown in entries:
         if refused is not None:
             err, why = refused
         else:
@@ -369,5 +411,8 @@ def encode_delete_topics(resp, body, version, entries, door, cls):
             err, why = r.error_code, r.error_message
             if err != Errors.NONE and by_name:
                 tid = ZERO_UUID            # a name the broker refused: answered without an id
+            if err == Errors.TOPIC_AUTHORIZATION_FAILED:
+                why = _TOPIC_AUTHORIZATION
+                name = name if by_name else shown[0]
         out.append(build(Result, name=name, topic_id=tid, error_code=err, error_message=why or None))
     return build(cls, responses=tuple(out))

@@ -96,6 +96,7 @@ class WireDoor(WallClock):
         self.request_timeout_ms = request_timeout_ms
         self.host = LOOPBACK
         self.answering: Optional[int] = None    # the broker whose answer is being encoded (_answer)
+        self.asking: Optional[str] = None       # the node whose request is being decoded (_request)
         self.lock = guard(cluster)
         self.requests = 0
         self.refused = 0
@@ -338,6 +339,7 @@ class WireDoor(WallClock):
         decode, _ = TABLE[frame.api_key]
         with self.lock:
             node = self._node_for(c, frame)
+            self.asking = node.name             # whose principal a decoder asks the authorizer about
             try:
                 req, slot.state = decode(frame.body, frame.api_version, self)
             except Exception as e:  # noqa: BLE001 - a request the engine's messages cannot express
