@@ -219,10 +219,11 @@ def transactions(door, *args: str):
 
 def test_kafka_transactions_tool_is_refused_then_answered(door_on_acls):
     c, door = door_on_acls
-    # the Java Admin looks the coordinator up first: Kafka would refuse that FindCoordinator already (DESCRIBE on the
-    # transactional id), the lab refuses the DescribeTransactions; either way the tool fails on authorization
+    # the Java Admin looks the coordinator up first, and that FindCoordinator is refused (DESCRIBE on the
+    # transactional id, KafkaApis.getCoordinator): the DescribeTransactions is never sent
     rc, out = transactions(door, "describe", "--transactional-id", "app-1")
-    assert rc != 0 and "`app-1` failed due to authorization failure" in out, out
+    assert rc != 0 and "FindCoordinator request for transactionalId `CoordinatorKey(idValue='app-1', " \
+                       "type=TRANSACTION)` failed due to authorization failure" in out, out
     # DESCRIBE on the topic lets Kafka's Metadata answer its leader; DescribeProducers needs READ
     allow(c, door, "User:ANONYMOUS", "TOPIC", "out", "DESCRIBE")
     rc, out = transactions(door, "describe-producers", "--topic", "out", "--partition", "0")

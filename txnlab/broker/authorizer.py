@@ -1,7 +1,7 @@
 """An ACL authorizer (Kafka's ``StandardAuthorizer``): who may do what to which resource.
 
 Owns ACL bindings (principal, resource type, name or prefix, operation, allow)
-and the per-request checks a broker makes before handling a request, with the
+and the per-request checks a broker makes before handling a request (FindCoordinator: DESCRIBE on its key), with the
 errors Kafka answers: TRANSACTIONAL_ID_AUTHORIZATION_FAILED (53),
 TOPIC_AUTHORIZATION_FAILED (29), GROUP_AUTHORIZATION_FAILED (30), CLUSTER_AUTHORIZATION_FAILED (31)
 (the admin APIs check per topic in ``admin.py``; the transaction admin APIs of KIP-664 per item where they
@@ -78,6 +78,14 @@ def check_request(authz: Authorizer, principal: str, msg, narrate) -> Optional[o
         narrate(f"{principal} may not {what} -> {err.name}")
         return err
 
+    if api == "FindCoordinator":
+        # KafkaApis.getCoordinator: DESCRIBE on the key's group or transactional id, before anything else
+        if req.key_type == m.COORDINATOR_GROUP and not ok("GROUP", req.key, "DESCRIBE"):
+            return m.FindCoordinatorResponse(deny(f"DESCRIBE group {req.key!r}", Errors.GROUP_AUTHORIZATION_FAILED))
+        if req.key_type == m.COORDINATOR_TRANSACTION and not ok("TRANSACTIONAL_ID", req.key, "DESCRIBE"):
+            return m.FindCoordinatorResponse(deny(f"DESCRIBE transactional.id {req.key!r}",
+                                                  Errors.TRANSACTIONAL_ID_AUTHORIZATION_FAILED))
+        return None
     tid = getattr(req, "transactional_id", None)
     if api in ("InitProducerId", "AddPartitionsToTxn", "AddOffsetsToTxn", "EndTxn", "TxnOffsetCommit") and tid:
         if not ok("TRANSACTIONAL_ID", tid, "WRITE"):

@@ -83,6 +83,9 @@ class ConsumerCoordinator:
         def found(node, err):
             self.finding = False
             self._changed()
+            if err == Errors.GROUP_AUTHORIZATION_FAILED:      # no DESCRIBE on the group: poll() reports it
+                self._set_fatal(err, "FindCoordinator")
+                return
             if err is not None:
                 self.narrate(f"{self.c.name}: FindCoordinator for group {self.group_id!r} failed ({err.name}); "
                              f"retrying after retry.backoff.ms")

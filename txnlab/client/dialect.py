@@ -66,6 +66,10 @@ LIBRDKAFKA_TXN = {
                         E.FENCED_INSTANCE_ID: A, "default": A},
     "EndTxn": {**_COORD, **_AUTH_FATAL, E.INVALID_PRODUCER_EPOCH: F, E.PRODUCER_FENCED: F, E.INVALID_TXN_STATE: F,
                E.UNKNOWN_PRODUCER_ID: A, E.INVALID_PRODUCER_ID_MAPPING: A, "default": A},
+    # the coordinator look-up: refused for the transactional id -> fatal (rd_kafka_txn_handle_FindCoordinator);
+    # refused for the group of send_offsets_to_transaction -> that TxnOffsetCommit fails, abortable
+    # (rd_kafka_coord_req fails it with the error); anything else: look it up again
+    "FindCoordinator": {E.TRANSACTIONAL_ID_AUTHORIZATION_FAILED: F, E.GROUP_AUTHORIZATION_FAILED: A, "default": R},
     # a transactional producer's Produce: fenced -> fatal _FENCED, any other permanent error -> abortable
     "Produce": {E.NOT_LEADER_OR_FOLLOWER: R, E.LEADER_NOT_AVAILABLE: R, E.UNKNOWN_TOPIC_OR_PARTITION: R,
                 E.REQUEST_TIMED_OUT: R, E.NETWORK_EXCEPTION: R, E.NOT_ENOUGH_REPLICAS: R,
@@ -85,6 +89,9 @@ JAVA_TXN = {
     "TxnOffsetCommit": {**_JAVA_FATAL, E.INVALID_PRODUCER_EPOCH: F, "default": A},
     "EndTxn": {**_JAVA_FATAL, E.INVALID_PRODUCER_EPOCH: F, E.INVALID_TXN_STATE: F, "default": A},
     "Produce": {**_JAVA_FATAL, E.INVALID_PRODUCER_EPOCH: A, E.INVALID_TXN_STATE: A, "default": A},
+    # TransactionManager.FindCoordinatorHandler: retriable codes look it up again, the transactional id refused
+    # is fatal, the group refused abortable
+    "FindCoordinator": {E.TRANSACTIONAL_ID_AUTHORIZATION_FAILED: F, E.GROUP_AUTHORIZATION_FAILED: A, "default": R},
 }
 
 TABLES = {LIBRDKAFKA: LIBRDKAFKA_TXN, JAVA: JAVA_TXN}

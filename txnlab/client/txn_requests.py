@@ -71,8 +71,10 @@ class TransactionalRequests:
         self.node.set_timer(delay, f"retry {name}", lambda: self._enqueue(name, send))
 
     def _to_coordinator(self, name: str, build: Callable, handle: Callable, key_type: int = m.COORDINATOR_TRANSACTION,
-                        key: Optional[str] = None) -> Callable[[], None]:
-        """A send function: find the coordinator if needed, then send, then handle."""
+                        key: Optional[str] = None,
+                        refused: Optional[Callable[[KafkaError], None]] = None) -> Callable[[], None]:
+        """A send function: find the coordinator if needed, then send, then handle.  A look-up the broker refuses
+        (no DESCRIBE on the key) fails the transaction as the dialect says, and ``refused`` gets that error."""
         txn = self.txn
         key = key if key is not None else txn.transactional_id
         holder = {}
@@ -82,7 +84,14 @@ class TransactionalRequests:
             if coord is None:
                 def found(node, err):
                     if err is not None:
-                        self._retry_later(name, send)
+                        if classify(self.dialect, "FindCoordinator", err) is not Action.RETRY:
+                            # refused: no DESCRIBE on the transactional id or the group (an ACL)
+                            kerr = self._fail_txn(err, "FindCoordinator")
+                            if refused is not None:
+                                refused(kerr)
+                            self._txn_done()
+                        else:
+                            self._retry_later(name, send)
                         return
                     if key_type == m.COORDINATOR_TRANSACTION:
                         txn.coordinator = node
@@ -308,7 +317,7 @@ class TransactionalRequests:
                 op.finish(self._fail_txn(bad, "TxnOffsetCommit"))
                 return None
             self._enqueue("TxnOffsetCommit", self._to_coordinator(
-                "TxnOffsetCommit", build, handle, m.COORDINATOR_GROUP, group_metadata.group_id))
+                "TxnOffsetCommit", build, handle, m.COORDINATOR_GROUP, group_metadata.group_id, refused=op.finish))
 
         if tv2:
             txn.transaction_started = True

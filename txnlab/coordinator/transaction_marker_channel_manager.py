@@ -75,6 +75,14 @@ class TransactionMarkerChannelManager:
             if p.abandoned:
                 continue
             for tp in sorted(p.remaining - p.in_flight):
+                if tp not in b.metadata.partitions:
+                    # Kafka's TransactionMarkerChannelManager.addTxnMarkersToBrokerQueue: a partition the metadata
+                    # does not know at all (no leader endpoint: None, not Node.noNode) "is likely deleted already":
+                    # it is taken out of the transaction and gets no marker (an offline one is retried, below)
+                    p.remaining.discard(tp)
+                    b.narrate(f"{tid!r}: {tp[0]}-{tp[1]} is not in the metadata (deleted, or never created): "
+                              f"no marker for it, it leaves the transaction")
+                    continue
                 leader = b.metadata.leader(tp)
                 if leader < 0 or leader not in b.metadata.live_brokers:
                     unknown = True
@@ -92,6 +100,9 @@ class TransactionMarkerChannelManager:
                 sent.append((tid, tuple(tps)))
             req = m.WriteTxnMarkersRequest(tuple(entries))
             b.send_request(broker_name(leader), req, self._on_response(sent), timeout_ms=30_000)
+        for tid, p in sorted(self.pending.items()):
+            if not p.abandoned and not p.remaining and not p.in_flight:
+                self._complete(p)
         if unknown:
             b.narrate("some marker partitions have no available leader; the coordinator will retry")
             self._schedule_retry()
