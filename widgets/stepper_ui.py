@@ -1,10 +1,15 @@
 """The stepper's controls and its refresh: buttons, keys, sliders, filter, faults, branches, tabs.
 
 Owns the ipywidgets of ``Stepper`` (a mixin: the stepping logic lives in ``stepper.py``) and
-``refresh()``, which redraws every view from the live run after each change.  Callbacks only call
+``refresh()``, which redraws the views on screen from the live run after each change.  Callbacks only call
 the stepper's Python methods, so a button click and the same call from code do the same thing.
 Each part is built when a person first sees it, or code first reads it (``_build_panel``, ``_view``): the
 widget when it is shown, a closed panel when opened, a tab's picture when its tab is chosen.
+Once the widget is built, a step redraws only what is on screen -- the chosen tab's picture (or the trace), and
+presenter mode's picture -- and marks the others stale; a stale picture is redrawn at the current step when its
+tab is chosen again or code reads it (``stepper.messages``, ``log_strip``, ``coordinators``, ``lab_views``,
+``presenter_views``).  Before the widget is built code is the only reader, and every picture it built follows
+every step (a check cell keeps ``strip = check.log_strip`` and reads it after each ``step_until``).
 """
 from __future__ import annotations
 
@@ -174,6 +179,7 @@ class StepperUI:
             self._view(TAB_VIEWS[name])
         elif name == "Trace":
             self._build_panel("Trace")
+        self._show_current()                     # a picture that waited off screen: drawn at this step now
 
     def _view(self, name: str):
         """The view ``name`` ('coordinators', 'messages'), built, drawn at the current step and put in its tab on
@@ -185,6 +191,8 @@ class StepperUI:
             if "UI" in self._built:              # the widget exists (perhaps on the screen): the picture goes in
                 sync_state(view.figure)          # its tab, and its browser model gets all of it (figure_send.py)
                 self._place(name)
+        else:
+            self._fresh(view)                    # off screen at the last steps: drawn at the current step now
         return view
 
     def _place(self, name: str) -> None:
@@ -285,9 +293,7 @@ class StepperUI:
         return W.VBox([self._branch_dd, W.HBox([self._cmp_a, self._cmp_b, self._btn_cmp]), self._cmp_out])
 
     def _figures(self) -> list:
-        views = list(self._views.values()) + [v for _, v in self._lab_views or ()] \
-            + list(getattr(self, "presenter_views", ()))
-        return [v.figure for v in views if isinstance(getattr(v, "figure", None), go.FigureWidget)]
+        return [v.figure for v in self._built_views() if isinstance(getattr(v, "figure", None), go.FigureWidget)]
 
     def _sync_figures(self) -> None:
         """Before the stepper is shown: every picture's browser model gets its whole state (``figure_send``)."""
@@ -338,7 +344,7 @@ class StepperUI:
         self.filter.transactional_id = self._f_tid.value or None
         self.filter.skip_background = self._f_bg.value
         if "messages" in self._views:
-            self.messages._sent.clear()
+            self._views["messages"]._sent.clear()
         self.refresh()
 
     def _on_branch(self, change) -> None:
@@ -375,19 +381,82 @@ class StepperUI:
             self.notice = f"picked {name}: Crash, Restart, Pause or Isolate it under Faults"
             self._status.value = self._status_html()
 
+    # ------------------------------------------------------ what is on screen
+    @property
+    def presenter_views(self) -> list:
+        """Presenter mode's own pictures (``present()``), drawn at the current step."""
+        for view in self._presenter_views:
+            self._fresh(view)
+        return self._presenter_views
+
+    @presenter_views.setter
+    def presenter_views(self, views: list) -> None:
+        for view in self._presenter_views:                 # a second present(): the first one's pictures go
+            self._stale.pop(id(view), None)
+        self._presenter_views = list(views)
+
+    def _built_views(self) -> list:
+        """Every picture built so far: the tabs' (by name), the lab's own, presenter mode's."""
+        return list(self._views.values()) + [v for _, v in self._lab_views or ()] + self._presenter_views
+
+    def _on_screen(self) -> list:
+        """The pictures a person can see now: before the widget is built, every one built (code reads them); then
+        the chosen tab's picture and presenter mode's picture on its stage (once ``present()`` built it)."""
+        if "UI" not in self._built:
+            return self._built_views()
+        shown = []
+        tabs = self.__dict__.get("_tabs")                  # (None while the widget is being built)
+        index = tabs.selected_index if tabs is not None else None
+        if index is not None:
+            name = self._tab_names[index]
+            if name in TAB_VIEWS or (self._kafka and index == 0):
+                view = self._views.get(TAB_VIEWS.get(name, "log_strip"))
+                shown += [view] if view is not None else []
+            else:
+                shown += [v for t, v in self._lab_views or () if t == name]
+        picture = getattr(self, "presenter_picture", None)
+        shown += [v for v in self._presenter_views if getattr(v, "figure", None) is picture]
+        return shown
+
+    def _trace_on_screen(self) -> bool:
+        tabs = self.__dict__.get("_tabs")
+        return "Trace" in self._built and tabs is not None and tabs.selected_index == self._tab_names.index("Trace")
+
+    def _fresh(self, view) -> None:
+        """Redraw ``view`` at the current step if a step passed while it was off screen."""
+        if self._stale.pop(id(view), None) is not None:
+            view.update(self._ex.cluster)
+
+    def _show_current(self) -> None:
+        """What came on screen (a tab chosen, presenter mode's picture picked) is drawn at the current step."""
+        for view in self._on_screen():
+            self._fresh(view)
+        if self._trace_on_screen() and self._stale.pop("Trace", None) is not None:
+            self._trace_html.value = self._trace_view()
+
+    def _redraw_all(self) -> None:
+        """Bring every picture built so far (and the trace) up to the current step, on screen or not: what every
+        step did before pictures off screen waited (bench/views.py measures it)."""
+        for view in self._built_views():
+            self._fresh(view)
+        if self._stale.pop("Trace", None) is not None:
+            self._trace_html.value = self._trace_view()
+
     # ----------------------------------------------------------------- refresh
     def refresh(self) -> None:
-        """Redraw every view and control built so far from the run at the current position."""
+        """Redraw the views on screen and every control built so far from the run at the current position; the
+        pictures off screen are marked stale (drawn when they come on screen or code reads them)."""
         ex = self._ex
         c = ex.cluster
         self._syncing = True
         try:
-            for view in self._views.values():                     # the pictures built so far
-                view.update(c)
-            for _, view in self._lab_views or ():
-                view.update(c)
-            for view in getattr(self, "presenter_views", ()):     # presenter mode's own pictures
-                view.update(c)
+            shown = {id(v) for v in self._on_screen()}
+            for view in self._built_views():
+                if id(view) in shown:
+                    self._stale.pop(id(view), None)
+                    view.update(c)
+                else:
+                    self._stale[id(view)] = view
             if "UI" not in self._built:
                 return          # not shown yet: the controls are built, from the run as it is then, when first shown
             length = self.length
@@ -400,8 +469,11 @@ class StepperUI:
             self._sync_moments(length)
             self._narr.value = self._narration_html()
             self._status.value = self._status_html()
-            if "Trace" in self._built:
+            if self._trace_on_screen():
+                self._stale.pop("Trace", None)
                 self._trace_html.value = self._trace_view()
+            elif "Trace" in self._built:
+                self._stale["Trace"] = True
             self._btn_step.disabled = ex.at_end
             self._btn_back.disabled = self.position == 0
             for panel in TOOLS:
