@@ -5,11 +5,7 @@ Owns the ipywidgets of ``Stepper`` (a mixin: the stepping logic lives in ``stepp
 the stepper's Python methods, so a button click and the same call from code do the same thing.
 Each part is built when a person first sees it, or code first reads it (``_build_panel``, ``_view``): the
 widget when it is shown, a closed panel when opened, a tab's picture when its tab is chosen.
-Once the widget is built, a step redraws only what is on screen -- the chosen tab's picture (or the trace), and
-presenter mode's picture -- and marks the others stale; a stale picture is redrawn at the current step when its
-tab is chosen again or code reads it (``stepper.messages``, ``log_strip``, ``coordinators``, ``lab_views``,
-``presenter_views``).  Before the widget is built code is the only reader, and every picture it built follows
-every step (a check cell keeps ``strip = check.log_strip`` and reads it after each ``step_until``).
+Once the widget is built, a step redraws only the pictures on screen (``on_screen.py``).
 """
 from __future__ import annotations
 
@@ -28,6 +24,7 @@ from .door_panel import panel_for
 from .invariants import panel_html
 from .figure_send import ShownBox, sync_state
 from .keys import KeyCatcher
+from .on_screen import TAB_VIEWS, OnScreen
 from .ticks import MomentTicks
 from .spacetime import lanes_of
 
@@ -42,7 +39,6 @@ def apis_of(lab) -> list:
 
 # the stepper's closed panels and the tabs after the first: built on first use (``StepperUI._build_panel``, ``_view``)
 TOOLS = ("Filter", "Faults", "Branches")
-TAB_VIEWS = {"Coordinators": "coordinators", "Messages": "messages"}
 PANEL_CONTROLS = {
     "Filter": ("_f_api", "_f_node", "_f_tid", "_f_bg"),
     "Faults": ("_fault_node", "_btn_crash", "_btn_restart", "_pause_ms", "_btn_pause", "_btn_isolate", "_btn_heal",
@@ -93,7 +89,7 @@ class _BuiltOnUse:
         return obj.__dict__[self.name]
 
 
-class StepperUI:
+class StepperUI(OnScreen):
     """Widgets and refresh for ``Stepper``.
 
     Nothing is built until the stepper is shown (or code reads a part of it); then what a person sees first: the
@@ -381,67 +377,6 @@ class StepperUI:
             self.notice = f"picked {name}: Crash, Restart, Pause or Isolate it under Faults"
             self._status.value = self._status_html()
 
-    # ------------------------------------------------------ what is on screen
-    @property
-    def presenter_views(self) -> list:
-        """Presenter mode's own pictures (``present()``), drawn at the current step."""
-        for view in self._presenter_views:
-            self._fresh(view)
-        return self._presenter_views
-
-    @presenter_views.setter
-    def presenter_views(self, views: list) -> None:
-        for view in self._presenter_views:                 # a second present(): the first one's pictures go
-            self._stale.pop(id(view), None)
-        self._presenter_views = list(views)
-
-    def _built_views(self) -> list:
-        """Every picture built so far: the tabs' (by name), the lab's own, presenter mode's."""
-        return list(self._views.values()) + [v for _, v in self._lab_views or ()] + self._presenter_views
-
-    def _on_screen(self) -> list:
-        """The pictures a person can see now: before the widget is built, every one built (code reads them); then
-        the chosen tab's picture and presenter mode's picture on its stage (once ``present()`` built it)."""
-        if "UI" not in self._built:
-            return self._built_views()
-        shown = []
-        tabs = self.__dict__.get("_tabs")                  # (None while the widget is being built)
-        index = tabs.selected_index if tabs is not None else None
-        if index is not None:
-            name = self._tab_names[index]
-            if name in TAB_VIEWS or (self._kafka and index == 0):
-                view = self._views.get(TAB_VIEWS.get(name, "log_strip"))
-                shown += [view] if view is not None else []
-            else:
-                shown += [v for t, v in self._lab_views or () if t == name]
-        picture = getattr(self, "presenter_picture", None)
-        shown += [v for v in self._presenter_views if getattr(v, "figure", None) is picture]
-        return shown
-
-    def _trace_on_screen(self) -> bool:
-        tabs = self.__dict__.get("_tabs")
-        return "Trace" in self._built and tabs is not None and tabs.selected_index == self._tab_names.index("Trace")
-
-    def _fresh(self, view) -> None:
-        """Redraw ``view`` at the current step if a step passed while it was off screen."""
-        if self._stale.pop(id(view), None) is not None:
-            view.update(self._ex.cluster)
-
-    def _show_current(self) -> None:
-        """What came on screen (a tab chosen, presenter mode's picture picked) is drawn at the current step."""
-        for view in self._on_screen():
-            self._fresh(view)
-        if self._trace_on_screen() and self._stale.pop("Trace", None) is not None:
-            self._trace_html.value = self._trace_view()
-
-    def _redraw_all(self) -> None:
-        """Bring every picture built so far (and the trace) up to the current step, on screen or not: what every
-        step did before pictures off screen waited (bench/views.py measures it)."""
-        for view in self._built_views():
-            self._fresh(view)
-        if self._stale.pop("Trace", None) is not None:
-            self._trace_html.value = self._trace_view()
-
     # ----------------------------------------------------------------- refresh
     def refresh(self) -> None:
         """Redraw the views on screen and every control built so far from the run at the current position; the
@@ -450,13 +385,7 @@ class StepperUI:
         c = ex.cluster
         self._syncing = True
         try:
-            shown = {id(v) for v in self._on_screen()}
-            for view in self._built_views():
-                if id(view) in shown:
-                    self._stale.pop(id(view), None)
-                    view.update(c)
-                else:
-                    self._stale[id(view)] = view
+            self._redraw_pictures(c)                              # those on screen; the others wait
             if "UI" not in self._built:
                 return          # not shown yet: the controls are built, from the run as it is then, when first shown
             length = self.length
@@ -469,11 +398,7 @@ class StepperUI:
             self._sync_moments(length)
             self._narr.value = self._narration_html()
             self._status.value = self._status_html()
-            if self._trace_on_screen():
-                self._stale.pop("Trace", None)
-                self._trace_html.value = self._trace_view()
-            elif "Trace" in self._built:
-                self._stale["Trace"] = True
+            self._redraw_trace()
             self._btn_step.disabled = ex.at_end
             self._btn_back.disabled = self.position == 0
             for panel in TOOLS:
