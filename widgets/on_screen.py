@@ -51,7 +51,8 @@ class OnScreen:
             else:
                 shown += [v for t, v in self._lab_views or () if t == name]
         picture = getattr(self, "presenter_picture", None)
-        shown += [v for v in self._presenter_views if getattr(v, "figure", None) is picture]
+        if picture is not None:
+            shown += [v for v in self._presenter_views if getattr(v, "figure", None) is picture]
         return shown
 
     def _trace_on_screen(self) -> bool:
