@@ -27,7 +27,8 @@ CSS = """<style>
 
 def presenter(stepper) -> W.VBox:
     """The presenter's box for ``stepper`` (``Stepper.present()`` builds it).  Its pictures are views of their own
-    (a ``LogStrip``, a ``SpaceTime``) sized for the screen, which the stepper redraws with its other views."""
+    (a ``LogStrip``, a ``SpaceTime``) sized for the screen; the stepper redraws the one on the stage at each step,
+    the other when it is picked."""
     from .log_strip import LogStrip
     from .spacetime import SpaceTime
     views, figures = [], []
@@ -69,6 +70,7 @@ def presenter(stepper) -> W.VBox:
     def show(change) -> None:
         fig = dict(figures)[change["new"]]
         stepper.presenter_picture = fig
+        stepper._show_current()       # a step redraws only the picture on the stage: this one may have waited
         stage.children = [fig]
     pick.observe(show, "value")
     for b in (stepper._btn_reset, stepper._btn_back, stepper._btn_step):

@@ -86,6 +86,8 @@ class Stepper(StepperUI):
         self._built: set = set()                          # the parts of the widget built so far
         self._views: dict = {}                            # the pictures built so far, by name
         self._lab_views: Optional[list] = None
+        self._presenter_views: list = []                  # presenter mode's own pictures (present())
+        self._stale: dict = {}                            # pictures off screen at the last redraw (stepper_ui.py)
         if saved is not None:
             self._add_saved(saved)
         if branch is not None and branch != "main":
@@ -98,7 +100,8 @@ class Stepper(StepperUI):
     @property
     def log_strip(self) -> Optional[LogStrip]:
         """The partition logs (the first tab), for a Kafka cluster; None for another lab.  Built when the stepper is
-        first shown or when code first reads it, drawn at the current step."""
+        first shown or when code first reads it, drawn at the current step (each read brings it up to the current
+        step if it was off screen)."""
         return self._view("log_strip") if self._kafka else None
 
     @property
@@ -109,6 +112,8 @@ class Stepper(StepperUI):
             self._lab_views = lab_views(self._ex.cluster)
             for _, view in self._lab_views:
                 view.update(self._ex.cluster)
+        for _, view in self._lab_views:
+            self._fresh(view)
         return self._lab_views
 
     @property

@@ -1,10 +1,11 @@
 """The stepper's controls and its refresh: buttons, keys, sliders, filter, faults, branches, tabs.
 
 Owns the ipywidgets of ``Stepper`` (a mixin: the stepping logic lives in ``stepper.py``) and
-``refresh()``, which redraws every view from the live run after each change.  Callbacks only call
+``refresh()``, which redraws the views on screen from the live run after each change.  Callbacks only call
 the stepper's Python methods, so a button click and the same call from code do the same thing.
 Each part is built when a person first sees it, or code first reads it (``_build_panel``, ``_view``): the
 widget when it is shown, a closed panel when opened, a tab's picture when its tab is chosen.
+Once the widget is built, a step redraws only the pictures on screen (``on_screen.py``).
 """
 from __future__ import annotations
 
@@ -23,6 +24,7 @@ from .door_panel import panel_for
 from .invariants import panel_html
 from .figure_send import ShownBox, sync_state
 from .keys import KeyCatcher
+from .on_screen import TAB_VIEWS, OnScreen
 from .ticks import MomentTicks
 from .spacetime import lanes_of
 
@@ -37,7 +39,6 @@ def apis_of(lab) -> list:
 
 # the stepper's closed panels and the tabs after the first: built on first use (``StepperUI._build_panel``, ``_view``)
 TOOLS = ("Filter", "Faults", "Branches")
-TAB_VIEWS = {"Coordinators": "coordinators", "Messages": "messages"}
 PANEL_CONTROLS = {
     "Filter": ("_f_api", "_f_node", "_f_tid", "_f_bg"),
     "Faults": ("_fault_node", "_btn_crash", "_btn_restart", "_pause_ms", "_btn_pause", "_btn_isolate", "_btn_heal",
@@ -88,7 +89,7 @@ class _BuiltOnUse:
         return obj.__dict__[self.name]
 
 
-class StepperUI:
+class StepperUI(OnScreen):
     """Widgets and refresh for ``Stepper``.
 
     Nothing is built until the stepper is shown (or code reads a part of it); then what a person sees first: the
@@ -174,6 +175,7 @@ class StepperUI:
             self._view(TAB_VIEWS[name])
         elif name == "Trace":
             self._build_panel("Trace")
+        self._show_current()                     # a picture that waited off screen: drawn at this step now
 
     def _view(self, name: str):
         """The view ``name`` ('coordinators', 'messages'), built, drawn at the current step and put in its tab on
@@ -185,6 +187,8 @@ class StepperUI:
             if "UI" in self._built:              # the widget exists (perhaps on the screen): the picture goes in
                 sync_state(view.figure)          # its tab, and its browser model gets all of it (figure_send.py)
                 self._place(name)
+        else:
+            self._fresh(view)                    # off screen at the last steps: drawn at the current step now
         return view
 
     def _place(self, name: str) -> None:
@@ -285,9 +289,7 @@ class StepperUI:
         return W.VBox([self._branch_dd, W.HBox([self._cmp_a, self._cmp_b, self._btn_cmp]), self._cmp_out])
 
     def _figures(self) -> list:
-        views = list(self._views.values()) + [v for _, v in self._lab_views or ()] \
-            + list(getattr(self, "presenter_views", ()))
-        return [v.figure for v in views if isinstance(getattr(v, "figure", None), go.FigureWidget)]
+        return [v.figure for v in self._built_views() if isinstance(getattr(v, "figure", None), go.FigureWidget)]
 
     def _sync_figures(self) -> None:
         """Before the stepper is shown: every picture's browser model gets its whole state (``figure_send``)."""
@@ -338,7 +340,7 @@ class StepperUI:
         self.filter.transactional_id = self._f_tid.value or None
         self.filter.skip_background = self._f_bg.value
         if "messages" in self._views:
-            self.messages._sent.clear()
+            self._views["messages"]._sent.clear()
         self.refresh()
 
     def _on_branch(self, change) -> None:
@@ -377,17 +379,13 @@ class StepperUI:
 
     # ----------------------------------------------------------------- refresh
     def refresh(self) -> None:
-        """Redraw every view and control built so far from the run at the current position."""
+        """Redraw the views on screen and every control built so far from the run at the current position; the
+        pictures off screen are marked stale (drawn when they come on screen or code reads them)."""
         ex = self._ex
         c = ex.cluster
         self._syncing = True
         try:
-            for view in self._views.values():                     # the pictures built so far
-                view.update(c)
-            for _, view in self._lab_views or ():
-                view.update(c)
-            for view in getattr(self, "presenter_views", ()):     # presenter mode's own pictures
-                view.update(c)
+            self._redraw_pictures(c)                              # those on screen; the others wait
             if "UI" not in self._built:
                 return          # not shown yet: the controls are built, from the run as it is then, when first shown
             length = self.length
@@ -400,8 +398,7 @@ class StepperUI:
             self._sync_moments(length)
             self._narr.value = self._narration_html()
             self._status.value = self._status_html()
-            if "Trace" in self._built:
-                self._trace_html.value = self._trace_view()
+            self._redraw_trace()
             self._btn_step.disabled = ex.at_end
             self._btn_back.disabled = self.position == 0
             for panel in TOOLS:
