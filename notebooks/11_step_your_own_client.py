@@ -207,7 +207,7 @@ ex_endtxn.submit(endtxn_brokers)
 
 # %%
 lab.restart(f"broker-{coordinator}")
-del producer         # the real client goes first (destroying it closes its connections in order) ...
+producer = None      # the real client goes first (letting it go destroys it: its connections close in order) ...
 door.close()         # ... then the lab stops listening
 
 # %% [markdown]
