@@ -82,12 +82,12 @@ class AdminHandling(GroupAdminHandling):
         if type(req.topics) is not tuple or not all(type(t) is m.CreatableTopic and type(t.name) is str
                                                     and type(t.configs) is tuple for t in req.topics):
             raise TypeError("CreateTopics: topics must be a tuple of CreatableTopic")
-        order = [t.name for t in req.topics]
+        names = [t.name for t in req.topics]
+        order = list(dict.fromkeys(names))           # a duplicated name is answered once
         refused, go = {}, []
         for t in req.topics:
-            if order.count(t.name) > 1:
-                refused[t.name] = m.CreatableTopicResult(t.name, Errors.INVALID_REQUEST,
-                                                         f"Duplicate topic name {t.name!r} in the request.")
+            if names.count(t.name) > 1:
+                refused[t.name] = m.CreatableTopicResult(t.name, Errors.INVALID_REQUEST, "Duplicate topic name.")
             elif not (self._allowed(msg, "CLUSTER", CLUSTER_RESOURCE, "CREATE")
                       or self._allowed(msg, "TOPIC", t.name, "CREATE")):
                 self.narrate(f"{self.cluster.principal_of(msg.src)} may not CREATE topic {t.name!r} "
@@ -105,19 +105,25 @@ class AdminHandling(GroupAdminHandling):
         req = msg.payload
         if type(req.topic_names) is not tuple or not all(type(n) is str for n in req.topic_names):
             raise TypeError("DeleteTopics: topic_names must be a tuple of strings")
-        order = list(req.topic_names)
+        # Kafka's ControllerApis.deleteTopics: a duplicated name is answered once; DELETE on the cluster allows
+        # every topic; else a topic the principal may not DESCRIBE is refused without saying whether it exists,
+        # an unknown one it may DESCRIBE is UNKNOWN_TOPIC_OR_PARTITION (the controller's answer), and an existing
+        # one it may not DELETE is refused
+        names = list(req.topic_names)
+        order = list(dict.fromkeys(names))
         refused, go = {}, []
+        everything = self._allowed(msg, "CLUSTER", CLUSTER_RESOURCE, "DELETE")
         for name in order:
-            if order.count(name) > 1:
-                refused[name] = m.DeletableTopicResult(name, Errors.INVALID_REQUEST,
-                                                       f"Duplicate topic name {name!r} in the request.")
-            elif not self._allowed(msg, "TOPIC", name, "DELETE"):
+            if names.count(name) > 1:
+                refused[name] = m.DeletableTopicResult(name, Errors.INVALID_REQUEST, "Duplicate topic name.")
+            elif everything or self._allowed(msg, "TOPIC", name, "DELETE") or (
+                    name not in self.metadata.topics and self._allowed(msg, "TOPIC", name, "DESCRIBE")):
+                go.append(name)
+            else:
                 self.narrate(f"{self.cluster.principal_of(msg.src)} may not DELETE topic {name!r} "
                              f"-> TOPIC_AUTHORIZATION_FAILED")
                 refused[name] = m.DeletableTopicResult(name, Errors.TOPIC_AUTHORIZATION_FAILED,
-                                                       "Authorization failed.")
-            else:
-                go.append(name)
+                                                       "Topic authorization failed.")
         self._forward(msg, m.DeleteTopicsRequest(tuple(go), req.timeout_ms), refused, order,
                       lambda r: r.responses, m.DeleteTopicsResponse)
         return None
@@ -180,10 +186,11 @@ class AdminHandling(GroupAdminHandling):
         req = msg.payload
         if type(req.topics) is not tuple or not all(type(t) is m.CreatePartitionsTopic for t in req.topics):
             raise TypeError("CreatePartitions: topics must be a tuple of CreatePartitionsTopic")
-        order = [t.name for t in req.topics]
+        names = [t.name for t in req.topics]
+        order = list(dict.fromkeys(names))           # a duplicated name is answered once
         refused, go = {}, []
         for t in req.topics:
-            if order.count(t.name) > 1:
+            if names.count(t.name) > 1:
                 refused[t.name] = m.CreatePartitionsTopicResult(t.name, Errors.INVALID_REQUEST,
                                                                 "Duplicate topic in request.")
             elif not self._allowed(msg, "TOPIC", t.name, "ALTER"):
