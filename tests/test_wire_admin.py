@@ -229,8 +229,9 @@ def test_describe_producers_errors_are_kafkas(open_txn):
                                          T(name="bad/name", partition_indexes=(0,))))
     (t0, t7), (nope,), (bad,) = (tuple(t.partitions) for t in r.topics)
     assert t0.error_code == 0 and [ps.current_txn_start_offset for ps in t0.active_producers] == [3]
-    assert t7.error_code == Errors.UNKNOWN_TOPIC_OR_PARTITION
-    assert nope.error_code == Errors.UNKNOWN_TOPIC_OR_PARTITION
+    for unknown in (t7, nope):              # new ApiError(UNKNOWN_TOPIC_OR_PARTITION): the error's own words
+        assert unknown.error_code == Errors.UNKNOWN_TOPIC_OR_PARTITION
+        assert unknown.error_message == "This server does not host this topic-partition."
     assert bad.error_code == Errors.INVALID_TOPIC_EXCEPTION and "illegal" in bad.error_message
     (t,) = ask(door, 61, 0, follower, topics=(T(name="t", partition_indexes=(0,)),)).topics
     assert t.partitions[0].error_code == Errors.NOT_LEADER_OR_FOLLOWER

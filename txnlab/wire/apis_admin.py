@@ -47,11 +47,14 @@ def encode_describe_producers(resp, body, version, state, door, cls):
 def _producers_error_message(topic, err):
     # Kafka's KafkaApis.handleDescribeProducersRequest: Topic.validate's message for a name Kafka cannot hold;
     # new ApiError(TOPIC_AUTHORIZATION_FAILED), which carries that error's default message, for a topic the
-    # principal may not READ
+    # principal may not READ, and new ApiError(UNKNOWN_TOPIC_OR_PARTITION) for a partition the metadata cache does
+    # not hold
     if err == Errors.INVALID_TOPIC_EXCEPTION:
         return topic_name_error(topic)
     if err == Errors.TOPIC_AUTHORIZATION_FAILED:
         return "Topic authorization failed."
+    if err == Errors.UNKNOWN_TOPIC_OR_PARTITION:
+        return "This server does not host this topic-partition."
     return None
 
 
