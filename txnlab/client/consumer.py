@@ -293,6 +293,13 @@ class Consumer(ConsumerRebalance, ConsumerLookups):
         self._changed = True
 
     def _update_positions(self) -> None:
+        # asked at every poll: mostly no partition waits for its committed offset or a reset (then
+        # Fetcher.reset_offsets has nothing to send), and no list is built
+        for st in self._assignment.values():
+            if st.awaiting_committed or st.reset_strategy is not None:
+                break
+        else:
+            return
         waiting = [tp for tp, st in self._assignment.items() if st.awaiting_committed]
         if waiting and not self._committing_fetch:
             self._committing_fetch = True
@@ -327,7 +334,10 @@ class Consumer(ConsumerRebalance, ConsumerLookups):
 
     def _poll(self, timeout: Optional[float], call: str) -> Optional[Message]:
         self._check_open()
-        ms = self._timeout_ms(timeout)
+        return self._poll_ms(self._timeout_ms(timeout), call)
+
+    def _poll_ms(self, ms: Optional[int], call: str) -> Optional[Message]:
+        """_poll() after its checks, with its timeout in ms (None: no limit)."""
         deadline = None if ms is None else self._kernel.now + ms
         self._in_poll = True
         try:
@@ -351,13 +361,14 @@ class Consumer(ConsumerRebalance, ConsumerLookups):
         self._serve_commit_reports()
         self._handle_group()
         self._update_positions()
-        msg = self._fetcher.next_message()
-        self._fetcher.send_fetches()
-        if msg is not None and msg.error() is None and self._config["enable.auto.offset.store"]:
-            st = self._assignment.get((msg.topic(), msg.partition()))
-            if st is not None:
-                st.stored_offset = msg.offset() + 1
-        if msg is not None and msg.error() is None:
+        fetcher = self._fetcher
+        msg = fetcher.next_message()
+        fetcher.send_fetches()
+        if msg is not None and msg._error is None:     # (Message's fields read directly: once per message)
+            if self._config["enable.auto.offset.store"]:
+                st = self._assignment.get((msg._topic, msg._partition))
+                if st is not None:
+                    st.stored_offset = msg._offset + 1
             self._received += 1
         return msg
 
@@ -371,7 +382,8 @@ class Consumer(ConsumerRebalance, ConsumerLookups):
         out: list[Message] = []
         while len(out) < num_messages:
             remaining = None if deadline is None else max(0, deadline - self._kernel.now)
-            msg = self._poll(None if remaining is None else remaining / 1000, "consume()")
+            self._check_open()
+            msg = self._poll_ms(remaining, "consume()")     # (_poll's ms: remaining, an int >= 0, or None)
             if msg is None:
                 break
             out.append(msg)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import heapq
 from collections import deque
+from operator import attrgetter
 from typing import Callable, Optional
 
 from ..errors import KafkaError
@@ -19,6 +20,8 @@ from ..protocol import messages as m
 from ..protocol.errors import Errors
 from ..protocol.record_batch import ControlRecordType
 from .message import OFFSET_INVALID, TIMESTAMP_CREATE_TIME, TIMESTAMP_LOG_APPEND_TIME, Message
+
+_TP = attrgetter("tp")
 
 LIST_EARLIEST = -2
 LIST_LATEST = -1
@@ -179,8 +182,11 @@ class Fetcher:
         """The next record for the application, moving positions past whatever was skipped."""
         if self.events:
             return self.events.popleft()
+        if not self.buffer:
+            return None
+        states = self.c._assignment
         for cf in list(self.buffer):
-            st = self.states.get(cf.tp)
+            st = states.get(cf.tp)
             if st is None or st.position != cf.next_fetch_offset:
                 self.buffer.remove(cf)          # unassigned or seeked since: stale data
                 continue
@@ -220,23 +226,29 @@ class Fetcher:
             and st.retry_at <= self.kernel.now          # (st.has_position, without the property call)
 
     def send_fetches(self) -> None:
-        if self.c._closed or self.node.crashed:
+        node = self.node
+        if self.c._closed or node.crashed:
             return
         by_node: dict = {}
         need_metadata = False
-        for tp, st in self.states.items():
-            if not self.fetchable(tp, st):
+        now = self.kernel.now
+        # fetchable(), inlined (asked for every partition at every poll); the buffered partitions collected once
+        buffered = set(map(_TP, self.buffer)) if self.buffer else ()
+        for tp, st in self.c._assignment.items():
+            if st.position is None or st.paused or tp in buffered or st.retry_at > now:
                 continue
-            leader = self.node.leader_for(tp)
+            leader = node.leader_for(tp)
             if leader is None:
                 need_metadata = True
                 continue
             if leader in self.in_flight:
                 continue
             by_node.setdefault(leader, {})[tp] = m.FetchPartition(
-                st.position, self.cfg["max.partition.fetch.bytes"], self.node.leader_epoch_for(tp))
+                st.position, self.cfg["max.partition.fetch.bytes"], node.leader_epoch_for(tp))
         if need_metadata:
             self.refresh_metadata()
+        if not by_node:
+            return
         for leader, parts in sorted(by_node.items()):
             req = m.FetchRequest(m.CONSUMER_REPLICA_ID, self.cfg["fetch.wait.max.ms"], 1, self.isolation, parts)
             self.in_flight.add(leader)
@@ -369,9 +381,14 @@ class Fetcher:
     # -------------------------------------------------------------- resets
     def reset_offsets(self) -> None:
         """Send ListOffsets for every partition whose position must come from auto.offset.reset."""
+        for st in self.c._assignment.values():      # (asked at every poll: mostly no reset is due)
+            if st.reset_strategy is not None:
+                break
+        else:
+            return
         by_node: dict = {}
         need_metadata = False
-        for tp, st in self.states.items():
+        for tp, st in self.c._assignment.items():
             if st.reset_strategy is None or tp in self.resetting or st.retry_at > self.kernel.now:
                 continue
             leader = self.node.leader_for(tp)
@@ -381,6 +398,8 @@ class Fetcher:
             by_node.setdefault(leader, {})[tp] = LIST_EARLIEST if st.reset_strategy == "earliest" else LIST_LATEST
         if need_metadata:
             self.refresh_metadata()
+        if not by_node:
+            return
         for leader, parts in sorted(by_node.items()):
             self.resetting.update(parts)
             self.node.send_request(leader, m.ListOffsetsRequest(self.isolation, parts),
