@@ -18,8 +18,17 @@ class Graph:
     def add(self, a: int, b: int, kind: str) -> None:
         if a == b:
             return
-        self.edges.setdefault(a, {}).setdefault(b, set()).add(kind)
-        self.edges.setdefault(b, {})
+        edges = self.edges          # (no dict or set built and thrown away: thousands of edges per history)
+        out = edges.get(a)
+        if out is None:
+            out = edges[a] = {}
+        kinds = out.get(b)
+        if kinds is None:
+            out[b] = {kind}
+        else:
+            kinds.add(kind)
+        if b not in edges:
+            edges[b] = {}
 
     def restricted(self, kind: str) -> dict[int, list[int]]:
         return {a: [b for b, ks in out.items() if kind in ks] for a, out in self.edges.items()}
