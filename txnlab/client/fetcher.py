@@ -19,7 +19,7 @@ from ..errors import KafkaError
 from ..protocol import messages as m
 from ..protocol.errors import Errors
 from ..protocol.record_batch import ControlRecordType
-from .message import OFFSET_INVALID, TIMESTAMP_CREATE_TIME, TIMESTAMP_LOG_APPEND_TIME, Message
+from .message import OFFSET_INVALID, TIMESTAMP_CREATE_TIME, TIMESTAMP_LOG_APPEND_TIME, Message, fetched_message
 
 _TP = attrgetter("tp")
 
@@ -207,9 +207,10 @@ class Fetcher:
                 ts = (TIMESTAMP_LOG_APPEND_TIME, batch.log_append_time + self.cfg["sim.clock.epoch.ms"])
             else:
                 ts = (TIMESTAMP_CREATE_TIME, record.timestamp + self.cfg["sim.clock.epoch.ms"])
-            return Message(cf.tp[0], cf.tp[1], offset, record.key, record.value,
-                           list(record.headers) if record.headers else None, timestamp=ts,
-                           leader_epoch=batch.partition_leader_epoch if batch.partition_leader_epoch >= 0 else None)
+            tp = cf.tp
+            return fetched_message(tp[0], tp[1], offset, record.key, record.value,
+                                   list(record.headers) if record.headers else None, ts,
+                                   batch.partition_leader_epoch if batch.partition_leader_epoch >= 0 else None)
         return None
 
     def _note_skipped(self, cf: CompletedFetch) -> None:

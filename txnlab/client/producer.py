@@ -14,7 +14,6 @@ from typing import Callable, Optional
 from ..errors import KafkaError, KafkaException, KafkaStateError
 from ..protocol.errors import Errors
 from ..protocol.hashing import murmur2_partition
-from ..protocol.record_batch import Record
 from . import argcheck
 from .client_events import ClientEvents
 from .config import dialect_of, notices, producer_config
@@ -157,7 +156,7 @@ class Producer:
                     self._unacked += 1
                     return
         if value.__class__ is not bytes and value is not None:
-            value = _to_bytes(value, "value")
+            value = value.encode("utf-8") if value.__class__ is str else _to_bytes(value, "value")
         if key.__class__ is not bytes and key is not None:
             key = _to_bytes(key, "key")
         if headers:
@@ -251,7 +250,9 @@ class Producer:
             raise KafkaException(KafkaError(3, f"partition {partition} of {topic} does not exist ({n} partitions)"))
         tp = (topic, partition)
         size = 10 + (len(value) if value else 0) + (len(key) if key else 0)
-        batch, created, full = self._acc.append(tp, Record(key, value, headers, ts), size, cb, self._kernel.now)
+        # a plain (key, value, headers, timestamp) tuple, as produce()'s short path stores: the batch turns its
+        # rows into Records only if somebody reads them
+        batch, created, full = self._acc.append(tp, (key, value, headers, ts), size, cb, self._kernel.now)
         self._unacked += 1
         if key is None and headers == () and self._sticky.get(topic) == partition:
             self._sticky_batch[topic] = batch

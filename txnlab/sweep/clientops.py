@@ -73,8 +73,10 @@ def transact(ctx, p, writes: list, tid: str, polls: Optional[list] = None, offse
             box = [None]
 
             def delivered(err, msg, box=box):
-                if err is None and msg.offset() >= 0:
-                    box[0] = msg.offset()
+                if err is None:
+                    offset = msg.offset()
+                    if offset >= 0:
+                        box[0] = offset
             p.produce(topic, value=value, partition=partition, on_delivery=delivered)
             sends.append((key_of(topic, partition), value, box))
         yield
