@@ -43,7 +43,9 @@ class StepInvariants:
         self._last = tev.node
         if b is not None and b.alive:
             bid = b.broker_id
-            for p in map(b.partitions.get, self.tps):
+            parts = b.partitions
+            for tp in self.tps:
+                p = parts.get(tp)
                 if p is not None and p.leader == bid:
                     log = p.log
                     if not log.last_stable_offset <= log.high_watermark <= log.log_end_offset:
