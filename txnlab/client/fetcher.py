@@ -50,7 +50,8 @@ class CompletedFetch:
         self.read_committed = read_committed
         self._batches = deque(batches)
         self._batch = None
-        self._records: Optional[deque] = None
+        self._rows: tuple = ()             # the current batch's records, returned from index _i on
+        self._i = 0
         self._aborted: list = []
         if read_committed and aborted_transactions:
             self._aborted = [(first, pid) for pid, first in aborted_transactions]
@@ -73,7 +74,7 @@ class CompletedFetch:
                     # v2 batches keep their last offset even if compaction removed records
                     self.next_fetch_offset = max(self.next_fetch_offset, self._batch.next_offset)
                 self.drained = True
-                self._records = None
+                self._rows = ()
                 return False
             batch = self._batches.popleft()
             self._batch = batch
@@ -92,22 +93,32 @@ class CompletedFetch:
                                      f"{ctype.name if ctype is not None else 'control'} marker"))
                 self.next_fetch_offset = max(self.next_fetch_offset, batch.next_offset)
                 continue
-            self._records = deque(enumerate(batch.records))
+            self._rows = batch.records
+            self._i = 0
             return True
 
     def next_record(self):
         """(offset, Record, batch) of the next record to return, or None when drained."""
+        record = self._next()
+        return None if record is None else (self.next_fetch_offset - 1, record, self._batch)
+
+    def _next(self):
+        """next_record()'s Record alone (None when drained): its offset is then next_fetch_offset - 1, its batch
+        ``_batch``."""
         if self.drained:
             return None
         while True:
-            if not self._records:
+            i = self._i
+            rows = self._rows
+            if i >= len(rows):
                 if not self._next_batch():
                     return None
-            i, record = self._records.popleft()
+                continue
+            self._i = i + 1
             offset = self._batch.base_offset + i
             if offset >= self.next_fetch_offset:       # a fetch returns whole batches: skip what we had
                 self.next_fetch_offset = offset + 1
-                return offset, record, self._batch
+                return rows[i]
 
 
 class PartitionState:
@@ -182,25 +193,31 @@ class Fetcher:
         """The next record for the application, moving positions past whatever was skipped."""
         if self.events:
             return self.events.popleft()
-        if not self.buffer:
+        buf = self.buffer
+        if not buf:
             return None
         states = self.c._assignment
-        for cf in list(self.buffer):
+        i = 0               # (walked by index, deleting in place: no copy of the buffer per poll)
+        while i < len(buf):
+            cf = buf[i]
             st = states.get(cf.tp)
             if st is None or st.position != cf.next_fetch_offset:
-                self.buffer.remove(cf)          # unassigned or seeked since: stale data
+                del buf[i]                      # unassigned or seeked since: stale data
                 continue
             if st.paused:
+                i += 1
                 continue
-            got = cf.next_record()
-            self._note_skipped(cf)
-            if got is None:
-                self.buffer.remove(cf)
+            record = cf._next()
+            if cf.skipped:
+                self._note_skipped(cf)
+            if record is None:
+                del buf[i]
                 if cf.next_fetch_offset != st.position:     # went past aborted data or a control record
                     st.app_position = cf.next_fetch_offset
                 st.position = cf.next_fetch_offset
                 continue
-            offset, record, batch = got
+            offset = cf.next_fetch_offset - 1
+            batch = cf._batch
             st.position = st.app_position = cf.next_fetch_offset
             # the log keeps lab time; the application sees Unix time (anchored at sim.clock.epoch.ms)
             if batch.log_append_time >= 0:
@@ -234,7 +251,9 @@ class Fetcher:
         need_metadata = False
         now = self.kernel.now
         # fetchable(), inlined (asked for every partition at every poll); the buffered partitions collected once
-        buffered = set(map(_TP, self.buffer)) if self.buffer else ()
+        buf = self.buffer
+        n = len(buf)
+        buffered = () if n == 0 else (buf[0].tp,) if n == 1 else set(map(_TP, buf))
         for tp, st in self.c._assignment.items():
             if st.position is None or st.paused or tp in buffered or st.retry_at > now:
                 continue
