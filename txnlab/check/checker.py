@@ -86,16 +86,20 @@ class _Index:
     def __init__(self, history: History) -> None:
         self.writers: dict = {}            # value -> [(op, key, offset)]
         self.reads: list = []              # (op, key, offset, value)
-        self.at_offset: dict = {}          # (key, offset) -> {value: [op indexes]}
+        # (key, offset) -> the first value sent or read there; the offsets that held more than one value are in
+        # ``conflicts``, and at_offset() gives, for those, every value there with the ops (sends first, then polls,
+        # of each op in history order) -- nearly every offset holds one value, and no dict or list is built for it
+        self.first_at: dict = {}
+        self.conflicts: set = set()
         self.read_offsets: dict = {}       # key -> sorted offsets that some poll returned
         self.value_at: dict = {}           # (key, offset) -> value read there (first seen)
         self.sends: list = []              # per op of the history, in its order: [(key, value, offset)]
-        # one pass over every op's micro-ops (Op.sends()/Op.polls() inlined: a history has thousands of ops), no
-        # container built unless it is new
-        writers, reads, at_offset, value_at, sends = self.writers, self.reads, self.at_offset, self.value_at, self.sends
+        self._history = history
+        # one pass over every op's micro-ops (Op.sends()/Op.polls() inlined: a history has thousands of ops)
+        writers, reads, first_at, value_at, sends = self.writers, self.reads, self.first_at, self.value_at, self.sends
+        conflicts = self.conflicts
         for op in history:
             mops = op.mops
-            index = op.index
             mine = [(m[1], m[2], m[3]) for m in mops if m[0] == "send"]
             sends.append(mine)
             for t in mine:
@@ -107,13 +111,11 @@ class _Index:
                     ws.append((op, key, offset))
                 if offset is not None:
                     ko = (key, offset)
-                    vals = at_offset.get(ko)
-                    if vals is None:
-                        at_offset[ko] = {value: [index]}
-                    elif value in vals:
-                        vals[value].append(index)
-                    else:
-                        vals[value] = [index]
+                    got = first_at.get(ko, _NONE)
+                    if got is _NONE:
+                        first_at[ko] = value
+                    elif got != value:
+                        conflicts.add(ko)
             for m in mops:
                 if m[0] != "poll":
                     continue
@@ -121,13 +123,11 @@ class _Index:
                 for offset, value in m[2]:
                     reads.append((op, key, offset, value))
                     ko = (key, offset)
-                    vals = at_offset.get(ko)
-                    if vals is None:
-                        at_offset[ko] = {value: [index]}
-                    elif value in vals:
-                        vals[value].append(index)
-                    else:
-                        vals[value] = [index]
+                    got = first_at.get(ko, _NONE)
+                    if got is _NONE:
+                        first_at[ko] = value
+                    elif got != value:
+                        conflicts.add(ko)
                     if ko not in value_at:
                         value_at[ko] = value
         # every writer's outcome at once (writer_outcome: ok if some write of the value is ok, else info if some
@@ -157,6 +157,25 @@ class _Index:
 
     def writer_outcome(self, value) -> Optional[str]:
         return self._outcomes.get(value)
+
+    def at_offset(self) -> dict:
+        """(key, offset) -> {value: [op indexes]} of the offsets in ``conflicts``, in first_at's order."""
+        conflicts = self.conflicts
+        out: dict = {ko: {} for ko in self.first_at if ko in conflicts}
+        for op in self._history:
+            index = op.index
+            for m in op.mops:
+                if m[0] == "send" and m[3] is not None and (m[1], m[3]) in conflicts:
+                    out[(m[1], m[3])].setdefault(m[2], []).append(index)
+            for m in op.mops:
+                if m[0] == "poll":
+                    for offset, value in m[2]:
+                        if (m[1], offset) in conflicts:
+                            out[(m[1], offset)].setdefault(value, []).append(index)
+        return out
+
+
+_NONE = object()        # (no value yet: a value may be None)
 
 
 def check(history: History) -> CheckResult:
@@ -199,8 +218,10 @@ def _aborted_reads(ix: _Index, r: CheckResult) -> None:
 
 def _duplicates_and_offsets(ix: _Index, r: CheckResult) -> None:
     places: dict = {}        # value -> its first (key, offset), then a list of every (key, offset) once it has two
-    for ko, values in ix.at_offset.items():
-        for v in values:
+    conflicted = ix.at_offset() if ix.conflicts else {}
+    for ko, first in ix.first_at.items():
+        values = conflicted.get(ko)
+        for v in (first,) if values is None else values:
             got = places.get(v)
             if got is None:
                 places[v] = ko
@@ -208,13 +229,13 @@ def _duplicates_and_offsets(ix: _Index, r: CheckResult) -> None:
                 got.append(ko)
             else:
                 places[v] = [got, ko]
-        if len(values) > 1:
+        if values is not None:          # (an offset in conflicts held more than one value)
             key, offset = ko
             shown = ", ".join(repr(v) for v in sorted(values, key=str)[:3])
             ops = sorted({i for v in values.values() for i in v})
             r.add("inconsistent-offsets", f"{key}@{offset} held different values: {shown}", ops[:4], key)
     for v, where in places.items():
-        if where.__class__ is list:      # (at_offset's keys are distinct: every (key, offset) once)
+        if where.__class__ is list:      # (first_at's keys are distinct: every (key, offset) once)
             shown = ", ".join(f"{k}@{o}" for k, o in sorted(where)[:4])
             r.add("duplicate", f"value {v!r} is in the log {len(where)} times: {shown}",
                   [op.index for op, _k, _o in ix.writers.get(v, [])][:2], sorted(where)[0][0])
@@ -345,12 +366,16 @@ def _dependency_cycles(history: History, ix: _Index, r: CheckResult) -> None:
     g = Graph()
     live = {op.index for op in history if op.outcome in (OK, INFO)}
     writers, value_at = ix.writers, ix.value_at
+    last = None               # the wr edge added last: a poll's reads of one writer's values repeat it
     for op, _key, _offset, value in ix.reads:
-        if op.index not in live:
+        reader = op.index
+        if reader not in live:
             continue
         for w, _k, _o in writers.get(value, ()):
-            if w.index in live:
-                g.add(w.index, op.index, "wr")
+            writer = w.index
+            if writer in live and (writer, reader) != last:
+                g.add(writer, reader, "wr")
+                last = (writer, reader)
     for key, offs in ix.read_offsets.items():
         prev_writer = None
         for o in offs:
