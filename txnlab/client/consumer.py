@@ -357,8 +357,11 @@ class Consumer(ConsumerRebalance, ConsumerLookups):
 
     def _poll_once(self) -> Optional[Message]:
         self._last_poll = self._kernel.now
-        self._events.serve()
-        self._serve_commit_reports()
+        events = self._events
+        if events._interval or events._queue:       # (ClientEvents.serve() has something to do)
+            events.serve()
+        if self._commit_reports:
+            self._serve_commit_reports()
         self._handle_group()
         self._update_positions()
         fetcher = self._fetcher

@@ -22,14 +22,17 @@ COMMITTED, ABORTED, UNKNOWN, FATAL, DEAD = "committed", "aborted", "unknown", "f
 
 def poll_mops(msgs) -> list:
     """Group a consume() batch into ["poll", key, [[offset, value], ...]] micro-ops (key order of first arrival)."""
-    per: dict = {}
+    per: dict = {}            # (topic, partition) -> entries; its key written once per partition
     for msg in msgs:
         if msg.error() is not None:
             continue
         v = msg.value()
-        per.setdefault(key_of(msg.topic(), msg.partition()), []).append(
-            [msg.offset(), v.decode() if isinstance(v, bytes) else v])
-    return [["poll", k, es] for k, es in per.items()]
+        tp = (msg.topic(), msg.partition())
+        es = per.get(tp)
+        if es is None:
+            es = per[tp] = []
+        es.append([msg.offset(), v.decode() if isinstance(v, bytes) else v])
+    return [["poll", key_of(t, p), es] for (t, p), es in per.items()]
 
 
 def consume(ctx, c, n: int, timeout: float) -> list:
