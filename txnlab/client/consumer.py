@@ -362,8 +362,14 @@ class Consumer(ConsumerRebalance, ConsumerLookups):
             events.serve()
         if self._commit_reports:
             self._serve_commit_reports()
-        self._handle_group()
-        self._update_positions()
+        # _handle_group() and _update_positions() only when they have something to do (asked at every poll):
+        # a fatal group error, or a subscription; a partition awaiting its committed offset or a reset
+        if self._coordinator.fatal is not None or self._subscription and not self._manual:
+            self._handle_group()
+        for st in self._assignment.values():
+            if st.awaiting_committed or st.reset_strategy is not None:
+                self._update_positions()
+                break
         fetcher = self._fetcher
         msg = fetcher.next_message()
         fetcher.send_fetches()
@@ -385,7 +391,8 @@ class Consumer(ConsumerRebalance, ConsumerLookups):
         out: list[Message] = []
         while len(out) < num_messages:
             remaining = None if deadline is None else max(0, deadline - self._kernel.now)
-            self._check_open()
+            if self._closed or self._node.crashed:          # (_poll's _check_open, inlined)
+                self._check_open()
             msg = self._poll_ms(remaining, "consume()")     # (_poll's ms: remaining, an int >= 0, or None)
             if msg is None:
                 break
