@@ -20,6 +20,7 @@ from ..protocol import messages as m
 from ..protocol.errors import Errors
 from ..protocol.record_batch import ControlRecordType
 from .message import OFFSET_INVALID, TIMESTAMP_CREATE_TIME, TIMESTAMP_LOG_APPEND_TIME, Message, fetched_message
+from .network_client import _NODE_NAMES, broker_node
 
 _TP = attrgetter("tp")
 
@@ -254,10 +255,17 @@ class Fetcher:
         buf = self.buffer
         n = len(buf)
         buffered = () if n == 0 else (buf[0].tp,) if n == 1 else set(map(_TP, buf))
+        topics = node.topics
         for tp, st in self.c._assignment.items():
             if st.position is None or st.paused or tp in buffered or st.retry_at > now:
                 continue
-            leader = node.leader_for(tp)
+            # node.leader_for(tp), inlined
+            parts = topics.get(tp[0])
+            if not parts or tp[1] >= len(parts):
+                leader = None
+            else:
+                leader = parts[tp[1]].leader
+                leader = None if leader < 0 else _NODE_NAMES.get(leader) or broker_node(leader)
             if leader is None:
                 need_metadata = True
                 continue
