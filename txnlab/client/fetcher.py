@@ -19,10 +19,11 @@ from ..errors import KafkaError
 from ..protocol import messages as m
 from ..protocol.errors import Errors
 from ..protocol.record_batch import ControlRecordType
-from .message import OFFSET_INVALID, TIMESTAMP_CREATE_TIME, TIMESTAMP_LOG_APPEND_TIME, Message, fetched_message
+from .message import OFFSET_INVALID, TIMESTAMP_CREATE_TIME, TIMESTAMP_LOG_APPEND_TIME, Message
 from .network_client import _NODE_NAMES, broker_node
 
 _TP = attrgetter("tp")
+_new = object.__new__
 
 LIST_EARLIEST = -2
 LIST_LATEST = -1
@@ -225,10 +226,21 @@ class Fetcher:
                 ts = (TIMESTAMP_LOG_APPEND_TIME, batch.log_append_time + self.cfg["sim.clock.epoch.ms"])
             else:
                 ts = (TIMESTAMP_CREATE_TIME, record.timestamp + self.cfg["sim.clock.epoch.ms"])
+            # Message(topic, partition, offset, key, value, headers, timestamp=ts, leader_epoch=...), its fields
+            # set directly: they are already what __init__ would keep (one per consumed record)
             tp = cf.tp
-            return fetched_message(tp[0], tp[1], offset, record.key, record.value,
-                                   list(record.headers) if record.headers else None, ts,
-                                   batch.partition_leader_epoch if batch.partition_leader_epoch >= 0 else None)
+            msg = _new(Message)
+            msg._topic = tp[0]
+            msg._partition = tp[1]
+            msg._offset = offset
+            msg._key = record.key
+            msg._value = record.value
+            msg._headers = list(record.headers) if record.headers else None
+            msg._error = None
+            msg._timestamp = ts
+            msg._latency = None
+            msg._leader_epoch = batch.partition_leader_epoch if batch.partition_leader_epoch >= 0 else None
+            return msg
         return None
 
     def _note_skipped(self, cf: CompletedFetch) -> None:

@@ -172,25 +172,3 @@ class Message:
         return (f"Message(topic={self._topic!r}, partition={self._partition}, offset={self._offset}, "
                 f"key={self._key!r}, value={self._value!r}{', error=' + repr(self._error) if self._error else ''})")
 
-
-_new = object.__new__
-
-
-def fetched_message(topic: str, partition: int, offset: int, key, value, headers, timestamp: tuple,
-                    leader_epoch: Optional[int]) -> Message:
-    """``Message(topic, partition, offset, key, value, headers, timestamp=timestamp, leader_epoch=leader_epoch)``
-    for a record the consumer's fetcher returns, whose fields are already what ``__init__`` would keep
-    (``timestamp`` a tuple, ``leader_epoch`` None or >= 0): one per consumed record, so without the argument
-    handling."""
-    msg = _new(Message)
-    msg._topic = topic
-    msg._partition = partition
-    msg._offset = offset
-    msg._key = key
-    msg._value = value
-    msg._headers = headers
-    msg._error = None
-    msg._timestamp = timestamp
-    msg._latency = None
-    msg._leader_epoch = leader_epoch
-    return msg
