@@ -171,4 +171,3 @@ class Message:
     def __repr__(self) -> str:
         return (f"Message(topic={self._topic!r}, partition={self._partition}, offset={self._offset}, "
                 f"key={self._key!r}, value={self._value!r}{', error=' + repr(self._error) if self._error else ''})")
-
