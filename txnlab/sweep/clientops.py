@@ -76,6 +76,7 @@ def transact(ctx, p, writes: list, tid: str, polls: Optional[list] = None, offse
         return INFO if state["commit_invoked"] else FAIL
     try:
         p.begin_transaction()
+        keys: dict = {}           # (topic, partition) -> its key, written once per transaction
         for topic, partition, value in writes:
             box = [None]
 
@@ -85,7 +86,10 @@ def transact(ctx, p, writes: list, tid: str, polls: Optional[list] = None, offse
                     if offset >= 0:
                         box[0] = offset
             p.produce(topic, value=value, partition=partition, on_delivery=delivered)
-            sends.append((key_of(topic, partition), value, box))
+            key = keys.get((topic, partition))
+            if key is None:
+                key = keys[(topic, partition)] = key_of(topic, partition)
+            sends.append((key, value, box))
         yield
         if pause_ms and ctx.rt.stall(ctx.name, pause_ms, replace=False):
             yield
