@@ -293,13 +293,6 @@ class Consumer(ConsumerRebalance, ConsumerLookups):
         self._changed = True
 
     def _update_positions(self) -> None:
-        # asked at every poll: mostly no partition waits for its committed offset or a reset (then
-        # Fetcher.reset_offsets has nothing to send), and no list is built
-        for st in self._assignment.values():
-            if st.awaiting_committed or st.reset_strategy is not None:
-                break
-        else:
-            return
         waiting = [tp for tp, st in self._assignment.items() if st.awaiting_committed]
         if waiting and not self._committing_fetch:
             self._committing_fetch = True
