@@ -260,15 +260,18 @@ class Fetcher:
         node = self.node
         if self.c._closed or node.crashed:
             return
-        by_node: dict = {}
+        buf = self.buffer
+        n = len(buf)
+        assignment = self.c._assignment
+        if n == 1 and len(assignment) == 1 and buf[0].tp in assignment:
+            return          # the one assigned partition has fetched data waiting (the usual case): nothing to fetch
+        by_node = None
         need_metadata = False
         now = self.kernel.now
         # fetchable(), inlined (asked for every partition at every poll); the buffered partitions collected once
-        buf = self.buffer
-        n = len(buf)
         buffered = () if n == 0 else (buf[0].tp,) if n == 1 else set(map(_TP, buf))
         topics = node.topics
-        for tp, st in self.c._assignment.items():
+        for tp, st in assignment.items():
             if st.position is None or st.paused or tp in buffered or st.retry_at > now:
                 continue
             # node.leader_for(tp), inlined
@@ -283,11 +286,13 @@ class Fetcher:
                 continue
             if leader in self.in_flight:
                 continue
+            if by_node is None:
+                by_node = {}
             by_node.setdefault(leader, {})[tp] = m.FetchPartition(
                 st.position, self.cfg["max.partition.fetch.bytes"], node.leader_epoch_for(tp))
         if need_metadata:
             self.refresh_metadata()
-        if not by_node:
+        if by_node is None:
             return
         for leader, parts in sorted(by_node.items()):
             req = m.FetchRequest(m.CONSUMER_REPLICA_ID, self.cfg["fetch.wait.max.ms"], 1, self.isolation, parts)
