@@ -86,39 +86,96 @@ class _Index:
     def __init__(self, history: History) -> None:
         self.writers: dict = {}            # value -> [(op, key, offset)]
         self.reads: list = []              # (op, key, offset, value)
-        self.at_offset: dict = {}          # (key, offset) -> {value: [op indexes]}
+        # (key, offset) -> the first value sent or read there; the offsets that held more than one value are in
+        # ``conflicts``, and at_offset() gives, for those, every value there with the ops (sends first, then polls,
+        # of each op in history order) -- nearly every offset holds one value, and no dict or list is built for it
+        self.first_at: dict = {}
+        self.conflicts: set = set()
         self.read_offsets: dict = {}       # key -> sorted offsets that some poll returned
         self.value_at: dict = {}           # (key, offset) -> value read there (first seen)
-        self._outcomes: dict = {}
+        self.sends: list = []              # per op of the history, in its order: [(key, value, offset)]
+        self._history = history
+        # one pass over every op's micro-ops (Op.sends()/Op.polls() inlined: a history has thousands of ops)
+        writers, reads, first_at, value_at, sends = self.writers, self.reads, self.first_at, self.value_at, self.sends
+        conflicts = self.conflicts
         for op in history:
-            for key, value, offset in op.sends():
-                self.writers.setdefault(value, []).append((op, key, offset))
+            mops = op.mops
+            mine = [(m[1], m[2], m[3]) for m in mops if m[0] == "send"]
+            sends.append(mine)
+            for t in mine:
+                key, value, offset = t
+                ws = writers.get(value)
+                if ws is None:
+                    writers[value] = [(op, key, offset)]
+                else:
+                    ws.append((op, key, offset))
                 if offset is not None:
-                    self.at_offset.setdefault((key, offset), {}).setdefault(value, []).append(op.index)
-            for key, entries in op.polls():
-                for offset, value in entries:
-                    self.reads.append((op, key, offset, value))
-                    self.at_offset.setdefault((key, offset), {}).setdefault(value, []).append(op.index)
-                    self.value_at.setdefault((key, offset), value)
+                    ko = (key, offset)
+                    got = first_at.get(ko, _NONE)
+                    if got is _NONE:
+                        first_at[ko] = value
+                    elif got != value:
+                        conflicts.add(ko)
+            for m in mops:
+                if m[0] != "poll":
+                    continue
+                key = m[1]
+                for offset, value in m[2]:
+                    reads.append((op, key, offset, value))
+                    ko = (key, offset)
+                    got = first_at.get(ko, _NONE)
+                    if got is _NONE:
+                        first_at[ko] = value
+                    elif got != value:
+                        conflicts.add(ko)
+                    if ko not in value_at:
+                        value_at[ko] = value
+        # every writer's outcome at once (writer_outcome: ok if some write of the value is ok, else info if some
+        # is, else fail; None for a value nobody wrote)
+        self._outcomes: dict = {}
+        outcomes = self._outcomes
+        for value, ws in writers.items():
+            got = FAIL
+            for w in ws:
+                o = w[0].outcome
+                if o == OK:
+                    got = OK
+                    break
+                if o == INFO:
+                    got = INFO
+            outcomes[value] = got
         per_key: dict = {}
-        for _op, key, offset, value in self.reads:
-            if self.writer_outcome(value) != FAIL:    # an aborted read is G1a; it is not part of the order
-                per_key.setdefault(key, set()).add(offset)
+        for _op, key, offset, value in reads:
+            if outcomes.get(value) != FAIL:    # an aborted read is G1a; it is not part of the order
+                got = per_key.get(key)
+                if got is None:
+                    per_key[key] = {offset}
+                else:
+                    got.add(offset)
         self.read_offsets = {k: sorted(v) for k, v in per_key.items()}
         self.position = {k: {o: i for i, o in enumerate(v)} for k, v in self.read_offsets.items()}
 
     def writer_outcome(self, value) -> Optional[str]:
-        got = self._outcomes.get(value, self)
-        if got is not self:
-            return got
-        ws = self.writers.get(value)
-        if not ws:
-            got = None
-        else:
-            outcomes = {op.outcome for op, _k, _o in ws}
-            got = OK if OK in outcomes else INFO if INFO in outcomes else FAIL
-        self._outcomes[value] = got
-        return got
+        return self._outcomes.get(value)
+
+    def at_offset(self) -> dict:
+        """(key, offset) -> {value: [op indexes]} of the offsets in ``conflicts``, in first_at's order."""
+        conflicts = self.conflicts
+        out: dict = {ko: {} for ko in self.first_at if ko in conflicts}
+        for op in self._history:
+            index = op.index
+            for m in op.mops:
+                if m[0] == "send" and m[3] is not None and (m[1], m[3]) in conflicts:
+                    out[(m[1], m[3])].setdefault(m[2], []).append(index)
+            for m in op.mops:
+                if m[0] == "poll":
+                    for offset, value in m[2]:
+                        if (m[1], offset) in conflicts:
+                            out[(m[1], offset)].setdefault(value, []).append(index)
+        return out
+
+
+_NONE = object()        # (no value yet: a value may be None)
 
 
 def check(history: History) -> CheckResult:
@@ -136,17 +193,23 @@ def check(history: History) -> CheckResult:
 
 def _aborted_reads(ix: _Index, r: CheckResult) -> None:
     seen = set()
+    outcomes, writers = ix._outcomes, ix.writers
     for op, key, offset, value in ix.reads:
-        outcome = ix.writer_outcome(value)
-        if outcome == FAIL and (value, op.process) not in seen:
+        outcome = outcomes.get(value)
+        if outcome is None:
+            continue
+        if outcome == FAIL:
+            if (value, op.process) in seen:
+                continue
             seen.add((value, op.process))
-            w = ix.writers[value][0][0]
+            w = writers[value][0][0]
             r.add("G1a", f"{op.process} read {value!r} at {key}@{offset}, written by {w.process} in a "
                   f"transaction that did not commit (op {w.index})", (w.index, op.index), key)
-        elif outcome is not None and (value, op.process) not in seen:
+        else:
             # read before its writer even asked to commit: the read saw undecided data
-            w = ix.writers[value][0][0]
-            if w.index != op.index and "commit_at" in w.attrs and op.end < w.attrs["commit_at"]:
+            w = writers[value][0][0]
+            if w.index != op.index and "commit_at" in w.attrs and (value, op.process) not in seen \
+                    and op.end < w.attrs["commit_at"]:
                 seen.add((value, op.process))
                 r.add("undecided-read", f"{op.process} read {value!r} at {key}@{offset} by {op.end}ms, but "
                       f"{w.process} called commit only at {w.attrs['commit_at']}ms (op {w.index})",
@@ -154,16 +217,25 @@ def _aborted_reads(ix: _Index, r: CheckResult) -> None:
 
 
 def _duplicates_and_offsets(ix: _Index, r: CheckResult) -> None:
-    places: dict = {}
-    for (key, offset), values in ix.at_offset.items():
-        for v in values:
-            places.setdefault(v, set()).add((key, offset))
-        if len(values) > 1:
+    places: dict = {}        # value -> its first (key, offset), then a list of every (key, offset) once it has two
+    conflicted = ix.at_offset() if ix.conflicts else {}
+    for ko, first in ix.first_at.items():
+        values = conflicted.get(ko)
+        for v in (first,) if values is None else values:
+            got = places.get(v)
+            if got is None:
+                places[v] = ko
+            elif got.__class__ is list:
+                got.append(ko)
+            else:
+                places[v] = [got, ko]
+        if values is not None:          # (an offset in conflicts held more than one value)
+            key, offset = ko
             shown = ", ".join(repr(v) for v in sorted(values, key=str)[:3])
             ops = sorted({i for v in values.values() for i in v})
             r.add("inconsistent-offsets", f"{key}@{offset} held different values: {shown}", ops[:4], key)
     for v, where in places.items():
-        if len(where) > 1:
+        if where.__class__ is list:      # (first_at's keys are distinct: every (key, offset) once)
             shown = ", ".join(f"{k}@{o}" for k, o in sorted(where)[:4])
             r.add("duplicate", f"value {v!r} is in the log {len(where)} times: {shown}",
                   [op.index for op, _k, _o in ix.writers.get(v, [])][:2], sorted(where)[0][0])
@@ -172,10 +244,15 @@ def _duplicates_and_offsets(ix: _Index, r: CheckResult) -> None:
 def _lost_writes(history: History, ix: _Index, r: CheckResult) -> None:
     read_values: dict = {}
     for _op, key, _o, value in ix.reads:
-        read_values.setdefault(key, set()).add(value)
+        got = read_values.get(key)
+        if got is None:
+            read_values[key] = {value}
+        else:
+            got.add(value)
     final_keys = set(history.attrs.get("final_keys", ()))
+    outcomes = ix._outcomes
     for value, ws in ix.writers.items():
-        if ix.writer_outcome(value) != OK:
+        if outcomes[value] != OK:
             continue
         for op, key, offset in ws:
             if op.outcome != OK or offset is None or value in read_values.get(key, ()):
@@ -239,9 +316,13 @@ def _check_poll(op, key, entries, chain, ix: _Index, r: CheckResult) -> None:
 
 def _send_order(history: History, ix: _Index, r: CheckResult) -> None:
     last: dict = {}           # (process, key) -> (offset, op index)
-    for op in history:
+    read_offsets = ix.read_offsets
+    for op, sends in zip(history, ix.sends):
+        if not sends:
+            continue
         within: dict = {}
-        for key, value, offset in op.sends():
+        firsts: dict = {}     # key -> the least offset this op's sends to it got
+        for key, value, offset in sends:
             if offset is None:
                 continue
             prev = within.get(key)
@@ -250,10 +331,18 @@ def _send_order(history: History, ix: _Index, r: CheckResult) -> None:
                     r.add("int-nonmonotonic-send", f"{op.process} sent to {key} at offset {prev}, then a later send "
                           f"of the same transaction got offset {offset}", (op.index,), key)
                 else:
-                    _maybe_send_skip(op, key, prev, offset, ix, r)
+                    # _maybe_send_skip has something to look at only if some read offset lies between the two
+                    offs = read_offsets.get(key, [])
+                    i = bisect.bisect_right(offs, prev)
+                    if i < len(offs) and offs[i] < offset:
+                        _maybe_send_skip(op, key, prev, offset, ix, r)
+                if offset < firsts[key]:
+                    firsts[key] = offset
+            else:
+                firsts[key] = offset
             within[key] = offset
         for key, offset in within.items():
-            first = min(o for k, _v, o in op.sends() if k == key and o is not None)
+            first = firsts[key]
             p = last.get((op.process, key))
             if p is not None and first <= p[0]:
                 r.add("nonmonotonic-send", f"{op.process} sent to {key}@{p[0]} (op {p[1]}), then a later send got "
@@ -276,18 +365,29 @@ def _maybe_send_skip(op, key, o1, o2, ix: _Index, r: CheckResult) -> None:
 def _dependency_cycles(history: History, ix: _Index, r: CheckResult) -> None:
     g = Graph()
     live = {op.index for op in history if op.outcome in (OK, INFO)}
+    writers, value_at = ix.writers, ix.value_at
+    last = None               # the wr edge added last: a poll's reads of one writer's values repeat it
     for op, _key, _offset, value in ix.reads:
-        for w, _k, _o in ix.writers.get(value, []):
-            if w.index in live and op.index in live:
-                g.add(w.index, op.index, "wr")
+        reader = op.index
+        if reader not in live:
+            continue
+        for w, _k, _o in writers.get(value, ()):
+            writer = w.index
+            if writer in live and (writer, reader) != last:
+                g.add(writer, reader, "wr")
+                last = (writer, reader)
     for key, offs in ix.read_offsets.items():
         prev_writer = None
         for o in offs:
-            ws = [w for w, k, wo in ix.writers.get(ix.value_at[(key, o)], []) if k == key and w.index in live]
-            if not ws:
+            # the first live writer of the value read there, to this key
+            w = None
+            for wr, k, _wo in writers.get(value_at[(key, o)], ()):
+                if k == key and wr.index in live:
+                    w = wr.index
+                    break
+            if w is None:
                 prev_writer = None
                 continue
-            w = ws[0].index
             if prev_writer is not None and prev_writer != w:
                 g.add(prev_writer, w, "ww")
             prev_writer = w

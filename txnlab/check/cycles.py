@@ -18,8 +18,17 @@ class Graph:
     def add(self, a: int, b: int, kind: str) -> None:
         if a == b:
             return
-        self.edges.setdefault(a, {}).setdefault(b, set()).add(kind)
-        self.edges.setdefault(b, {})
+        edges = self.edges          # (no dict or set built and thrown away: thousands of edges per history)
+        out = edges.get(a)
+        if out is None:
+            out = edges[a] = {}
+        kinds = out.get(b)
+        if kinds is None:
+            out[b] = {kind}
+        else:
+            kinds.add(kind)
+        if b not in edges:
+            edges[b] = {}
 
     def restricted(self, kind: str) -> dict[int, list[int]]:
         return {a: [b for b, ks in out.items() if kind in ks] for a, out in self.edges.items()}
@@ -104,14 +113,17 @@ def find_cycle(adj: dict[int, list[int]], component: list[int]) -> list[int]:
 def cycles(graph: Graph) -> list[tuple[str, list[int]]]:
     """(anomaly name, cycle) for each cyclic component: G1c (wr only), G0 (ww only), G1c-ww (mixed)."""
     found: list[tuple[str, list[int]]] = []
+    full = graph.full()
+    full_components = strongly_connected(full)
+    if not full_components:
+        return found           # no cycle at all: none in the wr or ww edges alone either (they are subgraphs)
     covered: set = set()
     for kind, name in (("wr", "G1c"), ("ww", "G0")):
         adj = graph.restricted(kind)
         for comp in strongly_connected(adj):
             found.append((name, find_cycle(adj, comp)))
             covered.update(comp)
-    full = graph.full()
-    for comp in strongly_connected(full):
+    for comp in full_components:
         if not set(comp) <= covered:
             found.append(("G1c-ww", find_cycle(full, comp)))
     return found

@@ -24,7 +24,7 @@ def final_values(history: History, topic: Optional[str] = None) -> dict:
         for key, entries in op.polls():
             if topic is None or topic_of(key) == topic:
                 out.setdefault(key, []).extend(entries)
-    return {k: sorted(set((o, v) for o, v in es)) for k, es in out.items()}
+    return {k: sorted({(o, v) for o, v in es}) for k, es in out.items()}
 
 
 def default_source(value: str) -> str:

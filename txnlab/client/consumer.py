@@ -327,7 +327,10 @@ class Consumer(ConsumerRebalance, ConsumerLookups):
 
     def _poll(self, timeout: Optional[float], call: str) -> Optional[Message]:
         self._check_open()
-        ms = self._timeout_ms(timeout)
+        return self._poll_ms(self._timeout_ms(timeout), call)
+
+    def _poll_ms(self, ms: Optional[int], call: str) -> Optional[Message]:
+        """_poll() after its checks, with its timeout in ms (None: no limit)."""
         deadline = None if ms is None else self._kernel.now + ms
         self._in_poll = True
         try:
@@ -347,17 +350,27 @@ class Consumer(ConsumerRebalance, ConsumerLookups):
 
     def _poll_once(self) -> Optional[Message]:
         self._last_poll = self._kernel.now
-        self._events.serve()
-        self._serve_commit_reports()
-        self._handle_group()
-        self._update_positions()
-        msg = self._fetcher.next_message()
-        self._fetcher.send_fetches()
-        if msg is not None and msg.error() is None and self._config["enable.auto.offset.store"]:
-            st = self._assignment.get((msg.topic(), msg.partition()))
-            if st is not None:
-                st.stored_offset = msg.offset() + 1
-        if msg is not None and msg.error() is None:
+        events = self._events
+        if events._interval or events._queue:       # (ClientEvents.serve() has something to do)
+            events.serve()
+        if self._commit_reports:
+            self._serve_commit_reports()
+        # _handle_group() and _update_positions() only when they have something to do (asked at every poll):
+        # a fatal group error, or a subscription; a partition awaiting its committed offset or a reset
+        if self._coordinator.fatal is not None or self._subscription and not self._manual:
+            self._handle_group()
+        for st in self._assignment.values():
+            if st.awaiting_committed or st.reset_strategy is not None:
+                self._update_positions()
+                break
+        fetcher = self._fetcher
+        msg = fetcher.next_message()
+        fetcher.send_fetches()
+        if msg is not None and msg._error is None:     # (Message's fields read directly: once per message)
+            if self._config["enable.auto.offset.store"]:
+                st = self._assignment.get((msg._topic, msg._partition))
+                if st is not None:
+                    st.stored_offset = msg._offset + 1
             self._received += 1
         return msg
 
@@ -371,7 +384,9 @@ class Consumer(ConsumerRebalance, ConsumerLookups):
         out: list[Message] = []
         while len(out) < num_messages:
             remaining = None if deadline is None else max(0, deadline - self._kernel.now)
-            msg = self._poll(None if remaining is None else remaining / 1000, "consume()")
+            if self._closed or self._node.crashed:          # (_poll's _check_open, inlined)
+                self._check_open()
+            msg = self._poll_ms(remaining, "consume()")     # (_poll's ms: remaining, an int >= 0, or None)
             if msg is None:
                 break
             out.append(msg)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import heapq
 from collections import deque
+from operator import attrgetter
 from typing import Callable, Optional
 
 from ..errors import KafkaError
@@ -19,6 +20,10 @@ from ..protocol import messages as m
 from ..protocol.errors import Errors
 from ..protocol.record_batch import ControlRecordType
 from .message import OFFSET_INVALID, TIMESTAMP_CREATE_TIME, TIMESTAMP_LOG_APPEND_TIME, Message
+from .network_client import _NODE_NAMES, broker_node
+
+_TP = attrgetter("tp")
+_new = object.__new__
 
 LIST_EARLIEST = -2
 LIST_LATEST = -1
@@ -47,7 +52,8 @@ class CompletedFetch:
         self.read_committed = read_committed
         self._batches = deque(batches)
         self._batch = None
-        self._records: Optional[deque] = None
+        self._rows: tuple = ()             # the current batch's records, returned from index _i on
+        self._i = 0
         self._aborted: list = []
         if read_committed and aborted_transactions:
             self._aborted = [(first, pid) for pid, first in aborted_transactions]
@@ -70,7 +76,7 @@ class CompletedFetch:
                     # v2 batches keep their last offset even if compaction removed records
                     self.next_fetch_offset = max(self.next_fetch_offset, self._batch.next_offset)
                 self.drained = True
-                self._records = None
+                self._rows = ()
                 return False
             batch = self._batches.popleft()
             self._batch = batch
@@ -89,22 +95,32 @@ class CompletedFetch:
                                      f"{ctype.name if ctype is not None else 'control'} marker"))
                 self.next_fetch_offset = max(self.next_fetch_offset, batch.next_offset)
                 continue
-            self._records = deque(enumerate(batch.records))
+            self._rows = batch.records
+            self._i = 0
             return True
 
     def next_record(self):
         """(offset, Record, batch) of the next record to return, or None when drained."""
+        record = self._next()
+        return None if record is None else (self.next_fetch_offset - 1, record, self._batch)
+
+    def _next(self):
+        """next_record()'s Record alone (None when drained): its offset is then next_fetch_offset - 1, its batch
+        ``_batch``."""
         if self.drained:
             return None
         while True:
-            if not self._records:
+            i = self._i
+            rows = self._rows
+            if i >= len(rows):
                 if not self._next_batch():
                     return None
-            i, record = self._records.popleft()
+                continue
+            self._i = i + 1
             offset = self._batch.base_offset + i
             if offset >= self.next_fetch_offset:       # a fetch returns whole batches: skip what we had
                 self.next_fetch_offset = offset + 1
-                return offset, record, self._batch
+                return rows[i]
 
 
 class PartitionState:
@@ -179,31 +195,52 @@ class Fetcher:
         """The next record for the application, moving positions past whatever was skipped."""
         if self.events:
             return self.events.popleft()
-        for cf in list(self.buffer):
-            st = self.states.get(cf.tp)
+        buf = self.buffer
+        if not buf:
+            return None
+        states = self.c._assignment
+        i = 0               # (walked by index, deleting in place: no copy of the buffer per poll)
+        while i < len(buf):
+            cf = buf[i]
+            st = states.get(cf.tp)
             if st is None or st.position != cf.next_fetch_offset:
-                self.buffer.remove(cf)          # unassigned or seeked since: stale data
+                del buf[i]                      # unassigned or seeked since: stale data
                 continue
             if st.paused:
+                i += 1
                 continue
-            got = cf.next_record()
-            self._note_skipped(cf)
-            if got is None:
-                self.buffer.remove(cf)
+            record = cf._next()
+            if cf.skipped:
+                self._note_skipped(cf)
+            if record is None:
+                del buf[i]
                 if cf.next_fetch_offset != st.position:     # went past aborted data or a control record
                     st.app_position = cf.next_fetch_offset
                 st.position = cf.next_fetch_offset
                 continue
-            offset, record, batch = got
+            offset = cf.next_fetch_offset - 1
+            batch = cf._batch
             st.position = st.app_position = cf.next_fetch_offset
             # the log keeps lab time; the application sees Unix time (anchored at sim.clock.epoch.ms)
             if batch.log_append_time >= 0:
                 ts = (TIMESTAMP_LOG_APPEND_TIME, batch.log_append_time + self.cfg["sim.clock.epoch.ms"])
             else:
                 ts = (TIMESTAMP_CREATE_TIME, record.timestamp + self.cfg["sim.clock.epoch.ms"])
-            return Message(cf.tp[0], cf.tp[1], offset, record.key, record.value,
-                           list(record.headers) if record.headers else None, timestamp=ts,
-                           leader_epoch=batch.partition_leader_epoch if batch.partition_leader_epoch >= 0 else None)
+            # Message(topic, partition, offset, key, value, headers, timestamp=ts, leader_epoch=...), its fields
+            # set directly: they are already what __init__ would keep (one per consumed record)
+            tp = cf.tp
+            msg = _new(Message)
+            msg._topic = tp[0]
+            msg._partition = tp[1]
+            msg._offset = offset
+            msg._key = record.key
+            msg._value = record.value
+            msg._headers = list(record.headers) if record.headers else None
+            msg._error = None
+            msg._timestamp = ts
+            msg._latency = None
+            msg._leader_epoch = batch.partition_leader_epoch if batch.partition_leader_epoch >= 0 else None
+            return msg
         return None
 
     def _note_skipped(self, cf: CompletedFetch) -> None:
@@ -220,23 +257,43 @@ class Fetcher:
             and st.retry_at <= self.kernel.now          # (st.has_position, without the property call)
 
     def send_fetches(self) -> None:
-        if self.c._closed or self.node.crashed:
+        node = self.node
+        if self.c._closed or node.crashed:
             return
-        by_node: dict = {}
+        buf = self.buffer
+        n = len(buf)
+        assignment = self.c._assignment
+        if n == 1 and len(assignment) == 1 and buf[0].tp in assignment:
+            return          # the one assigned partition has fetched data waiting (the usual case): nothing to fetch
+        by_node = None
         need_metadata = False
-        for tp, st in self.states.items():
-            if not self.fetchable(tp, st):
+        now = self.kernel.now
+        # fetchable(), inlined (asked for every partition at every poll); the buffered partitions collected once
+        buffered = () if n == 0 else (buf[0].tp,) if n == 1 else set(map(_TP, buf))
+        topics = node.topics
+        for tp, st in assignment.items():
+            if st.position is None or st.paused or tp in buffered or st.retry_at > now:
                 continue
-            leader = self.node.leader_for(tp)
+            # node.leader_for(tp), inlined
+            parts = topics.get(tp[0])
+            if not parts or tp[1] >= len(parts):
+                leader = None
+            else:
+                leader = parts[tp[1]].leader
+                leader = None if leader < 0 else _NODE_NAMES.get(leader) or broker_node(leader)
             if leader is None:
                 need_metadata = True
                 continue
             if leader in self.in_flight:
                 continue
+            if by_node is None:
+                by_node = {}
             by_node.setdefault(leader, {})[tp] = m.FetchPartition(
-                st.position, self.cfg["max.partition.fetch.bytes"], self.node.leader_epoch_for(tp))
+                st.position, self.cfg["max.partition.fetch.bytes"], node.leader_epoch_for(tp))
         if need_metadata:
             self.refresh_metadata()
+        if by_node is None:
+            return
         for leader, parts in sorted(by_node.items()):
             req = m.FetchRequest(m.CONSUMER_REPLICA_ID, self.cfg["fetch.wait.max.ms"], 1, self.isolation, parts)
             self.in_flight.add(leader)
@@ -369,9 +426,14 @@ class Fetcher:
     # -------------------------------------------------------------- resets
     def reset_offsets(self) -> None:
         """Send ListOffsets for every partition whose position must come from auto.offset.reset."""
+        for st in self.c._assignment.values():      # (asked at every poll: mostly no reset is due)
+            if st.reset_strategy is not None:
+                break
+        else:
+            return
         by_node: dict = {}
         need_metadata = False
-        for tp, st in self.states.items():
+        for tp, st in self.c._assignment.items():
             if st.reset_strategy is None or tp in self.resetting or st.retry_at > self.kernel.now:
                 continue
             leader = self.node.leader_for(tp)
@@ -381,6 +443,8 @@ class Fetcher:
             by_node.setdefault(leader, {})[tp] = LIST_EARLIEST if st.reset_strategy == "earliest" else LIST_LATEST
         if need_metadata:
             self.refresh_metadata()
+        if not by_node:
+            return
         for leader, parts in sorted(by_node.items()):
             self.resetting.update(parts)
             self.node.send_request(leader, m.ListOffsetsRequest(self.isolation, parts),

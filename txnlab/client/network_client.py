@@ -19,8 +19,14 @@ from ..protocol.errors import Errors
 from .config import principal
 
 
+_NODE_NAMES: dict = {}      # broker id -> its node's name (asked for at every leader lookup)
+
+
 def broker_node(broker_id: int) -> str:
-    return f"broker-{broker_id}"
+    name = _NODE_NAMES.get(broker_id)
+    if name is None:
+        name = _NODE_NAMES[broker_id] = f"broker-{broker_id}"
+    return name
 
 
 def attachment_for(bootstrap) -> attach.Attachment:
@@ -155,8 +161,11 @@ class ClientNode(Node):
         parts = self.topics.get(tp[0])
         if not parts or tp[1] >= len(parts):
             return None
-        pm = parts[tp[1]]
-        return broker_node(pm.leader) if pm.leader >= 0 else None
+        leader = parts[tp[1]].leader
+        if leader < 0:
+            return None
+        name = _NODE_NAMES.get(leader)          # broker_node(), inlined
+        return name if name is not None else broker_node(leader)
 
     def leader_epoch_for(self, tp) -> int:
         parts = self.topics.get(tp[0])

@@ -14,7 +14,6 @@ from typing import Callable, Optional
 from ..errors import KafkaError, KafkaException, KafkaStateError
 from ..protocol.errors import Errors
 from ..protocol.hashing import murmur2_partition
-from ..protocol.record_batch import Record
 from . import argcheck
 from .client_events import ClientEvents
 from .config import dialect_of, notices, producer_config
@@ -157,7 +156,7 @@ class Producer:
                     self._unacked += 1
                     return
         if value.__class__ is not bytes and value is not None:
-            value = _to_bytes(value, "value")
+            value = value.encode("utf-8") if value.__class__ is str else _to_bytes(value, "value")
         if key.__class__ is not bytes and key is not None:
             key = _to_bytes(key, "key")
         if headers:
@@ -174,7 +173,8 @@ class Producer:
                                             f"({size} bytes > message.max.bytes {self._max_bytes})"))
         ts = timestamp - self._epoch_ms if timestamp else self._kernel.now    # the log keeps lab time
         cb = on_delivery or callback or self._default_cb
-        n = self._node.num_partitions(topic)
+        parts = self._node.topics.get(topic)         # ClientNode.num_partitions, inlined
+        n = len(parts) if parts else None
         if n is None:
             if not isinstance(topic, str):
                 raise TypeError("topic must be a str")
@@ -251,7 +251,9 @@ class Producer:
             raise KafkaException(KafkaError(3, f"partition {partition} of {topic} does not exist ({n} partitions)"))
         tp = (topic, partition)
         size = 10 + (len(value) if value else 0) + (len(key) if key else 0)
-        batch, created, full = self._acc.append(tp, Record(key, value, headers, ts), size, cb, self._kernel.now)
+        # a plain (key, value, headers, timestamp) tuple, as produce()'s short path stores: the batch turns its
+        # rows into Records only if somebody reads them
+        batch, created, full = self._acc.append(tp, (key, value, headers, ts), size, cb, self._kernel.now)
         self._unacked += 1
         if key is None and headers == () and self._sticky.get(topic) == partition:
             self._sticky_batch[topic] = batch
@@ -336,12 +338,13 @@ class Producer:
         return self.list_topics(None, timeout).cluster_id
 
     # ------------------------------------------------------- transactions
-    def _wait(self, pred: Callable[[], bool], timeout: Optional[float], default_ms: int) -> bool:
+    def _wait(self, until: Callable[[], bool], timeout: Optional[float], default_ms: int) -> bool:
+        """Drive the simulation until ``until()``, which each caller writes as ``<its condition> or node.crashed or
+        txn.state == fatal`` in one lambda (it runs once per step: a lambda calling another cost a call more),
+        with the enum member FATAL_ERROR read once before (a member read through the class costs CPython 3.11
+        a call of EnumType's attribute hook)."""
         ms = default_ms if timeout is None or timeout < 0 else int(timeout * 1000)
-        # the predicate runs once per step: the enum member is looked up once here (a member read through
-        # the class costs CPython 3.11 a call of EnumType's attribute hook)
-        node, txn, fatal = self._node, self._txn, State.FATAL_ERROR
-        return self._kernel.run_until(lambda: pred() or node.crashed or txn.state == fatal, timeout_ms=ms)
+        return self._kernel.run_until(until, timeout_ms=ms)
 
     def _require_transactional(self, call: str) -> bool:
         """Checks a transactional call may start now; True when it resumes the same call that timed out.
@@ -378,8 +381,9 @@ class Producer:
         elif txn.state != State.INITIALIZING and not resuming:
             raise KafkaStateError(f"init_transactions() was already called (state {txn.state.name})")
         self._resumable = None
-        initializing = State.INITIALIZING
-        done = self._wait(lambda: txn.state != initializing, timeout, 2 * txn.transaction_timeout_ms)
+        initializing, node, fatal = State.INITIALIZING, self._node, State.FATAL_ERROR
+        done = self._wait(lambda: txn.state != initializing or node.crashed or txn.state == fatal, timeout,
+                          2 * txn.transaction_timeout_ms)
         self._check_alive()
         if not done:
             raise self._timed_out("init_transactions")
@@ -430,7 +434,8 @@ class Producer:
         self._finish_send_offsets(op, timeout)
 
     def _finish_send_offsets(self, op, timeout: Optional[float]) -> None:
-        done = self._wait(lambda: op.done, timeout, self._txn.transaction_timeout_ms)
+        node, txn, fatal = self._node, self._txn, State.FATAL_ERROR
+        done = self._wait(lambda: op.done or node.crashed or txn.state == fatal, timeout, txn.transaction_timeout_ms)
         self._check_alive()
         if not done:
             raise self._timed_out("send_offsets_to_transaction", op)
@@ -463,7 +468,9 @@ class Producer:
             raise KafkaStateError(f"{call}() needs an open transaction (state {txn.state.name})"
                                   + ("; begin_transaction() was not called" if txn.state == State.READY else ""))
         busy = (State.COMMITTING_TRANSACTION, State.ABORTING_TRANSACTION, State.INITIALIZING)
-        done = self._wait(lambda: txn.state not in busy, timeout, txn.transaction_timeout_ms)
+        node, fatal = self._node, State.FATAL_ERROR
+        done = self._wait(lambda: txn.state not in busy or node.crashed or txn.state == fatal, timeout,
+                          txn.transaction_timeout_ms)
         self._serve_reports()
         self._check_alive()
         if not done:

@@ -24,13 +24,14 @@ class StepInvariants:
     def __init__(self, cluster, topics: list, limit: int = 5) -> None:
         self.cluster = cluster
         self.brokers = [cluster.broker(b) for b in cluster.brokers]
-        self._by_name = {b.name: b for b in self.brokers}
         self.tps = sorted(tp for tp in cluster.controller.states if tp[0] in set(topics))
         self.result = CheckResult()
         self.limit = limit
-        self.checked = 0
         self.first_step = None          # the step after which an invariant first failed
         self._last = None
+        # broker name -> (the broker, its partitions dict, its isr_version, the dict's size, the logs of tps it
+        # leads), as last found (a first entry that can match nothing: found at the broker's first step)
+        self._led: dict = {b.name: (b, None, -1, -1, ()) for b in self.brokers}
         self._topics = set(topics)
         cluster.kernel.observers.append(self._observe)
         cluster.auditors.append(self._audit)
@@ -38,10 +39,28 @@ class StepInvariants:
     def _observe(self, tev) -> None:
         # Called as a step begins: the previous step is complete, and only the node that handled it
         # can have moved its watermarks (appends, HW moves and markers happen on the broker that acts).
-        last, self._last = self._last, tev.node
-        b = self._by_name.get(last)
-        if b is not None:
-            self._check_broker(b, tev.step - 1)
+        # Called at every step: the check is inlined here, over the logs of the partitions the broker leads
+        # (found again only when its partitions dict is new or changed size, or its isr_version moved: a
+        # partition's leader changes only with isr_version), and a leader that breaks the invariant is reported
+        # by _check_broker (the full check, in partition order, recording what it finds).
+        led = self._led.get(self._last)
+        self._last = tev.node
+        if led is not None:
+            b = led[0]
+            if b.alive:
+                parts = b.partitions
+                if led[1] is not parts or led[2] != b.isr_version or led[3] != len(parts):
+                    led = self._leading(b)
+                for log in led[4]:
+                    if not log.last_stable_offset <= log.high_watermark <= log.log_end_offset:
+                        self._check_broker(b, tev.step - 1)
+                        return
+
+    def _leading(self, b) -> tuple:
+        parts, bid = b.partitions, b.broker_id
+        led = self._led[b.name] = (b, parts, b.isr_version, len(parts),
+                                   tuple(p.log for p in map(parts.get, self.tps) if p is not None and p.leader == bid))
+        return led
 
     def check(self, step: int) -> None:
         """Check every broker now."""
@@ -49,7 +68,6 @@ class StepInvariants:
             self._check_broker(b, step)
 
     def _check_broker(self, b, step: int) -> None:
-        self.checked += 1
         if b.alive:
             parts = b.partitions
             for tp in self.tps:

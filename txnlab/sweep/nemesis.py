@@ -104,7 +104,8 @@ class Nemesis(FaultHooks):
         self.kernel = cluster.kernel
         self._armed: list = []
         self._timers: list = []
-        self.kernel.observers.append(self._observe)
+        # the kernel calls _observe at every step only while a fault is armed (it has nothing to do otherwise)
+        self._watching = False
 
     def start(self) -> None:
         t0 = self.kernel.now
@@ -112,7 +113,16 @@ class Nemesis(FaultHooks):
             self._at(t0 + f.at - self.kernel.now, f"nemesis: {f.describe()}", lambda f=f: f.apply(self.cluster, self))
 
     def _at(self, delay: int, name: str, fn: Callable[[], None]) -> None:
-        self._timers.append(self.kernel.schedule(max(0, delay), "timer", "nemesis", name, fn=fn, background=True))
+        self._timers.append(self.kernel.schedule(max(0, delay), "timer", "nemesis", name, fn=lambda: self._fire(fn),
+                                                 background=True))
+
+    def _fire(self, fn: Callable[[], None]) -> None:
+        if self._watching and not self._armed:
+            # the last armed fault fired (fire_armed, from inside the kernel's loop over its observers, where
+            # _observe cannot leave the list): stop watching now, in a timer of ours, before anything else
+            self.kernel.observers.remove(self._observe)
+            self._watching = False
+        fn()
 
     # ----------------------------------------------------------- FaultHooks
     def after(self, delay_ms: int, what: str, fn: Callable[[], None]) -> None:
@@ -120,6 +130,9 @@ class Nemesis(FaultHooks):
 
     def arm(self, fault: Fault) -> None:
         self._armed.append(fault)
+        if not self._watching:
+            self.kernel.observers.append(self._observe)
+            self._watching = True
 
     def processes(self) -> set:
         return {p.name for p in self.runtime.procs} if self.runtime is not None else set()
@@ -150,6 +163,7 @@ class Nemesis(FaultHooks):
                 self.cluster.restart(b)
         if self._observe in self.kernel.observers:
             self.kernel.observers.remove(self._observe)
+        self._watching = False
 
 
 def minimize(schedule: list, fails: Callable[[list], bool], budget: int = 40) -> list:
