@@ -238,9 +238,15 @@ class FetchHandling:
 
     def _read_follower(self, p, replica: int, fp, now, initial: bool) -> m.FetchPartitionData:
         log = p.log
-        if fp.last_fetched_epoch >= 0:
-            epoch, end = log.end_offset_for_epoch(fp.last_fetched_epoch)
-            if epoch != fp.last_fetched_epoch or end < fp.fetch_offset:
+        last_epoch = fp.last_fetched_epoch
+        if last_epoch >= 0:
+            if last_epoch == log.latest_epoch:
+                # the common case: the follower fetched in this leader's latest epoch, which ends at the LEO
+                # (what end_offset_for_epoch answers for it, without the look-up)
+                epoch, end = last_epoch, log.log_end_offset
+            else:
+                epoch, end = log.end_offset_for_epoch(last_epoch)
+            if epoch != last_epoch or end < fp.fetch_offset:
                 self.narrate(f"{p.name}: follower {replica} has diverged (its epoch {fp.last_fetched_epoch} "
                              f"ends at {end} here); it must truncate")
                 return m.FetchPartitionData(_NONE, log.high_watermark, log.last_stable_offset,
