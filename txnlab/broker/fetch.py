@@ -82,7 +82,7 @@ class FetchHandling:
             self._note_sent(req, resp)
             return resp
         # most long-polls are answered by news before they expire: a timeout lane, no closure per fetch
-        timer = self.kernel.schedule_timeout(req.max_wait_ms, self.name, f"Fetch long-poll expiry (#{msg.id})",
+        timer = self.kernel.schedule_timeout(req.max_wait_ms, self.name, ("Fetch long-poll expiry (#%d)", msg.id),
                                              self._expire_parked, msg, self.incarnation)
         tps = sess.partitions if sess is not None else set(parts)    # a session's fetch waits on all of it
         self.parked.append(ParkedFetch(msg, timer, tps, parts, sess))

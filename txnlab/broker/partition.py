@@ -152,7 +152,7 @@ class Partition:
         d = DelayedProduce(required_offset, callback, None)
         b = self.broker
         # almost always cancelled (the HW gets there first): a timeout lane, and no closure per write
-        d.timer = b.kernel.schedule_timeout(timeout_ms, b.name, f"DelayedProduce expiry {self.name}",
+        d.timer = b.kernel.schedule_timeout(timeout_ms, b.name, ("DelayedProduce expiry %s", self.name),
                                             self._expire_delayed, d, b.incarnation)
         self.delayed.append(d)
 

@@ -62,11 +62,13 @@ class Node:
         with the response, or with (None, REQUEST_TIMED_OUT / NETWORK_EXCEPTION)."""
         self._next_correlation += 1
         cid = self._next_correlation
-        m = self.kernel.network.send(self.name, dst, request.API, request, False, cid, background,
-                                     channel=self.CHANNELS.get(request.API, ""))
-        tev = self.kernel.schedule_timeout(timeout_ms, self.name, f"request timeout ({request.API} #{m.id})",
-                                           self._on_timeout, cid, self.incarnation)
-        self._pending[cid] = _Pending(dst, request.API, callback, tev, m)
+        api = request.API
+        k = self.kernel
+        m = k.network.send(self.name, dst, api, request, False, cid, background, channel=self.CHANNELS.get(api, ""))
+        # its name is formatted only if someone reads it (see kernel.Event): it is almost always cancelled
+        tev = k.schedule_timeout(timeout_ms, self.name, ("request timeout (%s #%d)", api, m.id),
+                                 self._on_timeout, cid, self.incarnation)
+        self._pending[cid] = _Pending(dst, api, callback, tev, m)
         return m
 
     def respond(self, request_msg: Message, response: Any, background: bool = False) -> Message:
