@@ -147,11 +147,11 @@ class FetchHandling:
             return
         for pf in list(self.parked):
             if tp in pf.tps and pf in self.parked:
-                parts = self._parked_parts(pf)
+                parts = pf.parts if pf.session is None else pf.session.view(pf.parts)     # _parked_parts(pf)
                 resp, has_data = self._read_fetch(pf.msg.payload, parts, session=pf.session, news_only=True)
                 if has_data:
                     self.parked.remove(pf)
-                    self.cancel_timer(pf.timer)
+                    self.kernel.cancel(pf.timer)
                     self._note_sent(pf.msg.payload, resp)
                     self.respond(pf.msg, resp)
                 elif pf.session is not None:

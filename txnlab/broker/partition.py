@@ -125,7 +125,8 @@ class Partition:
             return False
         log = self.log
         isr = self.isr if self.pending_isr is None else self.maximal_isr
-        if len(isr) < self.min_insync_replicas:
+        min_isr = self.config.get("min.insync.replicas")     # min_insync_replicas, inlined (once per fetch)
+        if len(isr) < (min_isr if min_isr is not None else self.broker.config["min.insync.replicas"]):
             return False
         new_hw = log.log_end_offset
         me = self.broker.broker_id
@@ -170,8 +171,9 @@ class Partition:
         if not done:
             return
         self.delayed = [d for d in self.delayed if d.required_offset > hw]
+        cancel = self.broker.kernel.cancel
         for d in done:
-            self.broker.cancel_timer(d.timer)
+            cancel(d.timer)
             d.callback(Errors.NONE)
 
     def fail_delayed(self, error: Errors, why: str) -> None:

@@ -157,9 +157,11 @@ class ReplicaFetcher:
                 self._last_offsets.pop(tp, None)
                 continue
             if d.records:
+                latest = log.latest_epoch
                 for batch in d.records:
-                    if log.latest_epoch is None or batch.partition_leader_epoch > log.latest_epoch:
+                    if latest is None or batch.partition_leader_epoch > latest:
                         log.assign_epoch_start_offset(batch.partition_leader_epoch, batch.base_offset)
+                        latest = batch.partition_leader_epoch       # (what log.latest_epoch now reads)
                 log.append_as_follower(list(d.records), now)
                 b.narrate(f"{p.name}: follower {b.broker_id} appended up to offset {log.log_end_offset - 1}")
             hw = min(d.high_watermark, log.log_end_offset)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any, Callable, ClassVar, Optional
 
+from .._mypyc import new as _new    # object.__new__ (compiled by mypyc: the class call)
 from ..protocol.errors import Errors
 from .kernel import Event, Kernel
 from .network import Message
@@ -24,7 +25,7 @@ ResponseCallback = Callable[[Any, Optional[Errors]], None]
 class _Pending:
     __slots__ = ("dst", "api", "callback", "timeout_event", "msg")
 
-    def __init__(self, dst, api, callback, timeout_event, msg):
+    def __init__(self, dst="", api="", callback=None, timeout_event=None, msg=None):
         self.dst = dst
         self.api = api
         self.callback = callback
@@ -68,7 +69,13 @@ class Node:
         # its name is formatted only if someone reads it (see kernel.Event): it is almost always cancelled
         tev = k.schedule_timeout(timeout_ms, self.name, ("request timeout (%s #%d)", api, m.id),
                                  self._on_timeout, cid, self.incarnation)
-        self._pending[cid] = _Pending(dst, api, callback, tev, m)
+        p: _Pending = _new(_Pending)    # _Pending(dst, api, callback, tev, m) without the class call (as Event)
+        p.dst = dst
+        p.api = api
+        p.callback = callback
+        p.timeout_event = tev
+        p.msg = m
+        self._pending[cid] = p
         return m
 
     def respond(self, request_msg: Message, response: Any, background: bool = False) -> Message:

@@ -280,12 +280,13 @@ class UnifiedLog:
             self._roll(max(first.base_offset, self.log_end_offset))
             active = self._segments[-1]
         self._batches.extend(batches)
-        self._base_offsets.extend([b.base_offset for b in batches])
         active.size_in_bytes += size
         self.log_end_offset = batches[-1].next_offset
+        base_offsets = self._base_offsets
         cache = self._epoch_cache
         entries = cache._entries
         for batch in batches:
+            base_offsets.append(batch.base_offset)
             epoch = batch.partition_leader_epoch
             if epoch >= 0 and not (entries and entries[-1].epoch == epoch
                                    and entries[-1].start_offset <= batch.base_offset):
