@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import Optional
 
+from .._mypyc import new as _new    # object.__new__ (compiled by mypyc: the class call)
 from ..protocol import messages as m
 from ..protocol.errors import Errors, ProtocolError
 
@@ -27,7 +28,7 @@ _NONE = Errors.NONE
 class ParkedFetch:
     __slots__ = ("msg", "timer", "tps", "parts", "session")
 
-    def __init__(self, msg, timer, tps, parts, session):
+    def __init__(self, msg=None, timer=None, tps=None, parts=None, session=None):
         self.msg = msg
         self.timer = timer
         self.tps = tps
@@ -76,7 +77,8 @@ class FetchHandling:
                              f"it must open a new one")
                 return m.FetchResponse({}, err)
             parts = sess.view(req.partitions)
-            self._session_followers_caught_up(req.replica_id, sess, parts)
+            if sess.isr_seen != self.isr_version or sess.isr_seen < 0:     # (else nothing to look at)
+                self._session_followers_caught_up(req.replica_id, sess, parts)
         resp, has_data = self._read_fetch(req, parts, initial=True, session=sess, news_only=req.max_wait_ms > 0)
         if has_data or req.max_wait_ms <= 0:
             self._note_sent(req, resp)
@@ -84,8 +86,13 @@ class FetchHandling:
         # most long-polls are answered by news before they expire: a timeout lane, no closure per fetch
         timer = self.kernel.schedule_timeout(req.max_wait_ms, self.name, ("Fetch long-poll expiry (#%d)", msg.id),
                                              self._expire_parked, msg, self.incarnation)
-        tps = sess.partitions if sess is not None else set(parts)    # a session's fetch waits on all of it
-        self.parked.append(ParkedFetch(msg, timer, tps, parts, sess))
+        pf: ParkedFetch = _new(ParkedFetch)     # ParkedFetch(msg, timer, tps, parts, sess), without the class call
+        pf.msg = msg
+        pf.timer = timer
+        pf.tps = sess.partitions if sess is not None else set(parts)    # a session's fetch waits on all of it
+        pf.parts = parts
+        pf.session = sess
+        self.parked.append(pf)
         return None
 
     def _session_followers_caught_up(self, replica: int, sess, parts: dict) -> None:

@@ -193,7 +193,8 @@ class Partition:
         f.last_fetch_ms = now
         if fetch_offset >= leo:
             f.last_caught_up_ms = now
-        self.maybe_expand_isr(replica, now)
+        if self.pending_isr is None and replica not in self.isr:     # (else maybe_expand_isr has nothing to do)
+            self.maybe_expand_isr(replica, now)
         self.maybe_increment_hw(now)
         self.check_replication_hold()
 

@@ -128,8 +128,9 @@ class Node:
             p.callback(msg.payload, None)
         else:
             response = self.handle_request(msg)
-            if response is not None:
-                self.respond(msg, response, background=msg.background and self._quiet(response))
+            if response is not None:        # respond(), inlined (once per request)
+                self.kernel.network.send(self.name, msg.src, msg.api, response, True, msg.correlation_id,
+                                         msg.background and self._quiet(response), reply_to=msg)
 
     @staticmethod
     def _quiet(response: Any) -> bool:
