@@ -16,6 +16,7 @@ from ..protocol.errors import Errors
 from ..protocol.names import broker_name
 
 _NONE = Errors.NONE       # read once per fetched partition (see broker/fetch.py)
+_new_message = object.__new__     # see broker/fetch.py
 
 
 class ReplicaFetcher:
@@ -87,8 +88,17 @@ class ReplicaFetcher:
                 if view.get(tp) is not fp:
                     changed[tp] = fp
             gone = tuple(forgotten)
-            req = m.FetchRequest(b.broker_id, b.config["replica.fetch.wait.max.ms"], 1, m.READ_UNCOMMITTED,
-                                 changed, self.session_id, self.session_epoch, gone)
+            # FetchRequest(broker id, wait, 1, READ_UNCOMMITTED, changed, session, epoch, gone), without the
+            # class call (once per round trip; see _new_message in broker/fetch.py)
+            req: m.FetchRequest = _new_message(m.FetchRequest)
+            req.replica_id = b.broker_id
+            req.max_wait_ms = b.config["replica.fetch.wait.max.ms"]
+            req.min_bytes = 1
+            req.isolation_level = m.READ_UNCOMMITTED
+            req.partitions = changed
+            req.session_id = self.session_id
+            req.session_epoch = self.session_epoch
+            req.forgotten = gone
             self._pending = (changed, gone)      # what the session will hold once the leader answers
         else:
             parts = {}
