@@ -293,8 +293,11 @@ class UnifiedLog:
                 # (an append in the latest epoch changes nothing in the cache: assign() skipped)
                 cache.assign(epoch, batch.base_offset)
         self._apply_producer_state(infos, completed)
-        return LogAppendInfo(first.base_offset, batches[-1].last_offset, log_append_time, False,
-                             num_records, len(batches), self.log_start_offset)
+        # LogAppendInfo(first, last, time, False, records, batches, log start), all seven fields in order, built
+        # as the namedtuple's own __new__ does -- without calling it, a Python function behind a class call
+        # (~2,100 instructions of ~3,500 per append)
+        return tuple.__new__(LogAppendInfo, (first.base_offset, batches[-1].last_offset, log_append_time, False,
+                                             num_records, len(batches), self.log_start_offset))
 
     def _analyze_and_validate_producer_state(
             self, batches: Sequence[RecordBatch], origin: AppendOrigin,
