@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Callable, Optional
 
+from .._mypyc import new as _new    # object.__new__ (compiled by mypyc: the class call)
 from ..protocol.errors import Errors
 
 
@@ -27,7 +28,7 @@ class FollowerState:
 class DelayedProduce:
     __slots__ = ("required_offset", "callback", "timer")
 
-    def __init__(self, required_offset: int, callback, timer) -> None:
+    def __init__(self, required_offset: int = 0, callback=None, timer=None) -> None:
         self.required_offset = required_offset
         self.callback = callback
         self.timer = timer
@@ -150,7 +151,9 @@ class Partition:
     # -------------------------------------------------------- acks=all waits
     def add_delayed(self, required_offset: int, timeout_ms: int, callback: Callable) -> None:
         """callback(error) once HW >= required_offset, or on failure/timeout."""
-        d = DelayedProduce(required_offset, callback, None)
+        d: DelayedProduce = _new(DelayedProduce)    # DelayedProduce(required_offset, callback, None), no class call
+        d.required_offset = required_offset
+        d.callback = callback
         b = self.broker
         # almost always cancelled (the HW gets there first): a timeout lane, and no closure per write
         d.timer = b.kernel.schedule_timeout(timeout_ms, b.name, ("DelayedProduce expiry %s", self.name),

@@ -18,6 +18,8 @@ from typing import Any, Callable, Optional, Protocol
 from .._mypyc import new as _new    # object.__new__ (compiled by mypyc: the class call)
 from .trace import Trace, TraceEvent
 
+_new_entry = object.__new__     # trace.py is never compiled: its entries are always made this way
+
 try:
     from mypy_extensions import mypyc_attr
 except ImportError:         # the lab does not need it (see txnlab/_mypyc.py)
@@ -313,8 +315,21 @@ class Kernel:
     # ------------------------------------------------------------------- trace
     def record(self, kind: str, node: str, text: str, api: str = "", src: str = "", dst: str = "",
                msg_id: int = -1, is_response: bool = False, background: bool = False) -> TraceEvent:
-        return self._recorded(TraceEvent(self.step_count, self.now, kind, node, text, api, src, dst, msg_id,
-                                         is_response, background))
+        ev: TraceEvent = _new_entry(TraceEvent)     # TraceEvent(step, now, kind, ...) without the class call
+        ev.step = self.step_count                   # (every timer that fires, every client call: see Event)
+        ev.time = self.now
+        ev.kind = kind
+        ev.node = node
+        ev._text = text
+        ev._message = None
+        ev.api = api
+        ev.src = src
+        ev.dst = dst
+        ev.msg_id = msg_id
+        ev.is_response = is_response
+        ev.background = background
+        ev._details = ev._sent = ev._attrs = None
+        return self._recorded(ev)
 
     def record_delivery(self, message) -> TraceEvent:
         """The trace entry of a delivered message (its narration is written from the message when read)."""
