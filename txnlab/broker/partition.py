@@ -143,7 +143,7 @@ class Partition:
             return False
         old = log.high_watermark
         log.update_high_watermark(new_hw)
-        self.broker.narrate(f"{self.name} HW {old} -> {log.high_watermark}")
+        self.broker.kernel.narrate_f(("%s HW %d -> %d", self.name, old, log.high_watermark))
         self.complete_delayed(now)
         self.broker.on_high_watermark(self)
         return True

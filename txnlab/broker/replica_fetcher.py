@@ -173,7 +173,8 @@ class ReplicaFetcher:
                         log.assign_epoch_start_offset(batch.partition_leader_epoch, batch.base_offset)
                         latest = batch.partition_leader_epoch       # (what log.latest_epoch now reads)
                 log.append_as_follower(list(d.records), now)
-                b.narrate(f"{p.name}: follower {b.broker_id} appended up to offset {log.log_end_offset - 1}")
+                b.kernel.narrate_f(("%s: follower %d appended up to offset %d", p.name, b.broker_id,
+                                    log.log_end_offset - 1))
             hw = min(d.high_watermark, log.log_end_offset)
             if hw > log.high_watermark:
                 log.update_high_watermark(hw)

@@ -61,7 +61,17 @@ class TraceEvent:
         """Lines the handlers added to this step (which rule decided, what was appended)."""
         if self._details is None:
             self._details = []
-        return self._details
+        return self._written_details()
+
+    def _written_details(self) -> list:
+        """``_details``, each line written now if it was kept as ``(template, value, ...)`` (``Kernel.narrate_f``:
+        a line is formatted only when someone reads it)."""
+        d = self._details
+        if d:
+            for i, line in enumerate(d):
+                if line.__class__ is not str:
+                    d[i] = line[0] % line[1:]
+        return d  # type: ignore[return-value]
 
     def add_detail(self, text: str) -> None:
         if self._details is None:
@@ -110,7 +120,7 @@ class TraceEvent:
     def narration(self) -> str:
         if not self._details:
             return self.text
-        return self.text + "; " + "; ".join(self._details)
+        return self.text + "; " + "; ".join(self._written_details())
 
     def __str__(self) -> str:
         head = f"#{self.step} t={self.time}ms {self.kind}"
@@ -123,7 +133,7 @@ class TraceEvent:
             "step": self.step, "time": self.time, "kind": self.kind, "node": self.node,
             "text": self.text, "api": self.api, "src": self.src, "dst": self.dst,
             "msg_id": self.msg_id, "is_response": self.is_response,
-            "background": self.background, "details": list(self._details or ()),
+            "background": self.background, "details": list(self._written_details() or ()),
             "sent": list(self._sent or ()), "attrs": dict(self._attrs or {}),
         }
 
