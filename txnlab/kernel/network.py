@@ -267,7 +267,9 @@ class Network:
         if cur is not None:
             sent = cur._sent            # TraceEvent.add_sent, inlined (once per message)
             if sent is None:
-                cur._sent = [m.id]
+                cur._sent = m.id
+            elif sent.__class__ is int:
+                cur._sent = [sent, m.id]
             else:
                 sent.append(m.id)
         if reply_to is not None and conn.in_service is reply_to:

@@ -82,15 +82,23 @@ class TraceEvent:
     @property
     def sent(self) -> list:
         """Ids of the messages sent while handling this step."""
-        if self._sent is None:
-            self._sent = []
-        return self._sent
+        s = self._sent
+        if s is None:
+            s = self._sent = []
+        elif s.__class__ is int:        # one message sent: kept as its id until read (see add_sent)
+            s = self._sent = [s]
+        return s
 
     def add_sent(self, msg_id: int) -> None:
-        if self._sent is None:
-            self._sent = [msg_id]
+        """The step sent message ``msg_id``.  Most steps send one: its id is kept as is, and a list is made for a
+        second one or when ``sent`` is read (a list per step cost ~0.3 % of a transaction's instructions)."""
+        s = self._sent
+        if s is None:
+            self._sent = msg_id
+        elif s.__class__ is int:
+            self._sent = [s, msg_id]
         else:
-            self._sent.append(msg_id)
+            s.append(msg_id)
 
     @property
     def attrs(self) -> dict:
@@ -134,7 +142,7 @@ class TraceEvent:
             "text": self.text, "api": self.api, "src": self.src, "dst": self.dst,
             "msg_id": self.msg_id, "is_response": self.is_response,
             "background": self.background, "details": list(self._written_details() or ()),
-            "sent": list(self._sent or ()), "attrs": dict(self._attrs or {}),
+            "sent": list(self.sent), "attrs": dict(self._attrs or {}),
         }
 
     @classmethod
