@@ -167,7 +167,9 @@ class FetchHandling:
                     self.parked.remove(pf)
                     self.kernel.cancel(pf.timer)
                     self._note_sent(pf.msg.payload, resp)
-                    self.respond(pf.msg, resp)
+                    msg = pf.msg            # self.respond(msg, resp), inlined (once per replicated write)
+                    self.kernel.network.send(self.name, msg.src, msg.api, resp, True, msg.correlation_id,
+                                             reply_to=msg)
                 elif pf.session is not None:
                     pf.parts = parts           # keep what was looked at for the next wake-up
 

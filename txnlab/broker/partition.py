@@ -12,6 +12,7 @@ from typing import Callable, Optional
 
 from .._mypyc import new as _new    # object.__new__ (compiled by mypyc: the class call)
 from ..protocol.errors import Errors
+from ..protocol.names import broker_name
 
 
 class FollowerState:
@@ -48,6 +49,7 @@ class Partition:
         self.leader_epoch = -1
         self.partition_epoch = -1
         self.replicas: tuple = ()
+        self._replica_names: dict[int, str] = {}
         self.isr: tuple = ()
         self.pending_isr: Optional[tuple] = None
         self.followers: dict[int, FollowerState] = {}
@@ -93,7 +95,7 @@ class Partition:
                     continue
                 f = self.followers.get(r)
                 if f is None or f.leo < leo:
-                    node = k.nodes.get(f"broker-{r}")
+                    node = k.nodes.get(self._replica_names.get(r) or broker_name(r))
                     if node is not None and node.alive:
                         k.hold(self._hold_key)
                         return
@@ -116,6 +118,7 @@ class Partition:
         self.partition_epoch = state.partition_epoch
         self.isr = tuple(state.isr)
         self.replicas = tuple(state.replicas)
+        self._replica_names = {r: broker_name(r) for r in self.replicas}    # read while a follower lags
         self.config = dict(state.config)
         self.log.update_topic_config(self.config)     # topic configs changed by an admin apply at once
 
