@@ -1,5 +1,6 @@
-"""The follower fetch path builds its FetchRequest, FetchResponse and FetchPartitionData field by field (without
-calling the class, for speed): each must read exactly as the class builds it from the same fields."""
+"""The follower fetch path builds its FetchRequest (and FetchPartition), FetchResponse and FetchPartitionData
+field by field (without calling the class, for speed): each must read exactly as the class builds it from the
+same fields."""
 import dataclasses
 
 from txnlab import Cluster, Producer
@@ -27,7 +28,8 @@ def test_replication_messages_read_as_the_classes_build_them():
     requests = [x for x in fetches if isinstance(x, m.FetchRequest)]
     responses = [x for x in fetches if isinstance(x, m.FetchResponse)]
     datas = [d for r in responses for d in r.partitions.values()]
+    positions = [fp for r in requests for fp in r.partitions.values()]
     # what this checks is there: incremental session fetches, and answers that carry records
-    assert any(r.session_id > 0 for r in requests) and any(d.records for d in datas)
-    for x in requests + responses + datas:
+    assert any(r.session_id > 0 for r in requests) and any(d.records for d in datas) and positions
+    for x in requests + responses + datas + positions:
         assert _same_as_built(x), x

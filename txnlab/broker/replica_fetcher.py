@@ -60,7 +60,14 @@ class ReplicaFetcher:
         key = (leo, p.leader_epoch, -1 if epoch is None else epoch)
         hit = self._requests.get(tp)
         if hit is None or hit[0] != key:
-            hit = self._requests[tp] = (key, m.FetchPartition(leo, max_bytes, p.leader_epoch, key[2]))
+            # FetchPartition(leo, max_bytes, leader epoch, last fetched epoch), without the class call (the LEO
+            # moves with every replicated write: once per round trip; see _new_message in broker/fetch.py)
+            fp: m.FetchPartition = _new_message(m.FetchPartition)
+            fp.fetch_offset = leo
+            fp.partition_max_bytes = max_bytes
+            fp.current_leader_epoch = p.leader_epoch
+            fp.last_fetched_epoch = key[2]
+            hit = self._requests[tp] = (key, fp)
         moved = self._last_offsets.get(tp) != leo
         self._last_offsets[tp] = leo
         return hit[1], moved
