@@ -190,6 +190,7 @@ class FetchHandling:
         has_data = False
         follower = req.replica_id >= 0
         now = self.kernel.now
+        quiet: Optional[list] = None     # follower partitions whose entry is written only if the answer is sent
         for tp, fp in (req.partitions if parts is None else parts).items():
             p = self.partitions.get(tp)
             if p is None or not p.is_leader:
@@ -211,8 +212,18 @@ class FetchHandling:
                     if initial:
                         f.last_caught_up_ms = f.last_fetch_ms = now
                     continue        # nothing new here: left out of the response (an incremental fetch, KIP-227)
+                if news_only and not initial and fp.fetch_offset == leo \
+                        and (fp.last_fetched_epoch < 0 or fp.last_fetched_epoch == log.latest_epoch):
+                    # A parked fetch woken up (by a HW move, or news of another partition) that has nothing to
+                    # send from here: no record past its offset, no divergence.  Its entry (the HW) is written by
+                    # _read_follower below only if the answer is sent -- most such wake-ups send nothing.
+                    out[tp] = None
+                    if quiet is None:
+                        quiet = [(tp, p, fp)]
+                    else:
+                        quiet.append((tp, p, fp))
+                    continue
                 d = self._read_follower(p, req.replica_id, fp, now, initial)
-                f = p.followers.get(req.replica_id)
                 # Only news completes a follower's fetch (Kafka's DelayedFetch: bytes, a diverging epoch or
                 # an error); a changed HW rides along in the answer but does not wake a parked fetch, so a
                 # follower learns the HW one fetch later, or when its long-poll expires.
@@ -250,6 +261,9 @@ class FetchHandling:
                                            log.log_start_offset, aborted, tuple(batches))
         if news_only and not has_data:
             return None, False
+        if quiet is not None:       # (reading other partitions changed nothing these read: initial is False)
+            for tp, p, fp in quiet:
+                out[tp] = self._read_follower(p, req.replica_id, fp, now, False)
         resp: m.FetchResponse = _new_message(m.FetchResponse)  # FetchResponse(out, 0, session id or 0)
         resp.partitions = out
         resp.error = 0
