@@ -59,7 +59,7 @@ class FetchSession:
 
     def view(self, changed: dict) -> dict:
         """The partitions worth looking at now: those the request changed, and those with news."""
-        parts = dict(changed)
+        parts = changed.copy()
         for tp in self.dirty:
             fp = self.partitions.get(tp)
             if fp is not None and tp not in parts:
@@ -297,7 +297,7 @@ class FetchHandling:
         d.last_stable_offset = log.last_stable_offset
         d.log_start_offset = log.log_start_offset
         d.aborted_transactions = None
-        d.records = tuple(batches)
+        d.records = tuple(batches) if batches else ()
         d.diverging_epoch = None
         return d
 

@@ -94,7 +94,7 @@ class ReplicaFetcher:
                 news = news or moved
                 if view.get(tp) is not fp:
                     changed[tp] = fp
-            gone = tuple(forgotten)
+            gone = tuple(forgotten) if forgotten else ()
             # FetchRequest(broker id, wait, 1, READ_UNCOMMITTED, changed, session, epoch, gone), without the
             # class call (once per round trip; see _new_message in broker/fetch.py)
             req: m.FetchRequest = _new_message(m.FetchRequest)
@@ -179,7 +179,7 @@ class ReplicaFetcher:
                     if latest is None or batch.partition_leader_epoch > latest:
                         log.assign_epoch_start_offset(batch.partition_leader_epoch, batch.base_offset)
                         latest = batch.partition_leader_epoch       # (what log.latest_epoch now reads)
-                log.append_as_follower(list(d.records), now)
+                log.append_as_follower(d.records, now)
                 b.kernel.narrate_f(("%s: follower %d appended up to offset %d", p.name, b.broker_id,
                                     log.log_end_offset - 1))
             hw = min(d.high_watermark, log.log_end_offset)
