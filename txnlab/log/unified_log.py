@@ -160,10 +160,11 @@ class UnifiedLog:
     def __repr__(self) -> str:      # (a method, not ``= describe``: mypyc compiles a def)
         return self.describe()
 
-    def _offline(self) -> RuntimeError:
-        """What a call on a crashed or closed log raises (each entry point checks ``_online`` itself: a call
-        per check cost the replication path ~1 % of a transaction)."""
-        return RuntimeError(f"log {self.topic_partition} has crashed or was closed: call recover() first")
+    def _ensure_online(self) -> bool:
+        """True, or raises.  (Hot paths write ``self._online or self._ensure_online()``: no call when online.)"""
+        if not self._online:
+            raise RuntimeError(f"log {self.topic_partition} has crashed or was closed: call recover() first")
+        return True
 
     def update_topic_config(self, topic_config: dict) -> None:
         """The topic's configs changed (IncrementalAlterConfigs, learned with LeaderAndIsr): the next append
@@ -179,8 +180,7 @@ class UnifiedLog:
                          origin: AppendOrigin = _CLIENT,
                          verification_guard: VerificationGuard | None = None) -> LogAppendInfo:
         """Validate every batch, then assign offsets and append them all (or nothing)."""
-        if not self._online:
-            raise self._offline()
+        self._online or self._ensure_online()
         if isinstance(batches, RecordBatch):
             batches = (batches,)
         if not batches:
@@ -199,8 +199,7 @@ class UnifiedLog:
                                  producer_epoch: int, coordinator_epoch: int, leader_epoch: int,
                                  now: int, transaction_version: int = 0) -> int:
         """Write a COMMIT/ABORT marker (WriteTxnMarkers); returns the marker's offset."""
-        if not self._online:
-            raise self._offline()
+        self._online or self._ensure_online()
         marker = RecordBatch.control(control_type, producer_id, producer_epoch, coordinator_epoch, now)
         marker = marker.with_base_offset(self.log_end_offset, leader_epoch,
                                          now if self._log_append_time else None)
@@ -210,8 +209,7 @@ class UnifiedLog:
 
     def append_as_follower(self, batches: Sequence[RecordBatch], now: int) -> LogAppendInfo:
         """Copy batches fetched from the leader; they already carry offsets and leader epochs."""
-        if not self._online:
-            raise self._offline()
+        self._online or self._ensure_online()
         if isinstance(batches, RecordBatch):
             batches = (batches,)
         if not batches:
@@ -282,20 +280,16 @@ class UnifiedLog:
         self._batches.extend(batches)
         active.size_in_bytes += size
         self.log_end_offset = batches[-1].next_offset
-        base_offsets = self._base_offsets
         cache = self._epoch_cache
         entries = cache._entries
         for batch in batches:
-            base_offsets.append(batch.base_offset)
+            self._base_offsets.append(batch.base_offset)
             epoch = batch.partition_leader_epoch
-            if epoch >= 0 and not (entries and entries[-1].epoch == epoch
-                                   and entries[-1].start_offset <= batch.base_offset):
-                # (an append in the latest epoch changes nothing in the cache: assign() skipped)
+            if epoch >= 0 and not (entries and entries[-1].epoch == epoch       # (an append in the latest
+                                   and entries[-1].start_offset <= batch.base_offset):  # epoch: nothing to assign)
                 cache.assign(epoch, batch.base_offset)
         self._apply_producer_state(infos, completed)
-        # LogAppendInfo(first, last, time, False, records, batches, log start), all seven fields in order, built
-        # as the namedtuple's own __new__ does -- without calling it, a Python function behind a class call
-        # (~2,100 instructions of ~3,500 per append)
+        # LogAppendInfo(...), all seven fields in order, as its own __new__ builds it (not called: ~2,100 instr.)
         return tuple.__new__(LogAppendInfo, (first.base_offset, batches[-1].last_offset, log_append_time, False,
                                              num_records, len(batches), self.log_start_offset))
 
@@ -359,8 +353,7 @@ class UnifiedLog:
 
     def roll(self) -> None:
         """Force a segment roll at the log end offset (handy for pictures and tests)."""
-        if not self._online:
-            raise self._offline()
+        self._ensure_online()
         if self._segments[-1].first_index < len(self._batches):
             self._roll(self.log_end_offset)
 
@@ -377,8 +370,7 @@ class UnifiedLog:
 
         At least one batch is returned when one qualifies, even if it exceeds ``max_bytes``.
         """
-        if not self._online:
-            raise self._offline()
+        self._online or self._ensure_online()
         if fetch_offset > self.log_end_offset or fetch_offset < self.log_start_offset:
             raise ProtocolError(Errors.OFFSET_OUT_OF_RANGE,
                                 f"fetch offset {fetch_offset} is outside {self.topic_partition}'s log "
@@ -386,8 +378,7 @@ class UnifiedLog:
         batches = self._batches
         result: list[RecordBatch] = []
         total = 0
-        i = self._index_of_offset(fetch_offset)
-        n = len(batches)
+        i, n = self._index_of_offset(fetch_offset), len(batches)
         while i < n:        # (not a range(): calling a class costs CPython 3.11 hundreds of instructions)
             batch = batches[i]
             if batch.base_offset >= max_offset:
@@ -410,8 +401,7 @@ class UnifiedLog:
     # -- high watermark and LSO ---------------------------------------------
     def update_high_watermark(self, hw: int) -> bool:
         """Set the HW, clamped to [log start, LEO]; returns whether it changed."""
-        if not self._online:
-            raise self._offline()
+        self._online or self._ensure_online()
         if hw < self.log_start_offset:
             hw = self.log_start_offset
         elif hw > self.log_end_offset:
@@ -425,8 +415,7 @@ class UnifiedLog:
 
     def maybe_increment_high_watermark(self, hw: int) -> bool:
         """Advance the HW only forward (the leader's rule); a HW above the LEO is a bug."""
-        if not self._online:
-            raise self._offline()
+        self._ensure_online()
         if hw > self.log_end_offset:
             raise ValueError(f"high watermark {hw} would be above the log end offset "
                              f"{self.log_end_offset} of {self.topic_partition}")
@@ -440,8 +429,7 @@ class UnifiedLog:
 
     def _update_first_unstable_offset(self) -> None:
         psm = self._psm         # ProducerStateManager.first_unstable_offset, inlined (twice per append)
-        if not psm.unreplicated_txns and not psm.ongoing_txns:
-            # no transaction open or waiting for its marker to be replicated: the LSO is the HW
+        if not psm.unreplicated_txns and not psm.ongoing_txns:     # no txn open or unreplicated: LSO = HW
             self.first_unstable_offset = None
             self.last_stable_offset = self.high_watermark
             return
@@ -474,8 +462,7 @@ class UnifiedLog:
     # -- producers --------------------------------------------------------------
     def remove_expired_producers(self, now: int) -> list[int]:
         """Forget producers idle for producer.id.expiration.ms; returns their ids."""
-        if not self._online:
-            raise self._offline()
+        self._ensure_online()
         return self._psm.remove_expired_producers(now)
 
     def describe_producers(self) -> list[ProducerDescription]:
@@ -493,8 +480,7 @@ class UnifiedLog:
                                              now: int, supports_epoch_bump: bool = False
                                              ) -> VerificationGuard:
         """KIP-890: the guard a produce must carry; SENTINEL if the txn is already open here."""
-        if not self._online:
-            raise self._offline()
+        self._ensure_online()
         if self.has_ongoing_transaction(producer_id, epoch):
             return VerificationGuard.SENTINEL
         return self._psm.maybe_create_verification_state_entry(
@@ -510,8 +496,7 @@ class UnifiedLog:
 
         A target inside a batch drops that whole batch (the log then ends at its base).
         """
-        if not self._online:
-            raise self._offline()
+        self._ensure_online()
         if target_offset < 0:
             raise ValueError(f"cannot truncate {self.topic_partition} to negative offset {target_offset}")
         if target_offset >= self.log_end_offset:
@@ -543,8 +528,7 @@ class UnifiedLog:
 
     def truncate_fully_and_start_at(self, new_offset: int) -> None:
         """Delete the whole log and restart it empty at ``new_offset`` (log start = LEO = HW)."""
-        if not self._online:
-            raise self._offline()
+        self._ensure_online()
         self._batches.clear()
         self._base_offsets.clear()
         self._segments = [LogSegment(new_offset, 0)]
