@@ -186,7 +186,7 @@ class FetchHandling:
                     news_only: bool = False) -> tuple:
         """(the FetchResponse, whether it carries news).  ``news_only``: the caller answers only with news (a
         long-poll parks otherwise), so an answer without any is not built: (None, False)."""
-        out = {}
+        out: dict = {}      # tp -> FetchPartitionData (None: a quiet follower partition, written at the end)
         has_data = False
         follower = req.replica_id >= 0
         now = self.kernel.now
