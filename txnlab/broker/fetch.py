@@ -257,8 +257,15 @@ class FetchHandling:
                     self.cluster.audit("fetch", broker=self.broker_id, tp=tp, isolation=req.isolation_level,
                                        fetch_offset=fp.fetch_offset, last=batches[-1].last_offset,
                                        hw=log.high_watermark, lso=log.last_stable_offset)
-            out[tp] = m.FetchPartitionData(_NONE, log.high_watermark, log.last_stable_offset,
-                                           log.log_start_offset, aborted, tuple(batches))
+            d = _new_message(m.FetchPartitionData)     # FetchPartitionData(NONE, HW, LSO, log start, aborted,
+            d.error = _NONE                             # batches), without the class call (every consumer fetch)
+            d.high_watermark = log.high_watermark
+            d.last_stable_offset = log.last_stable_offset
+            d.log_start_offset = log.log_start_offset
+            d.aborted_transactions = aborted
+            d.records = tuple(batches) if batches else ()
+            d.diverging_epoch = None
+            out[tp] = d
         if news_only and not has_data:
             return None, False
         if quiet is not None:       # (reading other partitions changed nothing these read: initial is False)
