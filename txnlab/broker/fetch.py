@@ -212,8 +212,8 @@ class FetchHandling:
                     if initial:
                         f.last_caught_up_ms = f.last_fetch_ms = now
                     continue        # nothing new here: left out of the response (an incremental fetch, KIP-227)
-                if news_only and not initial and fp.fetch_offset == leo \
-                        and (fp.last_fetched_epoch < 0 or fp.last_fetched_epoch == log.latest_epoch):
+                if news_only and not initial and fp.fetch_offset == leo and (fp.last_fetched_epoch < 0 or (
+                        log.epoch_entries and fp.last_fetched_epoch == log.epoch_entries[-1].epoch)):
                     # A parked fetch woken up (by a HW move, or news of another partition) that has nothing to
                     # send from here: no record past its offset, no divergence.  Its entry (the HW) is written by
                     # _read_follower below only if the answer is sent -- most such wake-ups send nothing.
@@ -281,7 +281,8 @@ class FetchHandling:
         log = p.log
         last_epoch = fp.last_fetched_epoch
         if last_epoch >= 0:
-            if last_epoch == log.latest_epoch:
+            entries = log.epoch_entries     # (log.latest_epoch without the property's call)
+            if entries and last_epoch == entries[-1].epoch:
                 # the common case: the follower fetched in this leader's latest epoch, which ends at the LEO
                 # (what end_offset_for_epoch answers for it, without the look-up)
                 epoch, end = last_epoch, log.log_end_offset

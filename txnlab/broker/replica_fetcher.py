@@ -56,8 +56,8 @@ class ReplicaFetcher:
         """The FetchPartition for ``tp`` now: (request entry, whether the LEO moved since the last request)."""
         log = p.log
         leo = log.log_end_offset
-        epoch = log.latest_epoch
-        key = (leo, p.leader_epoch, -1 if epoch is None else epoch)
+        entries = log.epoch_entries     # (log.latest_epoch without the property's call: once per round trip)
+        key = (leo, p.leader_epoch, entries[-1].epoch if entries else -1)
         hit = self._requests.get(tp)
         if hit is None or hit[0] != key:
             # FetchPartition(leo, max_bytes, leader epoch, last fetched epoch), without the class call (the LEO
@@ -174,7 +174,8 @@ class ReplicaFetcher:
                 self._last_offsets.pop(tp, None)
                 continue
             if d.records:
-                latest = log.latest_epoch
+                entries = log.epoch_entries
+                latest = entries[-1].epoch if entries else None     # (log.latest_epoch, without a call)
                 for batch in d.records:
                     if latest is None or batch.partition_leader_epoch > latest:
                         log.assign_epoch_start_offset(batch.partition_leader_epoch, batch.base_offset)

@@ -76,7 +76,7 @@ class UnifiedLog:
                  "_verification_enabled",
                  # durable ("disk")
                  "_batches", "_base_offsets", "_segments", "_snapshots", "_txn_index",
-                 "_epoch_cache", "_hw_checkpoint", "log_start_offset", "log_end_offset",
+                 "_epoch_cache", "epoch_entries", "_hw_checkpoint", "log_start_offset", "log_end_offset",
                  # memory
                  "_psm", "high_watermark", "first_unstable_offset", "last_stable_offset", "_online")
 
@@ -99,6 +99,7 @@ class UnifiedLog:
         self._snapshots: dict[int, ProducerStateSnapshot] = {}
         self._txn_index = TransactionIndex()
         self._epoch_cache = LeaderEpochFileCache()
+        self.epoch_entries = self._epoch_cache._entries     # the same list, read by replication with no call
         self._hw_checkpoint = 0
         self.log_start_offset = 0
         self.log_end_offset = 0
@@ -280,14 +281,13 @@ class UnifiedLog:
         self._batches.extend(batches)
         active.size_in_bytes += size
         self.log_end_offset = batches[-1].next_offset
-        cache = self._epoch_cache
-        entries = cache._entries
+        entries = self.epoch_entries
         for batch in batches:
             self._base_offsets.append(batch.base_offset)
             epoch = batch.partition_leader_epoch
             if epoch >= 0 and not (entries and entries[-1].epoch == epoch       # (an append in the latest
                                    and entries[-1].start_offset <= batch.base_offset):  # epoch: nothing to assign)
-                cache.assign(epoch, batch.base_offset)
+                self._epoch_cache.assign(epoch, batch.base_offset)
         self._apply_producer_state(infos, completed)
         # LogAppendInfo(...), all seven fields in order, as its own __new__ builds it (not called: ~2,100 instr.)
         return tuple.__new__(LogAppendInfo, (first.base_offset, batches[-1].last_offset, log_append_time, False,
@@ -449,7 +449,7 @@ class UnifiedLog:
 
     @property
     def latest_epoch(self) -> int | None:
-        entries = self._epoch_cache._entries    # LeaderEpochCache.latest_epoch, inlined (read per follower fetch)
+        entries = self.epoch_entries      # LeaderEpochCache.latest_epoch, inlined
         return entries[-1].epoch if entries else None
 
     def end_offset_for_epoch(self, epoch: int) -> tuple[int, int]:
