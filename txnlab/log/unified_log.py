@@ -222,7 +222,7 @@ class UnifiedLog:
                 raise ValueError(f"{self.topic_partition}: follower append of {batch!r} would go below "
                                  f"offset {expected} (log end offset or previous batch)")
             expected = batch.next_offset
-            size += batch.size_in_bytes
+            size += batch._size or batch.size_in_bytes      # (the property, without its call when known)
         # Followers do not enforce max.message.bytes / segment.bytes (Kafka's ignoreRecordSize).
         return self._append(batches, _REPLICATION, TV_UNKNOWN, None, size, NO_TIMESTAMP)
 
@@ -383,7 +383,7 @@ class UnifiedLog:
             batch = batches[i]
             if batch.base_offset >= max_offset:
                 break
-            size = batch.size_in_bytes
+            size = batch._size or batch.size_in_bytes       # (known for every batch in the log: no call)
             if result and total + size > max_bytes:
                 break
             result.append(batch)
