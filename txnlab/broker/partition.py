@@ -173,10 +173,13 @@ class Partition:
         if not self.delayed:
             return
         hw = self.log.high_watermark
-        done = [d for d in self.delayed if d.required_offset <= hw]
+        done: list[DelayedProduce] = []
+        waiting: list[DelayedProduce] = []
+        for d in self.delayed:          # (one loop, no comprehensions: each is a call in CPython 3.11)
+            (done if d.required_offset <= hw else waiting).append(d)
         if not done:
             return
-        self.delayed = [d for d in self.delayed if d.required_offset > hw]
+        self.delayed = waiting
         cancel = self.broker.kernel.cancel
         for d in done:
             cancel(d.timer)
