@@ -68,3 +68,30 @@ def test_with_the_trace_off_an_observer_sees_delivery_entries_as_the_class_build
         got = _fields(e, TraceEvent)
         assert got.pop("_sent") is None or all(isinstance(i, int) for i in e.sent)   # what the step sent
         assert got == {n: v for n, v in _fields(built, TraceEvent).items() if n != "_sent"}
+
+
+def test_a_line_narrated_unformatted_reads_as_the_formatted_line():
+    c, p = _busy_cluster()
+    p.commit_transaction()
+    lazy = [e for e in c.trace if any(not isinstance(d, str) for d in (e._details or ()))]
+    assert lazy                                   # the follower's appends and HW moves are narrated so
+    e = lazy[0]
+    line = next(d for d in e._details if not isinstance(d, str))
+    text = line[0] % line[1:]
+    as_dict = e.to_dict()                         # reading the step writes its lines, once
+    assert text in as_dict["details"] and all(isinstance(d, str) for d in e._details)
+    assert e.details == as_dict["details"] and text in e.narration and text in str(e)
+    assert TraceEvent.from_dict(as_dict) == e
+
+
+def test_with_the_trace_off_nothing_is_narrated():
+    c = Cluster(brokers=3, seed=3, config={"sim.trace": False})
+    seen = []
+    c.kernel.observers.append(seen.append)
+    c.create_topic("t", partitions=1, replication_factor=3)
+    p = Producer({"bootstrap.servers": c.bootstrap, "transactional.id": "tx"})
+    p.init_transactions()
+    p.begin_transaction()
+    p.produce("t", value=b"v")
+    p.commit_transaction()
+    assert seen and all(e._details is None for e in seen)

@@ -284,3 +284,23 @@ def test_recovery_with_a_clock_drops_producers_that_expired_while_down():
     log.close()
     log.recover(now=5000)
     assert [p.producer_id for p in log.describe_producers()] == [OTHER_PID]
+
+
+def test_epoch_entries_follow_the_cache_through_every_change():
+    """``epoch_entries`` (read by replication without a call) is the cache's own list, whatever changes it."""
+    log = new_log()
+    cache = log.leader_epoch_cache
+    append(log, plain(2), leader_epoch=1)
+    log.assign_epoch_start_offset(3, 2)
+    append(log, plain(2), leader_epoch=3)
+    assert log.epoch_entries == cache.entries == [(1, 0), (3, 2)] and log.latest_epoch == 3
+    cache.truncate_from_start(3)                          # the log start moved past epoch 1's start
+    assert log.epoch_entries == cache.entries == [(3, 3)] and log.latest_epoch == 3
+    log.truncate_to(3)                                    # (to the batch boundary 2: epoch 3 had started at 3)
+    assert log.epoch_entries == cache.entries == [] and log.latest_epoch is None
+    log.assign_epoch_start_offset(4, 2)
+    assert log.epoch_entries == cache.entries == [(4, 2)] and log.latest_epoch == 4
+    log.truncate_fully_and_start_at(10)                   # clears the cache
+    assert log.epoch_entries == cache.entries == [] and log.latest_epoch is None
+    append(log, plain(1), leader_epoch=5)
+    assert log.epoch_entries == cache.entries == [(5, 10)] and log.latest_epoch == 5

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import Optional
 
+from .._mypyc import new as _new    # object.__new__ (compiled by mypyc: the class call)
 from ..protocol import messages as m
 from ..protocol.errors import Errors, ProtocolError
 
@@ -23,11 +24,18 @@ except ImportError:         # the lab does not need it (see txnlab/_mypyc.py)
 # class's attribute hook each time
 _NONE = Errors.NONE
 
+# The messages of a follower's fetch (its FetchResponse and the FetchPartitionData of a partition with news) are
+# built with ``object.__new__`` and their fields set one by one: calling a class with a Python ``__init__`` costs
+# CPython 3.11 ~1,200 instructions more, and replication builds them on every round trip.  Every field is set
+# (tests/test_fetch_messages.py compares them with what the class builds); a new field goes there too.
+# (The protocol's messages are Python classes, never compiled: object.__new__, not txnlab._mypyc.new.)
+_new_message = object.__new__
+
 
 class ParkedFetch:
     __slots__ = ("msg", "timer", "tps", "parts", "session")
 
-    def __init__(self, msg, timer, tps, parts, session):
+    def __init__(self, msg=None, timer=None, tps=None, parts=None, session=None):
         self.msg = msg
         self.timer = timer
         self.tps = tps
@@ -51,7 +59,7 @@ class FetchSession:
 
     def view(self, changed: dict) -> dict:
         """The partitions worth looking at now: those the request changed, and those with news."""
-        parts = dict(changed)
+        parts = changed.copy()
         for tp in self.dirty:
             fp = self.partitions.get(tp)
             if fp is not None and tp not in parts:
@@ -76,16 +84,22 @@ class FetchHandling:
                              f"it must open a new one")
                 return m.FetchResponse({}, err)
             parts = sess.view(req.partitions)
-            self._session_followers_caught_up(req.replica_id, sess, parts)
+            if sess.isr_seen != self.isr_version or sess.isr_seen < 0:     # (else nothing to look at)
+                self._session_followers_caught_up(req.replica_id, sess, parts)
         resp, has_data = self._read_fetch(req, parts, initial=True, session=sess, news_only=req.max_wait_ms > 0)
         if has_data or req.max_wait_ms <= 0:
             self._note_sent(req, resp)
             return resp
         # most long-polls are answered by news before they expire: a timeout lane, no closure per fetch
-        timer = self.kernel.schedule_timeout(req.max_wait_ms, self.name, f"Fetch long-poll expiry (#{msg.id})",
+        timer = self.kernel.schedule_timeout(req.max_wait_ms, self.name, ("Fetch long-poll expiry (#%d)", msg.id),
                                              self._expire_parked, msg, self.incarnation)
-        tps = sess.partitions if sess is not None else set(parts)    # a session's fetch waits on all of it
-        self.parked.append(ParkedFetch(msg, timer, tps, parts, sess))
+        pf: ParkedFetch = _new(ParkedFetch)     # ParkedFetch(msg, timer, tps, parts, sess), without the class call
+        pf.msg = msg
+        pf.timer = timer
+        pf.tps = sess.partitions if sess is not None else set(parts)    # a session's fetch waits on all of it
+        pf.parts = parts
+        pf.session = sess
+        self.parked.append(pf)
         return None
 
     def _session_followers_caught_up(self, replica: int, sess, parts: dict) -> None:
@@ -147,13 +161,15 @@ class FetchHandling:
             return
         for pf in list(self.parked):
             if tp in pf.tps and pf in self.parked:
-                parts = self._parked_parts(pf)
+                parts = pf.parts if pf.session is None else pf.session.view(pf.parts)     # _parked_parts(pf)
                 resp, has_data = self._read_fetch(pf.msg.payload, parts, session=pf.session, news_only=True)
                 if has_data:
                     self.parked.remove(pf)
-                    self.cancel_timer(pf.timer)
+                    self.kernel.cancel(pf.timer)
                     self._note_sent(pf.msg.payload, resp)
-                    self.respond(pf.msg, resp)
+                    msg = pf.msg            # self.respond(msg, resp), inlined (once per replicated write)
+                    self.kernel.network.send(self.name, msg.src, msg.api, resp, True, msg.correlation_id,
+                                             reply_to=msg)
                 elif pf.session is not None:
                     pf.parts = parts           # keep what was looked at for the next wake-up
 
@@ -170,10 +186,11 @@ class FetchHandling:
                     news_only: bool = False) -> tuple:
         """(the FetchResponse, whether it carries news).  ``news_only``: the caller answers only with news (a
         long-poll parks otherwise), so an answer without any is not built: (None, False)."""
-        out = {}
+        out: dict = {}      # tp -> FetchPartitionData (None: a quiet follower partition, written at the end)
         has_data = False
         follower = req.replica_id >= 0
         now = self.kernel.now
+        quiet: Optional[list] = None     # follower partitions whose entry is written only if the answer is sent
         for tp, fp in (req.partitions if parts is None else parts).items():
             p = self.partitions.get(tp)
             if p is None or not p.is_leader:
@@ -195,8 +212,18 @@ class FetchHandling:
                     if initial:
                         f.last_caught_up_ms = f.last_fetch_ms = now
                     continue        # nothing new here: left out of the response (an incremental fetch, KIP-227)
+                if news_only and not initial and fp.fetch_offset == leo and (fp.last_fetched_epoch < 0 or (
+                        log.epoch_entries and fp.last_fetched_epoch == log.epoch_entries[-1].epoch)):
+                    # A parked fetch woken up (by a HW move, or news of another partition) that has nothing to
+                    # send from here: no record past its offset, no divergence.  Its entry (the HW) is written by
+                    # _read_follower below only if the answer is sent -- most such wake-ups send nothing.
+                    out[tp] = None
+                    if quiet is None:
+                        quiet = [(tp, p, fp)]
+                    else:
+                        quiet.append((tp, p, fp))
+                    continue
                 d = self._read_follower(p, req.replica_id, fp, now, initial)
-                f = p.followers.get(req.replica_id)
                 # Only news completes a follower's fetch (Kafka's DelayedFetch: bytes, a diverging epoch or
                 # an error); a changed HW rides along in the answer but does not wake a parked fetch, so a
                 # follower learns the HW one fetch later, or when its long-poll expires.
@@ -230,17 +257,38 @@ class FetchHandling:
                     self.cluster.audit("fetch", broker=self.broker_id, tp=tp, isolation=req.isolation_level,
                                        fetch_offset=fp.fetch_offset, last=batches[-1].last_offset,
                                        hw=log.high_watermark, lso=log.last_stable_offset)
-            out[tp] = m.FetchPartitionData(_NONE, log.high_watermark, log.last_stable_offset,
-                                           log.log_start_offset, aborted, tuple(batches))
+            d = _new_message(m.FetchPartitionData)     # FetchPartitionData(NONE, HW, LSO, log start, aborted,
+            d.error = _NONE                             # batches), without the class call (every consumer fetch)
+            d.high_watermark = log.high_watermark
+            d.last_stable_offset = log.last_stable_offset
+            d.log_start_offset = log.log_start_offset
+            d.aborted_transactions = aborted
+            d.records = tuple(batches) if batches else ()
+            d.diverging_epoch = None
+            out[tp] = d
         if news_only and not has_data:
             return None, False
-        return m.FetchResponse(out, 0, session.session_id if session is not None else 0), has_data
+        if quiet is not None:       # (reading other partitions changed nothing these read: initial is False)
+            for tp, p, fp in quiet:
+                out[tp] = self._read_follower(p, req.replica_id, fp, now, False)
+        resp: m.FetchResponse = _new_message(m.FetchResponse)  # FetchResponse(out, 0, session id or 0)
+        resp.partitions = out
+        resp.error = 0
+        resp.session_id = session.session_id if session is not None else 0
+        return resp, has_data
 
     def _read_follower(self, p, replica: int, fp, now, initial: bool) -> m.FetchPartitionData:
         log = p.log
-        if fp.last_fetched_epoch >= 0:
-            epoch, end = log.end_offset_for_epoch(fp.last_fetched_epoch)
-            if epoch != fp.last_fetched_epoch or end < fp.fetch_offset:
+        last_epoch = fp.last_fetched_epoch
+        if last_epoch >= 0:
+            entries = log.epoch_entries     # (log.latest_epoch without the property's call)
+            if entries and last_epoch == entries[-1].epoch:
+                # the common case: the follower fetched in this leader's latest epoch, which ends at the LEO
+                # (what end_offset_for_epoch answers for it, without the look-up)
+                epoch, end = last_epoch, log.log_end_offset
+            else:
+                epoch, end = log.end_offset_for_epoch(last_epoch)
+            if epoch != last_epoch or end < fp.fetch_offset:
                 self.narrate(f"{p.name}: follower {replica} has diverged (its epoch {fp.last_fetched_epoch} "
                              f"ends at {end} here); it must truncate")
                 return m.FetchPartitionData(_NONE, log.high_watermark, log.last_stable_offset,
@@ -251,6 +299,13 @@ class FetchHandling:
             p.update_follower(replica, fp.fetch_offset, now)
         batches = log.read(fp.fetch_offset, log.log_end_offset, fp.partition_max_bytes) \
             if fp.fetch_offset < log.log_end_offset else []
-        return m.FetchPartitionData(_NONE, log.high_watermark, log.last_stable_offset,
-                                    log.log_start_offset, None, tuple(batches))
+        d: m.FetchPartitionData = _new_message(m.FetchPartitionData)
+        d.error = _NONE         # FetchPartitionData(NONE, HW, LSO, log start, None, batches), without the class call
+        d.high_watermark = log.high_watermark
+        d.last_stable_offset = log.last_stable_offset
+        d.log_start_offset = log.log_start_offset
+        d.aborted_transactions = None
+        d.records = tuple(batches) if batches else ()
+        d.diverging_epoch = None
+        return d
 

@@ -10,7 +10,9 @@ from __future__ import annotations
 
 from typing import Callable, Optional
 
+from .._mypyc import new as _new    # object.__new__ (compiled by mypyc: the class call)
 from ..protocol.errors import Errors
+from ..protocol.names import broker_name
 
 
 class FollowerState:
@@ -27,7 +29,7 @@ class FollowerState:
 class DelayedProduce:
     __slots__ = ("required_offset", "callback", "timer")
 
-    def __init__(self, required_offset: int, callback, timer) -> None:
+    def __init__(self, required_offset: int = 0, callback=None, timer=None) -> None:
         self.required_offset = required_offset
         self.callback = callback
         self.timer = timer
@@ -47,6 +49,7 @@ class Partition:
         self.leader_epoch = -1
         self.partition_epoch = -1
         self.replicas: tuple = ()
+        self._replica_names: dict[int, str] = {}
         self.isr: tuple = ()
         self.pending_isr: Optional[tuple] = None
         self.followers: dict[int, FollowerState] = {}
@@ -92,7 +95,7 @@ class Partition:
                     continue
                 f = self.followers.get(r)
                 if f is None or f.leo < leo:
-                    node = k.nodes.get(f"broker-{r}")
+                    node = k.nodes.get(self._replica_names.get(r) or broker_name(r))
                     if node is not None and node.alive:
                         k.hold(self._hold_key)
                         return
@@ -115,6 +118,7 @@ class Partition:
         self.partition_epoch = state.partition_epoch
         self.isr = tuple(state.isr)
         self.replicas = tuple(state.replicas)
+        self._replica_names = {r: broker_name(r) for r in self.replicas}    # read while a follower lags
         self.config = dict(state.config)
         self.log.update_topic_config(self.config)     # topic configs changed by an admin apply at once
 
@@ -125,7 +129,8 @@ class Partition:
             return False
         log = self.log
         isr = self.isr if self.pending_isr is None else self.maximal_isr
-        if len(isr) < self.min_insync_replicas:
+        min_isr = self.config.get("min.insync.replicas")     # min_insync_replicas, inlined (once per fetch)
+        if len(isr) < (min_isr if min_isr is not None else self.broker.config["min.insync.replicas"]):
             return False
         new_hw = log.log_end_offset
         me = self.broker.broker_id
@@ -141,7 +146,7 @@ class Partition:
             return False
         old = log.high_watermark
         log.update_high_watermark(new_hw)
-        self.broker.narrate(f"{self.name} HW {old} -> {log.high_watermark}")
+        self.broker.kernel.narrate_f(("%s HW %d -> %d", self.name, old, log.high_watermark))
         self.complete_delayed(now)
         self.broker.on_high_watermark(self)
         return True
@@ -149,10 +154,12 @@ class Partition:
     # -------------------------------------------------------- acks=all waits
     def add_delayed(self, required_offset: int, timeout_ms: int, callback: Callable) -> None:
         """callback(error) once HW >= required_offset, or on failure/timeout."""
-        d = DelayedProduce(required_offset, callback, None)
+        d: DelayedProduce = _new(DelayedProduce)    # DelayedProduce(required_offset, callback, None), no class call
+        d.required_offset = required_offset
+        d.callback = callback
         b = self.broker
         # almost always cancelled (the HW gets there first): a timeout lane, and no closure per write
-        d.timer = b.kernel.schedule_timeout(timeout_ms, b.name, f"DelayedProduce expiry {self.name}",
+        d.timer = b.kernel.schedule_timeout(timeout_ms, b.name, ("DelayedProduce expiry %s", self.name),
                                             self._expire_delayed, d, b.incarnation)
         self.delayed.append(d)
 
@@ -166,12 +173,16 @@ class Partition:
         if not self.delayed:
             return
         hw = self.log.high_watermark
-        done = [d for d in self.delayed if d.required_offset <= hw]
+        done: list[DelayedProduce] = []
+        waiting: list[DelayedProduce] = []
+        for d in self.delayed:          # (one loop, no comprehensions: each is a call in CPython 3.11)
+            (done if d.required_offset <= hw else waiting).append(d)
         if not done:
             return
-        self.delayed = [d for d in self.delayed if d.required_offset > hw]
+        self.delayed = waiting
+        cancel = self.broker.kernel.cancel
         for d in done:
-            self.broker.cancel_timer(d.timer)
+            cancel(d.timer)
             d.callback(Errors.NONE)
 
     def fail_delayed(self, error: Errors, why: str) -> None:
@@ -191,7 +202,8 @@ class Partition:
         f.last_fetch_ms = now
         if fetch_offset >= leo:
             f.last_caught_up_ms = now
-        self.maybe_expand_isr(replica, now)
+        if self.pending_isr is None and replica not in self.isr:     # (else maybe_expand_isr has nothing to do)
+            self.maybe_expand_isr(replica, now)
         self.maybe_increment_hw(now)
         self.check_replication_hold()
 

@@ -16,6 +16,7 @@ from ..protocol.errors import Errors
 from ..protocol.names import broker_name
 
 _NONE = Errors.NONE       # read once per fetched partition (see broker/fetch.py)
+_new_message = object.__new__     # see broker/fetch.py
 
 
 class ReplicaFetcher:
@@ -55,11 +56,18 @@ class ReplicaFetcher:
         """The FetchPartition for ``tp`` now: (request entry, whether the LEO moved since the last request)."""
         log = p.log
         leo = log.log_end_offset
-        epoch = log.latest_epoch
-        key = (leo, p.leader_epoch, -1 if epoch is None else epoch)
+        entries = log.epoch_entries     # (log.latest_epoch without the property's call: once per round trip)
+        key = (leo, p.leader_epoch, entries[-1].epoch if entries else -1)
         hit = self._requests.get(tp)
         if hit is None or hit[0] != key:
-            hit = self._requests[tp] = (key, m.FetchPartition(leo, max_bytes, p.leader_epoch, key[2]))
+            # FetchPartition(leo, max_bytes, leader epoch, last fetched epoch), without the class call (the LEO
+            # moves with every replicated write: once per round trip; see _new_message in broker/fetch.py)
+            fp: m.FetchPartition = _new_message(m.FetchPartition)
+            fp.fetch_offset = leo
+            fp.partition_max_bytes = max_bytes
+            fp.current_leader_epoch = p.leader_epoch
+            fp.last_fetched_epoch = key[2]
+            hit = self._requests[tp] = (key, fp)
         moved = self._last_offsets.get(tp) != leo
         self._last_offsets[tp] = leo
         return hit[1], moved
@@ -86,9 +94,18 @@ class ReplicaFetcher:
                 news = news or moved
                 if view.get(tp) is not fp:
                     changed[tp] = fp
-            gone = tuple(forgotten)
-            req = m.FetchRequest(b.broker_id, b.config["replica.fetch.wait.max.ms"], 1, m.READ_UNCOMMITTED,
-                                 changed, self.session_id, self.session_epoch, gone)
+            gone = tuple(forgotten) if forgotten else ()
+            # FetchRequest(broker id, wait, 1, READ_UNCOMMITTED, changed, session, epoch, gone), without the
+            # class call (once per round trip; see _new_message in broker/fetch.py)
+            req: m.FetchRequest = _new_message(m.FetchRequest)
+            req.replica_id = b.broker_id
+            req.max_wait_ms = b.config["replica.fetch.wait.max.ms"]
+            req.min_bytes = 1
+            req.isolation_level = m.READ_UNCOMMITTED
+            req.partitions = changed
+            req.session_id = self.session_id
+            req.session_epoch = self.session_epoch
+            req.forgotten = gone
             self._pending = (changed, gone)      # what the session will hold once the leader answers
         else:
             parts = {}
@@ -157,11 +174,15 @@ class ReplicaFetcher:
                 self._last_offsets.pop(tp, None)
                 continue
             if d.records:
+                entries = log.epoch_entries
+                latest = entries[-1].epoch if entries else None     # (log.latest_epoch, without a call)
                 for batch in d.records:
-                    if log.latest_epoch is None or batch.partition_leader_epoch > log.latest_epoch:
+                    if latest is None or batch.partition_leader_epoch > latest:
                         log.assign_epoch_start_offset(batch.partition_leader_epoch, batch.base_offset)
-                log.append_as_follower(list(d.records), now)
-                b.narrate(f"{p.name}: follower {b.broker_id} appended up to offset {log.log_end_offset - 1}")
+                        latest = batch.partition_leader_epoch       # (what log.latest_epoch now reads)
+                log.append_as_follower(d.records, now)
+                b.kernel.narrate_f(("%s: follower %d appended up to offset %d", p.name, b.broker_id,
+                                    log.log_end_offset - 1))
             hw = min(d.high_watermark, log.log_end_offset)
             if hw > log.high_watermark:
                 log.update_high_watermark(hw)

@@ -229,7 +229,11 @@ class Network:
         response on the connection of the request it answers (``reply_to``)."""
         k = self.kernel
         self._next_id += 1
-        conn: Connection = reply_to.conn if reply_to is not None else self.connection(src, dst, channel)  # type: ignore[assignment]
+        if reply_to is not None:
+            conn: Connection = reply_to.conn  # type: ignore[assignment]
+        else:
+            # connection(), inlined for the common case: the connection is there
+            conn = self._connections.get((src, dst, channel)) or self.connection(src, dst, channel)
         delay = self.latency_ms
         if self.jitter_ms:
             delay += k.rng.randint(0, self.jitter_ms)
@@ -263,11 +267,16 @@ class Network:
         if cur is not None:
             sent = cur._sent            # TraceEvent.add_sent, inlined (once per message)
             if sent is None:
-                cur._sent = [m.id]
+                cur._sent = m.id
+            elif sent.__class__ is int:
+                cur._sent = [sent, m.id]
             else:
                 sent.append(m.id)
         if reply_to is not None and conn.in_service is reply_to:
-            self._next_request(conn)
+            if conn.waiting:
+                self._next_request(conn)
+            else:
+                conn.in_service = None      # (_next_request with nothing waiting)
         if conn.state == "open" and not self.rules and (reply_to is None or not reply_to.lose_response):
             # the common case: no fault touches this message
             conn.due[direction] = due

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any, Callable, ClassVar, Optional
 
+from .._mypyc import new as _new    # object.__new__ (compiled by mypyc: the class call)
 from ..protocol.errors import Errors
 from .kernel import Event, Kernel
 from .network import Message
@@ -24,7 +25,7 @@ ResponseCallback = Callable[[Any, Optional[Errors]], None]
 class _Pending:
     __slots__ = ("dst", "api", "callback", "timeout_event", "msg")
 
-    def __init__(self, dst, api, callback, timeout_event, msg):
+    def __init__(self, dst="", api="", callback=None, timeout_event=None, msg=None):
         self.dst = dst
         self.api = api
         self.callback = callback
@@ -62,11 +63,19 @@ class Node:
         with the response, or with (None, REQUEST_TIMED_OUT / NETWORK_EXCEPTION)."""
         self._next_correlation += 1
         cid = self._next_correlation
-        m = self.kernel.network.send(self.name, dst, request.API, request, False, cid, background,
-                                     channel=self.CHANNELS.get(request.API, ""))
-        tev = self.kernel.schedule_timeout(timeout_ms, self.name, f"request timeout ({request.API} #{m.id})",
-                                           self._on_timeout, cid, self.incarnation)
-        self._pending[cid] = _Pending(dst, request.API, callback, tev, m)
+        api = request.API
+        k = self.kernel
+        m = k.network.send(self.name, dst, api, request, False, cid, background, channel=self.CHANNELS.get(api, ""))
+        # its name is formatted only if someone reads it (see kernel.Event): it is almost always cancelled
+        tev = k.schedule_timeout(timeout_ms, self.name, ("request timeout (%s #%d)", api, m.id),
+                                 self._on_timeout, cid, self.incarnation)
+        p: _Pending = _new(_Pending)    # _Pending(dst, api, callback, tev, m) without the class call (as Event)
+        p.dst = dst
+        p.api = api
+        p.callback = callback
+        p.timeout_event = tev
+        p.msg = m
+        self._pending[cid] = p
         return m
 
     def respond(self, request_msg: Message, response: Any, background: bool = False) -> Message:
@@ -119,8 +128,9 @@ class Node:
             p.callback(msg.payload, None)
         else:
             response = self.handle_request(msg)
-            if response is not None:
-                self.respond(msg, response, background=msg.background and self._quiet(response))
+            if response is not None:        # respond(), inlined (once per request)
+                self.kernel.network.send(self.name, msg.src, msg.api, response, True, msg.correlation_id,
+                                         msg.background and self._quiet(response), reply_to=msg)
 
     @staticmethod
     def _quiet(response: Any) -> bool:

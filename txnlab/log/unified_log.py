@@ -76,7 +76,7 @@ class UnifiedLog:
                  "_verification_enabled",
                  # durable ("disk")
                  "_batches", "_base_offsets", "_segments", "_snapshots", "_txn_index",
-                 "_epoch_cache", "_hw_checkpoint", "log_start_offset", "log_end_offset",
+                 "_epoch_cache", "epoch_entries", "_hw_checkpoint", "log_start_offset", "log_end_offset",
                  # memory
                  "_psm", "high_watermark", "first_unstable_offset", "last_stable_offset", "_online")
 
@@ -99,6 +99,7 @@ class UnifiedLog:
         self._snapshots: dict[int, ProducerStateSnapshot] = {}
         self._txn_index = TransactionIndex()
         self._epoch_cache = LeaderEpochFileCache()
+        self.epoch_entries = self._epoch_cache._entries     # the same list, read by replication with no call
         self._hw_checkpoint = 0
         self.log_start_offset = 0
         self.log_end_offset = 0
@@ -160,9 +161,11 @@ class UnifiedLog:
     def __repr__(self) -> str:      # (a method, not ``= describe``: mypyc compiles a def)
         return self.describe()
 
-    def _ensure_online(self) -> None:
+    def _ensure_online(self) -> bool:
+        """True, or raises.  (Hot paths write ``self._online or self._ensure_online()``: no call when online.)"""
         if not self._online:
             raise RuntimeError(f"log {self.topic_partition} has crashed or was closed: call recover() first")
+        return True
 
     def update_topic_config(self, topic_config: dict) -> None:
         """The topic's configs changed (IncrementalAlterConfigs, learned with LeaderAndIsr): the next append
@@ -178,7 +181,7 @@ class UnifiedLog:
                          origin: AppendOrigin = _CLIENT,
                          verification_guard: VerificationGuard | None = None) -> LogAppendInfo:
         """Validate every batch, then assign offsets and append them all (or nothing)."""
-        self._ensure_online()
+        self._online or self._ensure_online()
         if isinstance(batches, RecordBatch):
             batches = (batches,)
         if not batches:
@@ -197,7 +200,7 @@ class UnifiedLog:
                                  producer_epoch: int, coordinator_epoch: int, leader_epoch: int,
                                  now: int, transaction_version: int = 0) -> int:
         """Write a COMMIT/ABORT marker (WriteTxnMarkers); returns the marker's offset."""
-        self._ensure_online()
+        self._online or self._ensure_online()
         marker = RecordBatch.control(control_type, producer_id, producer_epoch, coordinator_epoch, now)
         marker = marker.with_base_offset(self.log_end_offset, leader_epoch,
                                          now if self._log_append_time else None)
@@ -207,7 +210,7 @@ class UnifiedLog:
 
     def append_as_follower(self, batches: Sequence[RecordBatch], now: int) -> LogAppendInfo:
         """Copy batches fetched from the leader; they already carry offsets and leader epochs."""
-        self._ensure_online()
+        self._online or self._ensure_online()
         if isinstance(batches, RecordBatch):
             batches = (batches,)
         if not batches:
@@ -219,7 +222,7 @@ class UnifiedLog:
                 raise ValueError(f"{self.topic_partition}: follower append of {batch!r} would go below "
                                  f"offset {expected} (log end offset or previous batch)")
             expected = batch.next_offset
-            size += batch.size_in_bytes
+            size += batch._size or batch.size_in_bytes      # (the property, without its call when known)
         # Followers do not enforce max.message.bytes / segment.bytes (Kafka's ignoreRecordSize).
         return self._append(batches, _REPLICATION, TV_UNKNOWN, None, size, NO_TIMESTAMP)
 
@@ -276,16 +279,19 @@ class UnifiedLog:
             self._roll(max(first.base_offset, self.log_end_offset))
             active = self._segments[-1]
         self._batches.extend(batches)
-        self._base_offsets.extend([b.base_offset for b in batches])
         active.size_in_bytes += size
         self.log_end_offset = batches[-1].next_offset
-        cache = self._epoch_cache
+        entries = self.epoch_entries
         for batch in batches:
-            if batch.partition_leader_epoch >= 0:
-                cache.assign(batch.partition_leader_epoch, batch.base_offset)
+            self._base_offsets.append(batch.base_offset)
+            epoch = batch.partition_leader_epoch
+            if epoch >= 0 and not (entries and entries[-1].epoch == epoch       # (an append in the latest
+                                   and entries[-1].start_offset <= batch.base_offset):  # epoch: nothing to assign)
+                self._epoch_cache.assign(epoch, batch.base_offset)
         self._apply_producer_state(infos, completed)
-        return LogAppendInfo(first.base_offset, batches[-1].last_offset, log_append_time, False,
-                             num_records, len(batches), self.log_start_offset)
+        # LogAppendInfo(...), all seven fields in order, as its own __new__ builds it (not called: ~2,100 instr.)
+        return tuple.__new__(LogAppendInfo, (first.base_offset, batches[-1].last_offset, log_append_time, False,
+                                             num_records, len(batches), self.log_start_offset))
 
     def _analyze_and_validate_producer_state(
             self, batches: Sequence[RecordBatch], origin: AppendOrigin,
@@ -364,7 +370,7 @@ class UnifiedLog:
 
         At least one batch is returned when one qualifies, even if it exceeds ``max_bytes``.
         """
-        self._ensure_online()
+        self._online or self._ensure_online()
         if fetch_offset > self.log_end_offset or fetch_offset < self.log_start_offset:
             raise ProtocolError(Errors.OFFSET_OUT_OF_RANGE,
                                 f"fetch offset {fetch_offset} is outside {self.topic_partition}'s log "
@@ -372,15 +378,17 @@ class UnifiedLog:
         batches = self._batches
         result: list[RecordBatch] = []
         total = 0
-        for i in range(self._index_of_offset(fetch_offset), len(batches)):
+        i, n = self._index_of_offset(fetch_offset), len(batches)
+        while i < n:        # (not a range(): calling a class costs CPython 3.11 hundreds of instructions)
             batch = batches[i]
             if batch.base_offset >= max_offset:
                 break
-            size = batch.size_in_bytes
+            size = batch._size or batch.size_in_bytes       # (known for every batch in the log: no call)
             if result and total + size > max_bytes:
                 break
             result.append(batch)
             total += size
+            i += 1
         return result
 
     def collect_aborted_transactions(self, fetch_offset: int, upper_bound: int) -> list[tuple[int, int]]:
@@ -393,7 +401,7 @@ class UnifiedLog:
     # -- high watermark and LSO ---------------------------------------------
     def update_high_watermark(self, hw: int) -> bool:
         """Set the HW, clamped to [log start, LEO]; returns whether it changed."""
-        self._ensure_online()
+        self._online or self._ensure_online()
         if hw < self.log_start_offset:
             hw = self.log_start_offset
         elif hw > self.log_end_offset:
@@ -421,6 +429,10 @@ class UnifiedLog:
 
     def _update_first_unstable_offset(self) -> None:
         psm = self._psm         # ProducerStateManager.first_unstable_offset, inlined (twice per append)
+        if not psm.unreplicated_txns and not psm.ongoing_txns:     # no txn open or unreplicated: LSO = HW
+            self.first_unstable_offset = None
+            self.last_stable_offset = self.high_watermark
+            return
         unreplicated = next(iter(psm.unreplicated_txns), None)
         fuo = next(iter(psm.ongoing_txns), None)
         if unreplicated is not None and (fuo is None or unreplicated < fuo):
@@ -437,7 +449,7 @@ class UnifiedLog:
 
     @property
     def latest_epoch(self) -> int | None:
-        entries = self._epoch_cache._entries    # LeaderEpochCache.latest_epoch, inlined (read per follower fetch)
+        entries = self.epoch_entries      # LeaderEpochCache.latest_epoch, inlined
         return entries[-1].epoch if entries else None
 
     def end_offset_for_epoch(self, epoch: int) -> tuple[int, int]:
