@@ -100,3 +100,16 @@ def read_all(cluster, topic, isolation="read_committed", partitions=None, max_po
             out.append(msg.value())
     c.close()
     return out
+
+
+def kafka_transactions_tool(door, *args: str):
+    """Kafka's own ``kafka-transactions --bootstrap-server <door> <args>`` (TransactionsCommand on Kafka's jars):
+    the finished process; the test is skipped when Kafka's jars cannot run here."""
+    import pytest
+    from reference import kafka
+    try:
+        cp = kafka.classpath()
+    except kafka.Unavailable as e:
+        pytest.skip(f"Kafka's kafka-transactions tool cannot run here: {e}")
+    return kafka.run(kafka.java(cp, "org.apache.kafka.tools.TransactionsCommand", "--bootstrap-server",
+                                door.bootstrap_servers, *args), timeout=180)

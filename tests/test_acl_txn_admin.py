@@ -13,6 +13,7 @@ from txnlab import Cluster, Producer, TopicPartition
 from txnlab.admin import AdminClient
 from txnlab.protocol.errors import Errors
 from txnlab.wire.codec import nested, request_type
+from helpers import kafka_transactions_tool
 from wire_raw import ask
 
 AUTHORIZER = "org.apache.kafka.metadata.authorizer.StandardAuthorizer"
@@ -207,13 +208,7 @@ def test_wire_list_transactions_answers_only_what_the_principal_may_describe(doo
 
 def transactions(door, *args: str):
     """``kafka-transactions --bootstrap-server <door> <args>``: (exit code, stdout and stderr)."""
-    from reference import kafka
-    try:
-        cp = kafka.classpath()
-    except kafka.Unavailable as e:
-        pytest.skip(f"Kafka's kafka-transactions tool cannot run here: {e}")
-    done = kafka.run(kafka.java(cp, "org.apache.kafka.tools.TransactionsCommand", "--bootstrap-server",
-                                door.bootstrap_servers, *args), timeout=180)
+    done = kafka_transactions_tool(door, *args)
     return done.returncode, done.stdout + done.stderr
 
 

@@ -12,6 +12,7 @@ import txnlab.admin
 from txnlab import Cluster, Producer
 from txnlab.protocol.errors import Errors
 from txnlab.wire.codec import nested, request_type
+from helpers import kafka_transactions_tool
 from wire_raw import ask
 
 TID = "copier"
@@ -49,13 +50,7 @@ def in_lab(c, door) -> dict:
 # ------------------------------------------------------------ the Java tool
 def transactions(door, *args: str):
     """``kafka-transactions --bootstrap-server <door> <args>``: (exit code, rows as dicts by column, stdout)."""
-    from reference import kafka
-    try:
-        cp = kafka.classpath()
-    except kafka.Unavailable as e:
-        pytest.skip(f"Kafka's kafka-transactions tool cannot run here: {e}")
-    done = kafka.run(kafka.java(cp, "org.apache.kafka.tools.TransactionsCommand", "--bootstrap-server",
-                                door.bootstrap_servers, *args), timeout=180)
+    done = kafka_transactions_tool(door, *args)
     lines = [[cell.strip() for cell in line.rstrip("\t\n").split("\t")] for line in done.stdout.splitlines()
              if line.strip()]
     rows = [dict(zip(lines[0], line)) for line in lines[1:]] if done.returncode == 0 and lines else []
