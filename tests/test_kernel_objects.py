@@ -52,13 +52,20 @@ def test_a_delivery_entry_reads_as_one_built_by_the_class():
     assert m.state == "delivered" and m.event is None
 
 
-def test_with_the_trace_off_an_observer_sees_delivery_entries_as_the_class_builds_them():
+def _traceless():
+    """A cluster with the trace off, an observer's list of the steps it saw, and an initialized transactional
+    producer of topic ``t``."""
     c = Cluster(brokers=3, seed=3, config={"sim.trace": False})
     seen = []
     c.kernel.observers.append(seen.append)
     c.create_topic("t", partitions=1, replication_factor=3)
     p = Producer({"bootstrap.servers": c.bootstrap, "transactional.id": "tx"})
     p.init_transactions()
+    return c, seen, p
+
+
+def test_with_the_trace_off_an_observer_sees_delivery_entries_as_the_class_builds_them():
+    c, seen, p = _traceless()
     assert len(c.trace) == 0
     deliveries = [e for e in seen if e.kind == "deliver"]
     assert deliveries
@@ -85,12 +92,7 @@ def test_a_line_narrated_unformatted_reads_as_the_formatted_line():
 
 
 def test_with_the_trace_off_nothing_is_narrated():
-    c = Cluster(brokers=3, seed=3, config={"sim.trace": False})
-    seen = []
-    c.kernel.observers.append(seen.append)
-    c.create_topic("t", partitions=1, replication_factor=3)
-    p = Producer({"bootstrap.servers": c.bootstrap, "transactional.id": "tx"})
-    p.init_transactions()
+    c, seen, p = _traceless()
     p.begin_transaction()
     p.produce("t", value=b"v")
     p.commit_transaction()

@@ -32,6 +32,20 @@ _NONE = Errors.NONE
 _new_message = object.__new__
 
 
+def _fetched(log, aborted, batches) -> m.FetchPartitionData:
+    """FetchPartitionData(NONE, HW, LSO, log start, aborted, batches) of ``log`` without the class call (every
+    fetched partition of every consumer and follower fetch pays it)."""
+    d: m.FetchPartitionData = _new_message(m.FetchPartitionData)
+    d.error = _NONE
+    d.high_watermark = log.high_watermark
+    d.last_stable_offset = log.last_stable_offset
+    d.log_start_offset = log.log_start_offset
+    d.aborted_transactions = aborted
+    d.records = tuple(batches) if batches else ()
+    d.diverging_epoch = None
+    return d
+
+
 class ParkedFetch:
     __slots__ = ("msg", "timer", "tps", "parts", "session")
 
@@ -257,15 +271,7 @@ class FetchHandling:
                     self.cluster.audit("fetch", broker=self.broker_id, tp=tp, isolation=req.isolation_level,
                                        fetch_offset=fp.fetch_offset, last=batches[-1].last_offset,
                                        hw=log.high_watermark, lso=log.last_stable_offset)
-            d = _new_message(m.FetchPartitionData)     # FetchPartitionData(NONE, HW, LSO, log start, aborted,
-            d.error = _NONE                             # batches), without the class call (every consumer fetch)
-            d.high_watermark = log.high_watermark
-            d.last_stable_offset = log.last_stable_offset
-            d.log_start_offset = log.log_start_offset
-            d.aborted_transactions = aborted
-            d.records = tuple(batches) if batches else ()
-            d.diverging_epoch = None
-            out[tp] = d
+            out[tp] = _fetched(log, aborted, batches)
         if news_only and not has_data:
             return None, False
         if quiet is not None:       # (reading other partitions changed nothing these read: initial is False)
@@ -299,13 +305,5 @@ class FetchHandling:
             p.update_follower(replica, fp.fetch_offset, now)
         batches = log.read(fp.fetch_offset, log.log_end_offset, fp.partition_max_bytes) \
             if fp.fetch_offset < log.log_end_offset else []
-        d: m.FetchPartitionData = _new_message(m.FetchPartitionData)
-        d.error = _NONE         # FetchPartitionData(NONE, HW, LSO, log start, None, batches), without the class call
-        d.high_watermark = log.high_watermark
-        d.last_stable_offset = log.last_stable_offset
-        d.log_start_offset = log.log_start_offset
-        d.aborted_transactions = None
-        d.records = tuple(batches) if batches else ()
-        d.diverging_epoch = None
-        return d
+        return _fetched(log, None, batches)
 

@@ -98,6 +98,15 @@ class _Index:
         # one pass over every op's micro-ops (Op.sends()/Op.polls() inlined: a history has thousands of ops)
         writers, reads, first_at, value_at, sends = self.writers, self.reads, self.first_at, self.value_at, self.sends
         conflicts = self.conflicts
+
+        def held(ko, value) -> None:
+            """``value`` was sent or read at (key, offset) ``ko``: the first value there is kept; another one
+            marks the offset as holding several."""
+            got = first_at.get(ko, _NONE)
+            if got is _NONE:
+                first_at[ko] = value
+            elif got != value:
+                conflicts.add(ko)
         for op in history:
             mops = op.mops
             mine = [(m[1], m[2], m[3]) for m in mops if m[0] == "send"]
@@ -110,12 +119,7 @@ class _Index:
                 else:
                     ws.append((op, key, offset))
                 if offset is not None:
-                    ko = (key, offset)
-                    got = first_at.get(ko, _NONE)
-                    if got is _NONE:
-                        first_at[ko] = value
-                    elif got != value:
-                        conflicts.add(ko)
+                    held((key, offset), value)
             for m in mops:
                 if m[0] != "poll":
                     continue
@@ -123,11 +127,7 @@ class _Index:
                 for offset, value in m[2]:
                     reads.append((op, key, offset, value))
                     ko = (key, offset)
-                    got = first_at.get(ko, _NONE)
-                    if got is _NONE:
-                        first_at[ko] = value
-                    elif got != value:
-                        conflicts.add(ko)
+                    held(ko, value)
                     if ko not in value_at:
                         value_at[ko] = value
         # every writer's outcome at once (writer_outcome: ok if some write of the value is ok, else info if some
