@@ -48,6 +48,10 @@ def _check_produce_args(timestamp, on_delivery, callback) -> None:
         raise KafkaException(KafkaError(KafkaError._INVALID_ARG, f"produce(timestamp={timestamp}): a record's timestamp "
                                         f"is milliseconds since the Unix epoch (0 for now) and must not be negative"))
 
+_UNASSIGNED = -1    # produce()'s partition: the partitioner chooses
+_NOW = 0            # produce()'s timestamp: now
+
+
 class Producer:
     """A Kafka producer (idempotent by default; transactional with ``transactional.id``)."""
 
@@ -134,27 +138,31 @@ class Producer:
         milliseconds since the Unix epoch, as the application sees it (0: now, on the lab's anchored clock)."""
         if self._txn.state is not self._producing_state or self._node.crashed or self._closed is not None:
             self._produce_refused()
-        if timestamp.__class__ is not int or timestamp < 0 or on_delivery is not None and not callable(on_delivery) \
-                or callback is not None and not callable(callback) or partition.__class__ is not int \
-                or headers is not None and headers.__class__ not in (dict, list, tuple):
-            _check_produce_args(timestamp, on_delivery, callback)
-            argcheck.produce_extras(partition, headers)
-        if key is None and partition < 0 and headers is None and value.__class__ is bytes:
-            # the common case, kept short (it is what a benchmark and a busy notebook call most): a
-            # keyless record joins the open batch of its topic's sticky partition
+        if key is None and partition is _UNASSIGNED and timestamp is _NOW and headers is None \
+                and value.__class__ is bytes:
+            # the common case, kept short (it is what a benchmark and a busy notebook call most): a keyless
+            # record stamped now joins the open batch of its topic's sticky partition.  (``is``: CPython has
+            # one int object each for -1 and 0, so no float, bool or other int passes, as the checks below
+            # would refuse them.)
             b = self._sticky_batch.get(topic)
-            if b is not None and not b.closed:
+            if b is not None and not b.closed and (on_delivery is None or callable(on_delivery)) \
+                    and (callback is None or callable(callback)):
                 size = 10 + len(value)
                 if b.size + size < self._batch_size and len(b.records) < self._batch_records \
                         and size <= self._max_bytes:
                     # a plain tuple: the batch turns it into a Record only if somebody reads it
                     now = self._kernel.now
-                    b.records.append((None, value, (), timestamp - self._epoch_ms if timestamp else now))
+                    b.records.append((None, value, (), now))
                     b.callbacks.append(on_delivery or callback or self._default_cb)
                     b.enqueued.append(now)
                     b.size += size
                     self._unacked += 1
                     return
+        if timestamp.__class__ is not int or timestamp < 0 or on_delivery is not None and not callable(on_delivery) \
+                or callback is not None and not callable(callback) or partition.__class__ is not int \
+                or headers is not None and headers.__class__ not in (dict, list, tuple):
+            _check_produce_args(timestamp, on_delivery, callback)
+            argcheck.produce_extras(partition, headers)
         if value.__class__ is not bytes and value is not None:
             value = value.encode("utf-8") if value.__class__ is str else _to_bytes(value, "value")
         if key.__class__ is not bytes and key is not None:

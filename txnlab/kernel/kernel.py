@@ -194,8 +194,7 @@ class Kernel:
     def schedule_delivery(self, m) -> Event:
         """The delivery of message ``m`` at ``m.deliver_at`` (``schedule`` for the network's one caller that
         runs for every message)."""
-        self._seq += 1
-        seq = self._seq
+        seq = self._seq = self._seq + 1
         now = self.now
         t = m.deliver_at
         if t <= now:
@@ -208,17 +207,15 @@ class Kernel:
         ev.kind = "deliver"
         ev.node = m.dst
         ev._name = m.api
-        ev.fn = None
+        ev.fn = ev.arg = ev.lane = None
         ev.msg = m
-        ev.background = m.background
+        ev.background = background = m.background
         ev.cancelled = False
         ev.incarnation = 0
-        ev.arg = None
-        ev.lane = None
         key = (t << _SEQ_BITS) | seq
         heapq.heappush(self._queue, key)
         self._queued[key] = ev
-        if not m.background:
+        if not background:
             self._foreground += 1
         return ev
 
@@ -226,14 +223,14 @@ class Kernel:
         """A background timer that will most likely be cancelled (a request timeout): same order as
         ``schedule``, cheaper to cancel.  ``name``: a str, or ``(template, value, ...)``, formatted only if
         someone reads it (see Event)."""
-        self._seq += 1
+        seq = self._seq = self._seq + 1
         d = (delay if delay.__class__ is int else int(delay)) if delay > 0 else 0    # (as schedule())
         lane = self._lanes.get(d)
         if lane is None:
             lane = self._lanes[d] = deque()
         ev: Event = _new(Event)      # Event(now + d, seq, "timer", node, name, fn, background=True, ...)
         ev.time = self.now + d
-        ev.seq = self._seq
+        ev.seq = seq
         ev.kind = "timer"
         ev.node = node
         ev._name = name

@@ -228,26 +228,27 @@ class Network:
         """Put a message on its connection: a request on ``src``'s connection to ``dst`` (``channel``), a
         response on the connection of the request it answers (``reply_to``)."""
         k = self.kernel
-        self._next_id += 1
+        mid = self._next_id = self._next_id + 1
         if reply_to is not None:
             conn: Connection = reply_to.conn  # type: ignore[assignment]
         else:
             # connection(), inlined for the common case: the connection is there
             conn = self._connections.get((src, dst, channel)) or self.connection(src, dst, channel)
-        delay = self.latency_ms
+        now = k.now
+        due = now + self.latency_ms
         if self.jitter_ms:
-            delay += k.rng.randint(0, self.jitter_ms)
+            due += k.rng.randint(0, self.jitter_ms)
         direction = 1 if is_response else 0
-        due = k.now + delay
-        if due < conn.due[direction]:
-            due = conn.due[direction]          # one connection: nothing overtakes
+        dues = conn.due
+        if due < dues[direction]:
+            due = dues[direction]              # one connection: nothing overtakes
         m: Message = _new(Message)     # Message(...) without the class call (see Message): the same fields
-        m.id = self._next_id
+        m.id = mid
         m.src = src
         m.dst = dst
         m.api = api
         m.payload = payload
-        m.sent_at = k.now
+        m.sent_at = now
         m.deliver_at = due
         m.is_response = is_response
         m.correlation_id = correlation_id
@@ -260,18 +261,18 @@ class Network:
         m.lose_response = False
         if self.keep_history:
             hist = self.messages
-            hist[m.id] = m
+            hist[mid] = m
             if self.history_limit is not None and len(hist) > self.history_limit + max(1, self.history_limit // 4):
                 self._trim_history()
         cur = k.current
         if cur is not None:
             sent = cur._sent            # TraceEvent.add_sent, inlined (once per message)
             if sent is None:
-                cur._sent = m.id
+                cur._sent = mid
             elif sent.__class__ is int:
-                cur._sent = [sent, m.id]
+                cur._sent = [sent, mid]
             else:
-                sent.append(m.id)
+                sent.append(mid)
         if reply_to is not None and conn.in_service is reply_to:
             if conn.waiting:
                 self._next_request(conn)
@@ -279,9 +280,9 @@ class Network:
                 conn.in_service = None      # (_next_request with nothing waiting)
         if conn.state == "open" and not self.rules and (reply_to is None or not reply_to.lose_response):
             # the common case: no fault touches this message
-            conn.due[direction] = due
+            dues[direction] = due
             m.event = k.schedule_delivery(m)
-            self._in_flight[m.id] = m
+            self._in_flight[mid] = m
             return m
         if conn.state in ("closed", "broken"):
             m.state = "dropped"
@@ -439,10 +440,9 @@ class Network:
         tev.step = k.step_count
         tev.time = k.now
         tev.kind = "deliver"
-        tev.node = m.dst
+        tev.node = tev.dst = m.dst
         tev.api = m.api
         tev.src = m.src
-        tev.dst = m.dst
         tev.msg_id = m.id
         tev.is_response = m.is_response
         tev.background = m.background
