@@ -65,6 +65,30 @@ def test_produce_misuse_names_the_rule():
     assert len(p) == 0
 
 
+
+def test_produce_misuse_refused_while_a_batch_is_open():
+    """The same rules once a batch is open for the topic (produce()'s short path joins it): a timestamp or a
+    partition that only looks like the default (0.0, False, -1.0, True) and a non-callable callback are refused,
+    and nothing of the refused calls reaches the log."""
+    c = Cluster(brokers=1, seed=1)
+    c.create_topic("t")
+    p = Producer({"bootstrap.servers": c.bootstrap, "linger.ms": 1000})
+    p.produce("t", b"first")
+    for bad in (0.0, False):
+        with pytest.raises(TypeError, match="timestamp expects an int"):
+            p.produce("t", b"bad", timestamp=bad)
+    for bad in (-1.0, True):
+        with pytest.raises(TypeError, match="partition expects an int"):
+            p.produce("t", b"bad", partition=bad)
+    with pytest.raises(TypeError, match="on_delivery expects a callable"):
+        p.produce("t", b"bad", on_delivery=5)
+    with pytest.raises(TypeError, match="callback expects a callable"):
+        p.produce("t", b"bad", callback="nope")
+    p.produce("t", b"second")
+    assert p.flush(30) == 0
+    assert [r.value for b in c.log("t", 0).batches for r in b.records] == [b"first", b"second"]
+
+
 def test_advance_refuses_negative_time():
     c = Cluster(brokers=1, seed=1)
     clock = c.clock
