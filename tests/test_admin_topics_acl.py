@@ -53,3 +53,22 @@ def test_delete_topics_authorization_as_kafka():
     assert got == {"kept": (Errors.NONE, got["kept"][1]), "doomed": (Errors.NONE, got["doomed"][1])}
     c.run_until_idle()
     assert not {"kept", "doomed"} & set(c.topics())
+
+
+def test_create_partitions_in_controller_apis_words():
+    """ControllerApis.createPartitions: a duplicated name answered once with INVALID_REQUEST "Duplicate topic
+    name.", a topic the principal may not ALTER refused with TOPIC_AUTHORIZATION_FAILED and no message, the
+    others grown."""
+    c, raw = cluster()
+    c.add_acl(WHO, "TOPIC", "kept", "ALTER")
+    resp = raw.call(0, m.CreatePartitionsRequest((m.CreatePartitionsTopic("kept", 2), m.CreatePartitionsTopic("doomed", 2),
+                                                  m.CreatePartitionsTopic("kept", 3))))
+    got = {r.name: (Errors(r.error_code), r.error_message) for r in resp.results}
+    assert len(resp.results) == 2
+    assert got == {"kept": (Errors.INVALID_REQUEST, "Duplicate topic name."),
+                   "doomed": (Errors.TOPIC_AUTHORIZATION_FAILED, "")}
+    resp = raw.call(0, m.CreatePartitionsRequest((m.CreatePartitionsTopic("kept", 2),)))
+    assert [(r.name, Errors(r.error_code)) for r in resp.results] == [("kept", Errors.NONE)]
+    c.run_until_idle()
+    parts = sorted(tp for tp in c.controller.states if tp[0] in ("kept", "doomed"))
+    assert parts == [("doomed", 0), ("kept", 0), ("kept", 1)]

@@ -189,15 +189,17 @@ class AdminHandling(GroupAdminHandling):
         names = [t.name for t in req.topics]
         order = list(dict.fromkeys(names))           # a duplicated name is answered once
         refused, go = {}, []
+        # ControllerApis.createPartitions (a KRaft broker forwards the request to the controller): a duplicated
+        # name -> INVALID_REQUEST "Duplicate topic name.", a topic without ALTER -> TOPIC_AUTHORIZATION_FAILED
+        # with no message
         for t in req.topics:
             if names.count(t.name) > 1:
                 refused[t.name] = m.CreatePartitionsTopicResult(t.name, Errors.INVALID_REQUEST,
-                                                                "Duplicate topic in request.")
+                                                                "Duplicate topic name.")
             elif not self._allowed(msg, "TOPIC", t.name, "ALTER"):
                 self.narrate(f"{self.cluster.principal_of(msg.src)} may not ALTER topic {t.name!r} "
                              f"-> TOPIC_AUTHORIZATION_FAILED")
-                refused[t.name] = m.CreatePartitionsTopicResult(t.name, Errors.TOPIC_AUTHORIZATION_FAILED,
-                                                                "Authorization failed.")
+                refused[t.name] = m.CreatePartitionsTopicResult(t.name, Errors.TOPIC_AUTHORIZATION_FAILED)
             else:
                 go.append(t)
         fwd = m.CreatePartitionsRequest(tuple(go), req.timeout_ms, req.validate_only)
