@@ -166,13 +166,30 @@ def _settle(cluster, wl, steps: StepInvariants) -> CheckResult:
     while True:
         end = end_invariants(cluster, list(wl.topics), wl.transactional_ids())
         registered = all(cluster.broker(b).registered for b in cluster.brokers)   # restarted brokers are back
-        if (end.ok and registered) or waited >= SETTLE_MS:
+        if (end.ok and registered and _metadata_current(cluster)) or waited >= SETTLE_MS:
             break
         cluster.advance(SETTLE_STEP_MS)
         waited += SETTLE_STEP_MS
     steps.check(cluster.kernel.step_count)
     steps.detach()
     return end.merge(steps.result)
+
+
+def _metadata_current(cluster) -> bool:
+    """Every live broker knows the controller's leaders and leader epochs.  A broker that was cut off from the
+    controller answers from what it learned last (Kafka's brokers do not fence themselves) until the controller's
+    news reaches it: the final read, which stands for the truth, must not ask it before that."""
+    states = cluster.controller.states
+    for b in cluster.brokers:
+        broker = cluster.broker(b)
+        if not broker.alive:
+            continue
+        known = broker.metadata.partitions
+        for tp, s in states.items():
+            k = known.get(tp)
+            if k is None or k.leader != s.leader or k.leader_epoch != s.leader_epoch:
+                return False
+    return True
 
 
 def sweep(seeds, cfg: RunConfig) -> Iterator[SeedResult]:
