@@ -72,12 +72,17 @@ class FetchSession:
         self.isr_seen = -1         # the broker's isr_version when this follower was last in every ISR
 
     def view(self, changed: dict) -> dict:
-        """The partitions worth looking at now: those the request changed, and those with news."""
-        parts = changed.copy()
+        """The partitions worth looking at now: those the request changed, and those with news.  (``changed``
+        itself when the news adds nothing to it: no dict is ever changed after it was handed out, so it is copied
+        only when it grows.)"""
+        parts = changed
         for tp in self.dirty:
-            fp = self.partitions.get(tp)
-            if fp is not None and tp not in parts:
-                parts[tp] = fp
+            if tp not in parts:
+                fp = self.partitions.get(tp)
+                if fp is not None:
+                    if parts is changed:
+                        parts = changed.copy()
+                    parts[tp] = fp
         self.dirty.clear()
         return parts
 
