@@ -178,19 +178,22 @@ class FetchHandling:
                 sess.dirty[tp] = None
         if not self.parked:
             return
-        for pf in list(self.parked):
-            if tp in pf.tps and pf in self.parked:
+        waiting = []        # the fetches that stay parked (reading a fetch parks or answers none)
+        for pf in self.parked:
+            if tp in pf.tps:
                 parts = pf.parts if pf.session is None else pf.session.view(pf.parts)     # _parked_parts(pf)
                 resp, has_data = self._read_fetch(pf.msg.payload, parts, session=pf.session, news_only=True)
                 if has_data:
-                    self.parked.remove(pf)
                     self.kernel.cancel(pf.timer)
                     self._note_sent(pf.msg.payload, resp)
                     msg = pf.msg            # self.respond(msg, resp), inlined (once per replicated write)
                     self.kernel.network.send(self.name, msg.src, msg.api, resp, True, msg.correlation_id,
                                              reply_to=msg)
-                elif pf.session is not None:
+                    continue
+                if pf.session is not None:
                     pf.parts = parts           # keep what was looked at for the next wake-up
+            waiting.append(pf)
+        self.parked = waiting
 
     def _note_sent(self, req, resp) -> None:
         if req.replica_id < 0:
