@@ -58,12 +58,9 @@ class Partition:
         self._isr_followers: tuple = ()
         self.delayed: list[DelayedProduce] = []
         self.config: dict = {}
+        # the topic's min.insync.replicas, else the broker's: a field set with the config (read on every fetch)
+        self.min_insync_replicas: int = broker.config["min.insync.replicas"]
         self.epoch_start_offset = 0
-
-    @property
-    def min_insync_replicas(self) -> int:
-        v = self.config.get("min.insync.replicas")
-        return v if v is not None else self.broker.config["min.insync.replicas"]
 
     @property
     def maximal_isr(self) -> tuple:
@@ -121,6 +118,8 @@ class Partition:
         self.replicas = tuple(state.replicas)
         self._replica_names = {r: broker_name(r) for r in self.replicas}    # read while a follower lags
         self.config = dict(state.config)
+        v = self.config.get("min.insync.replicas")
+        self.min_insync_replicas = v if v is not None else self.broker.config["min.insync.replicas"]
         self.log.update_topic_config(self.config)     # topic configs changed by an admin apply at once
         self._note_isr_followers()
 
@@ -143,8 +142,7 @@ class Partition:
         else:
             isr = self.maximal_isr
             followers = self._follower_states(isr)
-        min_isr = self.config.get("min.insync.replicas")     # min_insync_replicas, inlined (once per fetch)
-        if len(isr) < (min_isr if min_isr is not None else self.broker.config["min.insync.replicas"]):
+        if len(isr) < self.min_insync_replicas:
             return False
         new_hw = log.log_end_offset
         for r, f in followers:
