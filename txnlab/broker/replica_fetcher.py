@@ -175,12 +175,7 @@ class ReplicaFetcher:
                 self._last_offsets.pop(tp, None)
                 continue
             if d.records:
-                entries = log.epoch_entries
-                latest = entries[-1].epoch if entries else None     # (log.latest_epoch, without a call)
-                for batch in d.records:
-                    if latest is None or batch.partition_leader_epoch > latest:
-                        log.assign_epoch_start_offset(batch.partition_leader_epoch, batch.base_offset)
-                        latest = batch.partition_leader_epoch       # (what log.latest_epoch now reads)
+                # (the log's append records where each new leader epoch of its batches starts, as Kafka's does)
                 log.append_as_follower(d.records, now)
                 b.kernel.narrate_f(("%s: follower %d appended up to offset %d", p.name, b.broker_id,
                                     log.log_end_offset - 1))
