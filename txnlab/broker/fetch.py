@@ -74,8 +74,8 @@ class FetchSession:
 
     def view(self, changed: dict) -> dict:
         """The partitions worth looking at now: those the request changed, and those with news.  (``changed``
-        itself when the news adds nothing to it: no dict is ever changed after it was handed out, so it is copied
-        only when it grows.)"""
+        itself when the news adds nothing to it: neither a request's partitions nor a view are changed once made,
+        so a view is copied only when it grows.)"""
         parts = changed
         for tp in self.dirty:
             if tp not in parts:
@@ -179,7 +179,8 @@ class FetchHandling:
                 sess.dirty[tp] = None
         if not self.parked:
             return
-        waiting = []        # the fetches that stay parked (reading a fetch parks or answers none)
+        # the fetches that stay parked, collected in one pass (reading a parked fetch parks or answers no other)
+        waiting = []
         for pf in self.parked:
             if tp in pf.tps:
                 parts = pf.parts if pf.session is None else pf.session.view(pf.parts)     # _parked_parts(pf)
