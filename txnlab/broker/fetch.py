@@ -32,14 +32,15 @@ _NONE = Errors.NONE
 _new_message = object.__new__
 
 
-def _fetched(log, aborted, batches) -> m.FetchPartitionData:
-    """FetchPartitionData(NONE, HW, LSO, log start, aborted, batches) of ``log`` without the class call (every
-    fetched partition of every consumer and follower fetch pays it)."""
+def _fetched(high_watermark: int, last_stable_offset: int, log_start_offset: int, aborted,
+             batches) -> m.FetchPartitionData:
+    """FetchPartitionData(NONE, HW, LSO, log start, aborted, batches) without the class call (every fetched
+    partition of every consumer and follower fetch pays it)."""
     d: m.FetchPartitionData = _new_message(m.FetchPartitionData)
     d.error = _NONE
-    d.high_watermark = log.high_watermark
-    d.last_stable_offset = log.last_stable_offset
-    d.log_start_offset = log.log_start_offset
+    d.high_watermark = high_watermark
+    d.last_stable_offset = last_stable_offset
+    d.log_start_offset = log_start_offset
     d.aborted_transactions = aborted
     d.records = tuple(batches) if batches else ()
     d.diverging_epoch = None
@@ -72,12 +73,17 @@ class FetchSession:
         self.isr_seen = -1         # the broker's isr_version when this follower was last in every ISR
 
     def view(self, changed: dict) -> dict:
-        """The partitions worth looking at now: those the request changed, and those with news."""
-        parts = changed.copy()
+        """The partitions worth looking at now: those the request changed, and those with news.  (``changed``
+        itself when the news adds nothing to it: neither a request's partitions nor a view are changed once made,
+        so a view is copied only when it grows.)"""
+        parts = changed
         for tp in self.dirty:
-            fp = self.partitions.get(tp)
-            if fp is not None and tp not in parts:
-                parts[tp] = fp
+            if tp not in parts:
+                fp = self.partitions.get(tp)
+                if fp is not None:
+                    if parts is changed:
+                        parts = changed.copy()
+                    parts[tp] = fp
         self.dirty.clear()
         return parts
 
@@ -173,19 +179,23 @@ class FetchHandling:
                 sess.dirty[tp] = None
         if not self.parked:
             return
-        for pf in list(self.parked):
-            if tp in pf.tps and pf in self.parked:
+        # the fetches that stay parked, collected in one pass (reading a parked fetch parks or answers no other)
+        waiting = []
+        for pf in self.parked:
+            if tp in pf.tps:
                 parts = pf.parts if pf.session is None else pf.session.view(pf.parts)     # _parked_parts(pf)
                 resp, has_data = self._read_fetch(pf.msg.payload, parts, session=pf.session, news_only=True)
                 if has_data:
-                    self.parked.remove(pf)
                     self.kernel.cancel(pf.timer)
                     self._note_sent(pf.msg.payload, resp)
                     msg = pf.msg            # self.respond(msg, resp), inlined (once per replicated write)
                     self.kernel.network.send(self.name, msg.src, msg.api, resp, True, msg.correlation_id,
                                              reply_to=msg)
-                elif pf.session is not None:
+                    continue
+                if pf.session is not None:
                     pf.parts = parts           # keep what was looked at for the next wake-up
+            waiting.append(pf)
+        self.parked = waiting
 
     def _note_sent(self, req, resp) -> None:
         if req.replica_id < 0:
@@ -204,7 +214,9 @@ class FetchHandling:
         has_data = False
         follower = req.replica_id >= 0
         now = self.kernel.now
-        quiet: Optional[list] = None     # follower partitions whose entry is written only if the answer is sent
+        # follower partitions with nothing to send, whose entry is written only if the answer is sent: (tp, HW,
+        # LSO, log start) as read then
+        quiet: Optional[list] = None
         for tp, fp in (req.partitions if parts is None else parts).items():
             p = self.partitions.get(tp)
             if p is None or not p.is_leader:
@@ -226,18 +238,18 @@ class FetchHandling:
                     if initial:
                         f.last_caught_up_ms = f.last_fetch_ms = now
                     continue        # nothing new here: left out of the response (an incremental fetch, KIP-227)
-                if news_only and not initial and fp.fetch_offset == leo and (fp.last_fetched_epoch < 0 or (
-                        log.epoch_entries and fp.last_fetched_epoch == log.epoch_entries[-1].epoch)):
-                    # A parked fetch woken up (by a HW move, or news of another partition) that has nothing to
-                    # send from here: no record past its offset, no divergence.  Its entry (the HW) is written by
-                    # _read_follower below only if the answer is sent -- most such wake-ups send nothing.
+                d = self._read_follower(p, req.replica_id, fp, now, initial, news_only)
+                if d is None:
+                    # Nothing to send from here (no record past its offset, no divergence) in an answer sent only
+                    # with news: its entry is written below only if the answer is sent -- most such reads (a
+                    # follower's fetch that will park, a parked fetch woken up by a HW move) send nothing.
                     out[tp] = None
+                    entry = (tp, log.high_watermark, log.last_stable_offset, log.log_start_offset)
                     if quiet is None:
-                        quiet = [(tp, p, fp)]
+                        quiet = [entry]
                     else:
-                        quiet.append((tp, p, fp))
+                        quiet.append(entry)
                     continue
-                d = self._read_follower(p, req.replica_id, fp, now, initial)
                 # Only news completes a follower's fetch (Kafka's DelayedFetch: bytes, a diverging epoch or
                 # an error); a changed HW rides along in the answer but does not wake a parked fetch, so a
                 # follower learns the HW one fetch later, or when its long-poll expires.
@@ -271,19 +283,22 @@ class FetchHandling:
                     self.cluster.audit("fetch", broker=self.broker_id, tp=tp, isolation=req.isolation_level,
                                        fetch_offset=fp.fetch_offset, last=batches[-1].last_offset,
                                        hw=log.high_watermark, lso=log.last_stable_offset)
-            out[tp] = _fetched(log, aborted, batches)
+            out[tp] = _fetched(log.high_watermark, log.last_stable_offset, log.log_start_offset, aborted, batches)
         if news_only and not has_data:
             return None, False
-        if quiet is not None:       # (reading other partitions changed nothing these read: initial is False)
-            for tp, p, fp in quiet:
-                out[tp] = self._read_follower(p, req.replica_id, fp, now, False)
+        if quiet is not None:
+            for tp, hw, lso, log_start in quiet:
+                out[tp] = _fetched(hw, lso, log_start, None, ())
         resp: m.FetchResponse = _new_message(m.FetchResponse)  # FetchResponse(out, 0, session id or 0)
         resp.partitions = out
         resp.error = 0
         resp.session_id = session.session_id if session is not None else 0
         return resp, has_data
 
-    def _read_follower(self, p, replica: int, fp, now, initial: bool) -> m.FetchPartitionData:
+    def _read_follower(self, p, replica: int, fp, now, initial: bool,
+                       news_only: bool) -> Optional[m.FetchPartitionData]:
+        """What a follower's fetch of ``p`` answers; None if it has nothing to send (no record past its offset, no
+        divergence) and ``news_only``: the caller writes that entry only if the answer is sent."""
         log = p.log
         last_epoch = fp.last_fetched_epoch
         if last_epoch >= 0:
@@ -303,7 +318,11 @@ class FetchHandling:
             return m.FetchPartitionData(Errors.OFFSET_OUT_OF_RANGE, log.high_watermark)
         if initial:
             p.update_follower(replica, fp.fetch_offset, now)
-        batches = log.read(fp.fetch_offset, log.log_end_offset, fp.partition_max_bytes) \
-            if fp.fetch_offset < log.log_end_offset else []
-        return _fetched(log, None, batches)
+        if fp.fetch_offset < log.log_end_offset:
+            batches = log.read(fp.fetch_offset, log.log_end_offset, fp.partition_max_bytes)
+        elif news_only:
+            return None
+        else:
+            batches = ()
+        return _fetched(log.high_watermark, log.last_stable_offset, log.log_start_offset, None, batches)
 

@@ -53,14 +53,14 @@ class Partition:
         self.isr: tuple = ()
         self.pending_isr: Optional[tuple] = None
         self.followers: dict[int, FollowerState] = {}
+        # (replica, its FollowerState or None) of every other ISR member, in ISR order: read by every fetch
+        # (the HW rule, the replication hold); rebuilt by _note_isr_followers when the ISR or the followers change
+        self._isr_followers: tuple = ()
         self.delayed: list[DelayedProduce] = []
         self.config: dict = {}
+        # the topic's min.insync.replicas, else the broker's: a field set with the config (read on every fetch)
+        self.min_insync_replicas: int = broker.config["min.insync.replicas"]
         self.epoch_start_offset = 0
-
-    @property
-    def min_insync_replicas(self) -> int:
-        v = self.config.get("min.insync.replicas")
-        return v if v is not None else self.broker.config["min.insync.replicas"]
 
     @property
     def maximal_isr(self) -> tuple:
@@ -77,6 +77,7 @@ class Partition:
         self.log.assign_epoch_start_offset(self.leader_epoch, self.log.log_end_offset)
         self.epoch_start_offset = self.log.log_end_offset
         self.followers = {r: FollowerState(r, now) for r in self.replicas if r != self.broker.broker_id}
+        self._note_isr_followers()
         self.pending_isr = None
         self.broker.narrate(f"broker {self.broker.broker_id} is now leader of {self.name} "
                             f"(leader epoch {self.leader_epoch}, ISR {list(self.isr)}, LEO {self.log.log_end_offset}, "
@@ -89,11 +90,7 @@ class Partition:
         k = self.broker.kernel
         if self.is_leader:
             leo = self.log.log_end_offset
-            me = self.broker.broker_id
-            for r in self.isr:
-                if r == me:
-                    continue
-                f = self.followers.get(r)
+            for r, f in self._isr_followers:
                 if f is None or f.leo < leo:
                     node = k.nodes.get(self._replica_names.get(r) or broker_name(r))
                     if node is not None and node.alive:
@@ -108,6 +105,7 @@ class Partition:
         if was_leader:
             self.fail_delayed(Errors.NOT_LEADER_OR_FOLLOWER, "leadership moved")
             self.followers = {}
+            self._note_isr_followers()
             self.pending_isr = None
 
     def _apply(self, state) -> None:
@@ -120,7 +118,18 @@ class Partition:
         self.replicas = tuple(state.replicas)
         self._replica_names = {r: broker_name(r) for r in self.replicas}    # read while a follower lags
         self.config = dict(state.config)
+        v = self.config.get("min.insync.replicas")
+        self.min_insync_replicas = v if v is not None else self.broker.config["min.insync.replicas"]
         self.log.update_topic_config(self.config)     # topic configs changed by an admin apply at once
+        self._note_isr_followers()
+
+    def _note_isr_followers(self) -> None:
+        self._isr_followers = self._follower_states(self.isr)
+
+    def _follower_states(self, isr: tuple) -> tuple:
+        """(replica, its FollowerState or None) of every member of ``isr`` but this broker."""
+        me = self.broker.broker_id
+        return tuple((r, self.followers.get(r)) for r in isr if r != me)
 
     # ------------------------------------------------------------------- HW
     def maybe_increment_hw(self, now: int) -> bool:
@@ -128,16 +137,15 @@ class Partition:
         if not self.is_leader:
             return False
         log = self.log
-        isr = self.isr if self.pending_isr is None else self.maximal_isr
-        min_isr = self.config.get("min.insync.replicas")     # min_insync_replicas, inlined (once per fetch)
-        if len(isr) < (min_isr if min_isr is not None else self.broker.config["min.insync.replicas"]):
+        if self.pending_isr is None:
+            isr, followers = self.isr, self._isr_followers
+        else:
+            isr = self.maximal_isr
+            followers = self._follower_states(isr)
+        if len(isr) < self.min_insync_replicas:
             return False
         new_hw = log.log_end_offset
-        me = self.broker.broker_id
-        for r in isr:
-            if r == me:
-                continue
-            f = self.followers.get(r)
+        for r, f in followers:
             if f is None or f.leo < 0:
                 return False
             if f.leo < new_hw:
@@ -197,6 +205,7 @@ class Partition:
         f = self.followers.get(replica)
         if f is None:
             f = self.followers[replica] = FollowerState(replica, now)
+            self._note_isr_followers()
         leo = self.log.log_end_offset
         f.leo = fetch_offset
         f.last_fetch_ms = now

@@ -57,20 +57,21 @@ class ReplicaFetcher:
         log = p.log
         leo = log.log_end_offset
         entries = log.epoch_entries     # (log.latest_epoch without the property's call: once per round trip)
-        key = (leo, p.leader_epoch, entries[-1].epoch if entries else -1)
-        hit = self._requests.get(tp)
-        if hit is None or hit[0] != key:
+        last_epoch = entries[-1].epoch if entries else -1
+        fp = self._requests.get(tp)     # the last entry built (the same object while nothing moved)
+        if fp is None or fp.fetch_offset != leo or fp.current_leader_epoch != p.leader_epoch \
+                or fp.last_fetched_epoch != last_epoch:
             # FetchPartition(leo, max_bytes, leader epoch, last fetched epoch), without the class call (the LEO
             # moves with every replicated write: once per round trip; see _new_message in broker/fetch.py)
-            fp: m.FetchPartition = _new_message(m.FetchPartition)
+            fp = _new_message(m.FetchPartition)
             fp.fetch_offset = leo
             fp.partition_max_bytes = max_bytes
             fp.current_leader_epoch = p.leader_epoch
-            fp.last_fetched_epoch = key[2]
-            hit = self._requests[tp] = (key, fp)
+            fp.last_fetched_epoch = last_epoch
+            self._requests[tp] = fp
         moved = self._last_offsets.get(tp) != leo
         self._last_offsets[tp] = leo
-        return hit[1], moved
+        return fp, moved
 
     def maybe_fetch(self) -> None:
         if self.in_flight or not self.partitions or self._backoff_timer is not None:
@@ -174,16 +175,11 @@ class ReplicaFetcher:
                 self._last_offsets.pop(tp, None)
                 continue
             if d.records:
-                entries = log.epoch_entries
-                latest = entries[-1].epoch if entries else None     # (log.latest_epoch, without a call)
-                for batch in d.records:
-                    if latest is None or batch.partition_leader_epoch > latest:
-                        log.assign_epoch_start_offset(batch.partition_leader_epoch, batch.base_offset)
-                        latest = batch.partition_leader_epoch       # (what log.latest_epoch now reads)
+                # (the log's append records where each new leader epoch of its batches starts, as Kafka's does)
                 log.append_as_follower(d.records, now)
                 b.kernel.narrate_f(("%s: follower %d appended up to offset %d", p.name, b.broker_id,
                                     log.log_end_offset - 1))
-            hw = min(d.high_watermark, log.log_end_offset)
+            hw = d.high_watermark if d.high_watermark < log.log_end_offset else log.log_end_offset  # (min(), no call)
             if hw > log.high_watermark:
                 log.update_high_watermark(hw)
         if trouble:

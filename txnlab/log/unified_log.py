@@ -265,14 +265,17 @@ class UnifiedLog:
     def _append(self, batches: Sequence[RecordBatch], origin: AppendOrigin, transaction_version: int,
                 verification_guard: VerificationGuard | None, size: int,
                 log_append_time: int) -> LogAppendInfo:
-        infos, completed, duplicate = self._analyze_and_validate_producer_state(
-            batches, origin, verification_guard, transaction_version)
         num_records = 0
+        producer = False        # whether any batch carries a producer id
         for batch in batches:
             num_records += batch.record_count
-        if duplicate is not None:
-            return LogAppendInfo(duplicate.first_offset, duplicate.last_offset, duplicate.timestamp,
-                                 True, num_records, len(batches), self.log_start_offset)
+            producer = producer or batch.producer_id >= 0
+        if producer:
+            infos, completed, duplicate = self._analyze_and_validate_producer_state(
+                batches, origin, verification_guard, transaction_version)
+            if duplicate is not None:
+                return LogAppendInfo(duplicate.first_offset, duplicate.last_offset, duplicate.timestamp,
+                                     True, num_records, len(batches), self.log_start_offset)
         first = batches[0]
         active = self._segments[-1]
         if active.size_in_bytes > 0 and active.size_in_bytes + size > self._segment_bytes:
@@ -288,7 +291,12 @@ class UnifiedLog:
             if epoch >= 0 and not (entries and entries[-1].epoch == epoch       # (an append in the latest
                                    and entries[-1].start_offset <= batch.base_offset):  # epoch: nothing to assign)
                 self._epoch_cache.assign(epoch, batch.base_offset)
-        self._apply_producer_state(infos, completed)
+        if producer:
+            self._apply_producer_state(infos, completed)
+        else:
+            # Batches without a producer id (the coordinators' own logs) leave the producer state as it was, and
+            # with it the first unstable offset (and the LSO: the HW did not move either)
+            self._psm.last_map_offset = self.log_end_offset
         # LogAppendInfo(...), all seven fields in order, as its own __new__ builds it (not called: ~2,100 instr.)
         return tuple.__new__(LogAppendInfo, (first.base_offset, batches[-1].last_offset, log_append_time, False,
                                              num_records, len(batches), self.log_start_offset))
