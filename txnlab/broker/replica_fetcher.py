@@ -159,6 +159,11 @@ class ReplicaFetcher:
             log = p.log
             if d.error != _NONE:
                 trouble = True
+                # Kafka's fetcher leaves a partition in error out of its requests until its retry, so the fetch
+                # session forgets it and the retry names it again (FetchSessionHandler): the leader then reads it
+                # afresh -- and learns where this follower is (a leader looks only at what a request names or
+                # what changed on its side: a partition its session held from before it led would never be read)
+                self._session_view.pop(tp, None)
                 continue
             if d.diverging_epoch is not None:
                 epoch, end = d.diverging_epoch
