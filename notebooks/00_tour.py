@@ -82,7 +82,7 @@ s.widget
 # **Your move:** answer the two questions below, then step until the narration says the producer
 # *calls commit_transaction()* (the slider helps; or run `s.step_until("calls commit_transaction()")`
 # in a new cell). The producer has then written its four records and `flush()` returned: they are in
-# the leaders' logs and replicated, but the transaction is not committed yet. Look at the *Logs* tab,
+# the leaders' logs and replicated, but the transaction is not committed yet. Look at the *Partition logs* tab,
 # then press *Check*.
 
 # %%
@@ -158,8 +158,9 @@ p_outcome
 p_who = Predict("Who writes the COMMIT markers in that branch?",
                 choices=["the producer, when it retries", "the new transaction coordinator", "nobody"],
                 check="the new transaction coordinator",
-                why="Markers are the coordinator's job. The producer was already answered (commit_transaction() "
-                    "returned once the decision was durable); the new coordinator finds PrepareCommit in the log it "
+                why="Markers are the coordinator's job. The producer's answer was lost in the crash, so it retries "
+                    "EndTxn at the new coordinator (CONCURRENT_TRANSACTIONS while the markers are being written, then "
+                    "OK), but EndTxn never carries markers; the new coordinator finds PrepareCommit in the log it "
                     "loads and completes it.")
 p_who
 
@@ -255,7 +256,7 @@ replay.close()
 # In your stepper (branch `main`: pick it in *Branches*), find the step at which the transaction becomes
 # **decided**: the narration says `decided (PrepareCommit is durable)`. Type its step number (the
 # stepper shows *step k / n*) and press *Check*. Then step on: the markers are sent in the same step,
-# and the `orders` rows of the *Logs* tab show each marker landing, the **HW** moving and the **LSO**
+# and the `orders` rows of the *Partition logs* tab show each marker landing, the **HW** moving and the **LSO**
 # jumping with it, because no transaction is open any more.
 
 # %%

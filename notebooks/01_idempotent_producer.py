@@ -147,7 +147,8 @@ fig
 #
 # * **at most once** loses the record when the request is lost, and when the *response* is lost it
 #   reports a failure (`NETWORK_EXCEPTION`: the connection broke) for a record that *is* in the log.
-#   The application cannot tell the two apart.
+#   The application cannot tell the two apart. (librdkafka itself reports a broken connection as its
+#   local error `_TRANSPORT`, -195; the lab uses Kafka's name, `NETWORK_EXCEPTION`.)
 # * **at least once** never loses it, but the lost response makes it write `order-1` twice.
 # * **idempotent** writes it exactly once either way, and the report is right both times.
 
@@ -234,8 +235,9 @@ assert retry and "same sequence" in retry[0].narration
 #
 # PID, epoch and sequence are fields of every v2 **record batch** header (`producerId`,
 # `producerEpoch`, `baseSequence`). The sequence is counted **per partition**, starting at 0, and a
-# batch of *n* records uses *n* sequence numbers (its last sequence is `baseSequence + n - 1`). The
-# producer assigns it when the batch leaves the accumulator (at drain time), not at `produce()`.
+# batch of *n* records uses *n* sequence numbers (its last sequence is `baseSequence + n - 1`).
+# librdkafka numbers each message of a partition when `produce()` queues it and writes the batch's
+# `baseSequence` from that number when it builds the request; the Java producer assigns it at drain time.
 #
 # Note what idempotence does **not** do: two `produce()` calls with the same content are two records
 # with two sequence numbers. Kafka deduplicates *retries*, not *content*.
@@ -737,7 +739,8 @@ assert "(idempotent)" in java[6]                                         # Java:
 # scenario itself loses the first Produce **response** to each of them (it arms `drop_next` before
 # each write): the connection breaks, and each producer reconnects and sends its batch again.
 #
-# * **Step** (or the → key) executes exactly one event: a message delivered or a timer firing. The
+# * **Step** (or the → key) goes to the next *moment* (the *Step by* toggle switches to one request/response
+#   *exchange* or to one kernel *event*: a message delivered or a timer firing). The
 #   purple box says what happened and which rule decided. **Back** (←) goes one step back by
 #   re-running the scenario from its seed, so the past is reproduced exactly; **Run** plays, the
 #   slider jumps. `skip_background=True` skips the background chatter (empty follower fetches,

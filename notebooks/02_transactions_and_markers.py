@@ -287,7 +287,8 @@ assert set(txlog["producer_epoch"]) == {0}
 # A marker is a **control batch**: one record, both `isTransactional` and `isControl` set, the
 # transaction's pid and epoch, no sequence. Its key holds the type (**0 = ABORT, 1 = COMMIT**) and
 # its value the coordinator epoch. It takes an offset like any record, so a committed transaction
-# leaves a visible gap in the offsets a consumer sees. Consumers never receive control records.
+# leaves a visible gap in the offsets a consumer sees. A consumer fetches control batches but skips them:
+# `poll()` never returns one.
 
 # %%
 show(batches_table(cluster, "orders", 0))
@@ -466,7 +467,7 @@ assert ("Ongoing", "PrepareCommit") in path and ("PrepareAbort", "CompleteAbort"
 # * The **Messages** tab is the space-time diagram of section 3, live: one lane per process, time running
 #   down; a lost message ends in ✗. The request for `orders-0` is lost as it is sent, at the step of the
 #   decision; the coordinator notices a moment later, when its connection to that broker breaks.
-# * The **Logs** tab shows the three partitions: each one's LSO moves when *its own* marker is written and
+# * The **Partition logs** tab shows the three partitions: each one's LSO moves when *its own* marker is written and
 #   replicated.
 
 # %%

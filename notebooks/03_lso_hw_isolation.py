@@ -79,7 +79,7 @@ def position(consumer, topic, partition=0):
 # appended three new records, before any follower has fetched them.
 #
 # The pictures in this section are the lab's **log strip** (`widgets.LogStrip`): one row per replica
-# (★ marks the leader), one cell per offset, coloured by producer (hover a cell for its batch header:
+# (★ marks the leader), one cell per offset, coloured by what the record is (hover a cell for its batch header:
 # producer id, epoch, sequence, value). Each replica has its **LEO** as a thin black line and its
 # **HW** as a dashed blue one; the leader's HW is also written above the partition. (The wide orange
 # line, the LSO, is the subject of section 2; without transactions it sits on the HW.)
@@ -448,11 +448,11 @@ assert [e for e, o in reports2] == [None]
 # %% [markdown]
 # ## 5 · Step through it yourself: the LSO and the two readers
 #
-# Two scenarios from the lab's gallery, stepped one event at a time (**Step** or →; **Back** or ←
+# Two scenarios from the lab's gallery, stepped one moment at a time (**Step** or →; **Back** or ←
 # re-runs from the seed; **Run** plays). Keep the **Partition logs** tab open: the log strip of
 # section 1, now following every step. Besides the LEO (thin black) and HW (dashed blue) it draws
 # each replica's **LSO** as a wide orange line, the COMMIT (◆) and ABORT (✕) markers, cells of an
-# open transaction in a lighter tint and aborted ones in grey. Under each partition stand the
+# open transaction in yellow and aborted ones in grey. Under each partition stand the
 # consumers: **▲** a `read_committed` one, **△** a `read_uncommitted` one, at their positions (the
 # next offset each will fetch).
 #

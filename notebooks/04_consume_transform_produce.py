@@ -202,8 +202,8 @@ assert sum(1 for b in cluster.log("shipments", 0).batches if b.is_control) == ro
 #
 # While a transaction holds pending offsets for a partition, what is the group's committed offset?
 # Neither the old one (it may be replaced in a moment) nor the new one (it may be aborted). A
-# consumer that asks (`OffsetFetch` with `RequireStable`, which every modern consumer sends, KIP-447)
-# gets the retriable error **`UNSTABLE_OFFSET_COMMIT`** and asks again until the marker has landed.
+# consumer that asks (`OffsetFetch` with `RequireStable`, KIP-447: the Java consumer always sets it,
+# librdkafka when `isolation.level` is `read_committed`, its default) gets the retriable error **`UNSTABLE_OFFSET_COMMIT`** and asks again until the marker has landed.
 # This is what a new member of the group does when it takes over a partition after a rebalance.
 
 # %% [markdown]
@@ -344,8 +344,8 @@ assert with_rewind == ["order-%02d" % i for i in range(N)]                # rewo
 # writing the round's output and before committing, and is restarted (a new consumer and producer
 # with the same group and, for the transactional one, the same `transactional.id`).
 #
-# * The **at-least-once** copier writes with an idempotent producer, `flush()`es, then commits its
-#   offsets with `consumer.commit()`.
+# * The **at-least-once** copier writes with a plain producer (not idempotent: librdkafka's default),
+#   `flush()`es, then commits its offsets with `consumer.commit()`.
 # * The **exactly-once** copier is the transactional loop above.
 #
 # `cluster.crash(client)` kills a client process: it sends nothing more and its memory is gone. The
