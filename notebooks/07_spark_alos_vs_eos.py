@@ -30,7 +30,7 @@
 # background, while the rest of the set-up runs and you read on: the line under it says what Spark is doing.
 # Section 2 explains its settings and waits for it. The line `WARNING: Using incubator modules:
 # jdk.incubator.vector`, under whichever cell runs while Spark's JVM starts, is Java noting that Spark's
-# start-up options include one of Java's preview modules; nothing is wrong.
+# start-up options include one of Java's incubator modules (an API that is not final yet); nothing is wrong.
 
 # %%
 import os
