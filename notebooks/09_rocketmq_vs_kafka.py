@@ -359,8 +359,8 @@ assert len([m for m in lab.network_messages() if m.api == "CHECK_TRANSACTION_STA
 # %% [markdown]
 # **When the answer stays UNKNOW.** If the process died *before* the insert, the database never gets the
 # order and every check answers `UNKNOW`. After `transactionCheckMax` = 15 checks the broker gives up: the half
-# message is discarded (RocketMQ 5 parks it in `TRANS_CHECK_MAX_TIME_TOPIC`; 4.x only logs it) and is never
-# delivered. Consistent — but only because the check said UNKNOW rather than COMMIT.
+# message is discarded (parked in `TRANS_CHECK_MAX_TIME_TOPIC` since RocketMQ 4.5.2; before, only logged) and
+# is never delivered. Consistent — but only because the check said UNKNOW rather than COMMIT.
 
 # %% [markdown]
 # How long does the broker keep asking? Answer first:
