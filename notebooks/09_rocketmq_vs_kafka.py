@@ -134,10 +134,11 @@ assert [m for m in lab.network_messages() if m.api == "END_TRANSACTION" and m.is
 #
 # END_TRANSACTION is one-way (`invokeOneway`): the producer never learns whether it arrived. That does not
 # matter, "由于有事务反查的机制来兜底" — the check-back is the safety net. The broker's
-# `TransactionalMessageCheckService` wakes every `transactionCheckInterval` (60 s), reads the half queue from
-# its own offset, skips every half offset named by an op message, and for a half message older than
-# `transactionTimeOut` (6 s) it copies the message to the end of the half queue with
-# `TRANSACTION_CHECK_TIMES` + 1 and sends **CHECK_TRANSACTION_STATE** to a live producer of the group.
+# `TransactionalMessageCheckService` wakes every `transactionCheckInterval` (60 s here, RocketMQ 4's default;
+# 30 s since 5.1.1), reads the half queue from its own offset, skips every half offset named by an op
+# message, and for a half message older than `transactionTimeOut` (6 s) it copies the message to the end of
+# the half queue with `TRANSACTION_CHECK_TIMES` + 1 and sends **CHECK_TRANSACTION_STATE** to a live producer
+# of the group.
 
 # %%
 p_o2 = Predict("We drop the next END_TRANSACTION; the order <code>o-2</code> is in the database. After six minutes, "
