@@ -175,7 +175,7 @@ assert dao.order_ids() == ["o-1", "o-2"]
 
 # %% [markdown]
 # **Kafka, same fault.** Kafka's `EndTxn` is a request *with* a response. If it is lost, the producer's
-# request times out (30 s) and it sends it again; `commit_transaction()` returns only when the coordinator
+# request times out and it sends it again; `commit_transaction()` returns only when the coordinator
 # answered. No check-back is needed because the client retries — but the client must be alive to do so.
 
 # %%
