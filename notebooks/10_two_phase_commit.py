@@ -12,14 +12,16 @@
 # **You need:** 02 and 06. **Time:** about 30 minutes.
 # **You will be able to:** run a two-phase commit, see it block when its coordinator crashes after the votes, and say which of its steps Kafka's transaction protocol keeps or drops.
 #
-# Articles on Kafka's design compare Kafka's transactions with the classic **two-phase commit**
-# (2PC): "看似相似，都分PREPARE阶段和最终COMMIT阶段，但又有很大不同". In 2PC the coordinator sends
+# Kafka's transactions are often compared with the classic **two-phase commit** (2PC):
+# "看似相似，都分PREPARE阶段和最终COMMIT阶段，但又有很大不同" (they look alike, both have a PREPARE phase
+# and a final COMMIT phase, yet they differ a lot). In 2PC the coordinator sends
 # **PREPARE** to every participant; each answers **VOTE_COMMIT** (it made its changes durable and *holds its
 # locks*) or **VOTE_ABORT**; then the coordinator logs and sends **GLOBAL_COMMIT** or **GLOBAL_ABORT**, and the
 # participants **ACK**. Once a participant voted VOTE_COMMIT it is *prepared*: it may no longer decide alone.
 #
-# Their sharpest point: *if the coordinator fails after the participants prepared, they block*
-# ("其它事务参与方无法判断事务状态从而使得整个事务阻塞"). Kafka's coordinator writes PrepareCommit to a
+# The sharpest difference: *if the coordinator fails after the participants prepared, they block*
+# ("其它事务参与方无法判断事务状态从而使得整个事务阻塞": the other participants cannot tell the transaction's
+# state, so the whole transaction blocks). Kafka's coordinator writes PrepareCommit to a
 # *replicated* log: once that record is durable the outcome is fixed, and another broker can finish it.
 
 # %%
