@@ -366,7 +366,7 @@ assert read_committed(c) == [b"alice -30", b"bob +30"]
 # | prepare | PREPARE to every participant; each votes | `PrepareCommit`/`PrepareAbort` written to `__transaction_state` only; no votes |
 # | when is the outcome fixed | when the coordinator has all votes and logs its decision | when PrepareCommit is durable (replicated) |
 # | coordinator failure after prepare | prepared participants block, holding locks, until *that* coordinator returns | another broker becomes coordinator, reads the replicated log, writes the markers |
-# | a participant unavailable | the whole transaction waits | only that partition's marker waits; others are readable |
+# | a participant unavailable | no decision without its vote: the coordinator waits for it, or aborts | no vote is needed: only that partition's marker waits; others are readable |
 # | abandoned transactions | locks held until the coordinator decides | `transaction.timeout.ms`: the coordinator aborts them |
 # | coordinators | one transaction manager | many, one per `__transaction_state` partition leader |
 #
