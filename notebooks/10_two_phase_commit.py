@@ -376,5 +376,6 @@ assert read_committed(c) == [b"alice -30", b"bob +30"]
 # %% [markdown]
 # ## Where next
 #
-# **11** (the wire chapter, when present), or back to **08 · Break it** with a mutation you have not tried; `INDEX.md` lists every scenario by concept.
+# **11 · Step through your own client**: a real Kafka client at the lab (about 25 minutes), or back to
+# **08 · Break it** with a mutation you have not tried.
 # `GLOSSARY.md` explains every Kafka term used here; `INDEX.md` lists the gallery's scenarios by concept.
