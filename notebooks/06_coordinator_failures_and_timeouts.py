@@ -750,7 +750,8 @@ marker_check.close()
 
 # %%
 def check_wait(answer):
-    crash_ms = crash_at_decision("decided (PrepareCommit is durable)").cluster.now
+    crash_ms = moment("coordinator-dies-after-prepare", "decided (PrepareCommit is durable)",
+                      skip_background=True).cluster.now          # the step the crash happens at
     answered_ms = crash_at_decision("the commit already finished (a retried EndTxn) -> NONE").cluster.now
     seconds = (answered_ms - crash_ms) / 1000
     return abs(float(answer) - seconds) <= 1, "Read the clock at the crash and at the answer, and subtract."

@@ -18,10 +18,11 @@
 # income is wrong. And the condition: Kafka's exactly-once covers this
 # *read - compute - write* loop only when the data comes from Kafka and the results go back to Kafka.
 #
-# Here Spark Structured Streaming plays Flink and the lab's cluster plays Kafka. We run **the same
-# query twice**, once with a sink that gives *at-least-once* (what Spark's own Kafka sink gives) and
-# once with a sink built on Kafka's transactions, with **the same failures** injected into Spark,
-# and we compare both results with the ground truth minute by minute.
+# Here Spark Structured Streaming is the stream job (the example is usually told with Flink) and the
+# lab's cluster plays Kafka. We run **the same query twice**, once with a sink that gives
+# *at-least-once* (what Spark's own Kafka sink gives) and once with a sink built on Kafka's
+# transactions, with **the same failures** injected into Spark, and we compare both results with the
+# ground truth minute by minute.
 #
 # The plan: *explain* each piece, *predict* what the failures will do, *run*, and *check* the numbers.
 
@@ -30,7 +31,7 @@
 # background, while the rest of the set-up runs and you read on: the line under it says what Spark is doing.
 # Section 2 explains its settings and waits for it. The line `WARNING: Using incubator modules:
 # jdk.incubator.vector`, under whichever cell runs while Spark's JVM starts, is Java noting that Spark's
-# start-up options include one of Java's preview modules; nothing is wrong.
+# start-up options include one of Java's incubator modules (an API that is not final yet); nothing is wrong.
 
 # %%
 import os

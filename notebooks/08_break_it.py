@@ -20,7 +20,8 @@
 # * A **workload** is an application: here the **copier** of Kafka's own `transactions_test.py`. A
 #   transactional *feeder* writes the input (some transactions aborted); one copier per input
 #   partition reads it `read_committed` and copies each batch to the output in a transaction together
-#   with its consumed offsets; about one batch in four is aborted on purpose and re-read.
+#   with its consumed offsets; about one batch in four (in Kafka's test, one in three) is aborted on
+#   purpose and re-read.
 # * The **checker** reads only the recorded history (what each client sent, polled and was told) and
 #   names what went wrong with Jepsen's words: **G1a** (aborted read), **lost-write**, **duplicate**,
 #   **poll-skip**, **nonmonotonic-poll**, **G0**/**G1c** (dependency cycles), ... The engine's own

@@ -44,7 +44,7 @@ from widgets.predict import Exercise, Predict, moment
 # %% [markdown]
 # ## The order service
 #
-# This is the seed's `createTransactionListener()` in Python. `execute_local_transaction` inserts the order into
+# This is the order service's transaction listener, in Python. `execute_local_transaction` inserts the order into
 # a SQLite table and answers `COMMIT_MESSAGE`, or `ROLLBACK_MESSAGE` if the insert throws.
 # `check_local_transaction` is what the broker's check-back calls: if the order id is in the database the
 # transaction must have committed; if not, it *may have failed or may still be running*, so it answers
@@ -132,12 +132,13 @@ assert [m for m in lab.network_messages() if m.api == "END_TRANSACTION" and m.is
 # %% [markdown]
 # ## 2. Fault: the END_TRANSACTION request is lost
 #
-# END_TRANSACTION is one-way (`invokeOneway`): the producer never learns whether it arrived. The seed says
-# it does not matter, "由于有事务反查的机制来兜底" — the check-back is the safety net. The broker's
-# `TransactionalMessageCheckService` wakes every `transactionCheckInterval` (60 s), reads the half queue from
-# its own offset, skips every half offset named by an op message, and for a half message older than
-# `transactionTimeOut` (6 s) it copies the message to the end of the half queue with
-# `TRANSACTION_CHECK_TIMES` + 1 and sends **CHECK_TRANSACTION_STATE** to a live producer of the group.
+# END_TRANSACTION is one-way (`invokeOneway`): the producer never learns whether it arrived. That does not
+# matter, "由于有事务反查的机制来兜底" — the check-back is the safety net. The broker's
+# `TransactionalMessageCheckService` wakes every `transactionCheckInterval` (60 s here, RocketMQ 4's default;
+# 30 s since 5.1.1), reads the half queue from its own offset, skips every half offset named by an op
+# message, and for a half message older than `transactionTimeOut` (6 s) it copies the message to the end of
+# the half queue with `TRANSACTION_CHECK_TIMES` + 1 and sends **CHECK_TRANSACTION_STATE** to a live producer
+# of the group.
 
 # %%
 p_o2 = Predict("We drop the next END_TRANSACTION; the order <code>o-2</code> is in the database. After six minutes, "
@@ -174,7 +175,7 @@ assert dao.order_ids() == ["o-1", "o-2"]
 
 # %% [markdown]
 # **Kafka, same fault.** Kafka's `EndTxn` is a request *with* a response. If it is lost, the producer's
-# request times out (30 s) and it sends it again; `commit_transaction()` returns only when the coordinator
+# request times out and it sends it again; `commit_transaction()` returns only when the coordinator
 # answered. No check-back is needed because the client retries — but the client must be alive to do so.
 
 # %%
@@ -359,8 +360,8 @@ assert len([m for m in lab.network_messages() if m.api == "CHECK_TRANSACTION_STA
 # %% [markdown]
 # **When the answer stays UNKNOW.** If the process died *before* the insert, the database never gets the
 # order and every check answers `UNKNOW`. After `transactionCheckMax` = 15 checks the broker gives up: the half
-# message is discarded (RocketMQ 5 parks it in `TRANS_CHECK_MAX_TIME_TOPIC`; 4.x only logs it) and is never
-# delivered. Consistent — but only because the check said UNKNOW rather than COMMIT.
+# message is discarded (parked in `TRANS_CHECK_MAX_TIME_TOPIC` since RocketMQ 4.5.2; before, only logged) and
+# is never delivered. Consistent — but only because the check said UNKNOW rather than COMMIT.
 
 # %% [markdown]
 # How long does the broker keep asking? Answer first:
@@ -514,7 +515,7 @@ ex_first_check
 # | producer crash after the local commit | check-back (to another instance) finds the order and commits | the coordinator aborts on timeout: **order without message** |
 # | slow local transaction | UNKNOW, then the check-back commits | the transaction simply stays open (and aborts if it outlives `transaction.timeout.ms`) |
 #
-# The seed's summary: both use a two-phase protocol and a special topic; RocketMQ keeps the uncommitted
+# In short: both use a two-phase protocol and a special topic; RocketMQ keeps the uncommitted
 # message *outside* its topic (half queue, then a copy), Kafka writes it *into* the partition and lets
 # read_committed consumers skip it until the marker. RocketMQ's check-back ties the message to a *local*
 # transaction; Kafka's transactions make a group of Kafka writes (and consumer offsets) atomic, which is what

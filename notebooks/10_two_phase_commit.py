@@ -12,14 +12,16 @@
 # **You need:** 02 and 06. **Time:** about 30 minutes.
 # **You will be able to:** run a two-phase commit, see it block when its coordinator crashes after the votes, and say which of its steps Kafka's transaction protocol keeps or drops.
 #
-# Articles on Kafka's design compare Kafka's transactions with the classic **two-phase commit**
-# (2PC): "看似相似，都分PREPARE阶段和最终COMMIT阶段，但又有很大不同". In 2PC the coordinator sends
+# Kafka's transactions are often compared with the classic **two-phase commit** (2PC):
+# "看似相似，都分PREPARE阶段和最终COMMIT阶段，但又有很大不同" (they look alike, both have a PREPARE phase
+# and a final COMMIT phase, yet they differ a lot). In 2PC the coordinator sends
 # **PREPARE** to every participant; each answers **VOTE_COMMIT** (it made its changes durable and *holds its
 # locks*) or **VOTE_ABORT**; then the coordinator logs and sends **GLOBAL_COMMIT** or **GLOBAL_ABORT**, and the
 # participants **ACK**. Once a participant voted VOTE_COMMIT it is *prepared*: it may no longer decide alone.
 #
-# Their sharpest point: *if the coordinator fails after the participants prepared, they block*
-# ("其它事务参与方无法判断事务状态从而使得整个事务阻塞"). Kafka's coordinator writes PrepareCommit to a
+# The sharpest difference: *if the coordinator fails after the participants prepared, they block*
+# ("其它事务参与方无法判断事务状态从而使得整个事务阻塞": the other participants cannot tell the transaction's
+# state, so the whole transaction blocks). Kafka's coordinator writes PrepareCommit to a
 # *replicated* log: once that record is durable the outcome is fixed, and another broker can finish it.
 
 # %%
@@ -364,7 +366,7 @@ assert read_committed(c) == [b"alice -30", b"bob +30"]
 # | prepare | PREPARE to every participant; each votes | `PrepareCommit`/`PrepareAbort` written to `__transaction_state` only; no votes |
 # | when is the outcome fixed | when the coordinator has all votes and logs its decision | when PrepareCommit is durable (replicated) |
 # | coordinator failure after prepare | prepared participants block, holding locks, until *that* coordinator returns | another broker becomes coordinator, reads the replicated log, writes the markers |
-# | a participant unavailable | the whole transaction waits | only that partition's marker waits; others are readable |
+# | a participant unavailable | no decision without its vote: the coordinator waits for it, or aborts | no vote is needed: only that partition's marker waits; others are readable |
 # | abandoned transactions | locks held until the coordinator decides | `transaction.timeout.ms`: the coordinator aborts them |
 # | coordinators | one transaction manager | many, one per `__transaction_state` partition leader |
 #
@@ -374,5 +376,6 @@ assert read_committed(c) == [b"alice -30", b"bob +30"]
 # %% [markdown]
 # ## Where next
 #
-# **11** (the wire chapter, when present), or back to **08 · Break it** with a mutation you have not tried; `INDEX.md` lists every scenario by concept.
+# **11 · Step through your own client**: a real Kafka client at the lab (about 25 minutes), or back to
+# **08 · Break it** with a mutation you have not tried.
 # `GLOSSARY.md` explains every Kafka term used here; `INDEX.md` lists the gallery's scenarios by concept.
