@@ -82,7 +82,9 @@ def copies_in_log(cluster, topic, partition=0):
 # simulated network disappears. A producer talks to a broker over a TCP connection, and a lost
 # packet does not silently remove one message: the connection **breaks**. The producer notices
 # (one network latency later), every request that was waiting for an answer on that connection fails
-# with `NETWORK_EXCEPTION`, and, if it may retry, the producer sends them again on a **new connection**
+# (the narration uses Kafka's name for it, `NETWORK_EXCEPTION`; librdkafka, whose API the lab's client
+# follows, reports it to the application as its local error `_TRANSPORT`, -195), and, if it may retry,
+# the producer sends them again on a **new connection**
 # after `retry.backoff.ms` (100 ms). What it cannot know is whether the broker had received the
 # request before the connection broke.
 
@@ -146,9 +148,9 @@ fig
 # Read the table row by row:
 #
 # * **at most once** loses the record when the request is lost, and when the *response* is lost it
-#   reports a failure (`NETWORK_EXCEPTION`: the connection broke) for a record that *is* in the log.
-#   The application cannot tell the two apart. (librdkafka itself reports a broken connection as its
-#   local error `_TRANSPORT`, -195; the lab uses Kafka's name, `NETWORK_EXCEPTION`.)
+#   reports a failure (`_TRANSPORT`: the connection broke) for a record that *is* in the log.
+#   The application cannot tell the two apart. (Kafka's Java client reports the same failure as
+#   `NETWORK_EXCEPTION`.)
 # * **at least once** never loses it, but the lost response makes it write `order-1` twice.
 # * **idempotent** writes it exactly once either way, and the report is right both times.
 

@@ -181,3 +181,20 @@ def test_transaction_protocol_on_a_transaction_version_2_cluster(dialect, epochs
     verify_only = c.trace.filter(api="AddPartitionsToTxn", contains="verify-only")
     assert bool(verify_only) == (dialect == "librdkafka")
     assert any(("speaks it" if dialect == "java" else "does not") in e.narration for e in c.trace)
+
+
+@pytest.mark.parametrize("dialect, code, text", [
+    ("librdkafka", KafkaError._TRANSPORT, "Local: Broker transport failure"),   # rd_kafka_broker_fail
+    ("java", KafkaError.NETWORK_EXCEPTION, "network exception")])                # NetworkException
+def test_a_record_lost_with_its_connection_is_reported_in_the_dialects_words(dialect, code, text):
+    """No retries, the Produce response lost: the record is in the log, and the delivery report says the
+    connection broke -- librdkafka with its local _TRANSPORT (-195), the Java client with NETWORK_EXCEPTION."""
+    c = cluster()
+    p = Producer({"bootstrap.servers": c.bootstrap, "enable.idempotence": False, "retries": 0,
+                  "sim.client.dialect": dialect})
+    reports = []
+    p.produce("t", value=b"x", on_delivery=lambda err, msg: reports.append(err))
+    c.drop_next("Produce", response=True)
+    p.flush()
+    assert [(e.code(), e.str()) for e in reports] == [(code, text)]
+    assert [r.value for b in c.log("t", 0).batches for r in b.records] == [b"x"]

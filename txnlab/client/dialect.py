@@ -131,12 +131,17 @@ def classify(dialect: str, api: str, code: int) -> Action:
 
 def normalize(dialect: str, code: int) -> int:
     """The code the application sees: librdkafka folds both fencing errors into ``_FENCED`` and a request
-    that timed out in its queue into ``_TIMED_OUT`` (``rd_kafka_txn_normalize_err``)."""
+    that timed out in its queue into ``_TIMED_OUT`` (``rd_kafka_txn_normalize_err``), and reports a request
+    lost with its connection as its local ``_TRANSPORT`` (``rd_kafka_broker_fail`` fails what was in flight
+    with it; ``rd_kafka_handle_Produce_error`` keeps that code), where Kafka's Java client says
+    NETWORK_EXCEPTION."""
     if dialect == LIBRDKAFKA:
         if code in (E.INVALID_PRODUCER_EPOCH, E.PRODUCER_FENCED):
             return KafkaError._FENCED
         if code == KafkaError._TIMED_OUT_QUEUE:
             return KafkaError._TIMED_OUT
+        if code == E.NETWORK_EXCEPTION:
+            return KafkaError._TRANSPORT
     return code
 
 

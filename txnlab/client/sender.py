@@ -292,6 +292,12 @@ class Sender(TransactionalRequests):
         s = self.txn.partitions.get(b.tp)
         return bool(s and s.in_flight and s.in_flight[0] is not b and s.in_flight[0].base_sequence < b.base_sequence)
 
+    def _seen_as(self, error: Errors, reason: str) -> tuple:
+        """(code, text) of a failed batch's error as the application sees it: the dialect's code, and for
+        librdkafka's local _TRANSPORT its own words ("Local: Broker transport failure")."""
+        code = normalize(self.dialect, error)
+        return code, reason or (None if code == KafkaError._TRANSPORT else error.description)
+
     def _fail_batch(self, b, error: Errors, reason: str, abortable: bool = False) -> None:
         p, txn = self.p, self.txn
         self.narrate(f"{p.name}: {b.describe()} failed with {error.name}")
@@ -299,8 +305,8 @@ class Sender(TransactionalRequests):
             # which Produce errors end the producer is the client dialect's rule: librdkafka makes a fenced
             # producer (PRODUCER_FENCED, INVALID_PRODUCER_EPOCH) fatal _FENCED, Java aborts on INVALID_PRODUCER_EPOCH
             fatal = classify(self.dialect, "Produce", error) is Action.FATAL
-            code = normalize(self.dialect, error) if fatal else error
-            kerr = KafkaError(code, reason or error.description, fatal=fatal, retriable=False,
+            code, text = self._seen_as(error, reason)
+            kerr = KafkaError(code, text, fatal=fatal, retriable=False,
                               txn_requires_abort=not fatal)
             # As Java's Sender.failBatch: the transaction manager takes the error first (one transition, with
             # this batch's error), then the batch's records are reported failed, then the unsent ones purged.
@@ -317,7 +323,7 @@ class Sender(TransactionalRequests):
                     and not self.cfg["sim.naive.client"]:
                 self._bump_after_end = True
             return
-        self._complete(b, KafkaError(error, reason or error.description), -1)
+        self._complete(b, KafkaError(*self._seen_as(error, reason)), -1)
         if p._idempotent and b.sent_once and not self.cfg["sim.naive.client"]:
             # later batches of this partition would carry a gap: bump and renumber (KIP-360)
             txn.epoch_bump_required = True
