@@ -18,6 +18,10 @@ from .transaction_metadata import TransactionMetadata, TransactionState, TxnTran
 
 TOPIC = "__transaction_state"
 
+# read on every write: a member read through its enum class costs CPython 3.11 a call of the class's attribute hook
+_NONE = Errors.NONE
+_DEAD = TransactionState.Dead
+
 # KAFKA-EOS §2.3: append errors as the client sees them
 _APPEND_ERROR_MAP = {
     Errors.UNKNOWN_TOPIC_OR_PARTITION: Errors.COORDINATOR_NOT_AVAILABLE,
@@ -69,26 +73,29 @@ class TransactionStateManager:
                           callback: Callable[[Errors], None], retry_on_error: bool = False) -> None:
         """Write ``transit`` to __transaction_state; complete it once durable; then callback(error)."""
         b = self.broker
-        part = self.partition_for(md.transactional_id)
-        value = None if transit.txn_state == TransactionState.Dead else tlog.value_bytes(transit)
-        rec = Record(tlog.key_bytes(md.transactional_id), value, (), b.kernel.now)
-        b.narrate(f"coordinator writes {md.transactional_id!r} -> {transit.txn_state.name} (pid {transit.producer_id} "
-                  f"epoch {transit.producer_epoch}) to {TOPIC}-{part}"
-                  + (" [tombstone]" if value is None else ""))
+        k = b.kernel
+        tid = md.transactional_id
+        part = self.partition_for(tid)
+        dead = transit.txn_state is _DEAD
+        value = None if dead else tlog.value_bytes(transit)
+        rec = Record(tlog.key_bytes(tid), value, (), k.now)
+        # narrate_f: the line is formatted only if someone reads the step (a state's str() is its name)
+        k.narrate_f(("coordinator writes %r -> %s (pid %s epoch %s) to " + TOPIC + "-%s%s", tid, transit.txn_state,
+                     transit.producer_id, transit.producer_epoch, part, " [tombstone]" if dead else ""))
 
         def done(error, info):
             cache = self.caches.get(part)
             if cache is None or cache.coordinator_epoch != coordinator_epoch:
-                b.narrate(f"{md.transactional_id!r}: the write finished but this broker is no longer its "
+                b.narrate(f"{tid!r}: the write finished but this broker is no longer its "
                           f"coordinator (epoch changed) -> NOT_COORDINATOR")
                 callback(Errors.NOT_COORDINATOR)
                 return
-            if error == Errors.NONE:
-                md.complete_transition(transit, b.kernel.now)
-                b.narrate(f"{md.transactional_id!r} is now {md.state.name} (the {TOPIC} record is replicated)")
-                if transit.txn_state == TransactionState.Dead:
+            if error == _NONE:
+                md.complete_transition(transit, k.now)
+                k.narrate_f(("%r is now %s (the " + TOPIC + " record is replicated)", tid, md.state))
+                if dead:
                     cache.metadata.pop(md.transactional_id, None)
-                callback(Errors.NONE)
+                callback(_NONE)
                 return
             mapped = _APPEND_ERROR_MAP.get(error, Errors.UNKNOWN_SERVER_ERROR)
             if not (retry_on_error and transit.txn_state in (TransactionState.CompleteCommit,
