@@ -19,6 +19,11 @@ from .config import dialect_of
 from .dialect import Action, classify, kafka_error, transaction_version
 from .transaction_manager import PRIORITY, State
 
+# A response's error codes are converted to ``Errors`` (for their names) only when one is not NONE: converting
+# costs CPython 3.11 a call of the enum class, and NONE is the answer almost every time
+_NONE = Errors.NONE
+_ONLY_NONE = frozenset({Errors.NONE})
+
 # Coordinator errors that mean "ask FindCoordinator again": the coordinator moved, is down or did not answer.
 REFIND = {Errors.NOT_COORDINATOR, Errors.COORDINATOR_NOT_AVAILABLE, Errors.NETWORK_EXCEPTION,
           Errors.REQUEST_TIMED_OUT}
@@ -46,6 +51,71 @@ class PendingOp:
 
 
 
+class _CoordinatorCall:
+    """One transactional request on its way to its coordinator (``TransactionalRequests._to_coordinator``): find the
+    coordinator if needed, send, hand the answer to ``handle``, and act on what it returns (find the coordinator
+    again, retry after the backoff or after 20 ms, or done).  An object, not nested closures: a closure that names
+    itself (to send again) is a reference cycle that only the garbage collector frees, once per request."""
+    __slots__ = ("sender", "name", "build", "handle", "key_type", "key", "refused", "coord")
+
+    def __init__(self, sender, name: str, build: Callable, handle: Callable, key_type: int, key: Optional[str],
+                 refused: Optional[Callable[[KafkaError], None]]) -> None:
+        self.sender = sender
+        self.name = name
+        self.build = build
+        self.handle = handle
+        self.key_type = key_type
+        self.key = key if key is not None else sender.txn.transactional_id
+        self.refused = refused
+        self.coord: Optional[str] = None        # a group coordinator (the transaction's lives on txn.coordinator)
+
+    def send(self) -> None:
+        s = self.sender
+        coord = s.txn.coordinator if self.key_type == m.COORDINATOR_TRANSACTION else self.coord
+        if coord is None:
+            s.node.find_coordinator(self.key, self.key_type, self._found)
+            return
+        req = self.build()
+        if req is None:
+            s._txn_done()
+            return
+        s.node.send_request(coord, req, self._on_resp, timeout_ms=s.cfg["request.timeout.ms"])
+
+    def _found(self, node, err) -> None:
+        s = self.sender
+        if err is not None:
+            if classify(s.dialect, "FindCoordinator", err) is not Action.RETRY:
+                # refused: no DESCRIBE on the transactional id or the group (an ACL)
+                kerr = s._fail_txn(err, "FindCoordinator")
+                if self.refused is not None:
+                    self.refused(kerr)
+                s._txn_done()
+            else:
+                s._retry_later(self.name, self.send)
+            return
+        if self.key_type == m.COORDINATOR_TRANSACTION:
+            s.txn.coordinator = node
+        else:
+            self.coord = node
+        self.send()
+
+    def _on_resp(self, resp, err) -> None:
+        s = self.sender
+        action = self.handle(resp, err)
+        if action == "refind":
+            if self.key_type == m.COORDINATOR_TRANSACTION:
+                s.txn.coordinator = None
+            else:
+                self.coord = None
+            s._retry_later(self.name, self.send)
+        elif action == "retry":
+            s._retry_later(self.name, self.send)
+        elif action == "retry-fast":
+            s._retry_later(self.name, self.send, 20)
+        else:
+            s._txn_done()
+
+
 class TransactionalRequests:
     # ---------------------------------------------------- the request queue
     def _enqueue(self, name: str, send: Callable[[], None]) -> None:
@@ -68,59 +138,14 @@ class TransactionalRequests:
     def _retry_later(self, name: str, send: Callable[[], None], ms: Optional[int] = None) -> None:
         self._txn_in_flight = False
         delay = self.cfg["retry.backoff.ms"] if ms is None else ms
-        self.node.set_timer(delay, f"retry {name}", lambda: self._enqueue(name, send))
+        self.node.set_timer(delay, ("retry %s", name), lambda: self._enqueue(name, send))
 
     def _to_coordinator(self, name: str, build: Callable, handle: Callable, key_type: int = m.COORDINATOR_TRANSACTION,
                         key: Optional[str] = None,
                         refused: Optional[Callable[[KafkaError], None]] = None) -> Callable[[], None]:
         """A send function: find the coordinator if needed, then send, then handle.  A look-up the broker refuses
         (no DESCRIBE on the key) fails the transaction as the dialect says, and ``refused`` gets that error."""
-        txn = self.txn
-        key = key if key is not None else txn.transactional_id
-        holder = {}
-
-        def send():
-            coord = txn.coordinator if key_type == m.COORDINATOR_TRANSACTION else holder.get("coord")
-            if coord is None:
-                def found(node, err):
-                    if err is not None:
-                        if classify(self.dialect, "FindCoordinator", err) is not Action.RETRY:
-                            # refused: no DESCRIBE on the transactional id or the group (an ACL)
-                            kerr = self._fail_txn(err, "FindCoordinator")
-                            if refused is not None:
-                                refused(kerr)
-                            self._txn_done()
-                        else:
-                            self._retry_later(name, send)
-                        return
-                    if key_type == m.COORDINATOR_TRANSACTION:
-                        txn.coordinator = node
-                    else:
-                        holder["coord"] = node
-                    send()
-                self.node.find_coordinator(key, key_type, found)
-                return
-            req = build()
-            if req is None:
-                self._txn_done()
-                return
-
-            def on_resp(resp, err):
-                action = handle(resp, err)
-                if action == "refind":
-                    if key_type == m.COORDINATOR_TRANSACTION:
-                        txn.coordinator = None
-                    else:
-                        holder.pop("coord", None)
-                    self._retry_later(name, send)
-                elif action == "retry":
-                    self._retry_later(name, send)
-                elif action == "retry-fast":
-                    self._retry_later(name, send, 20)
-                else:
-                    self._txn_done()
-            self.node.send_request(coord, req, on_resp, timeout_ms=self.cfg["request.timeout.ms"])
-        return send
+        return _CoordinatorCall(self, name, build, handle, key_type, key, refused).send
 
     @property
     def dialect(self) -> str:
@@ -264,12 +289,13 @@ class TransactionalRequests:
         def handle(resp, err):
             if err is not None:
                 return "refind"
-            errors = {Errors(e) for e in resp.errors.values()}
-            if errors <= {Errors.NONE}:
+            errors = set(resp.errors.values())
+            if errors <= _ONLY_NONE:
                 txn.partitions_in_txn.update(tps)
                 txn.new_partitions_in_flight = set()
                 txn.transaction_started = True
                 return None
+            errors = {Errors(e) for e in errors}
             bad = next(e for e in errors if e not in (Errors.NONE, Errors.OPERATION_NOT_ATTEMPTED)) \
                 if errors - {Errors.NONE, Errors.OPERATION_NOT_ATTEMPTED} else Errors.OPERATION_NOT_ATTEMPTED
             if bad == Errors.CONCURRENT_TRANSACTIONS and first:
@@ -376,13 +402,14 @@ class TransactionalRequests:
         def handle(resp, err):
             if err is not None:
                 return "refind"
-            e = Errors(resp.error)
-            if e == Errors.NONE:
+            e = resp.error
+            if e == _NONE:
                 if resp.producer_id >= 0 and tv2:
                     txn.set_producer_id_and_epoch(resp.producer_id, resp.producer_epoch)
                     txn.reset_sequences()
                 self._finish_txn()
                 return None
+            e = Errors(e)
             if action := _retry_action(self.dialect, "EndTxn", e):
                 return action
             self._fail_txn(e, "EndTxn")
