@@ -350,8 +350,8 @@ class Broker(ProduceHandling, FetchHandling, AdminHandling, Node):
                          f"{b.producer_epoch} seq {b.base_sequence}..{b.last_sequence}); nothing appended, "
                          f"answering with the original offset {info.first_offset}")
         else:
-            self.narrate(f"{p.name}: appended at offsets {info.first_offset}..{info.last_offset} (LEO now "
-                         f"{p.log.log_end_offset})")
+            self.kernel.narrate_f(("%s: appended at offsets %d..%d (LEO now %d)", p.name, info.first_offset,
+                                   info.last_offset, p.log.log_end_offset))
             self._complete_parked_for(p.tp)
         p.maybe_increment_hw(now)
         p.check_replication_hold()
