@@ -12,6 +12,10 @@ from ..protocol.errors import Errors, ProtocolError
 from ..protocol.hashing import partition_for
 from ..protocol.names import OFFSETS_TOPIC, TRANSACTION_STATE_TOPIC, broker_name
 
+# NONE is read on every request: a member read through its enum class costs CPython 3.11 a call of the class's
+# attribute hook
+_NONE = Errors.NONE
+
 
 
 
@@ -33,7 +37,7 @@ class _ProduceState:
         self.done = True
         if self.req.acks == 0:
             return
-        if self.req.acks == -1 and any(r.error == Errors.NONE for r in self.results.values()):
+        if self.req.acks == -1 and any(r.error == _NONE for r in self.results.values()):
             self.broker.narrate("every replica in the ISR has the write (HW passed it): acks=all satisfied")
         self.broker.respond(self.msg, m.ProduceResponse(self.results))
 
@@ -85,14 +89,14 @@ class ProduceHandling:
             self.narrate(f"{p.name}: rejected -> {e.error.name}: {e.message}")
             st.results[tp] = m.PartitionProduceResponse(e.error, error_message=e.message)
             return
-        st.results[tp] = m.PartitionProduceResponse(Errors.NONE, info.first_offset, info.log_append_time,
+        st.results[tp] = m.PartitionProduceResponse(_NONE, info.first_offset, info.log_append_time,
                                                     p.log.log_start_offset)
         if st.req.acks == -1:
             st.pending += 1
             self.narrate(f"{p.name}: waiting for the ISR to replicate (acks=all)")
 
             def acked(error, tp=tp):
-                if error != Errors.NONE:
+                if error != _NONE:
                     r = st.results[tp]
                     st.results[tp] = m.PartitionProduceResponse(error, r.base_offset, r.log_append_time,
                                                                 r.log_start_offset)
@@ -122,7 +126,7 @@ class ProduceHandling:
         def answered(resp, err):
             st.pending -= 1
             e = err if err is not None else Errors(resp.errors.get(p.tp, Errors.UNKNOWN_SERVER_ERROR))
-            if e == Errors.NONE:
+            if e == _NONE:
                 if p.is_leader:
                     self._append_produce(st, p, batch, guard)
                 else:
@@ -178,7 +182,7 @@ class ProduceHandling:
         for entry, p, off in waiting:
             def acked(error, entry=entry, p=p, off=off):
                 results[entry.producer_id][p.tp] = error
-                if error == Errors.NONE and p.topic == OFFSETS_TOPIC:
+                if error == _NONE and p.topic == OFFSETS_TOPIC:
                     complete = getattr(self.group_coordinator, "complete_txn", None)
                     if complete is not None:
                         complete(p.partition, entry.producer_id, entry.transaction_result, off)

@@ -21,6 +21,11 @@ from .message import Message
 from .transaction_manager import State
 from .txn_requests import TransactionalRequests
 
+# NONE is read on every request: a member read through its enum class costs CPython 3.11 a call of the class's
+# attribute hook
+_NONE = Errors.NONE
+
+
 class Sender(TransactionalRequests):
     def __init__(self, producer) -> None:
         self.p = producer
@@ -166,7 +171,7 @@ class Sender(TransactionalRequests):
             if p._acks == 0:
                 self.kernel.network.send(self.node.name, node, req.API, req, False, 0)
                 for tp, b in batches.items():
-                    self._complete(b, Errors.NONE, -1)
+                    self._complete(b, _NONE, -1)
             else:
                 self._inflight_requests[node] = self._inflight_requests.get(node, 0) + 1
                 self.node.send_request(node, req, self._on_produce_response(node, batches),
@@ -190,8 +195,8 @@ class Sender(TransactionalRequests):
                 r = resp.responses.get(tp)
                 if r is None:
                     self._handle_error(b, Errors.UNKNOWN_SERVER_ERROR, "no answer for partition")
-                elif r.error == Errors.NONE:
-                    self._complete(b, Errors.NONE, r.base_offset)
+                elif r.error == _NONE:
+                    self._complete(b, _NONE, r.base_offset)
                 else:
                     self._handle_error(b, Errors(r.error), r.error_message)
             self.wakeup(0)
@@ -205,7 +210,7 @@ class Sender(TransactionalRequests):
         if p._idempotent:
             txn.remove_in_flight(b.tp, b)
         kerr = None
-        if error == Errors.NONE or error == Errors.DUPLICATE_SEQUENCE_NUMBER:
+        if error == _NONE or error == Errors.DUPLICATE_SEQUENCE_NUMBER:
             if p._idempotent and b.producer_epoch == txn.producer_epoch and b.producer_id == txn.producer_id:
                 s = txn.seq(b.tp)
                 s.last_acked_sequence = max(s.last_acked_sequence, b.last_sequence)

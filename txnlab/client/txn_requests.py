@@ -22,7 +22,7 @@ from .transaction_manager import PRIORITY, State
 # A response's error codes are converted to ``Errors`` (for their names) only when one is not NONE: converting
 # costs CPython 3.11 a call of the enum class, and NONE is the answer almost every time
 _NONE = Errors.NONE
-_ONLY_NONE = frozenset({Errors.NONE})
+_ONLY_NONE = frozenset({_NONE})
 
 # Coordinator errors that mean "ask FindCoordinator again": the coordinator moved, is down or did not answer.
 REFIND = {Errors.NOT_COORDINATOR, Errors.COORDINATOR_NOT_AVAILABLE, Errors.NETWORK_EXCEPTION,
@@ -239,7 +239,7 @@ class TransactionalRequests:
         if not txn.is_transactional:
             def done(resp, err):
                 self._pid_requested = False
-                if err is None and resp.error == Errors.NONE:
+                if err is None and resp.error == _NONE:
                     txn.set_producer_id_and_epoch(resp.producer_id, resp.producer_epoch)
                     txn.reset_sequences()
                     self.wakeup(0)
@@ -259,7 +259,7 @@ class TransactionalRequests:
             if err is not None:
                 return "refind"
             e = Errors(resp.error)
-            if e == Errors.NONE:
+            if e == _NONE:
                 self._pid_requested = False
                 txn.set_producer_id_and_epoch(resp.producer_id, resp.producer_epoch)
                 txn.reset_sequences()
@@ -296,8 +296,8 @@ class TransactionalRequests:
                 txn.transaction_started = True
                 return None
             errors = {Errors(e) for e in errors}
-            bad = next(e for e in errors if e not in (Errors.NONE, Errors.OPERATION_NOT_ATTEMPTED)) \
-                if errors - {Errors.NONE, Errors.OPERATION_NOT_ATTEMPTED} else Errors.OPERATION_NOT_ATTEMPTED
+            bad = next(e for e in errors if e not in (_NONE, Errors.OPERATION_NOT_ATTEMPTED)) \
+                if errors - {_NONE, Errors.OPERATION_NOT_ATTEMPTED} else Errors.OPERATION_NOT_ATTEMPTED
             if bad == Errors.CONCURRENT_TRANSACTIONS and first:
                 return "retry-fast"     # the previous transaction is completing: Kafka retries it after 20ms
             if action := _retry_action(self.dialect, "AddPartitionsToTxn", bad):
@@ -332,7 +332,7 @@ class TransactionalRequests:
             def handle(resp, err):
                 if err is not None:
                     return "refind"
-                errors = {Errors(e) for e in resp.errors.values()} - {Errors.NONE}
+                errors = {Errors(e) for e in resp.errors.values()} - {_NONE}
                 if not errors:
                     op.finish()
                     return None
@@ -358,7 +358,7 @@ class TransactionalRequests:
             if err is not None:
                 return "refind"
             e = Errors(resp.error)
-            if e == Errors.NONE:
+            if e == _NONE:
                 txn.transaction_started = True
                 commit_offsets()
                 return None

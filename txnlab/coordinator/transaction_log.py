@@ -14,7 +14,7 @@ import struct
 from functools import lru_cache
 from typing import Optional
 
-from .transaction_metadata import TransactionState, TxnTransitMetadata
+from .transaction_metadata import S, TransactionState, TxnTransitMetadata
 
 _VERSION = struct.Struct(">h")
 _V0 = _VERSION.pack(0)
@@ -45,7 +45,7 @@ def _partitions_json(topic_partitions: frozenset) -> str:
 
 
 def value_bytes(t: TxnTransitMetadata) -> bytes:
-    parts = "null" if t.txn_state == TransactionState.Empty else _partitions_json(t.topic_partitions)
+    parts = "null" if t.txn_state == S.Empty else _partitions_json(t.topic_partitions)
     return _V1 + (_VALUE % (t.producer_id, t.producer_epoch, t.txn_timeout_ms, t.txn_state, parts,
                             t.txn_last_update_timestamp, t.txn_start_timestamp, t.previous_producer_id,
                             t.next_producer_id, t.client_transaction_version)).encode()

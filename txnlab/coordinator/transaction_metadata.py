@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 from enum import IntEnum
+from types import SimpleNamespace
 from typing import Optional
 
 NO_PRODUCER_ID = -1
@@ -31,7 +32,9 @@ class TransactionState(IntEnum):
         return self.name
 
 
-S = TransactionState
+# The states by name as plain attributes (S.Ongoing, ...), for the paths every request takes: reading a member
+# through its enum class (TransactionState.Ongoing) costs CPython 3.11 a call of the enum type's __getattr__ hook.
+S = SimpleNamespace(**TransactionState.__members__)
 
 # target state -> legal previous states (baseline, TV0/TV1)
 VALID_PREVIOUS_STATES: dict[TransactionState, frozenset] = {

@@ -14,13 +14,12 @@ from ..protocol.record_batch import Record, RecordBatch
 from ..protocol.errors import Errors
 from ..protocol.hashing import partition_for
 from . import transaction_log as tlog
-from .transaction_metadata import TransactionMetadata, TransactionState, TxnTransitMetadata, from_transit
+from .transaction_metadata import S, TransactionMetadata, TxnTransitMetadata, from_transit
 
 TOPIC = "__transaction_state"
 
 # read on every write: a member read through its enum class costs CPython 3.11 a call of the class's attribute hook
 _NONE = Errors.NONE
-_DEAD = TransactionState.Dead
 
 # KAFKA-EOS §2.3: append errors as the client sees them
 _APPEND_ERROR_MAP = {
@@ -61,7 +60,7 @@ class TransactionStateManager:
         cache = self.caches.get(part)
         if cache is None:
             return Errors.NOT_COORDINATOR, None
-        return Errors.NONE, cache
+        return _NONE, cache
 
     def all_metadata(self):
         for part, cache in sorted(self.caches.items()):
@@ -76,7 +75,7 @@ class TransactionStateManager:
         k = b.kernel
         tid = md.transactional_id
         part = self.partition_for(tid)
-        dead = transit.txn_state is _DEAD
+        dead = transit.txn_state is S.Dead
         value = None if dead else tlog.value_bytes(transit)
         rec = Record(tlog.key_bytes(tid), value, (), k.now)
         # narrate_f: the line is formatted only if someone reads the step (a state's str() is its name)
@@ -98,8 +97,7 @@ class TransactionStateManager:
                 callback(_NONE)
                 return
             mapped = _APPEND_ERROR_MAP.get(error, Errors.UNKNOWN_SERVER_ERROR)
-            if not (retry_on_error and transit.txn_state in (TransactionState.CompleteCommit,
-                                                             TransactionState.CompleteAbort)):
+            if not (retry_on_error and transit.txn_state in (S.CompleteCommit, S.CompleteAbort)):
                 md.pending_state = None
             b.narrate(f"writing {md.transactional_id!r} -> {transit.txn_state.name} failed with {error.name} "
                       f"-> {mapped.name}")
