@@ -15,6 +15,7 @@ from ..protocol.names import OFFSETS_TOPIC, TRANSACTION_STATE_TOPIC, broker_name
 # NONE is read on every request: a member read through its enum class costs CPython 3.11 a call of the class's
 # attribute hook
 _NONE = Errors.NONE
+_A_MARKER = {ControlRecordType.COMMIT: "a COMMIT", ControlRecordType.ABORT: "an ABORT"}     # for the narration
 
 
 
@@ -117,8 +118,8 @@ class ProduceHandling:
             st.results[p.tp] = m.PartitionProduceResponse(Errors.NOT_ENOUGH_REPLICAS)
             return
         what = "adds it to the transaction (transaction.version 2)" if implicit_add else "verifies it is in the transaction"
-        self.narrate(f"{p.name}: first transactional write of pid {batch.producer_id} here; the leader asks the "
-                     f"coordinator (broker {coord}) and {what} before appending (KIP-890)")
+        self.kernel.narrate_f(("%s: first transactional write of pid %d here; the leader asks the coordinator "
+                               "(broker %d) and %s before appending (KIP-890)", p.name, batch.producer_id, coord, what))
         st.pending += 1
         req = m.AddPartitionsToTxnRequest(tid, batch.producer_id, batch.producer_epoch, (p.tp,),
                                           verify_only=not implicit_add)
@@ -170,8 +171,9 @@ class ProduceHandling:
                                  f"{e.error.name}: {e.message}")
                     res[tp] = e.error
                     continue
-                self.narrate(f"{p.name}: wrote {'an' if kind.name[0] in 'AEIOU' else 'a'} {kind.name} marker at offset {off} for pid {entry.producer_id} "
-                             f"epoch {entry.producer_epoch}")
+                # narrate_f: written only if the step is read (every transaction writes markers)
+                self.kernel.narrate_f(("%s: wrote %s marker at offset %d for pid %d epoch %d", p.name, _A_MARKER[kind],
+                                       off, entry.producer_id, entry.producer_epoch))
                 self._complete_parked_for(tp)
                 p.maybe_increment_hw(now)
                 p.check_replication_hold()

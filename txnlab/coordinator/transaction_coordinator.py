@@ -199,8 +199,9 @@ class TransactionCoordinator:
                          f"PRODUCER_FENCED")
             return Errors.PRODUCER_FENCED, cache, md
         if md.pending_state is not None or md.state in (S.PrepareCommit, S.PrepareAbort):
-            self.narrate(f"{tid!r} is finishing its previous transaction ({md.pending_state.name if md.pending_state else md.state.name}) "
-                         f"-> CONCURRENT_TRANSACTIONS")
+            # narrate_f: written only if the step is read (a state's str() is its name); the lines of every transaction
+            self.broker.kernel.narrate_f(("%r is finishing its previous transaction (%s) -> CONCURRENT_TRANSACTIONS",
+                                          tid, md.pending_state if md.pending_state else md.state))
             return Errors.CONCURRENT_TRANSACTIONS, cache, md
         return _NONE, cache, md
 
@@ -313,7 +314,8 @@ class TransactionCoordinator:
     def _write_prepare(self, md, cache, transit, reply, fencing: bool, tv2_response: bool = False,
                        complete_kw: Optional[dict] = None) -> None:
         tid = md.transactional_id
-        self.narrate(f"{tid!r}: {transit.txn_state.name} is written first; once it is durable the outcome is decided")
+        self.broker.kernel.narrate_f(("%r: %s is written first; once it is durable the outcome is decided", tid,
+                                      transit.txn_state))
 
         def done(error):
             if error != _NONE:
@@ -324,8 +326,8 @@ class TransactionCoordinator:
             # Kafka's prepareComplete: a finished transaction has no partitions any more
             complete = md.prepare_transition(target, self.now, self.transaction_version,
                                              topic_partitions=frozenset())
-            self.narrate(f"{tid!r}: decided ({transit.txn_state.name} is durable); the client is answered now, "
-                         f"markers follow")
+            self.broker.kernel.narrate_f(("%r: decided (%s is durable); the client is answered now, markers follow",
+                                          tid, transit.txn_state))
             if tv2_response:
                 reply(_NONE, md.producer_id, md.producer_epoch)
             else:

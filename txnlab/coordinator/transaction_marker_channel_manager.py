@@ -162,7 +162,7 @@ class TransactionMarkerChannelManager:
         b = self.broker
         tid = p.md.transactional_id
         self.pending.pop(tid, None)
-        b.narrate(f"{tid!r}: every partition has its marker; writing {p.transit.txn_state.name}")
+        b.kernel.narrate_f(("%r: every partition has its marker; writing %s", tid, p.transit.txn_state))
 
         def done(error):
             if error == Errors.COORDINATOR_NOT_AVAILABLE:
