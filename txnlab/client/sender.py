@@ -18,7 +18,7 @@ from ..protocol.errors import Errors
 from ..protocol.record_batch import RecordBatch
 from .dialect import Action, classify, normalize
 from .message import Message
-from .transaction_manager import State
+from .transaction_manager import S
 from .txn_requests import TransactionalRequests
 
 # NONE is read on every request: a member read through its enum class costs CPython 3.11 a call of the class's
@@ -82,9 +82,9 @@ class Sender(TransactionalRequests):
                 self.send_init_producer_id()
                 return
         if txn.is_transactional:
-            if not txn.has_producer_id or txn.state in (State.UNINITIALIZED, State.INITIALIZING):
+            if not txn.has_producer_id or txn.state in (S.UNINITIALIZED, S.INITIALIZING):
                 return
-            if txn.pending_partitions and txn.state in (State.IN_TRANSACTION, State.COMMITTING_TRANSACTION):
+            if txn.pending_partitions and txn.state in (S.IN_TRANSACTION, S.COMMITTING_TRANSACTION):
                 if self.transaction_version >= 2:
                     # KIP-890 part 2: the partition leader adds the partition on our behalf
                     txn.partitions_in_txn.update(txn.pending_partitions)
@@ -104,7 +104,7 @@ class Sender(TransactionalRequests):
                 next_wake = min(next_wake or b.next_attempt_ms, b.next_attempt_ms)
                 continue
             ready = self.flushing or len(dq) > 1 or b.closed or now - b.created_ms >= linger or b.retry \
-                or txn.state in (State.COMMITTING_TRANSACTION,)
+                or txn.state in (S.COMMITTING_TRANSACTION,)
             if not ready:
                 t = b.created_ms + linger
                 next_wake = t if next_wake is None else min(next_wake, t)
@@ -182,7 +182,7 @@ class Sender(TransactionalRequests):
         if b.retry:
             return False
         return self.flushing or b.closed or now - b.created_ms >= self.cfg["linger.ms"] \
-            or self.txn.state == State.COMMITTING_TRANSACTION
+            or self.txn.state == S.COMMITTING_TRANSACTION
 
     # ------------------------------------------------------- produce results
     def _on_produce_response(self, node: str, batches: dict) -> Callable:
@@ -253,10 +253,10 @@ class Sender(TransactionalRequests):
         .handleFailedBatch / maybeTransitionToErrorState; librdkafka likewise)."""
         txn = self.txn
         if txn.is_transactional and kerr.code() != KafkaError._PURGE_QUEUE and not kerr.fatal() and \
-                txn.state in (State.IN_TRANSACTION, State.COMMITTING_TRANSACTION):
+                txn.state in (S.IN_TRANSACTION, S.COMMITTING_TRANSACTION):
             self.narrate(f"{self.p.name}: a record of the transaction failed ({kerr.name()}): "
                          f"the transaction must be aborted")
-            txn.transition(State.ABORTABLE_ERROR, KafkaError(
+            txn.transition(S.ABORTABLE_ERROR, KafkaError(
                 kerr.code(), f"a record of the transaction failed: {kerr.str()}", retriable=False,
                 txn_requires_abort=True))
 
@@ -309,12 +309,12 @@ class Sender(TransactionalRequests):
                               txn_requires_abort=not fatal)
             # As Java's Sender.failBatch: the transaction manager takes the error first (one transition, with
             # this batch's error), then the batch's records are reported failed, then the unsent ones purged.
-            moved = fatal or txn.state in (State.IN_TRANSACTION, State.COMMITTING_TRANSACTION,
-                                           State.ABORTABLE_ERROR)
+            moved = fatal or txn.state in (S.IN_TRANSACTION, S.COMMITTING_TRANSACTION,
+                                           S.ABORTABLE_ERROR)
             if moved:
                 self.narrate(f"{p.name}: a record of the transaction failed ({error.name}); {self._reaction(error, kerr)}: "
                              + ("the producer is now in FATAL_ERROR" if fatal else "the transaction must be aborted"))
-                txn.transition(State.FATAL_ERROR if fatal else State.ABORTABLE_ERROR, kerr)
+                txn.transition(S.FATAL_ERROR if fatal else S.ABORTABLE_ERROR, kerr)
             self._complete(b, kerr, -1)
             if moved:
                 self._abort_undrained(kerr)

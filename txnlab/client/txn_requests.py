@@ -17,7 +17,7 @@ from ..protocol import messages as m
 from ..protocol.errors import Errors
 from .config import dialect_of
 from .dialect import Action, classify, kafka_error, transaction_version
-from .transaction_manager import PRIORITY, State
+from .transaction_manager import PRIORITY, S
 
 # A response's error codes are converted to ``Errors`` (for their names) only when one is not NONE: converting
 # costs CPython 3.11 a call of the enum class, and NONE is the answer almost every time
@@ -166,7 +166,7 @@ class TransactionalRequests:
                 kerr = KafkaError(kerr.code(), kerr.str(), fatal=True, retriable=False)
         self.narrate(f"{self.p.name}: {where} failed with {Errors(error).name}; {self._reaction(error, kerr)}: "
                      f"the producer is now in FATAL_ERROR")
-        self.txn.transition(State.FATAL_ERROR, kerr)
+        self.txn.transition(S.FATAL_ERROR, kerr)
         self._abort_undrained(kerr)
         return kerr
 
@@ -191,9 +191,9 @@ class TransactionalRequests:
         kerr = KafkaError(error, f"{where}: {Errors(error).description}", retriable=False, txn_requires_abort=True)
         self.narrate(f"{self.p.name}: {where} failed with {Errors(error).name}; {self._reaction(error, kerr)}: "
                      f"the transaction must be aborted")
-        if self.txn.state in (State.IN_TRANSACTION, State.COMMITTING_TRANSACTION, State.ABORTABLE_ERROR,
-                              State.INITIALIZING):
-            self.txn.transition(State.ABORTABLE_ERROR, kerr)
+        if self.txn.state in (S.IN_TRANSACTION, S.COMMITTING_TRANSACTION, S.ABORTABLE_ERROR,
+                              S.INITIALIZING):
+            self.txn.transition(S.ABORTABLE_ERROR, kerr)
             self._abort_undrained(kerr)
         return kerr
 
@@ -264,7 +264,7 @@ class TransactionalRequests:
                 txn.set_producer_id_and_epoch(resp.producer_id, resp.producer_epoch)
                 txn.reset_sequences()
                 txn.partitions.clear()
-                txn.transition(State.READY)
+                txn.transition(S.READY)
                 return None
             if action := _retry_action(self.dialect, "InitProducerId", e):
                 return action
@@ -372,7 +372,7 @@ class TransactionalRequests:
     # ---------------------------------------------------------------- EndTxn
     def begin_end_txn(self, commit: bool) -> None:
         txn = self.txn
-        txn.transition(State.COMMITTING_TRANSACTION if commit else State.ABORTING_TRANSACTION)
+        txn.transition(S.COMMITTING_TRANSACTION if commit else S.ABORTING_TRANSACTION)
         self._end_txn_sent = False
         self._end_commit = commit
         if not commit:
@@ -382,7 +382,7 @@ class TransactionalRequests:
 
     def _maybe_end_txn(self) -> None:
         txn = self.txn
-        if txn.state not in (State.COMMITTING_TRANSACTION, State.ABORTING_TRANSACTION) or self._end_txn_sent:
+        if txn.state not in (S.COMMITTING_TRANSACTION, S.ABORTING_TRANSACTION) or self._end_txn_sent:
             return
         if self.p._acc.has_queued() or self.p._unassigned or txn.has_in_flight() or txn.new_partitions_in_flight \
                 or (self._end_commit and txn.pending_partitions) or self._txn_in_flight:
@@ -425,13 +425,13 @@ class TransactionalRequests:
         txn.transaction_started = False
         if self._bump_after_end and self.transaction_version < 2:
             self._bump_after_end = False
-            txn.transition(State.INITIALIZING)
+            txn.transition(S.INITIALIZING)
             self.narrate(f"{self.p.name}: asking the coordinator for an epoch bump (InitProducerId with the current "
                          f"producer id and epoch, KIP-360)")
             self.send_init_producer_id(bump=True)
             return
         self._bump_after_end = False
-        txn.transition(State.READY)     # TV0/TV1: sequences continue across transactions
+        txn.transition(S.READY)     # TV0/TV1: sequences continue across transactions
 
 
 
