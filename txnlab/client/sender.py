@@ -45,6 +45,7 @@ class Sender(TransactionalRequests):
         self._bump_after_end = False
         self._failed_in_txn = False
         self.features: Optional[dict] = None     # learned from ApiVersions
+        self._transaction_version: Optional[int] = None     # (TransactionalRequests.transaction_version)
         self._features_requested = False
 
     def on_crash(self) -> None:

@@ -201,8 +201,13 @@ class TransactionalRequests:
     @property
     def transaction_version(self) -> int:
         """The transaction protocol this client speaks with this cluster: what the cluster finalized, capped by
-        the client (librdkafka stays classic, Kafka's Java client speaks KIP-890 part 2; see ``dialect.py``)."""
-        return transaction_version(self.dialect, (self.features or {}).get("transaction.version", 0))
+        the client (librdkafka stays classic, Kafka's Java client speaks KIP-890 part 2; see ``dialect.py``).
+        Worked out once per ApiVersions answer: every drain of the sender reads it."""
+        tv = self._transaction_version
+        if tv is None:
+            tv = self._transaction_version = transaction_version(
+                self.dialect, (self.features or {}).get("transaction.version", 0))
+        return tv
 
     def _learn_features(self, then: Callable[[], None]) -> None:
         """ApiVersions first, as every Kafka client does on a new connection: it tells which
@@ -217,6 +222,7 @@ class TransactionalRequests:
                 self.node.set_timer(self.cfg["retry.backoff.ms"], "retry ApiVersions", lambda: self._learn_features(then))
                 return
             self.features = dict(resp.finalized_features)
+            self._transaction_version = None
             if self.features.get("transaction.version", 0) >= 2:
                 self.narrate(f"{self.p.name}: the cluster finalized transaction.version 2; " + (
                     "Kafka's Java client speaks it (KIP-890: the partition leader adds partitions, every EndTxn "
