@@ -44,13 +44,17 @@ class TransactionStateManager:
         self.caches: dict[int, TxnPartitionCache] = {}
         self.loading: dict[int, int] = {}        # partition -> coordinator epoch being loaded
         self.on_loaded: Optional[Callable[[int, TxnPartitionCache], None]] = None
+        self._partition_of: dict[str, int] = {}     # transactional.id -> its partition (asked on every request)
 
     @property
     def num_partitions(self) -> int:
         return self.broker.config["transaction.state.log.num.partitions"]
 
     def partition_for(self, transactional_id: str) -> int:
-        return partition_for(transactional_id, self.num_partitions)
+        part = self._partition_of.get(transactional_id)
+        if part is None:
+            part = self._partition_of[transactional_id] = partition_for(transactional_id, self.num_partitions)
+        return part
 
     def lookup(self, transactional_id: str) -> tuple:
         """(error, cache) — NOT_COORDINATOR if we do not lead its partition, LOAD_IN_PROGRESS while loading."""
