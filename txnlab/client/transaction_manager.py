@@ -66,6 +66,7 @@ class PartitionSequences:
 class TransactionManager:
     def __init__(self, transactional_id: Optional[str], transaction_timeout_ms: int) -> None:
         self.transactional_id = transactional_id
+        self.is_transactional = transactional_id is not None     # (the id never changes; read on every drain)
         self.transaction_timeout_ms = transaction_timeout_ms
         self.producer_id = NO_PRODUCER_ID
         self.producer_epoch = NO_PRODUCER_EPOCH
@@ -79,10 +80,6 @@ class TransactionManager:
         self.coordinator: Optional[str] = None
         self.transaction_started = False
         self.on_transition: Optional[Callable[[State, State], None]] = None
-
-    @property
-    def is_transactional(self) -> bool:
-        return self.transactional_id is not None
 
     @property
     def has_producer_id(self) -> bool:
@@ -135,7 +132,10 @@ class TransactionManager:
             s.in_flight = [b for b in s.in_flight if b is not batch]
 
     def has_in_flight(self) -> bool:
-        return any(s.in_flight for s in self.partitions.values())
+        for s in self.partitions.values():     # (a loop, not any() over a generator: read on every drain)
+            if s.in_flight:
+                return True
+        return False
 
     def bump_idempotent_epoch(self) -> bool:
         """KIP-360: a purely local bump. Returns False when the epoch is exhausted (a new pid is needed)."""
