@@ -17,8 +17,8 @@ from ..protocol.errors import Errors
 from ..protocol.hashing import partition_for
 from .producer_id_manager import ProducerIdManager
 from .transaction_marker_channel_manager import TransactionMarkerChannelManager
-from .transaction_metadata import (EXPIRATION_ALLOWED, MAX_EPOCH, IllegalTransition, S, TransactionMetadata,
-                                   TransactionState)
+from .transaction_metadata import (EXPIRATION_ALLOWED, MAX_EPOCH, IllegalTransition, PartitionList, S,
+                                   TransactionMetadata, TransactionState)
 from .transaction_state_manager import TransactionStateManager
 from ..protocol.names import OFFSETS_TOPIC
 
@@ -233,8 +233,8 @@ class TransactionCoordinator:
         start = self.now if md.state in (S.Empty, S.CompleteCommit, S.CompleteAbort) else md.txn_start_timestamp
         transit = md.prepare_transition(S.Ongoing, self.now, self.transaction_version,
                                         topic_partitions=frozenset(new), txn_start_timestamp=start)
-        self.narrate(f"{md.transactional_id!r} adds {', '.join(f'{t}-{p}' for t, p in sorted(set(tps) - md.topic_partitions))}"
-                     f" to its transaction")
+        self.broker.kernel.narrate_f(("%r adds %s to its transaction", md.transactional_id,
+                                      PartitionList(set(tps) - md.topic_partitions)))
 
         def done(error):
             self.broker.respond(msg, make_response(error))

@@ -14,7 +14,7 @@ from typing import Any
 
 from ..protocol import messages as m
 from ..protocol.errors import Errors
-from .transaction_metadata import S
+from .transaction_metadata import PartitionList, S
 from ..protocol.names import broker_name
 
 # NONE is read on every request: a member read through its enum class costs CPython 3.11 a call of the class's
@@ -57,13 +57,12 @@ class TransactionMarkerChannelManager:
         p = PendingCompleteTxn(md, complete_transit, coordinator_epoch, txn_partition)
         p.marker_epoch = producer_epoch
         self.pending[md.transactional_id] = p
-        result = "COMMIT" if p.committed else "ABORT"
         if not p.remaining:
             self.broker.narrate(f"{md.transactional_id!r}: no partitions to mark; completing at once")
             self._complete(p)
             return
-        self.broker.narrate(f"{md.transactional_id!r}: sending {result} markers to "
-                            f"{', '.join(f'{t}-{i}' for t, i in sorted(p.remaining))}")
+        self.broker.kernel.narrate_f(("%r: sending %s markers to %s", md.transactional_id,
+                                      "COMMIT" if p.committed else "ABORT", PartitionList(p.remaining)))
         self.send_round()
 
     def drop_partition(self, txn_partition: int) -> None:

@@ -61,6 +61,15 @@ def is_valid_transition(old: TransactionState, new: TransactionState, transactio
     return ok
 
 
+class PartitionList(tuple):
+    """Partitions as a narration lists them ("out-0, out-1", sorted), written only when the line is read
+    (``Kernel.narrate_f`` formats it with ``%s``): joining them costs more than the rest of the line."""
+    __slots__ = ()
+
+    def __str__(self) -> str:
+        return ", ".join(f"{t}-{p}" for t, p in sorted(self))
+
+
 class IllegalTransition(RuntimeError):
     pass
 
