@@ -105,7 +105,7 @@ class Sender(TransactionalRequests):
                 next_wake = min(next_wake or b.next_attempt_ms, b.next_attempt_ms)
                 continue
             ready = self.flushing or len(dq) > 1 or b.closed or now - b.created_ms >= linger or b.retry \
-                or txn.state in (S.COMMITTING_TRANSACTION,)
+                or txn.state == S.COMMITTING_TRANSACTION
             if not ready:
                 t = b.created_ms + linger
                 next_wake = t if next_wake is None else min(next_wake, t)

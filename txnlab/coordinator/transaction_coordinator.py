@@ -220,9 +220,12 @@ class TransactionCoordinator:
             res = {tp: (_NONE if md.state == S.Ongoing and tp in md.topic_partitions
                         else Errors.TRANSACTION_ABORTABLE) for tp in tps}
             bad = [f"{t}-{p}" for (t, p), e in res.items() if e]
-            self.narrate(f"verification for {req.transactional_id!r}: " +
-                         ("all partitions are in the current transaction" if not bad else
-                          f"{', '.join(bad)} not in the current transaction -> TRANSACTION_ABORTABLE"))
+            if bad:
+                self.narrate(f"verification for {req.transactional_id!r}: {', '.join(bad)} not in the current "
+                             f"transaction -> TRANSACTION_ABORTABLE")
+            else:
+                self.broker.kernel.narrate_f(("verification for %r: all partitions are in the current transaction",
+                                              req.transactional_id))
             return R(res)
         return self._add_partitions(msg, md, cache, tps, lambda e: R({tp: e for tp in tps}))
 
