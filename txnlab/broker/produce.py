@@ -126,13 +126,14 @@ class ProduceHandling:
 
         def answered(resp, err):
             st.pending -= 1
-            e = err if err is not None else Errors(resp.errors.get(p.tp, Errors.UNKNOWN_SERVER_ERROR))
+            e = err if err is not None else resp.errors.get(p.tp, Errors.UNKNOWN_SERVER_ERROR)
             if e == _NONE:
                 if p.is_leader:
                     self._append_produce(st, p, batch, guard)
                 else:
                     st.results[p.tp] = m.PartitionProduceResponse(Errors.NOT_LEADER_OR_FOLLOWER)
             else:
+                e = Errors(e)       # (only a refusal is converted: for its name)
                 mapped = {Errors.PRODUCER_FENCED: Errors.INVALID_PRODUCER_EPOCH,
                           Errors.INVALID_TXN_STATE: Errors.TRANSACTION_ABORTABLE,
                           Errors.TRANSACTION_ABORTABLE: Errors.TRANSACTION_ABORTABLE,

@@ -23,6 +23,8 @@ from .transaction_manager import PRIORITY, S
 # costs CPython 3.11 a call of the enum class, and NONE is the answer almost every time
 _NONE = Errors.NONE
 _ONLY_NONE = frozenset({_NONE})
+_NOT_FAILED = frozenset({_NONE, Errors.OPERATION_NOT_ATTEMPTED})
+_CONCURRENT_TRANSACTIONS = Errors.CONCURRENT_TRANSACTIONS     # every transaction's first AddPartitionsToTxn
 
 # Coordinator errors that mean "ask FindCoordinator again": the coordinator moved, is down or did not answer.
 REFIND = {Errors.NOT_COORDINATOR, Errors.COORDINATOR_NOT_AVAILABLE, Errors.NETWORK_EXCEPTION,
@@ -302,9 +304,9 @@ class TransactionalRequests:
                 txn.transaction_started = True
                 return None
             errors = {Errors(e) for e in errors}
-            bad = next(e for e in errors if e not in (_NONE, Errors.OPERATION_NOT_ATTEMPTED)) \
-                if errors - {_NONE, Errors.OPERATION_NOT_ATTEMPTED} else Errors.OPERATION_NOT_ATTEMPTED
-            if bad == Errors.CONCURRENT_TRANSACTIONS and first:
+            bad = next(e for e in errors if e not in _NOT_FAILED) if errors - _NOT_FAILED \
+                else Errors.OPERATION_NOT_ATTEMPTED
+            if bad == _CONCURRENT_TRANSACTIONS and first:
                 return "retry-fast"     # the previous transaction is completing: Kafka retries it after 20ms
             if action := _retry_action(self.dialect, "AddPartitionsToTxn", bad):
                 return action
