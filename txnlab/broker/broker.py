@@ -24,6 +24,9 @@ from .produce import ProduceHandling
 from .replica_fetcher import ReplicaFetcher
 from ..protocol.names import CONTROLLER, OFFSETS_TOPIC, TRANSACTION_STATE_TOPIC, broker_name, topic_name_error
 
+# append_to_leader's origins, read once (a member read through its enum class costs CPython 3.11 a call)
+_FROM_CLIENT, _FROM_COORDINATOR = AppendOrigin.CLIENT, AppendOrigin.COORDINATOR
+
 
 
 class MetadataCache:
@@ -342,7 +345,7 @@ class Broker(ProduceHandling, FetchHandling, AdminHandling, Node):
     def append_to_leader(self, p: Partition, batches, now, origin_client=True, verification_guard=None):
         """Append on the leader, narrate it, wake waiting fetches, move the HW."""
         info = p.log.append_as_leader(batches, p.leader_epoch, now,
-                                      AppendOrigin.CLIENT if origin_client else AppendOrigin.COORDINATOR,
+                                      _FROM_CLIENT if origin_client else _FROM_COORDINATOR,
                                       verification_guard)
         b = batches[0]
         if info.duplicate:
@@ -350,8 +353,8 @@ class Broker(ProduceHandling, FetchHandling, AdminHandling, Node):
                          f"{b.producer_epoch} seq {b.base_sequence}..{b.last_sequence}); nothing appended, "
                          f"answering with the original offset {info.first_offset}")
         else:
-            self.narrate(f"{p.name}: appended at offsets {info.first_offset}..{info.last_offset} (LEO now "
-                         f"{p.log.log_end_offset})")
+            self.kernel.narrate_f(("%s: appended at offsets %d..%d (LEO now %d)", p.name, info.first_offset,
+                                   info.last_offset, p.log.log_end_offset))
             self._complete_parked_for(p.tp)
         p.maybe_increment_hw(now)
         p.check_replication_hold()

@@ -12,6 +12,11 @@ from ..protocol.errors import Errors, ProtocolError
 from ..protocol.hashing import partition_for
 from ..protocol.names import OFFSETS_TOPIC, TRANSACTION_STATE_TOPIC, broker_name
 
+# NONE is read on every request: a member read through its enum class costs CPython 3.11 a call of the class's
+# attribute hook
+_NONE = Errors.NONE
+_A_MARKER = {ControlRecordType.COMMIT: "a COMMIT", ControlRecordType.ABORT: "an ABORT"}     # for the narration
+
 
 
 
@@ -33,7 +38,7 @@ class _ProduceState:
         self.done = True
         if self.req.acks == 0:
             return
-        if self.req.acks == -1 and any(r.error == Errors.NONE for r in self.results.values()):
+        if self.req.acks == -1 and any(r.error == _NONE for r in self.results.values()):
             self.broker.narrate("every replica in the ISR has the write (HW passed it): acks=all satisfied")
         self.broker.respond(self.msg, m.ProduceResponse(self.results))
 
@@ -85,14 +90,14 @@ class ProduceHandling:
             self.narrate(f"{p.name}: rejected -> {e.error.name}: {e.message}")
             st.results[tp] = m.PartitionProduceResponse(e.error, error_message=e.message)
             return
-        st.results[tp] = m.PartitionProduceResponse(Errors.NONE, info.first_offset, info.log_append_time,
+        st.results[tp] = m.PartitionProduceResponse(_NONE, info.first_offset, info.log_append_time,
                                                     p.log.log_start_offset)
         if st.req.acks == -1:
             st.pending += 1
             self.narrate(f"{p.name}: waiting for the ISR to replicate (acks=all)")
 
             def acked(error, tp=tp):
-                if error != Errors.NONE:
+                if error != _NONE:
                     r = st.results[tp]
                     st.results[tp] = m.PartitionProduceResponse(error, r.base_offset, r.log_append_time,
                                                                 r.log_start_offset)
@@ -113,21 +118,22 @@ class ProduceHandling:
             st.results[p.tp] = m.PartitionProduceResponse(Errors.NOT_ENOUGH_REPLICAS)
             return
         what = "adds it to the transaction (transaction.version 2)" if implicit_add else "verifies it is in the transaction"
-        self.narrate(f"{p.name}: first transactional write of pid {batch.producer_id} here; the leader asks the "
-                     f"coordinator (broker {coord}) and {what} before appending (KIP-890)")
+        self.kernel.narrate_f(("%s: first transactional write of pid %d here; the leader asks the coordinator "
+                               "(broker %d) and %s before appending (KIP-890)", p.name, batch.producer_id, coord, what))
         st.pending += 1
         req = m.AddPartitionsToTxnRequest(tid, batch.producer_id, batch.producer_epoch, (p.tp,),
                                           verify_only=not implicit_add)
 
         def answered(resp, err):
             st.pending -= 1
-            e = err if err is not None else Errors(resp.errors.get(p.tp, Errors.UNKNOWN_SERVER_ERROR))
-            if e == Errors.NONE:
+            e = err if err is not None else resp.errors.get(p.tp, Errors.UNKNOWN_SERVER_ERROR)
+            if e == _NONE:
                 if p.is_leader:
                     self._append_produce(st, p, batch, guard)
                 else:
                     st.results[p.tp] = m.PartitionProduceResponse(Errors.NOT_LEADER_OR_FOLLOWER)
             else:
+                e = Errors(e)       # (only a refusal is converted: for its name)
                 mapped = {Errors.PRODUCER_FENCED: Errors.INVALID_PRODUCER_EPOCH,
                           Errors.INVALID_TXN_STATE: Errors.TRANSACTION_ABORTABLE,
                           Errors.TRANSACTION_ABORTABLE: Errors.TRANSACTION_ABORTABLE,
@@ -166,8 +172,9 @@ class ProduceHandling:
                                  f"{e.error.name}: {e.message}")
                     res[tp] = e.error
                     continue
-                self.narrate(f"{p.name}: wrote {'an' if kind.name[0] in 'AEIOU' else 'a'} {kind.name} marker at offset {off} for pid {entry.producer_id} "
-                             f"epoch {entry.producer_epoch}")
+                # narrate_f: written only if the step is read (every transaction writes markers)
+                self.kernel.narrate_f(("%s: wrote %s marker at offset %d for pid %d epoch %d", p.name, _A_MARKER[kind],
+                                       off, entry.producer_id, entry.producer_epoch))
                 self._complete_parked_for(tp)
                 p.maybe_increment_hw(now)
                 p.check_replication_hold()
@@ -178,7 +185,7 @@ class ProduceHandling:
         for entry, p, off in waiting:
             def acked(error, entry=entry, p=p, off=off):
                 results[entry.producer_id][p.tp] = error
-                if error == Errors.NONE and p.topic == OFFSETS_TOPIC:
+                if error == _NONE and p.topic == OFFSETS_TOPIC:
                     complete = getattr(self.group_coordinator, "complete_txn", None)
                     if complete is not None:
                         complete(p.partition, entry.producer_id, entry.transaction_result, off)

@@ -18,8 +18,13 @@ from ..protocol.errors import Errors
 from ..protocol.record_batch import RecordBatch
 from .dialect import Action, classify, normalize
 from .message import Message
-from .transaction_manager import State
+from .transaction_manager import S
 from .txn_requests import TransactionalRequests
+
+# NONE is read on every request: a member read through its enum class costs CPython 3.11 a call of the class's
+# attribute hook
+_NONE = Errors.NONE
+
 
 class Sender(TransactionalRequests):
     def __init__(self, producer) -> None:
@@ -40,6 +45,7 @@ class Sender(TransactionalRequests):
         self._bump_after_end = False
         self._failed_in_txn = False
         self.features: Optional[dict] = None     # learned from ApiVersions
+        self._transaction_version: Optional[int] = None     # (TransactionalRequests.transaction_version)
         self._features_requested = False
 
     def on_crash(self) -> None:
@@ -77,9 +83,9 @@ class Sender(TransactionalRequests):
                 self.send_init_producer_id()
                 return
         if txn.is_transactional:
-            if not txn.has_producer_id or txn.state in (State.UNINITIALIZED, State.INITIALIZING):
+            if not txn.has_producer_id or txn.state in (S.UNINITIALIZED, S.INITIALIZING):
                 return
-            if txn.pending_partitions and txn.state in (State.IN_TRANSACTION, State.COMMITTING_TRANSACTION):
+            if txn.pending_partitions and txn.state in (S.IN_TRANSACTION, S.COMMITTING_TRANSACTION):
                 if self.transaction_version >= 2:
                     # KIP-890 part 2: the partition leader adds the partition on our behalf
                     txn.partitions_in_txn.update(txn.pending_partitions)
@@ -99,7 +105,7 @@ class Sender(TransactionalRequests):
                 next_wake = min(next_wake or b.next_attempt_ms, b.next_attempt_ms)
                 continue
             ready = self.flushing or len(dq) > 1 or b.closed or now - b.created_ms >= linger or b.retry \
-                or txn.state in (State.COMMITTING_TRANSACTION,)
+                or txn.state == S.COMMITTING_TRANSACTION
             if not ready:
                 t = b.created_ms + linger
                 next_wake = t if next_wake is None else min(next_wake, t)
@@ -166,7 +172,7 @@ class Sender(TransactionalRequests):
             if p._acks == 0:
                 self.kernel.network.send(self.node.name, node, req.API, req, False, 0)
                 for tp, b in batches.items():
-                    self._complete(b, Errors.NONE, -1)
+                    self._complete(b, _NONE, -1)
             else:
                 self._inflight_requests[node] = self._inflight_requests.get(node, 0) + 1
                 self.node.send_request(node, req, self._on_produce_response(node, batches),
@@ -177,7 +183,7 @@ class Sender(TransactionalRequests):
         if b.retry:
             return False
         return self.flushing or b.closed or now - b.created_ms >= self.cfg["linger.ms"] \
-            or self.txn.state == State.COMMITTING_TRANSACTION
+            or self.txn.state == S.COMMITTING_TRANSACTION
 
     # ------------------------------------------------------- produce results
     def _on_produce_response(self, node: str, batches: dict) -> Callable:
@@ -190,8 +196,8 @@ class Sender(TransactionalRequests):
                 r = resp.responses.get(tp)
                 if r is None:
                     self._handle_error(b, Errors.UNKNOWN_SERVER_ERROR, "no answer for partition")
-                elif r.error == Errors.NONE:
-                    self._complete(b, Errors.NONE, r.base_offset)
+                elif r.error == _NONE:
+                    self._complete(b, _NONE, r.base_offset)
                 else:
                     self._handle_error(b, Errors(r.error), r.error_message)
             self.wakeup(0)
@@ -205,7 +211,7 @@ class Sender(TransactionalRequests):
         if p._idempotent:
             txn.remove_in_flight(b.tp, b)
         kerr = None
-        if error == Errors.NONE or error == Errors.DUPLICATE_SEQUENCE_NUMBER:
+        if error == _NONE or error == Errors.DUPLICATE_SEQUENCE_NUMBER:
             if p._idempotent and b.producer_epoch == txn.producer_epoch and b.producer_id == txn.producer_id:
                 s = txn.seq(b.tp)
                 s.last_acked_sequence = max(s.last_acked_sequence, b.last_sequence)
@@ -248,10 +254,10 @@ class Sender(TransactionalRequests):
         .handleFailedBatch / maybeTransitionToErrorState; librdkafka likewise)."""
         txn = self.txn
         if txn.is_transactional and kerr.code() != KafkaError._PURGE_QUEUE and not kerr.fatal() and \
-                txn.state in (State.IN_TRANSACTION, State.COMMITTING_TRANSACTION):
+                txn.state in (S.IN_TRANSACTION, S.COMMITTING_TRANSACTION):
             self.narrate(f"{self.p.name}: a record of the transaction failed ({kerr.name()}): "
                          f"the transaction must be aborted")
-            txn.transition(State.ABORTABLE_ERROR, KafkaError(
+            txn.transition(S.ABORTABLE_ERROR, KafkaError(
                 kerr.code(), f"a record of the transaction failed: {kerr.str()}", retriable=False,
                 txn_requires_abort=True))
 
@@ -310,12 +316,12 @@ class Sender(TransactionalRequests):
                               txn_requires_abort=not fatal)
             # As Java's Sender.failBatch: the transaction manager takes the error first (one transition, with
             # this batch's error), then the batch's records are reported failed, then the unsent ones purged.
-            moved = fatal or txn.state in (State.IN_TRANSACTION, State.COMMITTING_TRANSACTION,
-                                           State.ABORTABLE_ERROR)
+            moved = fatal or txn.state in (S.IN_TRANSACTION, S.COMMITTING_TRANSACTION,
+                                           S.ABORTABLE_ERROR)
             if moved:
                 self.narrate(f"{p.name}: a record of the transaction failed ({error.name}); {self._reaction(error, kerr)}: "
                              + ("the producer is now in FATAL_ERROR" if fatal else "the transaction must be aborted"))
-                txn.transition(State.FATAL_ERROR if fatal else State.ABORTABLE_ERROR, kerr)
+                txn.transition(S.FATAL_ERROR if fatal else S.ABORTABLE_ERROR, kerr)
             self._complete(b, kerr, -1)
             if moved:
                 self._abort_undrained(kerr)

@@ -10,6 +10,7 @@ queue of transactional requests (one in flight, by priority).
 from __future__ import annotations
 
 from enum import IntEnum
+from types import SimpleNamespace
 from typing import Callable, Optional
 
 
@@ -28,6 +29,10 @@ class State(IntEnum):
     ABORTABLE_ERROR = 6
     FATAL_ERROR = 7
 
+
+# The states by name as plain attributes (S.READY, ...), for the paths every transaction takes: reading a member
+# through its enum class (State.READY) costs CPython 3.11 a call of the enum type's __getattr__ hook.
+S = SimpleNamespace(**State.__members__)
 
 # Kafka's TransactionManager.State.isTransitionValid, as data: target -> legal sources.
 VALID_TRANSITIONS = {
@@ -61,10 +66,11 @@ class PartitionSequences:
 class TransactionManager:
     def __init__(self, transactional_id: Optional[str], transaction_timeout_ms: int) -> None:
         self.transactional_id = transactional_id
+        self.is_transactional = transactional_id is not None     # (the id never changes; read on every drain)
         self.transaction_timeout_ms = transaction_timeout_ms
         self.producer_id = NO_PRODUCER_ID
         self.producer_epoch = NO_PRODUCER_EPOCH
-        self.state = State.UNINITIALIZED
+        self.state = S.UNINITIALIZED
         self.last_error = None                 # KafkaError behind ABORTABLE_ERROR / FATAL_ERROR
         self.partitions: dict = {}             # tp -> PartitionSequences
         self.epoch_bump_required = False
@@ -76,23 +82,19 @@ class TransactionManager:
         self.on_transition: Optional[Callable[[State, State], None]] = None
 
     @property
-    def is_transactional(self) -> bool:
-        return self.transactional_id is not None
-
-    @property
     def has_producer_id(self) -> bool:
         return self.producer_id >= 0
 
     def transition(self, target: State, error=None) -> None:
-        if self.state == State.FATAL_ERROR:
+        if self.state == S.FATAL_ERROR:
             return
-        if target not in (State.FATAL_ERROR, State.ABORTABLE_ERROR) and self.state not in VALID_TRANSITIONS[target]:
+        if target not in (S.FATAL_ERROR, S.ABORTABLE_ERROR) and self.state not in VALID_TRANSITIONS[target]:
             raise RuntimeError(f"invalid transition {self.state.name} -> {target.name}")
         old = self.state
         self.state = target
         if error is not None:
             self.last_error = error
-        elif target in (State.READY, State.IN_TRANSACTION):
+        elif target in (S.READY, S.IN_TRANSACTION):
             self.last_error = None
         if self.on_transition:
             self.on_transition(old, target)
@@ -130,7 +132,10 @@ class TransactionManager:
             s.in_flight = [b for b in s.in_flight if b is not batch]
 
     def has_in_flight(self) -> bool:
-        return any(s.in_flight for s in self.partitions.values())
+        for s in self.partitions.values():     # (a loop, not any() over a generator: read on every drain)
+            if s.in_flight:
+                return True
+        return False
 
     def bump_idempotent_epoch(self) -> bool:
         """KIP-360: a purely local bump. Returns False when the epoch is exhausted (a new pid is needed)."""

@@ -17,7 +17,14 @@ from ..protocol import messages as m
 from ..protocol.errors import Errors
 from .config import dialect_of
 from .dialect import Action, classify, kafka_error, transaction_version
-from .transaction_manager import PRIORITY, State
+from .transaction_manager import PRIORITY, S
+
+# A response's error codes are converted to ``Errors`` (for their names) only when one is not NONE: converting
+# costs CPython 3.11 a call of the enum class, and NONE is the answer almost every time
+_NONE = Errors.NONE
+_ONLY_NONE = frozenset({_NONE})
+_NOT_FAILED = frozenset({_NONE, Errors.OPERATION_NOT_ATTEMPTED})
+_CONCURRENT_TRANSACTIONS = Errors.CONCURRENT_TRANSACTIONS     # every transaction's first AddPartitionsToTxn
 
 # Coordinator errors that mean "ask FindCoordinator again": the coordinator moved, is down or did not answer.
 REFIND = {Errors.NOT_COORDINATOR, Errors.COORDINATOR_NOT_AVAILABLE, Errors.NETWORK_EXCEPTION,
@@ -46,6 +53,71 @@ class PendingOp:
 
 
 
+class _CoordinatorCall:
+    """One transactional request on its way to its coordinator (``TransactionalRequests._to_coordinator``): find the
+    coordinator if needed, send, hand the answer to ``handle``, and act on what it returns (find the coordinator
+    again, retry after the backoff or after 20 ms, or done).  An object, not nested closures: a closure that names
+    itself (to send again) is a reference cycle that only the garbage collector frees, once per request."""
+    __slots__ = ("sender", "name", "build", "handle", "key_type", "key", "refused", "coord")
+
+    def __init__(self, sender, name: str, build: Callable, handle: Callable, key_type: int, key: Optional[str],
+                 refused: Optional[Callable[[KafkaError], None]]) -> None:
+        self.sender = sender
+        self.name = name
+        self.build = build
+        self.handle = handle
+        self.key_type = key_type
+        self.key = key if key is not None else sender.txn.transactional_id
+        self.refused = refused
+        self.coord: Optional[str] = None        # a group coordinator (the transaction's lives on txn.coordinator)
+
+    def send(self) -> None:
+        s = self.sender
+        coord = s.txn.coordinator if self.key_type == m.COORDINATOR_TRANSACTION else self.coord
+        if coord is None:
+            s.node.find_coordinator(self.key, self.key_type, self._found)
+            return
+        req = self.build()
+        if req is None:
+            s._txn_done()
+            return
+        s.node.send_request(coord, req, self._on_resp, timeout_ms=s.cfg["request.timeout.ms"])
+
+    def _found(self, node, err) -> None:
+        s = self.sender
+        if err is not None:
+            if classify(s.dialect, "FindCoordinator", err) is not Action.RETRY:
+                # refused: no DESCRIBE on the transactional id or the group (an ACL)
+                kerr = s._fail_txn(err, "FindCoordinator")
+                if self.refused is not None:
+                    self.refused(kerr)
+                s._txn_done()
+            else:
+                s._retry_later(self.name, self.send)
+            return
+        if self.key_type == m.COORDINATOR_TRANSACTION:
+            s.txn.coordinator = node
+        else:
+            self.coord = node
+        self.send()
+
+    def _on_resp(self, resp, err) -> None:
+        s = self.sender
+        action = self.handle(resp, err)
+        if action == "refind":
+            if self.key_type == m.COORDINATOR_TRANSACTION:
+                s.txn.coordinator = None
+            else:
+                self.coord = None
+            s._retry_later(self.name, self.send)
+        elif action == "retry":
+            s._retry_later(self.name, self.send)
+        elif action == "retry-fast":
+            s._retry_later(self.name, self.send, 20)
+        else:
+            s._txn_done()
+
+
 class TransactionalRequests:
     # ---------------------------------------------------- the request queue
     def _enqueue(self, name: str, send: Callable[[], None]) -> None:
@@ -68,59 +140,14 @@ class TransactionalRequests:
     def _retry_later(self, name: str, send: Callable[[], None], ms: Optional[int] = None) -> None:
         self._txn_in_flight = False
         delay = self.cfg["retry.backoff.ms"] if ms is None else ms
-        self.node.set_timer(delay, f"retry {name}", lambda: self._enqueue(name, send))
+        self.node.set_timer(delay, ("retry %s", name), lambda: self._enqueue(name, send))
 
     def _to_coordinator(self, name: str, build: Callable, handle: Callable, key_type: int = m.COORDINATOR_TRANSACTION,
                         key: Optional[str] = None,
                         refused: Optional[Callable[[KafkaError], None]] = None) -> Callable[[], None]:
         """A send function: find the coordinator if needed, then send, then handle.  A look-up the broker refuses
         (no DESCRIBE on the key) fails the transaction as the dialect says, and ``refused`` gets that error."""
-        txn = self.txn
-        key = key if key is not None else txn.transactional_id
-        holder = {}
-
-        def send():
-            coord = txn.coordinator if key_type == m.COORDINATOR_TRANSACTION else holder.get("coord")
-            if coord is None:
-                def found(node, err):
-                    if err is not None:
-                        if classify(self.dialect, "FindCoordinator", err) is not Action.RETRY:
-                            # refused: no DESCRIBE on the transactional id or the group (an ACL)
-                            kerr = self._fail_txn(err, "FindCoordinator")
-                            if refused is not None:
-                                refused(kerr)
-                            self._txn_done()
-                        else:
-                            self._retry_later(name, send)
-                        return
-                    if key_type == m.COORDINATOR_TRANSACTION:
-                        txn.coordinator = node
-                    else:
-                        holder["coord"] = node
-                    send()
-                self.node.find_coordinator(key, key_type, found)
-                return
-            req = build()
-            if req is None:
-                self._txn_done()
-                return
-
-            def on_resp(resp, err):
-                action = handle(resp, err)
-                if action == "refind":
-                    if key_type == m.COORDINATOR_TRANSACTION:
-                        txn.coordinator = None
-                    else:
-                        holder.pop("coord", None)
-                    self._retry_later(name, send)
-                elif action == "retry":
-                    self._retry_later(name, send)
-                elif action == "retry-fast":
-                    self._retry_later(name, send, 20)
-                else:
-                    self._txn_done()
-            self.node.send_request(coord, req, on_resp, timeout_ms=self.cfg["request.timeout.ms"])
-        return send
+        return _CoordinatorCall(self, name, build, handle, key_type, key, refused).send
 
     @property
     def dialect(self) -> str:
@@ -141,7 +168,7 @@ class TransactionalRequests:
                 kerr = KafkaError(kerr.code(), kerr.str(), fatal=True, retriable=False)
         self.narrate(f"{self.p.name}: {where} failed with {Errors(error).name}; {self._reaction(error, kerr)}: "
                      f"the producer is now in FATAL_ERROR")
-        self.txn.transition(State.FATAL_ERROR, kerr)
+        self.txn.transition(S.FATAL_ERROR, kerr)
         self._abort_undrained(kerr)
         return kerr
 
@@ -166,9 +193,9 @@ class TransactionalRequests:
         kerr = KafkaError(error, f"{where}: {Errors(error).description}", retriable=False, txn_requires_abort=True)
         self.narrate(f"{self.p.name}: {where} failed with {Errors(error).name}; {self._reaction(error, kerr)}: "
                      f"the transaction must be aborted")
-        if self.txn.state in (State.IN_TRANSACTION, State.COMMITTING_TRANSACTION, State.ABORTABLE_ERROR,
-                              State.INITIALIZING):
-            self.txn.transition(State.ABORTABLE_ERROR, kerr)
+        if self.txn.state in (S.IN_TRANSACTION, S.COMMITTING_TRANSACTION, S.ABORTABLE_ERROR,
+                              S.INITIALIZING):
+            self.txn.transition(S.ABORTABLE_ERROR, kerr)
             self._abort_undrained(kerr)
         return kerr
 
@@ -176,8 +203,13 @@ class TransactionalRequests:
     @property
     def transaction_version(self) -> int:
         """The transaction protocol this client speaks with this cluster: what the cluster finalized, capped by
-        the client (librdkafka stays classic, Kafka's Java client speaks KIP-890 part 2; see ``dialect.py``)."""
-        return transaction_version(self.dialect, (self.features or {}).get("transaction.version", 0))
+        the client (librdkafka stays classic, Kafka's Java client speaks KIP-890 part 2; see ``dialect.py``).
+        Worked out once per ApiVersions answer: every drain of the sender reads it."""
+        tv = self._transaction_version
+        if tv is None:
+            tv = self._transaction_version = transaction_version(
+                self.dialect, (self.features or {}).get("transaction.version", 0))
+        return tv
 
     def _learn_features(self, then: Callable[[], None]) -> None:
         """ApiVersions first, as every Kafka client does on a new connection: it tells which
@@ -192,6 +224,7 @@ class TransactionalRequests:
                 self.node.set_timer(self.cfg["retry.backoff.ms"], "retry ApiVersions", lambda: self._learn_features(then))
                 return
             self.features = dict(resp.finalized_features)
+            self._transaction_version = None
             if self.features.get("transaction.version", 0) >= 2:
                 self.narrate(f"{self.p.name}: the cluster finalized transaction.version 2; " + (
                     "Kafka's Java client speaks it (KIP-890: the partition leader adds partitions, every EndTxn "
@@ -214,7 +247,7 @@ class TransactionalRequests:
         if not txn.is_transactional:
             def done(resp, err):
                 self._pid_requested = False
-                if err is None and resp.error == Errors.NONE:
+                if err is None and resp.error == _NONE:
                     txn.set_producer_id_and_epoch(resp.producer_id, resp.producer_epoch)
                     txn.reset_sequences()
                     self.wakeup(0)
@@ -234,12 +267,12 @@ class TransactionalRequests:
             if err is not None:
                 return "refind"
             e = Errors(resp.error)
-            if e == Errors.NONE:
+            if e == _NONE:
                 self._pid_requested = False
                 txn.set_producer_id_and_epoch(resp.producer_id, resp.producer_epoch)
                 txn.reset_sequences()
                 txn.partitions.clear()
-                txn.transition(State.READY)
+                txn.transition(S.READY)
                 return None
             if action := _retry_action(self.dialect, "InitProducerId", e):
                 return action
@@ -264,15 +297,16 @@ class TransactionalRequests:
         def handle(resp, err):
             if err is not None:
                 return "refind"
-            errors = {Errors(e) for e in resp.errors.values()}
-            if errors <= {Errors.NONE}:
+            errors = set(resp.errors.values())
+            if errors <= _ONLY_NONE:
                 txn.partitions_in_txn.update(tps)
                 txn.new_partitions_in_flight = set()
                 txn.transaction_started = True
                 return None
-            bad = next(e for e in errors if e not in (Errors.NONE, Errors.OPERATION_NOT_ATTEMPTED)) \
-                if errors - {Errors.NONE, Errors.OPERATION_NOT_ATTEMPTED} else Errors.OPERATION_NOT_ATTEMPTED
-            if bad == Errors.CONCURRENT_TRANSACTIONS and first:
+            errors = {Errors(e) for e in errors}
+            bad = next(e for e in errors if e not in _NOT_FAILED) if errors - _NOT_FAILED \
+                else Errors.OPERATION_NOT_ATTEMPTED
+            if bad == _CONCURRENT_TRANSACTIONS and first:
                 return "retry-fast"     # the previous transaction is completing: Kafka retries it after 20ms
             if action := _retry_action(self.dialect, "AddPartitionsToTxn", bad):
                 return action
@@ -306,7 +340,7 @@ class TransactionalRequests:
             def handle(resp, err):
                 if err is not None:
                     return "refind"
-                errors = {Errors(e) for e in resp.errors.values()} - {Errors.NONE}
+                errors = {Errors(e) for e in resp.errors.values()} - {_NONE}
                 if not errors:
                     op.finish()
                     return None
@@ -332,7 +366,7 @@ class TransactionalRequests:
             if err is not None:
                 return "refind"
             e = Errors(resp.error)
-            if e == Errors.NONE:
+            if e == _NONE:
                 txn.transaction_started = True
                 commit_offsets()
                 return None
@@ -346,7 +380,7 @@ class TransactionalRequests:
     # ---------------------------------------------------------------- EndTxn
     def begin_end_txn(self, commit: bool) -> None:
         txn = self.txn
-        txn.transition(State.COMMITTING_TRANSACTION if commit else State.ABORTING_TRANSACTION)
+        txn.transition(S.COMMITTING_TRANSACTION if commit else S.ABORTING_TRANSACTION)
         self._end_txn_sent = False
         self._end_commit = commit
         if not commit:
@@ -356,7 +390,7 @@ class TransactionalRequests:
 
     def _maybe_end_txn(self) -> None:
         txn = self.txn
-        if txn.state not in (State.COMMITTING_TRANSACTION, State.ABORTING_TRANSACTION) or self._end_txn_sent:
+        if txn.state not in (S.COMMITTING_TRANSACTION, S.ABORTING_TRANSACTION) or self._end_txn_sent:
             return
         if self.p._acc.has_queued() or self.p._unassigned or txn.has_in_flight() or txn.new_partitions_in_flight \
                 or (self._end_commit and txn.pending_partitions) or self._txn_in_flight:
@@ -376,13 +410,14 @@ class TransactionalRequests:
         def handle(resp, err):
             if err is not None:
                 return "refind"
-            e = Errors(resp.error)
-            if e == Errors.NONE:
+            e = resp.error
+            if e == _NONE:
                 if resp.producer_id >= 0 and tv2:
                     txn.set_producer_id_and_epoch(resp.producer_id, resp.producer_epoch)
                     txn.reset_sequences()
                 self._finish_txn()
                 return None
+            e = Errors(e)
             if action := _retry_action(self.dialect, "EndTxn", e):
                 return action
             self._fail_txn(e, "EndTxn")
@@ -398,13 +433,13 @@ class TransactionalRequests:
         txn.transaction_started = False
         if self._bump_after_end and self.transaction_version < 2:
             self._bump_after_end = False
-            txn.transition(State.INITIALIZING)
+            txn.transition(S.INITIALIZING)
             self.narrate(f"{self.p.name}: asking the coordinator for an epoch bump (InitProducerId with the current "
                          f"producer id and epoch, KIP-360)")
             self.send_init_producer_id(bump=True)
             return
         self._bump_after_end = False
-        txn.transition(State.READY)     # TV0/TV1: sequences continue across transactions
+        txn.transition(S.READY)     # TV0/TV1: sequences continue across transactions
 
 
 

@@ -17,12 +17,14 @@ from ..protocol.errors import Errors
 from ..protocol.hashing import partition_for
 from .producer_id_manager import ProducerIdManager
 from .transaction_marker_channel_manager import TransactionMarkerChannelManager
-from .transaction_metadata import (EXPIRATION_ALLOWED, MAX_EPOCH, IllegalTransition, TransactionMetadata,
-                                   TransactionState)
+from .transaction_metadata import (EXPIRATION_ALLOWED, MAX_EPOCH, IllegalTransition, PartitionList, S,
+                                   TransactionMetadata, TransactionState)
 from .transaction_state_manager import TransactionStateManager
 from ..protocol.names import OFFSETS_TOPIC
 
-S = TransactionState
+# NONE is read on every request: a member read through its enum class costs CPython 3.11 a call of the class's
+# attribute hook
+_NONE = Errors.NONE
 
 
 class TransactionCoordinator:
@@ -77,7 +79,7 @@ class TransactionCoordinator:
 
     def describe(self, transactional_id: str) -> Optional[dict]:
         err, cache = self.state_manager.lookup(transactional_id)
-        if err != Errors.NONE:
+        if err != _NONE:
             return None
         md = cache.metadata.get(transactional_id)
         if md is None:
@@ -100,7 +102,7 @@ class TransactionCoordinator:
                 self.narrate("no producer id block yet; asked the controller for one -> COORDINATOR_LOAD_IN_PROGRESS")
                 return R(Errors.COORDINATOR_LOAD_IN_PROGRESS)
             self.narrate(f"new idempotent producer id {pid}, epoch 0 (nothing is persisted)")
-            return R(Errors.NONE, pid, 0)
+            return R(_NONE, pid, 0)
         if tid == "":
             return R(Errors.INVALID_REQUEST)
         max_timeout = self.broker.config["transaction.max.timeout.ms"]
@@ -111,7 +113,7 @@ class TransactionCoordinator:
         if (req.producer_id < 0) != (req.producer_epoch < 0):
             return R(Errors.INVALID_REQUEST)
         err, cache = self.state_manager.lookup(tid)
-        if err != Errors.NONE:
+        if err != _NONE:
             self.narrate(f"{tid!r}: {err.name}")
             return R(err)
         md = cache.metadata.get(tid)
@@ -139,7 +141,7 @@ class TransactionCoordinator:
             if "no-fencing" in self.broker.mutations:
                 self.narrate(f"[mutation no-fencing] {tid!r} has an open transaction; the new instance gets the SAME "
                              f"epoch {md.producer_epoch} and nothing is aborted")
-                return R(Errors.NONE, md.producer_id, md.producer_epoch)
+                return R(_NONE, md.producer_id, md.producer_epoch)
             self.narrate(f"{tid!r} has an open transaction: fence the old producer (epoch {md.producer_epoch} -> "
                          f"{md.producer_epoch + (0 if md.has_failed_epoch_fence else 1)}) and abort it; "
                          f"the new instance must retry -> CONCURRENT_TRANSACTIONS")
@@ -167,7 +169,7 @@ class TransactionCoordinator:
             kw.update(producer_epoch=md.producer_epoch + 1, last_producer_epoch=md.producer_epoch)
         elif req.producer_epoch == md.last_producer_epoch:
             self.narrate(f"{tid!r}: a retry of an epoch bump that already succeeded; answering with the current epoch")
-            return R(Errors.NONE, md.producer_id, md.producer_epoch)
+            return R(_NONE, md.producer_id, md.producer_epoch)
         else:
             return R(Errors.PRODUCER_FENCED)
         transit = md.prepare_transition(S.Empty, self.now, self.transaction_version, **kw)
@@ -175,8 +177,8 @@ class TransactionCoordinator:
                      + (" (an older instance with this transactional.id is now fenced)" if md.producer_epoch >= 0 else ""))
 
         def done(error):
-            if error == Errors.NONE:
-                self.broker.respond(msg, R(Errors.NONE, md.producer_id, md.producer_epoch))
+            if error == _NONE:
+                self.broker.respond(msg, R(_NONE, md.producer_id, md.producer_epoch))
             else:
                 self.broker.respond(msg, R(error))
         self.state_manager.append_transition(md, transit, cache.coordinator_epoch, done)
@@ -186,7 +188,7 @@ class TransactionCoordinator:
     def _validate_txn_request(self, tid, pid, epoch):
         """Common checks: returns (error, cache, md)."""
         err, cache = self.state_manager.lookup(tid)
-        if err != Errors.NONE:
+        if err != _NONE:
             return err, None, None
         md = cache.metadata.get(tid)
         if md is None or md.producer_id != pid:
@@ -197,41 +199,45 @@ class TransactionCoordinator:
                          f"PRODUCER_FENCED")
             return Errors.PRODUCER_FENCED, cache, md
         if md.pending_state is not None or md.state in (S.PrepareCommit, S.PrepareAbort):
-            self.narrate(f"{tid!r} is finishing its previous transaction ({md.pending_state.name if md.pending_state else md.state.name}) "
-                         f"-> CONCURRENT_TRANSACTIONS")
+            # narrate_f: written only if the step is read (a state's str() is its name); the lines of every transaction
+            self.broker.kernel.narrate_f(("%r is finishing its previous transaction (%s) -> CONCURRENT_TRANSACTIONS",
+                                          tid, md.pending_state if md.pending_state else md.state))
             return Errors.CONCURRENT_TRANSACTIONS, cache, md
-        return Errors.NONE, cache, md
+        return _NONE, cache, md
 
     def handle_AddPartitionsToTxn(self, msg):
         req = msg.payload
         tps = tuple(req.partitions)
         R = m.AddPartitionsToTxnResponse
         err, cache, md = self._validate_txn_request(req.transactional_id, req.producer_id, req.producer_epoch)
-        if err != Errors.NONE:
+        if err != _NONE:
             return R({tp: err for tp in tps})
         unknown = [tp for tp in tps if tp not in self.broker.metadata.partitions]
         if unknown:
             return R({tp: (Errors.UNKNOWN_TOPIC_OR_PARTITION if tp in unknown else Errors.OPERATION_NOT_ATTEMPTED)
                       for tp in tps})
         if req.verify_only:
-            res = {tp: (Errors.NONE if md.state == S.Ongoing and tp in md.topic_partitions
+            res = {tp: (_NONE if md.state == S.Ongoing and tp in md.topic_partitions
                         else Errors.TRANSACTION_ABORTABLE) for tp in tps}
             bad = [f"{t}-{p}" for (t, p), e in res.items() if e]
-            self.narrate(f"verification for {req.transactional_id!r}: " +
-                         ("all partitions are in the current transaction" if not bad else
-                          f"{', '.join(bad)} not in the current transaction -> TRANSACTION_ABORTABLE"))
+            if bad:
+                self.narrate(f"verification for {req.transactional_id!r}: {', '.join(bad)} not in the current "
+                             f"transaction -> TRANSACTION_ABORTABLE")
+            else:
+                self.broker.kernel.narrate_f(("verification for %r: all partitions are in the current transaction",
+                                              req.transactional_id))
             return R(res)
         return self._add_partitions(msg, md, cache, tps, lambda e: R({tp: e for tp in tps}))
 
     def _add_partitions(self, msg, md, cache, tps, make_response: Callable):
         if md.state == S.Ongoing and set(tps) <= md.topic_partitions:
-            return make_response(Errors.NONE)
+            return make_response(_NONE)
         new = md.topic_partitions | set(tps)
         start = self.now if md.state in (S.Empty, S.CompleteCommit, S.CompleteAbort) else md.txn_start_timestamp
         transit = md.prepare_transition(S.Ongoing, self.now, self.transaction_version,
                                         topic_partitions=frozenset(new), txn_start_timestamp=start)
-        self.narrate(f"{md.transactional_id!r} adds {', '.join(f'{t}-{p}' for t, p in sorted(set(tps) - md.topic_partitions))}"
-                     f" to its transaction")
+        self.broker.kernel.narrate_f(("%r adds %s to its transaction", md.transactional_id,
+                                      PartitionList(set(tps) - md.topic_partitions)))
 
         def done(error):
             self.broker.respond(msg, make_response(error))
@@ -242,7 +248,7 @@ class TransactionCoordinator:
         req = msg.payload
         R = m.AddOffsetsToTxnResponse
         err, cache, md = self._validate_txn_request(req.transactional_id, req.producer_id, req.producer_epoch)
-        if err != Errors.NONE:
+        if err != _NONE:
             return R(err)
         tp = (OFFSETS_TOPIC, partition_for(req.group_id, self.broker.config["offsets.topic.num.partitions"]))
         self.narrate(f"group {req.group_id!r} lives on {tp[0]}-{tp[1]}; that partition joins the transaction")
@@ -272,7 +278,7 @@ class TransactionCoordinator:
         if client_tv >= 2 and from_client:
             return self._end_transaction_tv2(tid, pid, epoch, commit, reply)
         err, cache = self.state_manager.lookup(tid)
-        if err != Errors.NONE:
+        if err != _NONE:
             return reply(err)
         md = cache.metadata.get(tid)
         if md is None or md.producer_id != pid:
@@ -294,9 +300,9 @@ class TransactionCoordinator:
         elif st == S.CompleteCommit:
             if commit:
                 self.narrate(f"{tid!r}: the commit already finished (a retried EndTxn) -> NONE")
-            return reply(Errors.NONE if commit else Errors.INVALID_TXN_STATE)
+            return reply(_NONE if commit else Errors.INVALID_TXN_STATE)
         elif st == S.CompleteAbort:
-            return reply(Errors.INVALID_TXN_STATE if commit else Errors.NONE)
+            return reply(Errors.INVALID_TXN_STATE if commit else _NONE)
         else:
             self.narrate(f"{tid!r} is {st.name}: there is no transaction to end -> INVALID_TXN_STATE")
             return reply(Errors.INVALID_TXN_STATE)
@@ -311,10 +317,11 @@ class TransactionCoordinator:
     def _write_prepare(self, md, cache, transit, reply, fencing: bool, tv2_response: bool = False,
                        complete_kw: Optional[dict] = None) -> None:
         tid = md.transactional_id
-        self.narrate(f"{tid!r}: {transit.txn_state.name} is written first; once it is durable the outcome is decided")
+        self.broker.kernel.narrate_f(("%r: %s is written first; once it is durable the outcome is decided", tid,
+                                      transit.txn_state))
 
         def done(error):
-            if error != Errors.NONE:
+            if error != _NONE:
                 if fencing:
                     md.has_failed_epoch_fence = True
                 return reply(error)
@@ -322,12 +329,12 @@ class TransactionCoordinator:
             # Kafka's prepareComplete: a finished transaction has no partitions any more
             complete = md.prepare_transition(target, self.now, self.transaction_version,
                                              topic_partitions=frozenset())
-            self.narrate(f"{tid!r}: decided ({transit.txn_state.name} is durable); the client is answered now, "
-                         f"markers follow")
+            self.broker.kernel.narrate_f(("%r: decided (%s is durable); the client is answered now, markers follow",
+                                          tid, transit.txn_state))
             if tv2_response:
-                reply(Errors.NONE, md.producer_id, md.producer_epoch)
+                reply(_NONE, md.producer_id, md.producer_epoch)
             else:
-                reply(Errors.NONE)
+                reply(_NONE)
             self.markers.add_txn_markers(md, complete, cache.coordinator_epoch,
                                          self.state_manager.partition_for(tid), md.producer_epoch)
         self.state_manager.append_transition(md, transit, cache.coordinator_epoch, done)
@@ -342,7 +349,7 @@ class TransactionCoordinator:
             return reply(error)
 
         err, cache = self.state_manager.lookup(tid)
-        if err != Errors.NONE:
+        if err != _NONE:
             return fail(err, "this broker cannot answer for it now")
         md = cache.metadata.get(tid)
         if md is None:
@@ -372,7 +379,7 @@ class TransactionCoordinator:
                     return fail(Errors.PRODUCER_FENCED, "a retry, but nothing was ended")
                 if (st == S.CompleteCommit) == commit:
                     self.narrate(f"{tid!r}: a retry of the EndTxn that already finished ({st.name}) -> NONE")
-                    return reply(Errors.NONE, md.producer_id, md.producer_epoch)
+                    return reply(_NONE, md.producer_id, md.producer_epoch)
                 return fail(Errors.INVALID_TXN_STATE, f"a retry asking the opposite of {st.name}")
             if not current:
                 return fail(Errors.PRODUCER_FENCED, stale)
@@ -453,7 +460,7 @@ class TransactionCoordinator:
                 continue
             err, cache = self.state_manager.lookup(tid) if tid else (Errors.INVALID_REQUEST, None)
             md = cache.metadata.get(tid) if cache else None
-            if err != Errors.NONE:
+            if err != _NONE:
                 out.append({"transactional_id": tid, "error": int(err)})
             elif md is None or md.state == S.Dead:
                 # Dead: the id is being expired (its tombstone is on the way), so Kafka reports it as gone
@@ -478,7 +485,7 @@ class TransactionCoordinator:
         req = msg.payload
         if self.state_manager.loading:
             return m.ListTransactionsResponse(Errors.COORDINATOR_LOAD_IN_PROGRESS)
-        known = {s.name for s in S}
+        known = set(TransactionState.__members__)
         unknown = tuple(f for f in req.state_filters if f not in known)
         now = self.broker.kernel.now
         rows = []
@@ -499,4 +506,4 @@ class TransactionCoordinator:
                              f"{len(rows) - len(shown)} of the {len(rows)} transactional id(s) listed here: "
                              f"they are left out of the list")
                 rows = shown
-        return m.ListTransactionsResponse(Errors.NONE, tuple(rows), unknown)
+        return m.ListTransactionsResponse(_NONE, tuple(rows), unknown)

@@ -14,8 +14,12 @@ from typing import Any
 
 from ..protocol import messages as m
 from ..protocol.errors import Errors
-from .transaction_metadata import TransactionState
+from .transaction_metadata import PartitionList, S
 from ..protocol.names import broker_name
+
+# NONE is read on every request: a member read through its enum class costs CPython 3.11 a call of the class's
+# attribute hook
+_NONE = Errors.NONE
 
 RETRY_MS = 100
 RETRY_ERRORS = {Errors.UNKNOWN_TOPIC_OR_PARTITION, Errors.NOT_LEADER_OR_FOLLOWER, Errors.NOT_ENOUGH_REPLICAS,
@@ -38,7 +42,7 @@ class PendingCompleteTxn:
 
     @property
     def committed(self) -> bool:
-        return self.transit.txn_state == TransactionState.CompleteCommit
+        return self.transit.txn_state == S.CompleteCommit
 
 
 class TransactionMarkerChannelManager:
@@ -53,13 +57,12 @@ class TransactionMarkerChannelManager:
         p = PendingCompleteTxn(md, complete_transit, coordinator_epoch, txn_partition)
         p.marker_epoch = producer_epoch
         self.pending[md.transactional_id] = p
-        result = "COMMIT" if p.committed else "ABORT"
         if not p.remaining:
             self.broker.narrate(f"{md.transactional_id!r}: no partitions to mark; completing at once")
             self._complete(p)
             return
-        self.broker.narrate(f"{md.transactional_id!r}: sending {result} markers to "
-                            f"{', '.join(f'{t}-{i}' for t, i in sorted(p.remaining))}")
+        self.broker.kernel.narrate_f(("%r: sending %s markers to %s", md.transactional_id,
+                                      "COMMIT" if p.committed else "ABORT", PartitionList(p.remaining)))
         self.send_round()
 
     def drop_partition(self, txn_partition: int) -> None:
@@ -127,10 +130,12 @@ class TransactionMarkerChannelManager:
                 p.in_flight.difference_update(tps)
                 errs = {} if resp is None else resp.markers.get(p.md.producer_id, {})
                 for tp in tps:
-                    e = Errors(errs.get(tp, Errors.NONE)) if err is None else err
-                    if e == Errors.NONE:
+                    e = errs.get(tp, _NONE) if err is None else err
+                    if e == _NONE:
                         p.remaining.discard(tp)
-                    elif e in ABANDON_ERRORS:
+                        continue
+                    e = Errors(e)       # (only a failure is converted: for its name)
+                    if e in ABANDON_ERRORS:
                         b.narrate(f"{tid!r}: marker for {tp[0]}-{tp[1]} rejected with {e.name}; "
                                   f"the coordinator stops sending this transaction's markers")
                         p.abandoned = True
@@ -156,7 +161,7 @@ class TransactionMarkerChannelManager:
         b = self.broker
         tid = p.md.transactional_id
         self.pending.pop(tid, None)
-        b.narrate(f"{tid!r}: every partition has its marker; writing {p.transit.txn_state.name}")
+        b.kernel.narrate_f(("%r: every partition has its marker; writing %s", tid, p.transit.txn_state))
 
         def done(error):
             if error == Errors.COORDINATOR_NOT_AVAILABLE:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 from enum import IntEnum
+from types import SimpleNamespace
 from typing import Optional
 
 NO_PRODUCER_ID = -1
@@ -31,7 +32,9 @@ class TransactionState(IntEnum):
         return self.name
 
 
-S = TransactionState
+# The states by name as plain attributes (S.Ongoing, ...), for the paths every request takes: reading a member
+# through its enum class (TransactionState.Ongoing) costs CPython 3.11 a call of the enum type's __getattr__ hook.
+S = SimpleNamespace(**TransactionState.__members__)
 
 # target state -> legal previous states (baseline, TV0/TV1)
 VALID_PREVIOUS_STATES: dict[TransactionState, frozenset] = {
@@ -58,11 +61,22 @@ def is_valid_transition(old: TransactionState, new: TransactionState, transactio
     return ok
 
 
+class PartitionList(tuple):
+    """Partitions as a narration lists them ("out-0, out-1", sorted), written only when the line is read
+    (``Kernel.narrate_f`` formats it with ``%s``): joining them costs more than the rest of the line."""
+    __slots__ = ()
+
+    def __str__(self) -> str:
+        return ", ".join(f"{t}-{p}" for t, p in sorted(self))
+
+
 class IllegalTransition(RuntimeError):
     pass
 
 
-@dataclass(frozen=True)
+# Not ``frozen`` (built three times per transaction; a frozen dataclass sets each field through
+# ``object.__setattr__``, several times slower), but hashable like a frozen one: nothing changes it once built.
+@dataclass(slots=True, unsafe_hash=True)
 class TxnTransitMetadata:
     """The immutable record of one transition: what gets written to __transaction_state."""
     producer_id: int
@@ -105,16 +119,15 @@ class TransactionMetadata:
         return epoch >= MAX_EPOCH - 1
 
     # --------------------------------------------------------------- transit
-    def _transit(self, **kw) -> TxnTransitMetadata:
-        base = dict(producer_id=self.producer_id, previous_producer_id=self.previous_producer_id,
-                    next_producer_id=self.next_producer_id, producer_epoch=self.producer_epoch,
-                    last_producer_epoch=self.last_producer_epoch, txn_timeout_ms=self.txn_timeout_ms,
-                    txn_state=self.state, topic_partitions=frozenset(self.topic_partitions),
-                    txn_start_timestamp=self.txn_start_timestamp,
-                    txn_last_update_timestamp=self.txn_last_update_timestamp,
-                    client_transaction_version=self.client_transaction_version)
-        base.update(kw)
-        return TxnTransitMetadata(**base)
+    def _transit(self, txn_state: TransactionState, now: int, changes: dict) -> TxnTransitMetadata:
+        """This metadata in state ``txn_state`` updated at ``now``, with the fields in ``changes`` replaced."""
+        t = TxnTransitMetadata(self.producer_id, self.previous_producer_id, self.next_producer_id,
+                               self.producer_epoch, self.last_producer_epoch, self.txn_timeout_ms, txn_state,
+                               frozenset(self.topic_partitions), self.txn_start_timestamp, now,
+                               self.client_transaction_version)
+        for name, value in changes.items():     # before anyone sees it
+            setattr(t, name, value)
+        return t
 
     def prepare_transition(self, new_state: TransactionState, now: int, transaction_version: int = 0,
                            **kw) -> TxnTransitMetadata:
@@ -123,7 +136,7 @@ class TransactionMetadata:
         if not is_valid_transition(self.state, new_state, transaction_version):
             raise IllegalTransition(f"{self.transactional_id}: {self.state} -> {new_state} is not a legal transition")
         self.pending_state = new_state
-        return self._transit(txn_state=new_state, txn_last_update_timestamp=now, **kw)
+        return self._transit(new_state, now, kw)
 
     def complete_transition(self, t: TxnTransitMetadata, now: int) -> None:
         """Apply a transit record whose write is durable (Kafka's completeTransitionTo)."""

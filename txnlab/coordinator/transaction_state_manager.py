@@ -14,9 +14,12 @@ from ..protocol.record_batch import Record, RecordBatch
 from ..protocol.errors import Errors
 from ..protocol.hashing import partition_for
 from . import transaction_log as tlog
-from .transaction_metadata import TransactionMetadata, TransactionState, TxnTransitMetadata, from_transit
+from .transaction_metadata import S, TransactionMetadata, TxnTransitMetadata, from_transit
 
 TOPIC = "__transaction_state"
+
+# read on every write: a member read through its enum class costs CPython 3.11 a call of the class's attribute hook
+_NONE = Errors.NONE
 
 # KAFKA-EOS §2.3: append errors as the client sees them
 _APPEND_ERROR_MAP = {
@@ -41,13 +44,17 @@ class TransactionStateManager:
         self.caches: dict[int, TxnPartitionCache] = {}
         self.loading: dict[int, int] = {}        # partition -> coordinator epoch being loaded
         self.on_loaded: Optional[Callable[[int, TxnPartitionCache], None]] = None
+        self._partition_of: dict[str, int] = {}     # transactional.id -> its partition (asked on every request)
 
     @property
     def num_partitions(self) -> int:
         return self.broker.config["transaction.state.log.num.partitions"]
 
     def partition_for(self, transactional_id: str) -> int:
-        return partition_for(transactional_id, self.num_partitions)
+        part = self._partition_of.get(transactional_id)
+        if part is None:
+            part = self._partition_of[transactional_id] = partition_for(transactional_id, self.num_partitions)
+        return part
 
     def lookup(self, transactional_id: str) -> tuple:
         """(error, cache) — NOT_COORDINATOR if we do not lead its partition, LOAD_IN_PROGRESS while loading."""
@@ -57,7 +64,7 @@ class TransactionStateManager:
         cache = self.caches.get(part)
         if cache is None:
             return Errors.NOT_COORDINATOR, None
-        return Errors.NONE, cache
+        return _NONE, cache
 
     def all_metadata(self):
         for part, cache in sorted(self.caches.items()):
@@ -69,30 +76,32 @@ class TransactionStateManager:
                           callback: Callable[[Errors], None], retry_on_error: bool = False) -> None:
         """Write ``transit`` to __transaction_state; complete it once durable; then callback(error)."""
         b = self.broker
-        part = self.partition_for(md.transactional_id)
-        value = None if transit.txn_state == TransactionState.Dead else tlog.value_bytes(transit)
-        rec = Record(tlog.key_bytes(md.transactional_id), value, (), b.kernel.now)
-        b.narrate(f"coordinator writes {md.transactional_id!r} -> {transit.txn_state.name} (pid {transit.producer_id} "
-                  f"epoch {transit.producer_epoch}) to {TOPIC}-{part}"
-                  + (" [tombstone]" if value is None else ""))
+        k = b.kernel
+        tid = md.transactional_id
+        part = self.partition_for(tid)
+        dead = transit.txn_state is S.Dead
+        value = None if dead else tlog.value_bytes(transit)
+        rec = Record(tlog.key_bytes(tid), value, (), k.now)
+        # narrate_f: the line is formatted only if someone reads the step (a state's str() is its name)
+        k.narrate_f(("coordinator writes %r -> %s (pid %s epoch %s) to " + TOPIC + "-%s%s", tid, transit.txn_state,
+                     transit.producer_id, transit.producer_epoch, part, " [tombstone]" if dead else ""))
 
         def done(error, info):
             cache = self.caches.get(part)
             if cache is None or cache.coordinator_epoch != coordinator_epoch:
-                b.narrate(f"{md.transactional_id!r}: the write finished but this broker is no longer its "
+                b.narrate(f"{tid!r}: the write finished but this broker is no longer its "
                           f"coordinator (epoch changed) -> NOT_COORDINATOR")
                 callback(Errors.NOT_COORDINATOR)
                 return
-            if error == Errors.NONE:
-                md.complete_transition(transit, b.kernel.now)
-                b.narrate(f"{md.transactional_id!r} is now {md.state.name} (the {TOPIC} record is replicated)")
-                if transit.txn_state == TransactionState.Dead:
+            if error == _NONE:
+                md.complete_transition(transit, k.now)
+                k.narrate_f(("%r is now %s (the " + TOPIC + " record is replicated)", tid, md.state))
+                if dead:
                     cache.metadata.pop(md.transactional_id, None)
-                callback(Errors.NONE)
+                callback(_NONE)
                 return
             mapped = _APPEND_ERROR_MAP.get(error, Errors.UNKNOWN_SERVER_ERROR)
-            if not (retry_on_error and transit.txn_state in (TransactionState.CompleteCommit,
-                                                             TransactionState.CompleteAbort)):
+            if not (retry_on_error and transit.txn_state in (S.CompleteCommit, S.CompleteAbort)):
                 md.pending_state = None
             b.narrate(f"writing {md.transactional_id!r} -> {transit.txn_state.name} failed with {error.name} "
                       f"-> {mapped.name}")
