@@ -41,3 +41,21 @@ def test_the_final_read_waits_until_every_broker_knows_the_current_leaders():
     final = next(op for op in res.history if op.f == "final-read")
     read = {v for mop in final.mops if mop[0] == "poll" and mop[1] == "atomic-1" for _, v in mop[2]}
     assert {"a24", "a30", "a32"} <= read
+
+
+def test_a_classic_protocol_anomaly_is_replayed_under_transaction_version_2(capsys):
+    """Seed 91362 (multi-partition-atomic, transaction.version 0): a delayed EndTxn(commit) of one transaction
+    reaches the coordinator during the next one, which it commits while one of its records is still unwritten --
+    Kafka's own KAFKA-17754 (G1a, torn-transaction).  The sweep's report replays the same seed and faults under
+    transaction.version 2 (with the Java dialect's client, which speaks it), where nothing is violated."""
+    from txnlab.sweep.__main__ import main
+
+    schedule = json.dumps([{"kind": "delay", "api": "EndTxn", "ms": 6000, "at": 619},
+                           {"kind": "partition", "node": "broker-0", "others": ["controller"], "ms": 20000,
+                            "at": 1079}])
+    assert main(["--workload", "multi-partition-atomic", "--faults", "network", "--seed", "91362",
+                 "--schedule", schedule]) == 1
+    out = capsys.readouterr().out
+    assert "violations: G1a (1 seed(s)), torn-transaction (1 seed(s))" in out
+    assert "under transaction.version 2, with a client that speaks it (the Java dialect): no violation" in out
+    assert "--transaction-version 2 --client-dialect java" in out

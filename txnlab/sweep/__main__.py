@@ -18,6 +18,7 @@ import argparse
 import os
 import sys
 import time
+from dataclasses import replace
 from typing import Iterator, Optional
 
 from ..cluster import MUTATIONS
@@ -156,8 +157,26 @@ def _report(res: SeedResult, counts: dict, schedule: Optional[list], args) -> No
         small_run = run_seed(res.seed, res.config, schedule=small)
         if not small_run.ok:
             res = small_run
+    _compare_with_transaction_version_2(res)
     # the value a stepper opens: from widgets import Stepper; Stepper.open(Counterexample.from_json(...))
     print("counterexample: " + res.counterexample().to_json())
+
+
+def _compare_with_transaction_version_2(res: SeedResult) -> None:
+    """A violation under Kafka's classic transaction protocol (transaction.version < 2) may be one of Kafka's own
+    anomalies that KIP-890 removed (a delayed EndTxn committing the next transaction, KAFKA-17754; a late Produce
+    joining it): replay the same seed and faults under transaction.version 2 with a client that speaks it and say
+    what happens there."""
+    cfg = res.config
+    if cfg.transaction_version >= 2 or cfg.mutation:
+        return
+    tv2 = replace(cfg, transaction_version=2, dialect="java")
+    run = run_seed(res.seed, tv2, schedule=res.schedule)
+    outcome = "no violation" if run.ok else "violations: " + ", ".join(sorted(run.violations))
+    print(f"the same seed and faults under transaction.version 2, with a client that speaks it (the Java "
+          f"dialect): {outcome}" + (" -- under KIP-890 the coordinator tells a request of an earlier transaction "
+                                    "from one of the current; compare the two traces" if run.ok else ""))
+    print("replay under transaction.version 2: " + replay_command(res.seed, tv2, res.schedule))
 
 
 if __name__ == "__main__":
