@@ -90,6 +90,8 @@ class FetchSession:
 
 @mypyc_attr(native_class=False, allow_interpreted_subclasses=True)    # a mixin of Broker (a Python class)
 class FetchHandling:
+    parked: list        # the broker's ParkedFetches (set in Broker.__init__; _complete_parked_for replaces the list)
+
     # ---------------------------------------------------------------- fetch
     def handle_Fetch(self, msg):
         req = msg.payload

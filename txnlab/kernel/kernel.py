@@ -166,7 +166,7 @@ class Kernel:
         return node is not None and self.nodes.get(name) is node
 
     # ------------------------------------------------------------- scheduling
-    def schedule(self, delay: int, kind: str, node: str, name: str, fn=None, msg=None,
+    def schedule(self, delay: int, kind: str, node: str, name: Any, fn=None, msg=None,
                  background: bool = False, incarnation: int = 0, arg=None) -> Event:
         self._seq += 1
         # whole milliseconds: int() only for another type (calling the class int costs ~600 instructions)

@@ -164,8 +164,9 @@ class Node:
             p.callback(None, Errors.NETWORK_EXCEPTION)
 
     # --------------------------------------------------------------- timers
-    def set_timer(self, delay_ms: int, name: str, fn: Callable[[], None],
+    def set_timer(self, delay_ms: int, name: Any, fn: Callable[[], None],
                   background: bool = False) -> Event:
+        """A timer named ``name``: a str, or ``(template, value, ...)`` written when first read (see Event)."""
         return self.kernel.schedule(delay_ms, "timer", self.name, name, fn=fn, background=background,
                                     incarnation=self.incarnation)
 
