@@ -18,6 +18,7 @@ from ..protocol.errors import Errors
 from . import argcheck
 from .client_events import ClientEvents
 from .config import consumer_config, dialect_of, notices
+from .dialect import JAVA, LIBRDKAFKA, Action, metadata_topic_action, topic_error_text
 from .consumer_coordinator import ConsumerCoordinator, MemberState
 from .consumer_lookup import ConsumerLookups
 from .consumer_rebalance import ConsumerRebalance, _tp_list
@@ -75,6 +76,7 @@ class Consumer(ConsumerRebalance, ConsumerLookups):
         self._committing_fetch = False
         self._auto_commit_timer = None
         self._received = 0                        # messages returned to the application (statistics' rxmsgs)
+        self._topic_errors_reported: dict = {}    # topic -> the permanent Metadata error poll() reported for it
         self._events = ClientEvents(cfg, "consumer", self.name, self._kernel, cfg["sim.clock.epoch.ms"],
                                     self._statistics)
         self._note(f"{self.name} created ({'Java' if self._java else 'librdkafka'} client, group {cfg['group.id']!r}, "
@@ -162,7 +164,7 @@ class Consumer(ConsumerRebalance, ConsumerLookups):
         self._subscription = set(topics)
         self._on_assign, self._on_revoke, self._on_lost = on_assign, on_revoke, on_lost
         self._manual = False
-        self._node.request_metadata(tuple(sorted(self._subscription)))
+        self._node.request_metadata(tuple(sorted(self._subscription)), then=self._metadata_arrived)
         self._coordinator.request_rejoin(f"subscribe({sorted(self._subscription)})")
 
     def unsubscribe(self) -> None:
@@ -201,7 +203,7 @@ class Consumer(ConsumerRebalance, ConsumerLookups):
             key = (tp.topic, tp.partition)
             st = self._assignment[key] = PartitionState()
             self._init_position(key, st, tp.offset)
-        self._node.request_metadata(tuple(sorted({t for t, _ in self._assignment})))
+        self._node.request_metadata(tuple(sorted({t for t, _ in self._assignment})), then=self._metadata_arrived)
         self._start_auto_commit()
         self._changed = True
 
@@ -348,8 +350,38 @@ class Consumer(ConsumerRebalance, ConsumerLookups):
             self._in_poll = False
             self._last_poll = self._kernel.now
 
+    def _metadata_arrived(self) -> None:
+        if self._node.topic_errors:
+            self._changed = True                  # (a poll waiting wakes to report a refused topic)
+
+    def _report_topic_errors(self) -> None:
+        """A topic that Metadata refused for good (dialect.METADATA_TOPIC: not authorized, invalid) is reported
+        from poll() once per error; the consumer goes on with its other topics (the group's leader assigns only
+        topics with partitions).  librdkafka: a subscribed topic, as an error message "Subscribed topic not
+        available: <topic>: ..." (rdkafka_cgrp.c rd_kafka_propagate_consumer_topic_errors; a topic only assign()ed
+        and never known just waits: rd_kafka_topic_partition_cnt_update has no partitions to fail); Java: a
+        subscribed or assigned one, poll throws it (ConsumerNetworkClient.poll -> Metadata.maybeThrowAnyException)."""
+        errors, seen = self._node.topic_errors, self._topic_errors_reported
+        for t in [t for t, e in seen.items() if errors.get(t) != e]:
+            del seen[t]                           # gone or changed: a new error is reported again
+        dialect = JAVA if self._java else LIBRDKAFKA
+        for t, e in errors.items():
+            if seen.get(t) == e or metadata_topic_action(dialect, e) is not Action.PERMANENT:
+                continue
+            if t not in self._subscription and (not self._java or not any(tp[0] == t for tp in self._assignment)):
+                continue        # librdkafka checks only the subscription's topics (an assigned one waits)
+            seen[t] = e
+            text = topic_error_text(dialect, e, t)
+            self._say(f"{self.name}: Metadata refuses topic {t!r} ({Errors(e).name}); poll() reports it")
+            if self._java:
+                raise KafkaException(KafkaError(int(e), text))
+            self._fetcher.events.append(Message(t, -1, OFFSET_INVALID, None, None, error=KafkaError(
+                int(e), f"Subscribed topic not available: {t}: {text}")))
+
     def _poll_once(self) -> Optional[Message]:
         self._last_poll = self._kernel.now
+        if self._node.topic_errors:
+            self._report_topic_errors()
         events = self._events
         if events._interval or events._queue:       # (ClientEvents.serve() has something to do)
             events.serve()

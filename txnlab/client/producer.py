@@ -17,7 +17,7 @@ from ..protocol.hashing import murmur2_partition
 from . import argcheck
 from .client_events import ClientEvents
 from .config import dialect_of, notices, producer_config
-from .dialect import LIBRDKAFKA
+from .dialect import LIBRDKAFKA, Action, metadata_topic_action, topic_error_text
 from .message import Message
 from .network_client import attach_client, block
 from .record_accumulator import RecordAccumulator
@@ -178,6 +178,10 @@ class Producer:
         if n is None:
             if not isinstance(topic, str):
                 raise TypeError("topic must be a str")
+            if self._dialect == LIBRDKAFKA and self._node.topic_errors.get(topic) == Errors.TOPIC_AUTHORIZATION_FAILED:
+                # rd_kafka_msg_partitioner: a topic in the error state (rd_kafka_topic_set_error) refuses at once
+                raise KafkaException(KafkaError(int(Errors.TOPIC_AUTHORIZATION_FAILED),
+                                                "Unable to produce message: Broker: Topic authorization failed"))
             # like librdkafka: the record waits (unassigned) until the topic's metadata arrives
             self._unassigned.append((topic, value, key, partition, cb, ts, headers))
             self._unacked += 1
@@ -224,10 +228,11 @@ class Producer:
                     self._unacked += 1
                     self.sender.record_failed_in_txn(e.error)
                     self.deliver(rec[4], e.error, Message(topic, -1, -1, rec[2], rec[1], error=e.error))
-            elif err == Errors.INVALID_TOPIC_EXCEPTION:
-                # librdkafka's rd_kafka_topic_set_notexists: an invalid topic is a permanent error, its
-                # records fail at once with the broker's error
-                kerr = KafkaError(int(err), f"Broker: Invalid topic ({topic!r} is not a legal topic name)")
+            elif err is not None and metadata_topic_action(self._dialect, err) is Action.PERMANENT:
+                # a permanent topic error (invalid, not authorized: dialect.METADATA_TOPIC) fails the waiting
+                # records at once with the broker's error (librdkafka's rd_kafka_topic_assign_uas; Java's
+                # KafkaProducer.doSend: the callback, and an abortable transaction)
+                kerr = KafkaError(int(err), topic_error_text(self._dialect, err, topic))
                 self.sender.record_failed_in_txn(kerr)
                 self.deliver(rec[4], kerr, Message(topic, -1, -1, rec[2], rec[1], error=kerr))
             elif self._kernel.now - rec[5] >= self._config["delivery.timeout.ms"]:
