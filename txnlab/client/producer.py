@@ -48,6 +48,10 @@ def _check_produce_args(timestamp, on_delivery, callback) -> None:
         raise KafkaException(KafkaError(KafkaError._INVALID_ARG, f"produce(timestamp={timestamp}): a record's timestamp "
                                         f"is milliseconds since the Unix epoch (0 for now) and must not be negative"))
 
+# librdkafka's rd_kafka_topic_scan_all (from rd_kafka_1s_tmr_cb): a topic with no partitions is asked for again
+TOPIC_SCAN_INTERVAL_MS = 1_000
+
+
 class Producer:
     """A Kafka producer (idempotent by default; transactional with ``transactional.id``)."""
 
@@ -70,6 +74,7 @@ class Producer:
         self._sticky: dict = {}                # topic -> the sticky partition of keyless records
         self._sticky_batch: dict = {}          # topic -> the open batch of that partition (produce's short path)
         self._unassigned: list = []
+        self._topic_refused_at: dict = {}      # librdkafka: topic -> when Metadata refused it (its error state)
         self._closed: Optional[KafkaError] = None
         self._resumable: Optional[tuple] = None   # (call, op) of a transactional call that timed out
         self._partitioner = cfg["partitioner"]
@@ -178,8 +183,10 @@ class Producer:
         if n is None:
             if not isinstance(topic, str):
                 raise TypeError("topic must be a str")
-            if self._dialect == LIBRDKAFKA and self._node.topic_errors.get(topic) == Errors.TOPIC_AUTHORIZATION_FAILED:
-                # rd_kafka_msg_partitioner: a topic in the error state (rd_kafka_topic_set_error) refuses at once
+            refused = self._topic_refused_at.get(topic)
+            if refused is not None and self._kernel.now - refused < TOPIC_SCAN_INTERVAL_MS:
+                # rd_kafka_msg_partitioner: a topic in the error state (rd_kafka_topic_set_error) refuses at once,
+                # until rd_kafka_topic_scan_all (every second) asks for its metadata again
                 raise KafkaException(KafkaError(int(Errors.TOPIC_AUTHORIZATION_FAILED),
                                                 "Unable to produce message: Broker: Topic authorization failed"))
             # like librdkafka: the record waits (unassigned) until the topic's metadata arrives
@@ -233,6 +240,8 @@ class Producer:
                 # records at once with the broker's error (librdkafka's rd_kafka_topic_assign_uas; Java's
                 # KafkaProducer.doSend: the callback, and an abortable transaction)
                 kerr = KafkaError(int(err), topic_error_text(self._dialect, err, topic))
+                if err == Errors.TOPIC_AUTHORIZATION_FAILED and self._dialect == LIBRDKAFKA:
+                    self._topic_refused_at[topic] = self._kernel.now
                 self.sender.record_failed_in_txn(kerr)
                 self.deliver(rec[4], kerr, Message(topic, -1, -1, rec[2], rec[1], error=kerr))
             elif self._kernel.now - rec[5] >= self._config["delivery.timeout.ms"]:
