@@ -205,3 +205,33 @@ def test_a_real_producer_at_the_wire_door_fails_its_record_with_29_as_the_lab_cl
             assert all(tp[0] != "secret" for m in sent(c, "Produce", "real-app") for tp in m.payload.topic_data)
     finally:
         door.close()
+
+
+def test_a_real_consumer_at_the_wire_door_reports_the_refused_topic_as_the_lab_client_does():
+    confluent_kafka = pytest.importorskip("confluent_kafka")
+    from confluent_kafka.admin import AdminClient as RealAdmin
+    c = cluster()
+    _fill_out(c)
+    c.add_acl("User:ANONYMOUS", "TOPIC", "out", "READ")
+    c.add_acl("User:ANONYMOUS", "GROUP", "g", "READ")
+    door = c.listen()
+    try:
+        one = RealAdmin({"bootstrap.servers": door.bootstrap_servers}).list_topics("secret", timeout=20)
+        assert one.topics["secret"].error.code() == confluent_kafka.KafkaError.TOPIC_AUTHORIZATION_FAILED
+        consumer = confluent_kafka.Consumer({"bootstrap.servers": door.bootstrap_servers, "group.id": "g",
+                                             "auto.offset.reset": "earliest"})
+        consumer.subscribe(["out", "secret"])
+        errors, values = [], []
+        for _ in range(40):
+            m = consumer.poll(0.5)
+            if m is not None and m.error() is not None:
+                errors.append((m.topic(), m.error().code(), m.error().str()))
+            elif m is not None:
+                values.append(m.value())
+            if errors and len(values) == 3:
+                break
+        consumer.close()
+        assert errors == [("secret", 29, "Subscribed topic not available: secret: Broker: Topic authorization failed")]
+        assert values == [b"v0", b"v1", b"v2"]
+    finally:
+        door.close()
