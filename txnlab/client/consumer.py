@@ -18,7 +18,6 @@ from ..protocol.errors import Errors
 from . import argcheck
 from .client_events import ClientEvents
 from .config import consumer_config, dialect_of, notices
-from .dialect import JAVA, LIBRDKAFKA, Action, metadata_topic_action, topic_error_text
 from .consumer_coordinator import ConsumerCoordinator, MemberState
 from .consumer_lookup import ConsumerLookups
 from .consumer_rebalance import ConsumerRebalance, _tp_list
@@ -349,34 +348,6 @@ class Consumer(ConsumerRebalance, ConsumerLookups):
         finally:
             self._in_poll = False
             self._last_poll = self._kernel.now
-
-    def _metadata_arrived(self) -> None:
-        if self._node.topic_errors:
-            self._changed = True                  # (a poll waiting wakes to report a refused topic)
-
-    def _report_topic_errors(self) -> None:
-        """A topic that Metadata refused for good (dialect.METADATA_TOPIC: not authorized, invalid) is reported
-        from poll() once per error; the consumer goes on with its other topics (the group's leader assigns only
-        topics with partitions).  librdkafka: a subscribed topic, as an error message "Subscribed topic not
-        available: <topic>: ..." (rdkafka_cgrp.c rd_kafka_propagate_consumer_topic_errors; a topic only assign()ed
-        and never known just waits: rd_kafka_topic_partition_cnt_update has no partitions to fail); Java: a
-        subscribed or assigned one, poll throws it (ConsumerNetworkClient.poll -> Metadata.maybeThrowAnyException)."""
-        errors, seen = self._node.topic_errors, self._topic_errors_reported
-        for t in [t for t, e in seen.items() if errors.get(t) != e]:
-            del seen[t]                           # gone or changed: a new error is reported again
-        dialect = JAVA if self._java else LIBRDKAFKA
-        for t, e in errors.items():
-            if seen.get(t) == e or metadata_topic_action(dialect, e) is not Action.PERMANENT:
-                continue
-            if t not in self._subscription and (not self._java or not any(tp[0] == t for tp in self._assignment)):
-                continue        # librdkafka checks only the subscription's topics (an assigned one waits)
-            seen[t] = e
-            text = topic_error_text(dialect, e, t)
-            self._say(f"{self.name}: Metadata refuses topic {t!r} ({Errors(e).name}); poll() reports it")
-            if self._java:
-                raise KafkaException(KafkaError(int(e), text))
-            self._fetcher.events.append(Message(t, -1, OFFSET_INVALID, None, None, error=KafkaError(
-                int(e), f"Subscribed topic not available: {t}: {text}")))
 
     def _poll_once(self) -> Optional[Message]:
         self._last_poll = self._kernel.now
