@@ -163,11 +163,27 @@ def test_a_librdkafka_consumer_reports_a_refused_subscribed_topic_from_poll_and_
     errors = [m for m in msgs if m is not None and m.error() is not None]
     assert len(errors) == 1                                    # reported once, not at every metadata answer
     err = errors[0]
-    assert err.topic() == "secret" and err.error().code() == 29
+    assert (err.topic(), err.partition(), err.error().code()) == ("secret", 0, 29)
     assert err.error().str() == "Subscribed topic not available: secret: Broker: Topic authorization failed"
     assert [m.value() for m in msgs if m is not None and m.error() is None] == [b"v0", b"v1", b"v2"]
     assert {tp.topic for tp in consumer.assignment()} == {"out"}
     assert all(tp[0] != "secret" for m in sent(c, "Fetch", "bob-app") for tp in m.payload.partitions)
+
+
+def test_an_invalid_subscribed_topic_is_reported_by_the_same_mechanism():
+    """dialect.METADATA_TOPIC's other permanent error: INVALID_TOPIC_EXCEPTION.  librdkafka does not cache it, so
+    its consumer reports the topic as unknown (what confluent-kafka shows at the wire door)."""
+    c = Cluster(brokers=3, seed=4, config={k: v for k, v in CFG.items() if k != "authorizer.class.name"})
+    c.create_topic("out", partitions=1, replication_factor=3)
+    p = Producer({"bootstrap.servers": c.bootstrap})
+    p.produce("out", value=b"v0")
+    p.flush(30)
+    consumer = Consumer({"bootstrap.servers": c.bootstrap, "group.id": "g", "auto.offset.reset": "earliest"})
+    consumer.subscribe(["out", "bad!name"])
+    msgs = [m for m in (consumer.poll(5) for _ in range(4)) if m is not None]
+    assert [(m.topic(), m.error().code(), m.error().str()) for m in msgs if m.error()] == [
+        ("bad!name", 3, "Subscribed topic not available: bad!name: Broker: Unknown topic or partition")]
+    assert [m.value() for m in msgs if not m.error()] == [b"v0"]
 
 
 def test_a_java_consumers_poll_throws_topic_authorization_failed_then_reads_its_other_topics():
@@ -225,13 +241,14 @@ def test_a_real_consumer_at_the_wire_door_reports_the_refused_topic_as_the_lab_c
         for _ in range(40):
             m = consumer.poll(0.5)
             if m is not None and m.error() is not None:
-                errors.append((m.topic(), m.error().code(), m.error().str()))
+                errors.append((m.topic(), m.partition(), m.error().code(), m.error().str()))
             elif m is not None:
                 values.append(m.value())
             if errors and len(values) == 3:
                 break
         consumer.close()
-        assert errors == [("secret", 29, "Subscribed topic not available: secret: Broker: Topic authorization failed")]
+        assert errors == [("secret", 0, 29,
+                           "Subscribed topic not available: secret: Broker: Topic authorization failed")]
         assert values == [b"v0", b"v1", b"v2"]
     finally:
         door.close()

@@ -2,7 +2,8 @@
 
 Owns ``get_watermark_offsets`` (ListOffsets earliest/latest, or the cached values the last fetch answer
 carried), ``offsets_for_times`` (ListOffsets by timestamp: the first offset whose record timestamp is at
-least the one asked) and ``list_topics``, and reports from ``poll()`` a topic that Metadata refuses for good.  A mixin of ``Consumer``.  Timestamps cross here between the
+least the one asked) and ``list_topics``, and reports from ``poll()`` a topic that Metadata refuses for good.
+A mixin of ``Consumer``.  Timestamps cross here between the
 application's Unix time and the lab's clock (``sim.clock.epoch.ms`` is the lab's 0).
 """
 from __future__ import annotations
@@ -11,7 +12,7 @@ from typing import Optional
 
 from ..errors import KafkaError, KafkaException
 from ..protocol.errors import Errors
-from .dialect import JAVA, LIBRDKAFKA, Action, metadata_topic_action, topic_error_text
+from .dialect import CONSUMER_TOPIC_ERROR, JAVA, LIBRDKAFKA, Action, metadata_topic_action, topic_error_text
 from .fetcher import LIST_EARLIEST, LIST_LATEST
 from .message import OFFSET_END, OFFSET_INVALID, Message, TopicPartition
 
@@ -108,9 +109,11 @@ class ConsumerLookups:
             if t not in self._subscription and (not self._java or not any(tp[0] == t for tp in self._assignment)):
                 continue        # librdkafka checks only the subscription's topics (an assigned one waits)
             seen[t] = e
-            text = topic_error_text(dialect, e, t)
+            code = CONSUMER_TOPIC_ERROR[dialect].get(e, e)
+            text = topic_error_text(dialect, code, t)
             self._say(f"{self.name}: Metadata refuses topic {t!r} ({Errors(e).name}); poll() reports it")
             if self._java:
-                raise KafkaException(KafkaError(int(e), text))
-            self._fetcher.events.append(Message(t, -1, OFFSET_INVALID, None, None, error=KafkaError(
-                int(e), f"Subscribed topic not available: {t}: {text}")))
+                raise KafkaException(KafkaError(int(code), text))
+            # (rd_kafka_consumer_err names the topic, not a partition: the message's partition is 0)
+            self._fetcher.events.append(Message(t, 0, OFFSET_INVALID, None, None, error=KafkaError(
+                int(code), f"Subscribed topic not available: {t}: {text}")))

@@ -13,6 +13,7 @@ from enum import Enum
 from typing import Optional
 
 from ..errors import KafkaError
+from ..librdkafka_errors import ERRORS as _RD_ERRORS
 from ..protocol.errors import Errors as E
 
 LIBRDKAFKA = "librdkafka"
@@ -95,6 +96,7 @@ JAVA_TXN = {
 }
 
 TABLES = {LIBRDKAFKA: LIBRDKAFKA_TXN, JAVA: JAVA_TXN}
+_ERR2STR = {code: text for code, _, text in _RD_ERRORS}      # librdkafka's rd_kafka_err2str
 
 # What a client does with a topic's error in a Metadata answer.  PERMANENT: the topic cannot be used as it stands:
 # the client forgets its partitions, a producer fails the records waiting for the topic at once with the error (in
@@ -112,6 +114,16 @@ METADATA_TOPIC = {
     JAVA: {E.TOPIC_AUTHORIZATION_FAILED: Action.PERMANENT, E.INVALID_TOPIC_EXCEPTION: Action.PERMANENT,
            "default": R},
 }
+# What a consumer reports from poll() for a subscribed topic's permanent error: librdkafka's metadata cache keeps only
+# NO_ERROR, UNKNOWN_TOPIC_OR_PART and TOPIC_AUTHORIZATION_FAILED (rdkafka_metadata_cache.c
+# rd_kafka_metadata_cache_topic_update), so an invalid topic is simply missing and reported as UNKNOWN_TOPIC_OR_PART
+# (rd_kafka_propagate_consumer_topic_errors); Java throws InvalidTopicException (Metadata.checkInvalidTopics).
+CONSUMER_TOPIC_ERROR = {
+    LIBRDKAFKA: {E.TOPIC_AUTHORIZATION_FAILED: E.TOPIC_AUTHORIZATION_FAILED,
+                 E.INVALID_TOPIC_EXCEPTION: E.UNKNOWN_TOPIC_OR_PARTITION},
+    JAVA: {E.TOPIC_AUTHORIZATION_FAILED: E.TOPIC_AUTHORIZATION_FAILED,
+           E.INVALID_TOPIC_EXCEPTION: E.INVALID_TOPIC_EXCEPTION},
+}
 # the topic errors some dialect treats as permanent (what a client's metadata cache drops a topic's partitions for)
 PERMANENT_TOPIC_ERRORS = frozenset(e for t in METADATA_TOPIC.values() for e, a in t.items() if a is Action.PERMANENT)
 
@@ -126,15 +138,15 @@ def metadata_topic_action(dialect: str, code: int) -> Action:
 
 
 def topic_error_text(dialect: str, code: int, topic: str) -> str:
-    """The text of the error a client reports for a topic's permanent Metadata error (librdkafka's
-    rd_kafka_err2str; Java's exception messages: TopicAuthorizationException, InvalidTopicException)."""
-    if code == E.TOPIC_AUTHORIZATION_FAILED:
-        return f"Not authorized to access topics: [{topic}]" if dialect == JAVA else \
-            "Broker: Topic authorization failed"
-    if code == E.INVALID_TOPIC_EXCEPTION:
-        return f"Invalid topics: [{topic}]" if dialect == JAVA else \
-            f"Broker: Invalid topic ({topic!r} is not a legal topic name)"
-    return f"Broker: {E(code).description}"
+    """The text of the error a client reports for a topic's permanent Metadata error: librdkafka's
+    ``rd_kafka_err2str``; Java's exception messages (TopicAuthorizationException, InvalidTopicException)."""
+    if dialect == JAVA:
+        if code == E.TOPIC_AUTHORIZATION_FAILED:
+            return f"Not authorized to access topics: [{topic}]"
+        if code == E.INVALID_TOPIC_EXCEPTION:
+            return f"Invalid topics: [{topic}]"
+        return E(code).description
+    return _ERR2STR.get(int(code)) or f"Broker: {E(code).description}"
 
 # The highest transaction protocol each client speaks (KIP-890 part 2 is transaction.version 2: Produce v12
 # adds a partition implicitly, EndTxn v5 bumps the epoch at every end).  Kafka's Java client 4.0+ speaks it
