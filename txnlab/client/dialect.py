@@ -13,7 +13,6 @@ from enum import Enum
 from typing import Optional
 
 from ..errors import KafkaError
-from ..librdkafka_errors import ERRORS as _RD_ERRORS
 from ..protocol.errors import Errors as E
 
 LIBRDKAFKA = "librdkafka"
@@ -96,7 +95,6 @@ JAVA_TXN = {
 }
 
 TABLES = {LIBRDKAFKA: LIBRDKAFKA_TXN, JAVA: JAVA_TXN}
-_ERR2STR = {code: text for code, _, text in _RD_ERRORS}      # librdkafka's rd_kafka_err2str
 
 # What a client does with a topic's error in a Metadata answer.  PERMANENT: the topic cannot be used as it stands:
 # the client forgets its partitions, a producer fails the records waiting for the topic at once with the error (in
@@ -146,7 +144,7 @@ def topic_error_text(dialect: str, code: int, topic: str) -> str:
         if code == E.INVALID_TOPIC_EXCEPTION:
             return f"Invalid topics: [{topic}]"
         return E(code).description
-    return _ERR2STR.get(int(code)) or f"Broker: {E(code).description}"
+    return KafkaError(code).str()          # (no reason given: rd_kafka_err2str's text)
 
 # The highest transaction protocol each client speaks (KIP-890 part 2 is transaction.version 2: Produce v12
 # adds a partition implicitly, EndTxn v5 bumps the epoch at every end).  Kafka's Java client 4.0+ speaks it
