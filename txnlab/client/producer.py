@@ -48,6 +48,7 @@ def _check_produce_args(timestamp, on_delivery, callback) -> None:
         raise KafkaException(KafkaError(KafkaError._INVALID_ARG, f"produce(timestamp={timestamp}): a record's timestamp "
                                         f"is milliseconds since the Unix epoch (0 for now) and must not be negative"))
 
+
 # librdkafka's rd_kafka_topic_scan_all (from rd_kafka_1s_tmr_cb): a topic with no partitions is asked for again
 TOPIC_SCAN_INTERVAL_MS = 1_000
 
