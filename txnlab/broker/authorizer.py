@@ -1,7 +1,8 @@
 """An ACL authorizer (Kafka's ``StandardAuthorizer``): who may do what to which resource.
 
 Owns ACL bindings (principal, resource type, name or prefix, operation, allow)
-and the per-request checks a broker makes before handling a request (FindCoordinator: DESCRIBE on its key), with the
+and the per-request checks a broker makes before handling a request (FindCoordinator: DESCRIBE on its key; Metadata:
+DESCRIBE on each topic, per topic, in ``metadata_topics``), with the
 errors Kafka answers: TRANSACTIONAL_ID_AUTHORIZATION_FAILED (53),
 TOPIC_AUTHORIZATION_FAILED (29), GROUP_AUTHORIZATION_FAILED (30), CLUSTER_AUTHORIZATION_FAILED (31)
 (the admin APIs check per topic in ``admin.py``; the transaction admin APIs of KIP-664 per item where they
@@ -136,6 +137,27 @@ def check_request(authz: Authorizer, principal: str, msg, narrate) -> Optional[o
             deny(f"READ topic(s) {sorted({t for t, _ in bad})}", Errors.TOPIC_AUTHORIZATION_FAILED)
             return m.FetchResponse({tp: m.FetchPartitionData(Errors.TOPIC_AUTHORIZATION_FAILED) for tp in bad})
     return None
+
+
+def metadata_topics(authz: Authorizer, principal: str, names, listing_all: bool, auto_create: bool, exists,
+                    narrate) -> tuple[list, list]:
+    """Metadata's per-topic check (KafkaApis.handleTopicMetadataRequest): (the topics answered as usual, the ones
+    answered TOPIC_AUTHORIZATION_FAILED with no partitions).  DESCRIBE on each topic, without looking whether it
+    exists (an unauthorized topic's existence is not disclosed); when listing all topics the undescribable ones
+    are simply left out.  A missing topic the broker would auto-create needs CREATE on the cluster or the topic."""
+    ok = lambda rtype, name, op: authz.authorize(principal, rtype, name, op)  # noqa: E731
+    allowed = [t for t in names if ok("TOPIC", t, "DESCRIBE")]
+    refused = [] if listing_all else [t for t in names if t not in allowed]
+    if refused:
+        narrate(f"{principal} may not DESCRIBE topic(s) {sorted(refused)} -> {Errors.TOPIC_AUTHORIZATION_FAILED.name}")
+    if auto_create and not listing_all and not ok("CLUSTER", CLUSTER_RESOURCE, "CREATE"):
+        no_create = [t for t in allowed if not exists(t) and not ok("TOPIC", t, "CREATE")]
+        if no_create:
+            narrate(f"{principal} may not CREATE topic(s) {sorted(no_create)} (auto-creation) "
+                    f"-> {Errors.TOPIC_AUTHORIZATION_FAILED.name}")
+            allowed = [t for t in allowed if t not in no_create]
+            refused += no_create
+    return allowed, refused
 
 
 def _partial_produce(bad):

@@ -16,7 +16,7 @@ from ..protocol.errors import Errors, ProtocolError
 from ..protocol.hashing import partition_for
 from ..kernel.node import Node
 from .admin import AdminHandling
-from .authorizer import check_request
+from .authorizer import check_request, metadata_topics
 from .fetch import FetchHandling
 from .inter_broker import is_inter_broker, refuse_cluster_action
 from .partition import Partition
@@ -311,6 +311,16 @@ class Broker(ProduceHandling, FetchHandling, AdminHandling, Node):
         req = msg.payload
         topics = {}
         names = req.topics if req.topics is not None else tuple(self.metadata.topics)
+        authz = self.cluster.authorizer
+        if authz is not None and not self.kernel.is_server(msg.src):
+            # KafkaApis.handleTopicMetadataRequest: DESCRIBE per topic (refused ones answer 29 with no partitions,
+            # or are left out of a listing of all topics); auto-creation needs CREATE
+            names, refused = metadata_topics(
+                authz, self.cluster.principal_of(msg.src), names, req.topics is None,
+                req.allow_auto_topic_creation and self.config["auto.create.topics.enable"],
+                self.metadata.topics.__contains__, self.narrate)
+        else:
+            refused = ()
         for t in names:
             n = self.metadata.topics.get(t)
             if n is None:
@@ -335,6 +345,8 @@ class Broker(ProduceHandling, FetchHandling, AdminHandling, Node):
                 err = Errors.NONE if s.leader >= 0 else Errors.LEADER_NOT_AVAILABLE
                 parts.append(m.PartitionMetadata(err, i, s.leader, s.leader_epoch, s.replicas, s.isr))
             topics[t] = (Errors.NONE, parts)
+        for t in refused:           # after the others, as Kafka lists them
+            topics[t] = (Errors.TOPIC_AUTHORIZATION_FAILED, [])
         return m.MetadataResponse(self.metadata.live_brokers, -1, topics, self.cluster.cluster_id)
 
     def _create_topic(self, name: str, partitions: int, rf: int, config: tuple = ()) -> None:

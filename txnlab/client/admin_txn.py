@@ -118,8 +118,8 @@ class TransactionAdmin:
             for tp, f in out.items():
                 key = (tp.topic, tp.partition)
                 leader = self._node.leader_for(key)
-                if leader is None:
-                    f.resolve(error=KafkaError(Errors.LEADER_NOT_AVAILABLE))
+                if leader is None:     # (Kafka's PartitionLeaderStrategy: the topic's Metadata error, if any)
+                    f.resolve(error=kafka_error(self._node.topic_errors.get(key[0], Errors.LEADER_NOT_AVAILABLE)))
                     continue
 
                 def answered(resp, err, f=f, key=key):
@@ -141,7 +141,7 @@ class TransactionAdmin:
         def with_leader():
             leader = self._node.leader_for(key)
             if leader is None:
-                f.resolve(error=KafkaError(Errors.LEADER_NOT_AVAILABLE))
+                f.resolve(error=kafka_error(self._node.topic_errors.get(key[0], Errors.LEADER_NOT_AVAILABLE)))
                 return
             entry = m.TxnMarkerEntry(spec.producer_id, spec.producer_epoch, False, (key,), spec.coordinator_epoch)
 

@@ -75,6 +75,7 @@ class Consumer(ConsumerRebalance, ConsumerLookups):
         self._committing_fetch = False
         self._auto_commit_timer = None
         self._received = 0                        # messages returned to the application (statistics' rxmsgs)
+        self._topic_errors_reported: dict = {}    # topic -> the permanent Metadata error poll() reported for it
         self._events = ClientEvents(cfg, "consumer", self.name, self._kernel, cfg["sim.clock.epoch.ms"],
                                     self._statistics)
         self._note(f"{self.name} created ({'Java' if self._java else 'librdkafka'} client, group {cfg['group.id']!r}, "
@@ -162,7 +163,7 @@ class Consumer(ConsumerRebalance, ConsumerLookups):
         self._subscription = set(topics)
         self._on_assign, self._on_revoke, self._on_lost = on_assign, on_revoke, on_lost
         self._manual = False
-        self._node.request_metadata(tuple(sorted(self._subscription)))
+        self._node.request_metadata(tuple(sorted(self._subscription)), then=self._metadata_arrived)
         self._coordinator.request_rejoin(f"subscribe({sorted(self._subscription)})")
 
     def unsubscribe(self) -> None:
@@ -201,7 +202,7 @@ class Consumer(ConsumerRebalance, ConsumerLookups):
             key = (tp.topic, tp.partition)
             st = self._assignment[key] = PartitionState()
             self._init_position(key, st, tp.offset)
-        self._node.request_metadata(tuple(sorted({t for t, _ in self._assignment})))
+        self._node.request_metadata(tuple(sorted({t for t, _ in self._assignment})), then=self._metadata_arrived)
         self._start_auto_commit()
         self._changed = True
 
@@ -350,6 +351,8 @@ class Consumer(ConsumerRebalance, ConsumerLookups):
 
     def _poll_once(self) -> Optional[Message]:
         self._last_poll = self._kernel.now
+        if self._node.topic_errors:
+            self._report_topic_errors()
         events = self._events
         if events._interval or events._queue:       # (ClientEvents.serve() has something to do)
             events.serve()

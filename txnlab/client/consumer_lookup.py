@@ -2,7 +2,8 @@
 
 Owns ``get_watermark_offsets`` (ListOffsets earliest/latest, or the cached values the last fetch answer
 carried), ``offsets_for_times`` (ListOffsets by timestamp: the first offset whose record timestamp is at
-least the one asked) and ``list_topics``.  A mixin of ``Consumer``.  Timestamps cross here between the
+least the one asked) and ``list_topics``, and reports from ``poll()`` a topic that Metadata refuses for good.
+A mixin of ``Consumer``.  Timestamps cross here between the
 application's Unix time and the lab's clock (``sim.clock.epoch.ms`` is the lab's 0).
 """
 from __future__ import annotations
@@ -11,8 +12,9 @@ from typing import Optional
 
 from ..errors import KafkaError, KafkaException
 from ..protocol.errors import Errors
+from .dialect import CONSUMER_TOPIC_ERROR, JAVA, LIBRDKAFKA, Action, metadata_topic_action, topic_error_text
 from .fetcher import LIST_EARLIEST, LIST_LATEST
-from .message import OFFSET_END, OFFSET_INVALID, TopicPartition
+from .message import OFFSET_END, OFFSET_INVALID, Message, TopicPartition
 
 
 class ConsumerLookups:
@@ -85,3 +87,33 @@ class ConsumerLookups:
     def cluster_id(self, timeout: float = -1):
         """The cluster id from a Metadata request (v2+ carries it), as librdkafka's rd_kafka_clusterid."""
         return self.list_topics(None, timeout).cluster_id
+
+    def _metadata_arrived(self) -> None:
+        if self._node.topic_errors:
+            self._changed = True                  # (a poll waiting wakes to report a refused topic)
+
+    def _report_topic_errors(self) -> None:
+        """A topic that Metadata refused for good (dialect.METADATA_TOPIC: not authorized, invalid) is reported
+        from poll() once per error; the consumer goes on with its other topics (the group's leader assigns only
+        topics with partitions).  librdkafka: a subscribed topic, as an error message "Subscribed topic not
+        available: <topic>: ..." (rdkafka_cgrp.c rd_kafka_propagate_consumer_topic_errors; a topic only assign()ed
+        and never known just waits: rd_kafka_topic_partition_cnt_update has no partitions to fail); Java: a
+        subscribed or assigned one, poll throws it (ConsumerNetworkClient.poll -> Metadata.maybeThrowAnyException)."""
+        errors, seen = self._node.topic_errors, self._topic_errors_reported
+        for t in [t for t, e in seen.items() if errors.get(t) != e]:
+            del seen[t]                           # gone or changed: a new error is reported again
+        dialect = JAVA if self._java else LIBRDKAFKA
+        for t, e in errors.items():
+            if seen.get(t) == e or metadata_topic_action(dialect, e) is not Action.PERMANENT:
+                continue
+            if t not in self._subscription and (not self._java or not any(tp[0] == t for tp in self._assignment)):
+                continue        # librdkafka checks only the subscription's topics (an assigned one waits)
+            seen[t] = e
+            code = CONSUMER_TOPIC_ERROR[dialect].get(e, e)
+            text = topic_error_text(dialect, code, t)
+            self._say(f"{self.name}: Metadata refuses topic {t!r} ({Errors(e).name}); poll() reports it")
+            if self._java:
+                raise KafkaException(KafkaError(int(code), text))
+            # (rd_kafka_consumer_err names the topic, not a partition: the message's partition is 0)
+            self._fetcher.events.append(Message(t, 0, OFFSET_INVALID, None, None, error=KafkaError(
+                int(code), f"Subscribed topic not available: {t}: {text}")))

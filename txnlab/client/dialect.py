@@ -96,6 +96,56 @@ JAVA_TXN = {
 
 TABLES = {LIBRDKAFKA: LIBRDKAFKA_TXN, JAVA: JAVA_TXN}
 
+# What a client does with a topic's error in a Metadata answer.  PERMANENT: the topic cannot be used as it stands:
+# the client forgets its partitions, a producer fails the records waiting for the topic at once with the error (in
+# a transaction: abortable), a consumer reports it from poll() and goes on with its other topics.  Anything else:
+# wait and ask again (LEADER_NOT_AVAILABLE while a topic is auto-created, UNKNOWN_TOPIC_OR_PARTITION).
+#   librdkafka: rdkafka_topic.c rd_kafka_topic_metadata_update -> rd_kafka_topic_set_error (29) /
+#   rd_kafka_topic_set_notexists (invalid topic) -> rd_kafka_topic_assign_uas fails the unassigned records;
+#   rdkafka_cgrp.c rd_kafka_propagate_consumer_topic_errors ("Subscribed topic not available").
+#   Java: Metadata.checkUnauthorizedTopics / checkInvalidTopics; KafkaProducer.waitOnMetadata ->
+#   Metadata.maybeThrowExceptionForTopic (send() fails through its future and callback, doSend ->
+#   TransactionManager.maybeTransitionToErrorState: abortable); the consumer's poll -> Metadata.maybeThrowAnyException.
+METADATA_TOPIC = {
+    LIBRDKAFKA: {E.TOPIC_AUTHORIZATION_FAILED: Action.PERMANENT, E.INVALID_TOPIC_EXCEPTION: Action.PERMANENT,
+                 "default": R},
+    JAVA: {E.TOPIC_AUTHORIZATION_FAILED: Action.PERMANENT, E.INVALID_TOPIC_EXCEPTION: Action.PERMANENT,
+           "default": R},
+}
+# What a consumer reports from poll() for a subscribed topic's permanent error: librdkafka's metadata cache keeps only
+# NO_ERROR, UNKNOWN_TOPIC_OR_PART and TOPIC_AUTHORIZATION_FAILED (rdkafka_metadata_cache.c
+# rd_kafka_metadata_cache_topic_update), so an invalid topic is simply missing and reported as UNKNOWN_TOPIC_OR_PART
+# (rd_kafka_propagate_consumer_topic_errors); Java throws InvalidTopicException (Metadata.checkInvalidTopics).
+CONSUMER_TOPIC_ERROR = {
+    LIBRDKAFKA: {E.TOPIC_AUTHORIZATION_FAILED: E.TOPIC_AUTHORIZATION_FAILED,
+                 E.INVALID_TOPIC_EXCEPTION: E.UNKNOWN_TOPIC_OR_PARTITION},
+    JAVA: {E.TOPIC_AUTHORIZATION_FAILED: E.TOPIC_AUTHORIZATION_FAILED,
+           E.INVALID_TOPIC_EXCEPTION: E.INVALID_TOPIC_EXCEPTION},
+}
+# the topic errors some dialect treats as permanent (what a client's metadata cache drops a topic's partitions for)
+PERMANENT_TOPIC_ERRORS = frozenset(e for t in METADATA_TOPIC.values() for e, a in t.items() if a is Action.PERMANENT)
+
+
+def metadata_topic_action(dialect: str, code: int) -> Action:
+    """What a client of ``dialect`` does with topic error ``code`` in a Metadata answer."""
+    table = METADATA_TOPIC[check(dialect)]
+    try:
+        return table.get(E(code), table["default"])
+    except ValueError:
+        return table["default"]
+
+
+def topic_error_text(dialect: str, code: int, topic: str) -> str:
+    """The text of the error a client reports for a topic's permanent Metadata error: librdkafka's
+    ``rd_kafka_err2str``; Java's exception messages (TopicAuthorizationException, InvalidTopicException)."""
+    if dialect == JAVA:
+        if code == E.TOPIC_AUTHORIZATION_FAILED:
+            return f"Not authorized to access topics: [{topic}]"
+        if code == E.INVALID_TOPIC_EXCEPTION:
+            return f"Invalid topics: [{topic}]"
+        return E(code).description
+    return KafkaError(code).str()          # (no reason given: rd_kafka_err2str's text)
+
 # The highest transaction protocol each client speaks (KIP-890 part 2 is transaction.version 2: Produce v12
 # adds a partition implicitly, EndTxn v5 bumps the epoch at every end).  Kafka's Java client 4.0+ speaks it
 # when the cluster finalizes it (TransactionManager.isTransactionV2Enabled); librdkafka 2.x does not: it

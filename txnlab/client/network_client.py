@@ -17,6 +17,7 @@ from ..kernel.node import Node
 from ..protocol import messages as m
 from ..protocol.errors import Errors
 from .config import principal
+from .dialect import PERMANENT_TOPIC_ERRORS
 
 
 _NODE_NAMES: dict = {}      # broker id -> its node's name (asked for at every leader lookup)
@@ -196,6 +197,8 @@ class ClientNode(Node):
                         self.topic_errors.pop(t, None)
                     else:
                         self.topic_errors[t] = Errors(e)
+                        if e in PERMANENT_TOPIC_ERRORS:    # (librdkafka: partition count 0; dialect.METADATA_TOPIC)
+                            self.topics.pop(t, None)
             waiters, self._metadata_waiters = self._metadata_waiters, []
             if err is not None:
                 self.set_timer(retry_ms, "metadata retry backoff",

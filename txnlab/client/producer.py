@@ -17,7 +17,7 @@ from ..protocol.hashing import murmur2_partition
 from . import argcheck
 from .client_events import ClientEvents
 from .config import dialect_of, notices, producer_config
-from .dialect import LIBRDKAFKA
+from .dialect import LIBRDKAFKA, Action, metadata_topic_action, topic_error_text
 from .message import Message
 from .network_client import attach_client, block
 from .record_accumulator import RecordAccumulator
@@ -51,6 +51,9 @@ def _check_produce_args(timestamp, on_delivery, callback) -> None:
 _UNASSIGNED = -1    # produce()'s partition: the partitioner chooses
 _NOW = 0            # produce()'s timestamp: now
 
+# librdkafka's rd_kafka_topic_scan_all (from rd_kafka_1s_tmr_cb): a topic with no partitions is asked for again
+TOPIC_SCAN_INTERVAL_MS = 1_000
+
 
 class Producer:
     """A Kafka producer (idempotent by default; transactional with ``transactional.id``)."""
@@ -74,6 +77,7 @@ class Producer:
         self._sticky: dict = {}                # topic -> the sticky partition of keyless records
         self._sticky_batch: dict = {}          # topic -> the open batch of that partition (produce's short path)
         self._unassigned: list = []
+        self._topic_refused_at: dict = {}      # librdkafka: topic -> when Metadata refused it (its error state)
         self._closed: Optional[KafkaError] = None
         self._resumable: Optional[tuple] = None   # (call, op) of a transactional call that timed out
         self._partitioner = cfg["partitioner"]
@@ -186,6 +190,12 @@ class Producer:
         if n is None:
             if not isinstance(topic, str):
                 raise TypeError("topic must be a str")
+            refused = self._topic_refused_at.get(topic)
+            if refused is not None and self._kernel.now - refused < TOPIC_SCAN_INTERVAL_MS:
+                # rd_kafka_msg_partitioner: a topic in the error state (rd_kafka_topic_set_error) refuses at once,
+                # until rd_kafka_topic_scan_all (every second) asks for its metadata again
+                raise KafkaException(KafkaError(int(Errors.TOPIC_AUTHORIZATION_FAILED),
+                                                "Unable to produce message: Broker: Topic authorization failed"))
             # like librdkafka: the record waits (unassigned) until the topic's metadata arrives
             self._unassigned.append((topic, value, key, partition, cb, ts, headers))
             self._unacked += 1
@@ -232,10 +242,13 @@ class Producer:
                     self._unacked += 1
                     self.sender.record_failed_in_txn(e.error)
                     self.deliver(rec[4], e.error, Message(topic, -1, -1, rec[2], rec[1], error=e.error))
-            elif err == Errors.INVALID_TOPIC_EXCEPTION:
-                # librdkafka's rd_kafka_topic_set_notexists: an invalid topic is a permanent error, its
-                # records fail at once with the broker's error
-                kerr = KafkaError(int(err), f"Broker: Invalid topic ({topic!r} is not a legal topic name)")
+            elif err is not None and metadata_topic_action(self._dialect, err) is Action.PERMANENT:
+                # a permanent topic error (invalid, not authorized: dialect.METADATA_TOPIC) fails the waiting
+                # records at once with the broker's error (librdkafka's rd_kafka_topic_assign_uas; Java's
+                # KafkaProducer.doSend: the callback, and an abortable transaction)
+                kerr = KafkaError(int(err), topic_error_text(self._dialect, err, topic))
+                if err == Errors.TOPIC_AUTHORIZATION_FAILED and self._dialect == LIBRDKAFKA:
+                    self._topic_refused_at[topic] = self._kernel.now
                 self.sender.record_failed_in_txn(kerr)
                 self.deliver(rec[4], kerr, Message(topic, -1, -1, rec[2], rec[1], error=kerr))
             elif self._kernel.now - rec[5] >= self._config["delivery.timeout.ms"]:
