@@ -141,12 +141,8 @@ class UnifiedLog:
     @property
     def segments(self) -> list[tuple[int, int, int]]:
         """(base offset, batch count, size in bytes) of every segment, oldest first."""
-        segs = self._segments
-        out = []
-        for i, seg in enumerate(segs):
-            end = segs[i + 1].first_index if i + 1 < len(segs) else len(self._batches)
-            out.append((seg.base_offset, end - seg.first_index, seg.size_in_bytes))
-        return out
+        segs, ends = self._segments, [s.first_index for s in self._segments[1:]] + [len(self._batches)]
+        return [(seg.base_offset, end - seg.first_index, seg.size_in_bytes) for seg, end in zip(segs, ends)]
 
     @property
     def snapshot_offsets(self) -> list[int]:
@@ -463,9 +459,7 @@ class UnifiedLog:
     def end_offset_for_epoch(self, epoch: int) -> tuple[int, int]:
         """OffsetsForLeaderEpoch for this replica: (epoch found, its end offset) or (-1, -1)."""
         found_epoch, end_offset = self._epoch_cache.end_offset_for(epoch, self.log_end_offset)
-        if end_offset == UNDEFINED_EPOCH_OFFSET:
-            return UNDEFINED_EPOCH, UNDEFINED_EPOCH_OFFSET
-        return found_epoch, end_offset
+        return (UNDEFINED_EPOCH, end_offset) if end_offset == UNDEFINED_EPOCH_OFFSET else (found_epoch, end_offset)
 
     # -- producers --------------------------------------------------------------
     def remove_expired_producers(self, now: int) -> list[int]:
@@ -474,8 +468,7 @@ class UnifiedLog:
         return self._psm.remove_expired_producers(now)
 
     def describe_producers(self) -> list[ProducerDescription]:
-        return [ProducerDescription(pid, e.producer_epoch, e.last_seq, e.last_timestamp,
-                                    e.coordinator_epoch,
+        return [ProducerDescription(pid, e.producer_epoch, e.last_seq, e.last_timestamp, e.coordinator_epoch,
                                     -1 if e.current_txn_first_offset is None else e.current_txn_first_offset)
                 for pid, e in sorted(self._psm.producers.items())]
 
@@ -500,10 +493,8 @@ class UnifiedLog:
 
     # -- truncation -------------------------------------------------------------
     def truncate_to(self, target_offset: int, now: int | None = None) -> bool:
-        """Drop everything at or above ``target_offset``; returns whether anything was dropped.
-
-        A target inside a batch drops that whole batch (the log then ends at its base).
-        """
+        """Drop everything at or above ``target_offset`` (a target inside a batch drops that whole batch: the log
+        then ends at its base); returns whether anything was dropped."""
         self._ensure_online()
         if target_offset < 0:
             raise ValueError(f"cannot truncate {self.topic_partition} to negative offset {target_offset}")
@@ -565,10 +556,8 @@ class UnifiedLog:
         self.crash()
 
     def recover(self, now: int | None = None) -> None:
-        """Log loading: newest snapshot <= LEO, replay the batches after it, HW from checkpoint.
-
-        ``now`` (if given) drops expired producers while loading the snapshot, as Kafka does.
-        """
+        """Log loading: newest snapshot <= LEO, replay the batches after it, HW from checkpoint.  ``now`` (if
+        given) drops expired producers while loading the snapshot, as Kafka does."""
         self._psm = ProducerStateManager(self.topic_partition, self._expiration_ms, self._snapshots)
         self._rebuild_producer_state(self.log_end_offset, now, rebuild_txn_index=True)
         hw = min(max(self._hw_checkpoint, self.log_start_offset), self.log_end_offset)
