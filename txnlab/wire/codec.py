@@ -129,9 +129,10 @@ def parse_frame(payload: bytes, supported: dict) -> Frame:
     except Exception as e:  # noqa: BLE001 - kio raises several kinds for malformed bytes
         raise FrameError(f"{name} v{version} (correlation id {cid}) could not be read: {type(e).__name__}: {e}") \
             from None
-    if pos + used != len(payload):
-        raise FrameError(f"{name} v{version} (correlation id {cid}) has {len(payload) - pos - used} bytes "
-                         f"after its body")
+    # Bytes after the body are ignored, as Kafka does (RequestContext.parseRequest reads the fields it knows and
+    # no further): librdkafka's all-topics Metadata v9+ leaves three of the four bytes it reserved for the topic
+    # count in the request (rd_kafka_MetadataRequest0: "keep 0, varint encoded null"), and Kafka reads them as
+    # the fields that follow.
     return Frame(api_key, version, cid, client_id, body, flexible, len(payload))
 
 
