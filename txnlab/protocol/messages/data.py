@@ -112,11 +112,12 @@ class FetchRequest:
 
     def describe(self) -> str:
         who = "consumer" if self.replica_id < 0 else f"follower {self.replica_id}"
-        if self.session_id > 0:
-            n = len(self.partitions)
-            who += f" (fetch session {self.session_id}: {n} partition{'' if n == 1 else 's'} changed)"
         iso = " read_committed" if self.isolation_level == READ_COMMITTED else ""
         offs = ", ".join(f"{tp_str(tp)}@{p.fetch_offset}" for tp, p in sorted(self.partitions.items())[:4])
+        if self.session_id > 0:
+            n = len(self.partitions)
+            return f"{who}{iso} in fetch session {self.session_id}: {n} partition{'' if n == 1 else 's'} changed" \
+                + (f": {offs}" if offs else "")
         return f"{who}{iso} {offs}"
 
 
