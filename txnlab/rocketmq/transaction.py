@@ -10,7 +10,7 @@ own consume offset, skipping offsets named by op messages), ``TransactionalMessa
 (wakes every transactionCheckInterval) and ``DefaultTransactionalMessageCheckListener``
 (resolveHalfMsg: CHECK_TRANSACTION_STATE to a live producer of the group; resolveDiscardMsg:
 after transactionCheckMax checks the half message is given up and parked in
-TRANS_CHECK_MAX_TIME_TOPIC, as RocketMQ 5 does; RocketMQ 4 only logged it).
+TRANS_CHECK_MAX_TIME_TOPIC, as RocketMQ has done since 4.5.2; 4.3 to 4.5.1 only logged it).
 """
 from __future__ import annotations
 
