@@ -57,5 +57,17 @@ def test_a_classic_protocol_anomaly_is_replayed_under_transaction_version_2(caps
                  "--schedule", schedule]) == 1
     out = capsys.readouterr().out
     assert "violations: G1a (1 seed(s)), torn-transaction (1 seed(s))" in out
-    assert "under transaction.version 2, with a client that speaks it (the Java dialect): no violation" in out
+    assert "under transaction.version 2, with a client that speaks it (the Java dialect): no violation." in out
     assert "--transaction-version 2 --client-dialect java" in out
+
+
+def test_a_group_leader_that_lost_its_coordinator_does_not_send_sync_group_to_nobody():
+    """Seed 95717 (group-rebalance): the group's leader got its JoinGroup answer, asked for metadata to compute the
+    assignment, and meanwhile forgot its coordinator (a lost OffsetFetch answer broke the connection); it then sent
+    SyncGroup to no broker at all and the simulation crashed (AttributeError).  It now finds the coordinator and
+    joins again, as Java's sendSyncGroupRequest (COORDINATOR_NOT_AVAILABLE) and librdkafka do."""
+    res = _run(95717, RunConfig(workload="group-rebalance", faults="all", records=20), [
+        {"kind": "blackout", "node": "broker-0", "ms": 4000, "at": 388},
+        {"kind": "partition", "node": "broker-1", "others": ["feeder"], "ms": 1000, "at": 388},
+        {"kind": "drop", "api": "OffsetFetch", "response": True, "at": 812}])
+    assert res.ok and res.error is None, (res.violations, res.error)

@@ -213,6 +213,12 @@ class ConsumerCoordinator:
         self.node.request_metadata(tuple(topics), then=ready)
 
     def _send_sync(self, assignments: tuple) -> None:
+        if self.coordinator is None:
+            # the coordinator was forgotten while the leader waited for metadata to assign: no SyncGroup
+            # (Java's AbstractCoordinator.sendSyncGroupRequest fails it with COORDINATOR_NOT_AVAILABLE; librdkafka
+            # resets its join state when the coordinator goes away): find the coordinator, then join again
+            self._retry_join("the coordinator is unknown, so SyncGroup cannot be sent (COORDINATOR_NOT_AVAILABLE)")
+            return
         self.state = MemberState.SYNCING
         req = m.SyncGroupRequest(self.group_id, self.generation_id, self.member_id, self.group_instance_id,
                                  assignments)

@@ -174,8 +174,10 @@ def _compare_with_transaction_version_2(res: SeedResult) -> None:
     run = run_seed(res.seed, tv2, schedule=res.schedule)
     outcome = "no violation" if run.ok else "violations: " + ", ".join(sorted(run.violations))
     print(f"the same seed and faults under transaction.version 2, with a client that speaks it (the Java "
-          f"dialect): {outcome}" + (" -- under KIP-890 the coordinator tells a request of an earlier transaction "
-                                    "from one of the current; compare the two traces" if run.ok else ""))
+          f"dialect): {outcome}" + (". KIP-890 changes every transaction's requests (an epoch bump per "
+                                    "transaction, partitions added by the Produce itself): compare the two traces "
+                                    "to see whether it refused the request that did the harm here" if run.ok
+                                    else ""))
     print("replay under transaction.version 2: " + replay_command(res.seed, tv2, res.schedule))
 
 
