@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from txnlab.sweep.nemesis import schedule_from_json
 from txnlab.sweep.runner import RunConfig, run_seed
 
@@ -61,13 +63,26 @@ def test_a_classic_protocol_anomaly_is_replayed_under_transaction_version_2(caps
     assert "--transaction-version 2 --client-dialect java" in out
 
 
-def test_a_group_leader_that_lost_its_coordinator_does_not_send_sync_group_to_nobody():
-    """Seed 95717 (group-rebalance): the group's leader got its JoinGroup answer, asked for metadata to compute the
-    assignment, and meanwhile forgot its coordinator (a lost OffsetFetch answer broke the connection); it then sent
-    SyncGroup to no broker at all and the simulation crashed (AttributeError).  It now finds the coordinator and
-    joins again, as Java's sendSyncGroupRequest (COORDINATOR_NOT_AVAILABLE) and librdkafka do."""
-    res = _run(95717, RunConfig(workload="group-rebalance", faults="all", records=20), [
-        {"kind": "blackout", "node": "broker-0", "ms": 4000, "at": 388},
-        {"kind": "partition", "node": "broker-1", "others": ["feeder"], "ms": 1000, "at": 388},
-        {"kind": "drop", "api": "OffsetFetch", "response": True, "at": 812}])
-    assert res.ok and res.error is None, (res.violations, res.error)
+SEED_90460 = [{"kind": "partition", "node": "broker-0", "others": ["broker-1"], "ms": 5000, "at": 877},
+              {"kind": "blackout", "node": "broker-1", "ms": 8000, "at": 1187}]
+
+
+@pytest.mark.parametrize("dialect", ["librdkafka", "java"])
+def test_a_leader_that_lost_its_coordinator_while_assigning_joins_again(dialect):
+    """Seed 90460 (group-rebalance; 95717 is the same): the consumer became the group's leader and asked for metadata to run the
+    assignor; before the answer came (brokers were down for seconds), a failed OffsetFetch made it forget the
+    coordinator.  It then sent SyncGroup to no broker at all and the simulation crashed (crash).  As in Kafka's
+    AbstractCoordinator.sendSyncGroupRequest, an unknown coordinator now fails SyncGroup with
+    COORDINATOR_NOT_AVAILABLE and the member looks the coordinator up and joins again."""
+    cfg = RunConfig(workload="group-rebalance", faults="all", records=20, trace=True, dialect=dialect)
+    res = run_seed(90460, cfg, schedule=schedule_from_json(json.dumps(SEED_90460)), keep=True)
+    assert res.error is None
+    assert res.ok, res.violations
+    events = [json.loads(line) for line in res.trace_jsonl().splitlines()]
+    assert not [e for e in events if e["api"] == "SyncGroup" and not e["is_response"] and not e["dst"]]
+    assert any("the coordinator is unknown, so SyncGroup cannot be sent (COORDINATOR_NOT_AVAILABLE)" in d
+               for e in events for d in e["details"])
+    # it looked the coordinator up again (and the workload finished: every input offset committed)
+    assert any(e["api"] == "FindCoordinator" and e["is_response"] and e["kind"] == "deliver"
+               and e["node"] == "member-1.1-c" and e["time"] > 15255 for e in events)
+    assert res.history.attrs["finished"]
