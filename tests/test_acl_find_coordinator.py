@@ -102,8 +102,7 @@ def test_send_offsets_refused_the_groups_coordinator_aborts_only_the_transaction
 def test_a_real_client_refused_its_coordinator_at_the_wire_door():
     confluent_kafka = pytest.importorskip("confluent_kafka")
     c = cluster()
-    door = c.listen()
-    try:
+    with c.listen() as door:
         p = confluent_kafka.Producer({"bootstrap.servers": door.bootstrap_servers, "transactional.id": "secret",
                                       "client.id": "real-app"})
         with pytest.raises(confluent_kafka.KafkaException) as e:
@@ -114,5 +113,3 @@ def test_a_real_client_refused_its_coordinator_at_the_wire_door():
         with door.lock:
             assert sent(c, "InitProducerId", "real-app") == []
             assert 53 in answers(c, "FindCoordinator", "real-app")
-    finally:
-        door.close()

@@ -202,8 +202,7 @@ def test_a_java_consumers_poll_throws_topic_authorization_failed_then_reads_its_
 def test_a_real_producer_at_the_wire_door_fails_its_record_with_29_as_the_lab_client_does():
     confluent_kafka = pytest.importorskip("confluent_kafka")
     c = cluster()
-    door = c.listen()
-    try:
+    with c.listen() as door:
         p = confluent_kafka.Producer({"bootstrap.servers": door.bootstrap_servers, "client.id": "real-app",
                                       "message.timeout.ms": 30_000})
         reports = []
@@ -219,8 +218,6 @@ def test_a_real_producer_at_the_wire_door_fails_its_record_with_29_as_the_lab_cl
                        if m.api == "Metadata" and m.is_response and m.payload.topics.get("secret")]
             assert answers and all(a["secret"] == 29 for a in answers)
             assert all(tp[0] != "secret" for m in sent(c, "Produce", "real-app") for tp in m.payload.topic_data)
-    finally:
-        door.close()
 
 
 def test_a_real_consumer_at_the_wire_door_reports_the_refused_topic_as_the_lab_client_does():
@@ -230,8 +227,7 @@ def test_a_real_consumer_at_the_wire_door_reports_the_refused_topic_as_the_lab_c
     _fill_out(c)
     c.add_acl("User:ANONYMOUS", "TOPIC", "out", "READ")
     c.add_acl("User:ANONYMOUS", "GROUP", "g", "READ")
-    door = c.listen()
-    try:
+    with c.listen() as door:
         one = RealAdmin({"bootstrap.servers": door.bootstrap_servers}).list_topics("secret", timeout=20)
         assert one.topics["secret"].error.code() == confluent_kafka.KafkaError.TOPIC_AUTHORIZATION_FAILED
         consumer = confluent_kafka.Consumer({"bootstrap.servers": door.bootstrap_servers, "group.id": "g",
@@ -250,5 +246,3 @@ def test_a_real_consumer_at_the_wire_door_reports_the_refused_topic_as_the_lab_c
         assert errors == [("secret", 0, 29,
                            "Subscribed topic not available: secret: Broker: Topic authorization failed")]
         assert values == [b"v0", b"v1", b"v2"]
-    finally:
-        door.close()

@@ -136,11 +136,8 @@ def test_without_an_authorizer_every_principal_sees_everything():
 @pytest.fixture
 def door_on_acls():
     c, producers = two_open_transactions()
-    door = c.listen()
-    try:
+    with c.listen() as door:
         yield c, door
-    finally:
-        door.close()
 
 
 def allow(c, door, *acl, **kw):
