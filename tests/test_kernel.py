@@ -120,3 +120,46 @@ def test_a_run_collects_garbage_seldom_and_restores_the_collectors_thresholds():
     k.schedule(5, "timer", "n", "look again", fn=lambda: seen.append(gc.get_threshold()[0]))
     k.run_until_idle()
     assert seen[-1] == GC_YOUNG_THRESHOLD and gc.get_threshold() == before
+
+
+def _in_flight_produce(seed=0):
+    """A 3-broker cluster with one Produce request on the wire (queued as its message)."""
+    c = Cluster(brokers=3, seed=seed)
+    c.create_topic("t", partitions=1, replication_factor=3)
+    p = Producer({"bootstrap.servers": c.bootstrap, "linger.ms": 0})
+    p.produce("t", value=b"x")
+    c.kernel.run_until(lambda: any(m.api == "Produce" for m in c.kernel.network.in_flight()))
+    m = next(m for m in c.kernel.network.in_flight() if m.api == "Produce")
+    return c, p, m
+
+
+def test_a_message_on_the_wire_shows_as_the_event_that_delivers_it():
+    c, p, m = _in_flight_produce()
+    k = c.kernel
+    ev = next(e for e in k.pending_events() if e.msg is m)
+    assert (ev.kind, ev.node, ev.name, ev.time, ev.background) == ("deliver", m.dst, "Produce", m.deliver_at, False)
+    assert k.peek_event().time <= m.deliver_at
+    k.run_until(lambda: m.state == "delivered")
+    assert c.trace[-1].api == "Produce" and c.trace[-1].msg_id == m.id and c.trace[-1].time == m.deliver_at
+    assert all(e.msg is not m for e in k.pending_events())
+
+
+def test_a_message_taken_off_the_wire_is_never_delivered_and_leaves_nothing_to_wait_for():
+    c, p, m = _in_flight_produce()
+    k = c.kernel
+    k.network.drop(m, "taken by the test")
+    assert m.state == "dropped" and all(e.msg is not m for e in k.pending_events())
+    assert p.flush(10) == 0     # the producer notices the broken connection and sends the record again
+    c.run_until_idle()
+    assert k.idle               # the delivery taken back is not waited for
+    produce_deliveries = [e for e in c.trace if e.kind == "deliver" and e.api == "Produce" and not e.is_response]
+    assert m.id not in [e.msg_id for e in produce_deliveries] and len(produce_deliveries) == 1
+
+
+def test_a_message_to_a_paused_broker_arrives_when_it_wakes():
+    c, p, m = _in_flight_produce()
+    k = c.kernel
+    c.pause(m.dst, 500)
+    wake = k.now + 500
+    k.run_until(lambda: m.state == "delivered")
+    assert c.trace[-1].msg_id == m.id and c.trace[-1].time == wake and m.deliver_at < wake

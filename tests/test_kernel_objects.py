@@ -47,8 +47,9 @@ def test_a_delivery_entry_reads_as_one_built_by_the_class():
     m = c.kernel.network.message(e.msg_id)
     fresh = Message(m.id, m.src, m.dst, m.api, m.payload, m.sent_at, m.deliver_at, m.is_response,
                     m.correlation_id, m.background, m.sent_step, m.conn)
-    assert {n: v for n, v in _fields(m, Message).items() if n not in ("state", "event")} == \
-        {n: v for n, v in _fields(fresh, Message).items() if n not in ("state", "event")}
+    # (state, event and seq say where it is now: delivered, and no longer in the kernel's queue)
+    assert {n: v for n, v in _fields(m, Message).items() if n not in ("state", "event", "seq")} == \
+        {n: v for n, v in _fields(fresh, Message).items() if n not in ("state", "event", "seq")}
     assert m.state == "delivered" and m.event is None
 
 
@@ -74,7 +75,8 @@ def test_with_the_trace_off_an_observer_sees_delivery_entries_as_the_class_build
                            e.background)
         got = _fields(e, TraceEvent)
         assert got.pop("_sent") is None or all(isinstance(i, int) for i in e.sent)   # what the step sent
-        assert got == {n: v for n, v in _fields(built, TraceEvent).items() if n != "_sent"}
+        assert got.pop("_message").id == e.msg_id     # the delivered message (its fields are read from it)
+        assert got == {n: v for n, v in _fields(built, TraceEvent).items() if n not in ("_sent", "_message")}
 
 
 def test_a_line_narrated_unformatted_reads_as_the_formatted_line():

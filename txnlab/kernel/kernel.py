@@ -16,6 +16,8 @@ from random import Random
 from typing import Any, Callable, Optional, Protocol
 
 from .._mypyc import new as _new    # object.__new__ (compiled by mypyc: the class call)
+from .network import SEQ_BITS as _SEQ_BITS
+from .network import Message, Network
 from .trace import Trace, TraceEvent
 
 _new_entry = object.__new__     # trace.py is never compiled: its entries are always made this way
@@ -80,6 +82,13 @@ def _order(ev: Event) -> tuple:
     return (ev.time, ev.seq)
 
 
+def _delivery_of(m: Message) -> Event:
+    """The event that delivers ``m``, a message queued itself (see network.Message): as the kernel would have
+    made it, for those who look at the queue (pending_events, choices, peek_event) and for a delivery held for
+    a paused receiver."""
+    return Event(m.deliver_at, m.seq, "deliver", m.dst, m.api, msg=m, background=m.background)
+
+
 @mypyc_attr(native_class=False)
 class SimulationStuck(RuntimeError):
     """run_until_idle() took more steps than allowed, or events loop at one instant without the clock moving."""
@@ -92,7 +101,10 @@ class NothingCanArrive(SimulationStuck):
     while a call blocks (the notebook's other code waits for it).  Clients turn it into a KafkaException."""
 
 
-_SEQ_BITS = 40           # an event's heap key: (time << _SEQ_BITS) | seq, in (time, seq) order below 2**40 events
+# What a delivery taken back (Kernel.cancel_delivery) leaves in the queue under its message's key: an event
+# already cancelled, skipped like any other.
+_TAKEN_BACK = Event(kind="deliver", background=True)
+_TAKEN_BACK.cancelled = True
 
 # While the simulation runs, the garbage collector's young generation is collected every GC_YOUNG_THRESHOLD
 # allocations instead of Python's 700: a run makes a few dozen short-lived objects per step and almost no
@@ -119,8 +131,6 @@ class Kernel:
     """Clock + RNG + queue + trace.  One per cluster."""
 
     def __init__(self, seed: int = 0, latency_ms: int = 1, jitter_ms: int = 0) -> None:
-        from .network import Network
-
         self.seed = seed
         self.now = 0
         self.rng = Random(seed)
@@ -131,9 +141,10 @@ class Kernel:
         # is this record, never its name or anything a client's config says
         self.servers: dict[str, Process] = {}
         # The heap holds one int per event, (time << _SEQ_BITS) | seq: ints compare in C, one comparison each
-        # (no tuple to build and compare item by item, no Event.__lt__); ``_queued`` maps it to its event.
+        # (no tuple to build and compare item by item, no Event.__lt__); ``_queued`` maps it to its event, or
+        # to the message itself for most deliveries (see network.Message).
         self._queue: list[int] = []
-        self._queued: dict[int, Event] = {}
+        self._queued: dict[int, Any] = {}
         # Request timeouts are almost always cancelled (the answer comes first).  They wait in lanes, one per
         # delay: a lane is in (time, seq) order because the clock never goes back, and only its head is in the
         # heap.  A cancelled timeout is dropped from its lane when it reaches the head -- the heap never sees
@@ -262,8 +273,10 @@ class Kernel:
         self._queued[key] = ev
 
     def _all_queued(self):
-        """Every queued event (cancelled ones too), in no particular order."""
-        yield from self._queued.values()
+        """Every queued event (cancelled ones too), in no particular order; a message queued itself as the
+        event that delivers it."""
+        for ev in self._queued.values():
+            yield _delivery_of(ev) if ev.__class__ is Message else ev
         for lane in self._lanes.values():
             yield from islice(lane, 1, None)     # a lane's head is in the heap
 
@@ -275,6 +288,19 @@ class Kernel:
             ev.fn = ev.arg = None
             if not ev.background:
                 self._foreground -= 1
+
+    def cancel_delivery(self, m: Message) -> None:
+        """Take back the delivery of message ``m`` (its connection closed; a fault drops or re-times it)."""
+        ev = m.event
+        if ev is not None:
+            self.cancel(ev)
+            m.event = None
+        elif m.seq:
+            key = (m.deliver_at << _SEQ_BITS) | m.seq
+            if self._queued.get(key) is m:
+                self._queued[key] = _TAKEN_BACK
+                if not m.background:
+                    self._foreground -= 1
 
     def cancel_timers_of(self, node: str) -> None:
         for ev in self._all_queued():
@@ -308,7 +334,10 @@ class Kernel:
             ev = queued.pop(heapq.heappop(q))
             if ev.lane is not None:
                 self._left_lane(ev)
-        return queued[q[0]] if q else None
+        if not q:
+            return None
+        ev = queued[q[0]]
+        return _delivery_of(ev) if ev.__class__ is Message else ev
 
     def next_event_time(self) -> Optional[int]:
         ev = self.peek_event()
@@ -406,6 +435,25 @@ class Kernel:
         queued = self._queued
         while q:
             ev = queued.pop(heapq.heappop(q))
+            if ev.__class__ is Message:
+                # a message queued itself (network.Message): deliver it
+                node = self.nodes.get(ev.dst)
+                if node is not None and node.paused_until > ev.deliver_at and node.alive:
+                    # its receiver is paused: from now on an event holds its delivery (as below)
+                    self._seq += 1
+                    held = ev.event = _delivery_of(ev)
+                    held.time = node.paused_until
+                    held.seq = self._seq
+                    self._push(held)
+                    continue
+                if not ev.background:
+                    self._foreground -= 1
+                if ev.deliver_at > self.now:
+                    self.now = ev.deliver_at
+                self.step_count += 1
+                tev = self.network.deliver(ev, node)
+                self.current = None
+                return tev
             if ev.lane is not None:
                 self._left_lane(ev)
             if ev.cancelled:

@@ -8,6 +8,7 @@ checkers read the trace; they never reach into the engine.
 from __future__ import annotations
 
 import json
+from operator import attrgetter
 from typing import Iterator, Optional
 
 
@@ -47,12 +48,15 @@ class TraceEvent:
         self._sent = sent
         self._attrs = attrs
 
-    @classmethod
-    def delivery(cls, step: int, time: int, message) -> "TraceEvent":
-        """The entry of a delivered message: its line ("broker-1 got Produce from producer-1 (...)") is
-        written only when someone reads it -- most steps of a long run are never read one by one."""
-        ev = cls(step, time, "deliver", message.dst, None, message.api, message.src, message.dst, message.id,
-                 message.is_response, message.background)
+    @staticmethod
+    def delivery(step: int, time: int, message) -> "TraceEvent":
+        """The entry of a delivered message (a ``DeliveryEvent``: ``Network.deliver`` builds it so)."""
+        ev = object.__new__(DeliveryEvent)
+        ev.step = step
+        ev.time = time
+        ev.background = message.background
+        ev._details = ev._sent = ev._attrs = None
+        ev._text = None
         ev._message = message
         return ev
 
@@ -148,6 +152,36 @@ class TraceEvent:
     @classmethod
     def from_dict(cls, d: dict) -> "TraceEvent":
         return cls(**d)
+
+
+def _from_message(field: str, doc: str) -> property:
+    return property(attrgetter("_message." + field), doc=doc)
+
+
+class DeliveryEvent(TraceEvent):
+    """The entry of a delivered message, one per message (``Network.deliver`` builds it field by field, as
+    TraceEvent says).  What it shares with its message -- API, source, destination, id, direction -- is read
+    from the message instead of copied into six fields of every entry (~1.5 % of a transaction's
+    instructions); ``background`` stays its own (a handler may make its step part of the story).  Its line
+    ("broker-1 got Produce from producer-1 (...)") is written only when someone reads it: most steps of a long
+    run are never read one by one."""
+
+    __slots__ = ()
+
+    kind = "deliver"
+    node = _from_message("dst", "the process that got the message")
+    api = _from_message("api", "the message's API")
+    src = _from_message("src", "who sent the message")
+    dst = _from_message("dst", "who got the message")
+    msg_id = _from_message("id", "the message's id")
+    is_response = _from_message("is_response", "a response (else a request)")
+
+    @property
+    def text(self) -> str:
+        t = self._text
+        if t is None:
+            t = self._text = self._message.delivery_text()
+        return t
 
 
 class TraceWindow:
