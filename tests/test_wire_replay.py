@@ -10,7 +10,8 @@ import uuid
 
 from txnlab.cluster import Cluster
 from txnlab.wire.apis_data import topic_id
-from txnlab.wire.replay import inputs_from_jsonl, inputs_to_jsonl, replay
+from txnlab.wire import clock
+from txnlab.wire.replay import ReplayDoor, inputs_from_jsonl, inputs_to_jsonl, replay
 from wire_helpers import commit_abort_commit, consumer, lab, producer, read_all, values
 
 
@@ -130,3 +131,37 @@ def test_a_recreated_topics_id_is_the_same_in_the_replay():
     again = _recreated()
     replay(again, door.inputs)
     assert _digest(again) == _digest(c)
+
+
+def test_work_stopped_at_the_lead_goes_on_as_soon_as_the_wall_clock_repays_some(monkeypatch):
+    """When the requests' work has used the whole lead, what it still has to do (here: a timer 8 ms away) runs as
+    soon as the wall clock has repaid enough of the lead, not once it has repaid all of it (a real client saw a
+    one-second stall every ~50 one-record transactions), and the replay repeats it from the recorded settle."""
+    wall = [0.0]
+    monkeypatch.setattr(clock, "monotonic", lambda: wall[0])
+    opened = {"kind": "open", "ports": {}, "mode": "run", "clock": "wall", "settle_ms": 2_000, "lead_ms": 50,
+              "request_timeout_ms": 30_000, "max_connections": 10}
+
+    def with_work(cluster):
+        fired = []
+        cluster.kernel.schedule(8, "timer", "broker-0", "the requests' remaining work",
+                                fn=lambda: fired.append(cluster.kernel.now))
+        return fired
+
+    c = _fresh()
+    door = ReplayDoor(c, opened)
+    fired = with_work(c)
+    start = c.kernel.now
+    door._lead = door.lead_ms            # the requests' work used the whole lead
+    wall[0] += 0.005
+    door._pump()                         # 5 ms repaid: the timer is further away than that
+    assert fired == [] and door._lead == 45
+    wall[0] += 0.005
+    door._pump()                         # 10 ms repaid: the timer runs, 40 ms of the lead are left to repay
+    assert fired == [start + 8] and door._lead == 48
+    assert [e for e in door.inputs if e["kind"] == "settle"] == [{"kind": "settle", "requests": [], "until": start + 10}]
+
+    again = _fresh()
+    fired_again = with_work(again)
+    replay(again, door.inputs)
+    assert fired_again == fired and again.trace.to_jsonl() == c.trace.to_jsonl()

@@ -276,7 +276,6 @@ class Network:
         m.sent_step = k.step_count
         m.conn = conn
         m.lose_response = False
-        m.seq = 0
         if self.keep_history:
             hist = self.messages
             hist[mid] = m
@@ -309,9 +308,11 @@ class Network:
                 if not background:
                     k._foreground += 1
             else:
+                m.seq = 0
                 m.event = k.schedule_delivery(m)
             self._in_flight[mid] = m
             return m
+        m.seq = 0           # (not queued as itself: see Message)
         if conn.state in ("closed", "broken"):
             m.state = "dropped"
             m.note = f"its connection was {conn.state}"

@@ -6,13 +6,15 @@ from __future__ import annotations
 
 import time
 
+monotonic = time.monotonic      # the wall clock this module reads (a test may put a clock of its own here)
+
 
 class WallClock:
     """The door's clock and its record of inputs (state set by ``_start_clock``)."""
 
     def _start_clock(self, lead_ms: int) -> None:
         self.lead_ms = lead_ms
-        self._wall = time.monotonic()
+        self._wall = monotonic()
         self._lead = 0                   # ms the requests' own work moved simulated time ahead of the wall clock
         self._clock_step = None          # the door's last clock step and the kernel's step count after it
         self._clock_after = -1
@@ -34,7 +36,7 @@ class WallClock:
     def _pump(self) -> None:
         """Run mode: simulated time follows the wall clock while nothing else moves it (timers fire:
         parked fetches answer, sessions expire, the controller fences a crashed broker)."""
-        now = time.monotonic()
+        now = monotonic()
         elapsed = int((now - self._wall) * 1000)
         if elapsed < 5:
             return
@@ -45,6 +47,23 @@ class WallClock:
                 repaid = min(ms, self._lead)     # the wall clock catches up with what the requests' work moved
                 self._lead -= repaid
                 self._advance(ms - repaid)
+                if repaid:
+                    self._resume()
+
+    def _resume(self) -> None:
+        """Work the requests started that stopped at the lead (the cluster is not idle, and its next event is
+        within the budget the wall clock just repaid) goes on at once, as far as the budget goes: a recorded
+        settle, as after a request.  (Without it that work waited until the whole lead was repaid -- a second
+        of wall time in which a real client saw nothing answered, every ~50 one-record transactions.)"""
+        k = self.kernel
+        if k.idle:
+            return
+        until = k.now + max(0, min(self.settle_ms, self.lead_ms - self._lead))
+        t = k.next_event_time()
+        if t is None or t > until:
+            return
+        self._input({"kind": "settle", "requests": [], "until": until})
+        self._settle([], until)
 
     def _advance(self, ms: int) -> None:
         """Move simulated time on by ``ms`` as a step of its own (kind ``clock``), so that a replay repeats it.
