@@ -435,32 +435,23 @@ class Kernel:
         queued = self._queued
         while q:
             ev = queued.pop(heapq.heappop(q))
-            if ev.__class__ is Message:
-                # a message queued itself (network.Message): deliver it
-                node = self.nodes.get(ev.dst)
-                if node is not None and node.paused_until > ev.deliver_at and node.alive:
-                    # its receiver is paused: from now on an event holds its delivery (as below)
-                    self._seq += 1
-                    held = ev.event = _delivery_of(ev)
-                    held.time = node.paused_until
-                    held.seq = self._seq
-                    self._push(held)
+            if ev.__class__ is Message:     # a message queued itself (see network.Message): its delivery
+                m = ev
+                at = m.deliver_at
+                node = self.nodes.get(m.dst)
+            else:
+                if ev.lane is not None:
+                    self._left_lane(ev)
+                if ev.cancelled:
                     continue
-                if not ev.background:
-                    self._foreground -= 1
-                if ev.deliver_at > self.now:
-                    self.now = ev.deliver_at
-                self.step_count += 1
-                tev = self.network.deliver(ev, node)
-                self.current = None
-                return tev
-            if ev.lane is not None:
-                self._left_lane(ev)
-            if ev.cancelled:
-                continue
-            node = self.nodes.get(ev.node)
-            if node is not None and node.paused_until > ev.time and node.alive:
-                # A paused process handles nothing until it wakes: hold the event.
+                m = ev.msg                  # None for a timer
+                at = ev.time
+                node = self.nodes.get(ev.node)
+            if node is not None and node.paused_until > at and node.alive:
+                # A paused process handles nothing until it wakes: hold the event (a message's delivery is
+                # held by an event from now on).
+                if ev is m:
+                    ev = m.event = _delivery_of(m)
                 ev.time = node.paused_until
                 self._seq += 1
                 ev.seq = self._seq
@@ -468,13 +459,10 @@ class Kernel:
                 continue
             if not ev.background:
                 self._foreground -= 1
-            if ev.time > self.now:
-                self.now = ev.time
+            if at > self.now:
+                self.now = at
             self.step_count += 1
-            if ev.kind == "deliver":
-                tev = self.network.deliver(ev.msg, node)
-            else:
-                tev = self._fire_timer(ev, node)
+            tev = self._fire_timer(ev, node) if m is None else self.network.deliver(m, node)
             self.current = None
             return tev
         return None
