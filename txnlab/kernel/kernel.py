@@ -419,20 +419,22 @@ class Kernel:
         """Execute exactly one event.  Returns its trace entry, or None if nothing is queued.
         ``choice`` runs ``choices()[choice]`` instead of the earliest event (an explorer's pick)."""
         if choice is not None:
-            ev = self.choices()[choice]
-            key = (ev.time << _SEQ_BITS) | ev.seq
+            chosen = self.choices()[choice]
+            key = (chosen.time << _SEQ_BITS) | chosen.seq
             del self._queued[key]
             self._queue.remove(key)
             heapq.heapify(self._queue)
             self._foreground -= 1
-            if ev.time > self.now:
-                self.now = ev.time
+            if chosen.time > self.now:
+                self.now = chosen.time
             self.step_count += 1
-            tev = self.network.deliver(ev.msg)
+            tev = self.network.deliver(chosen.msg)
             self.current = None
             return tev
         q = self._queue
         queued = self._queued
+        ev: Any       # an Event, or a Message queued itself (see network.Message)
+        m: Optional[Message]        # the message it delivers (None: a timer)
         while q:
             ev = queued.pop(heapq.heappop(q))
             if ev.__class__ is Message:     # a message queued itself (see network.Message): its delivery

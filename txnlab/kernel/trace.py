@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 from operator import attrgetter
-from typing import Iterator, Optional
+from typing import Any, Iterator, Optional
 
 
 class TraceEvent:
@@ -36,7 +36,7 @@ class TraceEvent:
         self.kind = kind
         self.node = node
         self._text = text
-        self._message = None      # a delivery's line is written from its message when first read
+        self._message: Any = None      # a delivery: its message (its line is written from it when first read)
         self.api = api
         self.src = src
         self.dst = dst
@@ -112,11 +112,7 @@ class TraceEvent:
 
     @property
     def text(self) -> str:
-        t = self._text
-        if t is None:
-            t = self._text = self._message.delivery_text()
-            self._message = None
-        return t
+        return self._text
 
     def __eq__(self, other) -> bool:
         if not isinstance(other, TraceEvent):
