@@ -78,7 +78,7 @@ lab.topics(), service.producer.name
 #
 # `send_message_in_transaction(msg, arg)` does three things, and here each is a step of the producer process:
 #
-# 1. **SEND_MESSAGE** with the property `TRAN_MSG=true`. The broker sees the flag and does *not* store the
+# 1. **SEND_MESSAGE_V2** (the producer's send request) with the property `TRAN_MSG=true`. The broker sees the flag and does *not* store the
 #    message in `order-topic`: it records `REAL_TOPIC` and `REAL_QID` in the message's properties and stores it
 #    in **`RMQ_SYS_TRANS_HALF_TOPIC` queue 0**, which no consumer reads.
 # 2. **executeLocalTransaction**: the order goes into the database.

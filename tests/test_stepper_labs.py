@@ -77,11 +77,11 @@ def test_rocketmq_stepper_shows_the_half_and_op_topics_steps_and_goes_back():
     s = Stepper(RMQ, granularity="event")
     assert s._tabs.titles == ("Half and op topics", "Messages", "Trace")
     assert s.log_strip is None and s.coordinators is None           # no Kafka partition logs here
-    assert {v for _, v in s._f_api.options} >= {"SEND_MESSAGE", "END_TRANSACTION", "CHECK_TRANSACTION_STATE"}
+    assert {v for _, v in s._f_api.options} >= {"SEND_MESSAGE_V2", "END_TRANSACTION", "CHECK_TRANSACTION_STATE"}
     assert "Produce" not in {v for _, v in s._f_api.options}
     s._btn_step.click()
     assert s.position == 1 and s._slider.value == 1
-    assert s.step_until("got SEND_MESSAGE from producer-1")
+    assert s.step_until("got SEND_MESSAGE_V2 from producer-1")
     stored = s.position
     assert "stored in RMQ_SYS_TRANS_HALF_TOPIC queue 0 at offset 0" in s.narration
     assert half_cells(s) == [(0, "#f0ad4e")]                        # one pending half message

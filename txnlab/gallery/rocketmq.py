@@ -78,7 +78,7 @@ GALLERY = {sc.name: sc for sc in [
     Scenario(
         "rocketmq-end-transaction-lost", "RocketMQ: the one-way END_TRANSACTION is lost; the check-back repairs it",
         "The seed's order service creates order o-1: its TransactionMQProducer sends a half message "
-        "(SEND_MESSAGE with TRAN_MSG=true: the broker parks it in RMQ_SYS_TRANS_HALF_TOPIC queue 0, where no "
+        "(SEND_MESSAGE_V2 with TRAN_MSG=true: the broker parks it in RMQ_SYS_TRANS_HALF_TOPIC queue 0, where no "
         "consumer reads), runs the local transaction (the order goes into its SQLite table) and sends "
         "END_TRANSACTION one-way, which is lost. A consumer of order-topic polls. The broker's check service "
         "wakes every transactionCheckInterval (60 s), finds the half message older than transactionTimeOut "

@@ -1,6 +1,6 @@
 """A RocketMQ broker (``BrokerController``) as a simulated process.
 
-Owns the request processors by RocketMQ request code: SEND_MESSAGE (``SendMessageProcessor``: a
+Owns the request processors by RocketMQ request code: SEND_MESSAGE_V2 (``SendMessageProcessor``: a
 message with TRAN_MSG=true becomes a half message), END_TRANSACTION (``EndTransactionProcessor``:
 commit copies the half message to its real topic and queue, then writes the op message; rollback
 writes only the op message), PULL_MESSAGE, GET_MAX_OFFSET, HEART_BEAT / UNREGISTER_CLIENT
@@ -162,7 +162,7 @@ class BrokerController(Node):
         return RemotingResponse(ResponseCode.SUCCESS)
 
     # ------------------------------------------------------------------ send
-    def handle_SEND_MESSAGE(self, req):
+    def handle_SEND_MESSAGE_V2(self, req):
         R = SendMessageResponseHeader
         if req.topic in SYSTEM_TOPICS:
             self.narrate(f"{req.topic} is a system topic: clients may not send to it -> NO_PERMISSION")

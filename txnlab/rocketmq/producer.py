@@ -2,14 +2,14 @@
 the ``TransactionListener`` an application implements.
 
 ``send_message_in_transaction(msg, arg)`` follows DefaultMQProducerImpl.sendMessageInTransaction:
-mark the message TRAN_MSG=true and PGROUP=<group>, send it (SEND_MESSAGE; the broker keeps it as a
+mark the message TRAN_MSG=true and PGROUP=<group>, send it (SEND_MESSAGE_V2; the broker keeps it as a
 half message), and only if the send was SEND_OK run ``execute_local_transaction(msg, arg)``; then
 tell the broker the outcome with a ONE-WAY END_TRANSACTION (COMMIT / ROLLBACK / NOT type for
 UNKNOW).  One-way means the producer never learns whether the broker got it: the broker's check
 service (CHECK_TRANSACTION_STATE -> ``check_local_transaction(msg)``) is the safety net.
 
 In the simulation the calling thread's three moves are three steps of the producer process
-(the SEND_MESSAGE response arrives; ``executeLocalTransaction`` runs; ``endTransaction`` sends),
+(the SEND_MESSAGE_V2 response arrives; ``executeLocalTransaction`` runs; ``endTransaction`` sends),
 so a crash or a pause can fall between any two of them.
 """
 from __future__ import annotations
@@ -22,7 +22,7 @@ from .client import ExecutorService
 from .message import (LocalTransactionState, Message, MessageQueue, MQClientException, SendResult, SendStatus,
                       TransactionSendResult)
 from .protocol import (SYSTEM_TOPICS, EndTransactionRequestHeader, MessageConst, MessageSysFlag, ResponseCode,
-                       SendMessageRequestHeader)
+                       SendMessageRequestHeaderV2)
 
 SEND_MSG_TIMEOUT = 3_000
 RETRY_TIMES_WHEN_SEND_FAILED = 2
@@ -58,7 +58,7 @@ class TransactionSendOp:
     def __init__(self, msg: Message, arg) -> None:
         self.msg = msg
         self.arg = arg
-        self.stage = "SEND_MESSAGE"   # -> HALF_STORED -> LOCAL_TRANSACTION_DONE -> END_TRANSACTION_SENT | FAILED
+        self.stage = "SEND_MESSAGE_V2"   # -> HALF_STORED -> LOCAL_TRANSACTION_DONE -> END_TRANSACTION_SENT | FAILED
         self.send_result: Optional[SendResult] = None
         self.local_transaction_state: Optional[LocalTransactionState] = None
         self.local_exception: Optional[BaseException] = None
@@ -164,16 +164,16 @@ class DefaultMQProducerImpl:
         self._send_which_queue += 1
         op.attempts += 1
         m = op.msg
-        req = SendMessageRequestHeader(self.p.producer_group, m.topic, mq.queue_id,
-                                       MessageSysFlag.TRANSACTION_PREPARED_TYPE, self.kernel.now, self.client.name,
-                                       tuple(m.properties.items()), m.body)
+        req = SendMessageRequestHeaderV2(self.p.producer_group, m.topic, mq.queue_id,
+                                         MessageSysFlag.TRANSACTION_PREPARED_TYPE, self.kernel.now, self.client.name,
+                                         tuple(m.properties.items()), m.body)
         self.client.send_request(mq.broker_name, req, lambda resp, err: self._on_send_response(op, mq, resp, err),
                                  timeout_ms=SEND_MSG_TIMEOUT)
 
     def _on_send_response(self, op, mq, resp, err) -> None:
         if err is not None:
             if op.attempts < 1 + RETRY_TIMES_WHEN_SEND_FAILED:
-                self.narrate(f"{self.client.name}: SEND_MESSAGE failed ({err.name}); retrying "
+                self.narrate(f"{self.client.name}: SEND_MESSAGE_V2 failed ({err.name}); retrying "
                              f"(attempt {op.attempts + 1} of {1 + RETRY_TIMES_WHEN_SEND_FAILED})")
                 self._send(op)
             else:

@@ -1,10 +1,10 @@
 """RocketMQ's remoting protocol, the parts transactions use: request codes, response codes,
 ``MessageSysFlag`` transaction bits, ``MessageConst`` property names, system topics and the
-request/response headers (``SendMessageRequestHeader``, ``EndTransactionRequestHeader``,
+request/response headers (``SendMessageRequestHeaderV2``, ``EndTransactionRequestHeader``,
 ``CheckTransactionStateRequestHeader``, ``PullMessageRequestHeader``, ...).
 
 Each request is a small frozen dataclass whose ``API`` is RocketMQ's ``RequestCode`` name, so
-the trace reads ``SEND_MESSAGE``, ``END_TRANSACTION``, ``CHECK_TRANSACTION_STATE``.  A
+the trace reads ``SEND_MESSAGE_V2``, ``END_TRANSACTION``, ``CHECK_TRANSACTION_STATE``.  A
 RocketMQ header carries strings; here fields keep their Python types.  The body (the message)
 travels beside the header fields in the same dataclass.
 """
@@ -25,6 +25,7 @@ class RequestCode:
     CHECK_TRANSACTION_STATE = 39
     REGISTER_BROKER = 103
     GET_ROUTEINFO_BY_TOPIC = 105
+    SEND_MESSAGE_V2 = 310       # what the producer sends (MQClientAPIImpl: sendSmartMsg, true by default)
 
 
 class ResponseCode:
@@ -162,8 +163,12 @@ class RemotingResponse:
 
 # ------------------------------------------------------------------- send
 @dataclass(frozen=True)
-class SendMessageRequestHeader:
-    API = "SEND_MESSAGE"
+class SendMessageRequestHeaderV2:
+    """What RocketMQ's producer sends: MQClientAPIImpl.sendMessage uses SEND_MESSAGE_V2 (the fields of
+    SendMessageRequestHeader under one-letter names on the wire) unless the system property
+    ``org.apache.rocketmq.client.sendSmartMsg`` is false; the broker's SendMessageProcessor reads it back as the
+    plain header."""
+    API = "SEND_MESSAGE_V2"
     producer_group: str
     topic: str
     queue_id: int
@@ -283,7 +288,7 @@ class GetMaxOffsetResponseHeader:
 
 
 ALL_APIS = frozenset(c.API for c in (RegisterBrokerRequestHeader, GetRouteInfoRequestHeader, HeartbeatData,
-                                     UnregisterClientRequestHeader, SendMessageRequestHeader,
+                                     UnregisterClientRequestHeader, SendMessageRequestHeaderV2,
                                      EndTransactionRequestHeader, CheckTransactionStateRequestHeader,
                                      PullMessageRequestHeader, GetMaxOffsetRequestHeader))
 
