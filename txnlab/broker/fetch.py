@@ -110,7 +110,6 @@ class FetchHandling:
                 self._session_followers_caught_up(req.replica_id, sess, parts)
         resp, has_data = self._read_fetch(req, parts, initial=True, session=sess, news_only=req.max_wait_ms > 0)
         if has_data or req.max_wait_ms <= 0:
-            self._note_sent(req, resp)
             return resp
         # most long-polls are answered by news before they expire: a timeout lane, no closure per fetch
         timer = self.kernel.schedule_timeout(req.max_wait_ms, self.name, ("Fetch long-poll expiry (#%d)", msg.id),
@@ -170,7 +169,6 @@ class FetchHandling:
             if pf.msg is msg:
                 self.parked.remove(pf)
                 resp, _ = self._read_fetch(msg.payload, self._parked_parts(pf), session=pf.session)
-                self._note_sent(msg.payload, resp)
                 # an empty answer to a background long-poll stays background (run_until_idle ignores it)
                 self.respond(msg, resp, background=msg.background and self._quiet(resp))
                 return
@@ -189,7 +187,6 @@ class FetchHandling:
                 resp, has_data = self._read_fetch(pf.msg.payload, parts, session=pf.session, news_only=True)
                 if has_data:
                     self.kernel.cancel(pf.timer)
-                    self._note_sent(pf.msg.payload, resp)
                     msg = pf.msg            # self.respond(msg, resp), inlined (once per replicated write)
                     self.kernel.network.send(self.name, msg.src, msg.api, resp, True, msg.correlation_id,
                                              reply_to=msg)
@@ -199,19 +196,14 @@ class FetchHandling:
             waiting.append(pf)
         self.parked = waiting
 
-    def _note_sent(self, req, resp) -> None:
-        if req.replica_id < 0:
-            return
-        for tp, d in resp.partitions.items():
-            p = self.partitions.get(tp)
-            f = p.followers.get(req.replica_id) if p is not None else None
-            if f is not None:
-                f.last_sent_hw = d.high_watermark
-
     def _read_fetch(self, req, parts: Optional[dict] = None, initial: bool = False, session=None,
                     news_only: bool = False) -> tuple:
         """(the FetchResponse, whether it carries news).  ``news_only``: the caller answers only with news (a
-        long-poll parks otherwise), so an answer without any is not built: (None, False)."""
+        long-poll parks otherwise), so an answer without any is not built: (None, False).
+
+        Every answer built is sent (without ``news_only`` it always is; with it, only news is built), so a
+        follower's FollowerState learns here which HW it is sent (``last_sent_hw``, read by the 'nothing new'
+        test): at once for an entry of an answer that will be sent, at the end for a quiet entry."""
         out: dict = {}      # tp -> FetchPartitionData (None: a quiet follower partition, written at the end)
         has_data = False
         follower = req.replica_id >= 0
@@ -230,6 +222,10 @@ class FetchHandling:
                 err = Errors.FENCED_LEADER_EPOCH if fp.current_leader_epoch < p.leader_epoch else Errors.UNKNOWN_LEADER_EPOCH
                 out[tp] = m.FetchPartitionData(err)
                 has_data = True
+                if follower:
+                    f = p.followers.get(req.replica_id)
+                    if f is not None:
+                        f.last_sent_hw = -1     # (the HW of that answer: none)
                 continue
             log = p.log
             if follower:
@@ -241,12 +237,14 @@ class FetchHandling:
                         f.last_caught_up_ms = f.last_fetch_ms = now
                     continue        # nothing new here: left out of the response (an incremental fetch, KIP-227)
                 d = self._read_follower(p, req.replica_id, fp, now, initial, news_only)
+                if f is None:
+                    f = p.followers.get(req.replica_id)     # (its first fetch made it)
                 if d is None:
                     # Nothing to send from here (no record past its offset, no divergence) in an answer sent only
                     # with news: its entry is written below only if the answer is sent -- most such reads (a
                     # follower's fetch that will park, a parked fetch woken up by a HW move) send nothing.
                     out[tp] = None
-                    entry = (tp, log.high_watermark, log.last_stable_offset, log.log_start_offset)
+                    entry = (tp, log.high_watermark, log.last_stable_offset, log.log_start_offset, f)
                     if quiet is None:
                         quiet = [entry]
                     else:
@@ -257,6 +255,9 @@ class FetchHandling:
                 # follower learns the HW one fetch later, or when its long-poll expires.
                 if d.records or d.diverging_epoch or d.error:
                     has_data = True
+                # (this answer is sent: with news_only, _read_follower returns news or None)
+                if f is not None:
+                    f.last_sent_hw = d.high_watermark
                 out[tp] = d
                 continue
             committed = req.isolation_level == m.READ_COMMITTED and "ignore-lso" not in self.mutations
@@ -289,8 +290,10 @@ class FetchHandling:
         if news_only and not has_data:
             return None, False
         if quiet is not None:
-            for tp, hw, lso, log_start in quiet:
+            for tp, hw, lso, log_start, f in quiet:
                 out[tp] = _fetched(hw, lso, log_start, None, ())
+                if f is not None:
+                    f.last_sent_hw = hw
         resp: m.FetchResponse = _new_message(m.FetchResponse)  # FetchResponse(out, 0, session id or 0)
         resp.partitions = out
         resp.error = 0
