@@ -48,14 +48,28 @@ def _fetched(high_watermark: int, last_stable_offset: int, log_start_offset: int
 
 
 class ParkedFetch:
-    __slots__ = ("msg", "timer", "tps", "parts", "session")
+    """A long-poll fetch waiting for news (Kafka's DelayedFetch).
 
-    def __init__(self, msg=None, timer=None, tps=None, parts=None, session=None):
+    ``seen``: for a follower's session fetch, the broker's ``isr_version`` when it last looked at every partition
+    of its answer (``parts`` and the session's ``dirty``) and found nothing new, with nothing of its session
+    changed since; -1 when that is not known (a consumer's fetch, or a session changed while its fetch was read).
+    What a follower's fetch finds new in a partition (no leader here, another leader epoch, a diverging epoch, an
+    offset other than the LEO) changes only with an append or a truncation (each followed by
+    ``_complete_parked_for`` of that partition, which looks at every fetch parked on it), with a partition's leader
+    or epoch (each bumps ``isr_version``) or when a partition is dropped (StopReplica, again followed by
+    ``_complete_parked_for``).  So while ``seen`` is the ``isr_version``, a wake-up for ``tp`` finds news only if
+    ``tp`` has some: one partition to look at, not every one of the answer (most wake-ups are the HW moves of a
+    partition, which bring a follower nothing new: its fetch stays parked, as Kafka's DelayedFetch.tryComplete
+    finds it)."""
+    __slots__ = ("msg", "timer", "tps", "parts", "session", "seen")
+
+    def __init__(self, msg=None, timer=None, tps=None, parts=None, session=None, seen=-1):
         self.msg = msg
         self.timer = timer
         self.tps = tps
         self.parts = parts
         self.session = session
+        self.seen = seen
 
 
 class FetchSession:
@@ -120,6 +134,9 @@ class FetchHandling:
         pf.tps = sess.partitions if sess is not None else set(parts)    # a session's fetch waits on all of it
         pf.parts = parts
         pf.session = sess
+        # (no news in any partition read, and none marked since in the session: the read may have moved a HW, whose
+        # consequences -- a coordinator's next write -- mark what they change)
+        pf.seen = self.isr_version if sess is not None and not sess.dirty else -1
         self.parked.append(pf)
         return None
 
@@ -179,10 +196,27 @@ class FetchHandling:
                 sess.dirty[tp] = None
         if not self.parked:
             return
+        p = self.partitions.get(tp)
+        leo = p.log.log_end_offset if p is not None and p.is_leader else None
+        version = self.isr_version
         # the fetches that stay parked, collected in one pass (reading a parked fetch parks or answers no other)
         waiting = []
         for pf in self.parked:
             if tp in pf.tps:
+                if pf.seen == version and leo is not None:
+                    # Nothing else of its answer changed since it looked (see ParkedFetch): tp decides.  A follower
+                    # fetching tp at its LEO, in this leader's epoch and in the log's latest epoch finds nothing new
+                    # there (what _read_fetch and _read_follower would find).
+                    fp = pf.parts.get(tp)
+                    if fp is None:
+                        fp = pf.session.partitions.get(tp)      # (where the session's view finds it)
+                    if fp is not None and fp.fetch_offset == leo \
+                            and (fp.current_leader_epoch < 0 or fp.current_leader_epoch == p.leader_epoch):
+                        epoch = fp.last_fetched_epoch
+                        entries = p.log.epoch_entries
+                        if epoch < 0 or (entries and entries[-1].epoch == epoch):
+                            waiting.append(pf)
+                            continue
                 parts = pf.parts if pf.session is None else pf.session.view(pf.parts)     # _parked_parts(pf)
                 resp, has_data = self._read_fetch(pf.msg.payload, parts, session=pf.session, news_only=True)
                 if has_data:
@@ -193,6 +227,7 @@ class FetchHandling:
                     continue
                 if pf.session is not None:
                     pf.parts = parts           # keep what was looked at for the next wake-up
+                    pf.seen = version          # (a parked fetch's read moves no HW: it changed nothing)
             waiting.append(pf)
         self.parked = waiting
 
