@@ -47,6 +47,11 @@ def _fetched(high_watermark: int, last_stable_offset: int, log_start_offset: int
     return d
 
 
+def _epoch_error(fp, p) -> Errors:
+    """A fetch that names another leader epoch than the partition's here (KIP-320)."""
+    return Errors.FENCED_LEADER_EPOCH if fp.current_leader_epoch < p.leader_epoch else Errors.UNKNOWN_LEADER_EPOCH
+
+
 class ParkedFetch:
     """A long-poll fetch waiting for news (Kafka's DelayedFetch).
 
@@ -122,7 +127,10 @@ class FetchHandling:
             parts = sess.view(req.partitions)
             if sess.isr_seen != self.isr_version or sess.isr_seen < 0:     # (else nothing to look at)
                 self._session_followers_caught_up(req.replica_id, sess, parts)
-        resp, has_data = self._read_fetch(req, parts, initial=True, session=sess, news_only=req.max_wait_ms > 0)
+        if req.replica_id >= 0:
+            resp, has_data = self._read_replica_fetch(req, parts, True, sess, req.max_wait_ms > 0)
+        else:
+            resp, has_data = self._read_fetch(req, parts, True, None, req.max_wait_ms > 0)
         if has_data or req.max_wait_ms <= 0:
             return resp
         # most long-polls are answered by news before they expire: a timeout lane, no closure per fetch
@@ -217,8 +225,12 @@ class FetchHandling:
                         if epoch < 0 or (entries and entries[-1].epoch == epoch):
                             waiting.append(pf)
                             continue
-                parts = pf.parts if pf.session is None else pf.session.view(pf.parts)     # _parked_parts(pf)
-                resp, has_data = self._read_fetch(pf.msg.payload, parts, session=pf.session, news_only=True)
+                req = pf.msg.payload
+                if req.replica_id >= 0:
+                    parts = pf.parts if pf.session is None else pf.session.view(pf.parts)     # _parked_parts(pf)
+                    resp, has_data = self._read_replica_fetch(req, parts, False, pf.session, True)
+                else:
+                    resp, has_data = self._read_fetch(req, pf.parts, False, None, True)
                 if has_data:
                     self.kernel.cancel(pf.timer)
                     msg = pf.msg            # self.respond(msg, resp), inlined (once per replicated write)
@@ -234,67 +246,24 @@ class FetchHandling:
     def _read_fetch(self, req, parts: Optional[dict] = None, initial: bool = False, session=None,
                     news_only: bool = False) -> tuple:
         """(the FetchResponse, whether it carries news).  ``news_only``: the caller answers only with news (a
-        long-poll parks otherwise), so an answer without any is not built: (None, False).
-
-        Every answer built is sent (without ``news_only`` it always is; with it, only news is built), so a
-        follower's FollowerState learns here which HW it is sent (``last_sent_hw``, read by the 'nothing new'
-        test): at once for an entry of an answer that will be sent, at the end for a quiet entry."""
-        out: dict = {}      # tp -> FetchPartitionData (None: a quiet follower partition, written at the end)
+        long-poll parks otherwise), so an answer without any is not built: (None, False).  A follower's fetch is
+        read by _read_replica_fetch."""
+        if req.replica_id >= 0:
+            return self._read_replica_fetch(req, req.partitions if parts is None else parts, initial, session,
+                                            news_only)
+        out: dict = {}      # tp -> FetchPartitionData
         has_data = False
-        follower = req.replica_id >= 0
-        now = self.kernel.now
-        # follower partitions with nothing to send, whose entry is written only if the answer is sent: (tp, HW,
-        # LSO, log start) as read then
-        quiet: Optional[list] = None
         for tp, fp in (req.partitions if parts is None else parts).items():
             p = self.partitions.get(tp)
             if p is None or not p.is_leader:
-                err = Errors.NOT_LEADER_OR_FOLLOWER if tp in self.metadata.partitions else Errors.UNKNOWN_TOPIC_OR_PARTITION
-                out[tp] = m.FetchPartitionData(err)
+                out[tp] = m.FetchPartitionData(self._not_led_error(tp))
                 has_data = True
                 continue
             if fp.current_leader_epoch >= 0 and fp.current_leader_epoch != p.leader_epoch:
-                err = Errors.FENCED_LEADER_EPOCH if fp.current_leader_epoch < p.leader_epoch else Errors.UNKNOWN_LEADER_EPOCH
-                out[tp] = m.FetchPartitionData(err)
+                out[tp] = m.FetchPartitionData(_epoch_error(fp, p))
                 has_data = True
-                if follower:
-                    f = p.followers.get(req.replica_id)
-                    if f is not None:
-                        f.last_sent_hw = -1     # (the HW of that answer: none)
                 continue
             log = p.log
-            if follower:
-                f = p.followers.get(req.replica_id)
-                leo = log.log_end_offset
-                if f is not None and fp.fetch_offset == leo and f.leo == leo and f.last_sent_hw == log.high_watermark \
-                        and req.replica_id in p.isr:
-                    if initial:
-                        f.last_caught_up_ms = f.last_fetch_ms = now
-                    continue        # nothing new here: left out of the response (an incremental fetch, KIP-227)
-                d = self._read_follower(p, req.replica_id, fp, now, initial, news_only)
-                if f is None:
-                    f = p.followers.get(req.replica_id)     # (its first fetch made it)
-                if d is None:
-                    # Nothing to send from here (no record past its offset, no divergence) in an answer sent only
-                    # with news: its entry is written below only if the answer is sent -- most such reads (a
-                    # follower's fetch that will park, a parked fetch woken up by a HW move) send nothing.
-                    out[tp] = None
-                    entry = (tp, log.high_watermark, log.last_stable_offset, log.log_start_offset, f)
-                    if quiet is None:
-                        quiet = [entry]
-                    else:
-                        quiet.append(entry)
-                    continue
-                # Only news completes a follower's fetch (Kafka's DelayedFetch: bytes, a diverging epoch or
-                # an error); a changed HW rides along in the answer but does not wake a parked fetch, so a
-                # follower learns the HW one fetch later, or when its long-poll expires.
-                if d.records or d.diverging_epoch or d.error:
-                    has_data = True
-                # (this answer is sent: with news_only, _read_follower returns news or None)
-                if f is not None:
-                    f.last_sent_hw = d.high_watermark
-                out[tp] = d
-                continue
             committed = req.isolation_level == m.READ_COMMITTED and "ignore-lso" not in self.mutations
             max_offset = log.last_stable_offset if committed else log.high_watermark
             if committed and "lso-ignores-hw" in self.mutations:
@@ -324,6 +293,108 @@ class FetchHandling:
             out[tp] = _fetched(log.high_watermark, log.last_stable_offset, log.log_start_offset, aborted, batches)
         if news_only and not has_data:
             return None, False
+        resp: m.FetchResponse = _new_message(m.FetchResponse)  # FetchResponse(out, 0, session id or 0)
+        resp.partitions = out
+        resp.error = 0
+        resp.session_id = session.session_id if session is not None else 0
+        return resp, has_data
+
+    def _not_led_error(self, tp) -> Errors:
+        return Errors.NOT_LEADER_OR_FOLLOWER if tp in self.metadata.partitions else Errors.UNKNOWN_TOPIC_OR_PARTITION
+
+    def _read_replica_fetch(self, req, parts: dict, initial: bool, session, news_only: bool) -> tuple:
+        """_read_fetch for a follower (``replica_id`` >= 0): each partition read up to the LEO, after a check that the
+        follower's log has not diverged (its last fetched epoch ends at or after its offset here, KIP-320); its
+        fetch offset is where its log ends (``initial``: the request's first read, which updates its FollowerState
+        and so may move the HW).  A partition with nothing new since the follower's last answer is left out
+        (KIP-227); one with nothing to send (no record past its offset, no divergence) in an answer sent only with
+        news is written only if the answer is sent: most such reads (a follower's fetch that will park) send
+        nothing.
+
+        Only news completes a follower's fetch (Kafka's DelayedFetch: bytes, a diverging epoch or an error); a
+        changed HW rides along in the answer but does not wake a parked fetch, so a follower learns the HW one
+        fetch later, or when its long-poll expires.  Every answer built is sent (without ``news_only`` it always
+        is; with it, only news is built), so the follower's FollowerState learns here which HW it is sent
+        (``last_sent_hw``, read by the 'nothing new' test): at once for news, at the end for a quiet entry."""
+        out: dict = {}      # tp -> FetchPartitionData (None: a quiet partition, written at the end)
+        has_data = False
+        replica = req.replica_id
+        now = self.kernel.now
+        get = self.partitions.get
+        # the quiet partitions: (tp, HW, LSO, log start, FollowerState) as read then
+        quiet: Optional[list] = None
+        for tp, fp in parts.items():
+            p = get(tp)
+            if p is None or not p.is_leader:
+                out[tp] = m.FetchPartitionData(self._not_led_error(tp))
+                has_data = True
+                continue
+            f = p.followers.get(replica)
+            if fp.current_leader_epoch >= 0 and fp.current_leader_epoch != p.leader_epoch:
+                out[tp] = m.FetchPartitionData(_epoch_error(fp, p))
+                has_data = True
+                if f is not None:
+                    f.last_sent_hw = -1     # (the HW of that answer: none)
+                continue
+            log = p.log
+            offset = fp.fetch_offset
+            leo = log.log_end_offset
+            if f is not None and offset == leo and f.leo == leo and f.last_sent_hw == log.high_watermark \
+                    and replica in p.isr:
+                if initial:
+                    f.last_caught_up_ms = f.last_fetch_ms = now
+                continue        # nothing new here: left out of the response (an incremental fetch, KIP-227)
+            last_epoch = fp.last_fetched_epoch
+            if last_epoch >= 0:
+                entries = log.epoch_entries     # (log.latest_epoch without the property's call)
+                if entries and last_epoch == entries[-1].epoch:
+                    # the common case: the follower fetched in this leader's latest epoch, which ends at the LEO
+                    # (what end_offset_for_epoch answers for it, without the look-up)
+                    if offset > leo:
+                        out[tp] = self._diverged(p, replica, fp, last_epoch, leo)
+                        has_data = True
+                        if f is not None:
+                            f.last_sent_hw = log.high_watermark
+                        continue
+                else:
+                    epoch, end = log.end_offset_for_epoch(last_epoch)
+                    if epoch != last_epoch or end < offset:
+                        out[tp] = self._diverged(p, replica, fp, epoch, end)
+                        has_data = True
+                        if f is not None:
+                            f.last_sent_hw = log.high_watermark
+                        continue
+            if offset > leo:
+                out[tp] = m.FetchPartitionData(Errors.OFFSET_OUT_OF_RANGE, log.high_watermark)
+                has_data = True
+                if f is not None:
+                    f.last_sent_hw = log.high_watermark
+                continue
+            if initial:
+                p.update_follower(replica, offset, now)     # (may move the HW, and with it append elsewhere)
+                if f is None:
+                    f = p.followers.get(replica)            # (its first fetch made it)
+                leo = log.log_end_offset
+            if offset < leo:
+                d = _fetched(log.high_watermark, log.last_stable_offset, log.log_start_offset, None,
+                             log.read(offset, leo, fp.partition_max_bytes))
+                if d.records:
+                    has_data = True
+            elif news_only:
+                out[tp] = None
+                entry = (tp, log.high_watermark, log.last_stable_offset, log.log_start_offset, f)
+                if quiet is None:
+                    quiet = [entry]
+                else:
+                    quiet.append(entry)
+                continue
+            else:
+                d = _fetched(log.high_watermark, log.last_stable_offset, log.log_start_offset, None, ())
+            if f is not None:
+                f.last_sent_hw = d.high_watermark
+            out[tp] = d
+        if news_only and not has_data:
+            return None, False
         if quiet is not None:
             for tp, hw, lso, log_start, f in quiet:
                 out[tp] = _fetched(hw, lso, log_start, None, ())
@@ -335,34 +406,11 @@ class FetchHandling:
         resp.session_id = session.session_id if session is not None else 0
         return resp, has_data
 
-    def _read_follower(self, p, replica: int, fp, now, initial: bool,
-                       news_only: bool) -> Optional[m.FetchPartitionData]:
-        """What a follower's fetch of ``p`` answers; None if it has nothing to send (no record past its offset, no
-        divergence) and ``news_only``: the caller writes that entry only if the answer is sent."""
+    def _diverged(self, p, replica: int, fp, epoch: int, end: int) -> m.FetchPartitionData:
+        """The answer to a follower whose log has diverged from the leader's: where its epoch ends here."""
         log = p.log
-        last_epoch = fp.last_fetched_epoch
-        if last_epoch >= 0:
-            entries = log.epoch_entries     # (log.latest_epoch without the property's call)
-            if entries and last_epoch == entries[-1].epoch:
-                # the common case: the follower fetched in this leader's latest epoch, which ends at the LEO
-                # (what end_offset_for_epoch answers for it, without the look-up)
-                epoch, end = last_epoch, log.log_end_offset
-            else:
-                epoch, end = log.end_offset_for_epoch(last_epoch)
-            if epoch != last_epoch or end < fp.fetch_offset:
-                self.narrate(f"{p.name}: follower {replica} has diverged (its epoch {fp.last_fetched_epoch} "
-                             f"ends at {end} here); it must truncate")
-                return m.FetchPartitionData(_NONE, log.high_watermark, log.last_stable_offset,
-                                            log.log_start_offset, None, (), (epoch, end))
-        if fp.fetch_offset > log.log_end_offset:
-            return m.FetchPartitionData(Errors.OFFSET_OUT_OF_RANGE, log.high_watermark)
-        if initial:
-            p.update_follower(replica, fp.fetch_offset, now)
-        if fp.fetch_offset < log.log_end_offset:
-            batches = log.read(fp.fetch_offset, log.log_end_offset, fp.partition_max_bytes)
-        elif news_only:
-            return None
-        else:
-            batches = ()
-        return _fetched(log.high_watermark, log.last_stable_offset, log.log_start_offset, None, batches)
+        self.narrate(f"{p.name}: follower {replica} has diverged (its epoch {fp.last_fetched_epoch} "
+                     f"ends at {end} here); it must truncate")
+        return m.FetchPartitionData(_NONE, log.high_watermark, log.last_stable_offset, log.log_start_offset, None,
+                                    (), (epoch, end))
 
