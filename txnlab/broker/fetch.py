@@ -116,18 +116,27 @@ class FetchHandling:
         req = msg.payload
         sess = None
         parts = req.partitions
-        if req.replica_id >= 0:
-            self.replica_last_fetch[req.replica_id] = self.kernel.now
-        if req.replica_id >= 0 and req.session_id >= 0:
-            sess, err = self._fetch_session(req)
-            if err is not None:
-                self.narrate(f"follower {req.replica_id}'s fetch session {req.session_id} -> {err.name}; "
-                             f"it must open a new one")
-                return m.FetchResponse({}, err)
-            parts = sess.view(req.partitions)
-            if sess.isr_seen != self.isr_version or sess.isr_seen < 0:     # (else nothing to look at)
-                self._session_followers_caught_up(req.replica_id, sess, parts)
-        if req.replica_id >= 0:
+        replica = req.replica_id
+        if replica >= 0:
+            self.replica_last_fetch[replica] = self.kernel.now
+            if req.session_id >= 0:
+                sess = self.fetch_sessions.get(req.session_id) if req.session_id > 0 else None
+                if sess is not None and sess.replica_id == replica and req.session_epoch == sess.epoch \
+                        and not req.forgotten:
+                    # (_fetch_session's common case: the next request of a known session, forgetting nothing)
+                    sess.epoch += 1
+                    if parts:
+                        sess.partitions.update(parts)
+                else:
+                    sess, err = self._fetch_session(req)
+                    if err is not None:
+                        self.narrate(f"follower {replica}'s fetch session {req.session_id} -> {err.name}; "
+                                     f"it must open a new one")
+                        return m.FetchResponse({}, err)
+                if sess.dirty:
+                    parts = sess.view(parts)    # (without news: the request's partitions, as view() answers)
+                if sess.isr_seen != self.isr_version or sess.isr_seen < 0:     # (else nothing to look at)
+                    self._session_followers_caught_up(replica, sess, parts)
             resp, has_data = self._read_replica_fetch(req, parts, True, sess, req.max_wait_ms > 0)
         else:
             resp, has_data = self._read_fetch(req, parts, True, None, req.max_wait_ms > 0)
