@@ -59,9 +59,9 @@ class ParkedFetch:
     of its answer (``parts`` and the session's ``dirty``) and found nothing new, with nothing of its session
     changed since; -1 when that is not known (a consumer's fetch, or a session changed while its fetch was read).
     What a follower's fetch finds new in a partition (no leader here, another leader epoch, a diverging epoch, an
-    offset other than the LEO) changes only with an append or a truncation (each followed by
-    ``_complete_parked_for`` of that partition, which looks at every fetch parked on it), with a partition's leader
-    or epoch (each bumps ``isr_version``) or when a partition is dropped (StopReplica, again followed by
+    offset other than the LEO) changes only with an append (followed by ``_complete_parked_for`` of that partition,
+    which looks at every fetch parked on it), with a partition's leader or epoch (each bumps ``isr_version``; a log
+    is truncated only once it follows) or when a partition is dropped (StopReplica, again followed by
     ``_complete_parked_for``).  So while ``seen`` is the ``isr_version``, a wake-up for ``tp`` finds news only if
     ``tp`` has some: one partition to look at, not every one of the answer (most wake-ups are the HW moves of a
     partition, which bring a follower nothing new: its fetch stays parked, as Kafka's DelayedFetch.tryComplete
