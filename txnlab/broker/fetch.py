@@ -325,13 +325,14 @@ class FetchHandling:
         fetch later, or when its long-poll expires.  Every answer built is sent (without ``news_only`` it always
         is; with it, only news is built), so the follower's FollowerState learns here which HW it is sent
         (``last_sent_hw``, read by the 'nothing new' test): at once for news, at the end for a quiet entry."""
-        out: dict = {}      # tp -> FetchPartitionData (None: a quiet partition, written at the end)
+        # tp -> FetchPartitionData, or for a quiet partition (HW, LSO, log start, FollowerState) as read then, its
+        # entry written at the end if the answer is sent
+        out: dict = {}
         has_data = False
         replica = req.replica_id
         now = self.kernel.now
         get = self.partitions.get
-        # the quiet partitions: (tp, HW, LSO, log start, FollowerState) as read then
-        quiet: Optional[list] = None
+        quiet = False       # whether out holds a quiet partition
         for tp, fp in parts.items():
             p = get(tp)
             if p is None or not p.is_leader:
@@ -390,12 +391,8 @@ class FetchHandling:
                 if d.records:
                     has_data = True
             elif news_only:
-                out[tp] = None
-                entry = (tp, log.high_watermark, log.last_stable_offset, log.log_start_offset, f)
-                if quiet is None:
-                    quiet = [entry]
-                else:
-                    quiet.append(entry)
+                out[tp] = (log.high_watermark, log.last_stable_offset, log.log_start_offset, f)    # (see quiet)
+                quiet = True
                 continue
             else:
                 d = _fetched(log.high_watermark, log.last_stable_offset, log.log_start_offset, None, ())
@@ -404,11 +401,13 @@ class FetchHandling:
             out[tp] = d
         if news_only and not has_data:
             return None, False
-        if quiet is not None:
-            for tp, hw, lso, log_start, f in quiet:
-                out[tp] = _fetched(hw, lso, log_start, None, ())
-                if f is not None:
-                    f.last_sent_hw = hw
+        if quiet:
+            for tp, d in out.items():
+                if d.__class__ is tuple:
+                    hw, lso, log_start, f = d
+                    out[tp] = _fetched(hw, lso, log_start, None, ())
+                    if f is not None:
+                        f.last_sent_hw = hw
         resp: m.FetchResponse = _new_message(m.FetchResponse)  # FetchResponse(out, 0, session id or 0)
         resp.partitions = out
         resp.error = 0
