@@ -223,7 +223,7 @@ class FetchHandling:
                 if pf.seen == version and leo is not None:
                     # Nothing else of its answer changed since it looked (see ParkedFetch): tp decides.  A follower
                     # fetching tp at its LEO, in this leader's epoch and in the log's latest epoch finds nothing new
-                    # there (what _read_fetch and _read_follower would find).
+                    # there (what _read_replica_fetch would find).
                     fp = pf.parts.get(tp)
                     if fp is None:
                         fp = pf.session.partitions.get(tp)      # (where the session's view finds it)
@@ -402,9 +402,9 @@ class FetchHandling:
         if news_only and not has_data:
             return None, False
         if quiet:
-            for tp, d in out.items():
-                if d.__class__ is tuple:
-                    hw, lso, log_start, f = d
+            for tp, e in out.items():
+                if e.__class__ is tuple:
+                    hw, lso, log_start, f = e
                     out[tp] = _fetched(hw, lso, log_start, None, ())
                     if f is not None:
                         f.last_sent_hw = hw
