@@ -47,15 +47,34 @@ def _fetched(high_watermark: int, last_stable_offset: int, log_start_offset: int
     return d
 
 
-class ParkedFetch:
-    __slots__ = ("msg", "timer", "tps", "parts", "session")
+def _epoch_error(fp, p) -> Errors:
+    """A fetch that names another leader epoch than the partition's here (KIP-320)."""
+    return Errors.FENCED_LEADER_EPOCH if fp.current_leader_epoch < p.leader_epoch else Errors.UNKNOWN_LEADER_EPOCH
 
-    def __init__(self, msg=None, timer=None, tps=None, parts=None, session=None):
+
+class ParkedFetch:
+    """A long-poll fetch waiting for news (Kafka's DelayedFetch).
+
+    ``seen``: for a follower's session fetch, the broker's ``isr_version`` when it last looked at every partition
+    of its answer (``parts`` and the session's ``dirty``) and found nothing new, with nothing of its session
+    changed since; -1 when that is not known (a consumer's fetch, or a session changed while its fetch was read).
+    What a follower's fetch finds new in a partition (no leader here, another leader epoch, a diverging epoch, an
+    offset other than the LEO) changes only with an append (followed by ``_complete_parked_for`` of that partition,
+    which looks at every fetch parked on it), with a partition's leader or epoch (each bumps ``isr_version``; a log
+    is truncated only once it follows) or when a partition is dropped (StopReplica, again followed by
+    ``_complete_parked_for``).  So while ``seen`` is the ``isr_version``, a wake-up for ``tp`` finds news only if
+    ``tp`` has some: one partition to look at, not every one of the answer (most wake-ups are the HW moves of a
+    partition, which bring a follower nothing new: its fetch stays parked, as Kafka's DelayedFetch.tryComplete
+    finds it)."""
+    __slots__ = ("msg", "timer", "tps", "parts", "session", "seen")
+
+    def __init__(self, msg=None, timer=None, tps=None, parts=None, session=None, seen=-1):
         self.msg = msg
         self.timer = timer
         self.tps = tps
         self.parts = parts
         self.session = session
+        self.seen = seen
 
 
 class FetchSession:
@@ -97,20 +116,31 @@ class FetchHandling:
         req = msg.payload
         sess = None
         parts = req.partitions
-        if req.replica_id >= 0:
-            self.replica_last_fetch[req.replica_id] = self.kernel.now
-        if req.replica_id >= 0 and req.session_id >= 0:
-            sess, err = self._fetch_session(req)
-            if err is not None:
-                self.narrate(f"follower {req.replica_id}'s fetch session {req.session_id} -> {err.name}; "
-                             f"it must open a new one")
-                return m.FetchResponse({}, err)
-            parts = sess.view(req.partitions)
-            if sess.isr_seen != self.isr_version or sess.isr_seen < 0:     # (else nothing to look at)
-                self._session_followers_caught_up(req.replica_id, sess, parts)
-        resp, has_data = self._read_fetch(req, parts, initial=True, session=sess, news_only=req.max_wait_ms > 0)
+        replica = req.replica_id
+        if replica >= 0:
+            self.replica_last_fetch[replica] = self.kernel.now
+            if req.session_id >= 0:
+                sess = self.fetch_sessions.get(req.session_id) if req.session_id > 0 else None
+                if sess is not None and sess.replica_id == replica and req.session_epoch == sess.epoch \
+                        and not req.forgotten:
+                    # (_fetch_session's common case: the next request of a known session, forgetting nothing)
+                    sess.epoch += 1
+                    if parts:
+                        sess.partitions.update(parts)
+                else:
+                    sess, err = self._fetch_session(req)
+                    if err is not None:
+                        self.narrate(f"follower {replica}'s fetch session {req.session_id} -> {err.name}; "
+                                     f"it must open a new one")
+                        return m.FetchResponse({}, err)
+                if sess.dirty:
+                    parts = sess.view(parts)    # (without news: the request's partitions, as view() answers)
+                if sess.isr_seen != self.isr_version or sess.isr_seen < 0:     # (else nothing to look at)
+                    self._session_followers_caught_up(replica, sess, parts)
+            resp, has_data = self._read_replica_fetch(req, parts, True, sess, req.max_wait_ms > 0)
+        else:
+            resp, has_data = self._read_fetch(req, parts, True, None, req.max_wait_ms > 0)
         if has_data or req.max_wait_ms <= 0:
-            self._note_sent(req, resp)
             return resp
         # most long-polls are answered by news before they expire: a timeout lane, no closure per fetch
         timer = self.kernel.schedule_timeout(req.max_wait_ms, self.name, ("Fetch long-poll expiry (#%d)", msg.id),
@@ -121,6 +151,9 @@ class FetchHandling:
         pf.tps = sess.partitions if sess is not None else set(parts)    # a session's fetch waits on all of it
         pf.parts = parts
         pf.session = sess
+        # (no news in any partition read, and none marked since in the session: the read may have moved a HW, whose
+        # consequences -- a coordinator's next write -- mark what they change)
+        pf.seen = self.isr_version if sess is not None and not sess.dirty else -1
         self.parked.append(pf)
         return None
 
@@ -170,7 +203,6 @@ class FetchHandling:
             if pf.msg is msg:
                 self.parked.remove(pf)
                 resp, _ = self._read_fetch(msg.payload, self._parked_parts(pf), session=pf.session)
-                self._note_sent(msg.payload, resp)
                 # an empty answer to a background long-poll stays background (run_until_idle ignores it)
                 self.respond(msg, resp, background=msg.background and self._quiet(resp))
                 return
@@ -181,84 +213,66 @@ class FetchHandling:
                 sess.dirty[tp] = None
         if not self.parked:
             return
+        p = self.partitions.get(tp)
+        leo = p.log.log_end_offset if p is not None and p.is_leader else None
+        version = self.isr_version
         # the fetches that stay parked, collected in one pass (reading a parked fetch parks or answers no other)
         waiting = []
         for pf in self.parked:
             if tp in pf.tps:
-                parts = pf.parts if pf.session is None else pf.session.view(pf.parts)     # _parked_parts(pf)
-                resp, has_data = self._read_fetch(pf.msg.payload, parts, session=pf.session, news_only=True)
+                if pf.seen == version and leo is not None:
+                    # Nothing else of its answer changed since it looked (see ParkedFetch): tp decides.  A follower
+                    # fetching tp at its LEO, in this leader's epoch and in the log's latest epoch finds nothing new
+                    # there (what _read_replica_fetch would find).
+                    fp = pf.parts.get(tp)
+                    if fp is None:
+                        fp = pf.session.partitions.get(tp)      # (where the session's view finds it)
+                    if fp is not None and fp.fetch_offset == leo \
+                            and (fp.current_leader_epoch < 0 or fp.current_leader_epoch == p.leader_epoch):
+                        epoch = fp.last_fetched_epoch
+                        entries = p.log.epoch_entries
+                        if epoch < 0 or (entries and entries[-1].epoch == epoch):
+                            waiting.append(pf)
+                            continue
+                req = pf.msg.payload
+                if req.replica_id >= 0:
+                    parts = pf.parts if pf.session is None else pf.session.view(pf.parts)     # _parked_parts(pf)
+                    resp, has_data = self._read_replica_fetch(req, parts, False, pf.session, True)
+                else:
+                    resp, has_data = self._read_fetch(req, pf.parts, False, None, True)
                 if has_data:
                     self.kernel.cancel(pf.timer)
-                    self._note_sent(pf.msg.payload, resp)
                     msg = pf.msg            # self.respond(msg, resp), inlined (once per replicated write)
                     self.kernel.network.send(self.name, msg.src, msg.api, resp, True, msg.correlation_id,
                                              reply_to=msg)
                     continue
                 if pf.session is not None:
                     pf.parts = parts           # keep what was looked at for the next wake-up
+                    pf.seen = version          # (a parked fetch's read moves no HW: it changed nothing)
             waiting.append(pf)
         self.parked = waiting
-
-    def _note_sent(self, req, resp) -> None:
-        if req.replica_id < 0:
-            return
-        for tp, d in resp.partitions.items():
-            p = self.partitions.get(tp)
-            f = p.followers.get(req.replica_id) if p is not None else None
-            if f is not None:
-                f.last_sent_hw = d.high_watermark
 
     def _read_fetch(self, req, parts: Optional[dict] = None, initial: bool = False, session=None,
                     news_only: bool = False) -> tuple:
         """(the FetchResponse, whether it carries news).  ``news_only``: the caller answers only with news (a
-        long-poll parks otherwise), so an answer without any is not built: (None, False)."""
-        out: dict = {}      # tp -> FetchPartitionData (None: a quiet follower partition, written at the end)
+        long-poll parks otherwise), so an answer without any is not built: (None, False).  A follower's fetch is
+        read by _read_replica_fetch."""
+        if req.replica_id >= 0:
+            return self._read_replica_fetch(req, req.partitions if parts is None else parts, initial, session,
+                                            news_only)
+        out: dict = {}      # tp -> FetchPartitionData
         has_data = False
-        follower = req.replica_id >= 0
-        now = self.kernel.now
-        # follower partitions with nothing to send, whose entry is written only if the answer is sent: (tp, HW,
-        # LSO, log start) as read then
-        quiet: Optional[list] = None
         for tp, fp in (req.partitions if parts is None else parts).items():
             p = self.partitions.get(tp)
             if p is None or not p.is_leader:
-                err = Errors.NOT_LEADER_OR_FOLLOWER if tp in self.metadata.partitions else Errors.UNKNOWN_TOPIC_OR_PARTITION
-                out[tp] = m.FetchPartitionData(err)
+                out[tp] = m.FetchPartitionData(self._not_led_error(tp))
                 has_data = True
                 continue
             if fp.current_leader_epoch >= 0 and fp.current_leader_epoch != p.leader_epoch:
-                err = Errors.FENCED_LEADER_EPOCH if fp.current_leader_epoch < p.leader_epoch else Errors.UNKNOWN_LEADER_EPOCH
-                out[tp] = m.FetchPartitionData(err)
+                out[tp] = m.FetchPartitionData(_epoch_error(fp, p))
                 has_data = True
                 continue
             log = p.log
-            if follower:
-                f = p.followers.get(req.replica_id)
-                leo = log.log_end_offset
-                if f is not None and fp.fetch_offset == leo and f.leo == leo and f.last_sent_hw == log.high_watermark \
-                        and req.replica_id in p.isr:
-                    if initial:
-                        f.last_caught_up_ms = f.last_fetch_ms = now
-                    continue        # nothing new here: left out of the response (an incremental fetch, KIP-227)
-                d = self._read_follower(p, req.replica_id, fp, now, initial, news_only)
-                if d is None:
-                    # Nothing to send from here (no record past its offset, no divergence) in an answer sent only
-                    # with news: its entry is written below only if the answer is sent -- most such reads (a
-                    # follower's fetch that will park, a parked fetch woken up by a HW move) send nothing.
-                    out[tp] = None
-                    entry = (tp, log.high_watermark, log.last_stable_offset, log.log_start_offset)
-                    if quiet is None:
-                        quiet = [entry]
-                    else:
-                        quiet.append(entry)
-                    continue
-                # Only news completes a follower's fetch (Kafka's DelayedFetch: bytes, a diverging epoch or
-                # an error); a changed HW rides along in the answer but does not wake a parked fetch, so a
-                # follower learns the HW one fetch later, or when its long-poll expires.
-                if d.records or d.diverging_epoch or d.error:
-                    has_data = True
-                out[tp] = d
-                continue
             committed = req.isolation_level == m.READ_COMMITTED and "ignore-lso" not in self.mutations
             max_offset = log.last_stable_offset if committed else log.high_watermark
             if committed and "lso-ignores-hw" in self.mutations:
@@ -288,43 +302,123 @@ class FetchHandling:
             out[tp] = _fetched(log.high_watermark, log.last_stable_offset, log.log_start_offset, aborted, batches)
         if news_only and not has_data:
             return None, False
-        if quiet is not None:
-            for tp, hw, lso, log_start in quiet:
-                out[tp] = _fetched(hw, lso, log_start, None, ())
         resp: m.FetchResponse = _new_message(m.FetchResponse)  # FetchResponse(out, 0, session id or 0)
         resp.partitions = out
         resp.error = 0
         resp.session_id = session.session_id if session is not None else 0
         return resp, has_data
 
-    def _read_follower(self, p, replica: int, fp, now, initial: bool,
-                       news_only: bool) -> Optional[m.FetchPartitionData]:
-        """What a follower's fetch of ``p`` answers; None if it has nothing to send (no record past its offset, no
-        divergence) and ``news_only``: the caller writes that entry only if the answer is sent."""
-        log = p.log
-        last_epoch = fp.last_fetched_epoch
-        if last_epoch >= 0:
-            entries = log.epoch_entries     # (log.latest_epoch without the property's call)
-            if entries and last_epoch == entries[-1].epoch:
-                # the common case: the follower fetched in this leader's latest epoch, which ends at the LEO
-                # (what end_offset_for_epoch answers for it, without the look-up)
-                epoch, end = last_epoch, log.log_end_offset
+    def _not_led_error(self, tp) -> Errors:
+        return Errors.NOT_LEADER_OR_FOLLOWER if tp in self.metadata.partitions else Errors.UNKNOWN_TOPIC_OR_PARTITION
+
+    def _read_replica_fetch(self, req, parts: dict, initial: bool, session, news_only: bool) -> tuple:
+        """_read_fetch for a follower (``replica_id`` >= 0): each partition read up to the LEO, after a check that the
+        follower's log has not diverged (its last fetched epoch ends at or after its offset here, KIP-320); its
+        fetch offset is where its log ends (``initial``: the request's first read, which updates its FollowerState
+        and so may move the HW).  A partition with nothing new since the follower's last answer is left out
+        (KIP-227); one with nothing to send (no record past its offset, no divergence) in an answer sent only with
+        news is written only if the answer is sent: most such reads (a follower's fetch that will park) send
+        nothing.
+
+        Only news completes a follower's fetch (Kafka's DelayedFetch: bytes, a diverging epoch or an error); a
+        changed HW rides along in the answer but does not wake a parked fetch, so a follower learns the HW one
+        fetch later, or when its long-poll expires.  Every answer built is sent (without ``news_only`` it always
+        is; with it, only news is built), so the follower's FollowerState learns here which HW it is sent
+        (``last_sent_hw``, read by the 'nothing new' test): at once for news, at the end for a quiet entry."""
+        # tp -> FetchPartitionData, or for a quiet partition (HW, LSO, log start, FollowerState) as read then, its
+        # entry written at the end if the answer is sent
+        out: dict = {}
+        has_data = False
+        replica = req.replica_id
+        now = self.kernel.now
+        get = self.partitions.get
+        quiet = False       # whether out holds a quiet partition
+        for tp, fp in parts.items():
+            p = get(tp)
+            if p is None or not p.is_leader:
+                out[tp] = m.FetchPartitionData(self._not_led_error(tp))
+                has_data = True
+                continue
+            f = p.followers.get(replica)
+            if fp.current_leader_epoch >= 0 and fp.current_leader_epoch != p.leader_epoch:
+                out[tp] = m.FetchPartitionData(_epoch_error(fp, p))
+                has_data = True
+                if f is not None:
+                    f.last_sent_hw = -1     # (the HW of that answer: none)
+                continue
+            log = p.log
+            offset = fp.fetch_offset
+            leo = log.log_end_offset
+            if f is not None and offset == leo and f.leo == leo and f.last_sent_hw == log.high_watermark \
+                    and replica in p.isr:
+                if initial:
+                    f.last_caught_up_ms = f.last_fetch_ms = now
+                continue        # nothing new here: left out of the response (an incremental fetch, KIP-227)
+            last_epoch = fp.last_fetched_epoch
+            if last_epoch >= 0:
+                entries = log.epoch_entries     # (log.latest_epoch without the property's call)
+                if entries and last_epoch == entries[-1].epoch:
+                    # the common case: the follower fetched in this leader's latest epoch, which ends at the LEO
+                    # (what end_offset_for_epoch answers for it, without the look-up)
+                    if offset > leo:
+                        out[tp] = self._diverged(p, replica, fp, last_epoch, leo)
+                        has_data = True
+                        if f is not None:
+                            f.last_sent_hw = log.high_watermark
+                        continue
+                else:
+                    epoch, end = log.end_offset_for_epoch(last_epoch)
+                    if epoch != last_epoch or end < offset:
+                        out[tp] = self._diverged(p, replica, fp, epoch, end)
+                        has_data = True
+                        if f is not None:
+                            f.last_sent_hw = log.high_watermark
+                        continue
+            if offset > leo:
+                out[tp] = m.FetchPartitionData(Errors.OFFSET_OUT_OF_RANGE, log.high_watermark)
+                has_data = True
+                if f is not None:
+                    f.last_sent_hw = log.high_watermark
+                continue
+            if initial:
+                p.update_follower(replica, offset, now)     # (may move the HW, and with it append elsewhere)
+                if f is None:
+                    f = p.followers.get(replica)            # (its first fetch made it)
+                leo = log.log_end_offset
+            if offset < leo:
+                d = _fetched(log.high_watermark, log.last_stable_offset, log.log_start_offset, None,
+                             log.read(offset, leo, fp.partition_max_bytes))
+                if d.records:
+                    has_data = True
+            elif news_only:
+                out[tp] = (log.high_watermark, log.last_stable_offset, log.log_start_offset, f)    # (see quiet)
+                quiet = True
+                continue
             else:
-                epoch, end = log.end_offset_for_epoch(last_epoch)
-            if epoch != last_epoch or end < fp.fetch_offset:
-                self.narrate(f"{p.name}: follower {replica} has diverged (its epoch {fp.last_fetched_epoch} "
-                             f"ends at {end} here); it must truncate")
-                return m.FetchPartitionData(_NONE, log.high_watermark, log.last_stable_offset,
-                                            log.log_start_offset, None, (), (epoch, end))
-        if fp.fetch_offset > log.log_end_offset:
-            return m.FetchPartitionData(Errors.OFFSET_OUT_OF_RANGE, log.high_watermark)
-        if initial:
-            p.update_follower(replica, fp.fetch_offset, now)
-        if fp.fetch_offset < log.log_end_offset:
-            batches = log.read(fp.fetch_offset, log.log_end_offset, fp.partition_max_bytes)
-        elif news_only:
-            return None
-        else:
-            batches = ()
-        return _fetched(log.high_watermark, log.last_stable_offset, log.log_start_offset, None, batches)
+                d = _fetched(log.high_watermark, log.last_stable_offset, log.log_start_offset, None, ())
+            if f is not None:
+                f.last_sent_hw = d.high_watermark
+            out[tp] = d
+        if news_only and not has_data:
+            return None, False
+        if quiet:
+            for tp, e in out.items():
+                if e.__class__ is tuple:
+                    hw, lso, log_start, f = e
+                    out[tp] = _fetched(hw, lso, log_start, None, ())
+                    if f is not None:
+                        f.last_sent_hw = hw
+        resp: m.FetchResponse = _new_message(m.FetchResponse)  # FetchResponse(out, 0, session id or 0)
+        resp.partitions = out
+        resp.error = 0
+        resp.session_id = session.session_id if session is not None else 0
+        return resp, has_data
+
+    def _diverged(self, p, replica: int, fp, epoch: int, end: int) -> m.FetchPartitionData:
+        """The answer to a follower whose log has diverged from the leader's: where its epoch ends here."""
+        log = p.log
+        self.narrate(f"{p.name}: follower {replica} has diverged (its epoch {fp.last_fetched_epoch} "
+                     f"ends at {end} here); it must truncate")
+        return m.FetchPartitionData(_NONE, log.high_watermark, log.last_stable_offset, log.log_start_offset, None,
+                                    (), (epoch, end))
 

@@ -38,6 +38,7 @@ class ReplicaFetcher:
         # partitions whose fetch position may have changed: an ordered set (tp -> None), so that the order
         # of a request's partitions never depends on string hashing (same seed, same trace, any process)
         self._dirty: dict = {}
+        self._on_response_cb = self._on_response     # (one bound method, not one per request)
 
     def add_partition(self, p, fetch: bool = True) -> None:
         """Start fetching ``p`` (Kafka's addFetcherForPartitions: a LeaderAndIsr adds all its partitions,
@@ -52,73 +53,72 @@ class ReplicaFetcher:
         self._last_offsets.pop(tp, None)
         self._dirty[tp] = None
 
-    def _fetch_partition(self, tp, p, max_bytes: int):
-        """The FetchPartition for ``tp`` now: (request entry, whether the LEO moved since the last request)."""
-        log = p.log
-        leo = log.log_end_offset
-        entries = log.epoch_entries     # (log.latest_epoch without the property's call: once per round trip)
-        last_epoch = entries[-1].epoch if entries else -1
-        fp = self._requests.get(tp)     # the last entry built (the same object while nothing moved)
-        if fp is None or fp.fetch_offset != leo or fp.current_leader_epoch != p.leader_epoch \
-                or fp.last_fetched_epoch != last_epoch:
-            # FetchPartition(leo, max_bytes, leader epoch, last fetched epoch), without the class call (the LEO
-            # moves with every replicated write: once per round trip; see _new_message in broker/fetch.py)
-            fp = _new_message(m.FetchPartition)
-            fp.fetch_offset = leo
-            fp.partition_max_bytes = max_bytes
-            fp.current_leader_epoch = p.leader_epoch
-            fp.last_fetched_epoch = last_epoch
-            self._requests[tp] = fp
-        moved = self._last_offsets.get(tp) != leo
-        self._last_offsets[tp] = leo
-        return fp, moved
-
     def maybe_fetch(self) -> None:
         if self.in_flight or not self.partitions or self._backoff_timer is not None:
             return
         b = self.broker
-        news = False
+        news = False        # whether some fetch position moved since the last request (else a background fetch)
         max_bytes = b.config["replica.fetch.max.bytes"]
-        if self.session_id > 0:
-            # An incremental request (KIP-227) names only the partitions whose fetch position changed
-            # since the session last saw them: only those this fetcher touched can have.
-            view = self._session_view
-            changed = {}
-            forgotten = []
-            for tp in self._dirty:
-                p = self.partitions.get(tp)
-                if p is None:
-                    if tp in view:
+        # An incremental request (KIP-227) names only the partitions whose fetch position changed since the
+        # session last saw them: only those this fetcher touched can have.  A full one names them all.
+        incremental = self.session_id > 0
+        view = self._session_view
+        partitions = self.partitions
+        requests = self._requests
+        last_offsets = self._last_offsets
+        parts = {}
+        forgotten = None
+        for tp in (self._dirty if incremental else partitions):
+            p = partitions.get(tp)
+            if p is None:
+                if tp in view:
+                    if forgotten is None:
+                        forgotten = [tp]
+                    else:
                         forgotten.append(tp)
-                    continue
-                fp, moved = self._fetch_partition(tp, p, max_bytes)
-                news = news or moved
-                if view.get(tp) is not fp:
-                    changed[tp] = fp
-            gone = tuple(forgotten) if forgotten else ()
-            # FetchRequest(broker id, wait, 1, READ_UNCOMMITTED, changed, session, epoch, gone), without the
-            # class call (once per round trip; see _new_message in broker/fetch.py)
-            req: m.FetchRequest = _new_message(m.FetchRequest)
-            req.replica_id = b.broker_id
-            req.max_wait_ms = b.config["replica.fetch.wait.max.ms"]
-            req.min_bytes = 1
-            req.isolation_level = m.READ_UNCOMMITTED
-            req.partitions = changed
-            req.session_id = self.session_id
-            req.session_epoch = self.session_epoch
-            req.forgotten = gone
-            self._pending = (changed, gone)      # what the session will hold once the leader answers
+                continue
+            # The FetchPartition for tp now: the last one built while nothing moved (the same object, so the
+            # session's view of it tells whether it changed), else a new one at the LEO, in the log's latest epoch
+            log = p.log
+            leo = log.log_end_offset
+            entries = log.epoch_entries     # (log.latest_epoch without the property's call: once per round trip)
+            last_epoch = entries[-1].epoch if entries else -1
+            fp = requests.get(tp)
+            if fp is None or fp.fetch_offset != leo or fp.current_leader_epoch != p.leader_epoch \
+                    or fp.last_fetched_epoch != last_epoch:
+                # FetchPartition(leo, max_bytes, leader epoch, last fetched epoch), without the class call (the LEO
+                # moves with every replicated write: once per round trip; see _new_message in broker/fetch.py)
+                fp = _new_message(m.FetchPartition)
+                fp.fetch_offset = leo
+                fp.partition_max_bytes = max_bytes
+                fp.current_leader_epoch = p.leader_epoch
+                fp.last_fetched_epoch = last_epoch
+                requests[tp] = fp
+            if last_offsets.get(tp) != leo:
+                news = True
+                last_offsets[tp] = leo
+            if not incremental or view.get(tp) is not fp:
+                parts[tp] = fp
+        if incremental:
+            gone = tuple(forgotten) if forgotten is not None else ()
+            self._pending = (parts, gone)      # what the session will hold once the leader answers
         else:
-            parts = {}
-            for tp, p in self.partitions.items():
-                parts[tp], moved = self._fetch_partition(tp, p, max_bytes)
-                news = news or moved
-            req = m.FetchRequest(b.broker_id, b.config["replica.fetch.wait.max.ms"], 1, m.READ_UNCOMMITTED,
-                                 parts, 0, 0)
+            gone = ()
             self._pending = (parts, None)
+        # FetchRequest(broker id, wait, 1, READ_UNCOMMITTED, parts, session or 0, epoch or 0, gone), without the
+        # class call (once per round trip; see _new_message in broker/fetch.py)
+        req: m.FetchRequest = _new_message(m.FetchRequest)
+        req.replica_id = b.broker_id
+        req.max_wait_ms = b.config["replica.fetch.wait.max.ms"]
+        req.min_bytes = 1
+        req.isolation_level = m.READ_UNCOMMITTED
+        req.partitions = parts
+        req.session_id = self.session_id
+        req.session_epoch = self.session_epoch if incremental else 0
+        req.forgotten = gone
         self._dirty = {}
         self.in_flight = True
-        b.send_request(self.leader_name, req, self._on_response, timeout_ms=30_000, background=not news)
+        b.send_request(self.leader_name, req, self._on_response_cb, 30_000, not news)
 
     def _backoff(self) -> None:
         def again():

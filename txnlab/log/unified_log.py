@@ -41,10 +41,8 @@ _REPLICATION = AppendOrigin.REPLICATION
 class LogAppendInfo(NamedTuple):
     """What an append did (Kafka's ``LogAppendInfo``, the fields a Produce response needs).
 
-    For a duplicate, the offsets and ``log_append_time`` are those of the ORIGINAL
-    batch (its cached timestamp, as Kafka answers) and nothing was appended;
-    ``num_records`` always counts the records that were offered.
-    """
+    For a duplicate, the offsets and ``log_append_time`` are those of the ORIGINAL batch (its cached
+    timestamp, as Kafka answers) and nothing was appended; ``num_records`` counts the records offered."""
     first_offset: int
     last_offset: int
     log_append_time: int = NO_TIMESTAMP
@@ -106,9 +104,8 @@ class UnifiedLog:
         self._psm = ProducerStateManager(self.topic_partition, self._expiration_ms, self._snapshots)
         self.high_watermark = 0
         self.first_unstable_offset: int | None = None
-        # §3.2: the first unstable offset if it is below the HW, else the HW.  A field (read by every fetch and
-        # every step check), set by _update_first_unstable_offset, which runs after each change of the HW or
-        # of the first unstable offset
+        # §3.2: the first unstable offset if below the HW, else the HW.  A field (read by every fetch and step
+        # check), set after each change of the HW or of the first unstable offset (_update_first_unstable_offset)
         self.last_stable_offset = 0
         self._online = True
 
@@ -412,9 +409,14 @@ class UnifiedLog:
             hw = self.log_end_offset
         changed = hw != self.high_watermark
         self.high_watermark = hw
-        if self._psm.unreplicated_txns:         # nothing to forget otherwise (the common case: no call)
-            self._psm.on_high_watermark_updated(hw)
-        self._update_first_unstable_offset()
+        psm = self._psm
+        if psm.unreplicated_txns:               # nothing to forget otherwise (the common case: no call)
+            psm.on_high_watermark_updated(hw)
+        if psm.unreplicated_txns or psm.ongoing_txns:
+            self._update_first_unstable_offset()
+        else:       # (what _update_first_unstable_offset does with no transaction open or unreplicated, no call)
+            self.first_unstable_offset = None
+            self.last_stable_offset = hw
         return changed
 
     def maybe_increment_high_watermark(self, hw: int) -> bool:

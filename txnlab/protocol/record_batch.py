@@ -184,9 +184,12 @@ class RecordBatch:
     @property
     def control_type(self) -> ControlRecordType | None:
         """COMMIT / ABORT for a marker; None for a data batch (or an emptied control batch)."""
-        if not self.is_control or not self.records:
+        if not self.is_control:
             return None
-        key = self.records[0].key
+        rows = self.records         # (the property read once)
+        if not rows:
+            return None
+        key = rows[0].key
         if key is None or len(key) < 4:
             return ControlRecordType.UNKNOWN
         # the members by value (not ControlRecordType(type_id): a consumer asks this of every marker it reads)
@@ -194,9 +197,12 @@ class RecordBatch:
 
     @property
     def coordinator_epoch(self) -> int | None:
-        if not self.is_control or not self.records:
+        if not self.is_control:
             return None
-        value = self.records[0].value
+        rows = self.records
+        if not rows:
+            return None
+        value = rows[0].value
         if value is None or len(value) < 6:
             return None
         return _CONTROL_VALUE.unpack_from(value)[1]
