@@ -109,3 +109,25 @@ def test_find_coordinator_to_an_unresponsive_broker_waits_socket_timeout():
     first = next(m for m in c.network_messages() if m.api == "FindCoordinator" and not m.is_response)
     gave_up = next(e for e in c.trace if "gave up waiting for the FindCoordinator response" in e.narration)
     assert gave_up.time - first.sent_at == 12_000
+
+
+@pytest.mark.parametrize("dialect,cfg,expected", [
+    ("librdkafka", {}, (60_000, 60_000)),                            # both default to socket.timeout.ms
+    ("librdkafka", {"socket.timeout.ms": 7_000}, (7_000, 7_000)),
+    ("java", {}, (60_000, 30_000)),                                  # default.api.timeout.ms; request.timeout.ms
+])
+def test_admin_call_defaults(dialect, cfg, expected):
+    from txnlab.client.config import admin_config
+    from txnlab.client.dialect import admin_timeout
+    c = admin_config({"bootstrap.servers": "x:9092", "sim.client.dialect": dialect, **cfg})
+    assert (admin_timeout(c, "request_timeout"), admin_timeout(c, "operation_timeout")) == expected
+
+
+def test_librdkafka_admin_create_topics_sends_socket_timeout_as_its_operation_timeout():
+    from txnlab.admin import AdminClient, NewTopic
+    c = Cluster(brokers=1, seed=1)
+    a = AdminClient({"bootstrap.servers": c.bootstrap, "socket.timeout.ms": 9_000})
+    a.create_topics([NewTopic("t", 1, 1)])["t"].result()
+    req = next(m for m in c.network_messages() if m.api == "CreateTopics" and not m.is_response
+               and m.src.startswith("admin"))
+    assert req.payload.timeout_ms == 9_000

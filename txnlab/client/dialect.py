@@ -198,6 +198,23 @@ REQUEST_TIMEOUT = {
 }
 
 
+# How long an admin call waits in all (its ``request_timeout``, every retry included) and the operation timeout it
+# sends with CreateTopics and the like, when the call does not give them.
+#   librdkafka: rd_kafka_new sets admin.request_timeout_ms = socket.timeout.ms (src/rdkafka.c), the default of
+#   both AdminOptions request_timeout and operation_timeout (rd_kafka_AdminOptions_init, src/rdkafka_admin.c).
+#   Java: the call's deadline is default.api.timeout.ms, 60 s (KafkaAdminClient.calcDeadlineMs); the request is
+#   built with the time left for it, at most request.timeout.ms (Call.createRequest(timeoutMs)).
+ADMIN_TIMEOUT = {
+    LIBRDKAFKA: {"request_timeout": lambda c: c["socket.timeout.ms"], "operation_timeout": lambda c: c["socket.timeout.ms"]},
+    JAVA: {"request_timeout": lambda c: 60_000, "operation_timeout": lambda c: c["request.timeout.ms"]},
+}
+
+
+def admin_timeout(cfg: dict, which: str) -> int:
+    """An admin client's default ``request_timeout`` or ``operation_timeout`` (ms), per ``ADMIN_TIMEOUT``."""
+    return int(ADMIN_TIMEOUT[check(cfg.get("sim.client.dialect", LIBRDKAFKA))][which](cfg))
+
+
 class RequestTimeouts(dict):
     """api name -> ms a client waits for its answer (``REQUEST_TIMEOUT`` worked out for one client's config);
     an api without a rule of its own gets the default."""
