@@ -221,7 +221,8 @@ class RequestTimeouts(dict):
     __slots__ = ("default",)
 
     def __missing__(self, api: str) -> int:
-        return self.default
+        self[api] = t = self.default        # kept: the next request of this api finds it (no call)
+        return t
 
 
 def request_timeouts(cfg: dict) -> RequestTimeouts:
