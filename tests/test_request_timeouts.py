@@ -53,7 +53,8 @@ def test_java_waits_request_timeout_for_end_txn():
 
 
 def test_java_end_txn_ignores_socket_timeout():
-    assert _end_txn_gives_up_after("java", **{"socket.timeout.ms": 5_000, "request.timeout.ms": 7_000}) == (7_000, "CompleteCommit")
+    assert _end_txn_gives_up_after("java", **{"socket.timeout.ms": 5_000, "request.timeout.ms": 7_000}) \
+        == (7_000, "CompleteCommit")
 
 
 TXN_APIS = ("FindCoordinator", "Metadata", "InitProducerId", "AddPartitionsToTxn", "AddOffsetsToTxn",

@@ -36,7 +36,7 @@ def cluster_metadata(node, kernel, topic: Optional[str] = None) -> ClusterMetada
     """Metadata (one topic, or all), blocking: what every client's ``list_topics`` answers."""
     box = {}
     req = m.MetadataRequest(None if topic is None else (topic,))
-    node.send_request(node.any_broker(), req, lambda r, e: box.update(r=r, e=e))     # dialect.REQUEST_TIMEOUT
+    node.send_request(node.any_broker(), req, lambda r, e: box.update(r=r, e=e))      # its dialect's timeout
     kernel.run_until(lambda: "r" in box)
     if box["e"] is not None:
         raise KafkaException(KafkaError(box["e"]))

@@ -205,7 +205,8 @@ REQUEST_TIMEOUT = {
 #   Java: the call's deadline is default.api.timeout.ms, 60 s (KafkaAdminClient.calcDeadlineMs); the request is
 #   built with the time left for it, at most request.timeout.ms (Call.createRequest(timeoutMs)).
 ADMIN_TIMEOUT = {
-    LIBRDKAFKA: {"request_timeout": lambda c: c["socket.timeout.ms"], "operation_timeout": lambda c: c["socket.timeout.ms"]},
+    LIBRDKAFKA: {"request_timeout": lambda c: c["socket.timeout.ms"],
+                 "operation_timeout": lambda c: c["socket.timeout.ms"]},
     JAVA: {"request_timeout": lambda c: 60_000, "operation_timeout": lambda c: c["request.timeout.ms"]},
 }
 

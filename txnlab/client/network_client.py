@@ -63,6 +63,7 @@ def block(kernel, predicate: Callable[[], bool], timeout_ms: Optional[int], call
     except NothingCanArrive as e:
         raise KafkaException(KafkaError(KafkaError._TIMED_OUT, f"{call} with no timeout: {e}")) from None
 
+
 _JAVA_TIMEOUTS = RequestTimeouts()
 _JAVA_TIMEOUTS.default = 30_000         # request.timeout.ms: a node without a client config (Spark's, a Java client)
 

@@ -252,8 +252,8 @@ class TransactionalRequests:
                     self.wakeup(0)
                 else:
                     self.node.set_timer(self.cfg["retry.backoff.ms"], "retry InitProducerId", self.send_init_producer_id)
-            self.node.send_request(self.node.any_broker(), m.InitProducerIdRequest(None, self.cfg["transaction.timeout.ms"]),
-                                   done)
+            req = m.InitProducerIdRequest(None, self.cfg["transaction.timeout.ms"])
+            self.node.send_request(self.node.any_broker(), req, done)
             return
 
         def build():
