@@ -393,8 +393,9 @@ assert st_after["lso"] == st_after["hw"]
 # Now the three anomalies, each under the classic protocol and under the fix. For anomaly 2 the
 # producer, after its abort, starts a new transaction that writes `new` to the same partition and
 # commits; the delayed `late` arrives in the middle of it (5 s delay). For anomaly 3 a normal client
-# commits `txn-N`, its `EndTxn` is delayed by 10 s and retried; it then writes `txn-N+1`, the delayed
-# `EndTxn` arrives, and the application aborts `txn-N+1`.
+# commits `txn-N`, its `EndTxn` is delayed by 10 s; the client gives up on it after 2 s (librdkafka times
+# `EndTxn` with `socket.timeout.ms`, the Java client with `request.timeout.ms`: the story sets both) and
+# retries it; it then writes `txn-N+1`, the delayed `EndTxn` arrives, and the application aborts `txn-N+1`.
 
 # %% [markdown]
 # Fill in the table in your head before running it: for each anomaly and protocol, what does `read_committed`
@@ -432,8 +433,8 @@ def join_next_story(tv, verification, client):
 
 def delayed_end_txn_story(tv, verification, client):
     c = anomaly_cluster(tv, verification)
-    p = Producer({"bootstrap.servers": c.bootstrap, "transactional.id": "k17754", "request.timeout.ms": 2_000,
-                  "sim.client.dialect": client})
+    p = Producer({"bootstrap.servers": c.bootstrap, "transactional.id": "k17754", "sim.client.dialect": client,
+                  "socket.timeout.ms": 2_000, "request.timeout.ms": 2_000})   # EndTxn gives up after 2 s (either client)
     p.init_transactions()
     p.begin_transaction()
     p.produce("out", value=b"txn-N", partition=0)

@@ -174,8 +174,10 @@ assert len([m for m in lab.network_messages() if m.api == "CHECK_TRANSACTION_STA
 assert dao.order_ids() == ["o-1", "o-2"]
 
 # %% [markdown]
-# **Kafka, same fault.** Kafka's `EndTxn` is a request *with* a response. If it is lost, the producer's
-# request times out and it sends it again; `commit_transaction()` returns only when the coordinator
+# **Kafka, same fault.** Kafka's `EndTxn` is a request *with* a response. If it is lost, its connection
+# breaks: the producer notices and sends it again on a new one (had the coordinator merely stayed silent,
+# confluent-kafka would have waited `socket.timeout.ms` — 59.9 s here, `transaction.timeout.ms` minus
+# 100 ms — before giving up and sending it again). `commit_transaction()` returns only when the coordinator
 # answered. No check-back is needed because the client retries — but the client must be alive to do so.
 
 # %%

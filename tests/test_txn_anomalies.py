@@ -114,9 +114,10 @@ def test_late_produce_joins_the_next_transaction_of_a_classic_client_on_tv2():
 
 def delayed_end_txn(c, tid, dialect="librdkafka"):
     """KAFKA-17754: EndTxn(commit) of transaction N is delayed; the client retries it, goes on with
-    transaction N+1, and then the delayed request arrives."""
-    p = Producer({"bootstrap.servers": c.bootstrap, "transactional.id": tid, "request.timeout.ms": 2_000,
-                  "sim.client.dialect": dialect})
+    transaction N+1, and then the delayed request arrives.  The client gives up on a request after 2 s:
+    librdkafka times EndTxn with socket.timeout.ms, Kafka's Java client with request.timeout.ms."""
+    p = Producer({"bootstrap.servers": c.bootstrap, "transactional.id": tid, "socket.timeout.ms": 2_000,
+                  "request.timeout.ms": 2_000, "sim.client.dialect": dialect})
     p.init_transactions()
     p.begin_transaction()
     p.produce("out", value=b"txn-N", partition=0)

@@ -24,6 +24,7 @@ from .admin_types import (AbortTransactionSpec, AlterConfigOpType, BrokerMetadat
                           TransactionListing)
 from .client_events import ClientEvents
 from .config import admin_config
+from .dialect import admin_timeout
 from .network_client import attach_client, broker_node
 
 def _check_list(value, what: str) -> None:
@@ -76,7 +77,7 @@ class AdminClient(GroupAdmin, TransactionAdmin, AdminRequests):
         return self._per_name(req, [p.name for p in parts], lambda r: r.results, kwargs)
 
     def _operation_timeout(self, kwargs: dict) -> int:
-        return int((kwargs.get("operation_timeout") or 0) * 1000) or self._config["request.timeout.ms"]
+        return int((kwargs.get("operation_timeout") or 0) * 1000) or admin_timeout(self._config, "operation_timeout")
 
     def _per_name(self, request, names: list, results_of, kwargs: dict, key_of=lambda r: r.name,
                   value_of=lambda r: None) -> dict:

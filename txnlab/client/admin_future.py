@@ -19,6 +19,7 @@ from ..errors import KafkaError, KafkaException
 from ..protocol import messages as m
 from ..protocol.errors import Errors
 from .admin_types import BrokerMetadata, ClusterMetadata, PartitionMetadata, TopicMetadata
+from .dialect import admin_timeout
 from .network_client import broker_node
 
 PORT = 9092     # the lab's brokers have no ports; metadata shows Kafka's default one
@@ -35,7 +36,7 @@ def cluster_metadata(node, kernel, topic: Optional[str] = None) -> ClusterMetada
     """Metadata (one topic, or all), blocking: what every client's ``list_topics`` answers."""
     box = {}
     req = m.MetadataRequest(None if topic is None else (topic,))
-    node.send_request(node.any_broker(), req, lambda r, e: box.update(r=r, e=e), timeout_ms=30_000)
+    node.send_request(node.any_broker(), req, lambda r, e: box.update(r=r, e=e))      # its dialect's timeout
     kernel.run_until(lambda: "r" in box)
     if box["e"] is not None:
         raise KafkaException(KafkaError(box["e"]))
@@ -97,19 +98,19 @@ class AdminRequests:
 
     def _deadline(self, kwargs: dict) -> int:
         t = kwargs.get("request_timeout")
-        ms = int(t * 1000) if t else self._config["request.timeout.ms"]
+        ms = int(t * 1000) if t else admin_timeout(self._config, "request_timeout")
         return self._kernel.now + ms
 
     def _send(self, dst: str, request, then: Callable) -> None:
-        self._node.send_request(dst, request, then, timeout_ms=self._config["request.timeout.ms"])
+        self._node.send_request(dst, request, then)        # its dialect's timeout (dialect.REQUEST_TIMEOUT)
 
     def _later(self, then: Callable[[], None]) -> None:
         self._node.set_timer(RETRY_BACKOFF_MS, "admin retry backoff", then)
 
     def _send_any(self, request, then: Callable, deadline: Optional[int] = None) -> None:
         """``request`` to any broker; a broker that cannot be reached is left for another after a backoff (Kafka's
-        admin client retries with retry.backoff.ms) until the deadline (request.timeout.ms)."""
-        deadline = self._kernel.now + self._config["request.timeout.ms"] if deadline is None else deadline
+        admin client retries with retry.backoff.ms) until the deadline (the call's request_timeout)."""
+        deadline = self._deadline({}) if deadline is None else deadline
 
         def done(resp, err):
             if err is not None and Errors(err).retriable and self._kernel.now < deadline:

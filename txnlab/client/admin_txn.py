@@ -95,7 +95,7 @@ class TransactionAdmin:
     def describe_transactions(self, transactional_ids) -> dict:
         """DescribeTransactions to each id's coordinator: {transactional_id: Future(dict)} (state, producer id
         and epoch, timeout, start time, partitions)."""
-        deadline = self._kernel.now + self._config["request.timeout.ms"]
+        deadline = self._deadline({})
         out = {}
         for tid in transactional_ids:
             f = out[tid] = self._future()
@@ -173,8 +173,7 @@ class TransactionAdmin:
 
     def _call(self, dst: str, request):
         box = {}
-        self._node.send_request(dst, request, lambda r, e: box.update(r=r, e=e),
-                                timeout_ms=self._config["request.timeout.ms"])
+        self._node.send_request(dst, request, lambda r, e: box.update(r=r, e=e))   # dialect.REQUEST_TIMEOUT
         self._kernel.run_until(lambda: "r" in box)
         if box["e"] is not None:
             raise KafkaException(KafkaError(box["e"], f"{request.API} failed: {Errors(box['e']).name}"))

@@ -135,8 +135,7 @@ class ConsumerCoordinator:
         meta = (topics, tuple(sorted(self.c._assignment))) if self.cooperative else topics
         req = m.JoinGroupRequest(self.group_id, self.cfg["session.timeout.ms"], self.cfg["max.poll.interval.ms"],
                                  self.member_id, self.group_instance_id, PROTOCOL_TYPE, ((self.strategy, meta),))
-        self.node.send_request(self.coordinator, req, self._on_join_response,
-                               timeout_ms=max(self.cfg["request.timeout.ms"], self.cfg["max.poll.interval.ms"] + 5_000))
+        self.node.send_request(self.coordinator, req, self._on_join_response)   # dialect.REQUEST_TIMEOUT
 
     def _retry_join(self, why: str, backoff: bool = True) -> None:
         self.state = MemberState.UNJOINED
@@ -222,9 +221,7 @@ class ConsumerCoordinator:
         self.state = MemberState.SYNCING
         req = m.SyncGroupRequest(self.group_id, self.generation_id, self.member_id, self.group_instance_id,
                                  assignments)
-        # librdkafka waits session.timeout.ms + 3 s for SyncGroup (only JoinGroup may take the rebalance timeout)
-        self.node.send_request(self.coordinator, req, self._on_sync_response,
-                               timeout_ms=self.cfg["session.timeout.ms"] + 3_000)
+        self.node.send_request(self.coordinator, req, self._on_sync_response)   # dialect.REQUEST_TIMEOUT
 
     def _on_sync_response(self, resp, err) -> None:
         self._changed()
@@ -287,8 +284,7 @@ class ConsumerCoordinator:
             return
         self._heartbeat_in_flight = True
         req = m.HeartbeatRequest(self.group_id, self.generation_id, self.member_id, self.group_instance_id)
-        self.node.send_request(self.coordinator, req, self._on_heartbeat_response,
-                               timeout_ms=self.cfg["request.timeout.ms"], background=True)
+        self.node.send_request(self.coordinator, req, self._on_heartbeat_response, background=True)
 
     def _on_heartbeat_response(self, resp, err) -> None:
         self._heartbeat_in_flight = False
@@ -338,8 +334,7 @@ class ConsumerCoordinator:
             self._changed()
             if then is not None:
                 then()
-        self.node.send_request(self.coordinator, m.LeaveGroupRequest(self.group_id, member), done,
-                               timeout_ms=self.cfg["request.timeout.ms"])
+        self.node.send_request(self.coordinator, m.LeaveGroupRequest(self.group_id, member), done)
 
     # --------------------------------------------------------------- offsets
     def commit(self, offsets: dict, done: Callable[[Optional[KafkaError], dict], None], attempts: int = 5) -> None:

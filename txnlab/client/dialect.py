@@ -159,6 +159,81 @@ def transaction_version(dialect: str, finalized: int) -> int:
     return min(finalized, MAX_TRANSACTION_VERSION[check(dialect)])
 
 
+# How long a client waits for the answer to one request before it gives up on it (the kernel then closes the
+# connection and fails the request with REQUEST_TIMED_OUT).  Each rule is a function of the client's finalized
+# config; "default" covers every request without a rule of its own.
+#   librdkafka: every request buffer starts with socket.timeout.ms (rd_kafka_buf_new_request0 sets
+#   rkbuf_rel_timeout = socket_timeout_ms, src/rdkafka_buf.c); a request builder may replace it:
+#   rd_kafka_buf_set_timeout(t) waits t, rd_kafka_buf_set_abs_timeout(t) waits min(t, socket.timeout.ms) per
+#   attempt and rd_kafka_buf_set_abs_timeout_force(t) waits t (rd_kafka_buf_calc_timeout).  The builders that do
+#   (src/rdkafka_request.c, src/rdkafka_fetcher.c): JoinGroup forces max.poll.interval.ms + 3 s; SyncGroup
+#   session.timeout.ms + 3 s and Heartbeat session.timeout.ms (both capped); LeaveGroup 5 s (capped; "best
+#   effort"); ApiVersions api.version.request.timeout.ms (capped); Fetch socket.timeout.ms + fetch.wait.max.ms.
+#   The transactional requests (InitProducerId, AddPartitionsToTxn, AddOffsetsToTxn, TxnOffsetCommit, EndTxn),
+#   FindCoordinator, Metadata, ListOffsets, OffsetCommit, OffsetFetch and the admin requests keep
+#   socket.timeout.ms (OffsetFetch's and the admin operations' longer absolute timeouts are capped by it, as is
+#   ListOffsets' from offsets_for_times).  A transactional producer's socket.timeout.ms defaults to
+#   transaction.timeout.ms - 100 (config_finalize.py): 59.9 s.  Produce waits min(socket.timeout.ms, what is
+#   left of its first record's message.timeout.ms) (rd_kafka_ProduceRequest): that one depends on the batch,
+#   so the sender works it out itself.
+#   Java: NetworkClient's defaultRequestTimeoutMs, request.timeout.ms, for every request (the producer's
+#   Sender and TransactionManager, the consumer's ConsumerNetworkClient), but JoinGroup, which waits
+#   max(request.timeout.ms, rebalance timeout + 5 s) (AbstractCoordinator.sendJoinGroupRequest,
+#   JOIN_GROUP_TIMEOUT_LAPSE).  A lab consumer's request.timeout.ms is its socket.timeout.ms (finalize_consumer;
+#   the Java dialect's default is Java's 30 s).
+REQUEST_TIMEOUT = {
+    LIBRDKAFKA: {
+        "default": lambda c: c["socket.timeout.ms"],
+        "JoinGroup": lambda c: c["max.poll.interval.ms"] + 3_000,
+        "SyncGroup": lambda c: min(c["socket.timeout.ms"], c["session.timeout.ms"] + 3_000),
+        "Heartbeat": lambda c: min(c["socket.timeout.ms"], c["session.timeout.ms"]),
+        "LeaveGroup": lambda c: min(c["socket.timeout.ms"], 5_000),
+        "ApiVersions": lambda c: min(c["socket.timeout.ms"], c["api.version.request.timeout.ms"]),
+        "Fetch": lambda c: c["socket.timeout.ms"] + c["fetch.wait.max.ms"],
+    },
+    JAVA: {
+        "default": lambda c: c["request.timeout.ms"],
+        "JoinGroup": lambda c: max(c["request.timeout.ms"], c["max.poll.interval.ms"] + 5_000),
+    },
+}
+
+
+# How long an admin call waits in all (its ``request_timeout``, every retry included) and the operation timeout it
+# sends with CreateTopics and the like, when the call does not give them.
+#   librdkafka: rd_kafka_new sets admin.request_timeout_ms = socket.timeout.ms (src/rdkafka.c), the default of
+#   both AdminOptions request_timeout and operation_timeout (rd_kafka_AdminOptions_init, src/rdkafka_admin.c).
+#   Java: the call's deadline is default.api.timeout.ms, 60 s (KafkaAdminClient.calcDeadlineMs); the request is
+#   built with the time left for it, at most request.timeout.ms (Call.createRequest(timeoutMs)).
+ADMIN_TIMEOUT = {
+    LIBRDKAFKA: {"request_timeout": lambda c: c["socket.timeout.ms"],
+                 "operation_timeout": lambda c: c["socket.timeout.ms"]},
+    JAVA: {"request_timeout": lambda c: 60_000, "operation_timeout": lambda c: c["request.timeout.ms"]},
+}
+
+
+def admin_timeout(cfg: dict, which: str) -> int:
+    """An admin client's default ``request_timeout`` or ``operation_timeout`` (ms), per ``ADMIN_TIMEOUT``."""
+    return int(ADMIN_TIMEOUT[check(cfg.get("sim.client.dialect", LIBRDKAFKA))][which](cfg))
+
+
+class RequestTimeouts(dict):
+    """api name -> ms a client waits for its answer (``REQUEST_TIMEOUT`` worked out for one client's config);
+    an api without a rule of its own gets the default."""
+    __slots__ = ("default",)
+
+    def __missing__(self, api: str) -> int:
+        self[api] = t = self.default        # kept: the next request of this api finds it (no call)
+        return t
+
+
+def request_timeouts(cfg: dict) -> RequestTimeouts:
+    """The per-request timeouts of a client with finalized config ``cfg`` (its dialect's ``REQUEST_TIMEOUT``)."""
+    rules = REQUEST_TIMEOUT[check(cfg.get("sim.client.dialect", LIBRDKAFKA))]
+    out = RequestTimeouts({api: int(rule(cfg)) for api, rule in rules.items() if api != "default"})
+    out.default = int(rules["default"](cfg))
+    return out
+
+
 def check(dialect: str) -> str:
     if dialect not in DIALECTS:
         raise ValueError(f"sim.client.dialect must be one of {', '.join(DIALECTS)}, got {dialect!r}")

@@ -298,8 +298,7 @@ class Fetcher:
             req = m.FetchRequest(m.CONSUMER_REPLICA_ID, self.cfg["fetch.wait.max.ms"], 1, self.isolation, parts)
             self.in_flight.add(leader)
             self.node.send_request(leader, req, self._on_fetch_response(leader, req),
-                                   timeout_ms=self.cfg["request.timeout.ms"] + self.cfg["fetch.wait.max.ms"],
-                                   background=True)
+                                   background=True)                 # its timeout: dialect.REQUEST_TIMEOUT
 
     def refresh_metadata(self) -> None:
         """Ask for metadata because some partition has no known leader; retry after retry.backoff.ms

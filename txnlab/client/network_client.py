@@ -17,7 +17,7 @@ from ..kernel.node import Node
 from ..protocol import messages as m
 from ..protocol.errors import Errors
 from .config import principal
-from .dialect import PERMANENT_TOPIC_ERRORS
+from .dialect import PERMANENT_TOPIC_ERRORS, RequestTimeouts, request_timeouts
 
 
 _NODE_NAMES: dict = {}      # broker id -> its node's name (asked for at every leader lookup)
@@ -48,6 +48,7 @@ def attach_client(cfg: dict, kind: str, owner, node_class=None) -> tuple:
             cfg[k] = v
     name = att.client_node_name(kind, cfg.get("client.id"))     # client.id is a label, not an identity
     node = att.attach(name, owner, node_class or ClientNode, principal(cfg))
+    node.timeouts = request_timeouts(cfg)
     if kind == "consumer":
         node.allow_auto_create_topics = bool(cfg.get("allow.auto.create.topics", False))
     return att, name, node
@@ -61,6 +62,11 @@ def block(kernel, predicate: Callable[[], bool], timeout_ms: Optional[int], call
         return kernel.run_until(predicate, timeout_ms=timeout_ms)
     except NothingCanArrive as e:
         raise KafkaException(KafkaError(KafkaError._TIMED_OUT, f"{call} with no timeout: {e}")) from None
+
+
+_JAVA_TIMEOUTS = RequestTimeouts()
+_JAVA_TIMEOUTS.default = 30_000         # request.timeout.ms: a node without a client config (Spark's, a Java client)
+
 
 class ClientNode(Node):
     # librdkafka talks to the group and transaction coordinators on connections of their own (its
@@ -89,9 +95,16 @@ class ClientNode(Node):
         self._reconnect_backoff: dict[str, int] = {}
         self.tx: dict[str, int] = {}                 # requests sent / responses received per broker (statistics)
         self.rx: dict[str, int] = {}
+        # how long each request waits for its answer: the client dialect's rule (dialect.REQUEST_TIMEOUT), set
+        # by attach_client from the client's config
+        self.timeouts: RequestTimeouts = _JAVA_TIMEOUTS
 
-    def send_request(self, dst, request, callback, timeout_ms: int = 30_000, background: bool = False):
+    def send_request(self, dst, request, callback, timeout_ms: Optional[int] = None, background: bool = False):
+        """Send ``request``; it waits ``timeout_ms`` for its answer, by default what the client's dialect
+        waits for that request (``self.timeouts``)."""
         self.tx[dst] = self.tx.get(dst, 0) + 1
+        if timeout_ms is None:
+            timeout_ms = self.timeouts[request.API]
         return super().send_request(dst, request, callback, timeout_ms, background)
 
     def _event(self, code: int, text: str) -> None:
@@ -208,8 +221,7 @@ class ClientNode(Node):
             for w in waiters:
                 w()
 
-        self.send_request(self.any_broker(), m.MetadataRequest(want, self.allow_auto_create_topics), done,
-                          timeout_ms=5_000)
+        self.send_request(self.any_broker(), m.MetadataRequest(want, self.allow_auto_create_topics), done)
 
     def find_coordinator(self, key: str, key_type: int, then: Callable[[Optional[str], Optional[Errors]], None],
                          retry_ms: int = 100) -> None:
@@ -220,4 +232,4 @@ class ClientNode(Node):
                 then(None, Errors(resp.error))
             else:
                 then(broker_node(resp.node_id), None)
-        self.send_request(self.any_broker(), m.FindCoordinatorRequest(key, key_type), done, timeout_ms=5_000)
+        self.send_request(self.any_broker(), m.FindCoordinatorRequest(key, key_type), done)

@@ -81,7 +81,7 @@ class _CoordinatorCall:
         if req is None:
             s._txn_done()
             return
-        s.node.send_request(coord, req, self._on_resp, timeout_ms=s.cfg["request.timeout.ms"])
+        s.node.send_request(coord, req, self._on_resp)        # its dialect's timeout (dialect.REQUEST_TIMEOUT)
 
     def _found(self, node, err) -> None:
         s = self.sender
@@ -232,8 +232,7 @@ class TransactionalRequests:
                     "a librdkafka client does not: it adds partitions with AddPartitionsToTxn and ends "
                     "transactions the classic way (no epoch bump)"))
             then()
-        self.node.send_request(self.node.any_broker(), m.ApiVersionsRequest(), done,
-                               timeout_ms=self.cfg["request.timeout.ms"])
+        self.node.send_request(self.node.any_broker(), m.ApiVersionsRequest(), done)
 
     # ------------------------------------------------------ InitProducerId
     def send_init_producer_id(self, bump: bool = False) -> None:
@@ -253,8 +252,8 @@ class TransactionalRequests:
                     self.wakeup(0)
                 else:
                     self.node.set_timer(self.cfg["retry.backoff.ms"], "retry InitProducerId", self.send_init_producer_id)
-            self.node.send_request(self.node.any_broker(), m.InitProducerIdRequest(None, self.cfg["transaction.timeout.ms"]),
-                                   done, timeout_ms=self.cfg["request.timeout.ms"])
+            req = m.InitProducerIdRequest(None, self.cfg["transaction.timeout.ms"])
+            self.node.send_request(self.node.any_broker(), req, done)
             return
 
         def build():

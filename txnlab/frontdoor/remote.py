@@ -121,9 +121,11 @@ class RemoteClientNode(ClientNode):
         super().__init__(kernel, name, bootstrap, owner)
         self.remote = remote
 
-    def send_request(self, dst: str, request: Any, callback, timeout_ms: int = 30_000,
+    def send_request(self, dst: str, request: Any, callback, timeout_ms: Optional[int] = None,
                      background: bool = False) -> Message:
         k = self.kernel
+        if timeout_ms is None:
+            timeout_ms = self.timeouts[request.API]     # the client dialect's rule (ClientNode.send_request)
         self._next_correlation += 1
         cid = self._next_correlation
         m = Message(-cid, self.name, dst, request.API, request, k.now, k.now, False, cid, background, k.step_count)

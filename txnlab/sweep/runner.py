@@ -35,7 +35,7 @@ CLUSTER_CONFIG = {
     "group.initial.rebalance.delay.ms": 0,
 }
 PRODUCER_CONFIG = {"transaction.timeout.ms": 8_000, "request.timeout.ms": 4_000, "delivery.timeout.ms": 8_000,
-                   "linger.ms": 2}
+                   "linger.ms": 2, "socket.timeout.ms": 4_000}   # librdkafka times non-Produce requests with it
 CONSUMER_CONFIG = {"socket.timeout.ms": 4_000}     # librdkafka times consumer requests with socket.timeout.ms
 SETTLE_MS = 45_000        # after the run: every timeout (30 s inter-broker requests included) has passed
 SETTLE_STEP_MS = 250

@@ -1,0 +1,134 @@
+"""How long a client waits for a request's answer, per client dialect (dialect.REQUEST_TIMEOUT).
+
+librdkafka times every request with socket.timeout.ms unless the request's builder sets its own
+(rd_kafka_buf_new_request0 in rdkafka_buf.c; the overrides in rdkafka_request.c and rdkafka_fetcher.c), and a
+transactional producer's socket.timeout.ms defaults to transaction.timeout.ms - 100.  Kafka's Java client
+times every request with request.timeout.ms, JoinGroup with at least the rebalance timeout + 5 s."""
+import pytest
+
+from txnlab import Cluster, KafkaException, Producer
+from txnlab.client.config import consumer_config, producer_config
+from txnlab.client.dialect import request_timeouts
+
+
+def _end_txn_gives_up_after(dialect, **cfg):
+    """The EndTxn of a commit reaches a coordinator that does not answer it (it arrives 100 s late): how long the
+    producer waits before it gives up on it (and closes the connection)."""
+    c = Cluster(brokers=3, seed=1, config={"transaction.state.log.num.partitions": 3})
+    c.create_topic("out", partitions=1, replication_factor=3)
+    p = Producer({"bootstrap.servers": c.bootstrap, "transactional.id": "slow-coordinator",
+                  "sim.client.dialect": dialect, **cfg})
+    p.init_transactions()
+    p.begin_transaction()
+    p.produce("out", value=b"v", partition=0)
+    p.flush()
+    c.delay_next("EndTxn", 100_000)
+    try:
+        p.commit_transaction(150)               # the EndTxn is retried when the first one is given up
+    except KafkaException as e:                 # (at librdkafka's defaults the retry races the transaction's timeout)
+        assert not e.args[0].fatal()
+    first = next(m for m in c.network_messages() if m.api == "EndTxn" and not m.is_response)
+    gave_up = next(e for e in c.trace if "gave up waiting for the EndTxn response" in e.narration)
+    c.run_until_idle()
+    return gave_up.time - first.sent_at, c.transaction_state("slow-coordinator")["state"]
+
+
+def test_librdkafka_waits_socket_timeout_for_end_txn_transaction_timeout_minus_100_ms():
+    """rd_kafka_EndTxnRequest sets no timeout: socket.timeout.ms, 60 000 - 100 for a transactional producer."""
+    assert _end_txn_gives_up_after("librdkafka")[0] == 59_900
+
+
+def test_librdkafka_end_txn_follows_transaction_timeout_and_ignores_request_timeout():
+    assert _end_txn_gives_up_after("librdkafka", **{"transaction.timeout.ms": 20_000,
+                                                    "request.timeout.ms": 1_000})[0] == 19_900
+
+
+def test_librdkafka_end_txn_waits_an_explicit_socket_timeout():
+    assert _end_txn_gives_up_after("librdkafka", **{"socket.timeout.ms": 5_000}) == (5_000, "CompleteCommit")
+
+
+def test_java_waits_request_timeout_for_end_txn():
+    """Kafka's Java client: TransactionManager's requests go out with request.timeout.ms (30 s)."""
+    assert _end_txn_gives_up_after("java") == (30_000, "CompleteCommit")    # the retry commits
+
+
+def test_java_end_txn_ignores_socket_timeout():
+    assert _end_txn_gives_up_after("java", **{"socket.timeout.ms": 5_000, "request.timeout.ms": 7_000}) \
+        == (7_000, "CompleteCommit")
+
+
+TXN_APIS = ("FindCoordinator", "Metadata", "InitProducerId", "AddPartitionsToTxn", "AddOffsetsToTxn",
+            "TxnOffsetCommit", "EndTxn")
+
+
+@pytest.mark.parametrize("dialect,expected", [("librdkafka", 59_900), ("java", 30_000)])
+def test_a_transactional_producers_requests_share_one_timeout(dialect, expected):
+    t = request_timeouts(producer_config({"bootstrap.servers": "x:9092", "transactional.id": "t",
+                                          "sim.client.dialect": dialect}))
+    assert {api: t[api] for api in TXN_APIS} == {api: expected for api in TXN_APIS}
+
+
+def test_an_idempotent_librdkafka_producer_waits_socket_timeout_60_s():
+    t = request_timeouts(producer_config({"bootstrap.servers": "x:9092", "enable.idempotence": True}))
+    assert (t["InitProducerId"], t["Metadata"], t["ApiVersions"]) == (60_000, 60_000, 10_000)
+
+
+def test_librdkafka_consumer_request_timeouts_follow_rdkafka_request_c():
+    t = request_timeouts(consumer_config({"bootstrap.servers": "x:9092", "group.id": "g"}))
+    assert {api: t[api] for api in ("JoinGroup", "SyncGroup", "Heartbeat", "LeaveGroup", "Fetch", "OffsetCommit",
+                                    "OffsetFetch", "ListOffsets", "FindCoordinator", "Metadata")} == {
+        "JoinGroup": 300_000 + 3_000,           # max.poll.interval.ms + 3 s, forced
+        "SyncGroup": 45_000 + 3_000,            # session.timeout.ms + 3 s, capped by socket.timeout.ms
+        "Heartbeat": 45_000,                    # session.timeout.ms, capped
+        "LeaveGroup": 5_000,                    # best effort
+        "Fetch": 60_000 + 500,                  # socket.timeout.ms + fetch.wait.max.ms
+        "OffsetCommit": 60_000, "OffsetFetch": 60_000, "ListOffsets": 60_000,
+        "FindCoordinator": 60_000, "Metadata": 60_000}
+
+
+def test_librdkafka_caps_session_based_timeouts_by_socket_timeout():
+    t = request_timeouts(consumer_config({"bootstrap.servers": "x:9092", "group.id": "g",
+                                          "socket.timeout.ms": 4_000}))
+    assert (t["SyncGroup"], t["Heartbeat"], t["LeaveGroup"], t["JoinGroup"]) == (4_000, 4_000, 4_000, 303_000)
+
+
+def test_java_consumer_request_timeouts():
+    t = request_timeouts(consumer_config({"bootstrap.servers": "x:9092", "group.id": "g",
+                                          "sim.client.dialect": "java"}))
+    assert t["JoinGroup"] == 300_000 + 5_000      # max(request.timeout.ms, rebalance timeout + 5 s)
+    assert {t[api] for api in ("SyncGroup", "Heartbeat", "LeaveGroup", "Fetch", "OffsetCommit", "Metadata")} \
+        == {30_000}
+
+
+def test_find_coordinator_to_an_unresponsive_broker_waits_socket_timeout():
+    """FindCoordinator (and Metadata) used to give up after a fixed 5 s; librdkafka waits socket.timeout.ms."""
+    c = Cluster(brokers=1, seed=1)
+    c.create_topic("out", partitions=1)
+    p = Producer({"bootstrap.servers": c.bootstrap, "transactional.id": "tid", "socket.timeout.ms": 12_000})
+    c.delay_next("FindCoordinator", 100_000)
+    p.init_transactions()
+    first = next(m for m in c.network_messages() if m.api == "FindCoordinator" and not m.is_response)
+    gave_up = next(e for e in c.trace if "gave up waiting for the FindCoordinator response" in e.narration)
+    assert gave_up.time - first.sent_at == 12_000
+
+
+@pytest.mark.parametrize("dialect,cfg,expected", [
+    ("librdkafka", {}, (60_000, 60_000)),                            # both default to socket.timeout.ms
+    ("librdkafka", {"socket.timeout.ms": 7_000}, (7_000, 7_000)),
+    ("java", {}, (60_000, 30_000)),                                  # default.api.timeout.ms; request.timeout.ms
+])
+def test_admin_call_defaults(dialect, cfg, expected):
+    from txnlab.client.config import admin_config
+    from txnlab.client.dialect import admin_timeout
+    c = admin_config({"bootstrap.servers": "x:9092", "sim.client.dialect": dialect, **cfg})
+    assert (admin_timeout(c, "request_timeout"), admin_timeout(c, "operation_timeout")) == expected
+
+
+def test_librdkafka_admin_create_topics_sends_socket_timeout_as_its_operation_timeout():
+    from txnlab.admin import AdminClient, NewTopic
+    c = Cluster(brokers=1, seed=1)
+    a = AdminClient({"bootstrap.servers": c.bootstrap, "socket.timeout.ms": 9_000})
+    a.create_topics([NewTopic("t", 1, 1)])["t"].result()
+    req = next(m for m in c.network_messages() if m.api == "CreateTopics" and not m.is_response
+               and m.src.startswith("admin"))
+    assert req.payload.timeout_ms == 9_000
