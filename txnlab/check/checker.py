@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import bisect
 from dataclasses import dataclass, field
+from operator import itemgetter
 from typing import Optional
 
 from .anomalies import explain, is_allowed
@@ -85,7 +86,9 @@ class _Index:
 
     def __init__(self, history: History) -> None:
         self.writers: dict = {}            # value -> [(op, key, offset)]
-        self.reads: list = []              # (op, key, offset, value)
+        # the poll micro-ops that returned records, in history order: (op, key, [[offset, value], ...]).  The
+        # checks walk each poll's records together: they share the op (its index, process, end) and the key
+        self.polls: list = []
         # (key, offset) -> the first value sent or read there; the offsets that held more than one value are in
         # ``conflicts``, and at_offset() gives, for those, every value there with the ops (sends first, then polls,
         # of each op in history order) -- nearly every offset holds one value, and no dict or list is built for it
@@ -96,45 +99,69 @@ class _Index:
         self.sends: list = []              # per op of the history, in its order: [(key, value, offset)]
         self._history = history
         # one pass over every op's micro-ops (Op.sends()/Op.polls() inlined: a history has thousands of ops)
-        writers, reads, first_at, value_at, sends = self.writers, self.reads, self.first_at, self.value_at, self.sends
+        writers, polls, first_at, value_at, sends = self.writers, self.polls, self.first_at, self.value_at, self.sends
         conflicts = self.conflicts
-
-        def held(ko, value) -> None:
-            """``value`` was sent or read at (key, offset) ``ko``: the first value there is kept; another one
-            marks the offset as holding several."""
-            got = first_at.get(ko, _NONE)
-            if got is _NONE:
-                first_at[ko] = value
-            elif got != value:
-                conflicts.add(ko)
         for op in history:
-            mops = op.mops
-            mine = [(m[1], m[2], m[3]) for m in mops if m[0] == "send"]
+            mine = []
+            mine_polls = None
+            for m in op.mops:
+                tag = m[0]
+                if tag == "send":
+                    mine.append((m[1], m[2], m[3]))
+                elif tag == "poll" and m[2]:
+                    if mine_polls is None:
+                        mine_polls = [m]
+                    else:
+                        mine_polls.append(m)
             sends.append(mine)
-            for t in mine:
-                key, value, offset = t
+            # an op's sends are taken before its polls (the order at_offset() lists them in).  Where a value is
+            # sent or read at (key, offset), the first value there is kept and another one marks the offset as
+            # holding several: setdefault() hands back what was there (the value itself the first time: a value is
+            # equal to itself, so ``is not`` spares the comparison)
+            for key, value, offset in mine:
                 ws = writers.get(value)
                 if ws is None:
                     writers[value] = [(op, key, offset)]
                 else:
                     ws.append((op, key, offset))
                 if offset is not None:
-                    held((key, offset), value)
-            for m in mops:
-                if m[0] != "poll":
-                    continue
-                key = m[1]
-                for offset, value in m[2]:
-                    reads.append((op, key, offset, value))
                     ko = (key, offset)
-                    held(ko, value)
-                    if ko not in value_at:
-                        value_at[ko] = value
+                    got = first_at.setdefault(ko, value)
+                    if got is not value and got != value:
+                        conflicts.add(ko)
+            if mine_polls is None:
+                continue
+            for m in mine_polls:
+                key, entries = m[1], m[2]
+                polls.append((op, key, entries))
+                for offset, value in entries:
+                    ko = (key, offset)
+                    got = first_at.setdefault(ko, value)
+                    if got is not value and got != value:
+                        conflicts.add(ko)
+                    value_at.setdefault(ko, value)
         # every writer's outcome at once (writer_outcome: ok if some write of the value is ok, else info if some
         # is, else fail; None for a value nobody wrote)
         self._outcomes: dict = {}
         outcomes = self._outcomes
+        failed = set()                      # the values whose outcome is fail
+        # value -> the indexes of the ops that wrote it, in order (_dependency_cycles' wr edges)
+        self.writer_indexes: dict = {}
+        writer_indexes = self.writer_indexes
         for value, ws in writers.items():
+            if len(ws) == 1:                # (nearly every value has one writer)
+                op = ws[0][0]
+                writer_indexes[value] = (op.index,)
+                o = op.outcome
+                if o == OK:
+                    outcomes[value] = OK
+                elif o == INFO:
+                    outcomes[value] = INFO
+                else:
+                    outcomes[value] = FAIL
+                    failed.add(value)
+                continue
+            writer_indexes[value] = tuple([w[0].index for w in ws])
             got = FAIL
             for w in ws:
                 o = w[0].outcome
@@ -144,16 +171,25 @@ class _Index:
                 if o == INFO:
                     got = INFO
             outcomes[value] = got
+            if got == FAIL:
+                failed.add(value)
+        # key -> the offsets polled there, except those of values whose writers did not commit (an aborted read is
+        # G1a; it is not part of the order); a key enters at the first poll that adds an offset to it
         per_key: dict = {}
-        for _op, key, offset, value in reads:
-            if outcomes.get(value) != FAIL:    # an aborted read is G1a; it is not part of the order
-                got = per_key.get(key)
-                if got is None:
-                    per_key[key] = {offset}
-                else:
-                    got.add(offset)
+        for _op, key, entries in polls:
+            if failed and not failed.isdisjoint(map(_VALUE, entries)):
+                offs = [e[0] for e in entries if e[1] not in failed]
+                if not offs:
+                    continue
+            else:
+                offs = map(_OFFSET, entries)
+            got = per_key.get(key)
+            if got is None:
+                per_key[key] = set(offs)
+            else:
+                got.update(offs)
         self.read_offsets = {k: sorted(v) for k, v in per_key.items()}
-        self.position = {k: {o: i for i, o in enumerate(v)} for k, v in self.read_offsets.items()}
+        self.position = {k: dict(zip(v, range(len(v)))) for k, v in self.read_offsets.items()}
 
     def writer_outcome(self, value) -> Optional[str]:
         return self._outcomes.get(value)
@@ -176,6 +212,7 @@ class _Index:
 
 
 _NONE = object()        # (no value yet: a value may be None)
+_OFFSET, _VALUE = itemgetter(0), itemgetter(1)      # of a poll's [offset, value]
 
 
 def check(history: History) -> CheckResult:
@@ -193,30 +230,35 @@ def check(history: History) -> CheckResult:
 
 def _aborted_reads(ix: _Index, r: CheckResult) -> None:
     seen = set()
-    outcomes, writers = ix._outcomes, ix.writers
-    for op, key, offset, value in ix.reads:
-        outcome = outcomes.get(value)
-        if outcome is None:
-            continue
-        if outcome == FAIL:
-            if (value, op.process) in seen:
+    get, writers = ix._outcomes.get, ix.writers
+    for op, key, entries in ix.polls:
+        index, process, end = op.index, op.process, op.end
+        for offset, value in entries:
+            outcome = get(value)
+            if outcome is None:
                 continue
-            seen.add((value, op.process))
-            w = writers[value][0][0]
-            r.add("G1a", f"{op.process} read {value!r} at {key}@{offset}, written by {w.process} in a "
-                  f"transaction that did not commit (op {w.index})", (w.index, op.index), key)
-        else:
-            # read before its writer even asked to commit: the read saw undecided data
-            w = writers[value][0][0]
-            if w.index != op.index and "commit_at" in w.attrs and (value, op.process) not in seen \
-                    and op.end < w.attrs["commit_at"]:
-                seen.add((value, op.process))
-                r.add("undecided-read", f"{op.process} read {value!r} at {key}@{offset} by {op.end}ms, but "
-                      f"{w.process} called commit only at {w.attrs['commit_at']}ms (op {w.index})",
-                      (w.index, op.index), key)
+            if outcome == FAIL:
+                if (value, process) in seen:
+                    continue
+                seen.add((value, process))
+                w = writers[value][0][0]
+                r.add("G1a", f"{process} read {value!r} at {key}@{offset}, written by {w.process} in a "
+                      f"transaction that did not commit (op {w.index})", (w.index, index), key)
+            else:
+                # read before its writer even asked to commit: the read saw undecided data (the read's end
+                # compared first: it is after the commit for nearly every read)
+                w = writers[value][0][0]
+                commit_at = w.attrs.get("commit_at", _NONE)
+                if commit_at is not _NONE and end < commit_at and w.index != index and (value, process) not in seen:
+                    seen.add((value, process))
+                    r.add("undecided-read", f"{process} read {value!r} at {key}@{offset} by {end}ms, but "
+                          f"{w.process} called commit only at {commit_at}ms (op {w.index})", (w.index, index), key)
 
 
 def _duplicates_and_offsets(ix: _Index, r: CheckResult) -> None:
+    first_at = ix.first_at
+    if not ix.conflicts and len(set(first_at.values())) == len(first_at):
+        return          # every offset held one value, and every value is at one offset: nothing to report
     places: dict = {}        # value -> its first (key, offset), then a list of every (key, offset) once it has two
     conflicted = ix.at_offset() if ix.conflicts else {}
     for ko, first in ix.first_at.items():
@@ -243,12 +285,12 @@ def _duplicates_and_offsets(ix: _Index, r: CheckResult) -> None:
 
 def _lost_writes(history: History, ix: _Index, r: CheckResult) -> None:
     read_values: dict = {}
-    for _op, key, _o, value in ix.reads:
+    for _op, key, entries in ix.polls:
         got = read_values.get(key)
         if got is None:
-            read_values[key] = {value}
+            read_values[key] = {e[1] for e in entries}
         else:
-            got.add(value)
+            got.update([e[1] for e in entries])
     final_keys = set(history.attrs.get("final_keys", ()))
     outcomes = ix._outcomes
     for value, ws in ix.writers.items():
@@ -279,17 +321,21 @@ def _poll_order(history: History, ix: _Index, r: CheckResult) -> None:
 def _check_poll(op, key, entries, chain, ix: _Index, r: CheckResult) -> None:
     pos = ix.position.get(key, {})
     offs = ix.read_offsets.get(key, [])
-    entries = [e for e in entries if e[0] in pos]
-    if not entries:
-        return
-    for (o1, v1), (o2, v2) in zip(entries, entries[1:]):
-        i1, i2 = pos[o1], pos[o2]
-        if i2 <= i1:
-            r.add("int-nonmonotonic-poll", f"{op.process} returned {key}@{o1} then {key}@{o2} in one poll",
-                  (op.index,), key)
-        elif i2 > i1 + 1:
-            r.add("int-poll-skip", f"{op.process} returned {key}@{o1} then {key}@{o2} in one poll, skipping "
-                  f"{i2 - i1 - 1} committed value(s) from offset {offs[i1 + 1]}", (op.index,), key)
+    places = [pos.get(e[0]) for e in entries]    # each record's place in the key's order (None: not in it)
+    if None in places:
+        entries = [e for e in entries if e[0] in pos]
+        if not entries:
+            return
+        places = [pos[e[0]] for e in entries]
+    # one poll's records follow each other in the key's order (nearly always): nothing to report within it
+    if places != list(range(places[0], places[0] + len(places))):
+        for (o1, _v1), (o2, _v2), i1, i2 in zip(entries, entries[1:], places, places[1:]):
+            if i2 <= i1:
+                r.add("int-nonmonotonic-poll", f"{op.process} returned {key}@{o1} then {key}@{o2} in one poll",
+                      (op.index,), key)
+            elif i2 > i1 + 1:
+                r.add("int-poll-skip", f"{op.process} returned {key}@{o1} then {key}@{o2} in one poll, skipping "
+                      f"{i2 - i1 - 1} committed value(s) from offset {offs[i1 + 1]}", (op.index,), key)
     first = entries[0][0]
     prev = chain.get((op.process, key))
     if prev is not None and prev[1] is not None:
@@ -330,8 +376,9 @@ def _send_order(history: History, ix: _Index, r: CheckResult) -> None:
                 if offset <= prev:
                     r.add("int-nonmonotonic-send", f"{op.process} sent to {key} at offset {prev}, then a later send "
                           f"of the same transaction got offset {offset}", (op.index,), key)
-                else:
+                elif offset != prev + 1:
                     # _maybe_send_skip has something to look at only if some read offset lies between the two
+                    # (none can between two adjacent offsets)
                     offs = read_offsets.get(key, [])
                     i = bisect.bisect_right(offs, prev)
                     if i < len(offs) and offs[i] < offset:
@@ -366,16 +413,19 @@ def _dependency_cycles(history: History, ix: _Index, r: CheckResult) -> None:
     g = Graph()
     live = {op.index for op in history if op.outcome in (OK, INFO)}
     writers, value_at = ix.writers, ix.value_at
-    last = None               # the wr edge added last: a poll's reads of one writer's values repeat it
-    for op, _key, _offset, value in ix.reads:
+    windexes = ix.writer_indexes
+    for op, _key, entries in ix.polls:
         reader = op.index
         if reader not in live:
             continue
-        for w, _k, _o in writers.get(value, ()):
-            writer = w.index
-            if writer in live and (writer, reader) != last:
-                g.add(writer, reader, "wr")
-                last = (writer, reader)
+        # the writers of the poll's records, each distinct tuple of them once, in the order first read: the edges
+        # are added in the order the records name them (adding an edge again would change nothing)
+        for ws in dict.fromkeys(map(windexes.get, map(_VALUE, entries))):
+            if ws is None:
+                continue
+            for writer in ws:
+                if writer in live:
+                    g.add(writer, reader, "wr")
     for key, offs in ix.read_offsets.items():
         prev_writer = None
         for o in offs:
