@@ -436,6 +436,15 @@ class Consumer(ConsumerRebalance, ConsumerLookups):
         self._in_poll = True
         try:
             while len(out) < num_messages:
+                taken = fetcher.take_fetched(out, num_messages)
+                if taken:                       # (records of one partition: the last one's offset is stored)
+                    if store:
+                        msg = out[-1]
+                        st = assignment.get((msg._topic, msg._partition))
+                        if st is not None:
+                            st.stored_offset = msg._offset + 1
+                    self._received += taken
+                    continue
                 msg = fetcher.next_message()
                 if len(buf) != held:
                     fetcher.send_fetches()

@@ -243,6 +243,64 @@ class Fetcher:
             return msg
         return None
 
+    def take_fetched(self, out: list, limit: int) -> int:
+        """next_message() repeated while it would return the next records of the batch it is in (appended to ``out``
+        until it holds ``limit``), for a caller that asks again at once with nothing happening in between (the
+        consumer's _poll_fetched); how many were appended (0: the caller asks next_message()).
+
+        Within one batch of the first buffered fetch, next_message() returns its records one after the other: the
+        same partition, state and batch each time, nothing skipped or narrated (that happens between batches), and
+        positions that no one reads before the last of these calls: they are set once, as the last call sets them."""
+        if self.events:
+            return 0
+        buf = self.buffer
+        if not buf:
+            return 0
+        cf = buf[0]
+        rows = cf._rows
+        i = cf._i
+        n = len(rows)
+        if i >= n or cf.drained:
+            return 0
+        st = self.c._assignment.get(cf.tp)
+        if st is None or st.position != cf.next_fetch_offset or st.paused:
+            return 0
+        batch = cf._batch
+        base = batch.base_offset
+        nfo = cf.next_fetch_offset
+        epoch_ms = self.cfg["sim.clock.epoch.ms"]
+        append_time = batch.log_append_time
+        ts = (TIMESTAMP_LOG_APPEND_TIME, append_time + epoch_ms) if append_time >= 0 else None
+        leader_epoch = batch.partition_leader_epoch if batch.partition_leader_epoch >= 0 else None
+        topic, partition = cf.tp
+        room = limit - len(out)
+        taken = 0
+        while i < n and taken < room:
+            offset = base + i
+            record = rows[i]
+            i += 1
+            if offset < nfo:                   # a fetch returns whole batches: skip what we had
+                continue
+            nfo = offset + 1
+            msg = _new(Message)                # (as next_message() makes it)
+            msg._topic = topic
+            msg._partition = partition
+            msg._offset = offset
+            msg._key = record.key
+            msg._value = record.value
+            msg._headers = list(record.headers) if record.headers else None
+            msg._error = None
+            msg._timestamp = ts if ts is not None else (TIMESTAMP_CREATE_TIME, record.timestamp + epoch_ms)
+            msg._latency = None
+            msg._leader_epoch = leader_epoch
+            out.append(msg)
+            taken += 1
+        cf._i = i
+        if taken:
+            cf.next_fetch_offset = nfo
+            st.position = st.app_position = nfo
+        return taken
+
     def _note_skipped(self, cf: CompletedFetch) -> None:
         if not cf.skipped:
             return
