@@ -89,18 +89,21 @@ class _Index:
         # the poll micro-ops that returned records, in history order: (op, key, [[offset, value], ...]).  The
         # checks walk each poll's records together: they share the op (its index, process, end) and the key
         self.polls: list = []
-        # (key, offset) -> the first value sent or read there; the offsets that held more than one value are in
-        # ``conflicts``, and at_offset() gives, for those, every value there with the ops (sends first, then polls,
-        # of each op in history order) -- nearly every offset holds one value, and no dict or list is built for it
-        self.first_at: dict = {}
+        # key -> {offset: the first value sent or read there}; the offsets that held more than one value are in
+        # ``conflicts`` (as (key, offset)), and at_offset() gives, for those, every value there with the ops (sends
+        # first, then polls, of each op in history order) -- nearly every offset holds one value, and no dict or list
+        # is built for it.  (Per key, then per offset: no (key, offset) tuple is made and hashed for every record;
+        # ``first_at`` gives the same as one dict keyed by (key, offset), when a failing history needs it.)
+        self.first_at_key: dict = {}
         self.conflicts: set = set()
         self.read_offsets: dict = {}       # key -> sorted offsets that some poll returned
-        self.value_at: dict = {}           # (key, offset) -> value read there (first seen)
+        self.value_at_key: dict = {}       # key -> {offset: the value read there (first seen)}
         self.sends: list = []              # per op of the history, in its order: [(key, value, offset)]
         self._history = history
+        self._first_at: Optional[dict] = None
         # one pass over every op's micro-ops (Op.sends()/Op.polls() inlined: a history has thousands of ops)
-        writers, polls, first_at, value_at, sends = self.writers, self.polls, self.first_at, self.value_at, self.sends
-        conflicts = self.conflicts
+        writers, polls, sends, conflicts = self.writers, self.polls, self.sends, self.conflicts
+        first_at_key, value_at_key = self.first_at_key, self.value_at_key
         for op in history:
             mine = []
             mine_polls = None
@@ -118,6 +121,7 @@ class _Index:
             # sent or read at (key, offset), the first value there is kept and another one marks the offset as
             # holding several: setdefault() hands back what was there (the value itself the first time: a value is
             # equal to itself, so ``is not`` spares the comparison)
+            last_key = fk = None
             for key, value, offset in mine:
                 ws = writers.get(value)
                 if ws is None:
@@ -125,21 +129,30 @@ class _Index:
                 else:
                     ws.append((op, key, offset))
                 if offset is not None:
-                    ko = (key, offset)
-                    got = first_at.setdefault(ko, value)
+                    if key is not last_key:     # (a transaction's sends to one partition share its key)
+                        fk = first_at_key.get(key)
+                        if fk is None:
+                            fk = first_at_key[key] = {}
+                        last_key = key
+                    got = fk.setdefault(offset, value)
                     if got is not value and got != value:
-                        conflicts.add(ko)
+                        conflicts.add((key, offset))
             if mine_polls is None:
                 continue
             for m in mine_polls:
                 key, entries = m[1], m[2]
                 polls.append((op, key, entries))
+                fk = first_at_key.get(key)
+                if fk is None:
+                    fk = first_at_key[key] = {}
+                vk = value_at_key.get(key)
+                if vk is None:
+                    vk = value_at_key[key] = {}
                 for offset, value in entries:
-                    ko = (key, offset)
-                    got = first_at.setdefault(ko, value)
+                    got = fk.setdefault(offset, value)
                     if got is not value and got != value:
-                        conflicts.add(ko)
-                    value_at.setdefault(ko, value)
+                        conflicts.add((key, offset))
+                    vk.setdefault(offset, value)
         # every writer's outcome at once (writer_outcome: ok if some write of the value is ok, else info if some
         # is, else fail; None for a value nobody wrote)
         self._outcomes: dict = {}
@@ -193,6 +206,24 @@ class _Index:
 
     def writer_outcome(self, value) -> Optional[str]:
         return self._outcomes.get(value)
+
+    @property
+    def first_at(self) -> dict:
+        """(key, offset) -> the first value sent or read there, in the order the offsets were first met (built from
+        the history again, when asked: only a history with a duplicate or an inconsistent offset needs it)."""
+        if self._first_at is None:
+            out: dict = {}
+            for op, mine in zip(self._history, self.sends):
+                for key, value, offset in mine:
+                    if offset is not None:
+                        out.setdefault((key, offset), value)
+                for m in op.mops:
+                    if m[0] == "poll":
+                        key = m[1]
+                        for offset, value in m[2]:
+                            out.setdefault((key, offset), value)
+            self._first_at = out
+        return self._first_at
 
     def at_offset(self) -> dict:
         """(key, offset) -> {value: [op indexes]} of the offsets in ``conflicts``, in first_at's order."""
@@ -256,9 +287,13 @@ def _aborted_reads(ix: _Index, r: CheckResult) -> None:
 
 
 def _duplicates_and_offsets(ix: _Index, r: CheckResult) -> None:
-    first_at = ix.first_at
-    if not ix.conflicts and len(set(first_at.values())) == len(first_at):
-        return          # every offset held one value, and every value is at one offset: nothing to report
+    if not ix.conflicts:
+        held, values = 0, set()
+        for fk in ix.first_at_key.values():
+            held += len(fk)
+            values.update(fk.values())
+        if len(values) == held:
+            return      # every offset held one value, and every value is at one offset: nothing to report
     places: dict = {}        # value -> its first (key, offset), then a list of every (key, offset) once it has two
     conflicted = ix.at_offset() if ix.conflicts else {}
     for ko, first in ix.first_at.items():
@@ -401,7 +436,7 @@ def _maybe_send_skip(op, key, o1, o2, ix: _Index, r: CheckResult) -> None:
     offs = ix.read_offsets.get(key, [])
     i = bisect.bisect_right(offs, o1)
     while i < len(offs) and offs[i] < o2:
-        v = ix.value_at[(key, offs[i])]
+        v = ix.value_at_key[key][offs[i]]
         if all(w.index != op.index for w, _k, _o in ix.writers.get(v, [])):
             r.add("int-send-skip", f"{op.process} sent to {key}@{o1} and {key}@{o2} in one transaction; "
                   f"{v!r} of another producer landed between them", (op.index,), key)
@@ -412,7 +447,7 @@ def _maybe_send_skip(op, key, o1, o2, ix: _Index, r: CheckResult) -> None:
 def _dependency_cycles(history: History, ix: _Index, r: CheckResult) -> None:
     g = Graph()
     live = {op.index for op in history if op.outcome in (OK, INFO)}
-    writers, value_at = ix.writers, ix.value_at
+    writers, value_at_key = ix.writers, ix.value_at_key
     windexes = ix.writer_indexes
     for op, _key, entries in ix.polls:
         reader = op.index
@@ -428,10 +463,10 @@ def _dependency_cycles(history: History, ix: _Index, r: CheckResult) -> None:
                     g.add(writer, reader, "wr")
     for key, offs in ix.read_offsets.items():
         prev_writer = None
-        for o in offs:
+        for value in map(value_at_key[key].__getitem__, offs):
             # the first live writer of the value read there, to this key
             w = None
-            for wr, k, _wo in writers.get(value_at[(key, o)], ()):
+            for wr, k, _wo in writers.get(value, ()):
                 if k == key and wr.index in live:
                     w = wr.index
                     break
