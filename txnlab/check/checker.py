@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import bisect
 from dataclasses import dataclass, field
+from itertools import repeat
 from operator import itemgetter
 from typing import Optional
 
@@ -99,11 +100,16 @@ class _Index:
         self.read_offsets: dict = {}       # key -> sorted offsets that some poll returned
         self.value_at_key: dict = {}       # key -> {offset: the value read there (first seen)}
         self.sends: list = []              # per op of the history, in its order: [(key, value, offset)]
+        self.seeks_polls: list = []        # (op, micro-op) of every seek and every poll that returned records, in order
         self._history = history
         self._first_at: Optional[dict] = None
         # one pass over every op's micro-ops (Op.sends()/Op.polls() inlined: a history has thousands of ops)
         writers, polls, sends, conflicts = self.writers, self.polls, self.sends, self.conflicts
+        seeks_polls = self.seeks_polls
         first_at_key, value_at_key = self.first_at_key, self.value_at_key
+        # value -> when the op that wrote it first called commit (its "commit_at"), for the ops that did
+        self.first_commit_at: dict = {}
+        first_commit_at = self.first_commit_at
         for op in history:
             mine = []
             mine_polls = None
@@ -111,21 +117,28 @@ class _Index:
                 tag = m[0]
                 if tag == "send":
                     mine.append((m[1], m[2], m[3]))
-                elif tag == "poll" and m[2]:
-                    if mine_polls is None:
-                        mine_polls = [m]
-                    else:
-                        mine_polls.append(m)
+                elif tag == "poll":
+                    if m[2]:
+                        if mine_polls is None:
+                            mine_polls = [m]
+                        else:
+                            mine_polls.append(m)
+                        seeks_polls.append((op, m))
+                elif tag == "seek":
+                    seeks_polls.append((op, m))
             sends.append(mine)
             # an op's sends are taken before its polls (the order at_offset() lists them in).  Where a value is
             # sent or read at (key, offset), the first value there is kept and another one marks the offset as
             # holding several: setdefault() hands back what was there (the value itself the first time: a value is
             # equal to itself, so ``is not`` spares the comparison)
             last_key = fk = None
+            commit_at = op.attrs.get("commit_at", _NONE) if mine else _NONE
             for key, value, offset in mine:
                 ws = writers.get(value)
                 if ws is None:
                     writers[value] = [(op, key, offset)]
+                    if commit_at is not _NONE:
+                        first_commit_at[value] = commit_at
                 else:
                     ws.append((op, key, offset))
                 if offset is not None:
@@ -157,7 +170,8 @@ class _Index:
         # is, else fail; None for a value nobody wrote)
         self._outcomes: dict = {}
         outcomes = self._outcomes
-        failed = set()                      # the values whose outcome is fail
+        self.failed: set = set()            # the values whose outcome is fail
+        failed = self.failed
         # value -> the indexes of the ops that wrote it, in order (_dependency_cycles' wr edges)
         self.writer_indexes: dict = {}
         writer_indexes = self.writer_indexes
@@ -262,8 +276,14 @@ def check(history: History) -> CheckResult:
 def _aborted_reads(ix: _Index, r: CheckResult) -> None:
     seen = set()
     get, writers = ix._outcomes.get, ix.writers
+    failed, commit_at_get = ix.failed, ix.first_commit_at.get
     for op, key, entries in ix.polls:
         index, process, end = op.index, op.process, op.end
+        # nearly every poll read only values whose writers committed, each after asking to commit: nothing to report
+        # (a G1a needs a value of a failed writer; an undecided read, a writer's commit_at after the poll's end)
+        values = list(map(_VALUE, entries))
+        if (not failed or failed.isdisjoint(values)) and max(map(commit_at_get, values, repeat(-1))) <= end:
+            continue
         for offset, value in entries:
             outcome = get(value)
             if outcome is None:
@@ -323,11 +343,21 @@ def _lost_writes(history: History, ix: _Index, r: CheckResult) -> None:
     for _op, key, entries in ix.polls:
         got = read_values.get(key)
         if got is None:
-            read_values[key] = {e[1] for e in entries}
+            read_values[key] = set(map(_VALUE, entries))
         else:
-            got.update([e[1] for e in entries])
-    final_keys = set(history.attrs.get("final_keys", ()))
+            got.update(map(_VALUE, entries))
     outcomes = ix._outcomes
+    if not ix.conflicts:
+        # A lost write is a value some ok writer was told is at (key, offset) that no poll of the key returned: with
+        # one value at every offset, that value is among the key's values (first_at_key) that its polls never
+        # returned.  Nearly always, none of those has an ok writer (they are aborted writes): nothing to report.
+        for key, fk in ix.first_at_key.items():
+            unread = set(fk.values()).difference(read_values.get(key, ()))
+            if unread and OK in map(outcomes.get, unread):
+                break
+        else:
+            return
+    final_keys = set(history.attrs.get("final_keys", ()))
     for value, ws in ix.writers.items():
         if outcomes[value] != OK:
             continue
@@ -345,18 +375,17 @@ def _lost_writes(history: History, ix: _Index, r: CheckResult) -> None:
 
 def _poll_order(history: History, ix: _Index, r: CheckResult) -> None:
     chain: dict = {}          # (process, key) -> ("at", offset) | ("seek", offset)
-    for op in history:
-        for m in op.mops:
-            if m[0] == "seek":
-                chain[(op.process, m[1])] = ("seek", m[2])
-            elif m[0] == "poll" and m[2]:
-                _check_poll(op, m[1], m[2], chain, ix, r)
+    for op, m in ix.seeks_polls:
+        if m[0] == "seek":
+            chain[(op.process, m[1])] = ("seek", m[2])
+        else:
+            _check_poll(op, m[1], m[2], chain, ix, r)
 
 
 def _check_poll(op, key, entries, chain, ix: _Index, r: CheckResult) -> None:
     pos = ix.position.get(key, {})
     offs = ix.read_offsets.get(key, [])
-    places = [pos.get(e[0]) for e in entries]    # each record's place in the key's order (None: not in it)
+    places = list(map(pos.get, map(_OFFSET, entries)))  # each record's place in the key's order (None: not in it)
     if None in places:
         entries = [e for e in entries if e[0] in pos]
         if not entries:
