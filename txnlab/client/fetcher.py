@@ -273,15 +273,11 @@ class Fetcher:
         ts = (TIMESTAMP_LOG_APPEND_TIME, append_time + epoch_ms) if append_time >= 0 else None
         leader_epoch = batch.partition_leader_epoch if batch.partition_leader_epoch >= 0 else None
         topic, partition = cf.tp
-        room = limit - len(out)
-        taken = 0
-        while i < n and taken < room:
-            offset = base + i
-            record = rows[i]
-            i += 1
-            if offset < nfo:                   # a fetch returns whole batches: skip what we had
-                continue
-            nfo = offset + 1
+        if base + i < nfo:                     # a fetch returns whole batches: skip what we had (_next() would)
+            i = min(n, nfo - base)
+        stop = min(n, i + limit - len(out))
+        offset = base + i
+        for record in rows[i:stop]:
             msg = _new(Message)                # (as next_message() makes it)
             msg._topic = topic
             msg._partition = partition
@@ -294,11 +290,12 @@ class Fetcher:
             msg._latency = None
             msg._leader_epoch = leader_epoch
             out.append(msg)
-            taken += 1
-        cf._i = i
+            offset += 1
+        taken = stop - i
+        cf._i = stop
         if taken:
-            cf.next_fetch_offset = nfo
-            st.position = st.app_position = nfo
+            cf.next_fetch_offset = offset
+            st.position = st.app_position = offset
         return taken
 
     def _note_skipped(self, cf: CompletedFetch) -> None:
