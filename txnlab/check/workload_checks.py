@@ -30,17 +30,26 @@ def final_values(history: History, topic: Optional[str] = None) -> dict:
     return {k: sorted(dict.fromkeys(map(tuple, es))) for k, es in out.items()}
 
 
+def _of_topic(history: History, topic: str, finals: Optional[dict]) -> dict:
+    """final_values(history, topic), taken from ``finals`` (final_values(history), every key) when given: the same
+    keys in the same order, each with the same entries."""
+    if finals is None:
+        return final_values(history, topic)
+    return {k: es for k, es in finals.items() if topic_of(k) == topic}
+
+
 def default_source(value: str) -> str:
     return value.split("|", 1)[0]
 
 
 def check_copy(history: History, input_topic: str, output_topic: str,
-               source_of: Callable[[str], str] = default_source) -> CheckResult:
-    """The committed output, mapped back to its input records, is the committed input exactly once."""
+               source_of: Callable[[str], str] = default_source, finals: Optional[dict] = None) -> CheckResult:
+    """The committed output, mapped back to its input records, is the committed input exactly once.  ``finals``:
+    final_values(history) when the caller has it already."""
     r = CheckResult()
-    inputs = {v: (k, o) for k, es in final_values(history, input_topic).items() for o, v in es}
+    inputs = {v: (k, o) for k, es in _of_topic(history, input_topic, finals).items() for o, v in es}
     copies: dict = {}
-    for key, entries in final_values(history, output_topic).items():
+    for key, entries in _of_topic(history, output_topic, finals).items():
         for offset, value in entries:
             src = value.split("|", 1)[0] if source_of is default_source else source_of(value)   # (inlined)
             got = copies.get(src)
@@ -63,11 +72,14 @@ def check_copy(history: History, input_topic: str, output_topic: str,
 
 
 def check_offsets(history: History, input_topic: str, output_topic: str,
-                  source_of: Callable[[str], str] = default_source) -> CheckResult:
+                  source_of: Callable[[str], str] = default_source, finals: Optional[dict] = None) -> CheckResult:
     """Committed offsets agree with committed outputs, and never go backwards."""
     r = CheckResult()
-    copied = {source_of(v) for es in final_values(history, output_topic).values() for _o, v in es}
-    inputs = final_values(history, input_topic)
+    if source_of is default_source:
+        copied = {v.split("|", 1)[0] for es in _of_topic(history, output_topic, finals).values() for _o, v in es}
+    else:
+        copied = {source_of(v) for es in _of_topic(history, output_topic, finals).values() for _o, v in es}
+    inputs = _of_topic(history, input_topic, finals)
     for op in history:
         if op.f != "committed-offsets":
             continue

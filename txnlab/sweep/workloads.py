@@ -22,7 +22,8 @@ from __future__ import annotations
 
 from typing import Iterator
 
-from ..check import CheckResult, check, check_atomic, check_bank, check_copy, check_fencing, check_offsets
+from ..check import (CheckResult, check, check_atomic, check_bank, check_copy, check_fencing, check_offsets,
+                     final_values)
 from ..check.history import key_of
 from ..client.message import TopicPartition
 from .clientops import (ABORTED, COMMITTED, DEAD, committed_positions, consume, final_read, poll_mops,
@@ -184,8 +185,9 @@ class Copier(Workload):
 
     def check(self, history) -> CheckResult:
         r = super().check(history)
-        r.merge(check_copy(history, "in", "out"))
-        r.merge(check_offsets(history, "in", "out"))
+        finals = final_values(history)      # (what the final read returned, for both checks)
+        r.merge(check_copy(history, "in", "out", finals=finals))
+        r.merge(check_offsets(history, "in", "out", finals=finals))
         return r
 
 
