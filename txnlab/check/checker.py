@@ -505,6 +505,12 @@ def _dependency_cycles(history: History, ix: _Index, r: CheckResult) -> None:
             if prev_writer is not None and prev_writer != w:
                 g.add(prev_writer, w, "ww")
             prev_writer = w
+    # a cycle needs an edge from an op back to an earlier one (in history order): nearly always there is none
+    for a, out in g.edges.items():
+        if out and min(out) < a:
+            break
+    else:
+        return
     for name, cycle in cycles(g):
         procs = " -> ".join(f"op {i} ({history[i].process})" for i in cycle)
         r.add(name, f"dependency cycle {procs} -> back to op {cycle[0]}", cycle)
