@@ -59,7 +59,9 @@ class CompletedFetch:
             self._aborted = [(first, pid) for pid, first in aborted_transactions]
             heapq.heapify(self._aborted)
         self.aborted_pids: set = set()
-        self.skipped: list = []            # (base offset, last offset, why) for narration
+        # (base offset, last offset, the producer id of an aborted transaction or None, the control record type of
+        # a marker or None) for narration
+        self.skipped: list = []
         self.drained = False
 
     def _consume_aborted_up_to(self, offset: int) -> None:
@@ -85,14 +87,11 @@ class CompletedFetch:
                 if batch.is_control and batch.control_type == ControlRecordType.ABORT:
                     self.aborted_pids.discard(batch.producer_id)
                 elif batch.is_transactional and batch.producer_id in self.aborted_pids:
-                    self.skipped.append((batch.base_offset, batch.last_offset,
-                                         f"aborted transaction of producer {batch.producer_id}"))
+                    self.skipped.append((batch.base_offset, batch.last_offset, batch.producer_id, None))
                     self.next_fetch_offset = max(self.next_fetch_offset, batch.next_offset)
                     continue
             if batch.is_control:
-                ctype = batch.control_type
-                self.skipped.append((batch.base_offset, batch.last_offset,
-                                     f"{ctype.name if ctype is not None else 'control'} marker"))
+                self.skipped.append((batch.base_offset, batch.last_offset, None, batch.control_type))
                 self.next_fetch_offset = max(self.next_fetch_offset, batch.next_offset)
                 continue
             self._rows = batch.records
@@ -301,7 +300,15 @@ class Fetcher:
     def _note_skipped(self, cf: CompletedFetch) -> None:
         if not cf.skipped:
             return
-        for base, last, why in cf.skipped:
+        if not self.kernel.trace.enabled:
+            # the trace keeps no notes: their text is never read (as the kernel's timers, none is written)
+            for _ in cf.skipped:
+                self.c._say("")
+            cf.skipped = []
+            return
+        for base, last, pid, ctype in cf.skipped:
+            why = f"aborted transaction of producer {pid}" if pid is not None else \
+                f"{ctype.name if ctype is not None else 'control'} marker"
             span = f"offset {base}" if base == last else f"offsets {base}..{last}"
             self.c._say(f"{self.c.name} skips {span} of {cf.tp[0]}-{cf.tp[1]} ({why}); its position moves past it")
         cf.skipped = []
