@@ -99,7 +99,7 @@ class _Index:
         self.conflicts: set = set()
         self.read_offsets: dict = {}       # key -> sorted offsets that some poll returned
         self.value_at_key: dict = {}       # key -> {offset: the value read there (first seen)}
-        self.sends: list = []              # per op of the history, in its order: [(key, value, offset)]
+        self.sends: list = []              # per op of the history, in its order: its ["send", key, value, offset] mops
         self.seeks_polls: list = []        # (op, micro-op) of every seek and every poll that returned records, in order
         self._history = history
         self._first_at: Optional[dict] = None
@@ -116,7 +116,7 @@ class _Index:
             for m in op.mops:
                 tag = m[0]
                 if tag == "send":
-                    mine.append((m[1], m[2], m[3]))
+                    mine.append(m)
                 elif tag == "poll":
                     if m[2]:
                         if mine_polls is None:
@@ -133,7 +133,8 @@ class _Index:
             # equal to itself, so ``is not`` spares the comparison)
             last_key = fk = None
             commit_at = op.attrs.get("commit_at", _NONE) if mine else _NONE
-            for key, value, offset in mine:
+            for m in mine:
+                key, value, offset = m[1], m[2], m[3]
                 ws = writers.get(value)
                 if ws is None:
                     writers[value] = [(op, key, offset)]
@@ -228,7 +229,8 @@ class _Index:
         if self._first_at is None:
             out: dict = {}
             for op, mine in zip(self._history, self.sends):
-                for key, value, offset in mine:
+                for m in mine:
+                    key, value, offset = m[1], m[2], m[3]
                     if offset is not None:
                         out.setdefault((key, offset), value)
                 for m in op.mops:
@@ -432,7 +434,8 @@ def _send_order(history: History, ix: _Index, r: CheckResult) -> None:
             continue
         within: dict = {}
         firsts: dict = {}     # key -> the least offset this op's sends to it got
-        for key, value, offset in sends:
+        for m in sends:
+            key, offset = m[1], m[3]
             if offset is None:
                 continue
             prev = within.get(key)

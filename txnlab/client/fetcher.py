@@ -23,6 +23,7 @@ from .message import OFFSET_INVALID, TIMESTAMP_CREATE_TIME, TIMESTAMP_LOG_APPEND
 from .network_client import _NODE_NAMES, broker_node
 
 _TP = attrgetter("tp")
+_NONE = Errors.NONE
 _new = object.__new__
 
 LIST_EARLIEST = -2
@@ -426,8 +427,7 @@ class Fetcher:
         st = self.states.get(tp)
         if st is None or st.position != fetch_offset:
             return False          # unassigned or seeked while the fetch was out: discard
-        err = Errors(data.error)
-        if err == Errors.NONE:
+        if data.error == _NONE:            # (the code compared as it is: converted to Errors only when it is not NONE)
             st.high_watermark = data.high_watermark
             st.last_stable_offset = data.last_stable_offset
             st.log_start_offset = data.log_start_offset
@@ -435,13 +435,14 @@ class Fetcher:
                 self.buffer.append(CompletedFetch(tp, fetch_offset, data.records, data.aborted_transactions,
                                                   self.read_committed))
                 self.c._changed = True
-                if data.aborted_transactions:
+                if data.aborted_transactions and self.kernel.trace.enabled:     # (narrate() keeps nothing else)
                     self.narrate(f"{self.c.name}: {tp[0]}-{tp[1]} fetch carries aborted transactions "
                                  f"{[(pid, first) for pid, first in data.aborted_transactions]} "
                                  f"(producer id, first offset): their batches will be skipped")
             else:
                 self._maybe_eof(tp, st)
             return False
+        err = Errors(data.error)
         if err in REFRESH_METADATA:
             self.narrate(f"{self.c.name}: fetching {tp[0]}-{tp[1]} failed with {err.name}: refresh metadata "
                          f"to find the current leader, then retry")
