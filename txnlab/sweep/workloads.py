@@ -117,11 +117,15 @@ class Copier(Workload):
                 self.state["value"] += 1
                 writes.append(("in", ctx.rng.randrange(self.topics["in"]), f"v{self.state['value']}"))
             fate = yield from transact(ctx, p, writes, "feeder", abort=ctx.rng.random() < 0.2)
-            for key, _v, offset in ctx.history.ops[-1].sends():
-                if offset is not None:       # the input ends no earlier than this (a copier's stop rule)
-                    self.state["in_max"][key] = max(self.state["in_max"].get(key, -1), offset)
-                    if fate == COMMITTED:
-                        self.state["in_ok"][key] = max(self.state["in_ok"].get(key, -1), offset)
+            in_max, in_ok = self.state["in_max"], self.state["in_ok"]
+            for m in ctx.history.ops[-1].mops:      # (Op.sends(), inlined: once per record)
+                if m[0] != "send" or m[3] is None:
+                    continue
+                key, offset = m[1], m[3]     # the input ends no earlier than this (a copier's stop rule)
+                if offset > in_max.get(key, -1):
+                    in_max[key] = offset
+                if fate == COMMITTED and offset > in_ok.get(key, -1):
+                    in_ok[key] = offset
             if fate == COMMITTED:
                 self.state["fed"] += n
             elif fate not in (ABORTED,):
