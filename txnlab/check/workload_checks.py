@@ -9,6 +9,7 @@ backwards.  Each reads the ops the workload recorded, including the final read
 """
 from __future__ import annotations
 
+from operator import itemgetter
 from typing import Callable, Optional
 
 from .checker import CheckResult
@@ -24,7 +25,17 @@ def final_values(history: History, topic: Optional[str] = None) -> dict:
         for key, entries in op.polls():
             if topic is None or topic_of(key) == topic:
                 out.setdefault(key, []).extend(entries)
-    return {k: sorted({(o, v) for o, v in es}) for k, es in out.items()}
+    # each (offset, value) once, sorted: the final read returns them in offset order, which sorted() finds in one
+    # pass once the duplicates are dropped in that order (dropped into a set, they would come out shuffled)
+    return {k: sorted(dict.fromkeys(map(tuple, es))) for k, es in out.items()}
+
+
+def _of_topic(history: History, topic: str, finals: Optional[dict]) -> dict:
+    """final_values(history, topic), taken from ``finals`` (final_values(history), every key) when given: the same
+    keys in the same order, each with the same entries."""
+    if finals is None:
+        return final_values(history, topic)
+    return {k: es for k, es in finals.items() if topic_of(k) == topic}
 
 
 def default_source(value: str) -> str:
@@ -32,14 +43,20 @@ def default_source(value: str) -> str:
 
 
 def check_copy(history: History, input_topic: str, output_topic: str,
-               source_of: Callable[[str], str] = default_source) -> CheckResult:
-    """The committed output, mapped back to its input records, is the committed input exactly once."""
+               source_of: Callable[[str], str] = default_source, finals: Optional[dict] = None) -> CheckResult:
+    """The committed output, mapped back to its input records, is the committed input exactly once.  ``finals``:
+    final_values(history) when the caller has it already."""
     r = CheckResult()
-    inputs = {v: (k, o) for k, es in final_values(history, input_topic).items() for o, v in es}
+    inputs = {v: (k, o) for k, es in _of_topic(history, input_topic, finals).items() for o, v in es}
     copies: dict = {}
-    for key, entries in final_values(history, output_topic).items():
+    for key, entries in _of_topic(history, output_topic, finals).items():
         for offset, value in entries:
-            copies.setdefault(source_of(value), []).append((key, offset, value))
+            src = value.split("|", 1)[0] if source_of is default_source else source_of(value)   # (inlined)
+            got = copies.get(src)
+            if got is None:
+                copies[src] = [(key, offset, value)]
+            else:
+                got.append((key, offset, value))
     for src, where in sorted(copies.items()):
         if len(where) > 1:
             shown = ", ".join(f"{v!r} at {k}@{o}" for k, o, v in where[:3])
@@ -48,18 +65,21 @@ def check_copy(history: History, input_topic: str, output_topic: str,
             r.add("G1a", f"the output holds {where[0][2]!r}, a copy of {src!r}, which is not committed input "
                   f"(it was aborted or never written)", key=where[0][0])
     if history.attrs.get("finished", True):
-        for src, (k, o) in sorted(inputs.items(), key=lambda x: x[1]):
+        for src, (k, o) in sorted(inputs.items(), key=itemgetter(1)):
             if src not in copies:
                 r.add("lost-write", f"committed input {src!r} at {k}@{o} never reached the committed output", key=k)
     return r
 
 
 def check_offsets(history: History, input_topic: str, output_topic: str,
-                  source_of: Callable[[str], str] = default_source) -> CheckResult:
+                  source_of: Callable[[str], str] = default_source, finals: Optional[dict] = None) -> CheckResult:
     """Committed offsets agree with committed outputs, and never go backwards."""
     r = CheckResult()
-    copied = {source_of(v) for es in final_values(history, output_topic).values() for _o, v in es}
-    inputs = final_values(history, input_topic)
+    if source_of is default_source:
+        copied = {v.split("|", 1)[0] for es in _of_topic(history, output_topic, finals).values() for _o, v in es}
+    else:
+        copied = {source_of(v) for es in _of_topic(history, output_topic, finals).values() for _o, v in es}
+    inputs = _of_topic(history, input_topic, finals)
     for op in history:
         if op.f != "committed-offsets":
             continue

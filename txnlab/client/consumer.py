@@ -330,15 +330,19 @@ class Consumer(ConsumerRebalance, ConsumerLookups):
         self._check_open()
         return self._poll_ms(self._timeout_ms(timeout), call)
 
-    def _poll_ms(self, ms: Optional[int], call: str) -> Optional[Message]:
-        """_poll() after its checks, with its timeout in ms (None: no limit)."""
+    def _poll_ms(self, ms: Optional[int], call: str, polled: bool = False) -> Optional[Message]:
+        """_poll() after its checks, with its timeout in ms (None: no limit).  ``polled``: its first _poll_once()
+        has just been done (by consume()'s _poll_fetched(), at this same simulated time) and found nothing."""
         deadline = None if ms is None else self._kernel.now + ms
         self._in_poll = True
         try:
             while True:
-                msg = self._poll_once()
-                if msg is not None:
-                    return msg
+                if polled:
+                    polled = False
+                else:
+                    msg = self._poll_once()
+                    if msg is not None:
+                        return msg
                 remaining = None if deadline is None else deadline - self._kernel.now
                 if remaining is not None and remaining <= 0:
                     return None
@@ -385,15 +389,78 @@ class Consumer(ConsumerRebalance, ConsumerLookups):
         ms = self._timeout_ms(timeout)
         deadline = None if ms is None else self._kernel.now + ms
         out: list[Message] = []
+        polled = False
         while len(out) < num_messages:
             remaining = None if deadline is None else max(0, deadline - self._kernel.now)
             if self._closed or self._node.crashed:          # (_poll's _check_open, inlined)
                 self._check_open()
-            msg = self._poll_ms(remaining, "consume()")     # (_poll's ms: remaining, an int >= 0, or None)
+            msg = self._poll_ms(remaining, "consume()", polled)     # (_poll's ms: remaining, an int >= 0, or None)
             if msg is None:
                 break
             out.append(msg)
+            # the next polls, while they find fetched records at once (see _poll_fetched); when one finds nothing,
+            # the loop goes on with the rest of its poll (its wait for a fetch), as if _poll_ms had done it
+            polled = len(out) < num_messages and self._poll_quiet() and not self._poll_fetched(out, num_messages)
         return out
+
+    def _poll_quiet(self) -> bool:
+        """A _poll_once() now would find nothing to do but return fetched data: no topic error to report, no
+        client event or commit report to serve, no group to handle, no partition waiting for its committed offset or
+        a reset.  None of these changes without a simulation step or an application call."""
+        if self._node.topic_errors or self._commit_reports or self._coordinator.fatal is not None \
+                or self._subscription and not self._manual:
+            return False
+        events = self._events
+        if events._interval or events._queue:
+            return False
+        for st in self._assignment.values():
+            if st.awaiting_committed or st.reset_strategy is not None:
+                return False
+        return True
+
+    def _poll_fetched(self, out: list, num_messages: int) -> bool:
+        """consume()'s next polls after one returned a message, when _poll_quiet(): each is _poll_once() without
+        what it would find nothing to do in, appending to ``out`` until it holds ``num_messages`` (True) or a poll
+        finds nothing (False: that poll's _poll_once() is done).
+
+        No simulated time passes between these polls and nothing but them runs, so what made _poll_quiet() true
+        stays true; and send_fetches() is called only when the fetch buffer lost an entry.  While the buffer keeps
+        its entries, the partitions it holds are the same (next_message() only moves their positions on), every
+        other partition is as the previous send_fetches() left it (its Fetch sent, waiting for a leader's Fetch
+        response, in backoff, or waiting for metadata already asked for), and a send_fetches() would send nothing."""
+        fetcher = self._fetcher
+        buf = fetcher.buffer
+        held = len(buf)                 # the buffer's entries when send_fetches() last ran
+        assignment = self._assignment
+        store = self._config["enable.auto.offset.store"]
+        self._in_poll = True
+        try:
+            while len(out) < num_messages:
+                taken = fetcher.take_fetched(out, num_messages)
+                if taken:                       # (records of one partition: the last one's offset is stored)
+                    if store:
+                        msg = out[-1]
+                        st = assignment.get((msg._topic, msg._partition))
+                        if st is not None:
+                            st.stored_offset = msg._offset + 1
+                    self._received += taken
+                    continue
+                msg = fetcher.next_message()
+                if len(buf) != held:
+                    fetcher.send_fetches()
+                    held = len(buf)
+                if msg is None:
+                    return False
+                if msg._error is None:
+                    if store:
+                        st = assignment.get((msg._topic, msg._partition))
+                        if st is not None:
+                            st.stored_offset = msg._offset + 1
+                    self._received += 1
+                out.append(msg)
+            return True
+        finally:
+            self._in_poll = False
 
     # -------------------------------------------------------------- offsets
     def position(self, partitions: list) -> list[TopicPartition]:

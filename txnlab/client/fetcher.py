@@ -23,6 +23,7 @@ from .message import OFFSET_INVALID, TIMESTAMP_CREATE_TIME, TIMESTAMP_LOG_APPEND
 from .network_client import _NODE_NAMES, broker_node
 
 _TP = attrgetter("tp")
+_NONE = Errors.NONE
 _new = object.__new__
 
 LIST_EARLIEST = -2
@@ -59,7 +60,9 @@ class CompletedFetch:
             self._aborted = [(first, pid) for pid, first in aborted_transactions]
             heapq.heapify(self._aborted)
         self.aborted_pids: set = set()
-        self.skipped: list = []            # (base offset, last offset, why) for narration
+        # (base offset, last offset, the producer id of an aborted transaction or None, the control record type of
+        # a marker or None) for narration
+        self.skipped: list = []
         self.drained = False
 
     def _consume_aborted_up_to(self, offset: int) -> None:
@@ -85,14 +88,11 @@ class CompletedFetch:
                 if batch.is_control and batch.control_type == ControlRecordType.ABORT:
                     self.aborted_pids.discard(batch.producer_id)
                 elif batch.is_transactional and batch.producer_id in self.aborted_pids:
-                    self.skipped.append((batch.base_offset, batch.last_offset,
-                                         f"aborted transaction of producer {batch.producer_id}"))
+                    self.skipped.append((batch.base_offset, batch.last_offset, batch.producer_id, None))
                     self.next_fetch_offset = max(self.next_fetch_offset, batch.next_offset)
                     continue
             if batch.is_control:
-                ctype = batch.control_type
-                self.skipped.append((batch.base_offset, batch.last_offset,
-                                     f"{ctype.name if ctype is not None else 'control'} marker"))
+                self.skipped.append((batch.base_offset, batch.last_offset, None, batch.control_type))
                 self.next_fetch_offset = max(self.next_fetch_offset, batch.next_offset)
                 continue
             self._rows = batch.records
@@ -243,10 +243,73 @@ class Fetcher:
             return msg
         return None
 
+    def take_fetched(self, out: list, limit: int) -> int:
+        """next_message() repeated while it would return the next records of the batch it is in (appended to ``out``
+        until it holds ``limit``), for a caller that asks again at once with nothing happening in between (the
+        consumer's _poll_fetched); how many were appended (0: the caller asks next_message()).
+
+        Within one batch of the first buffered fetch, next_message() returns its records one after the other: the
+        same partition, state and batch each time, nothing skipped or narrated (that happens between batches), and
+        positions that no one reads before the last of these calls: they are set once, as the last call sets them."""
+        if self.events:
+            return 0
+        buf = self.buffer
+        if not buf:
+            return 0
+        cf = buf[0]
+        rows = cf._rows
+        i = cf._i
+        n = len(rows)
+        if i >= n or cf.drained:
+            return 0
+        st = self.c._assignment.get(cf.tp)
+        if st is None or st.position != cf.next_fetch_offset or st.paused:
+            return 0
+        batch = cf._batch
+        base = batch.base_offset
+        nfo = cf.next_fetch_offset
+        epoch_ms = self.cfg["sim.clock.epoch.ms"]
+        append_time = batch.log_append_time
+        ts = (TIMESTAMP_LOG_APPEND_TIME, append_time + epoch_ms) if append_time >= 0 else None
+        leader_epoch = batch.partition_leader_epoch if batch.partition_leader_epoch >= 0 else None
+        topic, partition = cf.tp
+        if base + i < nfo:                     # a fetch returns whole batches: skip what we had (_next() would)
+            i = min(n, nfo - base)
+        stop = min(n, i + limit - len(out))
+        offset = base + i
+        for record in rows[i:stop]:
+            msg = _new(Message)                # (as next_message() makes it)
+            msg._topic = topic
+            msg._partition = partition
+            msg._offset = offset
+            msg._key = record.key
+            msg._value = record.value
+            msg._headers = list(record.headers) if record.headers else None
+            msg._error = None
+            msg._timestamp = ts if ts is not None else (TIMESTAMP_CREATE_TIME, record.timestamp + epoch_ms)
+            msg._latency = None
+            msg._leader_epoch = leader_epoch
+            out.append(msg)
+            offset += 1
+        taken = stop - i
+        cf._i = stop
+        if taken:
+            cf.next_fetch_offset = offset
+            st.position = st.app_position = offset
+        return taken
+
     def _note_skipped(self, cf: CompletedFetch) -> None:
         if not cf.skipped:
             return
-        for base, last, why in cf.skipped:
+        if not self.kernel.trace.enabled:
+            # the trace keeps no notes: their text is never read (as the kernel's timers, none is written)
+            for _ in cf.skipped:
+                self.c._say("")
+            cf.skipped = []
+            return
+        for base, last, pid, ctype in cf.skipped:
+            why = f"aborted transaction of producer {pid}" if pid is not None else \
+                f"{ctype.name if ctype is not None else 'control'} marker"
             span = f"offset {base}" if base == last else f"offsets {base}..{last}"
             self.c._say(f"{self.c.name} skips {span} of {cf.tp[0]}-{cf.tp[1]} ({why}); its position moves past it")
         cf.skipped = []
@@ -363,8 +426,7 @@ class Fetcher:
         st = self.states.get(tp)
         if st is None or st.position != fetch_offset:
             return False          # unassigned or seeked while the fetch was out: discard
-        err = Errors(data.error)
-        if err == Errors.NONE:
+        if data.error == _NONE:            # (the code compared as it is: converted to Errors only when it is not NONE)
             st.high_watermark = data.high_watermark
             st.last_stable_offset = data.last_stable_offset
             st.log_start_offset = data.log_start_offset
@@ -372,13 +434,14 @@ class Fetcher:
                 self.buffer.append(CompletedFetch(tp, fetch_offset, data.records, data.aborted_transactions,
                                                   self.read_committed))
                 self.c._changed = True
-                if data.aborted_transactions:
+                if data.aborted_transactions and self.kernel.trace.enabled:     # (narrate() keeps nothing else)
                     self.narrate(f"{self.c.name}: {tp[0]}-{tp[1]} fetch carries aborted transactions "
                                  f"{[(pid, first) for pid, first in data.aborted_transactions]} "
                                  f"(producer id, first offset): their batches will be skipped")
             else:
                 self._maybe_eof(tp, st)
             return False
+        err = Errors(data.error)
         if err in REFRESH_METADATA:
             self.narrate(f"{self.c.name}: fetching {tp[0]}-{tp[1]} failed with {err.name}: refresh metadata "
                          f"to find the current leader, then retry")

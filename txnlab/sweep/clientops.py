@@ -27,14 +27,16 @@ COMMITTED, ABORTED, UNKNOWN, FATAL, DEAD = "committed", "aborted", "unknown", "f
 def poll_mops(msgs) -> list:
     """Group a consume() batch into ["poll", key, [[offset, value], ...]] micro-ops (key order of first arrival)."""
     per: dict = {}            # (topic, partition) -> entries; its key written once per partition
+    topic = partition = es = None
     for msg in msgs:
         if msg._error is not None:
             continue
+        if msg._partition != partition or msg._topic != topic:     # (a consume() returns partition by partition)
+            topic, partition = msg._topic, msg._partition
+            es = per.get((topic, partition))
+            if es is None:
+                es = per[(topic, partition)] = []
         v = msg._value
-        tp = (msg._topic, msg._partition)
-        es = per.get(tp)
-        if es is None:
-            es = per[tp] = []
         es.append([msg._offset, v.decode() if isinstance(v, bytes) else v])
     return [["poll", key_of(t, p), es] for (t, p), es in per.items()]
 

@@ -22,7 +22,8 @@ from __future__ import annotations
 
 from typing import Iterator
 
-from ..check import CheckResult, check, check_atomic, check_bank, check_copy, check_fencing, check_offsets
+from ..check import (CheckResult, check, check_atomic, check_bank, check_copy, check_fencing, check_offsets,
+                     final_values)
 from ..check.history import key_of
 from ..client.message import TopicPartition
 from .clientops import (ABORTED, COMMITTED, DEAD, committed_positions, consume, final_read, poll_mops,
@@ -116,11 +117,15 @@ class Copier(Workload):
                 self.state["value"] += 1
                 writes.append(("in", ctx.rng.randrange(self.topics["in"]), f"v{self.state['value']}"))
             fate = yield from transact(ctx, p, writes, "feeder", abort=ctx.rng.random() < 0.2)
-            for key, _v, offset in ctx.history.ops[-1].sends():
-                if offset is not None:       # the input ends no earlier than this (a copier's stop rule)
-                    self.state["in_max"][key] = max(self.state["in_max"].get(key, -1), offset)
-                    if fate == COMMITTED:
-                        self.state["in_ok"][key] = max(self.state["in_ok"].get(key, -1), offset)
+            in_max, in_ok = self.state["in_max"], self.state["in_ok"]
+            for m in ctx.history.ops[-1].mops:      # (Op.sends(), inlined: once per record)
+                if m[0] != "send" or m[3] is None:
+                    continue
+                key, offset = m[1], m[3]     # the input ends no earlier than this (a copier's stop rule)
+                if offset > in_max.get(key, -1):
+                    in_max[key] = offset
+                if fate == COMMITTED and offset > in_ok.get(key, -1):
+                    in_ok[key] = offset
             if fate == COMMITTED:
                 self.state["fed"] += n
             elif fate not in (ABORTED,):
@@ -184,8 +189,9 @@ class Copier(Workload):
 
     def check(self, history) -> CheckResult:
         r = super().check(history)
-        r.merge(check_copy(history, "in", "out"))
-        r.merge(check_offsets(history, "in", "out"))
+        finals = final_values(history)      # (what the final read returned, for both checks)
+        r.merge(check_copy(history, "in", "out", finals=finals))
+        r.merge(check_offsets(history, "in", "out", finals=finals))
         return r
 
 
