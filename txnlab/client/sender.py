@@ -148,7 +148,7 @@ class Sender(TransactionalRequests):
             for tp in tps:
                 dq = p._acc.batches[tp]
                 b = dq.popleft()
-                b.closed = True
+                b.close()
                 if p._idempotent and not b.has_sequence:
                     s = txn.seq(tp)
                     b.base_sequence = s.next_sequence
@@ -207,7 +207,8 @@ class Sender(TransactionalRequests):
         p, txn = self.p, self.txn
         b.in_flight = False
         b.done = True
-        b.closed = True
+        if not b.closed:          # it fails before it was sent (expired, purged, its transaction aborted)
+            b.close()
         if p._idempotent:
             txn.remove_in_flight(b.tp, b)
         kerr = None
@@ -220,20 +221,21 @@ class Sender(TransactionalRequests):
             kerr = error if isinstance(error, KafkaError) else KafkaError(error, reason or Errors(error).description)
             self.record_failed_in_txn(kerr)
         topic, part = b.tp
-        if not any(b.callbacks):          # nobody asked for delivery reports: just count them off
+        callbacks, default = b.callbacks, p._default_cb
+        if not callbacks and default is None:     # nobody asked for delivery reports: just count them off
             p._unacked -= len(b.records)
             if kerr is None:
                 p._delivered += len(b.records)
             return
-        now, epoch = self.kernel.now, self.cfg["sim.clock.epoch.ms"]
-        for i, (rec, cb, enq) in enumerate(zip(b.records, b.callbacks, b.enqueued)):
+        now, epoch, enqueued = self.kernel.now, self.cfg["sim.clock.epoch.ms"], b.enqueued
+        for i, (key, value, headers, ts) in enumerate(b.records):
             off = base_offset + i if base_offset >= 0 and kerr is None else -1
-            key, value, headers, ts = rec      # a Record, or the plain tuple produce()'s short path stored
-            # the application sees Unix time (the lab clock anchored at sim.clock.epoch.ms) and the
-            # simulated produce latency, in seconds, as librdkafka's Message.latency()
+            # the application sees Unix time (the lab clock anchored at sim.clock.epoch.ms) and the simulated
+            # produce latency, in seconds, as librdkafka's Message.latency(); a record stamped when it was
+            # produced (most are) has no entry in ``enqueued``
             msg = Message(topic, part, off, key, value, headers or None, timestamp=(1, ts + epoch), error=kerr,
-                          latency=(now - enq) / 1000)
-            p.deliver(cb or _noop, kerr, msg)
+                          latency=(now - enqueued.get(i, ts)) / 1000)
+            p.deliver(callbacks.get(i) or default or _noop, kerr, msg)
 
     def _can_retry(self, b, error: Errors) -> bool:
         if b.attempts > self.cfg["retries"]:
