@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from txnlab import Cluster, KafkaException, Producer
+from txnlab.client.config import EPOCH_MS
 
 
 def _cluster():
@@ -102,3 +103,30 @@ def test_one_batch_mixing_callbacks_reports_each_record_to_its_own():
     assert reports[3][2] == 1_600_000_000_000
     assert reports[1][2] == reports[4][2] != 1_600_000_000_000
     assert reports[1][3] == reports[3][3] == reports[4][3] > 0  # produced together, delivered together
+
+
+def test_a_batch_mixing_keys_headers_timestamps_and_times_reads_back_record_by_record():
+    """A batch keeps its records by column (ProducerBatch); the log reads every record back as it was produced:
+    a keyed first record, headers, the application's timestamp (before the lab clock's epoch), and records
+    produced at three simulated times."""
+    c = _cluster()
+    p = Producer({"bootstrap.servers": c.bootstrap, "linger.ms": 50})
+    p.produce("t", b"k0", key=b"key")
+    c.advance(10)
+    p.produce("t", b"h1", headers={"a": b"b"})
+    p.produce("t", b"p2")
+    c.advance(3)
+    p.produce("t", b"p3")
+    p.produce("t", b"k4", key=b"x")
+    p.produce("t", b"ts5", timestamp=1_600_000_000_000)
+    p.produce("t", b"p6")
+    c.advance(2)
+    p.produce("t", b"p7")
+    assert p.flush(30) == 0
+    (batch,) = c.log("t", 0).batches
+    t0 = batch.records[0].timestamp
+    assert [(r.key, r.value, r.headers, r.timestamp - t0) for r in batch.records] == [
+        (b"key", b"k0", (), 0), (None, b"h1", (("a", b"b"),), 10), (None, b"p2", (), 10),
+        (None, b"p3", (), 13), (b"x", b"k4", (), 13), (None, b"ts5", (), 1_600_000_000_000 - EPOCH_MS - t0),
+        (None, b"p6", (), 13), (None, b"p7", (), 15)]
+    assert batch.max_timestamp == t0 + 15

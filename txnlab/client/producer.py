@@ -167,11 +167,11 @@ class Producer:
             b = self._open_batches.get(topic)
             if b is not None:
                 size = b.size + RECORD_OVERHEAD + len(value)
-                if size < b.limit:
+                if size < b.limit and b.stamp == self._kernel.now:
+                    # the record joins the batch's last run of timestamps (ProducerBatch.add): its value is
+                    # all there is to keep (no callback, no key or headers, produced at its timestamp)
                     b.size = size
-                    # the row, as RecordAccumulator.append stores it: no callback and produced at its timestamp,
-                    # so nothing to note in the batch's callbacks or enqueued
-                    b.records.append((None, value, (), self._kernel.now))
+                    b.values.append(value)
                     self._unacked += 1
                     return
         if self._txn.state is not self._producing_state or self._node.crashed or self._closed is not None:

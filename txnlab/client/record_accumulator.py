@@ -6,22 +6,28 @@ sender drains, and the re-insertion of retried batches in sequence order.
 from __future__ import annotations
 
 from collections import deque
+from itertools import chain, repeat
 
 # the size produce() counts for a record: its key and value plus 10 bytes (headers are not counted)
 RECORD_OVERHEAD = 10
 
 
 class ProducerBatch:
-    __slots__ = ("tp", "records", "callbacks", "created_ms", "size", "attempts", "base_sequence",
-                 "producer_id", "producer_epoch", "is_transactional", "retry", "next_attempt_ms",
-                 "in_flight", "done", "sent_once", "closed", "enqueued", "ordinal", "limit")
+    __slots__ = ("tp", "values", "stamps", "stamp", "others", "callbacks", "enqueued", "created_ms", "size",
+                 "attempts", "base_sequence", "producer_id", "producer_epoch", "is_transactional", "retry",
+                 "next_attempt_ms", "in_flight", "done", "sent_once", "closed", "ordinal", "limit")
 
     def __init__(self, tp, created_ms: int) -> None:
         self.tp = tp
-        # one row per record, a plain (key, value, headers, timestamp) tuple (RecordBatch(raw=True) turns it into
-        # a Record only if somebody reads it).  What most records do not have is kept apart, by row index, so
-        # that produce()'s short path appends one row and nothing else:
-        self.records: list = []
+        # The records, kept by column so that the common one (no key, no headers, stamped when produced: what
+        # produce()'s short path takes) costs one list append and no object of its own; rows() puts each
+        # record's (key, value, headers, timestamp) back together when somebody reads them.
+        self.values: list = []           # every record's value, in produce order (one per record)
+        # the timestamps, run by run: [(first row, timestamp)] (the records produced between two steps of the
+        # simulation share one); ``stamp`` is the last run's: the short path adds a record only at that time
+        self.stamps: list = []
+        self.stamp = None
+        self.others: dict = {}           # row -> (key, value, headers, timestamp) of a record with a key or headers
         self.callbacks: dict = {}        # row -> its delivery callback (a row without one: the producer's default)
         self.enqueued: dict = {}         # row -> when it was produce()d (lab ms), if not its timestamp: latency()
         self.created_ms = created_ms
@@ -47,23 +53,80 @@ class ProducerBatch:
         self.closed = True
         self.limit = 0
 
+    def add(self, record: tuple) -> None:
+        """Appends a (key, value, headers, timestamp) row (produce()'s short path does the same for its own)."""
+        key, value, headers, ts = record
+        row = len(self.values)
+        self.values.append(value)
+        if key is not None or headers:
+            self.others[row] = record
+        elif ts != self.stamp:
+            self.stamps.append((row, ts))
+            self.stamp = ts
+
+    def rows(self) -> "Rows":
+        """The records as RecordBatch(raw=True) takes them, built only if somebody reads them."""
+        return Rows(self.values, self.stamps, self.others, len(self.values))
+
+    def max_timestamp(self) -> int:
+        """The largest of the records' timestamps (every run starts with a record of its own timestamp: add())."""
+        times = [ts for _row, ts in self.stamps]
+        times.extend(record[3] for record in self.others.values())
+        return max(times)
+
     @property
     def record_count(self) -> int:
-        return len(self.records)
+        return len(self.values)
 
     @property
     def last_sequence(self) -> int:
-        return self.base_sequence + len(self.records) - 1 if self.base_sequence >= 0 else -1
+        return self.base_sequence + len(self.values) - 1 if self.base_sequence >= 0 else -1
 
     @property
     def has_sequence(self) -> bool:
         return self.base_sequence >= 0
 
     def describe(self) -> str:
-        s = f"{self.tp[0]}-{self.tp[1]} {len(self.records)} record(s)"
+        s = f"{self.tp[0]}-{self.tp[1]} {len(self.values)} record(s)"
         if self.has_sequence:
             s += f" seq {self.base_sequence}..{self.last_sequence}"
         return s
+
+
+class Rows:
+    """A sent batch's records, a sequence of plain (key, value, headers, timestamp) tuples as RecordBatch(raw=True)
+    reads them, put together from the batch's columns only when iterated: a log keeps most batches whole and
+    never reads them record by record (Kafka's broker does not decompress a batch it only appends either)."""
+    __slots__ = ("_values", "_stamps", "_others", "_n", "_tuple")
+
+    def __init__(self, values: list, stamps: list, others: dict, n: int) -> None:
+        self._values, self._stamps, self._others, self._n = values, stamps, others, n
+        self._tuple = None
+
+    def __len__(self) -> int:
+        return self._n
+
+    def __iter__(self):
+        stamps, n = self._stamps, self._n
+        starts = [row for row, _ts in stamps]
+        ends = starts[1:] + [n]
+        # each run's timestamp repeated over its rows (rows before the first run all have a key or headers: they
+        # are taken from ``others``), and the rows zipped together, in C; zip stops with the timestamps, at row n
+        times = chain(repeat(None, starts[0] if starts else n),
+                      *[repeat(ts, end - row) for (row, ts), end in zip(stamps, ends)])
+        rows = zip(repeat(None), self._values, repeat(()), times)
+        others = self._others
+        if others:
+            return (others.get(i, row) for i, row in enumerate(rows))
+        return rows
+
+    def __getitem__(self, i):
+        if self._tuple is None:
+            self._tuple = tuple(self)
+        return self._tuple[i]
+
+    def __repr__(self) -> str:
+        return f"Rows({list(self)!r})"
 
 
 class RecordAccumulator:
@@ -86,7 +149,7 @@ class RecordAccumulator:
             dq = self.batches[tp] = deque()
         b = dq[-1] if dq else None
         created = False
-        if b is None or b.closed or b.size + size > self.batch_size or len(b.records) >= self.max_records:
+        if b is None or b.closed or b.size + size > self.batch_size or len(b.values) >= self.max_records:
             if b is not None:
                 b.close()
             b = ProducerBatch(tp, now)
@@ -94,14 +157,14 @@ class RecordAccumulator:
             b.ordinal = self._created
             dq.append(b)
             created = True
-        rows = b.records
+        row = len(b.values)
         if callback is not None:
-            b.callbacks[len(rows)] = callback
+            b.callbacks[row] = callback
         if now != record[3]:           # an application timestamp, or a record that waited for metadata
-            b.enqueued[len(rows)] = now
-        rows.append(record)
+            b.enqueued[row] = now
+        b.add(record)
         size = b.size = b.size + size
-        left = self.max_records - len(rows)
+        left = self.max_records - len(b.values)
         full = size >= self.batch_size or left <= 0
         if full:
             b.close()
@@ -132,7 +195,7 @@ class RecordAccumulator:
         dq.insert(i, batch)
 
     def queued_records(self) -> int:
-        return sum(len(b.records) for dq in self.batches.values() for b in dq)
+        return sum(len(b.values) for dq in self.batches.values() for b in dq)
 
     def has_queued(self) -> bool:
         return any(self.batches.values())

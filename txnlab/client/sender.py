@@ -155,15 +155,16 @@ class Sender(TransactionalRequests):
                     b.producer_id = txn.producer_id
                     b.producer_epoch = txn.producer_epoch
                     b.is_transactional = txn.is_transactional
-                    s.next_sequence += len(b.records)
+                    s.next_sequence += len(b.values)
                 if p._idempotent:
                     txn.add_in_flight(tp, b)
                 b.in_flight = True
                 b.retry = False
                 b.attempts += 1
                 b.sent_once = True
-                data[tp] = RecordBatch(tuple(b.records), b.producer_id, b.producer_epoch, b.base_sequence,
-                                       b.is_transactional, size_in_bytes=b.size, raw=True)
+                data[tp] = RecordBatch(b.rows(), b.producer_id, b.producer_epoch, b.base_sequence,
+                                       b.is_transactional, size_in_bytes=b.size, max_timestamp=b.max_timestamp(),
+                                       raw=True)
                 batches[tp] = b
                 if dq and self._drainable_again(tp, dq[0], now):
                     rest.append(tp)
@@ -216,19 +217,19 @@ class Sender(TransactionalRequests):
             if p._idempotent and b.producer_epoch == txn.producer_epoch and b.producer_id == txn.producer_id:
                 s = txn.seq(b.tp)
                 s.last_acked_sequence = max(s.last_acked_sequence, b.last_sequence)
-                s.last_acked_offset = base_offset + len(b.records) - 1
+                s.last_acked_offset = base_offset + len(b.values) - 1
         else:
             kerr = error if isinstance(error, KafkaError) else KafkaError(error, reason or Errors(error).description)
             self.record_failed_in_txn(kerr)
         topic, part = b.tp
         callbacks, default = b.callbacks, p._default_cb
         if not callbacks and default is None:     # nobody asked for delivery reports: just count them off
-            p._unacked -= len(b.records)
+            p._unacked -= len(b.values)
             if kerr is None:
-                p._delivered += len(b.records)
+                p._delivered += len(b.values)
             return
         now, epoch, enqueued = self.kernel.now, self.cfg["sim.clock.epoch.ms"], b.enqueued
-        for i, (key, value, headers, ts) in enumerate(b.records):
+        for i, (key, value, headers, ts) in enumerate(b.rows()):
             off = base_offset + i if base_offset >= 0 and kerr is None else -1
             # the application sees Unix time (the lab clock anchored at sim.clock.epoch.ms) and the simulated
             # produce latency, in seconds, as librdkafka's Message.latency(); a record stamped when it was
@@ -345,7 +346,7 @@ class Sender(TransactionalRequests):
                     b.base_sequence = s.next_sequence
                     b.producer_id = txn.producer_id
                     b.producer_epoch = txn.producer_epoch
-                    s.next_sequence += len(b.records)
+                    s.next_sequence += len(b.values)
             s.in_flight = [b for b in s.in_flight if b.in_flight]
 
     def _expire_batches(self, now: int) -> None:
