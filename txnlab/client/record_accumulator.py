@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from collections import deque
 from itertools import chain, repeat
+from typing import Optional
 
 # the size produce() counts for a record: its key and value plus 10 bytes (headers are not counted)
 RECORD_OVERHEAD = 10
@@ -26,7 +27,7 @@ class ProducerBatch:
         # the timestamps, run by run: [(first row, timestamp)] (the records produced between two steps of the
         # simulation share one); ``stamp`` is the last run's: the short path adds a record only at that time
         self.stamps: list = []
-        self.stamp = None
+        self.stamp: Optional[int] = None
         self.others: dict = {}           # row -> (key, value, headers, timestamp) of a record with a key or headers
         self.callbacks: dict = {}        # row -> its delivery callback (a row without one: the producer's default)
         self.enqueued: dict = {}         # row -> when it was produce()d (lab ms), if not its timestamp: latency()
@@ -54,7 +55,8 @@ class ProducerBatch:
         self.limit = 0
 
     def add(self, record: tuple) -> None:
-        """Appends a (key, value, headers, timestamp) row (produce()'s short path does the same for its own)."""
+        """Appends a (key, value, headers, timestamp) row.  (produce()'s short path adds a record with no key or
+        headers at the last run's time itself: it appends the value.)"""
         key, value, headers, ts = record
         row = len(self.values)
         self.values.append(value)
@@ -70,7 +72,10 @@ class ProducerBatch:
 
     def max_timestamp(self) -> int:
         """The largest of the records' timestamps (every run starts with a record of its own timestamp: add())."""
-        times = [ts for _row, ts in self.stamps]
+        stamps = self.stamps
+        if len(stamps) == 1 and not self.others:       # most batches: records produced between two steps
+            return stamps[0][1]
+        times = [ts for _row, ts in stamps]
         times.extend(record[3] for record in self.others.values())
         return max(times)
 
@@ -100,8 +105,11 @@ class Rows:
     __slots__ = ("_values", "_stamps", "_others", "_n", "_tuple")
 
     def __init__(self, values: list, stamps: list, others: dict, n: int) -> None:
-        self._values, self._stamps, self._others, self._n = values, stamps, others, n
-        self._tuple = None
+        self._values = values
+        self._stamps = stamps
+        self._others = others
+        self._n = n
+        self._tuple: Optional[tuple] = None
 
     def __len__(self) -> int:
         return self._n
