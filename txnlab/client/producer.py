@@ -129,8 +129,10 @@ class Producer:
 
     def _on_txn_transition(self, old: State, new: State) -> None:
         producing = self._producing_state
-        if old is producing or new is producing:      # (the others leave produce()'s short path as it was)
+        if new is producing:
             self._reopen_short_path()
+        elif old is producing:
+            self._open_batches = _NO_BATCHES          # (see _reopen_short_path)
         # librdkafka's rd_kafka_set_fatal_error: the application hears of it through error_cb as _FATAL
         if new == S.FATAL_ERROR:
             err = self._txn.last_error
@@ -162,14 +164,14 @@ class Producer:
             # record stamped now, with no callback of its own, joins the open batch of its topic's sticky
             # partition.  (``is``: CPython has one int object each for -1 and 0, so no float, bool or other int
             # passes, as the checks below would refuse them.)  Each check it leaves out is kept true elsewhere:
-            # the batch is there only while the producer may produce (_reopen_short_path), and ``limit``
-            # stands for the batch's room, batch.num.messages and message.max.bytes (RecordAccumulator.append).
+            # the batch is there only while the producer may produce (_reopen_short_path), and ``limit`` stands
+            # for the batch's room, batch.num.messages and message.max.bytes (RecordAccumulator.open_short_path).
             b = self._open_batches.get(topic)
             if b is not None:
                 size = b.size + RECORD_OVERHEAD + len(value)
                 if size < b.limit and b.stamp == self._kernel.now:
-                    # the record joins the batch's last run of timestamps (ProducerBatch.add): its value is
-                    # all there is to keep (no callback, no key or headers, produced at its timestamp)
+                    # at the time of the batch's last row (ProducerBatch.stamp), its value is all there is to
+                    # keep: no callback, no key or headers, and the timestamp of the row before it
                     b.size = size
                     b.values.append(value)
                     self._unacked += 1
@@ -292,6 +294,7 @@ class Producer:
         self._unacked += 1
         if key is None and headers == () and self._sticky.get(topic) == partition:
             self._sticky_batch[topic] = batch
+            self._acc.open_short_path(batch)
         if txn.transactional_id is not None and tp not in txn.partitions_in_txn:
             txn.pending_partitions.add(tp)
         if full:

@@ -6,29 +6,30 @@ sender drains, and the re-insertion of retried batches in sequence order.
 from __future__ import annotations
 
 from collections import deque
-from itertools import chain, repeat
+from itertools import chain, islice, repeat
+from operator import itemgetter
 from typing import Optional
 
 # the size produce() counts for a record: its key and value plus 10 bytes (headers are not counted)
 RECORD_OVERHEAD = 10
+_TIMESTAMP = itemgetter(3)
 
 
 class ProducerBatch:
-    __slots__ = ("tp", "values", "stamps", "stamp", "others", "callbacks", "enqueued", "created_ms", "size",
+    __slots__ = ("tp", "values", "rows_in", "stamp", "callbacks", "enqueued", "created_ms", "size",
                  "attempts", "base_sequence", "producer_id", "producer_epoch", "is_transactional", "retry",
                  "next_attempt_ms", "in_flight", "done", "sent_once", "closed", "ordinal", "limit")
 
     def __init__(self, tp, created_ms: int) -> None:
         self.tp = tp
-        # The records, kept by column so that the common one (no key, no headers, stamped when produced: what
-        # produce()'s short path takes) costs one list append and no object of its own; rows() puts each
-        # record's (key, value, headers, timestamp) back together when somebody reads them.
+        # The records.  A record that comes the long way (RecordAccumulator.append) is kept whole, as the
+        # (key, value, headers, timestamp) row it is; one that produce()'s short path adds is only its value, so
+        # that it costs one list append and no object of its own: it has no key or headers and the timestamp of
+        # the row before it (the short path adds a record only at ``stamp``, the time of the last row that came
+        # the long way, set by RecordAccumulator.open_short_path).  rows() puts them together.
         self.values: list = []           # every record's value, in produce order (one per record)
-        # the timestamps, run by run: [(first row, timestamp)] (the records produced between two steps of the
-        # simulation share one); ``stamp`` is the last run's: the short path adds a record only at that time
-        self.stamps: list = []
+        self.rows_in: dict = {}          # row number -> (key, value, headers, timestamp) of a long-way record
         self.stamp: Optional[int] = None
-        self.others: dict = {}           # row -> (key, value, headers, timestamp) of a record with a key or headers
         self.callbacks: dict = {}        # row -> its delivery callback (a row without one: the producer's default)
         self.enqueued: dict = {}         # row -> when it was produce()d (lab ms), if not its timestamp: latency()
         self.created_ms = created_ms
@@ -46,7 +47,7 @@ class ProducerBatch:
         self.sent_once = False
         self.closed = False
         # produce()'s short path adds a record only while the batch's size with it stays below ``limit`` (see
-        # RecordAccumulator.append); 0 while no record may join that way (a new batch, a closed one)
+        # RecordAccumulator.open_short_path); 0 while no record may join that way (a new batch, a closed one)
         self.limit = 0
 
     def close(self) -> None:
@@ -54,30 +55,16 @@ class ProducerBatch:
         self.closed = True
         self.limit = 0
 
-    def add(self, record: tuple) -> None:
-        """Appends a (key, value, headers, timestamp) row.  (produce()'s short path adds a record with no key or
-        headers at the last run's time itself: it appends the value.)"""
-        key, value, headers, ts = record
-        row = len(self.values)
-        self.values.append(value)
-        if key is not None or headers:
-            self.others[row] = record
-        elif ts != self.stamp:
-            self.stamps.append((row, ts))
-            self.stamp = ts
-
-    def rows(self) -> "Rows":
-        """The records as RecordBatch(raw=True) takes them, built only if somebody reads them."""
-        return Rows(self.values, self.stamps, self.others, len(self.values))
+    def rows(self):
+        """The records as RecordBatch(raw=True) takes them: (key, value, headers, timestamp) tuples."""
+        n, rows_in = len(self.values), self.rows_in
+        if len(rows_in) == n:            # every record came the long way: its rows are all there, in order
+            return tuple(rows_in.values())
+        return Rows(self.values, rows_in, n)
 
     def max_timestamp(self) -> int:
-        """The largest of the records' timestamps (every run starts with a record of its own timestamp: add())."""
-        stamps = self.stamps
-        if len(stamps) == 1 and not self.others:       # most batches: records produced between two steps
-            return stamps[0][1]
-        times = [ts for _row, ts in stamps]
-        times.extend(record[3] for record in self.others.values())
-        return max(times)
+        """The largest of the records' timestamps (a short-path record has the timestamp of a long-way row)."""
+        return max(map(_TIMESTAMP, self.rows_in.values()))
 
     @property
     def record_count(self) -> int:
@@ -99,15 +86,15 @@ class ProducerBatch:
 
 
 class Rows:
-    """A sent batch's records, a sequence of plain (key, value, headers, timestamp) tuples as RecordBatch(raw=True)
-    reads them, put together from the batch's columns only when iterated: a log keeps most batches whole and
-    never reads them record by record (Kafka's broker does not decompress a batch it only appends either)."""
-    __slots__ = ("_values", "_stamps", "_others", "_n", "_tuple")
+    """The records of a sent batch that holds short-path records: a sequence of (key, value, headers, timestamp)
+    tuples, as RecordBatch(raw=True) reads them, built the first time somebody iterates it.  A log appends and
+    replicates a batch without reading it record by record (Kafka's broker does not decompress a batch it only
+    appends either), so most of these tuples are never made."""
+    __slots__ = ("_values", "_rows_in", "_n", "_tuple")
 
-    def __init__(self, values: list, stamps: list, others: dict, n: int) -> None:
+    def __init__(self, values: list, rows_in: dict, n: int) -> None:
         self._values = values
-        self._stamps = stamps
-        self._others = others
+        self._rows_in = rows_in
         self._n = n
         self._tuple: Optional[tuple] = None
 
@@ -115,26 +102,34 @@ class Rows:
         return self._n
 
     def __iter__(self):
-        stamps, n = self._stamps, self._n
-        starts = [row for row, _ts in stamps]
-        ends = starts[1:] + [n]
-        # each run's timestamp repeated over its rows (rows before the first run all have a key or headers: they
-        # are taken from ``others``), and the rows zipped together, in C; zip stops with the timestamps, at row n
-        times = chain(repeat(None, starts[0] if starts else n),
-                      *[repeat(ts, end - row) for (row, ts), end in zip(stamps, ends)])
-        rows = zip(repeat(None), self._values, repeat(()), times)
-        others = self._others
-        if others:
-            return (others.get(i, row) for i, row in enumerate(rows))
-        return rows
+        if self._tuple is None:
+            values, rows_in, n = self._values, self._rows_in, self._n
+            if len(rows_in) == 1:
+                # the usual batch: its first record came the long way, all the others by the short path at
+                # the same time (zipped in C)
+                first = rows_in[0]
+                rows = chain((first,), zip(repeat(None), islice(values, 1, n), repeat(()), repeat(first[3])))
+            else:
+                rows = _rows(values, rows_in, n)
+            self._tuple = tuple(rows)
+        return iter(self._tuple)
 
     def __getitem__(self, i):
-        if self._tuple is None:
-            self._tuple = tuple(self)
-        return self._tuple[i]
+        return tuple(self)[i] if self._tuple is None else self._tuple[i]
 
     def __repr__(self) -> str:
         return f"Rows({list(self)!r})"
+
+
+def _rows(values: list, rows_in: dict, n: int):
+    ts = None
+    for i in range(n):
+        row = rows_in.get(i)
+        if row is None:
+            yield (None, values[i], (), ts)     # a short-path record: the time of the long-way row before it
+        else:
+            ts = row[3]
+            yield row
 
 
 class RecordAccumulator:
@@ -170,25 +165,33 @@ class RecordAccumulator:
             b.callbacks[row] = callback
         if now != record[3]:           # an application timestamp, or a record that waited for metadata
             b.enqueued[row] = now
-        b.add(record)
-        size = b.size = b.size + size
-        left = self.max_records - len(b.values)
-        full = size >= self.batch_size or left <= 0
+        b.values.append(record[1])
+        b.rows_in[row] = record
+        b.size += size
+        full = b.size >= self.batch_size or row + 1 >= self.max_records
         if full:
             b.close()
-        else:
-            # produce()'s short path adds a record of n bytes when b.size + n < b.limit: one comparison for
-            # three checks, each a little stricter than the rule, so that the record it refuses comes here:
-            # - the batch's room: b.size + n < batch.size, so the record that fills the batch comes here, which
-            #   closes the batch and wakes the sender (librdkafka sends a full batch without waiting linger.ms);
-            # - batch.num.messages: every record counts at least RECORD_OVERHEAD bytes, so the batch cannot grow
-            #   by RECORD_OVERHEAD * left bytes with fewer than ``left`` more records: the short path takes at
-            #   most left - 1 of them, and the one that fills the batch by count comes here too;
-            # - message.max.bytes: n < limit - b.size <= message.max.bytes + 1.
-            # The short path's own records keep it true (each adds a record and at least RECORD_OVERHEAD bytes),
-            # a record added here computes it again, and only close() has to lower it.
-            b.limit = min(self.batch_size, size + RECORD_OVERHEAD * left, size + self.max_record_size + 1)
+        b.stamp = None                 # no short-path record joins unless open_short_path() says so
         return b, created, full
+
+    def open_short_path(self, b: ProducerBatch) -> None:
+        """Lets produce()'s short path add records to ``b`` after its last row (which has no key or headers):
+        at that row's time, while the batch's size with the record stays below ``b.limit``."""
+        if b.closed:
+            return
+        size, left = b.size, self.max_records - len(b.values)
+        b.stamp = b.rows_in[len(b.values) - 1][3]
+        # One comparison, b.size + n < b.limit for a record of n bytes, for three checks, each a little stricter
+        # than the rule, so that the record it refuses goes the long way (append):
+        # - the batch's room: b.size + n < batch.size, so the record that fills the batch goes the long way,
+        #   which closes the batch and wakes the sender (librdkafka sends a full batch without waiting linger.ms);
+        # - batch.num.messages: every record counts at least RECORD_OVERHEAD bytes, so the batch cannot grow
+        #   by RECORD_OVERHEAD * left bytes with fewer than ``left`` more records: the short path takes at most
+        #   left - 1 of them, and the one that fills the batch by count goes the long way too;
+        # - message.max.bytes: n < limit - b.size <= message.max.bytes + 1.
+        # Records added later, by either path, keep it true (each adds a record and at least RECORD_OVERHEAD
+        # bytes), so only close() has to lower it.
+        b.limit = min(self.batch_size, size + RECORD_OVERHEAD * left, size + self.max_record_size + 1)
 
     def reenqueue(self, batch: ProducerBatch) -> None:
         """Put a retried batch back in the queue: in message order (librdkafka, and any idempotent
