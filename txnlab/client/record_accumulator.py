@@ -25,8 +25,9 @@ class ProducerBatch:
         # The records.  A record that comes the long way (RecordAccumulator.append) is kept whole, as the
         # (key, value, headers, timestamp) row it is; one that produce()'s short path adds is only its value, so
         # that it costs one list append and no object of its own: it has no key or headers and the timestamp of
-        # the row before it (the short path adds a record only at ``stamp``, the time of the last row that came
-        # the long way, set by RecordAccumulator.open_short_path).  rows() puts them together.
+        # the long-way row before it.  (The short path adds a record only at ``stamp``: the time of the batch's
+        # last long-way row, set when that row opened the short path, RecordAccumulator.open_short_path, and
+        # cleared by the next long-way row.)  rows() puts them together.
         self.values: list = []           # every record's value, in produce order (one per record)
         self.rows_in: dict = {}          # row number -> (key, value, headers, timestamp) of a long-way record
         self.stamp: Optional[int] = None
