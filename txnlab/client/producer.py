@@ -9,6 +9,7 @@ simulated seconds.
 from __future__ import annotations
 
 import zlib
+from types import MappingProxyType
 from typing import Callable, Optional
 
 from ..errors import KafkaError, KafkaException, KafkaStateError
@@ -20,9 +21,9 @@ from .config import dialect_of, notices, producer_config
 from .dialect import LIBRDKAFKA, Action, metadata_topic_action, topic_error_text
 from .message import Message
 from .network_client import attach_client, block
-from .record_accumulator import RecordAccumulator
+from .record_accumulator import RECORD_OVERHEAD, RecordAccumulator
 from .sender import Sender
-from .transaction_manager import State, TransactionManager
+from .transaction_manager import S, State, TransactionManager
 
 
 def _to_bytes(v, what: str):
@@ -50,6 +51,7 @@ def _check_produce_args(timestamp, on_delivery, callback) -> None:
 
 _UNASSIGNED = -1    # produce()'s partition: the partitioner chooses
 _NOW = 0            # produce()'s timestamp: now
+_NO_BATCHES = MappingProxyType({})     # produce()'s short path while the producer may not produce
 
 # librdkafka's rd_kafka_topic_scan_all (from rd_kafka_1s_tmr_cb): a topic with no partitions is asked for again
 TOPIC_SCAN_INTERVAL_MS = 1_000
@@ -69,7 +71,8 @@ class Producer:
         self._idempotent = cfg["enable.idempotence"]
         self._txn = TransactionManager(cfg["transactional.id"], cfg["transaction.timeout.ms"])
         self._acc = RecordAccumulator(cfg["batch.size"], cfg["batch.num.messages"],
-                                      retry_in_order=dialect_of(cfg) != "java")
+                                      retry_in_order=dialect_of(cfg) != "java",
+                                      max_record_size=cfg["message.max.bytes"])
         self._default_cb = cfg["on_delivery"]
         self._reports: list = []               # (callback, err, msg) waiting for poll()
         self._unacked = 0                      # records produced, delivery not yet reported
@@ -84,11 +87,11 @@ class Producer:
         self._dialect = dialect_of(cfg)
         self._epoch_ms = cfg["sim.clock.epoch.ms"]     # the lab clock's 0, as a Unix time (timestamps, latency)
         self._max_bytes = cfg["message.max.bytes"]
-        self._batch_size = cfg["batch.size"]
-        self._batch_records = cfg["batch.num.messages"]
         # produce() is legal in exactly one client state: IN_TRANSACTION for a transactional
         # producer; an idempotent or plain producer never leaves UNINITIALIZED
-        self._producing_state = State.IN_TRANSACTION if cfg["transactional.id"] is not None else State.UNINITIALIZED
+        self._producing_state = S.IN_TRANSACTION if cfg["transactional.id"] is not None else S.UNINITIALIZED
+        self._open_batches = _NO_BATCHES       # produce()'s short path: see _reopen_short_path
+        self._reopen_short_path()
         self.sender = Sender(self)
         self._events = ClientEvents(cfg, "producer", self.name, self._kernel, self._epoch_ms, self._statistics)
         self._txn.on_transition = self._on_txn_transition
@@ -108,15 +111,30 @@ class Producer:
             raise RuntimeError("Producer has been closed")
         if self._node.crashed:
             raise KafkaException(KafkaError(KafkaError._FATAL, f"{self.name}'s process has crashed", fatal=True))
-        if self._txn.state == State.FATAL_ERROR:
+        if self._txn.state == S.FATAL_ERROR:
             raise KafkaException(self._txn.last_error)
 
     def _on_process_crash(self) -> None:
+        self._reopen_short_path()
         self.sender.on_crash()
 
+    def _reopen_short_path(self) -> None:
+        """produce()'s short path finds its batch in ``_open_batches``: the open batches of the sticky partitions
+        while the producer may produce (in the one transaction state it produces in, its process alive, not
+        closed), an empty mapping otherwise.  So the short path checks none of the three itself: this runs
+        wherever one of them changes (every transaction state transition, the crash, close()), and any other
+        call goes the long way, where _produce_refused says why."""
+        allowed = self._txn.state is self._producing_state and not self._node.crashed and self._closed is None
+        self._open_batches = self._sticky_batch if allowed else _NO_BATCHES
+
     def _on_txn_transition(self, old: State, new: State) -> None:
+        producing = self._producing_state
+        if new is producing:
+            self._reopen_short_path()
+        elif old is producing:
+            self._open_batches = _NO_BATCHES          # (see _reopen_short_path)
         # librdkafka's rd_kafka_set_fatal_error: the application hears of it through error_cb as _FATAL
-        if new == State.FATAL_ERROR:
+        if new == S.FATAL_ERROR:
             err = self._txn.last_error
             self._events.error(KafkaError._FATAL, f"Fatal error: {err.str() if err is not None else new.name}",
                                fatal=True)
@@ -140,28 +158,26 @@ class Producer:
                 on_delivery: Optional[Callable] = None, timestamp: int = 0, headers=None) -> None:
         """confluent-kafka's argument order (``callback`` is ``on_delivery``'s old name).  ``timestamp`` is
         milliseconds since the Unix epoch, as the application sees it (0: now, on the lab's anchored clock)."""
-        if self._txn.state is not self._producing_state or self._node.crashed or self._closed is not None:
-            self._produce_refused()
-        if key is None and partition is _UNASSIGNED and timestamp is _NOW and headers is None \
-                and value.__class__ is bytes:
+        if key is None and partition is _UNASSIGNED and timestamp is _NOW and headers is None and on_delivery is None \
+                and callback is None and value.__class__ is bytes:
             # the common case, kept short (it is what a benchmark and a busy notebook call most): a keyless
-            # record stamped now joins the open batch of its topic's sticky partition.  (``is``: CPython has
-            # one int object each for -1 and 0, so no float, bool or other int passes, as the checks below
-            # would refuse them.)
-            b = self._sticky_batch.get(topic)
-            if b is not None and not b.closed and (on_delivery is None or callable(on_delivery)) \
-                    and (callback is None or callable(callback)):
-                size = 10 + len(value)
-                if b.size + size < self._batch_size and len(b.records) < self._batch_records \
-                        and size <= self._max_bytes:
-                    # a plain tuple: the batch turns it into a Record only if somebody reads it
-                    now = self._kernel.now
-                    b.records.append((None, value, (), now))
-                    b.callbacks.append(on_delivery or callback or self._default_cb)
-                    b.enqueued.append(now)
-                    b.size += size
+            # record stamped now, with no callback of its own, joins the open batch of its topic's sticky
+            # partition.  (``is``: CPython has one int object each for -1 and 0, so no float, bool or other int
+            # passes, as the checks below would refuse them.)  Each check it leaves out is kept true elsewhere:
+            # the batch is there only while the producer may produce (_reopen_short_path), and ``limit`` stands
+            # for the batch's room, batch.num.messages and message.max.bytes (RecordAccumulator.open_short_path).
+            b = self._open_batches.get(topic)
+            if b is not None:
+                size = b.size + RECORD_OVERHEAD + len(value)
+                if size < b.limit and b.stamp == self._kernel.now:
+                    # at the time of the batch's last row (ProducerBatch.stamp), its value is all there is to
+                    # keep: no callback, no key or headers, and the timestamp of the row before it
+                    b.size = size
+                    b.values.append(value)
                     self._unacked += 1
                     return
+        if self._txn.state is not self._producing_state or self._node.crashed or self._closed is not None:
+            self._produce_refused()
         if timestamp.__class__ is not int or timestamp < 0 or on_delivery is not None and not callable(on_delivery) \
                 or callback is not None and not callable(callback) or partition.__class__ is not int \
                 or headers is not None and headers.__class__ not in (dict, list, tuple):
@@ -179,7 +195,7 @@ class Producer:
         else:
             headers = ()
         # librdkafka's rd_kafka_msg_new0 refuses an oversized record at once, before it is partitioned
-        size = 10 + (len(value) if value else 0) + (len(key) if key else 0)
+        size = RECORD_OVERHEAD + (len(value) if value else 0) + (len(key) if key else 0)
         if size > self._max_bytes:
             raise KafkaException(KafkaError(10, f"Unable to produce message: Broker: Message size too large "
                                             f"({size} bytes > message.max.bytes {self._max_bytes})"))
@@ -210,19 +226,19 @@ class Producer:
         if self._dialect == LIBRDKAFKA and not self._node.crashed:
             # librdkafka's rd_kafka_msg_new: a producer with a fatal error refuses with _FATAL, a transactional
             # producer not IN_TRANSACTION (an abortable error included) with _STATE
-            if txn.state == State.FATAL_ERROR:
+            if txn.state == S.FATAL_ERROR:
                 raise KafkaException(KafkaError(KafkaError._FATAL, "Unable to produce message: Local: Fatal error "
                                                 f"({txn.last_error.name()}: the producer must be closed)"))
             if txn.state is not self._producing_state:
                 raise KafkaStateError("Unable to produce message: Local: Erroneous state (" + (
                     f"the transaction must be aborted after {txn.last_error.name()}"
-                    if txn.state == State.ABORTABLE_ERROR else
+                    if txn.state == S.ABORTABLE_ERROR else
                     f"a transactional producer must call begin_transaction() first; state {txn.state.name}") + ")")
             return
         self._check_alive()
         if txn.state is self._producing_state:
             return
-        if txn.state == State.ABORTABLE_ERROR:
+        if txn.state == S.ABORTABLE_ERROR:
             raise KafkaException(txn.last_error)      # Java: the error that made the transaction abortable
         raise KafkaStateError(f"produce() outside a transaction: a transactional producer must call "
                               f"begin_transaction() first (state {txn.state.name})")
@@ -271,13 +287,14 @@ class Producer:
         elif partition >= n:
             raise KafkaException(KafkaError(3, f"partition {partition} of {topic} does not exist ({n} partitions)"))
         tp = (topic, partition)
-        size = 10 + (len(value) if value else 0) + (len(key) if key else 0)
+        size = RECORD_OVERHEAD + (len(value) if value else 0) + (len(key) if key else 0)
         # a plain (key, value, headers, timestamp) tuple, as produce()'s short path stores: the batch turns its
         # rows into Records only if somebody reads them
         batch, created, full = self._acc.append(tp, (key, value, headers, ts), size, cb, self._kernel.now)
         self._unacked += 1
         if key is None and headers == () and self._sticky.get(topic) == partition:
             self._sticky_batch[topic] = batch
+            self._acc.open_short_path(batch)
         if txn.transactional_id is not None and tp not in txn.partitions_in_txn:
             txn.pending_partitions.add(tp)
         if full:
@@ -337,7 +354,7 @@ class Producer:
             timeout = argcheck.timeout_s(timeout, "flush()")
             ms = None if timeout is None or timeout < 0 else int(timeout * 1000)
             block(self._kernel, lambda: self._unacked == 0 or self._node.crashed
-                  or self._txn.state == State.FATAL_ERROR, ms, "flush()")
+                  or self._txn.state == S.FATAL_ERROR, ms, "flush()")
         finally:
             self.sender.flushing -= 1
         self._serve_reports()
@@ -362,8 +379,9 @@ class Producer:
     def _wait(self, until: Callable[[], bool], timeout: Optional[float], default_ms: int) -> bool:
         """Drive the simulation until ``until()``, which each caller writes as ``<its condition> or node.crashed or
         txn.state == fatal`` in one lambda (it runs once per step: a lambda calling another cost a call more),
-        with the enum member FATAL_ERROR read once before (a member read through the class costs CPython 3.11
-        a call of EnumType's attribute hook)."""
+        with S.FATAL_ERROR read once before.  A condition that the state has left the states it waits through
+        needs no ``txn.state == fatal`` (FATAL_ERROR is not one of them).  (The states are read from ``S``, not
+        ``State``: a member read through its enum class costs CPython 3.11 a call of EnumType's attribute hook.)"""
         ms = default_ms if timeout is None or timeout < 0 else int(timeout * 1000)
         return self._kernel.run_until(until, timeout_ms=ms)
 
@@ -396,14 +414,14 @@ class Producer:
         txn = self._txn
         self._note(f"{self.name} calls init_transactions()" + (
             " again (resuming)" if resuming else f" (a {'Java' if self._dialect == 'java' else 'librdkafka'} client)"))
-        if txn.state == State.UNINITIALIZED:
-            txn.transition(State.INITIALIZING)
+        if txn.state == S.UNINITIALIZED:
+            txn.transition(S.INITIALIZING)
             self.sender.send_init_producer_id()
-        elif txn.state != State.INITIALIZING and not resuming:
+        elif txn.state != S.INITIALIZING and not resuming:
             raise KafkaStateError(f"init_transactions() was already called (state {txn.state.name})")
         self._resumable = None
-        initializing, node, fatal = State.INITIALIZING, self._node, State.FATAL_ERROR
-        done = self._wait(lambda: txn.state != initializing or node.crashed or txn.state == fatal, timeout,
+        initializing, node = S.INITIALIZING, self._node
+        done = self._wait(lambda: txn.state != initializing or node.crashed, timeout,
                           2 * txn.transaction_timeout_ms)
         self._check_alive()
         if not done:
@@ -412,13 +430,13 @@ class Producer:
     def begin_transaction(self) -> None:
         self._require_transactional("begin_transaction")
         txn = self._txn
-        if txn.state != State.READY:
-            if txn.state == State.ABORTABLE_ERROR:
+        if txn.state != S.READY:
+            if txn.state == S.ABORTABLE_ERROR:
                 raise KafkaException(txn.last_error)
             raise KafkaStateError(f"begin_transaction() needs state READY, the producer is {txn.state.name}"
-                                  + (" (call init_transactions() first)" if txn.state == State.UNINITIALIZED else ""))
+                                  + (" (call init_transactions() first)" if txn.state == S.UNINITIALIZED else ""))
         self._note(f"{self.name} calls begin_transaction()")
-        txn.transition(State.IN_TRANSACTION)
+        txn.transition(S.IN_TRANSACTION)
         txn.transaction_started = False
 
     def send_offsets_to_transaction(self, positions, group_metadata, timeout: Optional[float] = None, /) -> None:
@@ -433,9 +451,9 @@ class Producer:
             self._note(f"{self.name} calls send_offsets_to_transaction() again (resuming)")
             self._finish_send_offsets(op, timeout)
             return
-        if txn.state == State.ABORTABLE_ERROR:
+        if txn.state == S.ABORTABLE_ERROR:
             raise KafkaException(txn.last_error)
-        if txn.state != State.IN_TRANSACTION:
+        if txn.state != S.IN_TRANSACTION:
             raise KafkaStateError(f"send_offsets_to_transaction() needs an open transaction (state {txn.state.name})")
         positions = argcheck.offsets_for_transaction(positions)
         offsets = {}
@@ -455,7 +473,7 @@ class Producer:
         self._finish_send_offsets(op, timeout)
 
     def _finish_send_offsets(self, op, timeout: Optional[float]) -> None:
-        node, txn, fatal = self._node, self._txn, State.FATAL_ERROR
+        node, txn, fatal = self._node, self._txn, S.FATAL_ERROR
         done = self._wait(lambda: op.done or node.crashed or txn.state == fatal, timeout, txn.transaction_timeout_ms)
         self._check_alive()
         if not done:
@@ -474,29 +492,29 @@ class Producer:
         resuming = self._require_transactional(call)
         self._resumable = None
         txn = self._txn
-        ending = State.COMMITTING_TRANSACTION if commit else State.ABORTING_TRANSACTION
-        if commit and txn.state == State.ABORTABLE_ERROR:
+        ending = S.COMMITTING_TRANSACTION if commit else S.ABORTING_TRANSACTION
+        if commit and txn.state == S.ABORTABLE_ERROR:
             raise KafkaException(txn.last_error)
-        if resuming and txn.state == State.READY:
+        if resuming and txn.state == S.READY:
             self._note(f"{self.name} calls {call}() again: it finished in the background")
             return
         if txn.state == ending:
             self._note(f"{self.name} calls {call}() again (resuming)")   # keep waiting for the same outcome
-        elif txn.state == State.IN_TRANSACTION or (not commit and txn.state == State.ABORTABLE_ERROR):
+        elif txn.state == S.IN_TRANSACTION or (not commit and txn.state == S.ABORTABLE_ERROR):
             self._note(f"{self.name} calls {call}()")
             self.sender.begin_end_txn(commit)
         else:
             raise KafkaStateError(f"{call}() needs an open transaction (state {txn.state.name})"
-                                  + ("; begin_transaction() was not called" if txn.state == State.READY else ""))
-        busy = (State.COMMITTING_TRANSACTION, State.ABORTING_TRANSACTION, State.INITIALIZING)
-        node, fatal = self._node, State.FATAL_ERROR
-        done = self._wait(lambda: txn.state not in busy or node.crashed or txn.state == fatal, timeout,
+                                  + ("; begin_transaction() was not called" if txn.state == S.READY else ""))
+        busy = (S.COMMITTING_TRANSACTION, S.ABORTING_TRANSACTION, S.INITIALIZING)
+        node = self._node
+        done = self._wait(lambda: txn.state not in busy or node.crashed, timeout,
                           txn.transaction_timeout_ms)
         self._serve_reports()
         self._check_alive()
         if not done:
             raise self._timed_out(call)
-        if txn.state == State.ABORTABLE_ERROR:
+        if txn.state == S.ABORTABLE_ERROR:
             raise KafkaException(txn.last_error)
 
     def close(self, *args, **kwargs) -> bool:
@@ -507,14 +525,15 @@ class Producer:
         self._note(f"{self.name} calls close()")
         txn = self._txn
         if not self._node.crashed and txn.is_transactional and txn.state in (
-                State.IN_TRANSACTION, State.ABORTABLE_ERROR, State.COMMITTING_TRANSACTION, State.ABORTING_TRANSACTION):
+                S.IN_TRANSACTION, S.ABORTABLE_ERROR, S.COMMITTING_TRANSACTION, S.ABORTING_TRANSACTION):
             try:
                 self._end_transaction(False, None)
             except KafkaException:
                 pass
-        if not self._node.crashed and txn.state != State.FATAL_ERROR:
+        if not self._node.crashed and txn.state != S.FATAL_ERROR:
             self.flush()
         self._closed = KafkaError(KafkaError._DESTROY, "Producer has been closed")
+        self._reopen_short_path()
         return True
 
     def produce_batch(self, topic: str, messages: list, partition: int = -1, on_delivery: Optional[Callable] = None,

@@ -148,22 +148,23 @@ class Sender(TransactionalRequests):
             for tp in tps:
                 dq = p._acc.batches[tp]
                 b = dq.popleft()
-                b.closed = True
+                b.close()
                 if p._idempotent and not b.has_sequence:
                     s = txn.seq(tp)
                     b.base_sequence = s.next_sequence
                     b.producer_id = txn.producer_id
                     b.producer_epoch = txn.producer_epoch
                     b.is_transactional = txn.is_transactional
-                    s.next_sequence += len(b.records)
+                    s.next_sequence += len(b.values)
                 if p._idempotent:
                     txn.add_in_flight(tp, b)
                 b.in_flight = True
                 b.retry = False
                 b.attempts += 1
                 b.sent_once = True
-                data[tp] = RecordBatch(tuple(b.records), b.producer_id, b.producer_epoch, b.base_sequence,
-                                       b.is_transactional, size_in_bytes=b.size, raw=True)
+                data[tp] = RecordBatch(b.rows(), b.producer_id, b.producer_epoch, b.base_sequence,
+                                       b.is_transactional, size_in_bytes=b.size, max_timestamp=b.max_timestamp(),
+                                       raw=True)
                 batches[tp] = b
                 if dq and self._drainable_again(tp, dq[0], now):
                     rest.append(tp)
@@ -207,7 +208,8 @@ class Sender(TransactionalRequests):
         p, txn = self.p, self.txn
         b.in_flight = False
         b.done = True
-        b.closed = True
+        if not b.closed:          # it fails before it was sent (expired, purged, its transaction aborted)
+            b.close()
         if p._idempotent:
             txn.remove_in_flight(b.tp, b)
         kerr = None
@@ -215,25 +217,26 @@ class Sender(TransactionalRequests):
             if p._idempotent and b.producer_epoch == txn.producer_epoch and b.producer_id == txn.producer_id:
                 s = txn.seq(b.tp)
                 s.last_acked_sequence = max(s.last_acked_sequence, b.last_sequence)
-                s.last_acked_offset = base_offset + len(b.records) - 1
+                s.last_acked_offset = base_offset + len(b.values) - 1
         else:
             kerr = error if isinstance(error, KafkaError) else KafkaError(error, reason or Errors(error).description)
             self.record_failed_in_txn(kerr)
         topic, part = b.tp
-        if not any(b.callbacks):          # nobody asked for delivery reports: just count them off
-            p._unacked -= len(b.records)
+        callbacks, default = b.callbacks, p._default_cb
+        if not callbacks and default is None:     # nobody asked for delivery reports: just count them off
+            p._unacked -= len(b.values)
             if kerr is None:
-                p._delivered += len(b.records)
+                p._delivered += len(b.values)
             return
-        now, epoch = self.kernel.now, self.cfg["sim.clock.epoch.ms"]
-        for i, (rec, cb, enq) in enumerate(zip(b.records, b.callbacks, b.enqueued)):
+        now, epoch, enqueued = self.kernel.now, self.cfg["sim.clock.epoch.ms"], b.enqueued
+        for i, (key, value, headers, ts) in enumerate(b.rows()):
             off = base_offset + i if base_offset >= 0 and kerr is None else -1
-            key, value, headers, ts = rec      # a Record, or the plain tuple produce()'s short path stored
-            # the application sees Unix time (the lab clock anchored at sim.clock.epoch.ms) and the
-            # simulated produce latency, in seconds, as librdkafka's Message.latency()
+            # the application sees Unix time (the lab clock anchored at sim.clock.epoch.ms) and the simulated
+            # produce latency, in seconds, as librdkafka's Message.latency(); a record stamped when it was
+            # produced (most are) has no entry in ``enqueued``
             msg = Message(topic, part, off, key, value, headers or None, timestamp=(1, ts + epoch), error=kerr,
-                          latency=(now - enq) / 1000)
-            p.deliver(cb or _noop, kerr, msg)
+                          latency=(now - enqueued.get(i, ts)) / 1000)
+            p.deliver(callbacks.get(i) or default or _noop, kerr, msg)
 
     def _can_retry(self, b, error: Errors) -> bool:
         if b.attempts > self.cfg["retries"]:
@@ -343,7 +346,7 @@ class Sender(TransactionalRequests):
                     b.base_sequence = s.next_sequence
                     b.producer_id = txn.producer_id
                     b.producer_epoch = txn.producer_epoch
-                    s.next_sequence += len(b.records)
+                    s.next_sequence += len(b.values)
             s.in_flight = [b for b in s.in_flight if b.in_flight]
 
     def _expire_batches(self, now: int) -> None:
