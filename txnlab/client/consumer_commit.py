@@ -1,0 +1,147 @@
+"""The consumer's offsets in its group: ``store_offsets``, ``commit`` (synchronous or not, with its
+``on_commit`` report served from ``poll()``), the auto-commit timer (``enable.auto.commit``, every
+``auto.commit.interval.ms``) and ``committed`` (OffsetFetch with RequireStable: it waits out open
+transactions).  A mixin of ``Consumer``; the requests themselves are the ``ConsumerCoordinator``'s.
+"""
+from __future__ import annotations
+
+from typing import Optional
+
+from ..errors import KafkaError, KafkaException
+from ..protocol.errors import Errors
+from . import argcheck
+from .message import OFFSET_INVALID, Message, TopicPartition
+
+
+class ConsumerCommits:
+    def store_offsets(self, message: Optional[Message] = None, offsets: Optional[list] = None) -> None:
+        self._check_open()
+        if self._config["enable.auto.offset.store"]:
+            raise KafkaException(KafkaError(KafkaError._INVALID_ARG,
+                                            "store_offsets() requires enable.auto.offset.store=false"))
+        if message is not None and offsets is not None:
+            raise ValueError("message and offsets are mutually exclusive")
+        items = [((message.topic(), message.partition()), message.offset() + 1)] if message is not None else \
+            [((tp.topic, tp.partition), tp.offset) for tp in offsets or []]
+        for key, off in items:
+            st = self._assignment.get(key)
+            if st is None:
+                raise KafkaException(KafkaError(KafkaError._STATE, f"{key[0]}-{key[1]} is not assigned"))
+            st.stored_offset = off
+
+    def _stored_offsets(self) -> dict:
+        return {tp: (st.stored_offset, "") for tp, st in self._assignment.items()
+                if st.stored_offset is not None and st.stored_offset != st.committed}
+
+    def commit(self, message: Optional[Message] = None, offsets: Optional[list] = None,
+               asynchronous: bool = True) -> Optional[list[TopicPartition]]:
+        """Commit the message's offset+1, the given offsets, or the stored offsets of the assignment."""
+        self._check_open()
+        self._require_group("commit")
+        if message is not None and offsets is not None:
+            raise ValueError("message and offsets are mutually exclusive")
+        if message is not None:
+            to_commit = {(message.topic(), message.partition()): (message.offset() + 1, "")}
+        elif offsets is not None:
+            to_commit = {(tp.topic, tp.partition): (tp.offset, tp.metadata or "")
+                         for tp in argcheck.tp_list(offsets, "commit()")}
+        else:
+            to_commit = self._stored_offsets()
+        if not to_commit:
+            raise KafkaException(KafkaError(KafkaError._NO_OFFSET, "Commit failed: Local: No offset stored"))
+        self._note(f"{self.name} calls commit({', '.join(f'{t}-{p}={o}' for (t, p), (o, _) in sorted(to_commit.items()))}"
+                   f"{', asynchronous=False' if not asynchronous else ''})")
+        box: dict = {}
+
+        def done(err, errors):
+            box["err"] = err
+            self._after_commit(to_commit, err, errors, report=asynchronous)
+        self._coordinator.commit(to_commit, done)
+        if asynchronous:
+            return None
+        if not self._wait(lambda: "err" in box, None):
+            self._check_open()
+        if box["err"] is not None:
+            raise KafkaException(box["err"])
+        return [TopicPartition(t, p, o) for (t, p), (o, _) in sorted(to_commit.items())]
+
+    def _after_commit(self, to_commit: dict, err, errors: dict, report: bool) -> None:
+        if err is None:
+            for tp, (off, _) in to_commit.items():
+                st = self._assignment.get(tp)
+                if st is not None:
+                    st.committed = off
+            self._kernel.narrate(f"{self.name}: commit acknowledged: "
+                                 + ", ".join(f"{t}-{p}={o}" for (t, p), (o, _) in sorted(to_commit.items())))
+        else:
+            self._kernel.narrate(f"{self.name}: commit failed: {err.name()}")
+        if report and self._config["on_commit"] is not None:
+            parts = []
+            for (t, p), (o, _) in sorted(to_commit.items()):
+                tp = TopicPartition(t, p, o)
+                e = errors.get((t, p))
+                if e is not None and e != Errors.NONE:
+                    tp.error = KafkaError(e)
+                parts.append(tp)
+            self._commit_reports.append((err, parts))
+
+    def _serve_commit_reports(self) -> None:
+        while self._commit_reports:
+            err, parts = self._commit_reports.pop(0)
+            self._config["on_commit"](err, parts)
+
+    def _commit_stored(self, sync: bool, offsets: Optional[dict] = None) -> None:
+        offsets = self._stored_offsets() if offsets is None else offsets
+        if not offsets or not self._config["group.id"]:
+            return
+        if self._committing and not sync:
+            return
+        box: dict = {}
+        self._committing = True
+
+        def done(err, errors):
+            self._committing = False
+            box["err"] = err
+            self._after_commit(offsets, err, errors, report=True)
+        self._coordinator.commit(offsets, done)
+        if sync:
+            self._wait(lambda: "err" in box, self._config["request.timeout.ms"])
+
+    def _start_auto_commit(self) -> None:
+        if not self._config["enable.auto.commit"] or not self._config["group.id"] or self._auto_commit_timer:
+            return
+
+        def tick():
+            self._auto_commit_timer = None
+            if self._closed or self._node.crashed:
+                return
+            if self._assignment and (self._manual or self._coordinator.in_group):
+                if self._stored_offsets():
+                    self._kernel.narrate(f"{self.name}: auto-commit (every auto.commit.interval.ms="
+                                         f"{self._config['auto.commit.interval.ms']})")
+                    self._commit_stored(sync=False)
+            self._start_auto_commit()
+        self._auto_commit_timer = self._node.set_timer(self._config["auto.commit.interval.ms"], "auto-commit",
+                                                       tick, background=True)
+
+    def committed(self, partitions: list, timeout: Optional[float] = None) -> list[TopicPartition]:
+        """The group's committed offsets (OffsetFetch with RequireStable: waits out open transactions)."""
+        self._check_open()
+        self._require_group("committed")
+        tps = [(tp.topic, tp.partition) for tp in argcheck.tp_list(partitions, "committed()")]
+        box: dict = {}
+
+        def done(err, offsets):
+            box["err"], box["offsets"] = err, offsets
+        self._coordinator.fetch_committed(tps, done, wanted=lambda: "abandoned" not in box)
+        if not self._wait(lambda: "err" in box, self._timeout_ms(timeout)):
+            box["abandoned"] = True
+            self._check_open()
+            raise KafkaException(KafkaError(KafkaError._TIMED_OUT, "committed() timed out"))
+        if box["err"] is not None:
+            raise KafkaException(box["err"])
+        out = []
+        for t, p in tps:
+            off, meta = box["offsets"].get((t, p), (-1, ""))
+            out.append(TopicPartition(t, p, off if off >= 0 else OFFSET_INVALID, meta or None))
+        return out
