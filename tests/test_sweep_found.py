@@ -120,3 +120,30 @@ def test_an_abort_over_a_timed_out_produce_bumps_the_epoch_and_fences_the_late_w
 def test_the_copier_twin_of_seed_120772_commits_nothing_of_the_aborted_transaction():
     res = _run(120772, RunConfig(workload="copier", faults="all", records=20), SEED_120772)
     assert res.ok, res.violations
+
+
+@pytest.mark.parametrize("dialect,flush,epoch_after_abort", [("java", True, 1), ("java", False, 0),
+                                                             ("librdkafka", True, 0)])
+def test_which_failed_records_make_the_abort_bump_the_epoch(dialect, flush, epoch_after_abort):
+    """The rule behind seed 120772's fix, per client (transaction.version 0): Java's
+    TransactionManager.maybeTransitionToErrorState bumps the epoch after every abortable error of a record while
+    the transaction is not completing (a record refused during flush(), not one refused while commit waits for
+    it); librdkafka bumps only where a message may have been written (its message.timeout.ms passed after it was
+    sent) and aborts a broker's refusal (here MESSAGE_TOO_LARGE) under the same epoch
+    (rd_kafka_txn_set_abortable_error)."""
+    from txnlab import Cluster, Producer
+    from txnlab.errors import KafkaException
+
+    c = Cluster(brokers=3, seed=1, config={"transaction.version": 0})
+    c.create_topic("small", partitions=1, replication_factor=3, config={"max.message.bytes": 300})
+    p = Producer({"bootstrap.servers": c.bootstrap, "transactional.id": "t", "sim.client.dialect": dialect})
+    p.init_transactions()
+    p.begin_transaction()
+    p.produce("small", value=b"x" * 1000)
+    if flush:
+        p.flush(10)
+    with pytest.raises(KafkaException) as failed:
+        p.commit_transaction()
+    assert failed.value.args[0].txn_requires_abort()
+    p.abort_transaction()
+    assert c.transaction_state("t")["producer_epoch"] == epoch_after_abort
