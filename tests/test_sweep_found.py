@@ -113,7 +113,8 @@ def test_an_abort_over_a_timed_out_produce_bumps_the_epoch_and_fences_the_late_w
     # the held Produce arrives after the run (its delay outlasts the workload) and is refused
     seen = len(events)
     c.advance(6000)
-    late = [e for e in c.trace.events[seen:] if e.api == "AddPartitionsToTxn" and "verify-only: accounts-1" in e.narration]
+    late = [e for e in c.trace.events[seen:]
+            if e.api == "AddPartitionsToTxn" and "verify-only: accounts-1" in e.narration]
     assert late and "request epoch 0 but the current epoch is 1 -> PRODUCER_FENCED" in late[0].narration
 
 
