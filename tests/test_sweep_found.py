@@ -86,3 +86,65 @@ def test_a_leader_that_lost_its_coordinator_while_assigning_joins_again(dialect)
     assert any(e["api"] == "FindCoordinator" and e["is_response"] and e["kind"] == "deliver"
                and e["node"] == "member-1.1-c" and e["time"] > 15255 for e in events)
     assert res.history.attrs["finished"]
+
+
+SEED_120772 = [{"kind": "delay", "api": "AddPartitionsToTxn", "ms": 6000, "at": 282},
+               {"kind": "delay", "api": "Produce", "ms": 10000, "at": 782}]
+
+
+def test_an_abort_over_a_timed_out_produce_bumps_the_epoch_and_fences_the_late_write():
+    """Seed 120772 (bank-transfer; copier's seed 120772 is the same, transaction.version 0, librdkafka): teller-1's
+    Produce to accounts-1 was held in the network for 10 s; its delivery timeout passed, the record failed and the
+    transaction was aborted -- with the same epoch.  The late Produce then reached the leader while a later
+    transaction of teller-1 held accounts-1 under that epoch, passed the KIP-890 verification and was committed
+    with it: a read_committed reader saw a transfer leg of an aborted transaction (G1a, torn-transaction,
+    wrong-total).  librdkafka bumps the epoch after aborting over a timed-out message
+    (rd_kafka_txn_set_abortable_error_with_bump), so the late write is fenced."""
+    cfg = RunConfig(workload="bank-transfer", faults="all", records=20, trace=True)
+    res = _run(120772, cfg, SEED_120772)
+    assert res.ok, res.violations
+    final = next(op for op in res.history if op.f == "final-read")
+    read = {v for mop in final.mops if mop[0] == "poll" for _, v in mop[2]}
+    assert not any(v.startswith("t1:") for v in read)      # the aborted transfer t1: neither leg visible
+    c = res.cluster
+    events = c.trace.events
+    assert any(e.api == "InitProducerId" and not e.is_response and e.node == "broker-0"
+               and "current pid 0 epoch 0" in e.narration and "epoch 0 -> 1" in e.narration for e in events)
+    # the held Produce arrives after the run (its delay outlasts the workload) and is refused
+    seen = len(events)
+    c.advance(6000)
+    late = [e for e in c.trace.events[seen:]
+            if e.api == "AddPartitionsToTxn" and "verify-only: accounts-1" in e.narration]
+    assert late and "request epoch 0 but the current epoch is 1 -> PRODUCER_FENCED" in late[0].narration
+
+
+def test_the_copier_twin_of_seed_120772_commits_nothing_of_the_aborted_transaction():
+    res = _run(120772, RunConfig(workload="copier", faults="all", records=20), SEED_120772)
+    assert res.ok, res.violations
+
+
+@pytest.mark.parametrize("dialect,flush,epoch_after_abort", [("java", True, 1), ("java", False, 0),
+                                                             ("librdkafka", True, 0)])
+def test_which_failed_records_make_the_abort_bump_the_epoch(dialect, flush, epoch_after_abort):
+    """The rule behind seed 120772's fix, per client (transaction.version 0): Java's
+    TransactionManager.maybeTransitionToErrorState bumps the epoch after every abortable error of a record while
+    the transaction is not completing (a record refused during flush(), not one refused while commit waits for
+    it); librdkafka bumps only where a message may have been written (its message.timeout.ms passed after it was
+    sent) and aborts a broker's refusal (here MESSAGE_TOO_LARGE) under the same epoch
+    (rd_kafka_txn_set_abortable_error)."""
+    from txnlab import Cluster, Producer
+    from txnlab.errors import KafkaException
+
+    c = Cluster(brokers=3, seed=1, config={"transaction.version": 0})
+    c.create_topic("small", partitions=1, replication_factor=3, config={"max.message.bytes": 300})
+    p = Producer({"bootstrap.servers": c.bootstrap, "transactional.id": "t", "sim.client.dialect": dialect})
+    p.init_transactions()
+    p.begin_transaction()
+    p.produce("small", value=b"x" * 1000)
+    if flush:
+        p.flush(10)
+    with pytest.raises(KafkaException) as failed:
+        p.commit_transaction()
+    assert failed.value.args[0].txn_requires_abort()
+    p.abort_transaction()
+    assert c.transaction_state("t")["producer_epoch"] == epoch_after_abort

@@ -321,6 +321,8 @@ class Sender(TransactionalRequests):
             # this batch's error), then the batch's records are reported failed, then the unsent ones purged.
             moved = fatal or txn.state in (S.IN_TRANSACTION, S.COMMITTING_TRANSACTION,
                                            S.ABORTABLE_ERROR)
+            if not fatal and self._bumps_after_abort(b, txn.state):
+                self._bump_after_end = True
             if moved:
                 self.narrate(f"{p.name}: a record of the transaction failed ({error.name}); {self._reaction(error, kerr)}: "
                              + ("the producer is now in FATAL_ERROR" if fatal else "the transaction must be aborted"))
@@ -336,6 +338,23 @@ class Sender(TransactionalRequests):
         if p._idempotent and b.sent_once and not self.cfg["sim.naive.client"]:
             # later batches of this partition would carry a gap: bump and renumber (KIP-360)
             txn.epoch_bump_required = True
+
+    def _bumps_after_abort(self, b, state) -> bool:
+        """Whether a failed batch of the transaction makes its abort bump the epoch (KIP-360; under
+        transaction.version 2 every EndTxn bumps anyway).  Without the bump a Produce of the aborted transaction
+        still in the network (it timed out here, not at the broker) is appended later under the same epoch and
+        joins whichever transaction then holds its partition: committed records nobody asked to commit.
+        Java: TransactionManager.maybeTransitionToErrorState sets epochBumpRequired for every abortable error
+        while the transaction is not completing (canBumpEpoch() && !isCompleting()).  librdkafka: a message whose
+        message.timeout.ms passed after it was sent is a possible gap: rd_kafka_broker_toppar_msgq_scan (or
+        rd_kafka_handle_Produce_error's timeout path) calls rd_kafka_idemp_drain_epoch_bump, which for a
+        transactional producer is rd_kafka_txn_set_abortable_error_with_bump; its other permanent errors abort
+        without a bump (rd_kafka_txn_set_abortable_error)."""
+        if self.cfg["sim.naive.client"]:
+            return False
+        if self.dialect == "java":
+            return state not in (S.COMMITTING_TRANSACTION, S.ABORTING_TRANSACTION)
+        return b.sent_once and self.kernel.now - b.created_ms >= self.cfg["delivery.timeout.ms"]
 
     def _renumber_queued(self) -> None:
         txn = self.txn
