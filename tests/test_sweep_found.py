@@ -148,3 +148,27 @@ def test_which_failed_records_make_the_abort_bump_the_epoch(dialect, flush, epoc
     assert failed.value.args[0].txn_requires_abort()
     p.abort_transaction()
     assert c.transaction_state("t")["producer_epoch"] == epoch_after_abort
+
+
+SEED_131750 = [{"kind": "crash", "node": "broker-0", "ms": 12000, "clean": True, "at": 164},
+               {"kind": "zombie", "node": "teller-0", "ms": 500, "at": 385},
+               {"kind": "crash", "node": "broker-1", "ms": 30000, "at": 469},
+               {"kind": "crash", "api": "EndTxn", "side": "dst", "ms": 30000, "at": 1392}]
+
+
+def test_a_fence_that_failed_once_does_not_stop_later_fences_from_bumping_the_epoch():
+    """Seed 131750 (bank-transfer, transaction.version 2, Java): the coordinator's timeout abort of 'teller-0'
+    failed to write its fence for 10 s (__transaction_state below min.insync.replicas), then succeeded; the flag
+    saying a fence had failed was never cleared, so the next timeout abort (at 41 s) did not bump the epoch, its
+    ABORT markers carried the partitions' current epoch, were refused (INVALID_PRODUCER_EPOCH) and the
+    transaction hung in PrepareAbort (hanging-transaction, stuck).  Kafka clears hasFailedEpochFence in
+    TransactionMetadata.prepareComplete."""
+    cfg = RunConfig(workload="bank-transfer", faults="all", records=20, transaction_version=2, dialect="java",
+                    trace=True)
+    res = _run(131750, cfg, SEED_131750)
+    assert res.ok, res.violations
+    events = res.cluster.trace.events
+    assert not any("marker for accounts-2 rejected with INVALID_PRODUCER_EPOCH" in e.narration for e in events)
+    late = [e for e in events if e.time >= 41000 and "abort timed-out transactions; 'teller-0'" in e.narration]
+    assert late and "fences the producer (epoch 3 -> 4)" in late[0].narration
+    assert "PrepareAbort (pid 2000 epoch 4)" in late[0].narration

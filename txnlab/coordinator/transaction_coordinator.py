@@ -326,7 +326,10 @@ class TransactionCoordinator:
                     md.has_failed_epoch_fence = True
                 return reply(error)
             target = S.CompleteCommit if transit.txn_state == S.PrepareCommit else S.CompleteAbort
-            # Kafka's prepareComplete: a finished transaction has no partitions any more
+            # Kafka's prepareComplete: a finished transaction has no partitions any more, and the outcome is
+            # durable, so a fence that failed earlier is over: the next fence bumps the epoch again
+            # (TransactionMetadata.prepareComplete sets hasFailedEpochFence = false)
+            md.has_failed_epoch_fence = False
             complete = md.prepare_transition(target, self.now, self.transaction_version,
                                              topic_partitions=frozenset())
             self.broker.kernel.narrate_f(("%r: decided (%s is durable); the client is answered now, markers follow",
