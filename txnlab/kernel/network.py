@@ -39,15 +39,14 @@ class Message:
     object per message, ~4 % of a transaction's instructions).  Otherwise -- a delivery re-timed by a fault, by
     a paused receiver, or read from its connection's waiting line -- an ``Event`` of kind "deliver", held in
     ``event``.  ``Kernel.cancel_delivery`` takes back either; ``Kernel.pending_events`` shows both as events.
-    ``cancelled`` and ``lane`` answer the kernel's two questions about a queued entry the way an event would
-    (a queued message is never cancelled: a taken-back one leaves the queue; it waits in no timeout lane)."""
+    ``cancelled`` answers the kernel's question about a queued entry the way an event would (a queued message
+    is never cancelled: a taken-back one leaves the queue)."""
 
     __slots__ = ("id", "src", "dst", "api", "payload", "sent_at", "deliver_at", "is_response",
                  "correlation_id", "state", "background", "note", "event", "sent_step", "conn", "lose_response",
                  "seq")
 
     cancelled: ClassVar[bool] = False
-    lane: ClassVar[None] = None
 
     def __init__(self, id=0, src="", dst="", api="", payload=None, sent_at=0, deliver_at=0, is_response=False,
                  correlation_id=0, background=False, sent_step=0, conn=None):
