@@ -107,7 +107,7 @@ def test_a_delivery_reads_after_the_run_as_it_read_when_delivered():
     assert any("@" in text for text in follower_fetches)
 
 
-def test_a_run_collects_garbage_seldom_and_restores_the_collectors_thresholds():
+def test_a_run_collects_garbage_seldom_and_gives_the_caller_its_threshold_back():
     import gc
 
     from txnlab.kernel.kernel import GC_YOUNG_THRESHOLD, Kernel
@@ -115,11 +115,59 @@ def test_a_run_collects_garbage_seldom_and_restores_the_collectors_thresholds():
     seen = []
     k.schedule(5, "timer", "n", "look", fn=lambda: seen.append(gc.get_threshold()[0]))
     before = gc.get_threshold()
-    k.run_until(lambda: bool(seen))
-    assert seen == [GC_YOUNG_THRESHOLD] and gc.get_threshold() == before
-    k.schedule(5, "timer", "n", "look again", fn=lambda: seen.append(gc.get_threshold()[0]))
-    k.run_until_idle()
-    assert seen[-1] == GC_YOUNG_THRESHOLD and gc.get_threshold() == before
+    try:
+        gc.set_threshold(700, 11, 12)
+        k.run_until(lambda: bool(seen))
+        assert seen == [GC_YOUNG_THRESHOLD]
+        # the caller's threshold, counted from the young objects the run kept: the caller's code has its usual
+        # room (a few allocations of its own since)
+        young, older, oldest = gc.get_threshold()
+        assert (older, oldest) == (11, 12) and young - gc.get_count()[0] in range(680, 721)
+        k.schedule(5, "timer", "n", "look again", fn=lambda: seen.append(gc.get_threshold()[0]))
+        k.run_until_idle()
+        assert seen[-1] == GC_YOUNG_THRESHOLD
+        assert gc.get_threshold()[0] - gc.get_count()[0] in range(680, 721)
+        gc.set_threshold(1_000, 11, 12)        # the caller's own choice between runs is kept
+        k.schedule(5, "timer", "n", "and again", fn=lambda: seen.append(gc.get_threshold()[0]))
+        k.run_until_idle()
+        assert seen[-1] == GC_YOUNG_THRESHOLD
+        assert gc.get_threshold()[0] - gc.get_count()[0] in range(980, 1_021)
+        gc.set_threshold(0, 11, 12)            # automatic collection switched off: left off
+        k.schedule(5, "timer", "n", "once more", fn=lambda: seen.append(gc.get_threshold()[0]))
+        k.run_until_idle()
+        assert seen[-1] == 0 and gc.get_threshold()[0] == 0
+    finally:
+        gc.set_threshold(*before)
+
+
+def test_short_calls_in_a_row_are_collected_like_one_long_run():
+    """A loop of 1-record transactions (three short runs each): the young objects each transaction keeps are
+    not collected whenever a call returns (at Python's 700, once every few transactions)."""
+    import gc
+
+    from txnlab import Cluster, Producer
+    c = Cluster(brokers=3, seed=0)
+    c.create_topic("t", partitions=1, replication_factor=3)
+    p = Producer({"bootstrap.servers": c.bootstrap, "transactional.id": "tx"})
+    p.init_transactions()
+    before = gc.get_threshold()
+    gc.set_threshold(700, 10, 10)
+    young = []
+
+    def count(phase, info):
+        if phase == "start" and info["generation"] == 0:
+            young.append(gc.get_threshold()[0])
+    gc.collect()
+    gc.callbacks.append(count)
+    try:
+        for i in range(30):
+            p.begin_transaction()
+            p.produce("t", value=b"%d" % i)
+            p.commit_transaction()
+    finally:
+        gc.callbacks.remove(count)
+        gc.set_threshold(*before)
+    assert len(young) <= 1, young        # 30 transactions keep ~7,000 young objects: at most one collection
 
 
 def _in_flight_produce(seed=0):
