@@ -89,6 +89,22 @@ def test_code_reading_a_picture_gets_the_current_step_whatever_tab_is_chosen():
     s.close()
 
 
+def test_a_picture_code_read_follows_every_step_whatever_tab_is_chosen():
+    """``m = s.messages`` in a cell of its own shows the diagram there: stepping with the stepper (its partition
+    logs chosen) moves that picture too.  A picture code never read still waits off screen."""
+    s = _opened_everything()                                      # the partition logs chosen
+    m = s.messages
+    coordinators = s._views["coordinators"]
+    updates = coordinators.updates
+    assert s.step_until("sending COMMIT markers")
+    assert _picture(m) == _fresh(s, "messages")
+    assert coordinators.updates == updates
+    s.step(2)
+    assert _picture(m) == _fresh(s, "messages")
+    assert s._tabs.selected_index == s._tab_names.index("Partition logs")
+    s.close()
+
+
 def test_back_a_jump_and_a_branch_switch_off_screen_show_where_the_stepper_is():
     s = _opened_everything()
     assert s.step_until("sending COMMIT markers")

@@ -2,12 +2,13 @@
 
 Owns ``OnScreen`` (a mixin of ``StepperUI``).  Once the stepper's widget is built, a step (``refresh()``) redraws
 only the pictures a person can see: the chosen tab's picture (the partition logs, the coordinators, the messages,
-a lab's own tabs) or the trace, and presenter mode's picture on its stage.  The others are marked stale and are
-drawn at the current step when they come on screen again (their tab chosen, presenter mode's toggle) or when code
-reads them through the stepper (``stepper.messages``, ``log_strip``, ``coordinators``, ``lab_views``,
-``presenter_views``).  Before the widget is built, code is the only reader, and every picture it built follows
-every step (a check cell keeps ``strip = check.log_strip`` and reads it after each ``step_until``).  The views
-read the run only; this decides when, never what.
+a lab's own tabs) or the trace, presenter mode's picture on its stage, and every picture code has read through the
+stepper (``stepper.messages``, ``log_strip``, ``coordinators``, ``lab_views``): code may have put it on the screen
+anywhere (``m = s.messages`` in a cell of its own shows it there), so from then on it follows every step.  The
+others are marked stale and are drawn at the current step when they come on screen again (their tab chosen,
+presenter mode's toggle) or when code reads them.  Before the widget is built, code is the only reader, and every
+picture it built follows every step (a check cell keeps ``strip = check.log_strip`` and reads it after each
+``step_until``).  The views read the run only; this decides when, never what.
 """
 from __future__ import annotations
 
@@ -31,16 +32,24 @@ class OnScreen:
             self._stale.pop(id(view), None)
         self._presenter_views = list(views)
 
+    def _read_by_code(self, view):
+        """``view``, read from code through the stepper once its widget is built: it follows every step from now on
+        (it may be on the screen outside the stepper).  Returns ``view``."""
+        if "UI" in self._built and view is not None:
+            self._followed[id(view)] = view
+        return view
+
     def _built_views(self) -> list:
         """Every picture built so far: the tabs' (by name), the lab's own, presenter mode's."""
         return list(self._views.values()) + [v for _, v in self._lab_views or ()] + self._presenter_views
 
     def _on_screen(self) -> list:
         """The pictures a person can see now: before the widget is built, every one built (code reads them); then
-        the chosen tab's picture and presenter mode's picture on its stage (once ``present()`` built it)."""
+        the chosen tab's picture, presenter mode's picture on its stage (once ``present()`` built it) and the
+        pictures code read (``_read_by_code``)."""
         if "UI" not in self._built:
             return self._built_views()
-        shown = []
+        shown = list(self._followed.values())
         tabs = self.__dict__.get("_tabs")                  # (None while the widget is being built)
         index = tabs.selected_index if tabs is not None else None
         if index is not None:

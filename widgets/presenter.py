@@ -32,14 +32,13 @@ def presenter(stepper) -> W.VBox:
     from .log_strip import LogStrip
     from .spacetime import SpaceTime
     views, figures = [], []
-    if stepper.log_strip is not None:
-        strip = LogStrip(topics=stepper.log_strip.topics, max_cells=stepper.log_strip.max_cells, width=WIDTH,
-                         height=PICTURE_HEIGHT)
+    if stepper._kafka:
+        strip = LogStrip(topics=stepper._topics, max_cells=stepper._max_cells, width=WIDTH, height=PICTURE_HEIGHT)
         strip.on_row_click(stepper.select_node)
         views.append(strip)
         figures.append(("partition logs", strip.figure))
     else:
-        figures += [(title, getattr(view, "figure", None)) for title, view in stepper.lab_views]
+        figures += [(title, getattr(view, "figure", None)) for title, view in stepper._drawn_lab_views()]
     messages = SpaceTime(window=stepper._window)
     stepper._follow(messages)
     messages.on_message_click(stepper.select_message)

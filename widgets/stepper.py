@@ -88,6 +88,7 @@ class Stepper(StepperUI):
         self._lab_views: Optional[list] = None
         self._presenter_views: list = []                  # presenter mode's own pictures (present())
         self._stale: dict = {}                            # pictures off screen at the last redraw (stepper_ui.py)
+        self._followed: dict = {}                         # pictures code read once the widget was built (on_screen.py)
         if saved is not None:
             self._add_saved(saved)
         if branch is not None and branch != "main":
@@ -100,14 +101,21 @@ class Stepper(StepperUI):
     @property
     def log_strip(self) -> Optional[LogStrip]:
         """The partition logs (the first tab), for a Kafka cluster; None for another lab.  Built when the stepper is
-        first shown or when code first reads it, drawn at the current step (each read brings it up to the current
-        step if it was off screen)."""
-        return self._view("log_strip") if self._kafka else None
+        first shown or when code first reads it, drawn at the current step; once read from code it follows every
+        step, wherever it is shown (on_screen.py)."""
+        return self._read_by_code(self._view("log_strip")) if self._kafka else None
 
     @property
     def lab_views(self) -> list:
         """(title, view) of the lab's own pictures (RocketMQ's half and op topics, two-phase commit's participants;
-        none for Kafka), built on first use and drawn at the current step."""
+        none for Kafka), built on first use and drawn at the current step; once read from code they follow every
+        step."""
+        for _, view in self._drawn_lab_views():
+            self._read_by_code(view)
+        return self._lab_views
+
+    def _drawn_lab_views(self) -> list:
+        """``lab_views`` as the stepper itself reads them (its tabs, presenter mode): built, drawn at this step."""
         if self._lab_views is None:
             self._lab_views = lab_views(self._ex.cluster)
             for _, view in self._lab_views:
@@ -119,13 +127,14 @@ class Stepper(StepperUI):
     @property
     def coordinators(self) -> Optional[CoordinatorView]:
         """The coordinator view (its tab), for a Kafka cluster; None for another lab.  Built when its tab is first
-        opened or when code first reads it, drawn at the current step."""
-        return self._view("coordinators") if self._kafka else None
+        opened or when code first reads it, drawn at the current step; once read from code it follows every step."""
+        return self._read_by_code(self._view("coordinators")) if self._kafka else None
 
     @property
     def messages(self) -> SpaceTime:
-        """The message diagram (its tab).  Built when its tab is first opened or when code first reads it."""
-        return self._view("messages")
+        """The message diagram (its tab).  Built when its tab is first opened or when code first reads it; once read
+        from code it follows every step."""
+        return self._read_by_code(self._view("messages"))
 
     def _make_view(self, name: str):
         if name == "log_strip":

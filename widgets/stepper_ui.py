@@ -151,9 +151,9 @@ class StepperUI(OnScreen):
         self._tools = tools
         # the first tab's picture is built now; the others when their tab is first opened (or read from code)
         if self._kafka:
-            tabs = [("Partition logs", self.log_strip.figure), ("Coordinators", None)]
+            tabs = [("Partition logs", self._view("log_strip").figure), ("Coordinators", None)]
         else:
-            tabs = [(title, view.widget) for title, view in self.lab_views]
+            tabs = [(title, view.widget) for title, view in self._drawn_lab_views()]
         tabs += [("Messages", None), ("Trace", None)]
         self._tab_names = [t for t, _ in tabs]
         self._tab_boxes = [w if w is not None else W.VBox() for _, w in tabs]
