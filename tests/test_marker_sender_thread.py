@@ -112,3 +112,56 @@ def test_a_marker_request_that_got_no_answer_is_retried_after_the_reconnect_back
     assert reqs[1].sent_at - failed[0].time == 50       # reconnect.backoff.ms of the marker sender's NetworkClient
     wake = [e for e in c.trace.events if e.step == reqs[1].sent_step][0]
     assert "reconnect backoff to broker-" in wake.text
+
+
+def _complete_write_fails():
+    """The markers of 'tx' are acknowledged 20 s late, after __transaction_state-0's only follower crashed: the
+    CompleteCommit write finds the ISR below transaction.state.log.min.isr and fails (COORDINATOR_NOT_AVAILABLE)."""
+    c = Cluster(brokers=3, seed=3, config={"transaction.state.log.num.partitions": 1,
+                                           "transaction.state.log.replication.factor": 2})
+    c.create_topic("t", partitions=3, replication_factor=1)
+    p = Producer({"bootstrap.servers": c.bootstrap, "transactional.id": "tx"})
+    p.init_transactions()
+    coord = c.transaction_coordinator("tx")
+    follower = [b for b in c.partition_state("__transaction_state", 0)["isr"] if b != coord][0]
+    part = [i for i in range(3) if c.leader("t", i) != follower][0]
+    p.begin_transaction()
+    p.produce("t", value=b"v", partition=part)
+    p.flush()
+    c.delay_next("WriteTxnMarkers", 20_000, response=True, src=c.leader("t", part), dst=coord)
+    p.commit_transaction()
+    c.crash(follower)
+    c.advance(22_000)
+    failed = [e for e in c.trace.events
+              if any("writing CompleteCommit for 'tx' failed (COORDINATOR_NOT_AVAILABLE)" in d for d in e.details)]
+    assert failed and c.transaction_state("tx")["state"] == "PrepareCommit"
+    c.restart(follower)
+    assert c.run_until(lambda: c.partition_state("__transaction_state", 0)["isr"] == sorted([coord, follower]),
+                       timeout_ms=10_000)
+    return c, part, failed[0].time
+
+
+def _completed_at(c):
+    return [e for e in c.trace.events if any("'tx' is now CompleteCommit" in d for d in e.details)][0]
+
+
+def test_a_failed_complete_write_waits_for_the_poll_timeout_when_nothing_wakes_the_thread():
+    c, _, failed_at = _complete_write_fails()
+    back_at = c.now
+    c.run_until(lambda: c.transaction_state("tx")["state"] == "CompleteCommit", timeout_ms=60_000)
+    retry = [e for e in c.trace.events if e.time > back_at and "wakes up: poll timeout" in e.text]
+    assert retry and retry[0].time == failed_at + 30_000     # request.timeout.ms after the thread's last loop
+    assert _completed_at(c).time >= retry[0].time > back_at  # the ISR was whole again long before
+
+
+def test_new_markers_of_another_transaction_wake_the_thread_and_retry_the_complete_write():
+    c, part, failed_at = _complete_write_fails()
+    other = Producer({"bootstrap.servers": c.bootstrap, "transactional.id": "tx2"})
+    other.init_transactions()
+    other.begin_transaction()
+    other.produce("t", value=b"w", partition=part)
+    other.flush()
+    other.commit_transaction()          # its markers wake the sender thread, which retries the queued append
+    c.run_until(lambda: c.transaction_state("tx")["state"] == "CompleteCommit", timeout_ms=60_000)
+    assert _completed_at(c).time < failed_at + 30_000
+    assert not [e for e in c.trace.events if "wakes up: poll timeout" in e.text]

@@ -179,21 +179,20 @@ class TransactionMarkerChannelManager:
         if self._poll_timer is not None:
             b.cancel_timer(self._poll_timer)
             self._poll_timer = None
-        if self.queue_for_unknown_broker:
+        spinning = bool(self.queue_for_unknown_broker)
+        if spinning and not self._spinning:
             # draining markersQueueForUnknownBroker called wakeup(): the next poll returns at once, so the thread
             # spins, re-reading the metadata cache; the lab loops again when that cache changes
-            if not self._spinning:
-                self._spinning = True
-                b.narrate(f"{self.thread}: {self._unknown_str()} no available leader; its markers wait in "
-                          f"markersQueueForUnknownBroker, and the thread loops without pausing (draining that queue "
-                          f"wakes it up again), re-reading its metadata cache each time")
-            return
-        self._spinning = False
+            b.narrate(f"{self.thread}: {self._unknown_str()} no available leader; its markers wait in "
+                      f"markersQueueForUnknownBroker, and the thread loops without pausing (draining that queue "
+                      f"wakes it up again), re-reading its metadata cache each time")
+        self._spinning = spinning
         waits = [(t - now, f"reconnect backoff to broker-{leader} ends (reconnect.backoff.ms {RECONNECT_BACKOFF_MS})")
                  for leader, t in sorted(self.backoff_until.items())
                  if t > now and self.queue_per_broker.get(leader)]
-        if self.log_append_retry_queue:
-            # an idle thread's poll ends every request.timeout.ms, counted from its last loop
+        if self.log_append_retry_queue and not spinning:
+            # an idle thread's poll ends every request.timeout.ms, counted from its last loop (a spinning thread
+            # retries the appends on each of its loops)
             waits.append((30_000 - (now - self._poll_started) % 30_000,
                           "poll timeout (request.timeout.ms 30000): it retries the transaction-log appends"))
         if waits:
