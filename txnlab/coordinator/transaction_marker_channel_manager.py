@@ -130,6 +130,7 @@ class TransactionMarkerChannelManager:
         for leader in list(self.queue_per_broker):
             self.queue_per_broker[leader] = keep(self.queue_per_broker[leader])
         self.log_append_retry_queue = [p for p in self.log_append_retry_queue if p.txn_partition != txn_partition]
+        self._spinning = bool(self.queue_for_unknown_broker)
 
     # ---------------------------------------------------------------- the thread
     def _loop(self) -> None:
@@ -187,9 +188,11 @@ class TransactionMarkerChannelManager:
                       f"markersQueueForUnknownBroker, and the thread loops without pausing (draining that queue "
                       f"wakes it up again), re-reading its metadata cache each time")
         self._spinning = spinning
+        if not self.backoff_until and not self.log_append_retry_queue:
+            return          # (the usual case: nothing ends the poll but a wake-up or a response)
+        self.backoff_until = {leader: t for leader, t in self.backoff_until.items() if t > now}
         waits = [(t - now, f"reconnect backoff to broker-{leader} ends (reconnect.backoff.ms {RECONNECT_BACKOFF_MS})")
-                 for leader, t in sorted(self.backoff_until.items())
-                 if t > now and self.queue_per_broker.get(leader)]
+                 for leader, t in sorted(self.backoff_until.items()) if self.queue_per_broker.get(leader)]
         if self.log_append_retry_queue and not spinning:
             # an idle thread's poll ends every request.timeout.ms, counted from its last loop (a spinning thread
             # retries the appends on each of its loops)
