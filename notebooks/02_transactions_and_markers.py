@@ -531,7 +531,8 @@ p_partial = Predict(
                     lambda run: PARTIAL[0] if run.result["read_committed"][-1] == "o-1 line 1" else PARTIAL[1],
                     to_end=True),
     why="Each partition becomes readable when its own marker is written and replicated. The markers of orders-1 "
-        "and payments-0 landed at once; orders-0's came about 100 ms later, after the retry. The decision is "
+        "and payments-0 landed at once; orders-0's came about 50 ms later: the coordinator's marker sender "
+        "waits 50 ms (its reconnect backoff) before it connects to that broker again. The decision is "
         "atomic, its visibility is per partition: a reader of several partitions can see part of a transaction.")
 p_partial
 

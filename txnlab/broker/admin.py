@@ -265,6 +265,7 @@ class AdminHandling(GroupAdminHandling):
         if dropped:
             self.narrate(f"broker {self.broker_id} stopped and deleted {len(dropped)} replica(s): "
                          f"{m.tps_str(dropped)}")
+        self.txn_coordinator.markers.metadata_changed()
         return m.StopReplicaResponse(Errors.NONE)
 
 

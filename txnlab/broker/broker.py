@@ -273,6 +273,7 @@ class Broker(ProduceHandling, FetchHandling, AdminHandling, Node):
                         self._fetcher_for(s.leader).add_partition(p, fetch=False)
         for f in list(self.fetchers.values()):
             f.maybe_fetch()
+        self.txn_coordinator.markers.metadata_changed()
         return m.LeaderAndIsrResponse(Errors.NONE)
 
     def _fetched_tps(self) -> set:
@@ -304,6 +305,7 @@ class Broker(ProduceHandling, FetchHandling, AdminHandling, Node):
             if p.leader_epoch == resp.state.leader_epoch and p.is_leader:
                 p.isr_changed(resp.state, self.kernel.now)
                 self.metadata.update([resp.state], self.metadata.live_brokers)
+                self.txn_coordinator.markers.metadata_changed()
         self.send_request(CONTROLLER, req, done, timeout_ms=5_000)
 
     # ------------------------------------------------------------- metadata
