@@ -16,7 +16,7 @@ from ..errors import KafkaError
 from ..protocol import messages as m
 from ..protocol.errors import Errors
 from ..protocol.record_batch import RecordBatch
-from .dialect import PRODUCE_GAVE_UP, Action, classify, normalize, produce_timeout
+from .dialect import PRODUCE_GAVE_UP, PRODUCE_TIMEOUT, Action, check, classify, normalize
 from .message import Message
 from .transaction_manager import S
 from .txn_requests import TransactionalRequests
@@ -48,7 +48,7 @@ class Sender(TransactionalRequests):
         self._transaction_version: Optional[int] = None     # (TransactionalRequests.transaction_version)
         self._features_requested = False
         # how long a Produce waits, from what is left of its oldest record's delivery time (dialect.PRODUCE_TIMEOUT)
-        self._produce_timeout = produce_timeout(self.cfg)
+        self._produce_timeout = PRODUCE_TIMEOUT[check(self.dialect)]
 
     def on_crash(self) -> None:
         self._wakeup_ev = None
@@ -142,15 +142,19 @@ class Sender(TransactionalRequests):
 
     def _send_produce(self, node: str, tps: list, now: int) -> None:
         p, txn = self.p, self.txn
-        max_in_flight = self.cfg["max.in.flight.requests.per.connection"]
+        cfg = self.cfg
+        max_in_flight = cfg["max.in.flight.requests.per.connection"]
         while tps and self._inflight_requests.get(node, 0) < max_in_flight:
             data = {}
             batches = {}
             rest = []
+            oldest = now                 # when the oldest batch of the request was created
             for tp in tps:
                 dq = p._acc.batches[tp]
                 b = dq.popleft()
                 b.close()
+                if b.created_ms < oldest:
+                    oldest = b.created_ms
                 if p._idempotent and not b.has_sequence:
                     s = txn.seq(tp)
                     b.base_sequence = s.next_sequence
@@ -179,10 +183,9 @@ class Sender(TransactionalRequests):
                     self._complete(b, _NONE, -1)
             else:
                 self._inflight_requests[node] = self._inflight_requests.get(node, 0) + 1
-                mt = self.cfg["delivery.timeout.ms"]
-                left = min(b.created_ms for b in batches.values()) + mt - now if mt else None
+                mt = cfg["delivery.timeout.ms"]           # (0: the records never expire)
                 self.node.send_request(node, req, self._on_produce_response(node, batches),
-                                       timeout_ms=self._produce_timeout(left))
+                                       timeout_ms=self._produce_timeout(cfg, oldest + mt - now if mt else None))
             tps = rest
 
     def _drainable_again(self, tp, b, now) -> bool:
