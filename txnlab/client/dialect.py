@@ -209,7 +209,9 @@ REQUEST_TIMEOUT = {
 #   only the ack timeout the broker is told (the ProduceRequest's timeout field).  librdkafka builds one
 #   ProduceRequest per partition; a lab Produce carries one batch per partition of a leader and waits what its
 #   soonest-expiring batch allows: in librdkafka that request's timeout would take the connection down and
-#   fail the others in flight on it anyway.
+#   fail the others in flight on it anyway.  (librdkafka counts a record's message.timeout.ms from produce()
+#   (rd_kafka_msg_new0); the lab from when its batch was created, as the sender's expiry of queued batches does:
+#   the same, but for a record that first waited for its topic's metadata.)
 #   Java: NetworkClient's request.timeout.ms (Sender.sendProduceRequest passes requestTimeoutMs); the ack
 #   timeout it sends is request.timeout.ms too.
 PRODUCE_TIMEOUT = {
