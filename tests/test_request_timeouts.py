@@ -211,6 +211,27 @@ def test_librdkafka_every_record_in_flight_when_its_message_timeout_passes_repor
     assert [(at, err.name()) for at, err in report] == [(5_000, "_MSG_TIMED_OUT")] * 2
 
 
+def test_librdkafka_records_with_message_timeout_0_never_expire():
+    """message.timeout.ms 0 is "infinite" (rd_kafka_msg_new0: rkm_ts_timeout INT64_MAX): each Produce waits
+    socket.timeout.ms and the record is retried until the leader can be reached again."""
+    c = Cluster(brokers=3, seed=11)
+    c.create_topic("t", partitions=1, replication_factor=3)
+    p = Producer({"bootstrap.servers": c.bootstrap, "linger.ms": 0, "message.timeout.ms": 0,
+                  "socket.timeout.ms": 4_000})
+    p.produce("t", value=b"before", partition=0)
+    assert p.flush(10) == 0
+    c.partition([p._node.name], [f"broker-{c.leader('t', 0)}"])
+    report = []
+    t0 = c.kernel.now
+    p.produce("t", value=b"x", partition=0, on_delivery=lambda err, msg: report.append(err))
+    c.advance(20_000)
+    assert report == []
+    gave_up = [e.time - t0 for e in c.trace if "gave up waiting for the Produce response" in e.narration]
+    assert gave_up[:2] == [4_000, 8_100]          # socket.timeout.ms each, the retry after its 100 ms backoff
+    c.heal()
+    assert p.flush(30) == 0 and report == [None]
+
+
 @pytest.mark.parametrize("dialect,cfg,left,expected", [
     ("librdkafka", {"transactional.id": "t"}, 60_000, 59_900),         # socket.timeout.ms: 60 000 - 100
     ("librdkafka", {"transactional.id": "t"}, 2_500, 2_500),           # what is left of message.timeout.ms
