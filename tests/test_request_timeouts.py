@@ -232,6 +232,16 @@ def test_librdkafka_records_with_message_timeout_0_never_expire():
     assert p.flush(30) == 0 and report == [None]
 
 
+def test_librdkafka_a_record_waiting_for_its_topic_with_message_timeout_0_waits_for_it():
+    c = Cluster(brokers=1, seed=1, config={"auto.create.topics.enable": False})
+    p = Producer({"bootstrap.servers": c.bootstrap, "message.timeout.ms": 0})
+    report = []
+    p.produce("later", value=b"x", on_delivery=lambda err, msg: report.append(err))
+    assert p.flush(10) == 1 and report == []      # no such topic yet: the record waits, it does not expire
+    c.create_topic("later")
+    assert p.flush(30) == 0 and report == [None]
+
+
 @pytest.mark.parametrize("dialect,cfg,left,expected", [
     ("librdkafka", {"transactional.id": "t"}, 60_000, 59_900),         # socket.timeout.ms: 60 000 - 100
     ("librdkafka", {"transactional.id": "t"}, 2_500, 2_500),           # what is left of message.timeout.ms
