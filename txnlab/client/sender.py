@@ -334,7 +334,9 @@ class Sender(TransactionalRequests):
 
     def _fail_batch(self, b, error: Errors, reason: str, abortable: bool = False, timed_out: bool = False) -> None:
         p, txn = self.p, self.txn
-        self.narrate(f"{p.name}: {b.describe()} failed with {error.name}")
+        gave_up = PRODUCE_GAVE_UP[self.dialect] if timed_out else None
+        self.narrate(f"{p.name}: {b.describe()} failed with {error.name}" + (
+            "" if gave_up is None else f"; {self.dialect} reports its records {KafkaError(gave_up).name()}"))
         if txn.is_transactional:
             # which Produce errors end the producer is the client dialect's rule: librdkafka makes a fenced
             # producer (PRODUCER_FENCED, INVALID_PRODUCER_EPOCH) fatal _FENCED, Java aborts on INVALID_PRODUCER_EPOCH
