@@ -301,7 +301,8 @@ def anomaly_cluster(tv, verification, seed=1):
 
 def naive_producer(cluster, tid="naive", client="librdkafka"):
     p = Producer({"bootstrap.servers": cluster.bootstrap, "transactional.id": tid, "sim.naive.client": True,
-                  "request.timeout.ms": 1_000, "sim.client.dialect": client})
+                  "socket.timeout.ms": 1_000, "request.timeout.ms": 1_000,   # a Produce gives up after 1 s
+                  "sim.client.dialect": client})
     p.init_transactions()
     return p
 
@@ -318,8 +319,14 @@ def late_produce_then_abort(cluster, producer, delay_ms):
 # %% [markdown]
 # ### 3.1 The hanging transaction
 #
-# The Produce of `late` is delayed by 20 s; the naive client's request times out after 1 s, its
-# commit fails, it aborts. The ABORT marker is written; 20 s later the delayed batch arrives.
+# The Produce of `late` is delayed by 20 s; the naive client gives up on it after 1 s, its commit
+# fails, it aborts. The ABORT marker is written; 20 s later the delayed batch arrives.
+#
+# How long a client waits for a Produce is one of the places where the two clients differ. librdkafka
+# waits `socket.timeout.ms`, or what is left of the batch's first record's `message.timeout.ms` if that
+# is less (a transactional producer's defaults: `transaction.timeout.ms` minus 100 ms, and
+# `transaction.timeout.ms`); its `request.timeout.ms` is only how long the broker may wait for its
+# replicas before it answers. The Java client waits `request.timeout.ms`. The story sets both to 1 s.
 
 # %%
 STUCK = ["stuck at the late batch, below the HW", "at the HW: the late batch is refused"]

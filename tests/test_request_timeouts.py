@@ -132,3 +132,125 @@ def test_librdkafka_admin_create_topics_sends_socket_timeout_as_its_operation_ti
     req = next(m for m in c.network_messages() if m.api == "CreateTopics" and not m.is_response
                and m.src.startswith("admin"))
     assert req.payload.timeout_ms == 9_000
+
+
+# ------------------------------------------------------------------ Produce (dialect.PRODUCE_TIMEOUT)
+def _produce_to_a_partitioned_away_leader(dialect, **cfg):
+    """A producer writes one record to a partition whose leader it cannot reach any more (a network partition):
+    returns (when each Produce was sent, when the producer gave up on each, (when, error) of the delivery
+    report), in ms since the record was produced, and the ack timeouts the Produce requests carried."""
+    c = Cluster(brokers=3, seed=11)
+    c.create_topic("t", partitions=1, replication_factor=3)
+    p = Producer({"bootstrap.servers": c.bootstrap, "linger.ms": 0, "sim.client.dialect": dialect, **cfg})
+    p.produce("t", value=b"before", partition=0)
+    assert p.flush(10) == 0
+    c.partition([p._node.name], [f"broker-{c.leader('t', 0)}"])
+    report = []
+    p.produce("t", value=b"x", partition=0, on_delivery=lambda err, msg: report.append((c.kernel.now, err)))
+    t0 = c.kernel.now
+    p.flush(400)
+    sent = [m for m in c.network_messages() if m.api == "Produce" and not m.is_response and m.src == p._node.name
+            and m.sent_at >= t0]
+    gave_up = [e.time - t0 for e in c.trace if "gave up waiting for the Produce response" in e.narration]
+    [(at, err)] = report
+    return [m.sent_at - t0 for m in sent], gave_up, (at - t0, err), {m.payload.timeout_ms for m in sent}
+
+
+def test_librdkafka_gives_up_on_a_produce_after_socket_timeout_then_when_its_record_expires():
+    """rd_kafka_ProduceRequest: the request's timeout is what is left of its first record's message.timeout.ms,
+    capped by socket.timeout.ms (rd_kafka_buf_calc_timeout); request.timeout.ms is not waited for."""
+    sent, gave_up, (at, err), acks = _produce_to_a_partitioned_away_leader(
+        "librdkafka", **{"socket.timeout.ms": 4_000, "message.timeout.ms": 10_000, "request.timeout.ms": 1_000})
+    assert [g - s for s, g in zip(sent, gave_up)] == [4_000, 4_000, 10_000 - sent[2]]   # the last: what is left
+    assert gave_up[-1] == 10_000
+    assert (at, err.code(), err.name(), err.str()) == (10_000, -192, "_MSG_TIMED_OUT", "Local: Message timed out")
+    assert acks == {1_000}                  # request.timeout.ms: the ack timeout the broker is told
+
+
+def test_librdkafka_waits_what_is_left_of_message_timeout_when_it_is_less_than_socket_timeout():
+    sent, gave_up, (at, err), _ = _produce_to_a_partitioned_away_leader("librdkafka", **{"message.timeout.ms": 5_000})
+    assert (sent, gave_up) == ([0], [5_000])              # socket.timeout.ms is 60 s
+    assert (at, err.name()) == (5_000, "_MSG_TIMED_OUT")
+
+
+def test_librdkafka_a_produce_that_timed_out_and_may_not_be_retried_reports_msg_timed_out():
+    """retries=0: the request's _TIMED_OUT is permanent, and rd_kafka_handle_Produce_error translates it into
+    the records' _MSG_TIMED_OUT (not the broker's REQUEST_TIMED_OUT)."""
+    sent, gave_up, (at, err), _ = _produce_to_a_partitioned_away_leader(
+        "librdkafka", **{"socket.timeout.ms": 4_000, "retries": 0})
+    assert (sent, gave_up, at, err.name()) == ([0], [4_000], 4_000, "_MSG_TIMED_OUT")
+
+
+def test_java_gives_up_on_a_produce_after_request_timeout_and_ignores_socket_timeout():
+    sent, gave_up, (at, err), acks = _produce_to_a_partitioned_away_leader(
+        "java", **{"request.timeout.ms": 3_000, "delivery.timeout.ms": 10_000, "socket.timeout.ms": 60_000})
+    assert [g - s for s, g in zip(sent, gave_up)] == [3_000] * len(gave_up) and len(gave_up) >= 2
+    assert acks == {3_000}
+    assert err.name() != "_MSG_TIMED_OUT"
+
+
+def test_librdkafka_every_record_in_flight_when_its_message_timeout_passes_reports_msg_timed_out():
+    """Two Produce requests in flight on one connection, their records produced at the same time: the first
+    times out when they expire and the connection goes down with it; the second fails with the connection, and
+    its records, expired too, are _MSG_TIMED_OUT, not a transport error (librdkafka fails both requests with
+    _TIMED_OUT, rd_kafka_broker_timeout_scan, and the records expire: rd_kafka_msgq_age_scan)."""
+    c = Cluster(brokers=3, seed=11)
+    c.create_topic("t", partitions=1, replication_factor=3)
+    p = Producer({"bootstrap.servers": c.bootstrap, "linger.ms": 0, "batch.num.messages": 1,
+                  "message.timeout.ms": 5_000})
+    p.produce("t", value=b"before", partition=0)
+    assert p.flush(10) == 0
+    c.partition([p._node.name], [f"broker-{c.leader('t', 0)}"])
+    report = []
+    t0 = c.kernel.now
+    for v in (b"v0", b"v1"):
+        p.produce("t", value=v, partition=0, on_delivery=lambda err, msg: report.append((c.kernel.now - t0, err)))
+    p.flush(30)
+    sent = [m for m in c.network_messages() if m.api == "Produce" and not m.is_response and m.sent_at >= t0]
+    assert len(sent) == 2 and sent[0].conn is sent[1].conn
+    assert [(at, err.name()) for at, err in report] == [(5_000, "_MSG_TIMED_OUT")] * 2
+
+
+def test_librdkafka_records_with_message_timeout_0_never_expire():
+    """message.timeout.ms 0 is "infinite" (rd_kafka_msg_new0: rkm_ts_timeout INT64_MAX): each Produce waits
+    socket.timeout.ms and the record is retried until the leader can be reached again."""
+    c = Cluster(brokers=3, seed=11)
+    c.create_topic("t", partitions=1, replication_factor=3)
+    p = Producer({"bootstrap.servers": c.bootstrap, "linger.ms": 0, "message.timeout.ms": 0,
+                  "socket.timeout.ms": 4_000})
+    p.produce("t", value=b"before", partition=0)
+    assert p.flush(10) == 0
+    c.partition([p._node.name], [f"broker-{c.leader('t', 0)}"])
+    report = []
+    t0 = c.kernel.now
+    p.produce("t", value=b"x", partition=0, on_delivery=lambda err, msg: report.append(err))
+    c.advance(20_000)
+    assert report == []
+    gave_up = [e.time - t0 for e in c.trace if "gave up waiting for the Produce response" in e.narration]
+    assert gave_up[:2] == [4_000, 8_100]          # socket.timeout.ms each, the retry after its 100 ms backoff
+    c.heal()
+    assert p.flush(30) == 0 and report == [None]
+
+
+def test_librdkafka_a_record_waiting_for_its_topic_with_message_timeout_0_waits_for_it():
+    c = Cluster(brokers=1, seed=1, config={"auto.create.topics.enable": False})
+    p = Producer({"bootstrap.servers": c.bootstrap, "message.timeout.ms": 0})
+    report = []
+    p.produce("later", value=b"x", on_delivery=lambda err, msg: report.append(err))
+    assert p.flush(10) == 1 and report == []      # no such topic yet: the record waits, it does not expire
+    c.create_topic("later")
+    assert p.flush(30) == 0 and report == [None]
+
+
+@pytest.mark.parametrize("dialect,cfg,left,expected", [
+    ("librdkafka", {"transactional.id": "t"}, 60_000, 59_900),         # socket.timeout.ms: 60 000 - 100
+    ("librdkafka", {"transactional.id": "t"}, 2_500, 2_500),           # what is left of message.timeout.ms
+    ("librdkafka", {"transactional.id": "t"}, 0, 100),                 # already past: 100 ms "to produce anyway"
+    ("librdkafka", {"socket.timeout.ms": 7_000}, None, 7_000),         # message.timeout.ms 0: never expires
+    ("java", {"transactional.id": "t"}, 2_500, 30_000),                # request.timeout.ms
+    ("java", {"request.timeout.ms": 4_000}, 100, 4_000),
+])
+def test_produce_timeout_rule(dialect, cfg, left, expected):
+    from txnlab.client.dialect import produce_timeout
+    rule = produce_timeout(producer_config({"bootstrap.servers": "x:9092", "sim.client.dialect": dialect, **cfg}))
+    assert rule(left) == expected

@@ -20,8 +20,10 @@ def cluster(tv=0, verification=False, seed=1):
 
 
 def naive_producer(c, tid="naive", dialect="librdkafka"):
+    """Gives up on a Produce after 1 s: librdkafka waits socket.timeout.ms (or what is left of the record's
+    message.timeout.ms, if less), Kafka's Java client request.timeout.ms."""
     p = Producer({"bootstrap.servers": c.bootstrap, "transactional.id": tid, "sim.naive.client": True,
-                  "request.timeout.ms": 1_000, "sim.client.dialect": dialect})
+                  "socket.timeout.ms": 1_000, "request.timeout.ms": 1_000, "sim.client.dialect": dialect})
     p.init_transactions()
     return p
 

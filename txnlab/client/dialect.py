@@ -173,9 +173,7 @@ def transaction_version(dialect: str, finalized: int) -> int:
 #   FindCoordinator, Metadata, ListOffsets, OffsetCommit, OffsetFetch and the admin requests keep
 #   socket.timeout.ms (OffsetFetch's and the admin operations' longer absolute timeouts are capped by it, as is
 #   ListOffsets' from offsets_for_times).  A transactional producer's socket.timeout.ms defaults to
-#   transaction.timeout.ms - 100 (config_finalize.py): 59.9 s.  Produce waits min(socket.timeout.ms, what is
-#   left of its first record's message.timeout.ms) (rd_kafka_ProduceRequest): that one depends on the batch,
-#   so the sender works it out itself.
+#   transaction.timeout.ms - 100 (config_finalize.py): 59.9 s.  Produce depends on the batch: PRODUCE_TIMEOUT.
 #   Java: NetworkClient's defaultRequestTimeoutMs, request.timeout.ms, for every request (the producer's
 #   Sender and TransactionManager, the consumer's ConsumerNetworkClient), but JoinGroup, which waits
 #   max(request.timeout.ms, rebalance timeout + 5 s) (AbstractCoordinator.sendJoinGroupRequest,
@@ -196,6 +194,53 @@ REQUEST_TIMEOUT = {
         "JoinGroup": lambda c: max(c["request.timeout.ms"], c["max.poll.interval.ms"] + 5_000),
     },
 }
+
+
+# How long a Produce request waits for its answer, as a function of the client's finalized config and of what is
+# left (ms) of the message.timeout.ms (delivery.timeout.ms) of the oldest record it carries (None: the records
+# never expire, message.timeout.ms 0).  The sender asks it for every Produce it sends (Sender._send_produce).
+#   librdkafka: rd_kafka_ProduceRequest (src/rdkafka_request.c) takes "timeout from first message in batch":
+#   rkm_ts_timeout - now, or 100 ms if that is already past ("allow 100 ms to produce anyway"), and sets it with
+#   rd_kafka_buf_set_abs_timeout; rd_kafka_buf_calc_timeout (src/rdkafka_buf.c), called when the request is
+#   queued for the broker (rd_kafka_broker_buf_enq0, src/rdkafka_broker.c), makes the attempt's timeout
+#   min(now + socket.timeout.ms, that absolute time), and rd_kafka_broker_timeout_scan fails the request with
+#   _TIMED_OUT when it passes (and, socket.max.fails being 1, takes the connection down).  A record that never
+#   expires (message.timeout.ms 0: rkm_ts_timeout is INT64_MAX) leaves socket.timeout.ms.  request.timeout.ms is
+#   only the ack timeout the broker is told (the ProduceRequest's timeout field).  librdkafka builds one
+#   ProduceRequest per partition; a lab Produce carries one batch per partition of a leader and waits what its
+#   soonest-expiring batch allows: in librdkafka that request's timeout would take the connection down and
+#   fail the others in flight on it anyway.  (librdkafka counts a record's message.timeout.ms from produce()
+#   (rd_kafka_msg_new0); the lab from when its batch was created, as the sender's expiry of queued batches does:
+#   the same, but for a record that first waited for its topic's metadata.)
+#   Java: NetworkClient's request.timeout.ms (Sender.sendProduceRequest passes requestTimeoutMs); the ack
+#   timeout it sends is request.timeout.ms too.
+PRODUCE_TIMEOUT = {
+    LIBRDKAFKA: lambda c, left: c["socket.timeout.ms"] if left is None
+    else min(c["socket.timeout.ms"], left if left > 0 else 100),
+    JAVA: lambda c, left: c["request.timeout.ms"],
+}
+
+# What the application sees for a record whose Produce failed because time ran out: its request timed out in
+# the client (and is not retried), or a retriable error came back after its message.timeout.ms.  None: the
+# error itself.
+#   librdkafka: a request that timed out in flight fails with _TIMED_OUT (in the output or retry queue
+#   _TIMED_OUT_QUEUE; rd_kafka_broker_timeout_scan, src/rdkafka_broker.c); rd_kafka_handle_Produce_error
+#   (src/rdkafka_request.c) retries both (rd_kafka_err_action: RETRY), and "translate[s] request-level timeout
+#   error code to message-level timeout error code", _MSG_TIMED_OUT, for the records it does not.  A retriable
+#   error puts the records back in the partition's queue whatever their age (rd_kafka_toppar_retry_msgq counts
+#   only retries), where rd_kafka_msgq_age_scan finds them past rkm_ts_timeout and
+#   rd_kafka_broker_toppar_msgq_scan reports them _MSG_TIMED_OUT.  So both end as _MSG_TIMED_OUT (-192).
+#   Java: Sender.handleProduceResponse completes a timed-out request's batches with REQUEST_TIMED_OUT
+#   ("Disconnected from node ... due to timeout"), and Sender.completeBatch fails a batch it may not retry
+#   (delivery.timeout.ms reached) with its error's exception.
+PRODUCE_GAVE_UP = {LIBRDKAFKA: KafkaError._MSG_TIMED_OUT, JAVA: None}
+
+
+def produce_timeout(cfg: dict):
+    """The ``PRODUCE_TIMEOUT`` rule of a producer with finalized config ``cfg``: a function of the ms left of its
+    oldest record's message.timeout.ms (None: no limit) giving the ms its Produce waits."""
+    rule = PRODUCE_TIMEOUT[check(cfg.get("sim.client.dialect", LIBRDKAFKA))]
+    return lambda left: int(rule(cfg, left))
 
 
 # How long an admin call waits in all (its ``request_timeout``, every retry included) and the operation timeout it

@@ -267,7 +267,7 @@ class Producer:
                     self._topic_refused_at[topic] = self._kernel.now
                 self.sender.record_failed_in_txn(kerr)
                 self.deliver(rec[4], kerr, Message(topic, -1, -1, rec[2], rec[1], error=kerr))
-            elif self._kernel.now - rec[5] >= self._config["delivery.timeout.ms"]:
+            elif 0 < self._config["delivery.timeout.ms"] <= self._kernel.now - rec[5]:    # (0: never expires)
                 kerr = KafkaError(KafkaError._MSG_TIMED_OUT if err is None else err,
                                   f"no metadata for topic {topic!r}")
                 self.sender.record_failed_in_txn(kerr)

@@ -16,7 +16,7 @@ from ..errors import KafkaError
 from ..protocol import messages as m
 from ..protocol.errors import Errors
 from ..protocol.record_batch import RecordBatch
-from .dialect import Action, classify, normalize
+from .dialect import PRODUCE_GAVE_UP, PRODUCE_TIMEOUT, Action, check, classify, normalize
 from .message import Message
 from .transaction_manager import S
 from .txn_requests import TransactionalRequests
@@ -47,6 +47,8 @@ class Sender(TransactionalRequests):
         self.features: Optional[dict] = None     # learned from ApiVersions
         self._transaction_version: Optional[int] = None     # (TransactionalRequests.transaction_version)
         self._features_requested = False
+        # how long a Produce waits, from what is left of its oldest record's delivery time (dialect.PRODUCE_TIMEOUT)
+        self._produce_timeout = PRODUCE_TIMEOUT[check(self.dialect)]
 
     def on_crash(self) -> None:
         self._wakeup_ev = None
@@ -140,15 +142,19 @@ class Sender(TransactionalRequests):
 
     def _send_produce(self, node: str, tps: list, now: int) -> None:
         p, txn = self.p, self.txn
-        max_in_flight = self.cfg["max.in.flight.requests.per.connection"]
+        cfg = self.cfg
+        max_in_flight = cfg["max.in.flight.requests.per.connection"]
         while tps and self._inflight_requests.get(node, 0) < max_in_flight:
             data = {}
             batches = {}
             rest = []
+            oldest = now                 # when the oldest batch of the request was created
             for tp in tps:
                 dq = p._acc.batches[tp]
                 b = dq.popleft()
                 b.close()
+                if b.created_ms < oldest:
+                    oldest = b.created_ms
                 if p._idempotent and not b.has_sequence:
                     s = txn.seq(tp)
                     b.base_sequence = s.next_sequence
@@ -168,6 +174,7 @@ class Sender(TransactionalRequests):
                 batches[tp] = b
                 if dq and self._drainable_again(tp, dq[0], now):
                     rest.append(tp)
+            # request.timeout.ms is the ack timeout the broker is told; how long the client waits is the dialect's
             req = m.ProduceRequest(txn.transactional_id, p._acks, self.cfg["request.timeout.ms"], data,
                                    self.transaction_version)
             if p._acks == 0:
@@ -176,8 +183,9 @@ class Sender(TransactionalRequests):
                     self._complete(b, _NONE, -1)
             else:
                 self._inflight_requests[node] = self._inflight_requests.get(node, 0) + 1
+                mt = cfg["delivery.timeout.ms"]           # (0: the records never expire)
                 self.node.send_request(node, req, self._on_produce_response(node, batches),
-                                       timeout_ms=self.cfg["request.timeout.ms"])
+                                       timeout_ms=self._produce_timeout(cfg, oldest + mt - now if mt else None))
             tps = rest
 
     def _drainable_again(self, tp, b, now) -> bool:
@@ -191,8 +199,8 @@ class Sender(TransactionalRequests):
         def cb(resp, err):
             self._inflight_requests[node] -= 1
             for tp, b in batches.items():
-                if err is not None:
-                    self._handle_error(b, err, "")
+                if err is not None:          # the request timed out here, or its connection broke
+                    self._handle_error(b, err, "", local=True)
                     continue
                 r = resp.responses.get(tp)
                 if r is None:
@@ -243,13 +251,26 @@ class Sender(TransactionalRequests):
             return False
         if self.cfg["sim.naive.client"] and error in (Errors.REQUEST_TIMED_OUT, Errors.NETWORK_EXCEPTION):
             return False     # a naive client gives up on a request that timed out and moves on
-        if self.kernel.now - b.created_ms >= self.cfg["delivery.timeout.ms"]:
+        if self._expired(b):
             return False
         if error.retriable:
             return True
         if error == Errors.OUT_OF_ORDER_SEQUENCE_NUMBER and self.p._idempotent:
             return True
         return False
+
+    def _expired(self, b) -> bool:
+        """Whether ``b``'s records are past their delivery.timeout.ms (message.timeout.ms; 0: never)."""
+        mt = self.cfg["delivery.timeout.ms"]
+        return bool(mt) and self.kernel.now - b.created_ms >= mt
+
+    def _timed_out(self, b, error: Errors, local: bool) -> bool:
+        """Whether ``b`` fails because time ran out rather than because of ``error`` itself: its request timed out
+        here (``local``: the kernel's REQUEST_TIMED_OUT), or a retriable error came back after its records'
+        delivery.timeout.ms.  (PRODUCE_GAVE_UP says what the application sees then.)"""
+        if local and error == Errors.REQUEST_TIMED_OUT:
+            return True
+        return (error.retriable or local) and self._expired(b)
 
     def record_failed_in_txn(self, kerr: KafkaError) -> None:
         """A record of the open transaction failed (expired, rejected, no metadata): the transaction can no
@@ -264,7 +285,7 @@ class Sender(TransactionalRequests):
                 kerr.code(), f"a record of the transaction failed: {kerr.str()}", retriable=False,
                 txn_requires_abort=True))
 
-    def _handle_error(self, b, error: Errors, reason: str) -> None:
+    def _handle_error(self, b, error: Errors, reason: str, local: bool = False) -> None:
         p, txn, tp = self.p, self.txn, b.tp
         name = f"{tp[0]}-{tp[1]}"
         if error in (Errors.NOT_LEADER_OR_FOLLOWER, Errors.UNKNOWN_TOPIC_OR_PARTITION, Errors.NETWORK_EXCEPTION,
@@ -295,26 +316,32 @@ class Sender(TransactionalRequests):
             self.narrate(f"{p.name}: will retry {b.describe()} after {error.name} "
                          f"(attempt {b.attempts + 1}, same sequence)")
             return
-        self._fail_batch(b, error, reason)
+        self._fail_batch(b, error, reason, timed_out=self._timed_out(b, error, local))
 
     def _earlier_in_flight(self, b) -> bool:
         s = self.txn.partitions.get(b.tp)
         return bool(s and s.in_flight and s.in_flight[0] is not b and s.in_flight[0].base_sequence < b.base_sequence)
 
-    def _seen_as(self, error: Errors, reason: str) -> tuple:
+    def _seen_as(self, error: Errors, reason: str, timed_out: bool = False) -> tuple:
         """(code, text) of a failed batch's error as the application sees it: the dialect's code, and for
-        librdkafka's local _TRANSPORT its own words ("Local: Broker transport failure")."""
+        librdkafka's local codes their own words ("Local: Broker transport failure", "Local: Message timed
+        out").  ``timed_out``: the batch failed because time ran out (PRODUCE_GAVE_UP)."""
+        code = PRODUCE_GAVE_UP[self.dialect] if timed_out else None
+        if code is not None:
+            return code, None
         code = normalize(self.dialect, error)
         return code, reason or (None if code == KafkaError._TRANSPORT else error.description)
 
-    def _fail_batch(self, b, error: Errors, reason: str, abortable: bool = False) -> None:
+    def _fail_batch(self, b, error: Errors, reason: str, abortable: bool = False, timed_out: bool = False) -> None:
         p, txn = self.p, self.txn
-        self.narrate(f"{p.name}: {b.describe()} failed with {error.name}")
+        gave_up = PRODUCE_GAVE_UP[self.dialect] if timed_out else None
+        self.narrate(f"{p.name}: {b.describe()} failed with {error.name}" + (
+            "" if gave_up is None else f"; {self.dialect} reports its records {KafkaError(gave_up).name()}"))
         if txn.is_transactional:
             # which Produce errors end the producer is the client dialect's rule: librdkafka makes a fenced
             # producer (PRODUCER_FENCED, INVALID_PRODUCER_EPOCH) fatal _FENCED, Java aborts on INVALID_PRODUCER_EPOCH
             fatal = classify(self.dialect, "Produce", error) is Action.FATAL
-            code, text = self._seen_as(error, reason)
+            code, text = self._seen_as(error, reason, timed_out)
             kerr = KafkaError(code, text, fatal=fatal, retriable=False,
                               txn_requires_abort=not fatal)
             # As Java's Sender.failBatch: the transaction manager takes the error first (one transition, with
@@ -334,7 +361,7 @@ class Sender(TransactionalRequests):
                     and not self.cfg["sim.naive.client"]:
                 self._bump_after_end = True
             return
-        self._complete(b, KafkaError(*self._seen_as(error, reason)), -1)
+        self._complete(b, KafkaError(*self._seen_as(error, reason, timed_out)), -1)
         if p._idempotent and b.sent_once and not self.cfg["sim.naive.client"]:
             # later batches of this partition would carry a gap: bump and renumber (KIP-360)
             txn.epoch_bump_required = True
@@ -354,7 +381,7 @@ class Sender(TransactionalRequests):
             return False
         if self.dialect == "java":
             return state not in (S.COMMITTING_TRANSACTION, S.ABORTING_TRANSACTION)
-        return b.sent_once and self.kernel.now - b.created_ms >= self.cfg["delivery.timeout.ms"]
+        return b.sent_once and self._expired(b)
 
     def _renumber_queued(self) -> None:
         txn = self.txn
@@ -370,6 +397,8 @@ class Sender(TransactionalRequests):
 
     def _expire_batches(self, now: int) -> None:
         timeout = self.cfg["delivery.timeout.ms"]
+        if not timeout:
+            return            # message.timeout.ms 0: records never expire (librdkafka's "0 = infinite")
         p = self.p
         for tp, dq in p._acc.batches.items():
             while dq and now - dq[0].created_ms >= timeout and not dq[0].in_flight:

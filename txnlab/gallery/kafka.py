@@ -277,8 +277,10 @@ def _hanging(c: Cluster) -> dict:
     # transaction.version 2 protects only a client that speaks it: Kafka's Java client 4.x does, librdkafka
     # 2.x ends every transaction the classic way, so the v2 variant's producer is a Java client
     tv2 = {"sim.client.dialect": "java"} if c.broker_config["transaction.version"] >= 2 else {}
+    # it gives up on a Produce after 2 s: librdkafka waits socket.timeout.ms (or what is left of the record's
+    # message.timeout.ms, if less), Kafka's Java client request.timeout.ms
     p = producer(c, "naive-producer", **{"transactional.id": "tx-hanging", "sim.naive.client": True,
-                                          "request.timeout.ms": 2000, **tv2})
+                                          "socket.timeout.ms": 2000, "request.timeout.ms": 2000, **tv2})
     p.init_transactions()
     p.begin_transaction()
     c.delay_next("Produce", ms=10_000, dst=c.leader(TOPIC, 0))   # this Produce will arrive very late

@@ -60,7 +60,7 @@ CRASH_BEFORE = frozenset({"InitProducerId", "Produce", "TxnOffsetCommit", "EndTx
 # With three brokers: crash the broker just after one of these requests reaches it (back after BROKER_DOWN_MS).
 CRASH_BROKER_AFTER = frozenset({"Produce", "EndTxn", "WriteTxnMarkers", "TxnOffsetCommit", "AddPartitionsToTxn"})
 BROKER_DOWN_MS = 6_000
-# A late Produce ("delay"): it arrives this long after it was sent, past the copier's request.timeout.ms.
+# A late Produce ("delay"): it arrives this long after it was sent, after the copier gave up on it (5 s).
 DELAY_MS = 8_000
 # A stall ("stall"): the copier stops this long, past its session timeout, just before one of these responses.
 STALL_MS = scenarios.SESSION_MS + 2_000

@@ -37,7 +37,7 @@ FAULTS = {
              "response reaches it (a new instance starts over)",
     "crash-broker": "the broker a Produce, EndTxn, WriteTxnMarkers, TxnOffsetCommit or AddPartitionsToTxn "
                     "request reached crashes just after it (back after 6 s; three brokers)",
-    "delay": "a Produce request of the copier arrives 8 s late, after its request timeout (5 s)",
+    "delay": "a Produce request of the copier arrives 8 s late, after the copier gave up on it (5 s)",
     "stall": "the copier stops for 8 s (a GC pause) just before a Produce or AddOffsetsToTxn response reaches "
              "it: longer than its session timeout, so the group removes it",
     "blackout": "the broker a Produce request reached goes down just after it, the other two 8 s later; they "
@@ -178,7 +178,10 @@ def _instance(ex, cluster, history: History, state: dict, instance: int, decide)
     sc = ex.scenario
     name = f"copier.{instance}"
     p = Producer({"bootstrap.servers": cluster.bootstrap, "client.id": name, "transactional.id": "copier",
-                  "transaction.timeout.ms": 10_000, "request.timeout.ms": 5_000, "linger.ms": 0})
+                  "transaction.timeout.ms": 10_000, "request.timeout.ms": 5_000, "linger.ms": 0,
+                  # librdkafka waits socket.timeout.ms for every request, for a Produce at most what is left of
+                  # its record's message.timeout.ms (10 s here): a Produce gives up after 5 s, as the Java client
+                  "socket.timeout.ms": 5_000})
     conf = {"bootstrap.servers": cluster.bootstrap, "client.id": name + "-c", "group.id": "g",
             "isolation.level": "read_committed", "enable.auto.commit": False,
             "auto.offset.reset": "earliest", "request.timeout.ms": 5_000}

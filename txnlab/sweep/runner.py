@@ -35,7 +35,9 @@ CLUSTER_CONFIG = {
     "group.initial.rebalance.delay.ms": 0,
 }
 PRODUCER_CONFIG = {"transaction.timeout.ms": 8_000, "request.timeout.ms": 4_000, "delivery.timeout.ms": 8_000,
-                   "linger.ms": 2, "socket.timeout.ms": 4_000}   # librdkafka times non-Produce requests with it
+                   "linger.ms": 2, "socket.timeout.ms": 4_000}
+# (librdkafka waits socket.timeout.ms for a request, for a Produce at most what is left of its oldest record's
+# delivery.timeout.ms; request.timeout.ms is the ack timeout the broker is told, and the Java client's wait)
 CONSUMER_CONFIG = {"socket.timeout.ms": 4_000}     # librdkafka times consumer requests with socket.timeout.ms
 SETTLE_MS = 45_000        # after the run: every timeout (30 s inter-broker requests included) has passed
 SETTLE_STEP_MS = 250
