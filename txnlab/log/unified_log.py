@@ -76,7 +76,8 @@ class UnifiedLog:
                  "_batches", "_base_offsets", "_segments", "_snapshots", "_txn_index",
                  "_epoch_cache", "epoch_entries", "_hw_checkpoint", "log_start_offset", "log_end_offset",
                  # memory
-                 "_psm", "high_watermark", "first_unstable_offset", "last_stable_offset", "_online")
+                 "_last_append", "_last_append_size", "_psm", "high_watermark", "first_unstable_offset",
+                 "last_stable_offset", "_online")
 
     def __init__(self, topic: str, partition: int, config: dict | None = None):
         self.topic = topic
@@ -101,6 +102,10 @@ class UnifiedLog:
         self._hw_checkpoint = 0
         self.log_start_offset = 0
         self.log_end_offset = 0
+        # the batches of the last append (as a tuple) and their size: what a follower one append behind fetches
+        # (read_to_end); () when not known (after a truncation)
+        self._last_append: tuple[RecordBatch, ...] = ()
+        self._last_append_size = 0
         self._psm = ProducerStateManager(self.topic_partition, self._expiration_ms, self._snapshots)
         self.high_watermark = 0
         self.first_unstable_offset: int | None = None
@@ -197,7 +202,7 @@ class UnifiedLog:
         marker = RecordBatch.control(control_type, producer_id, producer_epoch, coordinator_epoch, now)
         marker = marker.with_base_offset(self.log_end_offset, leader_epoch,
                                          now if self._log_append_time else None)
-        info = self._append([marker], AppendOrigin.COORDINATOR, transaction_version, None,
+        info = self._append((marker,), AppendOrigin.COORDINATOR, transaction_version, None,
                             marker.size_in_bytes, NO_TIMESTAMP)
         return info.first_offset
 
@@ -276,6 +281,8 @@ class UnifiedLog:
             active = self._segments[-1]
         self._batches.extend(batches)
         active.size_in_bytes += size
+        self._last_append = tuple(batches)      # (the same object when it is a tuple: a follower's append)
+        self._last_append_size = size
         self.log_end_offset = batches[-1].next_offset
         entries = self.epoch_entries
         for batch in batches:
@@ -392,6 +399,16 @@ class UnifiedLog:
             i += 1
         return result
 
+    def read_to_end(self, fetch_offset: int, max_bytes: int) -> tuple[RecordBatch, ...]:
+        """``read(fetch_offset, log_end_offset, max_bytes)`` as a tuple: what a follower's fetch is sent.  A
+        follower one append behind (replication's common case) is sent the batches of the last append, the tuple
+        the append kept: no search, and one tuple for every follower (the trace keeps each fetch answer)."""
+        self._online or self._ensure_online()
+        last = self._last_append
+        if last and last[0].base_offset == fetch_offset and (len(last) == 1 or self._last_append_size <= max_bytes):
+            return last
+        return tuple(self.read(fetch_offset, self.log_end_offset, max_bytes))
+
     def collect_aborted_transactions(self, fetch_offset: int, upper_bound: int) -> list[tuple[int, int]]:
         """(producer_id, first_offset) of aborted txns overlapping [fetch_offset, upper_bound)."""
         found = self._txn_index.collect_aborted_txns(fetch_offset, upper_bound)
@@ -507,6 +524,7 @@ class UnifiedLog:
         if self._segments[0].base_offset > target_offset:
             self.truncate_fully_and_start_at(target_offset)
             return True
+        self._last_append = ()
         k = self._index_of_offset(target_offset)
         if k < len(self._batches):
             target_offset = min(target_offset, self._batches[k].base_offset)
@@ -530,6 +548,7 @@ class UnifiedLog:
     def truncate_fully_and_start_at(self, new_offset: int) -> None:
         """Delete the whole log and restart it empty at ``new_offset`` (log start = LEO = HW)."""
         self._ensure_online()
+        self._last_append = ()
         self._batches.clear()
         self._base_offsets.clear()
         self._segments = [LogSegment(new_offset, 0)]
