@@ -206,23 +206,33 @@ class UnifiedLog:
                             marker.size_in_bytes, NO_TIMESTAMP)
         return info.first_offset
 
-    def append_as_follower(self, batches: Sequence[RecordBatch], now: int) -> LogAppendInfo:
-        """Copy batches fetched from the leader; they already carry offsets and leader epochs."""
+    def append_as_follower(self, batches: Sequence[RecordBatch], now: int) -> None:
+        """Copy batches fetched from the leader; they already carry offsets and leader epochs.  (Kafka's returns a
+        LogAppendInfo, for its fetcher's metrics; nothing here reads one, so none is built on this path of every
+        replicated write.)"""
         self._online or self._ensure_online()
         if isinstance(batches, RecordBatch):
             batches = (batches,)
         if not batches:
-            return LogAppendInfo(-1, -1, log_start_offset=self.log_start_offset)
+            return
         expected = self.log_end_offset
         size = 0
+        producer = False        # whether any batch carries a producer id
         for batch in batches:
             if batch.base_offset < expected:
                 raise ValueError(f"{self.topic_partition}: follower append of {batch!r} would go below "
                                  f"offset {expected} (log end offset or previous batch)")
             expected = batch.next_offset
             size += batch._size or batch.size_in_bytes      # (the property, without its call when known)
-        # Followers do not enforce max.message.bytes / segment.bytes (Kafka's ignoreRecordSize).
-        return self._append(batches, _REPLICATION, TV_UNKNOWN, None, size, NO_TIMESTAMP)
+            producer = producer or batch.producer_id >= 0
+        # Followers do not enforce max.message.bytes / segment.bytes (Kafka's ignoreRecordSize), nor find duplicates.
+        if producer:
+            infos, completed, _ = self._analyze_and_validate_producer_state(batches, _REPLICATION, None, TV_UNKNOWN)
+            self._write(batches, size)
+            self._apply_producer_state(infos, completed)
+        else:
+            self._write(batches, size)
+            self._psm.last_map_offset = self.log_end_offset     # (as _append: the producer state is unchanged)
 
     def _validate_leader_batches(self, batches: Sequence[RecordBatch], origin: AppendOrigin) -> int:
         """LogValidator + the request-level checks; returns the total size."""
@@ -275,9 +285,23 @@ class UnifiedLog:
                 return LogAppendInfo(duplicate.first_offset, duplicate.last_offset, duplicate.timestamp,
                                      True, num_records, len(batches), self.log_start_offset)
         first = batches[0]
+        self._write(batches, size)
+        if producer:
+            self._apply_producer_state(infos, completed)
+        else:
+            # Batches without a producer id (the coordinators' own logs) leave the producer state as it was, and
+            # with it the first unstable offset (and the LSO: the HW did not move either)
+            self._psm.last_map_offset = self.log_end_offset
+        # LogAppendInfo(...), all seven fields in order, as its own __new__ builds it (not called: ~2,100 instr.)
+        return tuple.__new__(LogAppendInfo, (first.base_offset, batches[-1].last_offset, log_append_time, False,
+                                             num_records, len(batches), self.log_start_offset))
+
+    def _write(self, batches: Sequence[RecordBatch], size: int) -> None:
+        """Put accepted batches at the end of the log (in a new segment when the active one is full) and note
+        where each new leader epoch starts.  The producer state is the caller's."""
         active = self._segments[-1]
         if active.size_in_bytes > 0 and active.size_in_bytes + size > self._segment_bytes:
-            self._roll(max(first.base_offset, self.log_end_offset))
+            self._roll(max(batches[0].base_offset, self.log_end_offset))
             active = self._segments[-1]
         self._batches.extend(batches)
         active.size_in_bytes += size
@@ -291,15 +315,6 @@ class UnifiedLog:
             if epoch >= 0 and not (entries and entries[-1].epoch == epoch       # (an append in the latest
                                    and entries[-1].start_offset <= batch.base_offset):  # epoch: nothing to assign)
                 self._epoch_cache.assign(epoch, batch.base_offset)
-        if producer:
-            self._apply_producer_state(infos, completed)
-        else:
-            # Batches without a producer id (the coordinators' own logs) leave the producer state as it was, and
-            # with it the first unstable offset (and the LSO: the HW did not move either)
-            self._psm.last_map_offset = self.log_end_offset
-        # LogAppendInfo(...), all seven fields in order, as its own __new__ builds it (not called: ~2,100 instr.)
-        return tuple.__new__(LogAppendInfo, (first.base_offset, batches[-1].last_offset, log_append_time, False,
-                                             num_records, len(batches), self.log_start_offset))
 
     def _analyze_and_validate_producer_state(
             self, batches: Sequence[RecordBatch], origin: AppendOrigin,
