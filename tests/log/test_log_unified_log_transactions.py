@@ -107,6 +107,24 @@ def test_read_returns_whole_batches_within_bounds():
     assert [b.base_offset for b in log.read(0, 10, max_bytes=1)] == [0]   # always at least one
 
 
+def test_read_to_end_is_read_up_to_the_log_end():
+    """What a follower is sent: read(offset, LEO, max bytes), from the last append or from anywhere before it."""
+    log = new_log()
+    append(log, plain(2))                                   # 0..1
+    append(log, plain(1), plain(3))                         # 2, 3..5: one append of two batches
+    size = log.batches[1].size_in_bytes
+    for offset in (0, 1, 2, 3, 6):
+        for max_bytes in (1, size, 2 * size + 1, 1_048_576):
+            assert log.read_to_end(offset, max_bytes) == tuple(log.read(offset, log.log_end_offset, max_bytes))
+    assert [b.base_offset for b in log.read_to_end(2, size)] == [2]       # the append's batches, within max bytes
+    assert marker(log, "abort") == 6 and [b.base_offset for b in log.read_to_end(6, 1)] == [6]
+    log.truncate_to(6)                                      # drops the marker (the last append)
+    assert log.read_to_end(6, 1_048_576) == ()
+    log.truncate_to(3)                                      # drops batch 3..5: LEO 3
+    assert [b.base_offset for b in log.read_to_end(2, 1_048_576)] == [2]
+    expect_error(Errors.OFFSET_OUT_OF_RANGE, log.read_to_end, 6, 1_048_576)
+
+
 def test_read_outside_the_log_is_offset_out_of_range():
     log = new_log()
     append(log, plain(3))

@@ -387,7 +387,7 @@ class FetchHandling:
                 leo = log.log_end_offset
             if offset < leo:
                 d = _fetched(log.high_watermark, log.last_stable_offset, log.log_start_offset, None,
-                             log.read(offset, leo, fp.partition_max_bytes))
+                             log.read_to_end(offset, fp.partition_max_bytes))
                 if d.records:
                     has_data = True
             elif news_only:

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections import deque
 from typing import Iterable, NamedTuple
 
+from .._mypyc import new as _new    # object.__new__ (compiled by mypyc: the class call)
 from ..protocol.record_batch import NO_PRODUCER_EPOCH, NO_SEQUENCE, NO_TIMESTAMP, RecordBatch, decrement_sequence
 
 NUM_BATCHES_TO_RETAIN = 5
@@ -20,7 +21,8 @@ class BatchMetadata:
 
     __slots__ = ("last_seq", "last_offset", "offset_delta", "timestamp")
 
-    def __init__(self, last_seq: int, last_offset: int, offset_delta: int, timestamp: int):
+    def __init__(self, last_seq: int = NO_SEQUENCE, last_offset: int = -1, offset_delta: int = 0,
+                 timestamp: int = NO_TIMESTAMP):
         self.last_seq = last_seq
         self.last_offset = last_offset
         self.offset_delta = offset_delta
@@ -96,7 +98,12 @@ class ProducerStateEntry:
     def add_batch(self, producer_epoch: int, last_seq: int, last_offset: int,
                   offset_delta: int, timestamp: int) -> None:
         self.maybe_update_producer_epoch(producer_epoch)
-        self.batch_metadata.append(BatchMetadata(last_seq, last_offset, offset_delta, timestamp))
+        b: BatchMetadata = _new(BatchMetadata)    # BatchMetadata(last_seq, ...), without the class call
+        b.last_seq = last_seq
+        b.last_offset = last_offset
+        b.offset_delta = offset_delta
+        b.timestamp = timestamp
+        self.batch_metadata.append(b)
         self.last_timestamp = timestamp
 
     def update(self, next_entry: "ProducerStateEntry") -> None:
@@ -151,7 +158,7 @@ class TxnMetadata:
 
     __slots__ = ("producer_id", "first_offset", "last_offset")
 
-    def __init__(self, producer_id: int, first_offset: int, last_offset: int | None = None):
+    def __init__(self, producer_id: int = -1, first_offset: int = -1, last_offset: int | None = None):
         self.producer_id = producer_id
         self.first_offset = first_offset
         self.last_offset = last_offset

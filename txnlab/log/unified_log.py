@@ -12,11 +12,11 @@ from __future__ import annotations
 from bisect import bisect_right
 from collections.abc import Sequence
 from itertools import islice
-from typing import NamedTuple
 
 from txnlab.protocol.errors import Errors, ProtocolError
 
 from .leader_epoch_cache import UNDEFINED_EPOCH, UNDEFINED_EPOCH_OFFSET, LeaderEpochFileCache
+from .log_append_info import LogAppendInfo, ProducerDescription
 from .log_segment import BatchesView, LogSegment
 from .producer_state import (TV_UNKNOWN, AppendOrigin, BatchMetadata, CompletedTxn,
                              ProducerAppendInfo, ProducerStateManager, ProducerStateSnapshot)
@@ -38,30 +38,6 @@ _CLIENT = AppendOrigin.CLIENT
 _REPLICATION = AppendOrigin.REPLICATION
 
 
-class LogAppendInfo(NamedTuple):
-    """What an append did (Kafka's ``LogAppendInfo``, the fields a Produce response needs).
-
-    For a duplicate, the offsets and ``log_append_time`` are those of the ORIGINAL batch (its cached
-    timestamp, as Kafka answers) and nothing was appended; ``num_records`` counts the records offered."""
-    first_offset: int
-    last_offset: int
-    log_append_time: int = NO_TIMESTAMP
-    duplicate: bool = False
-    num_records: int = 0
-    num_batches: int = 0
-    log_start_offset: int = 0
-
-
-class ProducerDescription(NamedTuple):
-    """One row of a DescribeProducers answer."""
-    producer_id: int
-    producer_epoch: int
-    last_sequence: int
-    last_timestamp: int
-    coordinator_epoch: int
-    current_txn_start_offset: int  # -1 when no transaction is open
-
-
 class UnifiedLog:
     """One replica of one partition.
 
@@ -76,7 +52,7 @@ class UnifiedLog:
                  "_batches", "_base_offsets", "_segments", "_snapshots", "_txn_index",
                  "_epoch_cache", "epoch_entries", "_hw_checkpoint", "log_start_offset", "log_end_offset",
                  # memory
-                 "_psm", "high_watermark", "first_unstable_offset", "last_stable_offset", "_online")
+                 "_last_append", "_psm", "high_watermark", "first_unstable_offset", "last_stable_offset", "_online")
 
     def __init__(self, topic: str, partition: int, config: dict | None = None):
         self.topic = topic
@@ -101,6 +77,8 @@ class UnifiedLog:
         self._hw_checkpoint = 0
         self.log_start_offset = 0
         self.log_end_offset = 0
+        # the last append's batches: what a follower one append behind is sent (read_to_end); () after a truncation
+        self._last_append: tuple[RecordBatch, ...] = ()
         self._psm = ProducerStateManager(self.topic_partition, self._expiration_ms, self._snapshots)
         self.high_watermark = 0
         self.first_unstable_offset: int | None = None
@@ -197,27 +175,35 @@ class UnifiedLog:
         marker = RecordBatch.control(control_type, producer_id, producer_epoch, coordinator_epoch, now)
         marker = marker.with_base_offset(self.log_end_offset, leader_epoch,
                                          now if self._log_append_time else None)
-        info = self._append([marker], AppendOrigin.COORDINATOR, transaction_version, None,
+        info = self._append((marker,), AppendOrigin.COORDINATOR, transaction_version, None,
                             marker.size_in_bytes, NO_TIMESTAMP)
         return info.first_offset
 
-    def append_as_follower(self, batches: Sequence[RecordBatch], now: int) -> LogAppendInfo:
-        """Copy batches fetched from the leader; they already carry offsets and leader epochs."""
+    def append_as_follower(self, batches: Sequence[RecordBatch], now: int) -> None:
+        """Copy batches fetched from the leader; they already carry offsets and leader epochs.  (Kafka's returns a
+        LogAppendInfo, for its fetcher's metrics; nothing reads one here: none is built for each replicated write.)"""
         self._online or self._ensure_online()
         if isinstance(batches, RecordBatch):
             batches = (batches,)
         if not batches:
-            return LogAppendInfo(-1, -1, log_start_offset=self.log_start_offset)
+            return
         expected = self.log_end_offset
         size = 0
+        producer = False        # whether any batch carries a producer id
         for batch in batches:
             if batch.base_offset < expected:
                 raise ValueError(f"{self.topic_partition}: follower append of {batch!r} would go below "
                                  f"offset {expected} (log end offset or previous batch)")
             expected = batch.next_offset
             size += batch._size or batch.size_in_bytes      # (the property, without its call when known)
-        # Followers do not enforce max.message.bytes / segment.bytes (Kafka's ignoreRecordSize).
-        return self._append(batches, _REPLICATION, TV_UNKNOWN, None, size, NO_TIMESTAMP)
+            producer = producer or batch.producer_id >= 0
+        # Followers do not enforce max.message.bytes / segment.bytes (Kafka's ignoreRecordSize), nor find duplicates.
+        if not producer:
+            self._write(batches, size)      # (the producer state is as it was: see _append)
+            return
+        infos, completed, _ = self._analyze_and_validate_producer_state(batches, _REPLICATION, None, TV_UNKNOWN)
+        self._write(batches, size)
+        self._apply_producer_state(infos, completed)
 
     def _validate_leader_batches(self, batches: Sequence[RecordBatch], origin: AppendOrigin) -> int:
         """LogValidator + the request-level checks; returns the total size."""
@@ -269,14 +255,26 @@ class UnifiedLog:
             if duplicate is not None:
                 return LogAppendInfo(duplicate.first_offset, duplicate.last_offset, duplicate.timestamp,
                                      True, num_records, len(batches), self.log_start_offset)
-        first = batches[0]
+        self._write(batches, size)
+        # (batches without a producer id -- the coordinators' own logs -- leave the producer state as it was, and with
+        # it the first unstable offset and the LSO: the HW did not move either)
+        if producer:
+            self._apply_producer_state(infos, completed)
+        # LogAppendInfo(...), all seven fields in order, as its own __new__ builds it (not called: ~2,100 instr.)
+        return tuple.__new__(LogAppendInfo, (batches[0].base_offset, batches[-1].last_offset, log_append_time, False,
+                                             num_records, len(batches), self.log_start_offset))
+
+    def _write(self, batches: Sequence[RecordBatch], size: int) -> None:
+        """Put accepted batches at the log's end (a new segment when the active one is full), note new leader epochs."""
         active = self._segments[-1]
         if active.size_in_bytes > 0 and active.size_in_bytes + size > self._segment_bytes:
-            self._roll(max(first.base_offset, self.log_end_offset))
+            self._roll(max(batches[0].base_offset, self.log_end_offset))
             active = self._segments[-1]
         self._batches.extend(batches)
         active.size_in_bytes += size
+        self._last_append = tuple(batches)      # (the same object when it is a tuple: a follower's append)
         self.log_end_offset = batches[-1].next_offset
+        self._psm.last_map_offset = self.log_end_offset     # (what the batches change of it: the caller's)
         entries = self.epoch_entries
         for batch in batches:
             self._base_offsets.append(batch.base_offset)
@@ -284,15 +282,6 @@ class UnifiedLog:
             if epoch >= 0 and not (entries and entries[-1].epoch == epoch       # (an append in the latest
                                    and entries[-1].start_offset <= batch.base_offset):  # epoch: nothing to assign)
                 self._epoch_cache.assign(epoch, batch.base_offset)
-        if producer:
-            self._apply_producer_state(infos, completed)
-        else:
-            # Batches without a producer id (the coordinators' own logs) leave the producer state as it was, and
-            # with it the first unstable offset (and the LSO: the HW did not move either)
-            self._psm.last_map_offset = self.log_end_offset
-        # LogAppendInfo(...), all seven fields in order, as its own __new__ builds it (not called: ~2,100 instr.)
-        return tuple.__new__(LogAppendInfo, (first.base_offset, batches[-1].last_offset, log_append_time, False,
-                                             num_records, len(batches), self.log_start_offset))
 
     def _analyze_and_validate_producer_state(
             self, batches: Sequence[RecordBatch], origin: AppendOrigin,
@@ -391,6 +380,16 @@ class UnifiedLog:
             total += size
             i += 1
         return result
+
+    def read_to_end(self, fetch_offset: int, max_bytes: int) -> tuple[RecordBatch, ...]:
+        """``read(fetch_offset, LEO, max_bytes)`` as a tuple, what a follower is sent: to one a batch behind
+        (replication's common case), the tuple its append kept (no search, and one tuple for every follower's answer,
+        which the trace keeps)."""
+        self._online or self._ensure_online()
+        last = self._last_append
+        if len(last) == 1 and last[0].base_offset == fetch_offset:     # (one batch: sent whatever max_bytes says)
+            return last
+        return tuple(self.read(fetch_offset, self.log_end_offset, max_bytes))
 
     def collect_aborted_transactions(self, fetch_offset: int, upper_bound: int) -> list[tuple[int, int]]:
         """(producer_id, first_offset) of aborted txns overlapping [fetch_offset, upper_bound)."""
@@ -507,6 +506,7 @@ class UnifiedLog:
         if self._segments[0].base_offset > target_offset:
             self.truncate_fully_and_start_at(target_offset)
             return True
+        self._last_append = ()
         k = self._index_of_offset(target_offset)
         if k < len(self._batches):
             target_offset = min(target_offset, self._batches[k].base_offset)
@@ -530,6 +530,7 @@ class UnifiedLog:
     def truncate_fully_and_start_at(self, new_offset: int) -> None:
         """Delete the whole log and restart it empty at ``new_offset`` (log start = LEO = HW)."""
         self._ensure_online()
+        self._last_append = ()
         self._batches.clear()
         self._base_offsets.clear()
         self._segments = [LogSegment(new_offset, 0)]
