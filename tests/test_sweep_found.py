@@ -6,6 +6,8 @@ import json
 
 import pytest
 
+from txnlab.errors import KafkaError
+
 from txnlab.sweep.nemesis import schedule_from_json
 from txnlab.sweep.runner import RunConfig, run_seed
 
@@ -146,6 +148,34 @@ def test_which_failed_records_make_the_abort_bump_the_epoch(dialect, flush, epoc
     with pytest.raises(KafkaException) as failed:
         p.commit_transaction()
     assert failed.value.args[0].txn_requires_abort()
+    p.abort_transaction()
+    assert c.transaction_state("t")["producer_epoch"] == epoch_after_abort
+
+
+@pytest.mark.parametrize("dialect,epoch_after_abort", [("java", 1), ("librdkafka", 0)])
+def test_a_record_that_expired_unsent_makes_the_abort_bump_the_epoch_in_java_only(dialect, epoch_after_abort):
+    """The coordinator is paused, so the partition is never added and its batch is never sent; it expires after
+    delivery.timeout.ms.  Java's Sender.failBatch -> TransactionManager.maybeTransitionToErrorState sets
+    epochBumpRequired for it like for any abortable error (transaction.version 0); librdkafka aborts a message
+    that was never sent under the same epoch (rd_kafka_txn_set_abortable_error: nothing of it can be in a log)."""
+    from txnlab import Cluster, Producer
+    from txnlab.errors import KafkaException
+
+    c = Cluster(brokers=3, seed=1, config={"transaction.version": 0})
+    c.create_topic("t-out", partitions=1, replication_factor=3)
+    p = Producer({"bootstrap.servers": c.bootstrap, "transactional.id": "t", "sim.client.dialect": dialect,
+                  "request.timeout.ms": 5_000, "socket.timeout.ms": 5_000, "delivery.timeout.ms": 10_000})
+    p.init_transactions()
+    p.begin_transaction()
+    c.pause(f"broker-{c.transaction_coordinator('t')}", 15_000)
+    failed = []
+    p.produce("t-out", value=b"v", on_delivery=lambda err, msg: failed.append(err))
+    p.flush(12)
+    assert [e.code() for e in failed] == [KafkaError._MSG_TIMED_OUT]
+    assert c.log("t-out").log_end_offset == 0                  # never sent: nothing of it is in the log
+    with pytest.raises(KafkaException) as commit:
+        p.commit_transaction()
+    assert commit.value.args[0].txn_requires_abort()
     p.abort_transaction()
     assert c.transaction_state("t")["producer_epoch"] == epoch_after_abort
 

@@ -404,12 +404,15 @@ class Sender(TransactionalRequests):
             while dq and now - dq[0].created_ms >= timeout and not dq[0].in_flight:
                 b = dq.popleft()
                 self.narrate(f"{p.name}: {b.describe()} expired (delivery.timeout.ms={timeout})")
-                sent = b.sent_once
+                sent, state = b.sent_once, self.txn.state
                 self._complete(b, KafkaError(KafkaError._MSG_TIMED_OUT, "Local: Message timed out"), -1)
-                if sent and p._idempotent and not self.cfg["sim.naive.client"]:
+                if p._idempotent and not self.cfg["sim.naive.client"]:
                     if self.txn.is_transactional:
-                        self._bump_after_end = True    # (_complete has made the transaction abortable)
-                    else:
+                        # (_complete has made the transaction abortable); Java bumps after a batch that expired
+                        # unsent too, librdkafka only after one that may have been written (_bumps_after_abort)
+                        if self._bumps_after_abort(b, state):
+                            self._bump_after_end = True
+                    elif sent:
                         self.txn.epoch_bump_required = True
 
     def purge_queued(self, error: KafkaError) -> None:
