@@ -172,3 +172,31 @@ def test_a_fence_that_failed_once_does_not_stop_later_fences_from_bumping_the_ep
     late = [e for e in events if e.time >= 41000 and "abort timed-out transactions; 'teller-0'" in e.narration]
     assert late and "fences the producer (epoch 3 -> 4)" in late[0].narration
     assert "PrepareAbort (pid 2000 epoch 4)" in late[0].narration
+
+
+SEED_132236 = [{"kind": "crash", "api": "WriteTxnMarkers", "side": "dst", "ms": 1000, "at": 103},
+               {"kind": "move-leaders", "node": "broker-2", "at": 848}]
+
+
+@pytest.mark.parametrize("tv,dialect", [(0, "librdkafka"), (2, "java")])
+def test_a_restarted_broker_acts_on_metadata_only_once_it_has_the_whole_image(tv, dialect):
+    """Seed 132236 (multi-partition-atomic; mixed's seed 132236 is the same): broker 0 crashed right after writing
+    the COMMIT marker of writer-0's first transaction to atomic-0 (not yet replicated) and restarted while the
+    controller still held its old session.  The controller, which had moved __transaction_state-1's leadership to
+    broker 0 meanwhile, sent the new incarnation that one change; broker 0 applied it to an empty metadata cache,
+    became the transaction coordinator, found atomic-0 and atomic-2 'not in the metadata', skipped their markers as
+    if the topic were deleted and wrote CompleteCommit: the committed record a1 was never readable (lost-write,
+    torn-transaction).  A KRaft broker publishes metadata only once it has caught up with the metadata log, its
+    first image the whole state (MetadataLoader), and sets the metadata cache before the coordinators' elections
+    (BrokerMetadataPublisher.onMetadataUpdate)."""
+    cfg = RunConfig(workload="multi-partition-atomic", faults="all", records=20, transaction_version=tv,
+                    dialect=dialect, trace=True)
+    res = _run(132236, cfg, SEED_132236)
+    assert res.ok, res.violations
+    final = next(op for op in res.history if op.f == "final-read")
+    read = {v for mop in final.mops if mop[0] == "poll" for _, v in mop[2]}
+    assert {"a1", "a2"} <= read                  # both records of writer-0's first (committed) transaction
+    events = res.cluster.trace.events
+    assert not any("is not in the metadata (deleted, or never created)" in e.narration for e in events)
+    assert any("broker 0 has not had the whole metadata image since it started" in e.narration for e in events)
+
