@@ -200,3 +200,29 @@ def test_a_restarted_broker_acts_on_metadata_only_once_it_has_the_whole_image(tv
     assert not any("is not in the metadata (deleted, or never created)" in e.narration for e in events)
     assert any("broker 0 has not had the whole metadata image since it started" in e.narration for e in events)
 
+
+SEED_132068 = [{"kind": "partition", "node": "broker-0", "others": ["controller"], "ms": 5000, "at": 418},
+               {"kind": "duplicate", "api": "Produce", "response": True, "at": 1038}]
+
+
+def test_a_fenced_broker_registers_again_on_its_heartbeat_connection():
+    """Seed 132068 (group-rebalance, transaction.version 2, Java): broker 0 was cut off from the controller for 5 s
+    and fenced; its leaderships (in-3 among them) moved to broker 1.  After the heal its first heartbeat was answered
+    'fenced' and it registered again -- on its default connection to the controller, which had died in the
+    partition, so the registration waited out its 5 s timeout and broker 0 stayed a stale leader of in-3 (empty
+    log) for 6.5 s.  member-2, newly assigned in-3 at committed offset 6, fetched from it, got OFFSET_OUT_OF_RANGE,
+    reset to the earliest offset and copied v3, v4, v7... a second time (duplicate, nonmonotonic-poll).  Kafka's
+    BrokerLifecycleManager sends BrokerRegistration and BrokerHeartbeat through the one "heartbeat" channel
+    manager (BrokerServer), so the registration goes where the heartbeat just went."""
+    cfg = RunConfig(workload="group-rebalance", faults="all", records=20, transaction_version=2, dialect="java",
+                    trace=True)
+    res = _run(132068, cfg, SEED_132068)
+    assert res.ok, res.violations
+    final = next(op for op in res.history if op.f == "final-read")
+    copied = [v.split("|")[0] for mop in final.mops if mop[0] == "poll" and mop[1].startswith("out-")
+              for _, v in mop[2]]
+    assert copied and len(copied) == len(set(copied))        # every input copied once
+    events = res.cluster.trace.events
+    fenced = next(e.time for e in events if "broker 0: the controller says it is fenced" in e.narration)
+    registered = next(e.time for e in events if e.time >= fenced and "controller registered broker 0" in e.narration)
+    assert registered - fenced < 100

@@ -54,10 +54,11 @@ class Broker(ProduceHandling, FetchHandling, AdminHandling, Node):
     # Kafka's SocketServer mutes a connection until its request is answered
     serves_one_request_at_a_time = True
     # a broker's own clients each keep their connections: the replica fetcher threads, the marker sender
-    # (TransactionMarkerChannelManager), AddPartitionsToTxnManager, the controller channels
+    # (TransactionMarkerChannelManager), AddPartitionsToTxnManager, the controller channels (BrokerLifecycleManager
+    # sends its registrations and heartbeats through one, BrokerServer's "heartbeat" channel manager)
     CHANNELS = {"Fetch": "replica-fetcher", "WriteTxnMarkers": "txn-markers",
                 "AddPartitionsToTxn": "add-partitions-to-txn", "BrokerHeartbeat": "heartbeat",
-                "AlterPartition": "alter-partition"}
+                "BrokerRegistration": "heartbeat", "AlterPartition": "alter-partition"}
     def __init__(self, kernel, broker_id: int, config: dict, cluster) -> None:
         super().__init__(kernel, broker_name(broker_id))
         self.broker_id = broker_id
