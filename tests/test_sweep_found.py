@@ -202,3 +202,57 @@ def test_a_fence_that_failed_once_does_not_stop_later_fences_from_bumping_the_ep
     late = [e for e in events if e.time >= 41000 and "abort timed-out transactions; 'teller-0'" in e.narration]
     assert late and "fences the producer (epoch 3 -> 4)" in late[0].narration
     assert "PrepareAbort (pid 2000 epoch 4)" in late[0].narration
+
+
+SEED_132236 = [{"kind": "crash", "api": "WriteTxnMarkers", "side": "dst", "ms": 1000, "at": 103},
+               {"kind": "move-leaders", "node": "broker-2", "at": 848}]
+
+
+@pytest.mark.parametrize("tv,dialect", [(0, "librdkafka"), (2, "java")])
+def test_a_restarted_broker_acts_on_metadata_only_once_it_has_the_whole_image(tv, dialect):
+    """Seed 132236 (multi-partition-atomic; mixed's seed 132236 is the same): broker 0 crashed right after writing
+    the COMMIT marker of writer-0's first transaction to atomic-0 (not yet replicated) and restarted while the
+    controller still held its old session.  The controller, which had moved __transaction_state-1's leadership to
+    broker 0 meanwhile, sent the new incarnation that one change; broker 0 applied it to an empty metadata cache,
+    became the transaction coordinator, found atomic-0 and atomic-2 'not in the metadata', skipped their markers as
+    if the topic were deleted and wrote CompleteCommit: the committed record a1 was never readable (lost-write,
+    torn-transaction).  A KRaft broker publishes metadata only once it has caught up with the metadata log, its
+    first image the whole state (MetadataLoader), and sets the metadata cache before the coordinators' elections
+    (BrokerMetadataPublisher.onMetadataUpdate)."""
+    cfg = RunConfig(workload="multi-partition-atomic", faults="all", records=20, transaction_version=tv,
+                    dialect=dialect, trace=True)
+    res = _run(132236, cfg, SEED_132236)
+    assert res.ok, res.violations
+    final = next(op for op in res.history if op.f == "final-read")
+    read = {v for mop in final.mops if mop[0] == "poll" for _, v in mop[2]}
+    assert {"a1", "a2"} <= read                  # both records of writer-0's first (committed) transaction
+    events = res.cluster.trace.events
+    assert not any("is not in the metadata (deleted, or never created)" in e.narration for e in events)
+    assert any("broker 0 has not had the whole metadata image since it started" in e.narration for e in events)
+
+
+SEED_132068 = [{"kind": "partition", "node": "broker-0", "others": ["controller"], "ms": 5000, "at": 418},
+               {"kind": "duplicate", "api": "Produce", "response": True, "at": 1038}]
+
+
+def test_a_fenced_broker_registers_again_on_its_heartbeat_connection():
+    """Seed 132068 (group-rebalance, transaction.version 2, Java): broker 0 was cut off from the controller for 5 s
+    and fenced; its leaderships (in-3 among them) moved to broker 1.  After the heal its first heartbeat was answered
+    'fenced' and it registered again -- on its default connection to the controller, which had died in the
+    partition, so the registration waited out its 5 s timeout and broker 0 stayed a stale leader of in-3 (empty
+    log) for 6.5 s.  member-2, newly assigned in-3 at committed offset 6, fetched from it, got OFFSET_OUT_OF_RANGE,
+    reset to the earliest offset and copied v3, v4, v7... a second time (duplicate, nonmonotonic-poll).  Kafka's
+    BrokerLifecycleManager sends BrokerRegistration and BrokerHeartbeat through the one "heartbeat" channel
+    manager (BrokerServer), so the registration goes where the heartbeat just went."""
+    cfg = RunConfig(workload="group-rebalance", faults="all", records=20, transaction_version=2, dialect="java",
+                    trace=True)
+    res = _run(132068, cfg, SEED_132068)
+    assert res.ok, res.violations
+    final = next(op for op in res.history if op.f == "final-read")
+    copied = [v.split("|")[0] for mop in final.mops if mop[0] == "poll" and mop[1].startswith("out-")
+              for _, v in mop[2]]
+    assert copied and len(copied) == len(set(copied))        # every input copied once
+    events = res.cluster.trace.events
+    fenced = next(e.time for e in events if "broker 0: the controller says it is fenced" in e.narration)
+    registered = next(e.time for e in events if e.time >= fenced and "controller registered broker 0" in e.narration)
+    assert registered - fenced < 100

@@ -54,10 +54,11 @@ class Broker(ProduceHandling, FetchHandling, AdminHandling, Node):
     # Kafka's SocketServer mutes a connection until its request is answered
     serves_one_request_at_a_time = True
     # a broker's own clients each keep their connections: the replica fetcher threads, the marker sender
-    # (TransactionMarkerChannelManager), AddPartitionsToTxnManager, the controller channels
+    # (TransactionMarkerChannelManager), AddPartitionsToTxnManager, the controller channels (BrokerLifecycleManager
+    # sends its registrations and heartbeats through one, BrokerServer's "heartbeat" channel manager)
     CHANNELS = {"Fetch": "replica-fetcher", "WriteTxnMarkers": "txn-markers",
                 "AddPartitionsToTxn": "add-partitions-to-txn", "BrokerHeartbeat": "heartbeat",
-                "AlterPartition": "alter-partition"}
+                "BrokerRegistration": "heartbeat", "AlterPartition": "alter-partition"}
     def __init__(self, kernel, broker_id: int, config: dict, cluster) -> None:
         super().__init__(kernel, broker_name(broker_id))
         self.broker_id = broker_id
@@ -82,6 +83,7 @@ class Broker(ProduceHandling, FetchHandling, AdminHandling, Node):
         self._next_session_id = 0
         self.broker_epoch = -1
         self.registered = False
+        self.metadata_loaded = False           # has this incarnation had the controller's whole image yet?
         self.group_coordinator = GroupCoordinator(self)
         self.txn_coordinator = TransactionCoordinator(self)
         self._handlers: dict = {}              # api -> bound handler (of the objects above)
@@ -239,6 +241,16 @@ class Broker(ProduceHandling, FetchHandling, AdminHandling, Node):
     # ------------------------------------------------------- controller side
     def handle_LeaderAndIsr(self, msg):
         req = msg.payload
+        if req.full:
+            self.metadata_loaded = True
+        elif not self.metadata_loaded:
+            # KRaft: a (re)started broker publishes metadata only once it has caught up with the metadata log, and
+            # its first image is the whole state (MetadataLoader); a change meant for its previous incarnation,
+            # applied to an empty cache, would make it lead partitions (and load coordinators) while it knows
+            # no other topic.  It waits for the whole image, which the controller sends when it registers.
+            self.narrate(f"broker {self.broker_id} has not had the whole metadata image since it started: it does "
+                         f"not act on a change of {len(req.partition_states)} partition(s) (STALE_BROKER_EPOCH)")
+            return m.LeaderAndIsrResponse(Errors.STALE_BROKER_EPOCH)
         self.metadata.update(req.partition_states, req.live_brokers)
         now = self.kernel.now
         for s in req.partition_states:

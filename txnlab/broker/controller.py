@@ -125,9 +125,10 @@ class Controller(TopicChanges, Node):
                 ns = self._elect(tp, exclude=None)
                 if ns.leader >= 0:
                     changed.append(ns)
-        self._publish(changed)
-        # a (re)started broker learns every partition state, and forgets the deleted ones it may still hold
-        self._send(broker_id, tuple(self.states[tp] for tp in sorted(self.states)))
+        self._publish(changed, skip=broker_id)
+        # a (re)started broker learns every partition state (those changes included), and forgets the deleted
+        # ones it may still hold
+        self._send(broker_id, tuple(self.states[tp] for tp in sorted(self.states)), full=True)
         if self.deleted:
             self._stop_replicas(broker_id, tuple(sorted(self.deleted)))
 
@@ -195,23 +196,27 @@ class Controller(TopicChanges, Node):
         self._publish([self._with(s, leader=target, leader_epoch=s.leader_epoch + 1, replicas=replicas)])
         return Errors.NONE
 
-    def _publish(self, changed) -> None:
+    def _publish(self, changed, skip=None) -> None:
         if not changed:
             return
         for b in self.live_brokers:
-            self._send(b, tuple(changed))
+            if b != skip:
+                self._send(b, tuple(changed))
 
-    def _send(self, broker_id: int, states) -> None:
-        req = m.LeaderAndIsrRequest(self.controller_epoch, tuple(states), self.live_brokers)
+    def _send(self, broker_id: int, states, full: bool = False) -> None:
+        req = m.LeaderAndIsrRequest(self.controller_epoch, tuple(states), self.live_brokers, full)
         tps = [(st.topic, st.partition) for st in states]
 
         def done(resp, err):
             # A lost update must not be lost for good (KRaft brokers pull the metadata log and catch up):
-            # while the broker is registered, send it the current state of those partitions again.
+            # while the broker is registered, send it the current state of those partitions again (of every
+            # partition, if what was lost was the whole image).
             if err is not None and broker_id in self.registered:
                 self.set_timer(500, f"resend LeaderAndIsr to broker {broker_id}",
                                lambda: broker_id in self.registered and
-                               self._send(broker_id, tuple(self.states[tp] for tp in tps)), background=True)
+                               self._send(broker_id, tuple(self.states[tp] for tp in (sorted(self.states) if full
+                                                                                      else tps)), full),
+                               background=True)
         timeout = 2 * self.cluster.broker_config["broker.heartbeat.interval.ms"]
         self.send_request(broker_name(broker_id), req, done, timeout_ms=timeout)
 

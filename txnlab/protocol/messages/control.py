@@ -71,6 +71,8 @@ class LeaderAndIsrRequest:
     controller_epoch: int
     partition_states: tuple             # (PartitionState, ...)
     live_brokers: tuple
+    full: bool = False                  # the whole image (every partition), not a change: what a (re)started
+                                        # broker needs before it acts on any of it
 
     def describe(self) -> str:
         return "; ".join(f"{p.topic}-{p.partition} leader {p.leader} epoch {p.leader_epoch} isr {list(p.isr)}"
