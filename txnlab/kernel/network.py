@@ -435,11 +435,17 @@ class Network:
             k.current = k.record("drop", m.dst, f"{m.api} {m.kind} #{m.id} from {m.src} lost: {m.dst} is down",
                                  api=m.api, src=m.src, dst=m.dst, msg_id=m.id, is_response=m.is_response,
                                  background=m.background)
+            # the requests sent behind it on the same connection fail with it: the connection is refused, not
+            # each request (they were lost silently and waited out their request timeouts)
+            behind = [] if conn is None or m.is_response else \
+                [x for x in self._in_flight.values() if x.conn is conn and not x.is_response]
             if conn is not None:
                 self.close(conn, f"{m.dst} is down")
             src = k.nodes.get(m.src)
             if not m.is_response and src is not None and src.alive:
                 src.connection_refused(m)       # a dead process refuses connections at once
+                for x in behind:
+                    src.connection_refused(x)
             return k.current
         if conn is not None and conn.state == "dead" or self.cuts and (m.src, m.dst) in self.cuts:
             m.state = "dropped"
