@@ -62,15 +62,19 @@ class PendingCompleteTxn:
         return self.transit.txn_state == S.CompleteCommit
 
 
+# a queued marker request's share: the transaction's pending markers and the partitions it is for
+_Queued = tuple[PendingCompleteTxn, tuple]
+
+
 class TransactionMarkerChannelManager:
     def __init__(self, coordinator) -> None:
         self.coord = coordinator
         self.broker = coordinator.broker
         self.thread = f"TxnMarkerSenderThread-{self.broker.broker_id}"
         self.pending: dict[str, PendingCompleteTxn] = {}        # transactionsWithPendingMarkers
-        self.queue_per_broker: dict[int, list] = {}             # markersQueuePerBroker: [(pending, tps)]
-        self.queue_for_unknown_broker: list = []                # markersQueueForUnknownBroker
-        self.log_append_retry_queue: list = []                  # txnLogAppendRetryQueue
+        self.queue_per_broker: dict[int, list[_Queued]] = {}    # markersQueuePerBroker: [(pending, tps)]
+        self.queue_for_unknown_broker: list[_Queued] = []       # markersQueueForUnknownBroker
+        self.log_append_retry_queue: list[PendingCompleteTxn] = []  # txnLogAppendRetryQueue
         self.backoff_until: dict[int, int] = {}                 # reconnect backoff per destination broker
         self._poll_started = 0                                  # when the thread's current poll began
         self._poll_timer: Any = None
@@ -156,7 +160,7 @@ class TransactionMarkerChannelManager:
             self._send(leader, entries)
         self._poll()
 
-    def _send(self, leader: int, entries: list) -> None:
+    def _send(self, leader: int, entries: list[_Queued]) -> None:
         markers = []
         sent = []
         for p, tps in entries:
