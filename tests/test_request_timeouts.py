@@ -135,16 +135,23 @@ def test_librdkafka_admin_create_topics_sends_socket_timeout_as_its_operation_ti
 
 
 # ------------------------------------------------------------------ Produce (dialect.PRODUCE_TIMEOUT)
+def _cut_off_from_its_leader(**cfg):
+    """(cluster, producer): the producer has written one record to t-0, then a network partition cuts it off
+    from t-0's leader."""
+    c = Cluster(brokers=3, seed=11)
+    c.create_topic("t", partitions=1, replication_factor=3)
+    p = Producer({"bootstrap.servers": c.bootstrap, "linger.ms": 0, **cfg})
+    p.produce("t", value=b"before", partition=0)
+    assert p.flush(10) == 0
+    c.partition([p._node.name], [f"broker-{c.leader('t', 0)}"])
+    return c, p
+
+
 def _produce_to_a_partitioned_away_leader(dialect, **cfg):
     """A producer writes one record to a partition whose leader it cannot reach any more (a network partition):
     returns (when each Produce was sent, when the producer gave up on each, (when, error) of the delivery
     report), in ms since the record was produced, and the ack timeouts the Produce requests carried."""
-    c = Cluster(brokers=3, seed=11)
-    c.create_topic("t", partitions=1, replication_factor=3)
-    p = Producer({"bootstrap.servers": c.bootstrap, "linger.ms": 0, "sim.client.dialect": dialect, **cfg})
-    p.produce("t", value=b"before", partition=0)
-    assert p.flush(10) == 0
-    c.partition([p._node.name], [f"broker-{c.leader('t', 0)}"])
+    c, p = _cut_off_from_its_leader(**{"sim.client.dialect": dialect, **cfg})
     report = []
     p.produce("t", value=b"x", partition=0, on_delivery=lambda err, msg: report.append((c.kernel.now, err)))
     t0 = c.kernel.now
@@ -194,13 +201,7 @@ def test_librdkafka_every_record_in_flight_when_its_message_timeout_passes_repor
     times out when they expire and the connection goes down with it; the second fails with the connection, and
     its records, expired too, are _MSG_TIMED_OUT, not a transport error (librdkafka fails both requests with
     _TIMED_OUT, rd_kafka_broker_timeout_scan, and the records expire: rd_kafka_msgq_age_scan)."""
-    c = Cluster(brokers=3, seed=11)
-    c.create_topic("t", partitions=1, replication_factor=3)
-    p = Producer({"bootstrap.servers": c.bootstrap, "linger.ms": 0, "batch.num.messages": 1,
-                  "message.timeout.ms": 5_000})
-    p.produce("t", value=b"before", partition=0)
-    assert p.flush(10) == 0
-    c.partition([p._node.name], [f"broker-{c.leader('t', 0)}"])
+    c, p = _cut_off_from_its_leader(**{"batch.num.messages": 1, "message.timeout.ms": 5_000})
     report = []
     t0 = c.kernel.now
     for v in (b"v0", b"v1"):
@@ -214,13 +215,7 @@ def test_librdkafka_every_record_in_flight_when_its_message_timeout_passes_repor
 def test_librdkafka_records_with_message_timeout_0_never_expire():
     """message.timeout.ms 0 is "infinite" (rd_kafka_msg_new0: rkm_ts_timeout INT64_MAX): each Produce waits
     socket.timeout.ms and the record is retried until the leader can be reached again."""
-    c = Cluster(brokers=3, seed=11)
-    c.create_topic("t", partitions=1, replication_factor=3)
-    p = Producer({"bootstrap.servers": c.bootstrap, "linger.ms": 0, "message.timeout.ms": 0,
-                  "socket.timeout.ms": 4_000})
-    p.produce("t", value=b"before", partition=0)
-    assert p.flush(10) == 0
-    c.partition([p._node.name], [f"broker-{c.leader('t', 0)}"])
+    c, p = _cut_off_from_its_leader(**{"message.timeout.ms": 0, "socket.timeout.ms": 4_000})
     report = []
     t0 = c.kernel.now
     p.produce("t", value=b"x", partition=0, on_delivery=lambda err, msg: report.append(err))
