@@ -211,3 +211,21 @@ def test_a_message_to_a_paused_broker_arrives_when_it_wakes():
     wake = k.now + 500
     k.run_until(lambda: m.state == "delivered")
     assert c.trace[-1].msg_id == m.id and c.trace[-1].time == wake and m.deliver_at < wake
+
+
+def test_a_deadline_holds_when_the_next_event_waits_for_a_paused_process():
+    """run_until(timeout): the event due first belongs to a paused process and is held until it wakes; the wait
+    must still end at its deadline, not run the next event, due after it (sweep seed 182 saw a 20 ms poll end
+    68 ms late)."""
+    from types import SimpleNamespace
+
+    from txnlab.kernel.kernel import Kernel
+    k = Kernel(seed=1)
+    k.nodes["sleeper"] = SimpleNamespace(paused_until=100, alive=True, incarnation=0)
+    ran = []
+    k.schedule(5, "timer", "sleeper", "held", fn=lambda: ran.append(("held", k.now)))
+    k.schedule(50, "timer", "other", "later", fn=lambda: ran.append(("later", k.now)))
+    assert k.run_until(lambda: False, timeout_ms=20) is False
+    assert k.now == 20 and ran == []
+    k.run_until(lambda: len(ran) == 2)
+    assert ran == [("later", 50), ("held", 100)]

@@ -437,9 +437,10 @@ class Kernel:
                 heads.setdefault((e.msg.conn.id if e.msg.conn else (e.msg.src, e.msg.dst), e.msg.is_response), e)
         return sorted(heads.values(), key=_order)
 
-    def step(self, choice: Optional[int] = None) -> Optional[TraceEvent]:
-        """Execute exactly one event.  Returns its trace entry, or None if nothing is queued.
-        ``choice`` runs ``choices()[choice]`` instead of the earliest event (an explorer's pick)."""
+    def step(self, choice: Optional[int] = None, deadline: Optional[int] = None) -> Optional[TraceEvent]:
+        """Execute exactly one event.  Returns its trace entry, or None if nothing is queued (or, with a
+        ``deadline``, nothing is due by then: the next event stays queued).  ``choice`` runs
+        ``choices()[choice]`` instead of the earliest event (an explorer's pick)."""
         if choice is not None:
             chosen = self.choices()[choice]
             key = (chosen.time << _SEQ_BITS) | chosen.seq
@@ -481,6 +482,12 @@ class Kernel:
                 ev.seq = self._seq
                 self._push(ev)
                 continue
+            if deadline is not None and at > deadline:
+                # not due by the deadline: back under its own key (the same place in the order)
+                key = (at << _SEQ_BITS) | (m.seq if ev is m else ev.seq)
+                heapq.heappush(q, key)
+                queued[key] = ev
+                return None
             if not ev.background:
                 self._foreground -= 1
             if at > self.now:
@@ -525,20 +532,12 @@ class Kernel:
         steps = total = 0
         at = self.now
         quiet_since = None
-        q = self._queue
-        queued = self._queued
         while not predicate():
-            # the time of the next event (peek_event, inlined: this loop runs once per step)
-            while q and queued[q[0]].cancelled:
-                ev = queued.pop(heapq.heappop(q))
-                if ev.lane is not None:
-                    self._left_lane(ev)
-            t = q[0] >> _SEQ_BITS if q else None
-            if t is None or (deadline is not None and t > deadline):
+            if self.step(None, deadline) is None:
+                # nothing queued, or nothing due by the deadline
                 if deadline is not None and deadline > self.now:
                     self.now = deadline
                 return predicate()
-            self.step()
             if self.now != at:
                 at = self.now
                 steps = 0
