@@ -247,10 +247,19 @@ class Execution:
         """Execute exactly one kernel event (plus what the client code then does at once)."""
         if self.at_end:
             return False
-        if self.story.move is not None and self._wait is not None and not self.done:
+        k = self.kernel
+        before = k.step_count
+        waiting = self._wait is not None and not self.done
+        if self.story.move is not None and waiting:
             self.story.move(self.cluster, self._wait[1])     # the story's own move (an explorer's choice)
         else:
-            self.kernel.step()
+            k.step(None, self._wait[1] if waiting else None)
+        if waiting and k.step_count == before:
+            # Nothing was due by the client code's deadline (the event at the head of the queue belonged to a
+            # paused process, and the kernel held it until it wakes): the client's wait ends there, as in
+            # Kernel.run_until, and this Step runs the next event.
+            self._settle()
+            return self.step()
         self.position += 1
         self._settle()
         self._mark()

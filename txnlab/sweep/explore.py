@@ -194,7 +194,7 @@ class ExploreRun:
 
     def move(self, deadline: Optional[int]) -> None:
         if not self._choice_point(deadline):
-            self.kernel.step()
+            self.kernel.step(None, deadline)    # (nothing, if nothing is due by the deadline: see Execution.step)
 
     def driver(self, pred, timeout_ms) -> bool:
         k = self.kernel
@@ -202,12 +202,10 @@ class ExploreRun:
         while not pred():
             if self._choice_point(deadline):
                 continue
-            t = k.next_event_time()
-            if t is None or (deadline is not None and t > deadline):
+            if k.step(None, deadline) is None:      # nothing due by the deadline (as Kernel.run_until)
                 if deadline is not None and deadline > k.now:
                     k.now = deadline
                 return pred()
-            k.step()
         return True
 
     def play(self, own_driver: bool = True) -> RunResult:
@@ -227,7 +225,7 @@ class ExploreRun:
             if own_driver:
                 k.driver = None
         res.outcome, res.detail, res.broken = scenarios.outcome(self.cluster, history, finished,
-                                                                       self.state["quiet_at"])
+                                                                       lambda: self.state["quiet_at"])
         self.invariants.check(self.kernel.step_count)
         self.invariants.detach()
         inv = self.invariants.result

@@ -281,12 +281,15 @@ def _peek(cluster) -> None:
 
 
 # ------------------------------------------------------------------------------- the outcome
-def outcome(cluster, history: History, finished: bool, quiet_at: int = 0) -> tuple:
+def outcome(cluster, history: History, finished: bool, quiet_at=0) -> tuple:
     """(outcome, detail, broken invariants) once every fault has played out (``quiet_at``: when the last of
-    them does), every timeout has passed and a final read is done."""
+    them does -- a number, or a function that says it now: a fault playing out can schedule more, as a
+    blackout's last broker going down schedules its restart), every timeout has passed and a final read is
+    done."""
     history.attrs["finished"] = finished
-    while cluster.kernel.now < quiet_at:
-        cluster.advance(quiet_at - cluster.kernel.now)
+    last = quiet_at if callable(quiet_at) else (lambda: quiet_at)
+    while cluster.kernel.now < last():
+        cluster.advance(last() - cluster.kernel.now)
     for _ in range(40):              # let every timeout pass while a transaction is open
         if not _open(cluster):
             break
