@@ -88,6 +88,35 @@ def test_live_and_static_log_pictures_speak_one_language():
     assert cells["ABORT marker"] == ["ABORT"] and cells["transactional, aborted"] == ["aborted-1", "aborted-2"]
 
 
+def test_a_snapshots_neighbouring_mark_labels_stay_out_of_the_row_above():
+    """A row with marks at two offsets (an open transaction: LSO 2, LEO=HW 3): the second label goes under its
+    row, not stacked into the row over it; where the row under it has its own label above it at that offset, it
+    stays above, stacked."""
+    from txnlab import Cluster, Producer
+
+    c = Cluster(brokers=1, seed=1)
+    c.create_topic("orders", partitions=3)
+    p = Producer({"bootstrap.servers": c.bootstrap, "transactional.id": "t"})
+    p.init_transactions()
+    p.begin_transaction()
+    for i in range(3):
+        p.produce("orders", value=b"a%d" % i, partition=i)
+    p.commit_transaction()
+    p.begin_transaction()
+    for i in (0, 1):
+        p.produce("orders", value=b"b%d" % i, partition=i)
+    p.flush()
+    plain = Producer({"bootstrap.servers": c.bootstrap})
+    plain.produce("orders", value=b"c2", partition=2)
+    plain.flush()
+    snap = log_snapshot(c, [("orders", 0), ("orders", 1), ("orders", 2)])
+    at = {(a.text, round(a.y, 2)): (a.yanchor, a.yshift) for a in snap.layout.annotations if a.text[-2:] in (" 2", " 3")}
+    assert at[("LSO 2", -0.42)] == at[("LSO 2", 0.58)] == ("bottom", 2)         # first labels: above their rows
+    assert at[("LEO=HW 3", 0.42)] == ("top", -2)            # orders-0's second label: under it, not into the title
+    # orders-1's second label would meet orders-2's label above orders-2 (every mark at 3): it stays above, stacked
+    assert at[("LEO=HW 3", 0.58)] == ("bottom", 19) and at[("LEO=HW=LSO 3", 1.58)] == ("bottom", 2)
+
+
 def test_the_invariants_panel_is_green_on_a_correct_run():
     s = Stepper("commit-visible-atomically", at="complete")
     checks = s.invariants

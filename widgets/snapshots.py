@@ -59,20 +59,30 @@ def _strip(cluster, topic: str, partition: int, rest: list) -> tuple:
     return name, offset_cells(cluster, topic, partition, who), values
 
 
-def _draw_marks(fig: go.Figure, y: int, values: dict, marks: Sequence[str]) -> None:
-    """The vertical LEO / HW / LSO marks of one row, with one label per offset ("HW=LSO 4")."""
+def _mark_offsets(values: dict, marks: Sequence[str]) -> dict:
+    """{offset: [marks at it]} of one row, in the order the marks are named."""
     at: dict = {}
     for mark in marks:
         if values.get(mark) is not None:
             at.setdefault(values[mark], []).append(mark)
-    for k, (x, names) in enumerate(sorted(at.items())):
+    return dict(sorted(at.items()))
+
+
+def _draw_marks(fig: go.Figure, y: int, values: dict, marks: Sequence[str], next_row: Optional[dict] = None) -> None:
+    """The vertical LEO / HW / LSO marks of one row, with one label per offset ("HW=LSO 4").  Neighbouring
+    offsets' labels alternate above and below the row (two stacked above reached into the row over it), except
+    where the row under it has its own label above it at that offset (``next_row``: its values)."""
+    under = set(list(_mark_offsets(next_row, marks))[::2]) if next_row else set()
+    for k, (x, names) in enumerate(_mark_offsets(values, marks).items()):
         for j, mark in enumerate(names):      # marks at the same offset: side by side, 6 px apart
             colour, dash, width = MARKS[mark]
             dx = 6 * (j - (len(names) - 1) / 2)
             fig.add_shape(type="line", xsizemode="pixel", xanchor=x - 0.5, x0=dx, x1=dx, y0=y - 0.42, y1=y + 0.42,
                           line=dict(color=colour, dash=dash, width=min(width, 4)))
-        fig.add_annotation(x=x - 0.5, y=y - 0.42, text="=".join(names) + f" {x}", showarrow=False,
-                           yanchor="bottom", yshift=2 + 17 * (k % 2), font=dict(size=SMALL, color=MARKS[names[0]][0]),
+        below = k % 2 == 1 and x not in under
+        fig.add_annotation(x=x - 0.5, y=y + 0.42 if below else y - 0.42, text="=".join(names) + f" {x}",
+                           showarrow=False, yanchor="top" if below else "bottom",
+                           yshift=-2 if below else 2 + 17 * (k % 2), font=dict(size=SMALL, color=MARKS[names[0]][0]),
                            bgcolor="rgba(255,255,255,0.8)")
 
 
@@ -105,7 +115,7 @@ def log_snapshot(cluster, rows: Sequence[tuple], title: str = "", marks: Sequenc
             d["y"].append(y)
             d["text"].append(label)
             d["hover"].append(f"offset {cell['offset']}: {cell['hover']}")
-        _draw_marks(fig, y, values, marks)
+        _draw_marks(fig, y, values, marks, strips[y + 1][2] if y + 1 < len(strips) else None)
     for y, marks_here in (positions or {}).items():
         for k, (offset, text) in enumerate(marks_here):
             colour = CONSUMERS["read_committed"][0]
