@@ -236,13 +236,6 @@ PRODUCE_TIMEOUT = {
 PRODUCE_GAVE_UP = {LIBRDKAFKA: KafkaError._MSG_TIMED_OUT, JAVA: None}
 
 
-def produce_timeout(cfg: dict):
-    """The ``PRODUCE_TIMEOUT`` rule of a producer with finalized config ``cfg``: a function of the ms left of its
-    oldest record's message.timeout.ms (None: no limit) giving the ms its Produce waits."""
-    rule = PRODUCE_TIMEOUT[check(cfg.get("sim.client.dialect", LIBRDKAFKA))]
-    return lambda left: int(rule(cfg, left))
-
-
 # How long an admin call waits in all (its ``request_timeout``, every retry included) and the operation timeout it
 # sends with CreateTopics and the like, when the call does not give them.
 #   librdkafka: rd_kafka_new sets admin.request_timeout_ms = socket.timeout.ms (src/rdkafka.c), the default of
