@@ -86,9 +86,13 @@ def _draw_marks(fig: go.Figure, y: int, values: dict, marks: Sequence[str], next
                            bgcolor="rgba(255,255,255,0.8)")
 
 
+_AXIS_PX = 52           # the offset axis's numbers and title, under the plot
+_LEGEND_B = _AXIS_PX + 3 * 21     # the bottom margin: the axis, then three rows of legend entries
+
+
 def log_snapshot(cluster, rows: Sequence[tuple], title: str = "", marks: Sequence[str] = ("LEO", "HW", "LSO"),
                  positions: Optional[dict] = None, short: Optional[Callable[[str], str]] = None,
-                 width: int = 1000) -> go.Figure:
+                 width: int = 980) -> go.Figure:
     """The partition logs as strips of offset cells, now.
 
     ``rows``: (topic, partition) for the leader's replica or (topic, partition, broker) for one
@@ -132,9 +136,14 @@ def log_snapshot(cluster, rows: Sequence[tuple], title: str = "", marks: Sequenc
                              hoverinfo="text", textangle=0, textfont=dict(color=ink, size=FONT)))
     fig.add_traces(legend_entries(lines=[m for m in ("LEO", "HW", "LSO") if m in marks]))   # every colour named
     n = len(strips)
-    fig.update_layout(title=title, barmode="overlay", width=width, height=190 + 95 * n + (40 if positions else 0),
-                      plot_bgcolor="white", margin=dict(l=10, r=10, t=60, b=40 + (40 if positions else 0)),
-                      legend=dict(orientation="v", yanchor="top", y=1.0, x=1.01, font=dict(size=SMALL)),
+    # the legend goes under the offset axis, in rows across the figure's width (as the live log strip's): one
+    # standing beside the plot pushed the figure past a notebook's column, which cut its words off, and in a
+    # one-row picture its nine entries ran past the figure's foot
+    plot_px = 90 + 95 * n + (40 if positions else 0)     # (consumer positions hang under their row, inside)
+    fig.update_layout(title=title, barmode="overlay", width=width, height=plot_px + 60 + _LEGEND_B,
+                      plot_bgcolor="white", margin=dict(l=10, r=10, t=60, b=_LEGEND_B),
+                      legend=dict(orientation="h", yanchor="top", y=-_AXIS_PX / plot_px, xanchor="left", x=0.0,
+                                  font=dict(size=SMALL)),
                       font=dict(size=FONT), uniformtext=dict(minsize=FONT - 2, mode="hide"))
     fig.update_yaxes(tickvals=list(range(n)), ticktext=[s[0] for s in strips], showgrid=False,
                      range=[n - 0.45 + (0.8 if positions else 0), -0.95], zeroline=False)
