@@ -48,6 +48,14 @@ class AdminHandling(GroupAdminHandling):
             return True
         return authz.authorize(self.cluster.principal_of(msg.src), rtype, name, op)
 
+    @staticmethod
+    def _failed(request, err: Errors) -> list:
+        """The results of a forwarded CreateTopics / DeleteTopics that never reached the controller: each topic
+        fails with ``err`` (ForwardingManager's answer when the controller does not answer in time)."""
+        if request.API == "CreateTopics":
+            return [m.CreatableTopicResult(t.name, err, err.description) for t in request.topics]
+        return [m.DeletableTopicResult(name, err, err.description) for name in request.topic_names]
+
     def _forward(self, msg, request, refused: dict, order: list, results_of, make_response, key_of=None,
                  failed=None, items=None) -> None:
         """Send ``request`` (the part of the client's request that may go on) to the controller, then answer
