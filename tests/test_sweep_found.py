@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from txnlab.errors import KafkaError
+from txnlab.errors import KafkaError, KafkaException
 
 from txnlab.sweep.nemesis import schedule_from_json
 from txnlab.sweep.runner import RunConfig, run_seed
@@ -180,30 +180,6 @@ def test_a_record_that_expired_unsent_makes_the_abort_bump_the_epoch_in_java_onl
     assert c.transaction_state("t")["producer_epoch"] == epoch_after_abort
 
 
-SEED_131750 = [{"kind": "crash", "node": "broker-0", "ms": 12000, "clean": True, "at": 164},
-               {"kind": "zombie", "node": "teller-0", "ms": 500, "at": 385},
-               {"kind": "crash", "node": "broker-1", "ms": 30000, "at": 469},
-               {"kind": "crash", "api": "EndTxn", "side": "dst", "ms": 30000, "at": 1392}]
-
-
-def test_a_fence_that_failed_once_does_not_stop_later_fences_from_bumping_the_epoch():
-    """Seed 131750 (bank-transfer, transaction.version 2, Java): the coordinator's timeout abort of 'teller-0'
-    failed to write its fence for 10 s (__transaction_state below min.insync.replicas), then succeeded; the flag
-    saying a fence had failed was never cleared, so the next timeout abort (at 41 s) did not bump the epoch, its
-    ABORT markers carried the partitions' current epoch, were refused (INVALID_PRODUCER_EPOCH) and the
-    transaction hung in PrepareAbort (hanging-transaction, stuck).  Kafka clears hasFailedEpochFence in
-    TransactionMetadata.prepareComplete."""
-    cfg = RunConfig(workload="bank-transfer", faults="all", records=20, transaction_version=2, dialect="java",
-                    trace=True)
-    res = _run(131750, cfg, SEED_131750)
-    assert res.ok, res.violations
-    events = res.cluster.trace.events
-    assert not any("marker for accounts-2 rejected with INVALID_PRODUCER_EPOCH" in e.narration for e in events)
-    late = [e for e in events if e.time >= 41000 and "abort timed-out transactions; 'teller-0'" in e.narration]
-    assert late and "fences the producer (epoch 3 -> 4)" in late[0].narration
-    assert "PrepareAbort (pid 2000 epoch 4)" in late[0].narration
-
-
 SEED_132236 = [{"kind": "crash", "api": "WriteTxnMarkers", "side": "dst", "ms": 1000, "at": 103},
                {"kind": "move-leaders", "node": "broker-2", "at": 848}]
 
@@ -256,3 +232,46 @@ def test_a_fenced_broker_registers_again_on_its_heartbeat_connection():
     fenced = next(e.time for e in events if "broker 0: the controller says it is fenced" in e.narration)
     registered = next(e.time for e in events if e.time >= fenced and "controller registered broker 0" in e.narration)
     assert registered - fenced < 100
+
+
+
+def test_a_fence_bumps_the_epoch_again_once_an_earlier_fence_that_failed_to_write_is_over():
+    """Seed 131750's rule, built by hand (its fault schedule no longer reaches it since the ISR admits only live
+    brokers): the coordinator's timeout abort of 'tx' cannot write its fence while __transaction_state is below
+    min.insync.replicas (it keeps the epoch it bumped once, as Kafka's hasFailedEpochFence says), and writes it
+    once the brokers are back.  That fence is over, so the next fence must bump the epoch again
+    (TransactionMetadata.prepareComplete clears hasFailedEpochFence): without the bump the old instance is not
+    fenced and the abort's markers carry the epoch its records already have."""
+    from txnlab import Cluster, Producer
+    c = Cluster(brokers=3, seed=3, config={"transaction.abort.timed.out.transaction.cleanup.interval.ms": 1000})
+    c.create_topic("t", partitions=1, replication_factor=3)
+
+    def open_transaction():
+        p = Producer({"bootstrap.servers": c.bootstrap, "transactional.id": "tx", "transaction.timeout.ms": 5000})
+        p.init_transactions()
+        p.begin_transaction()
+        p.produce("t", value=b"never committed")
+        p.flush()
+        return p
+
+    open_transaction()
+    coordinator = c.transaction_coordinator("tx")
+    others = [b for b in c.brokers if b != coordinator]
+    for b in others:
+        c.crash(f"broker-{b}")
+    c.advance(15_000)                         # the timeout abort's fence cannot be written: it is tried again
+    retried = [e for e in c.trace.events if "abort timed-out transactions; 'tx'" in e.narration]
+    assert len(retried) >= 2 and "fences the producer (epoch 1 -> 1, not bumped again" in retried[-1].narration
+    for b in others:
+        c.restart(f"broker-{b}")
+    c.run_until(lambda: c.transaction_state("tx")["state"] == "CompleteAbort", timeout_ms=60_000)
+
+    zombie = open_transaction()
+    epoch = c.transaction_state("tx")["producer_epoch"]
+    mark = len(c.trace.events)
+    open_transaction()                        # a new instance while the zombie's transaction is open: a fence
+    fence = [e for e in c.trace.events[mark:] if "fence the old producer" in e.narration]
+    assert fence and f"(epoch {epoch} -> {epoch + 1})" in fence[0].narration
+    with pytest.raises(KafkaException) as e:
+        zombie.commit_transaction()
+    assert e.value.args[0].code() == KafkaError._FENCED

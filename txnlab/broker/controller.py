@@ -107,7 +107,7 @@ class Controller(TopicChanges, Node):
                 changed.append(self._elect(tp, exclude=broker_id))
             elif broker_id in s.isr and len(s.isr) > 1:
                 changed.append(self._with(s, isr=tuple(r for r in s.isr if r != broker_id)))
-        self._publish(changed)
+        self._publish(changed, brokers_changed=True)
 
     def handle_ControlledShutdown(self, msg):
         bid = msg.payload.broker_id
@@ -125,7 +125,8 @@ class Controller(TopicChanges, Node):
                 ns = self._elect(tp, exclude=None)
                 if ns.leader >= 0:
                     changed.append(ns)
-        self._publish(changed, skip=broker_id)
+        # (while no partition exists yet, as when the cluster starts, the next change carries the broker list)
+        self._publish(changed, skip=broker_id, brokers_changed=bool(self.states))
         # a (re)started broker learns every partition state (those changes included), and forgets the deleted
         # ones it may still hold
         self._send(broker_id, tuple(self.states[tp] for tp in sorted(self.states)), full=True)
@@ -196,8 +197,11 @@ class Controller(TopicChanges, Node):
         self._publish([self._with(s, leader=target, leader_epoch=s.leader_epoch + 1, replicas=replicas)])
         return Errors.NONE
 
-    def _publish(self, changed, skip=None) -> None:
-        if not changed:
+    def _publish(self, changed, skip=None, brokers_changed: bool = False) -> None:
+        """Send the changed partition states to every live broker; ``brokers_changed``: a broker was registered
+        or fenced, which every broker learns even when no partition changes (KRaft's RegisterBrokerRecord /
+        FenceBrokerRecord in the metadata log): a leader adds only live brokers to an ISR (KIP-841)."""
+        if not changed and not brokers_changed:
             return
         for b in self.live_brokers:
             if b != skip:
@@ -229,7 +233,14 @@ class Controller(TopicChanges, Node):
             return m.AlterPartitionResponse(Errors.UNKNOWN_TOPIC_OR_PARTITION)
         if s.leader != req.broker_id or s.leader_epoch != req.leader_epoch:
             return m.AlterPartitionResponse(Errors.FENCED_LEADER_EPOCH)
-        new_isr = tuple(r for r in req.new_isr if r in self.registered or r == s.leader)
+        ineligible = [r for r in req.new_isr if r not in self.registered]
+        if ineligible:
+            # KIP-841 (ReplicationControlManager.validatePartitionChange): a fenced broker may not join the ISR;
+            # nothing changes, and the leader keeps its ISR until new metadata comes
+            self.narrate(f"controller refused to add fenced broker(s) {ineligible} to the ISR of "
+                         f"{req.topic}-{req.partition} -> INELIGIBLE_REPLICA")
+            return m.AlterPartitionResponse(Errors.INELIGIBLE_REPLICA)
+        new_isr = tuple(req.new_isr)
         ns = self._with(s, isr=new_isr)
         self.narrate(f"controller changed the ISR of {req.topic}-{req.partition} to {list(new_isr)}")
         others = [b for b in self.live_brokers if b != req.broker_id]

@@ -219,6 +219,8 @@ class Partition:
     def maybe_expand_isr(self, replica: int, now: int) -> None:
         if replica in self.isr or self.pending_isr is not None:
             return
+        if replica not in self.broker.metadata.live_brokers:
+            return      # KIP-841 (Partition.isReplicaIsrEligible): a broker the controller has fenced never joins
         f = self.followers[replica]
         # Kafka: caught up to the HW and to the start of the current leader epoch
         if f.leo >= max(self.log.high_watermark, self.epoch_start_offset) and f.leo >= 0:

@@ -422,7 +422,9 @@ class TransactionCoordinator:
                 self.broker.kernel.current.background = False
                 self.narrate(f"{md.transactional_id!r} has been open since {md.txn_start_timestamp}ms, longer than "
                              f"its transaction.timeout.ms={md.txn_timeout_ms}: the coordinator fences the producer "
-                             f"(epoch {md.producer_epoch} -> {md.producer_epoch + 1}) and aborts it")
+                             f"(epoch {md.producer_epoch} -> " + (
+                                 f"{md.producer_epoch}, not bumped again: the last fence was not written"
+                                 if md.has_failed_epoch_fence else f"{md.producer_epoch + 1}") + ") and aborts it")
                 try:
                     md.prepare_fence_producer_epoch()
                 except IllegalTransition:

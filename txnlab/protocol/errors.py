@@ -82,6 +82,7 @@ class Errors(IntEnum):
     UNKNOWN_TOPIC_ID = 100
     DUPLICATE_BROKER_REGISTRATION = 101
     TRANSACTIONAL_ID_NOT_FOUND = 105
+    INELIGIBLE_REPLICA = 107
     TRANSACTION_ABORTABLE = 120
     INVALID_REGULAR_EXPRESSION = 128
 
@@ -138,6 +139,7 @@ _DESCRIPTIONS = {
     Errors.INVALID_RECORD: "the broker rejected a malformed record batch (e.g. no records, a client-written control record, or a producer id without a sequence)",
     Errors.UNSTABLE_OFFSET_COMMIT: "a transaction holding offsets for this partition is still open",
     Errors.TRANSACTION_ABORTABLE: "the transaction cannot go on and must be aborted",
+    Errors.INELIGIBLE_REPLICA: "the new ISR contains at least one ineligible replica (a fenced broker)",
     Errors.COORDINATOR_LOAD_IN_PROGRESS: "the coordinator is still loading its state from the log",
     Errors.NOT_COORDINATOR: "this broker is not the coordinator for that key",
     Errors.COORDINATOR_NOT_AVAILABLE: "the coordinator is not available",

@@ -75,6 +75,8 @@ class LeaderAndIsrRequest:
                                         # broker needs before it acts on any of it
 
     def describe(self) -> str:
+        if not self.partition_states:
+            return f"live brokers {list(self.live_brokers)}"       # (a broker registered or was fenced)
         return "; ".join(f"{p.topic}-{p.partition} leader {p.leader} epoch {p.leader_epoch} isr {list(p.isr)}"
                          for p in self.partition_states[:4]) + (" ..." if len(self.partition_states) > 4 else "")
 
