@@ -115,3 +115,28 @@ def test_a_create_partitions_the_broker_answers_request_timed_out_stays_7(dialec
     e = a.create_partitions([NewPartitions("t", 2)], operation_timeout=1)["t"].exception(30).args[0]
     assert (e.code(), e.name()) == (7, "REQUEST_TIMED_OUT")
     assert _admin_describe_configs_timing_out(dialect)[1][0] == {"librdkafka": -185, "java": 7}[dialect]
+
+
+def _consumer_asks_a_paused_leader(dialect):
+    """A consumer asks offsets_for_times of two partitions of one leader (two ListOffsets in flight on its one
+    connection) while that broker is paused; each request waits the consumer's 5 s.  [(code, name)] per
+    partition."""
+    from txnlab import Consumer, TopicPartition
+    c = Cluster(brokers=1, seed=1)
+    c.create_topic("t", partitions=2)
+    k = Consumer({"bootstrap.servers": c.bootstrap, "group.id": "g", "sim.client.dialect": dialect,
+                  "socket.timeout.ms": 5_000, "request.timeout.ms": 5_000})
+    k.offsets_for_times([TopicPartition("t", 0, 0)], timeout=10)    # it knows the leader
+    c.pause("broker-0", 60_000)
+    t0 = c.kernel.now
+    got = k.offsets_for_times([TopicPartition("t", 0, 0), TopicPartition("t", 1, 0)], timeout=30)
+    sent = [m for m in c.network_messages() if m.api == "ListOffsets" and not m.is_response and m.sent_at >= t0]
+    assert len(sent) == 2 and sent[0].conn is sent[1].conn
+    return [(tp.error.code(), tp.error.name()) for tp in got]
+
+
+@pytest.mark.parametrize("dialect,seen", [("librdkafka", (-185, "_TIMED_OUT")), ("java", (7, "REQUEST_TIMED_OUT"))])
+def test_a_consumers_list_offsets_timed_out_here(dialect, seen):
+    """librdkafka: both partitions' errors are _TIMED_OUT (they used to be REQUEST_TIMED_OUT and NETWORK_EXCEPTION);
+    Java: offsetsForTimes retries a disconnect until its timeout and throws TimeoutException (REQUEST_TIMED_OUT)."""
+    assert _consumer_asks_a_paused_leader(dialect) == [seen, seen]
