@@ -140,3 +140,74 @@ def test_a_consumers_list_offsets_timed_out_here(dialect, seen):
     """librdkafka: both partitions' errors are _TIMED_OUT (they used to be REQUEST_TIMED_OUT and NETWORK_EXCEPTION);
     Java: offsetsForTimes retries a disconnect until its timeout and throws TimeoutException (REQUEST_TIMED_OUT)."""
     assert _consumer_asks_a_paused_leader(dialect) == [seen, seen]
+
+
+@pytest.mark.parametrize("dialect,seen", [("librdkafka", (-185, "_TIMED_OUT")), ("java", (7, "REQUEST_TIMED_OUT"))])
+def test_commits_whose_offset_commits_timed_out_here(dialect, seen):
+    """Two asynchronous commits: their OffsetCommit requests travel together on the connection to the group
+    coordinator, which never gets them in time (each delayed 100 s); every attempt of the first times out, and the
+    second fails with the connection closed then, until both give up.  What on_commit reports: librdkafka
+    _TIMED_OUT for both (it used to be REQUEST_TIMED_OUT and NETWORK_EXCEPTION); Java REQUEST_TIMED_OUT for both
+    (commitSync's TimeoutException once its retries of the disconnect ran out of time; the second used to be
+    NETWORK_EXCEPTION)."""
+    from txnlab import Consumer, TopicPartition
+    c = Cluster(brokers=1, seed=1)
+    c.create_topic("t", partitions=1)
+    reports = []
+    k = Consumer({"bootstrap.servers": c.bootstrap, "group.id": "g", "sim.client.dialect": dialect,
+                  "enable.auto.commit": False, "socket.timeout.ms": 5_000, "request.timeout.ms": 5_000,
+                  "on_commit": lambda err, parts: reports.append(err)})
+    k.assign([TopicPartition("t", 0, 0)])
+    k.commit(offsets=[TopicPartition("t", 0, 0)], asynchronous=False)      # the coordinator is known
+    c.delay_next("OffsetCommit", 100_000, count=100)
+    t0 = c.kernel.now
+    k.commit(offsets=[TopicPartition("t", 0, 1)])
+    k.commit(offsets=[TopicPartition("t", 0, 2)])
+    for _ in range(20):
+        if len(reports) == 2:
+            break
+        k.poll(5)
+    sent = [m for m in c.network_messages() if m.api == "OffsetCommit" and not m.is_response and m.sent_at >= t0]
+    assert len(sent) == 10 and sent[0].conn is sent[1].conn
+    assert [(e.code(), e.name()) for e in reports] == [seen, seen]
+
+
+def test_java_transactional_records_whose_produce_timed_out_here():
+    """Java, in a transaction: two Produce requests in flight when the leader is cut off; the first times out after
+    request.timeout.ms, when delivery.timeout.ms has passed too, and the second fails with the connection closed
+    then.  Both batches complete with REQUEST_TIMED_OUT (Sender.handleProduceResponse: wasTimedOut()), and the
+    transaction's abortable error, which commit_transaction raises, is REQUEST_TIMED_OUT (it used to be
+    NETWORK_EXCEPTION, the second batch's)."""
+    from txnlab import KafkaException
+    c = Cluster(brokers=3, seed=11)
+    c.create_topic("t", partitions=1, replication_factor=3)
+    p = Producer({"bootstrap.servers": c.bootstrap, "linger.ms": 0, "transactional.id": "x", "batch.num.messages": 1,
+                  "sim.client.dialect": "java", "request.timeout.ms": 4_000, "delivery.timeout.ms": 4_000})
+    p.init_transactions()
+    p.begin_transaction()
+    p.produce("t", value=b"first", partition=0)
+    assert p.flush(10) == 0                           # t-0 is in the transaction
+    c.partition([p._node.name], [f"broker-{c.leader('t', 0)}"])
+    assert _two_in_flight(c, p) == [(4_000, "REQUEST_TIMED_OUT", 7)] * 2
+    with pytest.raises(KafkaException) as e:
+        p.commit_transaction(20)
+    err = e.value.args[0]
+    assert (err.code(), err.txn_requires_abort(), err.fatal()) == (7, True, False)
+
+
+def test_the_markers_are_the_codes_the_retry_rules_know():
+    """What the kernel fails a request with when the client gives up on it: equal to REQUEST_TIMED_OUT and
+    NETWORK_EXCEPTION (so retrying is unchanged), but told apart when the application is told: a broker's
+    REQUEST_TIMED_OUT stays 7 in both dialects."""
+    from txnlab.client.dialect import LOCAL_TIMEOUT, Action, classify, seen_as
+    from txnlab.protocol.errors import CLOSED_AFTER_TIMEOUT, TIMED_OUT_HERE, Errors
+    assert (TIMED_OUT_HERE, CLOSED_AFTER_TIMEOUT) == (Errors.REQUEST_TIMED_OUT, Errors.NETWORK_EXCEPTION)
+    assert TIMED_OUT_HERE.retriable and CLOSED_AFTER_TIMEOUT.retriable
+    assert (TIMED_OUT_HERE.name, str(CLOSED_AFTER_TIMEOUT)) == ("REQUEST_TIMED_OUT", "NETWORK_EXCEPTION(13)")
+    for dialect in ("librdkafka", "java"):
+        for api in ("InitProducerId", "AddPartitionsToTxn", "EndTxn", "Produce"):
+            assert classify(dialect, api, TIMED_OUT_HERE) is classify(dialect, api, Errors.REQUEST_TIMED_OUT)
+        assert seen_as(dialect, Errors.REQUEST_TIMED_OUT) is Errors.REQUEST_TIMED_OUT
+        assert seen_as(dialect, TIMED_OUT_HERE) == seen_as(dialect, CLOSED_AFTER_TIMEOUT) == LOCAL_TIMEOUT[dialect]
+    assert LOCAL_TIMEOUT == {"librdkafka": -185, "java": 7}
+    assert classify("librdkafka", "EndTxn", TIMED_OUT_HERE) is Action.RETRY
