@@ -19,7 +19,7 @@ try:
 except ImportError:         # the lab does not need it (see txnlab/_mypyc.py)
     from .._mypyc import mypyc_attr  # type: ignore[assignment]
 
-ResponseCallback = Callable[[Any, Optional[Errors]], None]
+ResponseCallback = Callable[[Any, Optional[Union[Errors, LocalTimeout]]], None]
 
 
 class _Pending:
