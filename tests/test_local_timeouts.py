@@ -211,3 +211,22 @@ def test_the_markers_are_the_codes_the_retry_rules_know():
         assert seen_as(dialect, TIMED_OUT_HERE) == seen_as(dialect, CLOSED_AFTER_TIMEOUT) == LOCAL_TIMEOUT[dialect]
     assert LOCAL_TIMEOUT == {"librdkafka": -185, "java": 7}
     assert classify("librdkafka", "EndTxn", TIMED_OUT_HERE) is Action.RETRY
+
+
+def test_a_remote_clients_request_timed_out_in_the_served_cluster():
+    """Through the front door: the request of a client outside the kernel times out in the cluster's kernel; the door
+    says which local timeout it was, so the remote librdkafka consumer reports _TIMED_OUT (it used to be
+    REQUEST_TIMED_OUT)."""
+    from txnlab import Consumer, TopicPartition
+    c = Cluster(brokers=1, seed=5)
+    c.create_topic("t", partitions=1)
+    addr = c.serve()
+    try:
+        k = Consumer({"bootstrap.servers": addr, "group.id": "g", "socket.timeout.ms": 5_000,
+                      "request.timeout.ms": 5_000})
+        k.offsets_for_times([TopicPartition("t", 0, 0)], timeout=10)
+        c.pause("broker-0", 60_000)
+        [tp] = k.offsets_for_times([TopicPartition("t", 0, 0)], timeout=30)
+        assert (tp.error.code(), tp.error.name()) == (-185, "_TIMED_OUT")
+    finally:
+        c.front_door.stop()
