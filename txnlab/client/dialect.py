@@ -347,7 +347,8 @@ def normalize(dialect: str, code: int) -> int:
     that timed out in its queue into ``_TIMED_OUT`` (``rd_kafka_txn_normalize_err``), and reports a request
     lost with its connection as its local ``_TRANSPORT`` (``rd_kafka_broker_fail`` fails what was in flight
     with it; ``rd_kafka_handle_Produce_error`` keeps that code), where Kafka's Java client says
-    NETWORK_EXCEPTION."""
+    NETWORK_EXCEPTION.  (A request the client gave up on, and the others on the connection it closed then, are
+    ``seen_as``'s: LOCAL_TIMEOUT.)"""
     if dialect == LIBRDKAFKA:
         if code in (E.INVALID_PRODUCER_EPOCH, E.PRODUCER_FENCED):
             return KafkaError._FENCED
