@@ -86,7 +86,7 @@ class AdminClient(GroupAdmin, TransactionAdmin, AdminRequests):
         def done(resp, err):
             if err is not None:
                 for f in futures.values():
-                    f.resolve(error=kafka_error(err, f"{request.API} failed: {Errors(err).name}"))
+                    f.resolve(error=self._request_error(err, request.API))
                 return
             for r in results_of(resp):
                 f = futures.get(key_of(r))
@@ -111,10 +111,9 @@ class AdminClient(GroupAdmin, TransactionAdmin, AdminRequests):
                 self._send_any(req, done, self._deadline(kwargs))
         return out
 
-    @staticmethod
-    def _described(f: AdminFuture, resp, err) -> None:
+    def _described(self, f: AdminFuture, resp, err) -> None:
         if err is not None:
-            f.resolve(error=kafka_error(err, f"DescribeConfigs failed: {Errors(err).name}"))
+            f.resolve(error=self._request_error(err, "DescribeConfigs"))
             return
         r = resp.results[0]
         if r.error_code:
@@ -158,7 +157,7 @@ class AdminClient(GroupAdmin, TransactionAdmin, AdminRequests):
     # ----------------------------------------------------------- metadata
     def list_topics(self, topic: Optional[str] = None, timeout: float = -1) -> ClusterMetadata:
         """Metadata, blocking (confluent-kafka's list_topics is not a future): ClusterMetadata."""
-        return cluster_metadata(self._node, self._kernel, topic)
+        return cluster_metadata(self._node, self._kernel, topic, self._config.get("sim.client.dialect", "librdkafka"))
 
     def describe_topics(self, topics: TopicCollection, **kwargs) -> dict:
         """Metadata for the named topics: {topic: Future(TopicDescription)} (the lab has no topic ids: None)."""
@@ -170,7 +169,7 @@ class AdminClient(GroupAdmin, TransactionAdmin, AdminRequests):
         def done(resp, err):
             for n, f in futures.items():
                 if err is not None:
-                    f.resolve(error=kafka_error(err))
+                    f.resolve(error=self._request_error(err))
                     continue
                 terr, parts = resp.topics.get(n, (Errors.UNKNOWN_TOPIC_OR_PARTITION, []))
                 if terr:
@@ -190,7 +189,7 @@ class AdminClient(GroupAdmin, TransactionAdmin, AdminRequests):
 
         def done(resp, err):
             if err is not None or resp.error_code:
-                f.resolve(error=kafka_error(err if err is not None else resp.error_code))
+                f.resolve(error=self._request_error(err) if err is not None else kafka_error(resp.error_code))
                 return
             nodes = [Node(b, _host(b), PORT) for b in resp.brokers]
             ctrl = Node(resp.controller_id, _host(resp.controller_id), PORT) if resp.controller_id >= 0 else None

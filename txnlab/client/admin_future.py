@@ -19,7 +19,7 @@ from ..errors import KafkaError, KafkaException
 from ..protocol import messages as m
 from ..protocol.errors import Errors
 from .admin_types import BrokerMetadata, ClusterMetadata, PartitionMetadata, TopicMetadata
-from .dialect import admin_timeout
+from .dialect import LIBRDKAFKA, admin_timeout, error_name, seen_as
 from .network_client import broker_node
 
 PORT = 9092     # the lab's brokers have no ports; metadata shows Kafka's default one
@@ -32,14 +32,15 @@ def host(broker_id: int) -> str:
     return broker_node(broker_id)
 
 
-def cluster_metadata(node, kernel, topic: Optional[str] = None) -> ClusterMetadata:
-    """Metadata (one topic, or all), blocking: what every client's ``list_topics`` answers."""
+def cluster_metadata(node, kernel, topic: Optional[str] = None, dialect: str = LIBRDKAFKA) -> ClusterMetadata:
+    """Metadata (one topic, or all), blocking: what every client's ``list_topics`` answers (``dialect``: the
+    client's, for the error of a Metadata request that timed out: ``request_error``)."""
     box = {}
     req = m.MetadataRequest(None if topic is None else (topic,))
     node.send_request(node.any_broker(), req, lambda r, e: box.update(r=r, e=e))      # its dialect's timeout
     kernel.run_until(lambda: "r" in box)
     if box["e"] is not None:
-        raise KafkaException(KafkaError(box["e"]))
+        raise KafkaException(request_error(dialect, box["e"]))
     resp = box["r"]
     topics = {}
     for t, (err, parts) in resp.topics.items():
@@ -86,9 +87,23 @@ def kafka_error(code, message: str = "") -> KafkaError:
     return KafkaError(err, message or err.name)
 
 
+def request_error(dialect: str, err, api: str = "") -> KafkaError:
+    """The error a call reports when its request got no answer (``err``, from the kernel): ``kafka_error``'s, but a
+    request the client gave up on (a local timeout, or in flight on the connection closed then) is what its dialect
+    says (``dialect.LOCAL_TIMEOUT``: librdkafka's _TIMED_OUT, rd_kafka_admin_handle_response's "worker request
+    failed"; Java's TimeoutException, KafkaAdminClient's call past its deadline).  ``api``: named in the text."""
+    code = seen_as(dialect, err)
+    name = error_name(code)
+    return KafkaError(code, f"{api} failed: {name}" if api else name)
+
+
 class AdminRequests:
     """The plumbing the admin calls share (mixed into ``AdminClient``): futures, sends with retries, the
     coordinator and leader look-ups.  Callbacks get ``(response, error)``, ``error`` an ``Errors`` or None."""
+
+    def _request_error(self, err, api: str = "") -> KafkaError:
+        """``request_error`` in this client's dialect."""
+        return request_error(self._config.get("sim.client.dialect", LIBRDKAFKA), err, api)
 
     def _future(self, value=None, error: Optional[KafkaError] = None, done: bool = False) -> AdminFuture:
         f = AdminFuture(self._kernel)
@@ -132,7 +147,7 @@ class AdminRequests:
 
         def found(node, err):
             if err is not None:
-                retry_or(Errors(err))
+                retry_or(err)
                 return
             self._coordinators[(key, key_type)] = node
 
@@ -140,7 +155,7 @@ class AdminRequests:
                 if err is None and error_of(resp) in COORDINATOR_ERRORS:
                     retry_or(Errors(error_of(resp)), resp)
                 elif err is not None:
-                    retry_or(Errors(err))
+                    retry_or(err)
                 else:
                     then(resp, None)
             self._send(node, request, answered)

@@ -44,7 +44,7 @@ class GroupAdmin:
         def listed(broker, resp, err):
             waiting.discard(broker)
             if err is not None or resp.error_code:
-                errors.append(kafka_error(err if err is not None else resp.error_code))
+                errors.append(self._request_error(err) if err is not None else kafka_error(resp.error_code))
             else:
                 valid.extend(ConsumerGroupListing(g.group_id, g.protocol_type == "",
                                                   ConsumerGroupState.from_kafka(g.group_state),
@@ -54,7 +54,7 @@ class GroupAdmin:
 
         def brokers(nodes, err):
             if err is not None:
-                f.resolve(error=kafka_error(err))
+                f.resolve(error=self._request_error(err))
                 return
             waiting.update(nodes)
             for b in nodes:
@@ -74,7 +74,7 @@ class GroupAdmin:
 
             def then(resp, err, f=f, gid=gid):
                 if err is not None:
-                    f.resolve(error=kafka_error(err))
+                    f.resolve(error=self._request_error(err))
                 else:
                     on_answer(f, gid, resp)
             self._send_to_coordinator(gid, m.COORDINATOR_GROUP, make_request(gid), error_of, then, deadline)

@@ -59,7 +59,7 @@ class TransactionAdmin:
                 if e and Errors(e).retriable and self._kernel.now < deadline:
                     retry[key] = ts
                 elif e:
-                    futures[key].resolve(error=kafka_error(e))
+                    futures[key].resolve(error=self._request_error(e) if err is not None else kafka_error(e))
                 else:
                     futures[key].resolve(ListOffsetsResultInfo(off, -1, -1))
             if retry:
@@ -75,7 +75,7 @@ class TransactionAdmin:
         def listed(broker, resp, err):
             waiting.discard(broker)
             if err is not None or resp.error:
-                f.resolve(error=kafka_error(err if err is not None else resp.error))
+                f.resolve(error=self._request_error(err) if err is not None else kafka_error(resp.error))
                 return
             rows.extend(TransactionListing(*r) for r in resp.transaction_states)
             if not waiting:
@@ -83,7 +83,7 @@ class TransactionAdmin:
 
         def brokers(nodes, err):
             if err is not None:
-                f.resolve(error=kafka_error(err))
+                f.resolve(error=self._request_error(err))
                 return
             waiting.update(nodes)
             req = m.ListTransactionsRequest(tuple(states), tuple(producer_ids))
@@ -102,7 +102,7 @@ class TransactionAdmin:
 
             def then(resp, err, f=f):
                 if err is not None:
-                    f.resolve(error=kafka_error(err))
+                    f.resolve(error=self._request_error(err))
                     return
                 d = resp.transaction_states[0]
                 f.resolve(d, kafka_error(d["error"]) if d["error"] else None)
@@ -124,7 +124,7 @@ class TransactionAdmin:
 
                 def answered(resp, err, f=f, key=key):
                     if err is not None:
-                        f.resolve(error=kafka_error(err))
+                        f.resolve(error=self._request_error(err))
                         return
                     e, producers = resp.partitions[key]
                     f.resolve([ProducerState(*p) for p in producers], kafka_error(e) if e else None)
@@ -146,8 +146,10 @@ class TransactionAdmin:
             entry = m.TxnMarkerEntry(spec.producer_id, spec.producer_epoch, False, (key,), spec.coordinator_epoch)
 
             def answered(resp, err):
-                if err is None:
-                    err = resp.markers.get(spec.producer_id, {}).get(key, Errors.NONE) or None
+                if err is not None:
+                    f.resolve(None, self._request_error(err))
+                    return
+                err = resp.markers.get(spec.producer_id, {}).get(key, Errors.NONE) or None
                 f.resolve(None, kafka_error(err) if err else None)
             self._send(leader, m.WriteTxnMarkersRequest((entry,)), answered)
         self._with_metadata((tp.topic,), with_leader)
@@ -176,12 +178,12 @@ class TransactionAdmin:
         self._node.send_request(dst, request, lambda r, e: box.update(r=r, e=e))   # dialect.REQUEST_TIMEOUT
         self._kernel.run_until(lambda: "r" in box)
         if box["e"] is not None:
-            raise KafkaException(KafkaError(box["e"], f"{request.API} failed: {Errors(box['e']).name}"))
+            raise KafkaException(self._request_error(box["e"], request.API))
         return box["r"]
 
     def _listings_one_by_one(self) -> list:
         rows = []
-        for b in sorted(cluster_metadata(self._node, self._kernel).brokers):
+        for b in sorted(cluster_metadata(self._node, self._kernel, dialect=self._config.get("sim.client.dialect", "librdkafka")).brokers):
             resp = self._call(broker_node(b), m.ListTransactionsRequest((), ()))
             rows.extend(TransactionListing(*r) for r in resp.transaction_states)
         return rows

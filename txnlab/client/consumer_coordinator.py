@@ -18,6 +18,8 @@ from ..errors import KafkaError
 from ..protocol import messages as m
 from ..protocol.errors import Errors
 from .assignors import ASSIGNORS, COOPERATIVE
+from .config import dialect_of
+from .dialect import description, seen_as
 
 PROTOCOL_TYPE = "consumer"
 COORDINATOR_ERRORS = {Errors.NOT_COORDINATOR, Errors.COORDINATOR_NOT_AVAILABLE, Errors.NETWORK_EXCEPTION,
@@ -365,7 +367,8 @@ class ConsumerCoordinator:
                 self.request_rejoin("OffsetCommit -> ILLEGAL_GENERATION", lost=True)
             elif bad == Errors.REBALANCE_IN_PROGRESS:
                 self.request_rejoin("OffsetCommit -> REBALANCE_IN_PROGRESS")
-            done(KafkaError(bad, f"Commit failed: {Errors(bad).description}"), errors)
+            shown = seen_as(dialect_of(self.cfg), bad)     # a local timeout: dialect.LOCAL_TIMEOUT
+            done(KafkaError(shown, f"Commit failed: {description(shown)}"), errors)
         self.ensure_coordinator(send)
 
     def fetch_committed(self, tps: list, done: Callable[[Optional[KafkaError], dict], None],

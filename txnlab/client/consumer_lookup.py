@@ -12,7 +12,9 @@ from typing import Optional
 
 from ..errors import KafkaError, KafkaException
 from ..protocol.errors import Errors
-from .dialect import CONSUMER_TOPIC_ERROR, JAVA, LIBRDKAFKA, Action, metadata_topic_action, topic_error_text
+from .config import dialect_of
+from .dialect import (CONSUMER_TOPIC_ERROR, JAVA, LIBRDKAFKA, Action, error_name, metadata_topic_action, seen_as,
+                      topic_error_text)
 from .fetcher import LIST_EARLIEST, LIST_LATEST
 from .message import OFFSET_END, OFFSET_INVALID, Message, TopicPartition
 
@@ -52,7 +54,8 @@ class ConsumerLookups:
         for name in ("low", "high"):
             e, _ = got[name]
             if e != Errors.NONE:
-                raise KafkaException(KafkaError(e, f"get_watermark_offsets: {Errors(e).name}"))
+                shown = seen_as(dialect_of(self._config), e)     # a local timeout: dialect.LOCAL_TIMEOUT
+                raise KafkaException(KafkaError(shown, f"get_watermark_offsets: {error_name(shown)}"))
         return (got["low"][1], got["high"][1])
 
     def offsets_for_times(self, partitions: list, timeout: Optional[float] = None) -> list[TopicPartition]:
@@ -75,14 +78,14 @@ class ConsumerLookups:
             r = TopicPartition(tp.topic, tp.partition, off if off >= 0 else OFFSET_END)
             if e != Errors.NONE:
                 r.offset = OFFSET_INVALID
-                r.error = KafkaError(e)
+                r.error = KafkaError(seen_as(dialect_of(self._config), e))
             out.append(r)
         return out
 
     def list_topics(self, topic: Optional[str] = None, timeout: float = -1):
         self._check_open()
         from .admin import cluster_metadata
-        return cluster_metadata(self._node, self._kernel, topic)
+        return cluster_metadata(self._node, self._kernel, topic, dialect_of(self._config))
 
     def cluster_id(self, timeout: float = -1):
         """The cluster id from a Metadata request (v2+ carries it), as librdkafka's rd_kafka_clusterid."""

@@ -14,6 +14,7 @@ from typing import Optional
 
 from ..errors import KafkaError
 from ..protocol.errors import Errors as E
+from ..protocol.errors import LocalTimeout
 
 LIBRDKAFKA = "librdkafka"
 JAVA = "java"
@@ -160,7 +161,7 @@ def transaction_version(dialect: str, finalized: int) -> int:
 
 
 # How long a client waits for the answer to one request before it gives up on it (the kernel then closes the
-# connection and fails the request with REQUEST_TIMED_OUT).  Each rule is a function of the client's finalized
+# connection and fails the request, and the others in flight on it, with a local timeout: LOCAL_TIMEOUT).  Each rule is a function of the client's finalized
 # config; "default" covers every request without a rule of its own.
 #   librdkafka: every request buffer starts with socket.timeout.ms (rd_kafka_buf_new_request0 sets
 #   rkbuf_rel_timeout = socket_timeout_ms, src/rdkafka_buf.c); a request builder may replace it:
@@ -236,6 +237,55 @@ PRODUCE_TIMEOUT = {
 PRODUCE_GAVE_UP = {LIBRDKAFKA: KafkaError._MSG_TIMED_OUT, JAVA: None}
 
 
+# What the application is told for a request the client gave up on because its request timeout passed, and for the
+# others in flight on the connection the client then closed (the kernel's LocalTimeout markers, TIMED_OUT_HERE and
+# CLOSED_AFTER_TIMEOUT: for the retry rules they are REQUEST_TIMED_OUT and NETWORK_EXCEPTION, and retried as those).
+# A broker's own REQUEST_TIMED_OUT (a Produce with acks=all whose ISR did not answer within its ack timeout) is not
+# one: it stays 7 in both dialects.
+#   librdkafka: its local _TIMED_OUT (-185) for both.  rd_kafka_broker_timeout_scan (src/rdkafka_broker.c) fails
+#   a request that timed out in flight with _TIMED_OUT (one still in the output or retry queue _TIMED_OUT_QUEUE)
+#   and, socket.max.fails being 1, takes the connection down with rd_kafka_broker_planned_fail(_TIMED_OUT), whose
+#   rd_kafka_broker_fail purges the other requests in flight with that same error (not _TRANSPORT, which is the
+#   error of a connection that broke).  A Produce's records then end as _MSG_TIMED_OUT (PRODUCE_GAVE_UP:
+#   rd_kafka_handle_Produce_error translates _TIMED_OUT and _TIMED_OUT_QUEUE); the transactional requests
+#   retry it (rd_kafka_txn_handle_<Api>: RETRY, with REFRESH for the coordinator's), as txn_requests.py does, so
+#   a transactional call only ever reports its own _TIMED_OUT when its timeout passes; a commit's or an admin
+#   call's result carries the request's error (rd_kafka_admin_handle_response: "worker request failed").
+#   Java: REQUEST_TIMED_OUT (TimeoutException) for both.  NetworkClient.handleTimedOutRequests closes the
+#   connection and processTimeoutDisconnection fails every request in flight on it with
+#   InFlightRequest.timedOut (disconnected, and timed out): the producer's Sender.handleProduceResponse sees
+#   wasTimedOut() and completes their batches with REQUEST_TIMED_OUT ("Disconnected from node ... due to
+#   timeout"); the consumer's ConsumerNetworkClient and the admin client see a disconnect (DisconnectException,
+#   retriable), which commitSync (ConsumerCoordinator.commitOffsetsSync, KafkaConsumer: "Timeout of ...ms expired
+#   before successfully committing offsets") and the admin call (KafkaAdminClient.Call.fail, past its deadline)
+#   retry until their time is up and then throw TimeoutException.
+LOCAL_TIMEOUT = {LIBRDKAFKA: KafkaError._TIMED_OUT, JAVA: E.REQUEST_TIMED_OUT}
+
+
+def seen_as(dialect: str, error) -> int:
+    """The code an application of ``dialect`` is told for a request's ``error``: a local timeout (a ``LocalTimeout``
+    marker from the kernel) as ``LOCAL_TIMEOUT`` says; any other error is its own code (returned as it is)."""
+    if isinstance(error, LocalTimeout):
+        return LOCAL_TIMEOUT[check(dialect)]
+    return error
+
+
+def description(code: int) -> str:
+    """The words for ``code``: a Kafka protocol code's description, a librdkafka local code's rd_kafka_err2str."""
+    try:
+        return E(code).description
+    except ValueError:
+        return KafkaError(code).str()
+
+
+def error_name(code: int) -> str:
+    """The name of ``code``: a Kafka protocol code's (``Errors``), a librdkafka local code's (``_TIMED_OUT``)."""
+    try:
+        return E(code).name
+    except ValueError:
+        return KafkaError(code).name()
+
+
 # How long an admin call waits in all (its ``request_timeout``, every retry included) and the operation timeout it
 # sends with CreateTopics and the like, when the call does not give them.
 #   librdkafka: rd_kafka_new sets admin.request_timeout_ms = socket.timeout.ms (src/rdkafka.c), the default of
@@ -297,7 +347,8 @@ def normalize(dialect: str, code: int) -> int:
     that timed out in its queue into ``_TIMED_OUT`` (``rd_kafka_txn_normalize_err``), and reports a request
     lost with its connection as its local ``_TRANSPORT`` (``rd_kafka_broker_fail`` fails what was in flight
     with it; ``rd_kafka_handle_Produce_error`` keeps that code), where Kafka's Java client says
-    NETWORK_EXCEPTION."""
+    NETWORK_EXCEPTION.  (A request the client gave up on, and the others on the connection it closed then, are
+    ``seen_as``'s: LOCAL_TIMEOUT.)"""
     if dialect == LIBRDKAFKA:
         if code in (E.INVALID_PRODUCER_EPOCH, E.PRODUCER_FENCED):
             return KafkaError._FENCED

@@ -369,7 +369,7 @@ class Producer:
 
     def list_topics(self, topic: Optional[str] = None, timeout: float = -1):
         from .admin import cluster_metadata
-        return cluster_metadata(self._node, self._kernel, topic)
+        return cluster_metadata(self._node, self._kernel, topic, self._dialect)
 
     def cluster_id(self, timeout: float = -1) -> Optional[str]:
         """The cluster id from a Metadata request (v2+ carries it), as librdkafka's rd_kafka_clusterid."""

@@ -14,9 +14,9 @@ from typing import Callable, Optional
 
 from ..errors import KafkaError
 from ..protocol import messages as m
-from ..protocol.errors import Errors
+from ..protocol.errors import Errors, LocalTimeout
 from ..protocol.record_batch import RecordBatch
-from .dialect import PRODUCE_GAVE_UP, PRODUCE_TIMEOUT, Action, check, classify, normalize
+from .dialect import PRODUCE_GAVE_UP, PRODUCE_TIMEOUT, Action, check, classify, normalize, seen_as
 from .message import Message
 from .transaction_manager import S
 from .txn_requests import TransactionalRequests
@@ -266,9 +266,11 @@ class Sender(TransactionalRequests):
 
     def _timed_out(self, b, error: Errors, local: bool) -> bool:
         """Whether ``b`` fails because time ran out rather than because of ``error`` itself: its request timed out
-        here (``local``: the kernel's REQUEST_TIMED_OUT), or a retriable error came back after its records'
-        delivery.timeout.ms.  (PRODUCE_GAVE_UP says what the application sees then.)"""
-        if local and error == Errors.REQUEST_TIMED_OUT:
+        here or was in flight on the connection the client closed then (the kernel's LocalTimeout markers: for
+        librdkafka both are _TIMED_OUT, which rd_kafka_handle_Produce_error reports as _MSG_TIMED_OUT), or a
+        retriable error came back after its records' delivery.timeout.ms.  (PRODUCE_GAVE_UP says what the
+        application sees then.)"""
+        if isinstance(error, LocalTimeout):
             return True
         return (error.retriable or local) and self._expired(b)
 
@@ -325,12 +327,15 @@ class Sender(TransactionalRequests):
     def _seen_as(self, error: Errors, reason: str, timed_out: bool = False) -> tuple:
         """(code, text) of a failed batch's error as the application sees it: the dialect's code, and for
         librdkafka's local codes their own words ("Local: Broker transport failure", "Local: Message timed
-        out").  ``timed_out``: the batch failed because time ran out (PRODUCE_GAVE_UP)."""
+        out").  ``timed_out``: the batch failed because time ran out (PRODUCE_GAVE_UP).  A request that timed out
+        here (or was in flight on the connection closed then) is the dialect's LOCAL_TIMEOUT (Java: Sender
+        .handleProduceResponse's REQUEST_TIMED_OUT for a response that wasTimedOut())."""
         code = PRODUCE_GAVE_UP[self.dialect] if timed_out else None
         if code is not None:
             return code, None
-        code = normalize(self.dialect, error)
-        return code, reason or (None if code == KafkaError._TRANSPORT else error.description)
+        shown = seen_as(self.dialect, error)
+        code = normalize(self.dialect, shown)
+        return code, reason or (None if code in (KafkaError._TRANSPORT, KafkaError._TIMED_OUT) else shown.description)
 
     def _fail_batch(self, b, error: Errors, reason: str, abortable: bool = False, timed_out: bool = False) -> None:
         p, txn = self.p, self.txn

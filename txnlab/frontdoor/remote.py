@@ -41,7 +41,7 @@ from ..client.network_client import ClientNode
 from ..errors import ConfigException, KafkaError, KafkaException
 from ..kernel.attach import Attachment
 from ..kernel.kernel import Kernel
-from ..protocol.errors import Errors
+from ..protocol.errors import CLOSED_AFTER_TIMEOUT, TIMED_OUT_HERE, Errors
 from ..kernel.network import Message
 from ..kernel.node import _Pending
 from . import codec
@@ -149,10 +149,15 @@ class RemoteClientNode(ClientNode):
         if err is None:
             p.callback(outcome["response"], None)
         else:
-            p.callback(None, Errors[err] if err in Errors.__members__ else Errors.NETWORK_EXCEPTION)
+            p.callback(None, _LOCAL.get(err) or (Errors[err] if err in Errors.__members__ else Errors.NETWORK_EXCEPTION))
 
     def send_oneway(self, dst: str, request: Any) -> None:
         self.remote.forward(self.name, dst, request, 30_000, oneway=True)
+
+
+# a request the cluster's kernel gave up on, or failed with the connection it closed then: the door sends the
+# LocalTimeout marker's label, and the client reports it as its dialect does (dialect.LOCAL_TIMEOUT)
+_LOCAL = {m.label: m for m in (TIMED_OUT_HERE, CLOSED_AFTER_TIMEOUT)}
 
 
 class _ForwardingNetwork:

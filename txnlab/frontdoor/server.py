@@ -428,8 +428,10 @@ class FrontDoor:
         if not done.is_set():
             return {"response": None, "error": None, "sent": sent, "now": k.now, "crashed": True}
         err = box["e"]
+        # (a request the kernel gave up on: its LocalTimeout marker's label, which the remote side turns back into it)
         return {"response": None if err is not None else codec.encode(box["r"]),
-                "error": None if err is None else err.name, "sent": sent, "now": box["t"], "crashed": False}
+                "error": None if err is None else getattr(err, "label", err.name), "sent": sent, "now": box["t"],
+                "crashed": False}
 
     def _wait(self, done: threading.Event, node: RemoteNode) -> bool:
         """Step mode: wait for the notebook to step the kernel until the answer came (or the door closes)."""

@@ -7,10 +7,10 @@ outstanding requests are forgotten, timers of the old incarnation never fire).
 """
 from __future__ import annotations
 
-from typing import Any, Callable, ClassVar, Optional
+from typing import Any, Callable, ClassVar, Optional, Union
 
 from .._mypyc import new as _new    # object.__new__ (compiled by mypyc: the class call)
-from ..protocol.errors import Errors
+from ..protocol.errors import CLOSED_AFTER_TIMEOUT, TIMED_OUT_HERE, Errors, LocalTimeout
 from .kernel import Event, Kernel
 from .network import Message
 
@@ -19,7 +19,7 @@ try:
 except ImportError:         # the lab does not need it (see txnlab/_mypyc.py)
     from .._mypyc import mypyc_attr  # type: ignore[assignment]
 
-ResponseCallback = Callable[[Any, Optional[Errors]], None]
+ResponseCallback = Callable[[Any, Optional[Union[Errors, LocalTimeout]]], None]
 
 
 class _Pending:
@@ -60,7 +60,8 @@ class Node:
     def send_request(self, dst: str, request: Any, callback: ResponseCallback,
                      timeout_ms: int = 30_000, background: bool = False) -> Message:
         """Send ``request`` to ``dst``; ``callback(response, error)`` runs exactly once:
-        with the response, or with (None, REQUEST_TIMED_OUT / NETWORK_EXCEPTION)."""
+        with the response, or with (None, error): NETWORK_EXCEPTION when the connection is lost, and when the
+        request timeout passes TIMED_OUT_HERE (see ``_on_timeout``)."""
         self._next_correlation += 1
         cid = self._next_correlation
         api = request.API
@@ -83,6 +84,14 @@ class Node:
                                         request_msg.correlation_id, background, reply_to=request_msg)
 
     def _on_timeout(self, cid: int) -> None:
+        """The request timeout passed: the client gives up on the request and closes its connection, failing the
+        others in flight on it.  librdkafka: rd_kafka_broker_timeout_scan fails the request with _TIMED_OUT and,
+        socket.max.fails being 1, rd_kafka_broker_fail takes the connection down and fails the others in flight
+        with _TIMED_OUT too (src/rdkafka_broker.c).  Java: NetworkClient.handleTimedOutRequests closes the
+        connection and processTimeoutDisconnection fails every request in flight on it as timed out
+        (InFlightRequest.timedOut: disconnected and timed out).  The errors given are local markers
+        (protocol/errors.py ``LocalTimeout``), equal to REQUEST_TIMED_OUT and NETWORK_EXCEPTION for the retry
+        rules: what the application sees is the client dialect's (``dialect.seen_as``)."""
         p = self._pending.pop(cid, None)
         if p is None:
             return
@@ -93,15 +102,15 @@ class Node:
                             + (f": {len(others)} more request(s) on it fail" if others else ""))
         self.kernel.network.close(conn, "the client closed the connection after a request timed out",
                                   by_client=True)
-        p.callback(None, Errors.REQUEST_TIMED_OUT)
-        self._fail(others, Errors.NETWORK_EXCEPTION)
+        p.callback(None, TIMED_OUT_HERE)
+        self._fail(others, CLOSED_AFTER_TIMEOUT)
 
     def _pending_on(self, conn) -> list:
         """The requests of this incarnation waiting for an answer on ``conn``, oldest first (removed)."""
         cids = [cid for cid, p in self._pending.items() if p.msg.conn is conn]
         return [self._pending.pop(cid) for cid in sorted(cids)]
 
-    def _fail(self, pending: list, error: Errors) -> None:
+    def _fail(self, pending: list, error: Union[Errors, LocalTimeout]) -> None:
         for p in pending:
             self.kernel.cancel(p.timeout_event)
             p.callback(None, error)

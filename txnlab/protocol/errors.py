@@ -156,3 +156,58 @@ class ProtocolError(Exception):
         super().__init__(f"{error}: {message}" if message else str(error))
         self.error = error
         self.message = message
+
+
+class LocalTimeout(int):
+    """How the kernel fails a request the client gave up on: ``TIMED_OUT_HERE`` for the one whose request timeout
+    passed, ``CLOSED_AFTER_TIMEOUT`` for the others in flight on the connection the client then closed.
+
+    Each is equal to (and hashed as) the ``Errors`` code the clients' retry rules treat it as, REQUEST_TIMED_OUT
+    and NETWORK_EXCEPTION, and answers ``name``, ``retriable``, ``description`` and ``str`` as that code does:
+    retrying, finding the coordinator again and the narration are those of the code.  What differs is what the
+    application is told when the request's error reaches it, which is not Kafka's protocol code but each
+    client's own: librdkafka's local ``_TIMED_OUT`` (-185) for both (rd_kafka_broker_timeout_scan fails the
+    request, rd_kafka_broker_fail the others in flight, with it), Java's TimeoutException (REQUEST_TIMED_OUT);
+    ``client/dialect.py`` (``LOCAL_TIMEOUT``, ``seen_as``) says which.  A broker's own REQUEST_TIMED_OUT (a
+    Produce whose ISR did not answer within its ack timeout) is a plain ``Errors`` member and stays 7."""
+
+    def __new__(cls, error: Errors, label: str) -> "LocalTimeout":
+        self = int.__new__(cls, int(error))
+        self.label = label
+        return self
+
+    @property
+    def error(self) -> Errors:
+        return Errors(int(self))
+
+    @property
+    def name(self) -> str:
+        return self.error.name
+
+    @property
+    def value(self) -> int:
+        return int(self)
+
+    @property
+    def retriable(self) -> bool:
+        return self.error.retriable
+
+    @property
+    def description(self) -> str:
+        return self.error.description
+
+    def __str__(self) -> str:
+        return str(self.error)
+
+    def __format__(self, spec: str) -> str:
+        return format(self.error, spec)
+
+    def __repr__(self) -> str:
+        return f"<LocalTimeout {self.label}: {self.error.name}>"
+
+    def __reduce__(self):
+        return self.label        # the module's singleton (a copy or a pickle is the same marker)
+
+
+TIMED_OUT_HERE = LocalTimeout(Errors.REQUEST_TIMED_OUT, "TIMED_OUT_HERE")
+CLOSED_AFTER_TIMEOUT = LocalTimeout(Errors.NETWORK_EXCEPTION, "CLOSED_AFTER_TIMEOUT")
