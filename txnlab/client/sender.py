@@ -193,9 +193,11 @@ class Sender(TransactionalRequests):
             else:
                 self._inflight_requests[node] = self._inflight_requests.get(node, 0) + 1
                 mt = cfg["delivery.timeout.ms"]           # (0: the records never expire)
-                token = self._expire_in_flight_at(batches, oldest + mt) if mt and self._expires_in_flight else 0
-                self.node.send_request(node, req, self._on_produce_response(node, batches, token),
-                                       timeout_ms=self._produce_timeout(cfg, oldest + mt - now if mt else None))
+                wait = self._produce_timeout(cfg, oldest + mt - now if mt else None)
+                # (a request that ends, answered or timed out, before its oldest batch expires needs no timer)
+                token = self._expire_in_flight_at(batches, oldest + mt) \
+                    if mt and self._expires_in_flight and oldest + mt <= now + wait else 0
+                self.node.send_request(node, req, self._on_produce_response(node, batches, token), timeout_ms=wait)
             tps = rest
 
     def _drainable_again(self, tp, b, now) -> bool:
