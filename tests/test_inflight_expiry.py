@@ -64,10 +64,42 @@ def test_java_a_late_success_for_an_expired_batch_delivers_nothing_twice_and_the
     # one delivery report, the timeout's: the late answer brought no second one
     assert [(at, err.code()) for at, err in reports] == [(15_000, KafkaError._MSG_TIMED_OUT)]
     assert read_all(c, "t", "read_uncommitted") == [b"before", b"x"]   # written once (the retry: a duplicate)
+    # the batch was a retry: its sequence was unresolved, and the producer bumped its epoch once the answer came
+    [(bumped, _)] = _narrations(c, t0, "bumped its epoch 0 -> 1 locally (KIP-360)")
+    assert bumped > 15_000
     done = []
     p.produce("t", value=b"after", partition=0, on_delivery=lambda err, msg: done.append(err))
     assert p.flush(10) == 0 and done == [None]
     assert read_all(c, "t", "read_uncommitted") == [b"before", b"x", b"after"]
+
+
+def test_java_a_first_attempt_that_expires_in_flight_leaves_its_sequence_to_the_answer():
+    """max.in.flight.requests.per.connection 1: the record's batch waits 6 s for the request before it, then its
+    first attempt is held 9.5 s.  It expires in flight at 15 s, not being a retry its sequence is not marked
+    unresolved (Sender.sendProducerData), and its late success acks it: no epoch bump, the next record follows
+    with the next sequence of the same epoch."""
+    c = Cluster(brokers=3, seed=1)
+    c.create_topic("t", partitions=1, replication_factor=3)
+    p = Producer({"bootstrap.servers": c.bootstrap, "sim.client.dialect": "java", "linger.ms": 0,
+                  "max.in.flight.requests.per.connection": 1, **TIMEOUTS})
+    p.produce("t", value=b"before", partition=0)
+    assert p.flush(10) == 0
+    c.delay_next("Produce", 6_000)
+    c.delay_next("Produce", 9_500)
+    reports = []
+    t0 = c.kernel.now
+    p.produce("t", value=b"a", partition=0)
+    c.advance(1)
+    p.produce("t", value=b"x", partition=0, on_delivery=lambda err, msg: reports.append((c.kernel.now - t0, err)))
+    p.flush(30)
+    c.advance(5_000)
+    assert [(at, err.code()) for at, err in reports] == [(15_001, KafkaError._MSG_TIMED_OUT)]
+    assert _narrations(c, t0, "ProduceResponse returned SUCCEEDED for t-0 after batch with base offset 2")
+    p.produce("t", value=b"after", partition=0)
+    assert p.flush(10) == 0
+    assert not _narrations(c, t0, "bumped its epoch")
+    [last] = c.log("t").batches[-1:]
+    assert (last.producer_epoch, last.base_sequence) == (0, 3)
 
 
 def test_java_a_late_error_for_an_expired_batch_is_ignored():

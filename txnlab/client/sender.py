@@ -435,7 +435,10 @@ class Sender(TransactionalRequests):
         if not p._idempotent or self.cfg["sim.naive.client"]:
             return
         if not txn.is_transactional:
-            if sent:
+            # a sent batch's sequence may or may not be in the log: bump once nothing is in flight.  Java does so
+            # only for a retried one (markSequenceUnresolved -> maybeResolveSequences); a first attempt that
+            # expired in flight leaves its sequence to the answer, or to the next batch's OUT_OF_ORDER_SEQUENCE
+            if sent and (in_retry or not self._expires_in_flight):
                 txn.epoch_bump_required = True
             return
         # (_complete has made the transaction abortable); Java bumps after a batch that expired unsent too,
