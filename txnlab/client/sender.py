@@ -194,10 +194,14 @@ class Sender(TransactionalRequests):
                 self._inflight_requests[node] = self._inflight_requests.get(node, 0) + 1
                 mt = cfg["delivery.timeout.ms"]           # (0: the records never expire)
                 wait = self._produce_timeout(cfg, oldest + mt - now if mt else None)
-                # (a request that ends, answered or timed out, before its oldest batch expires needs no timer)
-                token = self._expire_in_flight_at(batches, oldest + mt) \
-                    if mt and self._expires_in_flight and oldest + mt <= now + wait else 0
-                self.node.send_request(node, req, self._on_produce_response(node, batches, token), timeout_ms=wait)
+                if self._expires_in_flight and mt and oldest + mt <= now + wait:
+                    # its oldest batch may expire in flight (a request that ends first, answered or timed out,
+                    # needs no timer)
+                    cb = self._on_expiring_produce_response(node, batches, self._expire_in_flight_at(batches,
+                                                                                                    oldest + mt))
+                else:
+                    cb = self._on_produce_response(node, batches)
+                self.node.send_request(node, req, cb, timeout_ms=wait)
             tps = rest
 
     def _drainable_again(self, tp, b, now) -> bool:
@@ -207,15 +211,10 @@ class Sender(TransactionalRequests):
             or self.txn.state == S.COMMITTING_TRANSACTION
 
     # ------------------------------------------------------- produce results
-    def _on_produce_response(self, node: str, batches: dict, token: int = 0) -> Callable:
+    def _on_produce_response(self, node: str, batches: dict) -> Callable:
         def cb(resp, err):
             self._inflight_requests[node] -= 1
-            if token:
-                self._stop_expiring(token)
             for tp, b in batches.items():
-                if b.done:                   # it expired while this request was in flight
-                    self._answer_after_expiry(b, resp, err)
-                    continue
                 if err is not None:          # the request timed out here, or its connection broke
                     self._handle_error(b, err, "", local=True)
                     continue
@@ -497,6 +496,21 @@ class Sender(TransactionalRequests):
         if soonest is not None:
             self._expiring[token] = (batches, self._expiry_timer(token, soonest, len(batches)))
         self.wakeup(0)
+
+    def _on_expiring_produce_response(self, node: str, batches: dict, token: int) -> Callable:
+        """_on_produce_response for a request whose batches may expire while it is in flight (token: its
+        expiry timer, _expire_in_flight_at): the answer stops the timer, and the batches that expired take it
+        as _answer_after_expiry says; the others as any answer."""
+        def cb(resp, err):
+            self._stop_expiring(token)
+            live = {}
+            for tp, b in batches.items():
+                if b.done:
+                    self._answer_after_expiry(b, resp, err)
+                else:
+                    live[tp] = b
+            self._on_produce_response(node, live)(resp, err)
+        return cb
 
     def _answer_after_expiry(self, b, resp, err) -> None:
         """The answer to a Produce arrives for a batch that expired while it was in flight: the records have
