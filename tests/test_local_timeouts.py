@@ -172,12 +172,14 @@ def test_commits_whose_offset_commits_timed_out_here(dialect, seen):
     assert [(e.code(), e.name()) for e in reports] == [seen, seen]
 
 
-def test_java_transactional_records_whose_produce_timed_out_here():
-    """Java, in a transaction: two Produce requests in flight when the leader is cut off; the first times out after
-    request.timeout.ms, when delivery.timeout.ms has passed too, and the second fails with the connection closed
-    then.  Both batches complete with REQUEST_TIMED_OUT (Sender.handleProduceResponse: wasTimedOut()), and the
-    transaction's abortable error, which commit_transaction raises, is REQUEST_TIMED_OUT (it used to be
-    NETWORK_EXCEPTION, the second batch's)."""
+def test_java_transactional_records_in_flight_when_both_timeouts_pass_expire_first():
+    """Java, in a transaction, delivery.timeout.ms = request.timeout.ms (the least Java allows with linger.ms 0):
+    two Produce requests in flight when the leader is cut off.  At 4 s both batches reach their delivery timeout
+    and the first request its request timeout.  Java's Sender.runOnce expires the batches in flight first
+    (sendProducerData: getExpiredInflightBatches, `deliveryTimeoutMs <= now - createdMs`) before NetworkClient.poll
+    times the request out (which needs more than request.timeout.ms since it was sent): both records report the
+    expiry (the lab's _MSG_TIMED_OUT, with Java's "Expiring 1 record(s)" words), and so does the transaction's
+    abortable error, which commit_transaction raises; the request timeout that follows changes nothing."""
     from txnlab import KafkaException
     c = Cluster(brokers=3, seed=11)
     c.create_topic("t", partitions=1, replication_factor=3)
@@ -188,11 +190,12 @@ def test_java_transactional_records_whose_produce_timed_out_here():
     p.produce("t", value=b"first", partition=0)
     assert p.flush(10) == 0                           # t-0 is in the transaction
     c.partition([p._node.name], [f"broker-{c.leader('t', 0)}"])
-    assert _two_in_flight(c, p) == [(4_000, "REQUEST_TIMED_OUT", 7)] * 2
+    assert _two_in_flight(c, p) == [(4_000, "_MSG_TIMED_OUT", -192)] * 2
     with pytest.raises(KafkaException) as e:
         p.commit_transaction(20)
     err = e.value.args[0]
-    assert (err.code(), err.txn_requires_abort(), err.fatal()) == (7, True, False)
+    assert (err.code(), err.txn_requires_abort(), err.fatal()) == (-192, True, False)
+    assert "Expiring 1 record(s) for t-0" in err.str()
 
 
 def test_the_markers_are_the_codes_the_retry_rules_know():

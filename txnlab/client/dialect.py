@@ -236,6 +236,27 @@ PRODUCE_TIMEOUT = {
 #   (delivery.timeout.ms reached) with its error's exception.
 PRODUCE_GAVE_UP = {LIBRDKAFKA: KafkaError._MSG_TIMED_OUT, JAVA: None}
 
+# Whether a batch whose delivery.timeout.ms (message.timeout.ms) passes while its Produce request is in flight
+# fails then, without waiting for the request to end (its answer, when it comes, is ignored for the records).
+#   Java: Sender.sendProducerData expires the batches of inFlightBatches past their delivery timeout
+#   (getExpiredInflightBatches, ProducerBatch.hasReachedDeliveryTimeout) with those of the accumulator
+#   (RecordAccumulator.expiredBatches), fails each with a TimeoutException (Sender.failBatch, the sequence not
+#   adjusted), and marks a retried one's sequence unresolved (TransactionManager.markSequenceUnresolved); the
+#   late answer finds the batch in its final state (ProducerBatch.done logs it and changes nothing).
+#   librdkafka: no.  rd_kafka_broker_toppar_msgq_scan (src/rdkafka_broker.c) times out only the messages in the
+#   partition's queues (rktp_msgq, rktp_xmit_msgq); a message in a request waiting for its answer fails when
+#   that request does (rd_kafka_broker_timeout_scan at the request's own timeout, which PRODUCE_TIMEOUT caps by
+#   what is left of the message's timeout).
+EXPIRES_IN_FLIGHT = {LIBRDKAFKA: False, JAVA: True}
+
+# The text of the error an expired record's delivery report carries (its code is _MSG_TIMED_OUT in both):
+# librdkafka's rd_kafka_err2str; Java's TimeoutException of Sender.sendProducerData.
+EXPIRED_TEXT = {
+    LIBRDKAFKA: lambda records, tp, age_ms: "Local: Message timed out",
+    JAVA: lambda records, tp, age_ms: f"Expiring {records} record(s) for {tp[0]}-{tp[1]}:{age_ms} ms has passed "
+                                      f"since batch creation",
+}
+
 
 # What the application is told for a request the client gave up on because its request timeout passed, and for the
 # others in flight on the connection the client then closed (the kernel's LocalTimeout markers, TIMED_OUT_HERE and
