@@ -136,7 +136,7 @@ class SpaceTime:
                        hovertemplate="%{hovertext}<extra></extra>"),
             go.Scatter(x=[], y=[], mode="markers", name="processes (click: crash / restart)",
                        text=[], showlegend=False, cliponaxis=False,
-                       marker=dict(symbol="square", size=16, color=[]),
+                       marker=dict(symbol="square", size=LANE_SQUARE, color=[]),
                        hovertemplate="%{hovertext}<extra>click to pick this process</extra>"),
             go.Scatter(x=[], y=[], mode="markers+text", name="connection broke", text=[],
                        textposition="bottom right", textfont=dict(size=SMALL, color="#c92a2a"),
@@ -230,7 +230,7 @@ class SpaceTime:
         top = axis(lo) - 1.6
         bottom = max([y_end, y_cur + 1.2] + flights[1]) + 1.0
         ticks = self._ticks(recent, axis, cur)
-        labels = self._place(labels, n, bottom - (top - 1.2), breaks, axis.gaps, top - 1.2, ticks[1])
+        labels = self._place(labels, n, bottom - (top - LANE_Y), breaks, axis.gaps, top - LANE_Y, ticks[1])
         self.last_labels = {mid: w for mid, w in zip(self.last_labels, labels[2]) if w}    # the words drawn
         when = f"step {self.position_of(cur)} (t = {k.now} ms)"
         gaps = ([GAP_X] * len(axis.gaps), [y for y, _ in axis.gaps], [idle_words(ms) for _, ms in axis.gaps])
@@ -247,7 +247,7 @@ class SpaceTime:
             xs, ys, hs, sizes = groups[name]
             updates[self._arrows0 + i] = {"x": xs, "y": ys, "hovertext": hs, "marker.size": sizes}
         layout = {"xaxis.tickvals": list(range(n)), "xaxis.ticktext": [t.replace("-", "-<br>", 1) for t in lane_text],
-                  "xaxis.range": [-0.6, n - 0.4], "yaxis.range": [bottom, top - 1.2],
+                  "xaxis.range": [-0.6, n - 0.4], "yaxis.range": [bottom, top - LANE_Y],
                   "yaxis.tickvals": ticks[0], "yaxis.ticktext": ticks[1]}
         self.axis = axis
         if push(self.figure, self._sent, updates, layout):
@@ -282,7 +282,8 @@ class SpaceTime:
                  for x, y, t in zip(*breaks[:3])]             # the ⚡ words, written below right of their mark
         taken += [text_box(GAP_X * px_x, y * px_y, idle_words(ms), GAP_SIZE, "middle center")
                   for y, ms in gaps]                          # the idle gaps' words, left of the first lane
-        taken.append((-1e9, 1e9, -1e9, top * px_y + LABEL_LINE_PX))   # above the plot: the lanes' names
+        # above the plot the lanes' names, and under them the lanes' squares (LANE_Y under the plot's top edge)
+        taken.append((-1e9, 1e9, -1e9, (top + LANE_Y) * px_y + LANE_SQUARE / 2))
         return place_labels(labels[0], labels[1], px_x, px_y, taken)
 
     @staticmethod
@@ -410,6 +411,7 @@ LABEL_SIZE = 13                                  # the arrow labels' type (px)
 BREAK_MARKER = 13                                # the ⚡ mark of a broken connection (px)
 GAP_X, GAP_SIZE = -0.45, 14                      # where an idle gap's words stand (left of the first lane), their type
 TICK_SIZE, AXIS_TITLE_SIZE = 13, 14              # the time axis's labels and title
+LANE_SQUARE, LANE_Y = 16, 1.2                    # a lane's clickable square (px), and how far under the plot's top
 LABEL_CHAR_PX = CHAR_EM * LABEL_SIZE              # an average character of it (widgets/legible.py's estimate)
 LABEL_LINE_PX = math.ceil(LINE_EM * LABEL_SIZE + MARGIN)   # a line of it, with the room two labels keep between them
 ALONG = (0.5, 0.35, 0.65, 0.22, 0.78, 0.12, 0.88)  # where along its arrow a label may go, most wanted first
