@@ -1,5 +1,6 @@
 """Every picture can be read on a projector without hovering: no two text labels meet (overlap or come closer than
-``legible.MARGIN`` px, by the one size estimate of ``widgets/legible.py``).  The audit builds every picture of the
+``legible.MARGIN`` px, by the one size estimate of ``widgets/legible.py``) and none runs off the picture or under
+its legend.  The audit builds every picture of the
 chapters' stepper stories at each of their key moments -- the stepper's partition logs, message diagram, coordinator
 view and a lab's own pictures, presenter mode's pictures, and the chapters' static snapshots of the same moment
 (the logs of every partition, the message flow since the moment before) -- and checks all pairs of labels."""
@@ -11,7 +12,8 @@ import pytest
 
 from txnlab import Cluster, Producer
 from widgets import Stepper
-from widgets.legible import CHAR_EM, LINE_EM, MARGIN, clash, label_boxes, text_box, text_extent, touching
+from widgets.legible import (CHAR_EM, LINE_EM, MARGIN, clash, label_boxes, off_picture, text_box, text_extent,
+                             touching)
 from widgets.snapshots import log_snapshot, message_flow
 
 # the stories the chapters open in a stepper (notebooks/*.py), with their key moments
@@ -60,6 +62,8 @@ def test_no_two_labels_meet_in_any_picture_at_a_chapters_key_moments(chapter):
             for name, fig in _pictures(s, since):
                 found += [f"{chapter} {story} at {moment!r}, {name}: {a[1]!r} ({a[0]}) meets {b[1]!r} ({b[0]})"
                           for a, b in touching(fig)]
+                found += [f"{chapter} {story} at {moment!r}, {name}: {text!r} ({what}) runs off the picture"
+                          for what, text in off_picture(fig)]
             since = position
         s.close()
     assert moments >= 3

@@ -4,7 +4,7 @@ which labels meet.
 Owns the one estimate of a label's size the lab uses (``text_extent``: an average character is ``CHAR_EM`` of the
 type size wide, a line ``LINE_EM`` of it high), the rule that two labels keep ``MARGIN`` pixels apart (``clash``),
 the reading of a figure's labels as boxes (``label_boxes``: annotations, text traces and the words inside bars,
-placed as plotly places them) with the pairs that meet (``touching``), and one placement pass for the static
+placed as plotly places them) with the pairs that meet (``touching``) and those that run off the picture (``off_picture``), and one placement pass for the static
 pictures (``spread``: a label that meets one placed before it moves to the nearest free place among those it
 offers).  The live views place their own labels with the same estimate (``spacetime.place_labels``).  Reads
 figures only; pure functions.
@@ -225,6 +225,14 @@ def touching(fig, margin: float = MARGIN) -> list:
     boxes = label_boxes(fig)
     return [((boxes[j][0], boxes[j][1]), (a[0], a[1])) for i, a in enumerate(boxes) for j in range(i)
             if clash(a[2], boxes[j][2], margin)]
+
+
+def off_picture(fig) -> list:
+    """(what, text) of ``fig``'s labels that run off the picture or under a legend standing right of the plot."""
+    lay = fig.layout
+    width, height = lay.width or 700, lay.height or 450
+    right = width - _legend_width(fig, lay.font.size if lay.font and lay.font.size else 12)
+    return [(what, text) for what, text, b in label_boxes(fig) if b[0] < 0 or b[1] > right or b[2] < 0 or b[3] > height]
 
 
 # ------------------------------------------------------------------------------------------ placing labels
