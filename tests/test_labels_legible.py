@@ -173,3 +173,14 @@ def test_a_snapshots_neighbouring_mark_labels_stay_beside_their_own_row():
     assert at[("LSO 2", -0.42)] == at[("LSO 2", 0.58)] == at[("LEO=HW=LSO 3", 1.58)] == (0, 2)
     assert at[("LEO=HW 3", -0.42)] != (0, 2) and at[("LEO=HW 3", 0.58)] != (0, 2)     # they would meet 'LSO 2'
     _beside_own_rows(snap, 3)
+
+
+def test_a_consumer_position_at_the_logs_end_is_written_inside_the_picture():
+    """Chapter 03 draws consumers' positions under a row: at the log's end the words, centred on the arrow, ran
+    under the legend; they end at the arrow instead."""
+    c = _three_rows_aligned()
+    for positions in ({0: [(18, "read_committed position"), (20, "read_uncommitted position")]},
+                      {0: [(20, "both consumers' position")]}):
+        snap = log_snapshot(c, [("orders", 0)], positions=positions)
+        assert touching(snap) == [] and off_picture(snap) == []
+        assert [a.xanchor for a in snap.layout.annotations if a.text.endswith("position")][-1] == "right"

@@ -236,6 +236,21 @@ def off_picture(fig) -> list:
 
 
 # ------------------------------------------------------------------------------------------ placing labels
+def keep_inside(fig, indexes: Iterable[int]) -> None:
+    """Annotations of ``fig`` (``indexes``) whose words would run past the plot's right end (off the picture or
+    under a legend beside it) or its left end end at their point instead of being centred on it (xanchor)."""
+    boxes = {what: box for what, _, box in label_boxes(fig)}
+    _, _, (left, _, plot_w, _) = _frame(fig)
+    anns = fig.layout.annotations
+    for k in indexes:
+        box = boxes.get(f"annotation {k}")
+        if box is not None and (anns[k].xanchor or "auto") in ("auto", "center"):
+            if box[1] > left + plot_w:
+                anns[k].xanchor = "right"
+            elif box[0] < left:
+                anns[k].xanchor = "left"
+
+
 def cover(box: Sequence[float], placed: Iterable[Sequence[float]], margin: float = MARGIN) -> float:
     """How much of ``placed`` the box meets: the area (px²) its boxes share with ``box`` grown by ``margin``."""
     lo_x, hi_x, lo_y, hi_y = box[0] - margin, box[1] + margin, box[2] - margin, box[3] + margin

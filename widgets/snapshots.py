@@ -16,7 +16,7 @@ from typing import Callable, Optional, Sequence
 
 import plotly.graph_objects as go
 
-from .legible import LINE_EM, MARGIN, pixels_per_unit, spread, text_extent
+from .legible import LINE_EM, MARGIN, keep_inside, pixels_per_unit, spread, text_extent
 from .log_strip import _LogDigest
 from .pictures import ARROWS, CELL_BORDER, CONSUMERS, FONT, LINES, SMALL, STATUS, arrow_label, legend_entries
 
@@ -135,12 +135,14 @@ def log_snapshot(cluster, rows: Sequence[tuple], title: str = "", marks: Sequenc
             d["text"].append(label)
             d["hover"].append(f"offset {cell['offset']}: {cell['hover']}")
         mark_labels.append(_draw_marks(fig, y, values, marks))
+    consumers = []
     for y, marks_here in (positions or {}).items():
         for k, (offset, text) in enumerate(marks_here):
             colour = CONSUMERS["read_committed"][0]
             fig.add_annotation(x=offset - 0.5, y=y + 0.3, ax=0, ay=24 + 20 * k, text=text, showarrow=True,
                                arrowhead=2, arrowcolor=colour, font=dict(size=SMALL, color=colour),
                                yanchor="top")
+            consumers.append(len(fig.layout.annotations) - 1)
     for status, d in by_status.items():
         if not d["x"]:
             continue
@@ -159,6 +161,7 @@ def log_snapshot(cluster, rows: Sequence[tuple], title: str = "", marks: Sequenc
                      range=[n - 0.3 + (0.8 if positions else 0), -0.95], zeroline=False)
     fig.update_xaxes(title="offset", range=[-0.7, widest + 0.7 + widest / 12], dtick=1 if widest <= 20 else 5,
                      showgrid=False, zeroline=False)
+    keep_inside(fig, consumers)             # a position at the log's end: its words end at its arrow
     _spread_marks(fig, mark_labels, [(cells[0]["offset"] - 0.45, cells[-1]["offset"] + 0.45, y - 0.28, y + 0.28)
                                      for y, (_, cells, _) in enumerate(strips) if cells])
     return fig
