@@ -88,35 +88,6 @@ def test_live_and_static_log_pictures_speak_one_language():
     assert cells["ABORT marker"] == ["ABORT"] and cells["transactional, aborted"] == ["aborted-1", "aborted-2"]
 
 
-def test_a_snapshots_neighbouring_mark_labels_stay_out_of_the_row_above():
-    """A row with marks at two offsets (an open transaction: LSO 2, LEO=HW 3): the second label goes under its
-    row, not stacked into the row over it; where the row under it has its own label above it at that offset, it
-    stays above, stacked."""
-    from txnlab import Cluster, Producer
-
-    c = Cluster(brokers=1, seed=1)
-    c.create_topic("orders", partitions=3)
-    p = Producer({"bootstrap.servers": c.bootstrap, "transactional.id": "t"})
-    p.init_transactions()
-    p.begin_transaction()
-    for i in range(3):
-        p.produce("orders", value=b"a%d" % i, partition=i)
-    p.commit_transaction()
-    p.begin_transaction()
-    for i in (0, 1):
-        p.produce("orders", value=b"b%d" % i, partition=i)
-    p.flush()
-    plain = Producer({"bootstrap.servers": c.bootstrap})
-    plain.produce("orders", value=b"c2", partition=2)
-    plain.flush()
-    snap = log_snapshot(c, [("orders", 0), ("orders", 1), ("orders", 2)])
-    at = {(a.text, round(a.y, 2)): (a.yanchor, a.yshift) for a in snap.layout.annotations if a.text[-2:] in (" 2", " 3")}
-    assert at[("LSO 2", -0.42)] == at[("LSO 2", 0.58)] == ("bottom", 2)         # first labels: above their rows
-    assert at[("LEO=HW 3", 0.42)] == ("top", -2)            # orders-0's second label: under it, not into the title
-    # orders-1's second label would meet orders-2's label above orders-2 (every mark at 3): it stays above, stacked
-    assert at[("LEO=HW 3", 0.58)] == ("bottom", 19) and at[("LEO=HW=LSO 3", 1.58)] == ("bottom", 2)
-
-
 def test_the_invariants_panel_is_green_on_a_correct_run():
     s = Stepper("commit-visible-atomically", at="complete")
     checks = s.invariants
@@ -396,19 +367,10 @@ def test_offsets_committed_outside_the_transaction_show_red_while_they_disagree_
 
 
 def _covering_labels(view) -> list:
-    """Pairs of arrow labels drawn over each other on a message diagram (as its figure says: data, size, range)."""
-    from widgets.spacetime import LABEL_CHAR_PX, LABEL_LINE_PX
-    fig = view.figure
-    drawn = fig.data[view._n + 4]
-    lay = fig.layout
-    x_lo, x_hi = lay.xaxis.range
-    y_hi, y_lo = lay.yaxis.range
-    px_x = (lay.width - lay.margin.l - lay.margin.r) / (x_hi - x_lo)
-    px_y = (lay.height - lay.margin.t - lay.margin.b) / abs(y_hi - y_lo)
-    boxes = [(x * px_x - len(t) * LABEL_CHAR_PX / 2, x * px_x + len(t) * LABEL_CHAR_PX / 2, y * px_y - LABEL_LINE_PX,
-              y * px_y) for x, y, t in zip(drawn.x, drawn.y, drawn.text)]
-    return [(drawn.text[i], drawn.text[j]) for i, a in enumerate(boxes) for j, b in enumerate(boxes[:i])
-            if min(a[1], b[1]) - max(a[0], b[0]) > 1 and min(a[3], b[3]) - max(a[2], b[2]) > 1]
+    """Pairs of labels that meet on a message diagram (as its figure says: data, size, range; widgets/legible.py's
+    one estimate of a label's box)."""
+    from widgets.legible import touching
+    return [(a[1], b[1]) for a, b in touching(view.figure)]
 
 
 @pytest.mark.parametrize("scenario", ["commit-visible-atomically", "consume-transform-produce"])
@@ -443,22 +405,11 @@ def test_the_message_diagram_holds_fewer_steps_in_a_lower_picture():
 def test_arrow_labels_do_not_cover_each_other_when_messages_leave_together():
     """At the moment the commit is decided, the coordinator sends EndTxn's answer and its WriteTxnMarkers at once:
     each message in flight ends on its own row and every label on the picture can be read."""
-    from widgets.spacetime import LABEL_CHAR_PX, LABEL_LINE_PX
     s = Stepper("commit-visible-atomically", at="prepare-commit")
     fig = s.messages.figure
     drawn = fig.data[s.messages._n + 4]
     flights = fig.data[s.messages._n]
     assert len(flights.y) >= 3 and len(set(flights.y)) == len(flights.y)        # one row per message in flight
     assert sum("WriteTxnMarkers" in t for t in drawn.text) >= 2
-    lay = fig.layout
-    x_lo, x_hi = lay.xaxis.range
-    y_hi, y_lo = lay.yaxis.range
-    px_x = (lay.width - lay.margin.l - lay.margin.r) / (x_hi - x_lo)
-    px_y = (lay.height - lay.margin.t - lay.margin.b) / (y_hi - y_lo)
-    boxes = [(x * px_x - len(t) * LABEL_CHAR_PX / 2, x * px_x + len(t) * LABEL_CHAR_PX / 2, y * px_y - LABEL_LINE_PX,
-              y * px_y) for x, y, t in zip(drawn.x, drawn.y, drawn.text)]
-    for i, a in enumerate(boxes):
-        for j, b in enumerate(boxes[:i]):
-            overlap = min(a[1], b[1]) - max(a[0], b[0]) > 0 and min(a[3], b[3]) - max(a[2], b[2]) > 0
-            assert not overlap, (drawn.text[i], drawn.text[j])
+    assert _covering_labels(s.messages) == []
     s.close()

@@ -20,6 +20,7 @@ import plotly.graph_objects as go
 from .cluster_view import consumers_of, replica_log, user_topics
 from .figure_send import send
 from .figure_widget import FigureWidget
+from .legible import text_extent
 from .pictures import CELL_BORDER, CONSUMERS, FONT, LINES, SMALL, STATUS, STATUS_ORDER, cell_text, legend_entries
 
 # one colour per kind of record, as every log picture of the lab draws it (widgets/pictures.py)
@@ -394,6 +395,7 @@ class LogStrip:
                 labels.append((topic, p, values["HW"], values["LSO"]))
         cons = self._consumer_marks(cluster, rows)
         cons["labels"] = self._hw_labels(rows, labels)
+        self._sides(cons, lo, hi)
         self._x_ticks(lo, hi)
         return self._send(per_part, marks, lines, cons, lo, hi, force)
 
@@ -416,6 +418,36 @@ class LogStrip:
                 self.figure.layout.xaxis.tickmode = "linear"
                 self.figure.layout.xaxis.dtick = dtick
                 self.figure.layout.xaxis.tick0 = 0
+
+    def _sides(self, cons: dict, lo: int, hi: int) -> None:
+        """Which side of its point each label stands on (plotly's textposition, one per label): words that would run
+        past the plot's end (into the legend or off the picture) or its start (into the rows' names) turn to the
+        other side -- 'HW = LSO = 3' at the last offset ends at its line instead of being centred on it; a consumer's
+        name goes to the triangle's other side, or under it when another consumer's name stands there."""
+        lay = self.figure._layout        # the layout's plain dict: reading it through plotly's objects costs more
+        margin = lay.get("margin", {})
+        room_right = margin.get("r", 0) if lay.get("legend", {}).get("orientation") == "h" else 0
+        px = (lay.get("width") or 980) - margin.get("l", 0) - margin.get("r", 0)
+        px /= max(1, hi - lo)
+        xs, _, texts, _ = cons["labels"]
+        sides = []
+        for x, text in zip(xs, texts):
+            half = text_extent(text, FONT)[0] / 2
+            sides.append("top left" if (hi - x) * px + room_right < half else
+                         "top right" if (x - lo) * px < half else "top center")
+        cons["labels"] = cons["labels"] + (sides,)
+        at = {iso: set(zip(cons[iso][0], cons[iso][1])) for iso in ("read_committed", "read_uncommitted")}
+        for iso, side, other, under, their in (("read_committed", "right", "left", "bottom left", "read_uncommitted"),
+                                               ("read_uncommitted", "left", "right", "bottom right", "read_committed")):
+            xs, ys, texts, _ = cons[iso]
+            sides = []
+            for x, y, t in zip(xs, ys, texts):
+                room = (hi - x) * px + room_right if side == "right" else (x - lo) * px
+                if room >= text_extent(t, SMALL)[0] + 14:
+                    sides.append("middle " + side)
+                else:        # the other side, unless the other isolation's consumer stands there: then under it
+                    sides.append(under if (x, y) in at[their] else "middle " + other)
+            cons[iso] = cons[iso] + (sides,)
 
     @staticmethod
     def _hw_labels(rows, labels) -> tuple:
@@ -489,17 +521,17 @@ class LogStrip:
             if force or sent.get(name) != sig:
                 sent[name] = sig
                 changes.append(("xy", n + 2 + j, xs, ys, hs, None))
-        xs, ys, texts, colors = cons["labels"]
-        sig = (tuple(xs), tuple(ys), tuple(texts))
+        xs, ys, texts, colors, sides = cons["labels"]
+        sig = (tuple(xs), tuple(ys), tuple(texts), tuple(sides))
         if force or sent.get("labels") != sig:
             sent["labels"] = sig
-            changes.append(("text", n + 5, xs, ys, texts, colors))
+            changes.append(("text", n + 5, xs, ys, texts, colors, sides))
         for j, iso in enumerate(("read_committed", "read_uncommitted")):
-            xs, ys, texts, hs = cons[iso]
-            sig = (tuple(xs), tuple(ys), tuple(texts))
+            xs, ys, texts, hs, sides = cons[iso]
+            sig = (tuple(xs), tuple(ys), tuple(texts), tuple(sides))
             if force or sent.get(iso) != sig:
                 sent[iso] = sig
-                changes.append(("xy", n + 6 + j, xs, ys, hs, texts))
+                changes.append(("xy", n + 6 + j, xs, ys, hs, texts, sides))
         layout_labels = self._labels_now()
         if not changes and not layout_labels:
             return False
@@ -523,13 +555,15 @@ class LogStrip:
                     props["marker.line.width"] = outline
                     props["marker.line.color"] = CELL_BORDER
             elif ch[0] == "text":
-                _, _, xs, ys, texts, colors = ch
-                props.update({"x": xs, "y": ys, "text": texts, "textfont.color": colors})
+                _, _, xs, ys, texts, colors, sides = ch
+                props.update({"x": xs, "y": ys, "text": texts, "textfont.color": colors, "textposition": sides})
             else:
-                _, _, xs, ys, hs, texts = ch
+                _, _, xs, ys, hs, texts, *sides = ch
                 props.update({"x": xs, "y": ys, "hovertext": hs})
                 if texts is not None:
                     props["text"] = texts
+                if sides:
+                    props["textposition"] = sides[0]
         send(fig, traces, {"yaxis.ticktext": layout_labels} if layout_labels else None)
         self.updates += 1
         return True

@@ -16,12 +16,16 @@ from typing import Callable, Optional, Sequence
 
 import plotly.graph_objects as go
 
+from .legible import LINE_EM, MARGIN, keep_inside, pixels_per_unit, spread, text_extent
 from .log_strip import _LogDigest
 from .pictures import ARROWS, CELL_BORDER, CONSUMERS, FONT, LINES, SMALL, STATUS, arrow_label, legend_entries
 
 # the same colours, words and line styles as the live views (widgets/pictures.py)
 MARKS = {name: (colour, dash, width) for name, (colour, dash, width, _) in LINES.items()}
 MARK_WORDS = {name: words for name, (_, _, _, words) in LINES.items()}
+ALONG = (0.5, 0.35, 0.65, 0.22, 0.78)        # where along its arrow a message's words may stand, most wanted first
+LINE = LINE_EM * SMALL + MARGIN              # a line of the labels' words, with the room two labels keep
+ROW_PX = 110     # a partition log's row: its cells, and two lines of mark labels between it and the next row's
 
 
 def offset_cells(cluster, topic: str, partition: int = 0, broker: Optional[int] = None) -> list[dict]:
@@ -68,22 +72,36 @@ def _mark_offsets(values: dict, marks: Sequence[str]) -> dict:
     return dict(sorted(at.items()))
 
 
-def _draw_marks(fig: go.Figure, y: int, values: dict, marks: Sequence[str], next_row: Optional[dict] = None) -> None:
-    """The vertical LEO / HW / LSO marks of one row, with one label per offset ("HW=LSO 4").  Neighbouring
-    offsets' labels alternate above and below the row (two stacked above reached into the row over it), except
-    where the row under it has its own label above it at that offset (``next_row``: its values)."""
-    under = set(list(_mark_offsets(next_row, marks))[::2]) if next_row else set()
-    for k, (x, names) in enumerate(_mark_offsets(values, marks).items()):
+def _draw_marks(fig: go.Figure, y: int, values: dict, marks: Sequence[str]) -> list:
+    """The vertical LEO / HW / LSO marks of one row, with one label per offset ("HW=LSO 4") above the row; returns
+    the labels' annotation indexes (``_spread_marks`` then moves those that meet another label)."""
+    labels = []
+    for x, names in _mark_offsets(values, marks).items():
         for j, mark in enumerate(names):      # marks at the same offset: side by side, 6 px apart
             colour, dash, width = MARKS[mark]
             dx = 6 * (j - (len(names) - 1) / 2)
             fig.add_shape(type="line", xsizemode="pixel", xanchor=x - 0.5, x0=dx, x1=dx, y0=y - 0.42, y1=y + 0.42,
                           line=dict(color=colour, dash=dash, width=min(width, 4)))
-        below = k % 2 == 1 and x not in under
-        fig.add_annotation(x=x - 0.5, y=y + 0.42 if below else y - 0.42, text="=".join(names) + f" {x}",
-                           showarrow=False, yanchor="top" if below else "bottom",
-                           yshift=-2 if below else 2 + 17 * (k % 2), font=dict(size=SMALL, color=MARKS[names[0]][0]),
-                           bgcolor="rgba(255,255,255,0.8)")
+        fig.add_annotation(x=x - 0.5, y=y - 0.42, text="=".join(names) + f" {x}", showarrow=False, yanchor="bottom",
+                           yshift=2, font=dict(size=SMALL, color=MARKS[names[0]][0]), bgcolor="rgba(255,255,255,0.8)")
+        labels.append(len(fig.layout.annotations) - 1)
+    return labels
+
+
+def _spread_marks(fig: go.Figure, rows: list, cells: list) -> None:
+    """Mark labels that meet another label move: under their row, else beside their mark (right, then left; above
+    the row, then under it), else stacked above or under it (``legible.spread``; every label stays beside its own row and off the rows' cells, ``cells``: data boxes).  The first label of each row chooses first, row by
+    row, then the second of each, and so on: neighbouring offsets' labels alternate above and below their row."""
+    _, px_y = pixels_per_unit(fig)
+    under = -(0.84 * px_y + 4 + LINE_EM * SMALL)       # from above the row's cells to below them
+    order = [k for _, _, k in sorted((i, y, k) for y, labels in enumerate(rows) for i, k in enumerate(labels))]
+    anns = fig.layout.annotations
+
+    def tries(k: int) -> list:
+        aside = text_extent(anns[k].text, SMALL)[0] / 2 + 5          # beside its mark, one end by it
+        return [(0.0, under), (aside, 0.0), (-aside, 0.0), (aside, under), (-aside, under), (0.0, LINE),
+                (0.0, under - LINE)]
+    spread(fig, order, tries, cells)
 
 
 _AXIS_PX = 52           # the offset axis's numbers and title, under the plot
@@ -105,6 +123,7 @@ def log_snapshot(cluster, rows: Sequence[tuple], title: str = "", marks: Sequenc
     wide = widest <= 10                                  # room for whole words in the cells
 
     fig = go.Figure()
+    mark_labels: list = []
     by_status = {s: {"x": [], "y": [], "base": [], "text": [], "hover": []} for s in STATUS}
     for y, (name, cells, values) in enumerate(strips):
         for cell in cells:
@@ -119,13 +138,15 @@ def log_snapshot(cluster, rows: Sequence[tuple], title: str = "", marks: Sequenc
             d["y"].append(y)
             d["text"].append(label)
             d["hover"].append(f"offset {cell['offset']}: {cell['hover']}")
-        _draw_marks(fig, y, values, marks, strips[y + 1][2] if y + 1 < len(strips) else None)
+        mark_labels.append(_draw_marks(fig, y, values, marks))
+    consumers = []
     for y, marks_here in (positions or {}).items():
         for k, (offset, text) in enumerate(marks_here):
             colour = CONSUMERS["read_committed"][0]
             fig.add_annotation(x=offset - 0.5, y=y + 0.3, ax=0, ay=24 + 20 * k, text=text, showarrow=True,
                                arrowhead=2, arrowcolor=colour, font=dict(size=SMALL, color=colour),
                                yanchor="top")
+            consumers.append(len(fig.layout.annotations) - 1)
     for status, d in by_status.items():
         if not d["x"]:
             continue
@@ -139,38 +160,44 @@ def log_snapshot(cluster, rows: Sequence[tuple], title: str = "", marks: Sequenc
     # the legend goes under the offset axis, in rows across the figure's width (as the live log strip's): one
     # standing beside the plot pushed the figure past a notebook's column, which cut its words off, and in a
     # one-row picture its nine entries ran past the figure's foot
-    plot_px = 90 + 95 * n + (40 if positions else 0)     # (consumer positions hang under their row, inside)
+    plot_px = 90 + ROW_PX * n + (40 if positions else 0)     # (consumer positions hang under their row, inside)
     fig.update_layout(title=title, barmode="overlay", width=width, height=plot_px + 60 + _LEGEND_B,
                       plot_bgcolor="white", margin=dict(l=10, r=10, t=60, b=_LEGEND_B),
                       legend=dict(orientation="h", yanchor="top", y=-_AXIS_PX / plot_px, xanchor="left", x=0.0,
                                   font=dict(size=SMALL)),
                       font=dict(size=FONT), uniformtext=dict(minsize=FONT - 2, mode="hide"))
     fig.update_yaxes(tickvals=list(range(n)), ticktext=[s[0] for s in strips], showgrid=False,
-                     range=[n - 0.45 + (0.8 if positions else 0), -0.95], zeroline=False)
+                     range=[n - 0.3 + (0.8 if positions else 0), -0.95], zeroline=False)
     fig.update_xaxes(title="offset", range=[-0.7, widest + 0.7 + widest / 12], dtick=1 if widest <= 20 else 5,
                      showgrid=False, zeroline=False)
+    keep_inside(fig, consumers)             # a position at the log's end: its words end at its arrow
+    _spread_marks(fig, mark_labels, [(cells[0]["offset"] - 0.45, cells[-1]["offset"] + 0.45, y - 0.28, y + 0.28)
+                                     for y, (_, cells, _) in enumerate(strips) if cells])
     return fig
 
 
-def _arrow(fig: go.Figure, m, x: dict, y0: float, y1: float, delivered: bool) -> None:
+def _arrow(anns: list, m, x: dict, y0: float, y1: float, delivered: bool) -> tuple:
     """One message: an arrow from its sender's lane to its receiver's, labelled with its API (and, on a response,
-    ✓ or its error name), as the live diagram labels it."""
+    ✓ or its error name), as the live diagram labels it; both annotations go on ``anns`` (the figure takes them all
+    at once: adding them one by one re-checks every one before, quadratic time).  Returns the label's index and
+    the segment (x0, y0, x1, y1) its words may slide along."""
     colour = ARROWS["response"] if m.is_response else ARROWS["request"]
     if m.state == "dropped":
         colour = ARROWS["lost"]
     label = arrow_label(m)
     if m.src == m.dst:          # a broker talking to itself (e.g. the coordinator leads the partition)
         xs = x[m.src]
-        fig.add_annotation(x=xs + 0.03, y=y1, ax=xs + 0.22, ay=y0, xref="x", yref="y", axref="x", ayref="y",
-                           showarrow=True, arrowhead=2, arrowsize=1.2, arrowwidth=1.6, arrowcolor=colour, text="")
-        fig.add_annotation(x=xs + 0.24, y=(y0 + y1) / 2, text=label + " (to itself)", showarrow=False,
-                           xanchor="left", font=dict(size=SMALL, color=colour), bgcolor="rgba(255,255,255,0.85)")
-        return
-    fig.add_annotation(x=x[m.dst] if delivered else (x[m.src] + x[m.dst]) / 2, y=y1,
-                       ax=x[m.src], ay=y0, xref="x", yref="y", axref="x", ayref="y",
-                       showarrow=True, arrowhead=2, arrowsize=1.2, arrowwidth=1.6, arrowcolor=colour, text="")
-    fig.add_annotation(x=(x[m.src] + x[m.dst]) / 2, y=(y0 + y1) / 2, text=label, showarrow=False,
-                       font=dict(size=SMALL, color=colour), bgcolor="rgba(255,255,255,0.85)")
+        anns.append(dict(x=xs + 0.03, y=y1, ax=xs + 0.22, ay=y0, xref="x", yref="y", axref="x", ayref="y",
+                         showarrow=True, arrowhead=2, arrowsize=1.2, arrowwidth=1.6, arrowcolor=colour, text=""))
+        anns.append(dict(x=xs + 0.24, y=(y0 + y1) / 2, text=label + " (to itself)", showarrow=False,
+                         xanchor="left", font=dict(size=SMALL, color=colour), bgcolor="rgba(255,255,255,0.85)"))
+        return len(anns) - 1, (xs + 0.24, y0, xs + 0.24, y1)
+    anns.append(dict(x=x[m.dst] if delivered else (x[m.src] + x[m.dst]) / 2, y=y1,
+                     ax=x[m.src], ay=y0, xref="x", yref="y", axref="x", ayref="y",
+                     showarrow=True, arrowhead=2, arrowsize=1.2, arrowwidth=1.6, arrowcolor=colour, text=""))
+    anns.append(dict(x=(x[m.src] + x[m.dst]) / 2, y=(y0 + y1) / 2, text=label, showarrow=False,
+                     font=dict(size=SMALL, color=colour), bgcolor="rgba(255,255,255,0.85)"))
+    return len(anns) - 1, (x[m.src], y0, x[m.dst] if delivered else (x[m.src] + x[m.dst]) / 2, y1)
 
 
 def message_flow(cluster, mark: int, apis: Sequence[str], lanes: Sequence[str], title: str = "",
@@ -193,16 +220,26 @@ def message_flow(cluster, mark: int, apis: Sequence[str], lanes: Sequence[str], 
     for name in lanes:
         fig.add_shape(type="line", x0=x[name], x1=x[name], y0=-0.5, y1=len(steps) - 0.5,
                       line=dict(color="#9E9E9E", width=1))
+    labels, anns = {}, []
     for m in msgs:
         y0 = row[m.sent_step]
         y1 = row[delivered[m.id]] if m.id in delivered else y0 + 0.6
-        _arrow(fig, m, x, y0, y1, m.id in delivered)
+        k, segment = _arrow(anns, m, x, y0, y1, m.id in delivered)
+        labels[k] = segment
+    fig.update_layout(annotations=anns)
     fig.update_layout(title=title, width=900, height=height or 120 + 26 * max(1, len(steps)),
                       plot_bgcolor="white", margin=dict(l=10, r=10, t=60, b=10), showlegend=False)
     fig.update_xaxes(tickvals=list(range(len(lanes))), ticktext=list(lanes), side="top", range=[-0.5, len(lanes) - 0.5],
                      showgrid=False, zeroline=False)
     fig.update_yaxes(showticklabels=False, showgrid=False, zeroline=False,
                      range=[len(steps) - 0.3, -0.7])
+    px_x, px_y = pixels_per_unit(fig)
+
+    def along(k: int) -> list:                 # further along its arrow or back, then a line or two off it
+        x0, y0, x1, y1 = labels[k]
+        moves = [((t - 0.5) * (x1 - x0) * px_x, -(t - 0.5) * (y1 - y0) * px_y) for t in ALONG[1:]]
+        return moves + [(dx, dy + d) for d in (-LINE, LINE, -2 * LINE, 2 * LINE) for dx, dy in [(0.0, 0.0)] + moves]
+    spread(fig, list(labels), along)
     return fig
 
 

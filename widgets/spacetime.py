@@ -13,6 +13,7 @@ trace and ``network.messages`` only.
 """
 from __future__ import annotations
 
+import math
 from bisect import bisect_left
 from typing import Callable, Optional
 
@@ -21,6 +22,7 @@ import plotly.graph_objects as go
 from .cluster_view import roles
 from .figure_send import send
 from .figure_widget import FigureWidget
+from .legible import CHAR_EM, LINE_EM, MARGIN, first_free, text_box, text_extent, y_labels_width
 from .pictures import ARROWS, FONT, SMALL, arrow_label, idle_words
 
 STYLE = {  # trace name -> (colour, dash, width): the lab's one arrow vocabulary (widgets/pictures.py)
@@ -107,8 +109,9 @@ class SpaceTime:
             legend=dict(orientation="h", yanchor="top", y=-0.02, xanchor="left", x=0.0, font=dict(size=SMALL)),
             font=dict(size=FONT),
             xaxis=dict(side="top", showgrid=False, zeroline=False, fixedrange=True, tickfont=dict(size=FONT)),
-            yaxis=dict(title=dict(text="simulated time (idle gaps compressed)", font=dict(size=14)), autorange=False,
-                       showgrid=True, gridcolor="#f1f3f5", zeroline=False, tickfont=dict(size=13)))
+            yaxis=dict(title=dict(text="simulated time (idle gaps compressed)", font=dict(size=AXIS_TITLE_SIZE)),
+                       autorange=False, showgrid=True, gridcolor="#f1f3f5", zeroline=False,
+                       tickfont=dict(size=TICK_SIZE)))
         # drawing order: lanes and the current-step band below, arrows, then the clickable dots; the traces are
         # the figure's from the start (one message to the browser, not one per trace)
         traces = [go.Scatter(x=[], y=[], mode="lines", name="lanes", showlegend=False, hoverinfo="skip",
@@ -133,17 +136,17 @@ class SpaceTime:
                        hovertemplate="%{hovertext}<extra></extra>"),
             go.Scatter(x=[], y=[], mode="markers", name="processes (click: crash / restart)",
                        text=[], showlegend=False, cliponaxis=False,
-                       marker=dict(symbol="square", size=16, color=[]),
+                       marker=dict(symbol="square", size=LANE_SQUARE, color=[]),
                        hovertemplate="%{hovertext}<extra>click to pick this process</extra>"),
             go.Scatter(x=[], y=[], mode="markers+text", name="connection broke", text=[],
                        textposition="bottom right", textfont=dict(size=SMALL, color="#c92a2a"),
-                       marker=dict(symbol="star-diamond", size=13, color="#c92a2a"),
+                       marker=dict(symbol="star-diamond", size=BREAK_MARKER, color="#c92a2a"),
                        hovertemplate="%{hovertext}<extra></extra>"),
             go.Scatter(x=[], y=[], mode="text", name="arrow labels", text=[], showlegend=False,
-                       textposition="top center", textfont=dict(size=13, color="#212529"),
+                       textposition="top center", textfont=dict(size=LABEL_SIZE, color="#212529"),
                        hoverinfo="skip", cliponaxis=False),
             go.Scatter(x=[], y=[], mode="text", name="idle gaps", text=[], showlegend=False,
-                       textfont=dict(size=14, color="#868e96"), hoverinfo="skip", cliponaxis=False)]
+                       textfont=dict(size=GAP_SIZE, color="#868e96"), hoverinfo="skip", cliponaxis=False)]
         self.figure = FigureWidget(data=traces, layout=layout)
         self.position_of: Callable[[int], int] = lambda step: step   # kernel step -> the stepper's step number
         self._sent: dict = {}
@@ -226,9 +229,11 @@ class SpaceTime:
         y_cur, y_end = axis(cur), axis(end)
         top = axis(lo) - 1.6
         bottom = max([y_end, y_cur + 1.2] + flights[1]) + 1.0
-        labels = self._place(labels, n, bottom - (top - 1.2), breaks, top - 1.2)
+        ticks = self._ticks(recent, axis, cur)
+        labels = self._place(labels, n, bottom - (top - LANE_Y), breaks, axis.gaps, top - LANE_Y, ticks[1])
+        self.last_labels = {mid: w for mid, w in zip(self.last_labels, labels[2]) if w}    # the words drawn
         when = f"step {self.position_of(cur)} (t = {k.now} ms)"
-        gaps = ([-0.45] * len(axis.gaps), [y for y, _ in axis.gaps], [idle_words(ms) for _, ms in axis.gaps])
+        gaps = ([GAP_X] * len(axis.gaps), [y for y, _ in axis.gaps], [idle_words(ms) for _, ms in axis.gaps])
         updates = {0: {"x": [v for i in range(n) for v in (i, i, None)], "y": [-10 ** 9, 10 ** 9, None] * n},
                    1: {"x": [-0.6, n - 0.4], "y": [y_cur, y_cur], "hovertext": [when, when]},
                    self._n: {"x": flights[0], "y": flights[1], "hovertext": flights[2]},
@@ -241,9 +246,8 @@ class SpaceTime:
         for i, name in enumerate(STYLE):
             xs, ys, hs, sizes = groups[name]
             updates[self._arrows0 + i] = {"x": xs, "y": ys, "hovertext": hs, "marker.size": sizes}
-        ticks = self._ticks(recent, axis, cur)
         layout = {"xaxis.tickvals": list(range(n)), "xaxis.ticktext": [t.replace("-", "-<br>", 1) for t in lane_text],
-                  "xaxis.range": [-0.6, n - 0.4], "yaxis.range": [bottom, top - 1.2],
+                  "xaxis.range": [-0.6, n - 0.4], "yaxis.range": [bottom, top - LANE_Y],
                   "yaxis.tickvals": ticks[0], "yaxis.ticktext": ticks[1]}
         self.axis = axis
         if push(self.figure, self._sent, updates, layout):
@@ -265,16 +269,21 @@ class SpaceTime:
         layout = self.figure.layout
         return ((layout.height or 560) - layout.margin.t - layout.margin.b) / max(1e-9, y_span)
 
-    def _place(self, labels: tuple, lanes: int, y_span: float, breaks: tuple, top: float) -> tuple:
+    def _place(self, labels: tuple, lanes: int, y_span: float, breaks: tuple, gaps: list, top: float,
+               ticks: list) -> tuple:
         """Where each arrow's words go: half way along it (a message in flight: by its dot) unless that covers
         words already placed, then the first free place further along or back (the words stay on their own
         arrow)."""
         layout = self.figure.layout
-        plot_w = (layout.width or 980) - layout.margin.l - layout.margin.r
-        px_x, px_y = plot_w / max(1, lanes), self._px_per_y(y_span)
-        taken = [(x * px_x + 8, x * px_x + 8 + len(t) * LABEL_CHAR_PX, y * px_y, y * px_y + LABEL_LINE_PX)
+        left = max(layout.margin.l, y_labels_width(ticks, TICK_SIZE, AXIS_TITLE_SIZE))   # as plotly widens it
+        plot_w = (layout.width or 980) - left - layout.margin.r
+        px_x, px_y = plot_w / (max(1, lanes) + 0.2), self._px_per_y(y_span)     # the x range: -0.6 .. lanes - 0.4
+        taken = [text_box(x * px_x, y * px_y, t, SMALL, "bottom right", BREAK_MARKER)
                  for x, y, t in zip(*breaks[:3])]             # the ⚡ words, written below right of their mark
-        taken.append((-1e9, 1e9, -1e9, top * px_y + LABEL_LINE_PX))   # above the plot: the lanes' names
+        taken += [text_box(GAP_X * px_x, y * px_y, idle_words(ms), GAP_SIZE, "middle center")
+                  for y, ms in gaps]                          # the idle gaps' words, left of the first lane
+        # above the plot the lanes' names, and under them the lanes' squares (LANE_Y under the plot's top edge)
+        taken.append((-1e9, 1e9, -1e9, (top + LANE_Y) * px_y + LANE_SQUARE / 2))
         return place_labels(labels[0], labels[1], px_x, px_y, taken)
 
     @staticmethod
@@ -361,7 +370,7 @@ class SpaceTime:
                 labels[0].append((x0, y0, x1, y1, AT_DOT if group == "in flight" else ALONG))
                 labels[1].append(words[m.id])
         self.last_arrows = arrows
-        self.last_labels = words            # message id -> the words on its arrow, as drawn
+        self.last_labels = words            # message id -> the words on its arrow (update: those drawn)
         return groups, flights, lost, labels
 
     @staticmethod
@@ -398,37 +407,44 @@ class SpaceTime:
 # arrow words each needs ~26 px of picture per step of the window (measured over the gallery's scenarios: 16
 # steps in the stepper's 420 px leave 15 of ~880 label pairs covering each other where 40 left 877)
 PX_PER_STEP, MIN_STEPS = 26, 8
-LABEL_CHAR_PX, LABEL_LINE_PX = 7.6, 17          # the arrow labels' type (13 px): an average character, a line
+LABEL_SIZE = 13                                  # the arrow labels' type (px)
+BREAK_MARKER = 13                                # the ⚡ mark of a broken connection (px)
+GAP_X, GAP_SIZE = -0.45, 14                      # where an idle gap's words stand (left of the first lane), their type
+TICK_SIZE, AXIS_TITLE_SIZE = 13, 14              # the time axis's labels and title
+LANE_SQUARE, LANE_Y = 16, 1.2                    # a lane's clickable square (px), and how far under the plot's top
+LABEL_CHAR_PX = CHAR_EM * LABEL_SIZE              # an average character of it (widgets/legible.py's estimate)
+LABEL_LINE_PX = math.ceil(LINE_EM * LABEL_SIZE + MARGIN)   # a line of it, with the room two labels keep between them
 ALONG = (0.5, 0.35, 0.65, 0.22, 0.78, 0.12, 0.88)  # where along its arrow a label may go, most wanted first
 AT_DOT = (1.0,) + ALONG                            # a message in flight: by its dot, where it is now
 
 
 def place_labels(segments: list, texts: list, px_x: float, px_y: float, taken: Optional[list] = None) -> tuple:
-    """(x, y, text) of arrow labels that do not cover each other: each label (drawn above its point, centred)
-    goes half way along its arrow, or at the first place further along or back where it covers no label placed
-    before it or any box of ``taken``; failing that, a line below or above such a place (when there is none,
-    where it covers least).  The newest arrows (last in ``segments``) choose first: they are the ones the step
-    is about.  ``px_x``/``px_y``: pixels per unit of each axis; boxes are (left, right, top, bottom) in pixels."""
+    """(x, y, text) of arrow labels that do not meet each other (``legible.first_free``): each label (drawn above its
+    point, centred) goes half way along its arrow, or at the first place further along or back where it meets no
+    label placed before it or any box of ``taken``; failing that, a line below or above such a place, beside it
+    with one end on it, or two or three lines below or above it.  A label with no free place near its arrow is left
+    out (its words are ''): in a burst the oldest arrows give way to the newest.  The newest arrows (last in ``segments``) choose first: they are
+    the ones the step is about.  ``px_x``/``px_y``: pixels per unit of each axis; boxes are (left, right, top,
+    bottom) in pixels."""
     placed: list = list(taken or ())
-    xs, ys = [0.0] * len(texts), [0.0] * len(texts)
+    xs, ys, words = [0.0] * len(texts), [0.0] * len(texts), list(texts)
     line = LABEL_LINE_PX / px_y
     for i in reversed(range(len(texts))):
         (x0, y0, x1, y1, along), text = segments[i], texts[i]
-        half_w = len(text) * LABEL_CHAR_PX / 2
-        best, best_cover = None, None
-        tries = [(t, 0.0) for t in along] + [(t, d) for d in (line, -line) for t in along[:3]]
-        for t, dy in tries:
-            x, y = x0 + (x1 - x0) * t, y0 + (y1 - y0) * t + dy
-            box = (x * px_x - half_w, x * px_x + half_w, y * px_y - LABEL_LINE_PX, y * px_y)
-            cover = sum(max(0.0, min(box[1], b[1]) - max(box[0], b[0])) * max(0.0, min(box[3], b[3]) - max(box[2], b[2]))
-                        for b in placed)
-            if best_cover is None or cover < best_cover:
-                best, best_cover = (x, y, box), cover
-            if cover == 0:
-                break
-        xs[i], ys[i] = best[0], best[1]
-        placed.append(best[2])
-    return xs, ys, list(texts)
+        w, h = text_extent(text, LABEL_SIZE)          # drawn "top center": centred above its point
+        half = w / 2 / px_x
+        tries = [(t, 0.0, 0.0) for t in along] + [(t, 0.0, d) for d in (line, -line) for t in along] + \
+                [(t, side, 0.0) for side in (half, -half) for t in along] + \
+                [(t, 0.0, d) for d in (2 * line, -2 * line, 3 * line, -3 * line) for t in along]
+        points = [(x0 + (x1 - x0) * t + dx, y0 + (y1 - y0) * t + dy) for t, dx, dy in tries]
+        k, met = first_free(((x * px_x - w / 2, x * px_x + w / 2, y * px_y - h, y * px_y) for x, y in points), placed)
+        xs[i], ys[i] = points[k]
+        if met:
+            words[i] = ""               # no room left near its arrow: left out (the arrow keeps its hover text)
+        else:
+            x, y = points[k]
+            placed.append((x * px_x - w / 2, x * px_x + w / 2, y * px_y - h, y * px_y))
+    return xs, ys, words
 
 
 def push(fig, sent: dict, updates: dict, layout: dict) -> bool:
