@@ -275,3 +275,26 @@ def test_a_fence_bumps_the_epoch_again_once_an_earlier_fence_that_failed_to_writ
     with pytest.raises(KafkaException) as e:
         zombie.commit_transaction()
     assert e.value.args[0].code() == KafkaError._FENCED
+
+
+def test_the_report_names_a_deposed_group_coordinator_that_answered_an_offset_fetch(capsys):
+    """Seed 201869 (copier, transaction.version 2, Java): broker 0 is cut off from the controller, which fences it
+    and moves __consumer_offsets-0 to broker 1; broker 0 does not know, and answers a consumer's OffsetFetch with the
+    offsets it had (45, where the group had committed 54 through broker 1): the copier copies 45..53 again
+    (duplicate, nonmonotonic-offsets).  The sweep's report says which broker answered, when, and since when it was
+    fenced."""
+    from txnlab.sweep.__main__ import main
+
+    schedule = json.dumps([{"kind": "zombie", "node": "copier-1", "ms": 3000, "at": 218},
+                           {"kind": "duplicate", "api": "EndTxn", "response": True, "at": 1140},
+                           {"kind": "partition", "node": "broker-0", "others": ["controller"], "ms": 20000,
+                            "at": 1631},
+                           {"kind": "zombie", "node": "feeder", "ms": 15000, "at": 1850}])
+    assert main(["--workload", "copier", "--faults", "all", "--seed", "201869", "--records", "50",
+                 "--transaction-version", "2", "--client-dialect", "java", "--no-minimize",
+                 "--schedule", schedule]) == 1
+    out = capsys.readouterr().out
+    assert "duplicate" in out
+    note = next(line for line in out.splitlines() if line.startswith("note: "))
+    assert "broker-0 answered copier-1.1-c's OffsetFetch (in-1=45) although the controller had fenced it at " \
+           "4003 ms" in note

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import sys
 import time
 from dataclasses import replace
@@ -158,8 +159,35 @@ def _report(res: SeedResult, counts: dict, schedule: Optional[list], args) -> No
         if not small_run.ok:
             res = small_run
     _compare_with_transaction_version_2(res)
+    _deposed_group_coordinator(res)
     # the value a stepper opens: from widgets import Stepper; Stepper.open(Counterexample.from_json(...))
     print("counterexample: " + res.counterexample().to_json())
+
+
+def _deposed_group_coordinator(res: SeedResult) -> None:
+    """Say when, in the failing run, a consumer read its group's committed offsets from a broker that the controller
+    had fenced: cut off from the controller, that broker does not know it, still takes itself for the group's
+    coordinator and answers from the offsets it had, which may be older than those committed since to the new
+    coordinator (sweep seed 201869: a copier copied again what it had already committed).  Read from the replayed
+    run's trace."""
+    run = replay(res.seed, res.config, res.schedule)
+    if run.cluster is None:
+        return
+    fenced: dict = {}       # broker id -> when the controller fenced it (until it registers again)
+    for e in run.cluster.trace.events:
+        text = e.narration
+        for m in re.finditer(r"controller fenced broker (\d+)", text):
+            fenced[int(m.group(1))] = e.time
+        for m in re.finditer(r"controller registered broker (\d+)", text):
+            fenced.pop(int(m.group(1)), None)
+        if e.kind == "deliver" and e.api == "OffsetFetch" and e.is_response and e.src.startswith("broker-"):
+            broker = int(e.src.split("-", 1)[1])
+            answer = e.text.split(f"response from {e.src} ", 1)[-1]
+            if broker in fenced and not re.search(r"[A-Z_]{5,}\(\d+\)", answer):    # offsets, not an error
+                print(f"note: at {e.time} ms {e.src} answered {e.node}'s OffsetFetch {answer} although the controller "
+                      f"had fenced it at {fenced[broker]} ms: cut off from the controller, it did not know, still took "
+                      f"itself for the group's coordinator and answered from the offsets it had (step {e.step})")
+                return
 
 
 def _compare_with_transaction_version_2(res: SeedResult) -> None:
