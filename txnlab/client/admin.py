@@ -23,7 +23,7 @@ from .admin_types import (AbortTransactionSpec, AlterConfigOpType, BrokerMetadat
                           PartitionMetadata, ProducerState, ResourceType, TopicDescription, TopicMetadata,
                           TransactionListing)
 from .client_events import ClientEvents
-from .config import admin_config
+from .config import admin_config, dialect_of
 from .dialect import admin_timeout
 from .network_client import attach_client, broker_node
 
@@ -157,7 +157,7 @@ class AdminClient(GroupAdmin, TransactionAdmin, AdminRequests):
     # ----------------------------------------------------------- metadata
     def list_topics(self, topic: Optional[str] = None, timeout: float = -1) -> ClusterMetadata:
         """Metadata, blocking (confluent-kafka's list_topics is not a future): ClusterMetadata."""
-        return cluster_metadata(self._node, self._kernel, topic, self._config.get("sim.client.dialect", "librdkafka"))
+        return cluster_metadata(self._node, self._kernel, topic, dialect_of(self._config))
 
     def describe_topics(self, topics: TopicCollection, **kwargs) -> dict:
         """Metadata for the named topics: {topic: Future(TopicDescription)} (the lab has no topic ids: None)."""

@@ -19,7 +19,8 @@ from ..errors import KafkaError, KafkaException
 from ..protocol import messages as m
 from ..protocol.errors import Errors
 from .admin_types import BrokerMetadata, ClusterMetadata, PartitionMetadata, TopicMetadata
-from .dialect import LIBRDKAFKA, admin_timeout, error_name, seen_as
+from .config import dialect_of
+from .dialect import LIBRDKAFKA, admin_timeout, seen_as
 from .network_client import broker_node
 
 PORT = 9092     # the lab's brokers have no ports; metadata shows Kafka's default one
@@ -93,7 +94,7 @@ def request_error(dialect: str, err, api: str = "") -> KafkaError:
     says (``dialect.LOCAL_TIMEOUT``: librdkafka's _TIMED_OUT, rd_kafka_admin_handle_response's "worker request
     failed"; Java's TimeoutException, KafkaAdminClient's call past its deadline).  ``api``: named in the text."""
     code = seen_as(dialect, err)
-    name = error_name(code)
+    name = KafkaError(code).name()
     return KafkaError(code, f"{api} failed: {name}" if api else name)
 
 
@@ -103,7 +104,7 @@ class AdminRequests:
 
     def _request_error(self, err, api: str = "") -> KafkaError:
         """``request_error`` in this client's dialect."""
-        return request_error(self._config.get("sim.client.dialect", LIBRDKAFKA), err, api)
+        return request_error(dialect_of(self._config), err, api)
 
     def _future(self, value=None, error: Optional[KafkaError] = None, done: bool = False) -> AdminFuture:
         f = AdminFuture(self._kernel)

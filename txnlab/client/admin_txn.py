@@ -12,6 +12,7 @@ from ..protocol import messages as m
 from ..protocol.errors import Errors
 from .admin_future import AdminFuture, cluster_metadata, kafka_error
 from .admin_model import IsolationLevel
+from .config import dialect_of
 from .admin_types import AbortTransactionSpec, ListOffsetsResultInfo, OffsetSpec, ProducerState, TransactionListing
 from .message import TopicPartition
 from .network_client import broker_node
@@ -183,7 +184,7 @@ class TransactionAdmin:
 
     def _listings_one_by_one(self) -> list:
         rows = []
-        for b in sorted(cluster_metadata(self._node, self._kernel, dialect=self._config.get("sim.client.dialect", "librdkafka")).brokers):
+        for b in sorted(cluster_metadata(self._node, self._kernel, dialect=dialect_of(self._config)).brokers):
             resp = self._call(broker_node(b), m.ListTransactionsRequest((), ()))
             rows.extend(TransactionListing(*r) for r in resp.transaction_states)
         return rows

@@ -13,7 +13,7 @@ from typing import Optional
 from ..errors import KafkaError, KafkaException
 from ..protocol.errors import Errors
 from .config import dialect_of
-from .dialect import (CONSUMER_TOPIC_ERROR, JAVA, LIBRDKAFKA, Action, error_name, metadata_topic_action, seen_as,
+from .dialect import (CONSUMER_TOPIC_ERROR, JAVA, LIBRDKAFKA, Action, metadata_topic_action, seen_as,
                       topic_error_text)
 from .fetcher import LIST_EARLIEST, LIST_LATEST
 from .message import OFFSET_END, OFFSET_INVALID, Message, TopicPartition
@@ -55,7 +55,7 @@ class ConsumerLookups:
             e, _ = got[name]
             if e != Errors.NONE:
                 shown = seen_as(dialect_of(self._config), e)     # a local timeout: dialect.LOCAL_TIMEOUT
-                raise KafkaException(KafkaError(shown, f"get_watermark_offsets: {error_name(shown)}"))
+                raise KafkaException(KafkaError(shown, f"get_watermark_offsets: {KafkaError(shown).name()}"))
         return (got["low"][1], got["high"][1])
 
     def offsets_for_times(self, partitions: list, timeout: Optional[float] = None) -> list[TopicPartition]:

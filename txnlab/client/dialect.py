@@ -299,14 +299,6 @@ def description(code: int) -> str:
         return KafkaError(code).str()
 
 
-def error_name(code: int) -> str:
-    """The name of ``code``: a Kafka protocol code's (``Errors``), a librdkafka local code's (``_TIMED_OUT``)."""
-    try:
-        return E(code).name
-    except ValueError:
-        return KafkaError(code).name()
-
-
 # How long an admin call waits in all (its ``request_timeout``, every retry included) and the operation timeout it
 # sends with CreateTopics and the like, when the call does not give them.
 #   librdkafka: rd_kafka_new sets admin.request_timeout_ms = socket.timeout.ms (src/rdkafka.c), the default of
