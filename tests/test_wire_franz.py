@@ -93,8 +93,8 @@ def _user_topics(c: Cluster) -> list:
 
 
 def _on_a_lab(binary, seed: int, test: str, sources: tuple) -> tuple:
-    """(the lab, the test's results by name) of franz-go's ``test`` run against a fresh three-broker lab's door;
-    fails with the lines of ``sources`` (and FAIL lines) the run printed when ``test`` did not pass."""
+    """(the lab, the test's results by name, the clients that came to its door) of franz-go's ``test`` run
+    against a fresh three-broker lab's door; fails with the lines of ``sources`` (and FAIL lines) the run printed when ``test`` did not pass."""
     c = Cluster(brokers=3, seed=seed)
     door = c.listen()
     try:
@@ -105,22 +105,23 @@ def _on_a_lab(binary, seed: int, test: str, sources: tuple) -> tuple:
     failed = [line for line in run.stdout.splitlines() if any(src in line for src in sources)
               or line.lstrip().startswith("--- FAIL")]
     assert results.get(test) == "PASS", "\n".join(failed[-40:]) or run.stdout[-3000:]
-    return c, results
+    return c, results, sorted(door.nodes)     # the clients that came, (client.id, software)
 
 
 def test_franz_go_transactional_etl_chain_passes_unchanged_against_the_lab(kgo_test_binary):
-    c, results = _on_a_lab(kgo_test_binary, 1, "TestTxnEtl", ("txn_test.go", "group_test.go"))
+    c, results, clients = _on_a_lab(kgo_test_binary, 1, "TestTxnEtl", ("txn_test.go", "group_test.go"))
     # the chains of classic groups pass; KIP-848 groups (ConsumerGroupHeartbeat) are not in the lab: skipped
     for sub in ("range", "cooperative-sticky", "cooperative-sticky/static"):
         assert results[f"TestTxnEtl/{sub}"] == "PASS"
     assert {k for k, v in results.items() if v == "SKIP"} == {"TestTxnEtl/range/848", "TestTxnEtl/sticky/848",
                                                                "TestTxnEtl/sticky/848/static"}
     assert _markers(c) > 0          # the coordinators wrote the transactions' markers to the tests' topics
-    assert _user_topics(c) == []    # and franz-go deleted its topics at the end (DeleteTopics at the door)
+    # and franz-go deleted its topics at the end (DeleteTopics at the door)
+    assert _user_topics(c) == [], clients
 
 
 def test_franz_go_group_etl_chain_passes_unchanged_against_the_lab(kgo_test_binary):
-    c, results = _on_a_lab(kgo_test_binary, 2, "TestGroupETL", ("group_test.go", "helpers_test.go:9"))
+    c, results, clients = _on_a_lab(kgo_test_binary, 2, "TestGroupETL", ("group_test.go", "helpers_test.go:9"))
     for sub in ("range", "cooperative-sticky", "cooperative-sticky/static"):
         assert results[f"TestGroupETL/{sub}"] == "PASS"
-    assert _user_topics(c) == []
+    assert _user_topics(c) == [], clients

@@ -28,6 +28,10 @@ Bad input never reaches the engine: an unknown API key, an API version the door 
 ApiVersions, which answers UNSUPPORTED_VERSION as Kafka does), a frame that kio cannot read, a negative or
 oversized size prefix close the connection with a trace note; a corrupt batch gets CORRUPT_MESSAGE on its
 partition; an idle connection is closed after ``idle_timeout_s``.  Nothing is unpickled or evaluated.
+
+A door never listens on a port an earlier door of the same process listened on.  A client of a closed lab (a
+producer left from a cell run before, a Spark job's cached producer) keeps reconnecting to that lab's ports for
+minutes; on a reused port it would reach the new lab, and its Metadata request would create its topics there.
 """
 from __future__ import annotations
 
@@ -50,6 +54,31 @@ from .connection import WireConnection, WireNode, _Slot
 LOOPBACK = "127.0.0.1"
 
 
+_PORTS_TAKEN: set[int] = set()      # every port a door of this process has listened on
+_PORTS_LOCK = threading.Lock()
+
+
+def _loopback_socket() -> socket.socket:
+    s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    s.bind((LOOPBACK, 0))
+    return s
+
+
+def unused_port_socket(bound, tries: int = 100) -> socket.socket:
+    """A socket from ``bound()`` (a new socket bound to an ephemeral port) on a port no door of this process
+    has had; the operating system's choices that were are closed and asked again."""
+    with _PORTS_LOCK:
+        for _ in range(tries):
+            s = bound()
+            port = s.getsockname()[1]
+            if port not in _PORTS_TAKEN:
+                _PORTS_TAKEN.add(port)
+                return s
+            s.close()
+    raise OSError(f"no ephemeral port left that an earlier door of this process did not use ({tries} tries)")
+
+
 class WireDoor(WallClock):
     """The listeners of one cluster (see the module docstring).  ``with cluster.listen() as door:`` ..."""
 
@@ -69,9 +98,7 @@ class WireDoor(WallClock):
         self._wake_w.setblocking(False)
         self._sel.register(self._wake_r, selectors.EVENT_READ, "wake")
         for b in cluster.broker_ids:
-            s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-            s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-            s.bind((LOOPBACK, 0))
+            s = unused_port_socket(_loopback_socket)
             s.listen(128)
             s.setblocking(False)
             self._listeners[b] = s
