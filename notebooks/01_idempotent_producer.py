@@ -538,7 +538,7 @@ for in_cache, colour, name in ((True, "#1F5FBF", "in the broker's 5-batch cache"
                          insidetextanchor="middle", hoverinfo="skip"))
 for s, (err, off) in retries.items():
     ok = err == "NONE"
-    fig.add_annotation(x=s, y=1, yanchor="bottom", ay=-40 if ok else -80, ax=0 if ok else 90, showarrow=True, arrowhead=2,
+    fig.add_annotation(x=s, y=1, yanchor="bottom", ay=-40 if ok else -80, ax=-60 if ok else 90, showarrow=True, arrowhead=2,
                        text=f"retry of seq {s}: " + (f"duplicate, NONE at offset {off}" if ok else err),
                        font=dict(color="#1B5E20" if ok else "#B71C1C", size=12),
                        arrowcolor="#1B5E20" if ok else "#B71C1C")

@@ -184,3 +184,40 @@ def test_a_consumer_position_at_the_logs_end_is_written_inside_the_picture():
         snap = log_snapshot(c, [("orders", 0)], positions=positions, width=700)
         assert touching(snap) == [] and off_picture(snap) == []
         assert [a.xanchor for a in snap.layout.annotations if a.text.endswith("position")][-1] == "right"
+
+
+def test_type_under_the_projectors_floor_is_found_in_labels_and_axis_ticks():
+    import plotly.graph_objects as go
+
+    from widgets.legible import SMALLEST_PX, too_small
+    fig = go.Figure(go.Scatter(x=[0, 1], y=[0, 1], mode="text", text=["ok", "tiny"], textfont=dict(size=[12, 9])))
+    fig.add_annotation(x=0.5, y=0.5, text="small note", showarrow=False, font=dict(size=SMALLEST_PX - 1))
+    fig.update_layout(yaxis=dict(tickvals=[0, 1], ticktext=["#1 0ms", "#2 3ms"], tickfont=dict(size=9)))
+    found = {(what, text) for what, text, _ in too_small(fig)}
+    assert found == {("trace 0 #1", "tiny"), ("annotation 0", "small note"), ("yaxis ticks", "#1 0ms #2 3ms")}
+    fig.update_annotations(font=dict(size=SMALLEST_PX))
+    fig.update_layout(yaxis=dict(tickfont=dict(size=12)))
+    assert {what for what, _, _ in too_small(fig)} == {"trace 0 #1"}
+
+
+def test_words_in_a_short_bar_are_found_at_the_size_plotly_shrinks_them_to():
+    import plotly.graph_objects as go
+
+    from widgets.legible import too_small
+    fig = go.Figure(go.Bar(y=["a"], x=[1], orientation="h", text=["readable from 9004 ms"], textposition="inside"))
+    fig.update_layout(width=700, xaxis=dict(range=[0, 10]), margin=dict(l=10, r=10))
+    assert [text for _, text, _ in too_small(fig)] == ["readable from 9004 ms"]      # 68 px of bar for ~150 px
+    fig.update_layout(xaxis=dict(range=[0, 2]))
+    assert too_small(fig) == []
+
+
+def test_category_axes_and_domain_anchored_words_are_placed_where_plotly_draws_them():
+    """A bar chart over named categories (place 0, 1, 2 in order of appearance), and a line's label anchored to the
+    top of the plot area ('y domain', as add_vline writes it), not at y=1 of the data."""
+    import plotly.graph_objects as go
+    fig = go.Figure(go.Bar(x=["at most once", "at least once", "idempotent"], y=[0, 2, 1]))
+    fig.add_vline(x=1, annotation_text="here", annotation_position="top")
+    fig.update_layout(width=700, height=400, margin=dict(l=50, r=50, t=50, b=50))
+    box = {what: b for what, _, b in label_boxes(fig)}["annotation 0"]
+    assert (box[0] + box[1]) / 2 == pytest.approx(50 + 600 * (1.5 / 3))     # category 1 of [-0.5, 2.5]
+    assert box[3] == pytest.approx(50)                                     # standing on the plot's top edge

@@ -139,17 +139,54 @@ print("LEARNER-STATE " + _json.dumps(_out, default=str))
 '''
 
 
-def _run(path) -> tuple[dict, str]:
+def _run(path) -> tuple[dict, str, list]:
+    """(the learner state INSPECT reads, everything the cells printed or showed, (cell, figure) of every plotly picture
+    the cells showed)."""
     from nbclient import NotebookClient
     nb = _read(path)
     nb.cells.append(nbformat.v4.new_code_cell(INSPECT))
     NotebookClient(nb, timeout=1800, kernel_name="python3", resources={"metadata": {"path": str(NOTEBOOKS)}}).execute()
-    printed = []
-    for c in nb.cells[:-1]:
+    printed, figures = [], []
+    for i, c in enumerate(nb.cells[:-1]):
         for o in c.get("outputs", ()):
             printed.append(o.get("text", "") + json.dumps(o.get("data", {})))
+            shown = o.get("data", {}).get("application/vnd.plotly.v1+json")
+            if shown is not None:
+                figures.append((i, _figure(shown)))
     last = "".join(o.get("text", "") for o in nb.cells[-1].outputs)
-    return json.loads(last.split("LEARNER-STATE ", 1)[1]), "\n".join(printed)
+    return json.loads(last.split("LEARNER-STATE ", 1)[1]), "\n".join(printed), figures
+
+
+def _figure(shown: dict):
+    """A plotly figure from its notebook output (plotly writes number arrays as base64 typed arrays)."""
+    import base64
+
+    import numpy as np
+    import plotly.graph_objects as go
+
+    def decoded(o):
+        if isinstance(o, dict):
+            if "bdata" in o and "dtype" in o:
+                a = np.frombuffer(base64.b64decode(o["bdata"]), dtype=o["dtype"])
+                if "shape" in o:
+                    a = a.reshape([int(n) for n in str(o["shape"]).split(",")])
+                return a.tolist()
+            return {k: decoded(v) for k, v in o.items()}
+        return [decoded(v) for v in o] if isinstance(o, list) else o
+    return go.Figure(decoded(shown))
+
+
+def _unreadable(figures: list) -> list:
+    """What ``widgets.legible`` finds in the pictures a chapter shows: words that meet, run off the picture, or are
+    set too small for a projector."""
+    from widgets.legible import off_picture, too_small, touching
+    found = []
+    for cell, fig in figures:
+        title = (fig.layout.title.text or "")[:40] if fig.layout.title else ""
+        found += [f"cell {cell} {title!r}: {a[1]!r} meets {b[1]!r}" for a, b in touching(fig)]
+        found += [f"cell {cell} {title!r}: {text!r} runs off the picture" for _, text in off_picture(fig)]
+        found += [f"cell {cell} {title!r}: {text!r} in {size:.0f} px type" for _, text, size in too_small(fig)]
+    return found
 
 
 RUN = [p for p in CHAPTERS if "spark" not in p.stem or os.environ.get("TXNLAB_TEST_SPARK_NOTEBOOK") == "1"]
@@ -158,7 +195,10 @@ RUN = [p for p in CHAPTERS if "spark" not in p.stem or os.environ.get("TXNLAB_TE
 @pytest.mark.parametrize("path", RUN, ids=lambda p: p.stem)
 def test_run_all_gives_no_answer_away_and_leaves_the_learner_s_steppers_alone(path):
     _converted(path)
-    state, printed = _run(path)
+    state, printed, figures = _run(path)
+    # every picture the chapter shows (outside its steppers, which tests/test_labels_legible.py audits) reads
+    # without hovering, on a projector
+    assert _unreadable(figures) == []
     preds = state["predictions"]
     assert len(preds) >= 4
     for p in preds:

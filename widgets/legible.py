@@ -4,9 +4,10 @@ which labels meet.
 Owns the one estimate of a label's size the lab uses (``text_extent``: an average character is ``CHAR_EM`` of the
 type size wide, a line ``LINE_EM`` of it high), the rule that two labels keep ``MARGIN`` pixels apart (``clash``),
 the reading of a figure's labels as boxes (``label_boxes``: annotations, text traces and the words inside bars,
-placed as plotly places them) with the pairs that meet (``touching``) and those that run off the picture (``off_picture``), and one placement pass for the static
-pictures (``spread``: a label that meets one placed before it moves to the nearest free place among those it
-offers).  The live views place their own labels with the same estimate (``spacetime.place_labels``).  Reads
+placed as plotly places them) with the pairs that meet (``touching``), those that run off the picture (``off_picture``)
+and those set too small to read from the back of a room (``too_small``: under ``SMALLEST_PX``), and one placement
+pass for the static pictures (``spread``: a label that meets one placed before it moves to the nearest free place
+among those it offers).  The live views place their own labels with the same estimate (``spacetime.place_labels``).  Reads
 figures only; pure functions.
 """
 from __future__ import annotations
@@ -17,6 +18,7 @@ from typing import Callable, Iterable, Optional, Sequence
 CHAR_EM = 7.6 / 13      # an average character of the lab's type (Open Sans / Arial), as a part of its size
 LINE_EM = 1.15          # a line of it, ascent to descent
 MARGIN = 2.0            # the pixels two labels keep between them (closer, they read as one)
+SMALLEST_PX = 11        # the smallest type a projected picture may use (the lab's own is 12 px)
 _TAG = re.compile(r"<[^>]+>")
 
 
@@ -39,7 +41,8 @@ def clash(a: Sequence[float], b: Sequence[float], margin: float = MARGIN) -> boo
 class _Axis:
     """Data -> pixels along one axis of a figure (its range, or the data's extent when plotly chooses it)."""
 
-    def __init__(self, axis, lo_px: float, span_px: float, extent: tuple, flip: bool) -> None:
+    def __init__(self, axis, lo_px: float, span_px: float, extent: tuple, flip: bool, categories: dict) -> None:
+        self.categories = categories        # a category axis's words -> their places 0, 1, ... (plotly's order)
         rng = list(axis.range) if axis.range is not None and axis.autorange not in (True, "reversed") else None
         if rng is None:
             lo, hi = extent if extent[0] is not None else (0.0, 1.0)
@@ -49,7 +52,13 @@ class _Axis:
         self.r0, self.r1 = float(rng[0]), float(rng[1])
         self.lo_px, self.span_px, self.flip = lo_px, span_px, flip
 
-    def __call__(self, v: float) -> float:
+    def place(self, v) -> float:
+        """``v`` as a number along the axis (a category's place)."""
+        return self.categories[v] if isinstance(v, str) else v
+
+    def __call__(self, v) -> float:
+        if isinstance(v, str):
+            v = self.categories[v]
         f = (float(v) - self.r0) / ((self.r1 - self.r0) or 1e-9)
         return self.lo_px + self.span_px * (1 - f if self.flip else f)
 
@@ -59,23 +68,41 @@ def _seq(v) -> list:
     return [] if v is None else list(v) if not isinstance(v, (str, int, float)) else [v]
 
 
-def _extent(fig, letter: str) -> tuple:
+def _categories(fig, letter: str) -> dict:
+    """A category axis's words -> their places, in plotly's order (``categoryarray``, then as the traces name them);
+    empty for a numeric axis."""
+    axis = fig.layout[f"{letter}axis"]
+    places: dict = {}
+    if axis.categoryorder == "array":
+        for c in _seq(axis.categoryarray):
+            places.setdefault(str(c), len(places))
+    for tr in fig.data:
+        if tr.type in ("bar", "scatter"):
+            for v in _seq(getattr(tr, letter)):
+                if isinstance(v, str):
+                    places.setdefault(v, len(places))
+    return places
+
+
+def _extent(fig, letter: str, categories: dict) -> tuple:
     lo = hi = None
     for tr in fig.data:
         if tr.type == "bar":
-            horizontal = tr.orientation == "h"
-            vals = tr.x if (letter == "x") == horizontal else tr.y
-            base = tr.base if (letter == "x") == horizontal else None
+            length = (letter == "x") == (tr.orientation == "h")   # the bars' lengths lie along this axis
+            vals = getattr(tr, letter)
+            base = tr.base if length else None
             for i, v in enumerate(_seq(vals)):
                 if v is None:
                     continue
+                v = categories[v] if isinstance(v, str) else v
                 b = _at(base, i, 0) or 0
-                ends = (b, b + v) if (letter == "x") == horizontal else (v - 0.5, v + 0.5)
+                ends = (b, b + v) if length else (v - 0.5, v + 0.5)
                 lo = min(ends) if lo is None else min(lo, *ends)
                 hi = max(ends) if hi is None else max(hi, *ends)
         elif tr.type == "scatter":
             for v in _seq(getattr(tr, letter)):
                 if v is not None:
+                    v = categories[v] if isinstance(v, str) else v
                     lo = v if lo is None else min(lo, v)
                     hi = v if hi is None else max(hi, v)
     return lo, hi
@@ -103,7 +130,8 @@ def _legend_width(fig, base: float) -> float:
     leg = lay.legend
     if lay.showlegend is False or leg.orientation == "h" or (leg.x is not None and leg.x < 1):
         return 0.0
-    names = [t.name for t in fig.data if t.showlegend is not False and t.name and (lay.showlegend or t.showlegend)]
+    names = [t.name for t in fig.data if getattr(t, "showlegend", False) is not False and t.name
+             and (lay.showlegend or t.showlegend)]
     size = leg.font.size if leg.font and leg.font.size else base
     return max([text_extent(n, size)[0] for n in names] or [-50.0]) + 50      # the symbol and the gaps
 
@@ -118,8 +146,9 @@ def _frame(fig) -> tuple:
     left = max(left, _y_labels_width(lay.yaxis, base))        # plotly widens a margin its axis labels need
     right = max(right, _legend_width(fig, base))
     plot_w, plot_h = width - left - right, height - top - bottom
-    x = _Axis(lay.xaxis, left, plot_w, _extent(fig, "x"), False)
-    y = _Axis(lay.yaxis, top, plot_h, _extent(fig, "y"), True)
+    xc, yc = _categories(fig, "x"), _categories(fig, "y")
+    x = _Axis(lay.xaxis, left, plot_w, _extent(fig, "x", xc), False, xc)
+    y = _Axis(lay.yaxis, top, plot_h, _extent(fig, "y", yc), True, yc)
     return x, y, (left, top, plot_w, plot_h)
 
 
@@ -159,13 +188,19 @@ def label_boxes(fig) -> list:
     """(what, text, (left, right, top, bottom)) in the figure's pixels for every label plotly draws on ``fig``: its
     annotations with text, the points of its text traces and the words inside its bars (those that fit, as
     ``uniformtext`` shows them).  ``what`` says which label it is ('annotation 3', 'arrow labels #2')."""
+    return [(what, text, box) for what, text, box, _ in labels(fig)]
+
+
+def labels(fig) -> list:
+    """``label_boxes`` with each label's type size in px: (what, text, box, size); a bar's words shrunk to fit their
+    cell are at the size they are drawn."""
     lay = fig.layout
     X, Y, (left, top, plot_w, plot_h) = _frame(fig)
     base = (lay.font.size if lay.font and lay.font.size else 12)
     out = []
 
     def px(v, ref: str, axis, lo: float, span: float, flip: bool) -> float:
-        if ref and ref.endswith("paper"):
+        if ref and ref.endswith(("paper", "domain")):     # (an axis's domain is the plot's, one plot)
             return lo + span * ((1 - float(v)) if flip else float(v))
         return axis(v)
 
@@ -185,7 +220,7 @@ def label_boxes(fig) -> list:
             xanchor = "center" if xanchor == "auto" else xanchor
             yanchor = "middle" if yanchor == "auto" else yanchor
         box = _anchored(cx + (a.xshift or 0), cy - (a.yshift or 0), w, h, xanchor, yanchor)
-        out.append((f"annotation {k}", a.text, box))
+        out.append((f"annotation {k}", a.text, box, size))
     for j, tr in enumerate(fig.data):
         name = tr.name or f"trace {j}"
         if tr.visible is False or tr.visible == "legendonly":
@@ -199,7 +234,7 @@ def label_boxes(fig) -> list:
                 size = _at(tr.textfont.size, i, base) if tr.textfont else base
                 pos = _at(tr.textposition, i, "middle center")
                 box = text_box(X(xs[i]), Y(ys[i]), text, size, pos, _at(tr.marker.size, i, 6) if marker else 0)
-                out.append((f"{name} #{i}", text, box))
+                out.append((f"{name} #{i}", text, box, size))
         elif tr.type == "bar" and tr.text is not None and tr.orientation == "h":
             size = tr.textfont.size if tr.textfont and tr.textfont.size else base
             smallest = lay.uniformtext.minsize if lay.uniformtext and lay.uniformtext.mode == "hide" else 0
@@ -209,14 +244,25 @@ def label_boxes(fig) -> list:
                     continue
                 b = _at(tr.base, i, 0) or 0
                 x0, x1 = sorted((X(b), X(b + xs[i])))
-                cell_h = abs(Y(ys[i] + (tr.width if isinstance(tr.width, (int, float)) else 0.8)) - Y(ys[i]))
+                cell_h = abs(Y(Y.place(ys[i]) + (tr.width if isinstance(tr.width, (int, float)) else 0.8)) - Y(ys[i]))
                 room_w, room_h = x1 - x0 - 6, cell_h - 6                # plotly's padding inside a bar
                 w, h = text_extent(text, size)
                 scale = min(1.0, room_w / w if w else 1.0, room_h / h if h else 1.0)
                 if scale <= 0 or size * scale < smallest:
                     continue                                            # hidden: it does not fit the cell
                 out.append((f"{name} cell {i}", text, _anchored((x0 + x1) / 2, Y(ys[i]), w * scale, h * scale,
-                                                                "center", "middle")))
+                                                                "center", "middle"), size * scale))
+    return out
+
+
+def too_small(fig, smallest: float = SMALLEST_PX) -> list:
+    """(what, text, size) of ``fig``'s words set in type under ``smallest`` px: its labels (``labels``) and the tick
+    words of axes whose type is set smaller."""
+    out = [(what, text, size) for what, text, _, size in labels(fig) if size < smallest]
+    for name in ("xaxis", "yaxis", "xaxis2", "yaxis2", "xaxis3", "yaxis3"):
+        axis = fig.layout[name] if name in fig.layout else None
+        if axis is not None and axis.tickfont and axis.tickfont.size and axis.tickfont.size < smallest:
+            out.append((f"{name} ticks", " ".join(str(t) for t in (axis.ticktext or ())[:3]), axis.tickfont.size))
     return out
 
 

@@ -37,15 +37,15 @@ def half_topic_figure(lab, broker=None, title: Optional[str] = None) -> go.Figur
     xs = [h["offset"] for h in halves]
     read_from = lab.check_offsets(broker)["half"]
     n = max(max([read_from] + xs) + 1, 6)
-    size = int(max(16, min(46, 640 / n)))          # cells shrink when the queue grows
-    crowded = size < 40
+    size = int(max(16, min(62, 640 / n)))          # cells shrink when the queue grows
+    crowded = size < 56                            # (three lines of 11 px type need a 56 px cell)
     fig.add_trace(go.Scatter(
         x=xs, y=[2] * len(halves), mode="markers+text", name="half messages",
         marker=dict(symbol="square", size=size, color=[STATUS_COLOURS[h["status"]] for h in halves],
                     line=dict(color="#555", width=1)),
         text=[f"{h['check_times']}" if crowded else f"{h['offset']}<br>{h['keys'] or ''}<br>checks {h['check_times']}"
               for h in halves],
-        textfont=dict(size=9, color=["white" if h["status"] == "discarded" else "black" for h in halves]),
+        textfont=dict(size=11, color=["white" if h["status"] == "discarded" else "black" for h in halves]),
         hovertext=[f"half offset {h['offset']}: {h['status']}<br>transactionId {h['transaction_id']}<br>"
                    f"REAL_TOPIC={h['real_topic']} REAL_QID={h['real_queue_id']}<br>"
                    f"TRANSACTION_CHECK_TIMES={h['check_times']}<br>stored at t={h['stored_at']}ms"
@@ -56,24 +56,27 @@ def half_topic_figure(lab, broker=None, title: Optional[str] = None) -> go.Figur
         x=[o["half_offset"] for o in ops], y=[1] * len(ops), mode="markers+text", name="op messages",
         marker=dict(symbol="square", size=size - 4, color="#9fc5e8", line=dict(color="#555", width=1)),
         text=[o["tag"] if crowded else f"op {o['offset']}<br>tag {o['tag']}<br>-> {o['half_offset']}" for o in ops],
-        textfont=dict(size=9),
+        textfont=dict(size=11),
         hovertext=[f"op offset {o['offset']}: half offset {o['half_offset']} is processed (t={o['stored_at']}ms)"
                    for o in ops], hoverinfo="text", showlegend=False))
     copies = [m for m in b.store.commit_log if m.prepared_transaction_offset in by_clo
               and m.topic not in ("RMQ_SYS_TRANS_HALF_TOPIC", "RMQ_SYS_TRANS_OP_HALF_TOPIC")
               and m.queue_offset >= 0 and (m.sys_flag & 12) == 8]
+    if copies:      # the cells say queue and offset; the row says which topic
+        rows[0] = f"{', '.join(sorted({m.topic for m in copies}))} (committed copies)"
     fig.add_trace(go.Scatter(
         x=[by_clo[m.prepared_transaction_offset] for m in copies], y=[0] * len(copies), mode="markers+text",
         marker=dict(symbol="square", size=size - 4, color="#b6d7a8", line=dict(color="#555", width=1)),
-        text=["" if crowded else f"{m.topic}<br>q{m.queue_id}@{m.queue_offset}" for m in copies],
-        textfont=dict(size=8),
+        text=["" if crowded else f"q{m.queue_id}<br>@{m.queue_offset}" for m in copies],
+        textfont=dict(size=11),
         hovertext=[f"{m.topic} queue {m.queue_id} offset {m.queue_offset}: visible to consumers" for m in copies],
         hoverinfo="text", showlegend=False))
     for status, colour in STATUS_COLOURS.items():       # a legend of the fates
         fig.add_trace(go.Scatter(x=[None], y=[None], mode="markers", name=status,
                                  marker=dict(symbol="square", size=12, color=colour)))
     fig.add_vline(x=read_from - 0.5, line_dash="dash", line_color="#888",
-                  annotation_text=f"check service reads from {read_from}", annotation_position="top")
+                  annotation_text=f"check service reads from {read_from}",
+                  annotation_position="top left" if read_from > n / 2 else "top right")    # (its words stay inside)
     fig.update_layout(title=title or f"{b.name}: half messages and op messages at t={lab.clock}ms",
                       height=330, margin=dict(l=10, r=10, t=60, b=30), plot_bgcolor="white",
                       xaxis=dict(title="half offset" + (" (cells show the check count)" if crowded else ""),
@@ -120,7 +123,7 @@ def message_table_figure(source, **kw) -> go.Figure:
     rows = message_rows(source, **kw)
     cols = ["id", "sent_at", "src", "dst", "api", "kind", "state", "what"]
     return go.Figure(go.Table(header=dict(values=["#", "sent (ms)", "from", "to", "API", "kind", "state", "what"]),
-                              columnwidth=[30, 60, 80, 80, 150, 60, 70, 360],
+                              columnwidth=[30, 60, 80, 80, 200, 70, 70, 320],     # (CHECK_TRANSACTION_STATE fits)
                               cells=dict(values=[[r[c] for r in rows] for c in cols], align="left", height=22)),
                      layout=dict(height=min(900, 80 + 24 * len(rows)), margin=dict(l=10, r=10, t=10, b=10)))
 
@@ -170,8 +173,11 @@ def space_time_figure(source, lanes: Optional[list] = None, include_background: 
                                  dash="dot" if r["kind"] == "response" else "solid"),
                                  hovertext=f"#{r['id']} {label} {r['src']} -> {r['dst']} sent t={r['sent_at']}ms "
                                            f"({r['state']}) {r['what']}", hoverinfo="text", showlegend=False))
-        fig.add_annotation(x=(x0 + x1) / 2, y=(y0 + y1) / 2, text=label, showarrow=False,
-                           font=dict(size=9, color=colour), bgcolor="rgba(255,255,255,0.7)")
+        # the words stand in the middle of the arrow's last gap between two lanes: at the middle of an arrow across
+        # two lanes they would hide the head of the arrow to the lane between
+        t = (abs(x1 - x0) - 0.5) / abs(x1 - x0) if abs(x1 - x0) > 1 else 0.5
+        fig.add_annotation(x=x0 + t * (x1 - x0), y=y0 + t * (y1 - y0), text=label, showarrow=False,
+                           font=dict(size=12, color=colour), bgcolor="rgba(255,255,255,0.7)")
         if lost:
             fig.add_trace(go.Scatter(x=[x1], y=[y1], mode="markers", marker=dict(symbol="x", size=12, color=colour),
                                      hovertext=f"#{r['id']} {label} lost: {r['note']}", hoverinfo="text",
@@ -180,14 +186,14 @@ def space_time_figure(source, lanes: Optional[list] = None, include_background: 
         fig.add_trace(go.Scatter(x=[x[e.node] for e in faults], y=[y[e.step] for e in faults], mode="markers+text",
                                  marker=dict(symbol="star", size=14, color="#d9534f"),
                                  text=[e.text for e in faults], textposition="middle right",
-                                 textfont=dict(size=9, color="#d9534f"), hoverinfo="text",
+                                 textfont=dict(size=12, color="#d9534f"), hoverinfo="text",
                                  hovertext=[e.text for e in faults], showlegend=False))
     fig.update_layout(title=title or None, height=max(300, min(1600, 80 + 26 * last)),
                       margin=dict(l=10, r=10, t=40 if title else 10, b=10), plot_bgcolor="white",
                       xaxis=dict(tickvals=list(range(len(names))), ticktext=names, side="top", showgrid=False,
                                  range=[-0.5, len(names) - 0.5]),
                       yaxis=dict(autorange="reversed", showgrid=False, tickvals=list(range(len(steps))),
-                                 ticktext=[f"#{st} {when.get(st, 0)}ms" for st in steps], tickfont=dict(size=9)))
+                                 ticktext=[f"#{st} {when.get(st, 0)}ms" for st in steps], tickfont=dict(size=11)))
     return fig
 
 

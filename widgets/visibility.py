@@ -81,12 +81,16 @@ def visibility_figure(t: CommitTimeline, title: str = "") -> go.Figure:
                              name="the decision: atomic and durable", hoverinfo="text"))
     for name in t.order():
         at = t.readable_ms[name]
+        # the words go in the longer of its two bars, at the moment they meet (in the shorter they would shrink)
+        waiting_longer = at - t.decided_ms >= end - at
+        words = [f"readable from {at} ms →" if waiting_longer else f"readable from {at} ms"]
         fig.add_trace(go.Bar(y=[name], x=[at - t.decided_ms], base=[t.decided_ms], orientation="h",
                              marker_color="#F2B701", name="waiting for its marker", showlegend=name == t.order()[0],
+                             text=words if waiting_longer else None, textposition="inside", insidetextanchor="end",
                              hovertext=f"{name}: waiting {at - t.decided_ms} ms for its marker", hoverinfo="text"))
         fig.add_trace(go.Bar(y=[name], x=[end - at], base=[at], orientation="h", marker_color="#54A24B",
                              name="readable (read_committed)", showlegend=name == t.order()[0],
-                             text=[f"readable from {at} ms"], textposition="inside",
+                             text=None if waiting_longer else words, textposition="inside", insidetextanchor="start",
                              hovertext=f"{name}: readable from {at} ms", hoverinfo="text"))
     fig.update_layout(barmode="overlay", height=120 + 50 * len(rows), margin=dict(l=10, r=10, t=40, b=40),
                       title=title or f"{t.scenario}: one decision, each partition readable when its marker lands",
