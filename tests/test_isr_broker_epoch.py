@@ -35,10 +35,12 @@ def _adds(c, broker: int, since: int) -> list:
 
 
 def _restart_with_a_stale_fetch_on_the_way(seed: int = 3):
-    """The scenario: follower F sends a Fetch (at the leader's LEO) and crashes; the network holds that Fetch.
+    """The scenario, built by hand: follower F sends a Fetch (at the leader's LEO) and crashes before it arrives.
     F's disk lost its last records (its log restarts 3 records short); it is fenced, restarts and registers with
-    a new broker epoch, and its new incarnation's first Fetch is slow to reach the leader.  Meanwhile the held
-    Fetch of the old incarnation reaches the leader."""
+    a new broker epoch, and its new incarnation's first Fetch is slow to reach the leader.  Meanwhile the old
+    incarnation's Fetch reaches the leader.  (The lab loses a crashed process's messages with its connections:
+    the test puts that Fetch back on the wire, on a connection of its own, as a network that held it would
+    deliver it.  Its answer reaches nobody: the new incarnation waits for no such request.)"""
     c, p = _cluster(seed)
     leader = c.leader("t", 0)
     f = next(b for b in c.brokers if b != leader)
@@ -49,7 +51,7 @@ def _restart_with_a_stale_fetch_on_the_way(seed: int = 3):
     def caught_up_fetch():
         leo = c.log("t", 0, leader).log_end_offset
         return [x for x in _fetches(c, fname, lname) if ("t", 0) in x.payload.partitions
-                and x.payload.partitions[("t", 0)].fetch_offset == leo and leo == 7]
+                and x.payload.partitions[("t", 0)].fetch_offset == leo and leo == 7]    # (7 records)
     c.run_until(lambda: bool(caught_up_fetch()), timeout_ms=5_000)
     stale = caught_up_fetch()[-1]          # caught up, by the old incarnation's word
     leo = c.log("t", 0, leader).log_end_offset
@@ -173,3 +175,35 @@ def test_the_wire_door_serves_a_clients_fetch_without_replica_state():
         asked = [x.payload for x in c.network_messages() if x.api == "Fetch" and not x.is_response
                  and not x.src.startswith("broker-")]
         assert asked and all(x.replica_id == -1 and x.replica_epoch == -1 for x in asked)
+
+
+def test_a_broker_that_registers_again_fetches_with_its_new_epoch_before_it_rejoins():
+    """No crash: a follower cut off from the controller is fenced, keeps fetching, and registers again once it can
+    (a new broker epoch).  Until it has its registration's answer it still fetches with the old epoch: the leader,
+    which already knows the new registration, answers those fetches NOT_LEADER_OR_FOLLOWER and does not add it;
+    it rejoins on a fetch with its new epoch."""
+    c, p = _cluster()
+    leader = c.leader("t", 0)
+    f = next(b for b in c.brokers if b != leader)
+    old_epoch = c.broker(f).broker_epoch
+    c.partition([f"broker-{f}"], ["controller"])
+    c.advance(12_000)                                  # fenced (broker.session.timeout.ms 9 s)
+    assert f not in c.partition_state("t", 0)["isr"]
+    c.delay_next("BrokerRegistration", 2_000, response=True, src="controller", dst=f)    # its answer is slow
+    mark = c.kernel.step_count
+    c.heal()
+    c.run_until(lambda: f in c.broker(leader).metadata.live_brokers, timeout_ms=10_000)
+    new_epoch = c.controller.registered[f]
+    assert new_epoch > old_epoch and c.broker(f).broker_epoch == old_epoch    # it does not know yet
+    p.produce("t", value=b"more")                      # news for the follower: it fetches again, with the old epoch
+    c.advance(1_000)
+    refused = [x for x in c.network_messages() if x.api == "Fetch" and x.is_response and x.sent_step > mark
+               and x.dst == f"broker-{f}" and ("t", 0) in x.payload.partitions
+               and x.payload.partitions[("t", 0)].error == Errors.NOT_LEADER_OR_FOLLOWER]
+    assert refused and _adds(c, f, mark) == [] and f not in c.partition_state("t", 0)["isr"]
+    c.run_until(lambda: f in c.partition_state("t", 0)["isr"], timeout_ms=20_000)
+    # (it may have registered once more meanwhile: its slow answer held up the heartbeats behind it)
+    assert c.broker(f).broker_epoch == c.controller.registered[f] >= new_epoch
+    adds = _adds(c, f, mark)
+    assert adds and all(b.broker_epoch == c.controller.registered[f] for b in adds[-1].payload.new_isr_with_epochs
+                        if b.broker_id == f)
