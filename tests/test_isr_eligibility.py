@@ -52,7 +52,7 @@ def test_the_controller_refuses_a_fenced_broker_in_a_new_isr():
     c.partition([f"broker-{cut}"], ["controller"])
     c.advance(12_000)
     before = c.controller.states[("t", 0)]
-    asked = tuple(sorted(set(before.isr) | {cut}))
+    asked = tuple(m.BrokerState(r) for r in sorted(set(before.isr) | {cut}))     # (broker epochs -1: not checked)
     req = m.AlterPartitionRequest(leader, "t", 0, before.leader_epoch, asked, before.partition_epoch)
 
     class _Msg:

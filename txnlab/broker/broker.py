@@ -36,13 +36,22 @@ class MetadataCache:
         self.partitions: dict[tuple, m.PartitionState] = {}
         self.topics: dict[str, int] = {}
         self.live_brokers: tuple = ()
+        self.broker_epochs: dict[int, int] = {}     # live broker id -> the broker epoch of its registration
 
-    def update(self, states, live_brokers) -> None:
+    def update(self, states, live_brokers=None, broker_epochs: tuple = ()) -> None:
+        """``live_brokers`` None: the brokers are as they were (an AlterPartition answer changes one ISR)."""
         for s in states:
             self.partitions[(s.topic, s.partition)] = s
             n = self.topics.get(s.topic, 0)
             self.topics[s.topic] = max(n, s.partition + 1)
-        self.live_brokers = tuple(live_brokers)
+        if live_brokers is not None:
+            self.live_brokers = tuple(live_brokers)
+            self.broker_epochs = dict(zip(self.live_brokers, broker_epochs))
+
+    def alive_broker_epoch(self, broker_id: int):
+        """The broker epoch of ``broker_id``'s registration, None if it is fenced or unknown (Kafka's
+        KRaftMetadataCache.getAliveBrokerEpoch)."""
+        return self.broker_epochs.get(broker_id)
 
     def leader(self, tp) -> int:
         s = self.partitions.get(tp)
@@ -251,7 +260,7 @@ class Broker(ProduceHandling, FetchHandling, AdminHandling, Node):
             self.narrate(f"broker {self.broker_id} has not had the whole metadata image since it started: it does "
                          f"not act on a change of {len(req.partition_states)} partition(s) (STALE_BROKER_EPOCH)")
             return m.LeaderAndIsrResponse(Errors.STALE_BROKER_EPOCH)
-        self.metadata.update(req.partition_states, req.live_brokers)
+        self.metadata.update(req.partition_states, req.live_brokers, req.broker_epochs)
         now = self.kernel.now
         for s in req.partition_states:
             if self.broker_id not in s.replicas:
@@ -308,7 +317,9 @@ class Broker(ProduceHandling, FetchHandling, AdminHandling, Node):
 
     def alter_partition(self, p: Partition, new_isr: tuple) -> None:
         p.pending_isr = new_isr
-        req = m.AlterPartitionRequest(self.broker_id, p.topic, p.partition, p.leader_epoch, new_isr, p.partition_epoch)
+        # v3 (KIP-903): each member with the broker epoch its replica fetched with (Partition.addBrokerEpochToIsr)
+        req = m.AlterPartitionRequest(self.broker_id, p.topic, p.partition, p.leader_epoch,
+                                      p.isr_with_broker_epochs(new_isr), p.partition_epoch)
 
         def done(resp, err):
             if err or resp.error:
@@ -316,7 +327,7 @@ class Broker(ProduceHandling, FetchHandling, AdminHandling, Node):
                 return
             if p.leader_epoch == resp.state.leader_epoch and p.is_leader:
                 p.isr_changed(resp.state, self.kernel.now)
-                self.metadata.update([resp.state], self.metadata.live_brokers)
+                self.metadata.update([resp.state])
                 self.txn_coordinator.markers.metadata_changed()
         self.send_request(CONTROLLER, req, done, timeout_ms=5_000)
 

@@ -208,7 +208,9 @@ class Controller(TopicChanges, Node):
                 self._send(b, tuple(changed))
 
     def _send(self, broker_id: int, states, full: bool = False) -> None:
-        req = m.LeaderAndIsrRequest(self.controller_epoch, tuple(states), self.live_brokers, full)
+        live = self.live_brokers
+        req = m.LeaderAndIsrRequest(self.controller_epoch, tuple(states), live, full,
+                                    tuple(self.registered[b] for b in live))
         tps = [(st.topic, st.partition) for st in states]
 
         def done(resp, err):
@@ -233,12 +235,13 @@ class Controller(TopicChanges, Node):
             return m.AlterPartitionResponse(Errors.UNKNOWN_TOPIC_OR_PARTITION)
         if s.leader != req.broker_id or s.leader_epoch != req.leader_epoch:
             return m.AlterPartitionResponse(Errors.FENCED_LEADER_EPOCH)
-        ineligible = [r for r in req.new_isr if r not in self.registered]
+        ineligible = self.ineligible_replicas_for_isr(req.new_isr_with_epochs)
         if ineligible:
-            # KIP-841 (ReplicationControlManager.validatePartitionChange): a fenced broker may not join the ISR;
-            # nothing changes, and the leader keeps its ISR until new metadata comes
-            self.narrate(f"controller refused to add fenced broker(s) {ineligible} to the ISR of "
-                         f"{req.topic}-{req.partition} -> INELIGIBLE_REPLICA")
+            # ReplicationControlManager.validatePartitionChange: a fenced broker may not join the ISR (KIP-841),
+            # nor a broker on the word of a fetch sent by an earlier registration of it (KIP-903); nothing changes,
+            # and the leader keeps its ISR until new metadata comes
+            self.narrate(f"controller refused the new ISR of {req.topic}-{req.partition}: "
+                         + ", ".join(f"broker {r} {why}" for r, why in ineligible) + " -> INELIGIBLE_REPLICA")
             return m.AlterPartitionResponse(Errors.INELIGIBLE_REPLICA)
         new_isr = tuple(req.new_isr)
         ns = self._with(s, isr=new_isr)
@@ -247,6 +250,19 @@ class Controller(TopicChanges, Node):
         for b in others:
             self._send(b, (ns,))
         return m.AlterPartitionResponse(Errors.NONE, ns)
+
+    def ineligible_replicas_for_isr(self, broker_states) -> list:
+        """(broker id, why) of each proposed ISR member that may not be in it (ReplicationControlManager.
+        ineligibleReplicasForIsr): not registered, fenced, or named with a broker epoch (other than -1, which skips
+        the check) that is not the one of its current registration."""
+        out = []
+        for st in broker_states:
+            epoch = self.registered.get(st.broker_id)
+            if epoch is None:
+                out.append((st.broker_id, "is fenced" if st.broker_id in self.incarnations else "is not registered"))
+            elif st.broker_epoch != -1 and st.broker_epoch != epoch:
+                out.append((st.broker_id, f"broker epoch mismatch: requested={st.broker_epoch} VS expected={epoch}"))
+        return out
 
     # ---------------------------------------------------------- topics
     def create_topic(self, name: str, partitions: int, rf: int, config: dict) -> Errors:

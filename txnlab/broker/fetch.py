@@ -136,7 +136,7 @@ class FetchHandling:
                 if sess.dirty:
                     parts = sess.view(parts)    # (without news: the request's partitions, as view() answers)
                 if sess.isr_seen != self.isr_version or sess.isr_seen < 0:     # (else nothing to look at)
-                    self._session_followers_caught_up(replica, sess, parts)
+                    self._session_followers_caught_up(replica, sess, parts, req.replica_epoch)
             resp, has_data = self._read_replica_fetch(req, parts, True, sess, req.max_wait_ms > 0)
         else:
             resp, has_data = self._read_fetch(req, parts, True, None, req.max_wait_ms > 0)
@@ -157,9 +157,10 @@ class FetchHandling:
         self.parked.append(pf)
         return None
 
-    def _session_followers_caught_up(self, replica: int, sess, parts: dict) -> None:
+    def _session_followers_caught_up(self, replica: int, sess, parts: dict, replica_epoch: int) -> None:
         """Every partition of a session is fetched by each request, named or not (Kafka rebuilds the full
-        request from the session cache): a caught-up follower of an idle partition rejoins the ISR too."""
+        request from the session cache): a caught-up follower of an idle partition rejoins the ISR too, on the
+        word of this request's broker epoch (KIP-903: each partition's fetch state records it)."""
         if sess.isr_seen == self.isr_version and sess.isr_seen >= 0:
             return      # no ISR changed here since this follower was found in all of them
         get = self.partitions.get
@@ -169,8 +170,22 @@ class FetchHandling:
             if p is not None and replica not in p.isr and p.is_leader and replica in p.followers:
                 out = True
                 if tp not in parts:
+                    f = p.followers[replica]
+                    if f.broker_epoch != replica_epoch:
+                        if self._stale_replica_epoch(replica, replica_epoch):
+                            p.stale_broker_epoch(replica, replica_epoch)
+                            continue
+                        f.broker_epoch = replica_epoch
                     p.maybe_expand_isr(replica, self.kernel.now)
         sess.isr_seen = -1 if out else self.isr_version
+
+    def _stale_replica_epoch(self, replica: int, replica_epoch: int) -> bool:
+        """Whether a follower's fetch was sent with an older broker epoch than the registration of that broker this
+        broker knows (Replica.updateFetchStateOrThrow, KIP-903): an earlier incarnation's.  -1 is never stale."""
+        if replica_epoch == -1:
+            return False
+        cached = self.metadata.broker_epochs.get(replica)     # (alive_broker_epoch, without the call)
+        return cached is not None and cached > replica_epoch
 
     def _fetch_session(self, req) -> tuple:
         if req.session_id == 0:
@@ -330,6 +345,13 @@ class FetchHandling:
         out: dict = {}
         has_data = False
         replica = req.replica_id
+        replica_epoch = req.replica_epoch
+        # whether it is a stale fetch (_stale_replica_epoch, inlined): the same for every partition, looked at once
+        # per request, by the read that records the fetch
+        stale = False
+        if initial and replica_epoch != -1:
+            epochs = self.metadata.broker_epochs
+            stale = replica in epochs and epochs[replica] > replica_epoch     # (no method call: cheaper than get)
         now = self.kernel.now
         get = self.partitions.get
         quiet = False       # whether out holds a quiet partition
@@ -349,8 +371,11 @@ class FetchHandling:
             log = p.log
             offset = fp.fetch_offset
             leo = log.log_end_offset
+            # (a fetch with another broker epoch than the last one recorded is checked by update_follower: an ISR
+            # member's fetch whose epoch is the recorded one is not stale -- a fenced broker leaves the ISR before
+            # the leader learns of its next registration)
             if f is not None and offset == leo and f.leo == leo and f.last_sent_hw == log.high_watermark \
-                    and replica in p.isr:
+                    and f.broker_epoch == replica_epoch and replica in p.isr:
                 if initial:
                     f.last_caught_up_ms = f.last_fetch_ms = now
                 continue        # nothing new here: left out of the response (an incremental fetch, KIP-227)
@@ -381,7 +406,15 @@ class FetchHandling:
                     f.last_sent_hw = log.high_watermark
                 continue
             if initial:
-                p.update_follower(replica, offset, now)     # (may move the HW, and with it append elsewhere)
+                if stale:
+                    # a fetch sent by an earlier registration of this broker (KIP-903): nothing recorded or read
+                    p.stale_broker_epoch(replica, replica_epoch)
+                    out[tp] = m.FetchPartitionData(Errors.NOT_LEADER_OR_FOLLOWER)
+                    has_data = True
+                    if f is not None:
+                        f.last_sent_hw = -1
+                    continue
+                p.update_follower(replica, offset, now, replica_epoch)  # (may move the HW, and append elsewhere)
                 if f is None:
                     f = p.followers.get(replica)            # (its first fetch made it)
                 leo = log.log_end_offset

@@ -11,12 +11,13 @@ from __future__ import annotations
 from typing import Callable, Optional
 
 from .._mypyc import new as _new    # object.__new__ (compiled by mypyc: the class call)
+from ..protocol import messages as m
 from ..protocol.errors import Errors
 from ..protocol.names import broker_name
 
 
 class FollowerState:
-    __slots__ = ("broker_id", "leo", "last_caught_up_ms", "last_fetch_ms", "last_sent_hw")
+    __slots__ = ("broker_id", "leo", "last_caught_up_ms", "last_fetch_ms", "last_sent_hw", "broker_epoch")
 
     def __init__(self, broker_id: int, now: int) -> None:
         self.broker_id = broker_id
@@ -24,6 +25,9 @@ class FollowerState:
         self.last_caught_up_ms = now
         self.last_fetch_ms = now
         self.last_sent_hw = -1
+        # the broker epoch its last fetch was sent with (KIP-903; -1: the fetch had none), None until it fetches
+        # from this leader (Kafka's ReplicaState.brokerEpoch)
+        self.broker_epoch: Optional[int] = None
 
 
 class DelayedProduce:
@@ -201,7 +205,9 @@ class Partition:
             d.callback(error)
 
     # ------------------------------------------------------------------- ISR
-    def update_follower(self, replica: int, fetch_offset: int, now: int) -> None:
+    def update_follower(self, replica: int, fetch_offset: int, now: int, broker_epoch: int = -1) -> None:
+        """Record a follower's fetch (Kafka's updateFollowerFetchState), with the broker epoch it was sent with.
+        (The caller has refused a stale one: see stale_broker_epoch.)"""
         f = self.followers.get(replica)
         if f is None:
             f = self.followers[replica] = FollowerState(replica, now)
@@ -209,6 +215,7 @@ class Partition:
         leo = self.log.log_end_offset
         f.leo = fetch_offset
         f.last_fetch_ms = now
+        f.broker_epoch = broker_epoch
         if fetch_offset >= leo:
             f.last_caught_up_ms = now
         if self.pending_isr is None and replica not in self.isr:     # (else maybe_expand_isr has nothing to do)
@@ -216,11 +223,45 @@ class Partition:
         self.maybe_increment_hw(now)
         self.check_replication_hold()
 
+    def stale_broker_epoch(self, replica: int, broker_epoch: int) -> None:
+        """Narrate the refusal of a fetch of ``replica`` sent with an older broker epoch than its registration known
+        here: a fetch of an earlier incarnation of that broker, held up on its way.  Kafka's
+        Replica.updateFetchStateOrThrow (KIP-903) records nothing and the partition is answered
+        NOT_LEADER_OR_FOLLOWER.  (Whether it is stale is the same for every partition of a request: the fetch
+        path looks once per request, FetchHandling._stale_replica_epoch.)"""
+        self.broker.narrate(f"{self.name}: a fetch of follower {replica} sent with broker epoch {broker_epoch} is "
+                            f"stale (its registration has broker epoch "
+                            f"{self.broker.metadata.alive_broker_epoch(replica)}): not recorded -> NOT_LEADER_OR_FOLLOWER")
+
+    def is_replica_isr_eligible(self, replica: int) -> bool:
+        """Kafka's Partition.isReplicaIsrEligible (KRaft): a broker the controller has fenced never joins (KIP-841);
+        nor does one whose last fetch here was sent with another broker epoch than its registration's (KIP-903:
+        isBrokerEpochIsrEligible; a fetch without one, -1, skips the check).  None of them before it has fetched."""
+        f = self.followers.get(replica)
+        cached = self.broker.metadata.alive_broker_epoch(replica)
+        if f is None or cached is None or f.broker_epoch is None:
+            return False
+        return f.broker_epoch == -1 or f.broker_epoch == cached
+
+    def isr_with_broker_epochs(self, isr: tuple) -> tuple:
+        """``isr`` as AlterPartition v3 names it (Partition.addBrokerEpochToIsr): this broker with its own broker
+        epoch, every other member with the one its last fetch here was sent with, -1 if none has come yet."""
+        me = self.broker.broker_id
+        out = []
+        for r in isr:
+            if r == me:
+                epoch = self.broker.broker_epoch
+            else:
+                f = self.followers.get(r)
+                epoch = f.broker_epoch if f is not None and f.broker_epoch is not None else -1
+            out.append(m.BrokerState(r, epoch))
+        return tuple(out)
+
     def maybe_expand_isr(self, replica: int, now: int) -> None:
         if replica in self.isr or self.pending_isr is not None:
             return
-        if replica not in self.broker.metadata.live_brokers:
-            return      # KIP-841 (Partition.isReplicaIsrEligible): a broker the controller has fenced never joins
+        if not self.is_replica_isr_eligible(replica):
+            return
         f = self.followers[replica]
         # Kafka: caught up to the HW and to the start of the current leader epoch
         if f.leo >= max(self.log.high_watermark, self.epoch_start_offset) and f.leo >= 0:

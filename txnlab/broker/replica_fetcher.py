@@ -105,8 +105,8 @@ class ReplicaFetcher:
         else:
             gone = ()
             self._pending = (parts, None)
-        # FetchRequest(broker id, wait, 1, READ_UNCOMMITTED, parts, session or 0, epoch or 0, gone), without the
-        # class call (once per round trip; see _new_message in broker/fetch.py)
+        # FetchRequest(broker id, wait, 1, READ_UNCOMMITTED, parts, session or 0, epoch or 0, gone, broker epoch),
+        # without the class call (once per round trip; see _new_message in broker/fetch.py)
         req: m.FetchRequest = _new_message(m.FetchRequest)
         req.replica_id = b.broker_id
         req.max_wait_ms = b.config["replica.fetch.wait.max.ms"]
@@ -116,6 +116,7 @@ class ReplicaFetcher:
         req.session_id = self.session_id
         req.session_epoch = self.session_epoch if incremental else 0
         req.forgotten = gone
+        req.replica_epoch = b.broker_epoch      # v15's ReplicaState.ReplicaEpoch (KIP-903)
         self._dirty = {}
         self.in_flight = True
         b.send_request(self.leader_name, req, self._on_response_cb, 30_000, not news)

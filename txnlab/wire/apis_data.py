@@ -206,11 +206,14 @@ def decode_fetch(body, version, door):
     if by_id and not parts:
         return None, names
     replica = get(body, "replica_id")
-    if replica is None:                   # v15+: the replica's id moved into ReplicaState (KIP-903)
-        replica = body.replica_state.replica_id
+    replica_epoch = -1
+    if replica is None:                   # v15+: the replica's id moved into ReplicaState, with its epoch (KIP-903)
+        state = get(body, "replica_state")
+        replica = get(state, "replica_id", -1) if state is not None else -1
+        replica_epoch = get(state, "replica_epoch", -1) if state is not None else -1
     # consumers fetch without a session (KIP-227 sessions are the followers' here): session id 0 in the answer
     return m.FetchRequest(replica, ms(body.max_wait), body.min_bytes, get(body, "isolation_level", 0),
-                          parts), names
+                          parts, replica_epoch=replica_epoch), names
 
 
 LEADER_HINT_ERRORS = (Errors.NOT_LEADER_OR_FOLLOWER, Errors.FENCED_LEADER_EPOCH)     # Fetch v16+

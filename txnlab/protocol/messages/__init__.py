@@ -25,7 +25,7 @@ from .txn import (  # noqa: F401
     ListTransactionsResponse)
 from .control import (  # noqa: F401
     BrokerHeartbeatRequest, BrokerHeartbeatResponse, BrokerRegistrationRequest, BrokerRegistrationResponse,
-    PartitionState, LeaderAndIsrRequest, LeaderAndIsrResponse, AlterPartitionRequest, AlterPartitionResponse,
+    PartitionState, LeaderAndIsrRequest, LeaderAndIsrResponse, BrokerState, AlterPartitionRequest, AlterPartitionResponse,
     ControlledShutdownRequest, ControlledShutdownResponse, StopReplicaRequest, StopReplicaResponse,
     AllocateProducerIdsRequest, AllocateProducerIdsResponse)
 from .admin import (  # noqa: F401

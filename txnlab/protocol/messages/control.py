@@ -73,6 +73,8 @@ class LeaderAndIsrRequest:
     live_brokers: tuple
     full: bool = False                  # the whole image (every partition), not a change: what a (re)started
                                         # broker needs before it acts on any of it
+    broker_epochs: tuple = ()           # the broker epoch of each live broker's registration, in live_brokers'
+                                        # order (KRaft: the RegisterBrokerRecord's epoch in the metadata image)
 
     def describe(self) -> str:
         if not self.partition_states:
@@ -90,6 +92,14 @@ class LeaderAndIsrResponse:
 
 
 @message
+class BrokerState:
+    """One member of a proposed ISR (AlterPartition v3, KIP-903): the broker and the broker epoch its replica
+    fetched with (-1: no epoch to check)."""
+    broker_id: int
+    broker_epoch: int = -1
+
+
+@message
 class AlterPartitionRequest:
     API = "AlterPartition"
     API_KEY = 56
@@ -97,8 +107,12 @@ class AlterPartitionRequest:
     topic: str
     partition: int
     leader_epoch: int
-    new_isr: tuple
+    new_isr_with_epochs: tuple          # (BrokerState, ...): v3's NewIsrWithEpochs (KIP-903)
     partition_epoch: int
+
+    @property
+    def new_isr(self) -> tuple:
+        return tuple(b.broker_id for b in self.new_isr_with_epochs)
 
     def describe(self) -> str:
         return f"{self.topic}-{self.partition} ISR -> {list(self.new_isr)}"

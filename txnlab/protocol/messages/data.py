@@ -109,6 +109,7 @@ class FetchRequest:
     session_id: int = -1                # KIP-227: -1 no session, 0 open one, >0 an incremental fetch
     session_epoch: int = -1
     forgotten: tuple = ()               # partitions to drop from the session
+    replica_epoch: int = -1             # v15+ ReplicaState.ReplicaEpoch (KIP-903): the follower's broker epoch
 
     def describe(self) -> str:
         who = "consumer" if self.replica_id < 0 else f"follower {self.replica_id}"
