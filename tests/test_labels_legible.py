@@ -1,6 +1,6 @@
 """Every picture can be read on a projector without hovering: no two text labels meet (overlap or come closer than
 ``legible.MARGIN`` px, by the one size estimate of ``widgets/legible.py``) and none runs off the picture or under
-its legend.  The audit builds every picture of the
+its legend, and none is set in type under ``legible.SMALLEST_PX``.  The audit builds every picture of the
 chapters' stepper stories at each of their key moments -- the stepper's partition logs, message diagram, coordinator
 view and a lab's own pictures, presenter mode's pictures, and the chapters' static snapshots of the same moment
 (the logs of every partition, the message flow since the moment before) -- and checks all pairs of labels."""
@@ -13,7 +13,7 @@ import pytest
 from txnlab import Cluster, Producer
 from widgets import Stepper
 from widgets.legible import (CHAR_EM, LINE_EM, MARGIN, clash, label_boxes, off_picture, text_box, text_extent,
-                             touching)
+                             too_small, touching)
 from widgets.snapshots import log_snapshot, message_flow
 
 # the stories the chapters open in a stepper (notebooks/*.py), with their key moments
@@ -64,6 +64,8 @@ def test_no_two_labels_meet_in_any_picture_at_a_chapters_key_moments(chapter):
                           for a, b in touching(fig)]
                 found += [f"{chapter} {story} at {moment!r}, {name}: {text!r} ({what}) runs off the picture"
                           for what, text in off_picture(fig)]
+                found += [f"{chapter} {story} at {moment!r}, {name}: {text!r} ({what}) is set in {size:.0f} px type"
+                          for what, text, size in too_small(fig)]
             since = position
         s.close()
     assert moments >= 3
@@ -189,7 +191,7 @@ def test_a_consumer_position_at_the_logs_end_is_written_inside_the_picture():
 def test_type_under_the_projectors_floor_is_found_in_labels_and_axis_ticks():
     import plotly.graph_objects as go
 
-    from widgets.legible import SMALLEST_PX, too_small
+    from widgets.legible import SMALLEST_PX
     fig = go.Figure(go.Scatter(x=[0, 1], y=[0, 1], mode="text", text=["ok", "tiny"], textfont=dict(size=[12, 9])))
     fig.add_annotation(x=0.5, y=0.5, text="small note", showarrow=False, font=dict(size=SMALLEST_PX - 1))
     fig.update_layout(yaxis=dict(tickvals=[0, 1], ticktext=["#1 0ms", "#2 3ms"], tickfont=dict(size=9)))
@@ -203,7 +205,6 @@ def test_type_under_the_projectors_floor_is_found_in_labels_and_axis_ticks():
 def test_words_in_a_short_bar_are_found_at_the_size_plotly_shrinks_them_to():
     import plotly.graph_objects as go
 
-    from widgets.legible import too_small
     fig = go.Figure(go.Bar(y=["a"], x=[1], orientation="h", text=["readable from 9004 ms"], textposition="inside"))
     fig.update_layout(width=700, xaxis=dict(range=[0, 10]), margin=dict(l=10, r=10))
     assert [text for _, text, _ in too_small(fig)] == ["readable from 9004 ms"]      # 68 px of bar for ~150 px
