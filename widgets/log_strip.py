@@ -231,7 +231,8 @@ class LogStrip:
                     else:
                         r = b.records[off - b.base_offset]
                         texts.append(cell_text(r.value if r.value is not None else r.key))
-                self._marker(b, st, marks, topic, p)
+                if not wide:        # (a wide cell says COMMIT / ABORT in words; a glyph there sat on the word)
+                    self._marker(b, st, marks, topic, p)
         elif i1 - i0 <= self.max_cells:                  # one cell per batch
             for i in range(i0, i1):
                 b, st = d.batches[i], d.status[i]
@@ -311,7 +312,8 @@ class LogStrip:
                                  textfont=dict(size=FONT), cliponaxis=False,
                                  marker=dict(color=[], colorscale=COLORSCALE, cmin=0, cmax=CONTROL,
                                              line=dict(width=0))))
-        # markers are cells of their own colour; in a zoomed-out row (buckets) these glyphs still show them
+        # markers are cells of their own colour, with their word when a cell is wide enough; in narrow cells and a
+        # zoomed-out row (batches, buckets) these glyphs show them
         traces.append(go.Scatter(name="COMMIT marker", mode="markers", x=[], y=[], showlegend=False,
                                  marker=dict(symbol="diamond", size=9, color="white", line=dict(width=1, color=STATUS["COMMIT"][0])),
                                  hovertemplate="%{hovertext}<extra></extra>"))
