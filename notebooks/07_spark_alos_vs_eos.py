@@ -248,7 +248,8 @@ p_copies
 
 # %%
 def progress(title, total=None):
-    bar = ipywidgets.IntProgress(min=0, max=total or len(lines), description=title, layout=ipywidgets.Layout(width="60%"))
+    bar = ipywidgets.IntProgress(min=0, max=total or len(lines), description=title, layout=ipywidgets.Layout(width="60%"),
+                                 style={"description_width": "initial"})     # (the whole name, not "at-least-o...")
     label = ipywidgets.Label("starting Spark ...")
     display(ipywidgets.HBox([bar, label]))
     def on_progress(p):

@@ -48,7 +48,8 @@ from widgets.predict import Exercise, Predict
 # %%
 def sweep(cfg, seeds, stop_at_first=True):
     """Run seeds with a progress bar; return (results, first failing result or None)."""
-    bar = ipywidgets.IntProgress(min=0, max=len(seeds), description=cfg.mutation or "no mutation")
+    bar = ipywidgets.IntProgress(min=0, max=len(seeds), description=cfg.mutation or "no mutation",
+                                 style={"description_width": "initial"})     # (the whole name)
     label = ipywidgets.Label()
     display(ipywidgets.HBox([bar, label]))
     results, failing = [], None
