@@ -57,3 +57,26 @@ def test_ports_are_asked_for_again_until_a_fresh_one_comes_and_a_system_with_non
     assert 40003 in listener._PORTS_TAKEN
     with pytest.raises(OSError, match="no ephemeral port left"):
         listener.unused_port_socket(lambda: _Bound(40001), tries=5)
+
+
+def test_a_port_for_a_real_broker_is_never_a_doors_and_no_door_takes_it_later(monkeypatch):
+    door = Cluster(brokers=1, seed=1).listen()
+    old = door.port_of(0)
+    door.close()
+    offered = iter([old])
+
+    def the_system_offers_the_door_port_first() -> socket.socket:
+        s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        s.bind((listener.LOOPBACK, next(offered, 0)))
+        return s
+
+    monkeypatch.setattr(listener, "_loopback_socket", the_system_offers_the_door_port_first)
+    port = listener.fresh_port()
+    assert port != old and port in listener._PORTS_TAKEN
+    offered = iter([port])
+    later = Cluster(brokers=1, seed=1).listen()
+    try:
+        assert later.port_of(0) not in (old, port)
+    finally:
+        later.close()

@@ -120,9 +120,10 @@ def classpath() -> str:
 
 
 def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+    """A port for a real broker that no lab door of this process has had: a client of a closed lab (Spark's cached
+    producers reconnect for minutes) must not find a real broker on its old port."""
+    from txnlab.wire.listener import fresh_port
+    return fresh_port()
 
 
 def _listening(port: int) -> bool:

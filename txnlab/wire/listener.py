@@ -79,6 +79,15 @@ def unused_port_socket(bound, tries: int = 100) -> socket.socket:
     raise OSError(f"no ephemeral port left that an earlier door of this process did not use ({tries} tries)")
 
 
+def fresh_port() -> int:
+    """A free loopback port no door of this process has listened on, now taken for good: for another server the
+    process starts (the tests' real Kafka brokers), which a client of a closed lab must not reach either."""
+    s = unused_port_socket(_loopback_socket)
+    port = s.getsockname()[1]
+    s.close()
+    return port
+
+
 class WireDoor(WallClock):
     """The listeners of one cluster (see the module docstring).  ``with cluster.listen() as door:`` ..."""
 
