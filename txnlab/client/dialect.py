@@ -249,6 +249,16 @@ PRODUCE_GAVE_UP = {LIBRDKAFKA: KafkaError._MSG_TIMED_OUT, JAVA: None}
 #   what is left of the message's timeout).
 EXPIRES_IN_FLIGHT = {LIBRDKAFKA: False, JAVA: True}
 
+# Whether the sender wakes when a partition's oldest queued batch (waiting for its retry backoff, for a leader, for
+# its turn) reaches its delivery timeout, so that it expires at that ms rather than at the next wakeup.
+#   Java: yes.  Sender.sendProducerData caps its poll timeout by RecordAccumulator.nextExpiryTimeMs(), the soonest
+#   createdMs + delivery.timeout.ms of each partition's first batch (expiredBatches -> maybeUpdateNextBatchExpiryTime),
+#   and ProducerBatch.hasReachedDeliveryTimeout expires it then.
+#   librdkafka: rd_kafka_broker_toppar_msgq_scan makes the next message timeout the broker thread's next wakeup but
+#   scans at most once a second (rd_kafka_broker_produce_toppars' do_timeout_scan): not modelled; the lab expires
+#   librdkafka's queued messages at the sender's next wakeup.
+WAKES_AT_BATCH_EXPIRY = {LIBRDKAFKA: False, JAVA: True}
+
 # The text of the error an expired record's delivery report carries (its code is _MSG_TIMED_OUT in both):
 # librdkafka's rd_kafka_err2str; Java's TimeoutException of Sender.sendProducerData.
 EXPIRED_TEXT = {
