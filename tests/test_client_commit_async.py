@@ -66,8 +66,9 @@ def test_librdkafka_commit_async_whose_offset_commits_timed_out_keeps_its_code()
 @pytest.mark.parametrize("dialect", ["librdkafka", "java"])
 def test_commit_async_to_a_coordinator_that_moved(dialect):
     """The leadership of the group's __consumer_offsets partition moves: the old coordinator answers NOT_COORDINATOR.
-    Java reports RetriableCommitFailedException caused by NOT_COORDINATOR and the offset stays 0 (the application
-    commits again); librdkafka finds the new coordinator, commits there and reports success."""
+    Java reports RetriableCommitFailedException caused by NOT_COORDINATOR and the offset stays 0; it has forgotten
+    the coordinator (OffsetCommitResponseHandler: markCoordinatorUnknown), so the application's next commitAsync
+    finds the new one and succeeds.  librdkafka finds the new coordinator, commits there and reports success."""
     c, reports = _cluster(brokers=3), []
     k = _consumer(c, dialect, reports)
     old = c.group_coordinator("g")
@@ -79,6 +80,13 @@ def test_commit_async_to_a_coordinator_that_moved(dialect):
     if dialect == "java":
         assert (sent, committed) == (1, 0)
         assert (err.code(), err.name(), err.str(), err.retriable()) == (16, "NOT_COORDINATOR", RCFE, True)
+        reports.clear()
+        k.commit(offsets=[TopicPartition("t", 0, 2)])
+        for _ in range(20):
+            if reports:
+                break
+            k.poll(1)
+        assert reports == [None] and k.committed([TopicPartition("t", 0)])[0].offset == 2
     else:
         assert (sent, err, committed) == (2, None, 1)
 

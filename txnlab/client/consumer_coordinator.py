@@ -355,9 +355,9 @@ class ConsumerCoordinator:
             if bad is None:
                 done(None, errors)
                 return
+            if bad in COORDINATOR_ERRORS:          # on the last attempt too (Java's commitAsync has only one):
+                self.coordinator_dead(f"OffsetCommit -> {bad.name}")  # markCoordinatorUnknown, rd_kafka_cgrp_coord_dead
             if (bad in COORDINATOR_ERRORS or bad == Errors.COORDINATOR_LOAD_IN_PROGRESS) and attempts > 1:
-                if bad != Errors.COORDINATOR_LOAD_IN_PROGRESS:
-                    self.coordinator_dead(f"OffsetCommit -> {bad.name}")
                 self.node.set_timer(self.cfg["retry.backoff.ms"], "OffsetCommit retry backoff",
                                     lambda: self.commit(offsets, done, attempts - 1, asynchronous))
                 return
