@@ -13,7 +13,12 @@ the next serving call runs the callbacks in order.
   statistics JSON with the fields the lab can state truthfully (see ``statistics``); one report per interval
   that passed, as librdkafka's timer would have queued them.
 - ``logger``: a ``logging.Logger``; lines go to ``logger.log(level, "%s [%s] %s", facility, name, text)`` as
-  confluent-kafka forwards them, served from ``poll()`` like the rest.
+  confluent-kafka forwards them, served from ``poll()`` like the rest; lines above ``log_level`` are dropped
+  (rd_kafka_log0).
+
+A request the client gave up on (its request timeout passed) is logged, not reported to ``error_cb``: librdkafka
+logs each ``REQTMOUT`` (NOTICE) and the count (WARNING), then takes the connection down as a *planned* failure,
+logged at DEBUG only, with no error event and not counted towards ``_ALL_BROKERS_DOWN`` (``request_timed_out``).
 """
 from __future__ import annotations
 
@@ -38,6 +43,9 @@ class ClientEvents:
         self._stats_cb = cfg.get("stats_cb")
         self._logger = cfg.get("logger")
         self._client_id = cfg.get("client.id", "rdkafka")
+        self._java = cfg.get("sim.client.dialect") == "java"
+        self._log_level = int(cfg.get("log_level", 6))
+        self._thread_name = bool(cfg.get("log.thread.name", True))
         self._interval = int(cfg.get("statistics.interval.ms") or 0) if self._stats_cb else 0
         self._started = kernel.now
         self._next_stats = kernel.now + self._interval
@@ -54,8 +62,34 @@ class ClientEvents:
             self.log(3, "ERROR", f"{reason}")
 
     def log(self, level: int, facility: str, text: str) -> None:
-        if self._logger is not None:
+        if self._logger is not None and level <= self._log_level:
             self._queue.append(("log", level, facility, text))
+
+    def request_timed_out(self, thread: str, logname: str, node_id: str, timed_out: list) -> None:
+        """The client gave up on requests in flight to a broker (their request timeout passed) and takes the
+        connection down.  ``logname``: librdkafka's name of that broker connection ("broker-1/1",
+        "GroupCoordinator/1"), ``thread`` its thread's ("broker-1/1", "GroupCoordinator"); ``timed_out``: [(api, ms since sent)] of the requests whose timeout passed, oldest
+        first (the others in flight on the connection fail with them and are not counted).
+
+        librdkafka (src/rdkafka_broker.c): rd_kafka_broker_bufq_timeout_scan logs each of the first 5 at NOTICE,
+        "Timed out <Api>Request in flight (after <ms>ms, timeout #<n>)", and rd_kafka_broker_timeout_scan the count
+        at WARNING; socket.max.fails being 1, it then calls rd_kafka_broker_planned_fail(_TIMED_OUT, "<n>
+        request(s) timed out: disconnect"), which is rd_kafka_broker_fail at LOG_DEBUG: rd_kafka_broker_set_error
+        logs and sends an ERR op to the application (error_cb) only for level <= LOG_INFO (and the op only for
+        <= LOG_ERR), so nothing reaches error_cb, and the broker going DOWN is not counted towards
+        _ALL_BROKERS_DOWN (skip_broker_down).  Since librdkafka 2.11.1 (#5126); before, it was
+        rd_kafka_broker_fail(LOG_ERR): an error_cb event _TIMED_OUT.
+        Java (NetworkClient.handleTimedOutRequests): log.info("Disconnecting from node {} due to request
+        timeout."), no callback (the requests fail as timed out)."""
+        if self._java:
+            self.log(6, "NetworkClient", f"Disconnecting from node {node_id} due to request timeout.")
+            return
+        prefix = f"[thrd:{thread}]: " if self._thread_name else ""          # log.thread.name
+        for n, (api, after_ms) in enumerate(timed_out[:5]):
+            self.log(5, "REQTMOUT", f"{prefix}{logname}: Timed out {api}Request in flight "
+                                    f"(after {after_ms}ms, timeout #{n})")
+        self.log(4, "REQTMOUT", f"{prefix}{logname}: Timed out {len(timed_out)} in-flight, 0 retry-queued, "
+                                f"0 out-queue, 0 partially-sent requests")
 
     # ----------------------------------------------------------------- serving (the application's thread)
     def serve(self) -> int:

@@ -10,6 +10,8 @@ from typing import Optional
 from ..errors import KafkaError, KafkaException
 from ..protocol.errors import Errors
 from . import argcheck
+from .config import dialect_of
+from .dialect import COMMIT_ASYNC_ATTEMPTS
 from .message import OFFSET_INVALID, Message, TopicPartition
 
 
@@ -56,7 +58,10 @@ class ConsumerCommits:
         def done(err, errors):
             box["err"] = err
             self._after_commit(to_commit, err, errors, report=asynchronous)
-        self._coordinator.commit(to_commit, done)
+        if asynchronous:           # Java's commitAsync: one attempt (dialect.COMMIT_ASYNC_ATTEMPTS)
+            self._coordinator.commit(to_commit, done, COMMIT_ASYNC_ATTEMPTS[dialect_of(self._config)], True)
+        else:
+            self._coordinator.commit(to_commit, done)
         if asynchronous:
             return None
         if not self._wait(lambda: "err" in box, None):

@@ -19,7 +19,7 @@ from ..protocol import messages as m
 from ..protocol.errors import Errors
 from .assignors import ASSIGNORS, COOPERATIVE
 from .config import dialect_of
-from .dialect import description, seen_as
+from .dialect import commit_error
 
 PROTOCOL_TYPE = "consumer"
 COORDINATOR_ERRORS = {Errors.NOT_COORDINATOR, Errors.COORDINATOR_NOT_AVAILABLE, Errors.NETWORK_EXCEPTION,
@@ -339,8 +339,10 @@ class ConsumerCoordinator:
         self.node.send_request(self.coordinator, m.LeaveGroupRequest(self.group_id, member), done)
 
     # --------------------------------------------------------------- offsets
-    def commit(self, offsets: dict, done: Callable[[Optional[KafkaError], dict], None], attempts: int = 5) -> None:
-        """OffsetCommit of {tp: (offset, metadata)}; done(error, {tp: error}) in the event loop."""
+    def commit(self, offsets: dict, done: Callable[[Optional[KafkaError], dict], None], attempts: int = 5,
+               asynchronous: bool = False) -> None:
+        """OffsetCommit of {tp: (offset, metadata)}; done(error, {tp: error}) in the event loop; the error as the
+        dialect reports a commit, asynchronous or not (dialect.commit_error)."""
         def send():
             generation, member = (self.generation_id, self.member_id) if self.generation_id >= 0 else (-1, "")
             req = m.OffsetCommitRequest(self.group_id, generation, member, self.group_instance_id, dict(offsets))
@@ -353,11 +355,11 @@ class ConsumerCoordinator:
             if bad is None:
                 done(None, errors)
                 return
+            if bad in COORDINATOR_ERRORS:          # on the last attempt too (Java's commitAsync has only one):
+                self.coordinator_dead(f"OffsetCommit -> {bad.name}")  # markCoordinatorUnknown, rd_kafka_cgrp_coord_dead
             if (bad in COORDINATOR_ERRORS or bad == Errors.COORDINATOR_LOAD_IN_PROGRESS) and attempts > 1:
-                if bad != Errors.COORDINATOR_LOAD_IN_PROGRESS:
-                    self.coordinator_dead(f"OffsetCommit -> {bad.name}")
                 self.node.set_timer(self.cfg["retry.backoff.ms"], "OffsetCommit retry backoff",
-                                    lambda: self.commit(offsets, done, attempts - 1))
+                                    lambda: self.commit(offsets, done, attempts - 1, asynchronous))
                 return
             if bad == Errors.UNKNOWN_MEMBER_ID:
                 self.member_id, self.generation_id = "", -1
@@ -367,8 +369,7 @@ class ConsumerCoordinator:
                 self.request_rejoin("OffsetCommit -> ILLEGAL_GENERATION", lost=True)
             elif bad == Errors.REBALANCE_IN_PROGRESS:
                 self.request_rejoin("OffsetCommit -> REBALANCE_IN_PROGRESS")
-            shown = seen_as(dialect_of(self.cfg), bad)     # a local timeout: dialect.LOCAL_TIMEOUT
-            done(KafkaError(shown, f"Commit failed: {description(shown)}"), errors)
+            done(commit_error(dialect_of(self.cfg), bad, asynchronous), errors)
         self.ensure_coordinator(send)
 
     def fetch_committed(self, tps: list, done: Callable[[Optional[KafkaError], dict], None],

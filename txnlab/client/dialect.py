@@ -249,6 +249,16 @@ PRODUCE_GAVE_UP = {LIBRDKAFKA: KafkaError._MSG_TIMED_OUT, JAVA: None}
 #   what is left of the message's timeout).
 EXPIRES_IN_FLIGHT = {LIBRDKAFKA: False, JAVA: True}
 
+# Whether the sender wakes when a partition's oldest queued batch (waiting for its retry backoff, for a leader, for
+# its turn) reaches its delivery timeout, so that it expires at that ms rather than at the next wakeup.
+#   Java: yes.  Sender.sendProducerData caps its poll timeout by RecordAccumulator.nextExpiryTimeMs(), the soonest
+#   createdMs + delivery.timeout.ms of each partition's first batch (expiredBatches -> maybeUpdateNextBatchExpiryTime),
+#   and ProducerBatch.hasReachedDeliveryTimeout expires it then.
+#   librdkafka: rd_kafka_broker_toppar_msgq_scan makes the next message timeout the broker thread's next wakeup but
+#   scans at most once a second (rd_kafka_broker_produce_toppars' do_timeout_scan): not modelled; the lab expires
+#   librdkafka's queued messages at the sender's next wakeup.
+WAKES_AT_BATCH_EXPIRY = {LIBRDKAFKA: False, JAVA: True}
+
 # The text of the error an expired record's delivery report carries (its code is _MSG_TIMED_OUT in both):
 # librdkafka's rd_kafka_err2str; Java's TimeoutException of Sender.sendProducerData.
 EXPIRED_TEXT = {
@@ -289,6 +299,35 @@ def seen_as(dialect: str, error) -> int:
     if isinstance(error, LocalTimeout):
         return LOCAL_TIMEOUT[check(dialect)]
     return error
+
+
+# What an asynchronous commit (``commit(asynchronous=True)``) tries, and what its ``on_commit`` is told when it fails.
+#   Java: ConsumerCoordinator.commitOffsetsAsync -> doCommitOffsetsAsync sends one OffsetCommit and never retries it;
+#   its listener's onFailure wraps a RetriableException in a RetriableCommitFailedException for the
+#   OffsetCommitCallback: a disconnect (ConsumerNetworkClient.RequestFutureCompletionHandler raises
+#   DisconnectException, for a request that timed out too: NetworkClient fails it as disconnected), and the
+#   retriable codes OffsetCommitResponseHandler raises (COORDINATOR_NOT_AVAILABLE, NOT_COORDINATOR and
+#   REQUEST_TIMED_OUT, which mark the coordinator unknown; COORDINATOR_LOAD_IN_PROGRESS, UNKNOWN_TOPIC_OR_PARTITION).
+#   The exception has no error code of its own: the lab's error keeps its cause's (a disconnect's NETWORK_EXCEPTION,
+#   as the lab says for Java's lost connections) with the exception's message, retriable.  Anything else (fenced,
+#   a rebalance, authorization) reaches the callback as it is.  (commitSync retries: ConsumerCoordinator.
+#   commitOffsetsSync.)
+#   librdkafka: the commit's own error, whatever the attempt: rd_kafka_cgrp_op_handle_OffsetCommit hands the
+#   request's error to the offset_commit_cb as it is (a local timeout as LOCAL_TIMEOUT says).
+COMMIT_ASYNC_ATTEMPTS = {LIBRDKAFKA: 5, JAVA: 1}
+RETRIABLE_COMMIT_FAILED_TEXT = ("Offset commit failed with a retriable exception. You should retry committing the "
+                                "latest consumed offsets.")
+
+
+def commit_error(dialect: str, error, asynchronous: bool) -> KafkaError:
+    """The error a commit that failed with ``error`` (an ``Errors`` code or a ``LocalTimeout`` marker) reports: to
+    ``on_commit`` when ``asynchronous``, else raised by commit().  Java's commitAsync: a retriable cause wrapped in
+    RetriableCommitFailedException (``COMMIT_ASYNC_ATTEMPTS``' note)."""
+    if dialect == JAVA and asynchronous and error.retriable:
+        cause = E.NETWORK_EXCEPTION if isinstance(error, LocalTimeout) else error     # DisconnectException
+        return KafkaError(cause, RETRIABLE_COMMIT_FAILED_TEXT, retriable=True)
+    shown = seen_as(dialect, error)                     # a local timeout: LOCAL_TIMEOUT
+    return KafkaError(shown, f"Commit failed: {description(shown)}")
 
 
 def description(code: int) -> str:

@@ -112,6 +112,24 @@ class ClientNode(Node):
         if events is not None:
             events.error(code, text)
 
+    # librdkafka's logical brokers for the coordinators' connections (rd_kafka_broker_add_logical): their name
+    _LOGICAL = {"group-coordinator": "GroupCoordinator", "txn-coordinator": "TxnCoordinator"}
+
+    def _on_timeout(self, cid: int) -> None:
+        """A request's timeout passed: the kernel fails it and closes its connection (Node._on_timeout); the client
+        logs it as its dialect does (ClientEvents.request_timed_out), nothing for error_cb.  Counted as timed out
+        with it: the others in flight on that connection whose own timeout passed at the same time."""
+        p = self._pending.get(cid)
+        events = getattr(self.owner, "_events", None)
+        if p is not None and events is not None:
+            now, conn = self.kernel.now, p.msg.conn
+            timed_out = sorted((c, q.api, now - q.msg.sent_at) for c, q in self._pending.items()
+                               if q.msg.conn is conn and q.timeout_event.time <= now)
+            bid = p.dst.rsplit("-", 1)[-1]
+            thread = self._LOGICAL.get(self.CHANNELS.get(p.api, ""), f"{p.dst}/{bid}")
+            events.request_timed_out(thread, f"{thread.split('/')[0]}/{bid}", bid, [t[1:] for t in timed_out])
+        super()._on_timeout(cid)
+
     def _broker_down(self, broker: str, why: str) -> None:
         """librdkafka's rd_kafka_broker_fail: a transport error for the application, and when it was the last
         broker up, "all brokers down" (once, until one answers again)."""

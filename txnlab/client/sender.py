@@ -16,12 +16,15 @@ from ..errors import KafkaError
 from ..protocol import messages as m
 from ..protocol.errors import Errors, LocalTimeout
 from ..protocol.record_batch import RecordBatch
-from .dialect import (EXPIRED_TEXT, EXPIRES_IN_FLIGHT, PRODUCE_GAVE_UP, PRODUCE_TIMEOUT, Action, check, classify,
-                      normalize, seen_as)
+from .dialect import (EXPIRED_TEXT, EXPIRES_IN_FLIGHT, PRODUCE_GAVE_UP, PRODUCE_TIMEOUT, WAKES_AT_BATCH_EXPIRY, Action,
+                      check, classify, normalize, seen_as)
 from .message import Message
 from .transaction_manager import S
 from .txn_requests import TransactionalRequests
 
+# TransactionManager.maybeResolveSequences' words, for a transactional producer that can bump its epoch
+UNACKED_TEXT = ("The client hasn't received acknowledgment for some previously sent messages and can no longer retry "
+                "them. It is safe to abort the transaction and continue.")
 # NONE is read on every request: a member read through its enum class costs CPython 3.11 a call of the class's
 # attribute hook
 _NONE = Errors.NONE
@@ -53,6 +56,7 @@ class Sender(TransactionalRequests):
         # Produce requests whose batches expire while in flight (dialect.EXPIRES_IN_FLIGHT): token -> (batches,
         # the kernel timer at the soonest delivery timeout of those not yet done)
         self._expires_in_flight = EXPIRES_IN_FLIGHT[self.dialect]
+        self._wakes_at_expiry = WAKES_AT_BATCH_EXPIRY[self.dialect]
         self._expiring: dict = {}
         self._expiring_seq = 0
 
@@ -138,6 +142,11 @@ class Sender(TransactionalRequests):
             self.node.request_metadata(then=lambda: self.wakeup(0))
         for node, tps in by_node.items():
             self._send_produce(node, tps, now)
+        mt = self.cfg["delivery.timeout.ms"]
+        if mt and self._wakes_at_expiry:          # (dialect.WAKES_AT_BATCH_EXPIRY) the queued heads' expiry
+            for dq in p._acc.batches.values():
+                if dq and (next_wake is None or dq[0].created_ms + mt < next_wake):
+                    next_wake = dq[0].created_ms + mt
         if next_wake is not None:
             self.wakeup(max(0, next_wake - now))
         self._maybe_end_txn()
@@ -449,14 +458,28 @@ class Sender(TransactionalRequests):
         # librdkafka only after one that may have been written (_bumps_after_abort)
         if self._bumps_after_abort(b, state):
             self._bump_after_end = True
-        elif in_retry and self._expires_in_flight:
-            # Java: Sender.sendProducerData marks a retried batch's sequence unresolved; it is removed from the
-            # batches in flight, so TransactionManager.maybeResolveSequences finds the partition drained with its
-            # last acked sequence behind the next one and requires the bump (even while completing)
-            self.narrate(f"{p.name}: Marking partition {b.tp[0]}-{b.tp[1]} unresolved with next sequence number "
-                         f"{b.last_sequence + 1}: the client hasn't received acknowledgment for some previously "
-                         f"sent messages and can no longer retry them; the abort will bump the epoch")
-            self._bump_after_end = True
+        if in_retry and self._expires_in_flight:
+            self._mark_sequence_unresolved(b)
+
+    def _mark_sequence_unresolved(self, b) -> None:
+        """Java: Sender.sendProducerData marks an expired retried batch's sequence unresolved
+        (TransactionManager.markSequenceUnresolved); it left the batches in flight, and once its partition has none
+        TransactionManager.maybeResolveSequences finds the last acked sequence behind the next one: epochBumpRequired
+        (even while completing) and transitionToAbortableError with its own KafkaException, the error
+        commit_transaction() then raises (the lab keeps the expiry's code, _MSG_TIMED_OUT, with Java's words).
+        Other batches of the partition still in flight: it waits for them (the lab: the abort bumps, as here)."""
+        txn, tp, name = self.txn, b.tp, f"{b.tp[0]}-{b.tp[1]}"
+        self._bump_after_end = True
+        self.narrate(f"{self.p.name}: Marking partition {name} unresolved with next sequence number "
+                     f"{b.last_sequence + 1}")
+        s = txn.seq(tp)
+        if s.in_flight or s.last_acked_sequence + 1 == s.next_sequence or \
+                txn.state not in (S.IN_TRANSACTION, S.COMMITTING_TRANSACTION, S.ABORTABLE_ERROR):
+            return
+        self.narrate(f"{self.p.name}: no batches in flight remain for {name}, last acked sequence "
+                     f"{s.last_acked_sequence}, next {s.next_sequence}: {UNACKED_TEXT} The abort will bump the epoch")
+        txn.transition(S.ABORTABLE_ERROR, KafkaError(KafkaError._MSG_TIMED_OUT, UNACKED_TEXT, retriable=False,
+                                                     txn_requires_abort=True))
 
     # ------------------------------------------------ batches expiring in flight (dialect.EXPIRES_IN_FLIGHT)
     def _expire_in_flight_at(self, batches: dict, at: int) -> int:
