@@ -130,26 +130,17 @@ class Broker(ProduceHandling, FetchHandling, AdminHandling, Node):
 
     def _heartbeat(self) -> None:
         def sent(resp, err):
-            if err is None and resp.is_fenced and self.registered:
-                # The controller fenced us (our session expired while we could not reach it) and moved our
-                # leaderships away: register again, and learn the current partition states with it.
-                self.narrate(f"broker {self.broker_id}: the controller says it is fenced; it registers again")
-                self.registered = False
-                self._register_again()
-        self.send_request(CONTROLLER, m.BrokerHeartbeatRequest(self.broker_id, self.broker_epoch), sent,
+            # BrokerLifecycleManager.BrokerHeartbeatResponseEvent: a running broker told it is fenced, or answered an
+            # error (STALE_BROKER_EPOCH: the heartbeat was not of its current registration), heartbeats again; it
+            # never registers again for either (a fenced broker is unfenced by a heartbeat with its epoch)
+            if err is None and resp.error:
+                self.narrate(f"broker {self.broker_id} sent a heartbeat request (broker epoch {epoch}) but received "
+                             f"error {Errors(resp.error)}; it heartbeats again")
+        epoch = self.broker_epoch
+        self.send_request(CONTROLLER, m.BrokerHeartbeatRequest(self.broker_id, epoch), sent,
                           timeout_ms=self.config["broker.heartbeat.interval.ms"], background=True)
         self.set_timer(self.config["broker.heartbeat.interval.ms"], "BrokerHeartbeat", self._heartbeat,
                        background=True)
-
-    def _register_again(self) -> None:
-        def done(resp, err):
-            if err or resp.error:
-                self.set_timer(1_000, "retry BrokerRegistration", self._register_again, background=True)
-                return
-            self.broker_epoch = resp.broker_epoch
-            self.registered = True
-        self.send_request(CONTROLLER, m.BrokerRegistrationRequest(self.broker_id, self.incarnation), done,
-                          timeout_ms=5_000, background=True)
 
     def _isr_check(self) -> None:
         for p in self.partitions.values():
@@ -318,7 +309,7 @@ class Broker(ProduceHandling, FetchHandling, AdminHandling, Node):
     def alter_partition(self, p: Partition, new_isr: tuple) -> None:
         p.pending_isr = new_isr
         # v3 (KIP-903): each member with the broker epoch its replica fetched with (Partition.addBrokerEpochToIsr)
-        req = m.AlterPartitionRequest(self.broker_id, p.topic, p.partition, p.leader_epoch,
+        req = m.AlterPartitionRequest(self.broker_id, self.broker_epoch, p.topic, p.partition, p.leader_epoch,
                                       p.isr_with_broker_epochs(new_isr), p.partition_epoch)
 
         def done(resp, err):

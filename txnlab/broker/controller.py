@@ -34,6 +34,8 @@ class Controller(TopicChanges, Node):
         self.states: dict[tuple, m.PartitionState] = {}
         self.topic_configs: dict[str, dict] = {}
         self.registered: dict[int, int] = {}       # broker id -> broker epoch (alive, unfenced)
+        self.broker_epochs: dict[int, int] = {}    # broker id -> the broker epoch of its registration, which a
+                                                   # fence keeps (ClusterControlManager.brokerRegistrations)
         self.incarnations: dict[int, int] = {}     # broker id -> incarnation of its registration
         self.session_timers: dict[int, object] = {}
         self.next_broker_epoch = 1
@@ -75,17 +77,46 @@ class Controller(TopicChanges, Node):
         epoch = self.next_broker_epoch
         self.next_broker_epoch += 1
         self.registered[req.broker_id] = epoch
+        self.broker_epochs[req.broker_id] = epoch
         self._reset_session(req.broker_id)
         self.narrate(f"controller registered broker {req.broker_id} (broker epoch {epoch})")
         self._on_broker_up(req.broker_id)
         return m.BrokerRegistrationResponse(Errors.NONE, epoch)
 
+    def check_broker_epoch(self, broker_id: int, broker_epoch: int):
+        """Why a request that carries ``broker_epoch`` is not from ``broker_id``'s current registration (None: it is),
+        as ClusterControlManager.checkBrokerEpoch words its StaleBrokerEpochException.  A fenced broker keeps its
+        registration, and its epoch with it."""
+        epoch = self.broker_epochs.get(broker_id)
+        if epoch is None:
+            return f"No broker registration found for broker id {broker_id}"
+        if epoch != broker_epoch:
+            return f"Expected broker epoch {epoch}, but got broker epoch {broker_epoch}"
+        return None
+
     def handle_BrokerHeartbeat(self, msg):
         req = msg.payload
-        if self.registered.get(req.broker_id) != req.broker_epoch:
-            return m.BrokerHeartbeatResponse(Errors.NONE, is_fenced=True)
+        stale = self.check_broker_epoch(req.broker_id, req.broker_epoch)
+        if stale is not None:
+            # QuorumController.processBrokerHeartbeat -> ReplicationControlManager.processBrokerHeartbeat: a heartbeat
+            # of another registration (an earlier incarnation's, held up in the network) changes nothing
+            self.narrate(f"controller: a heartbeat of broker {req.broker_id}: {stale} -> STALE_BROKER_EPOCH")
+            return m.BrokerHeartbeatResponse(Errors.STALE_BROKER_EPOCH)
+        if req.broker_id not in self.registered:
+            self._unfence(req.broker_id)
         self._reset_session(req.broker_id)
         return m.BrokerHeartbeatResponse(Errors.NONE)
+
+    def _unfence(self, broker_id: int) -> None:
+        # BrokerHeartbeatManager.calculateNextBrokerState: a fenced broker that heartbeats with its registration's
+        # epoch, wants to be unfenced and has caught up with its registration record is unfenced, with the same
+        # broker epoch (it does not register again); it learns what changed while it was cut off (the whole image,
+        # as KRaft's broker catches up on the metadata log)
+        self.registered[broker_id] = self.broker_epochs[broker_id]
+        self.narrate(f"controller unfenced broker {broker_id}: it heartbeats again with the broker epoch of its "
+                     f"registration ({self.broker_epochs[broker_id]})")
+        self.kernel.current.background = False
+        self._on_broker_up(broker_id)
 
     def _reset_session(self, broker_id: int) -> None:
         self.cancel_timer(self.session_timers.get(broker_id))
@@ -231,6 +262,12 @@ class Controller(TopicChanges, Node):
         req = msg.payload
         tp = (req.topic, req.partition)
         s = self.states.get(tp)
+        stale = self.check_broker_epoch(req.broker_id, req.broker_epoch)
+        if stale is not None:
+            # ReplicationControlManager.alterPartition checks the leader's registration before any partition
+            self.narrate(f"controller refused an AlterPartition of broker {req.broker_id}: {stale} "
+                         f"-> STALE_BROKER_EPOCH")
+            return m.AlterPartitionResponse(Errors.STALE_BROKER_EPOCH)
         if s is None:
             return m.AlterPartitionResponse(Errors.UNKNOWN_TOPIC_OR_PARTITION)
         if s.leader != req.broker_id or s.leader_epoch != req.leader_epoch:

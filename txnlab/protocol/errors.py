@@ -139,6 +139,7 @@ _DESCRIPTIONS = {
     Errors.INVALID_RECORD: "the broker rejected a malformed record batch (e.g. no records, a client-written control record, or a producer id without a sequence)",
     Errors.UNSTABLE_OFFSET_COMMIT: "a transaction holding offsets for this partition is still open",
     Errors.TRANSACTION_ABORTABLE: "the transaction cannot go on and must be aborted",
+    Errors.STALE_BROKER_EPOCH: "broker epoch has changed: the request carries a broker epoch that is not the one of the broker's registration",
     Errors.INELIGIBLE_REPLICA: "the new ISR contains at least one ineligible replica (a fenced broker, or one named with an earlier broker epoch)",
     Errors.COORDINATOR_LOAD_IN_PROGRESS: "the coordinator is still loading its state from the log",
     Errors.NOT_COORDINATOR: "this broker is not the coordinator for that key",

@@ -173,12 +173,12 @@ def _deposed_group_coordinator(res: SeedResult) -> None:
     run = replay(res.seed, res.config, res.schedule)
     if run.cluster is None:
         return
-    fenced: dict = {}       # broker id -> when the controller fenced it (until it registers again)
+    fenced: dict = {}       # broker id -> when the controller fenced it (until it is unfenced or registers again)
     for e in run.cluster.trace.events:
         text = e.narration
         for m in re.finditer(r"controller fenced broker (\d+)", text):
             fenced[int(m.group(1))] = e.time
-        for m in re.finditer(r"controller registered broker (\d+)", text):
+        for m in re.finditer(r"controller (?:registered|unfenced) broker (\d+)", text):
             fenced.pop(int(m.group(1)), None)
         if e.kind == "deliver" and e.api == "OffsetFetch" and e.is_response and e.src.startswith("broker-"):
             broker = int(e.src.split("-", 1)[1])

@@ -104,6 +104,7 @@ class AlterPartitionRequest:
     API = "AlterPartition"
     API_KEY = 56
     broker_id: int
+    broker_epoch: int                   # the leader's: the controller refuses a stale one (STALE_BROKER_EPOCH)
     topic: str
     partition: int
     leader_epoch: int
