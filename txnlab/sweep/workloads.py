@@ -285,8 +285,19 @@ class GroupRebalance(Copier):
     def _all_caught_up(self, ctx, c, assigned: list) -> bool:
         """This member read its partitions to their end, and the group committed every committed input
         record (the committed offset follows the last record returned, so it may stop before markers or
-        aborted data at the end of a partition: compare it with the records, not with the LSO)."""
+        aborted data at the end of a partition: compare it with the records, not with the LSO).
+
+        A member that owns nothing is between generations (range gives every member one of the four input
+        partitions at least while the group has four members or fewer, a zombie's included; with more, the
+        member waits until the zombie's session ends): it waits to be given partitions.  Asking the group's
+        offsets then would queue the OffsetFetch behind the member's own JoinGroup, which the coordinator
+        answers only when every member has rejoined, so committed() would wait out its whole timeout, and
+        in this runtime, where one application's blocking call holds up every other one, the others could
+        not poll, hence not rejoin either (seed 210225: 2-second waits back to back, generation after
+        generation lost to session timeouts, until the deadline)."""
         from ..errors import KafkaException
+        if not assigned:
+            return False
         if not all(self._caught_up(c, tp) for tp in assigned):
             return False
         tps = [TopicPartition("in", i) for i in range(self.topics["in"])]
