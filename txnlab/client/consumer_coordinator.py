@@ -19,7 +19,7 @@ from ..protocol import messages as m
 from ..protocol.errors import Errors
 from .assignors import ASSIGNORS, COOPERATIVE
 from .config import dialect_of
-from .dialect import commit_error
+from .dialect import LIBRDKAFKA, commit_error
 
 PROTOCOL_TYPE = "consumer"
 COORDINATOR_ERRORS = {Errors.NOT_COORDINATOR, Errors.COORDINATOR_NOT_AVAILABLE, Errors.NETWORK_EXCEPTION,
@@ -58,6 +58,7 @@ class ConsumerCoordinator:
         self.lost = False                       # membership was lost: revoke without committing
         self.pending_assignment: Optional[tuple] = None
         self.join_not_before = 0
+        self._left = False                      # LeaveGroup sent (close, max.poll.interval.ms): no joining by itself
         self.fatal: Optional[KafkaError] = None
         self._heartbeat_timer = None
         self._heartbeat_in_flight = False
@@ -132,6 +133,7 @@ class ConsumerCoordinator:
         self.stop_heartbeats()
         self.state = MemberState.JOINING
         self.rejoin_needed = False
+        self._left = False
         self.lost = False
         topics = tuple(sorted(self.c._subscription))
         meta = (topics, tuple(sorted(self.c._assignment))) if self.cooperative else topics
@@ -142,12 +144,33 @@ class ConsumerCoordinator:
     def _retry_join(self, why: str, backoff: bool = True) -> None:
         self.state = MemberState.UNJOINED
         self.rejoin_needed = True
+        # librdkafka's background thread joins again by itself (rd_kafka_cgrp_handle_JoinGroup ->
+        # rd_kafka_cgrp_rejoin: join state INIT; rd_kafka_cgrp_join_state_serve sends the JoinGroup); the Java
+        # client joins only inside poll() (AbstractCoordinator.joinGroupIfNeeded)
+        by_itself = dialect_of(self.cfg) == LIBRDKAFKA
+        self.narrate(f"{self.c.name}: {why}; it will send JoinGroup again"
+                     + (" (its background thread does)" if by_itself else ""))
         if backoff:
             delay = self.cfg["retry.backoff.ms"]
             self.join_not_before = self.kernel.now + delay
-            self.node.set_timer(delay, "JoinGroup retry backoff", self._changed)
-        self.narrate(f"{self.c.name}: {why}; it will send JoinGroup again")
+            self.node.set_timer(delay, "JoinGroup retry backoff", self._join_by_itself if by_itself else self._changed)
+        elif by_itself:
+            self._join_by_itself()
         self._changed()
+
+    def _join_by_itself(self) -> None:
+        """librdkafka, join state INIT: the JoinGroup goes out without the application, unless the application
+        has a rebalance to see first (partitions to give up, an assignment to take) or left by not polling."""
+        self._changed()
+        c = self.c
+        if (c._closed or self._left or self.state != MemberState.UNJOINED or not self.rejoin_needed
+                or self.pending_assignment is not None or (c._assignment and not self.cooperative)
+                or c._poll_interval_exceeded()):
+            return
+        if self.coordinator is None:
+            self.ensure_coordinator(then=self._join_by_itself)
+            return
+        self.start_join()
 
     def _on_join_response(self, resp, err) -> None:
         self._changed()
@@ -321,6 +344,7 @@ class ConsumerCoordinator:
     def leave_group(self, why: str, then: Optional[Callable[[], None]] = None) -> None:
         """LeaveGroup (static members do not send it: their session timeout decides)."""
         self.stop_heartbeats()
+        self._left = True
         member = self.member_id
         self.member_id, self.generation_id = "", -1
         self.state = MemberState.UNJOINED

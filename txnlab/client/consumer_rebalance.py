@@ -46,13 +46,12 @@ class ConsumerRebalance:
             raise KafkaException(err)
         if not self._subscription or self._manual:
             return
-        if coord.need_rejoin():
-            if coord.coordinator is None:
-                coord.ensure_coordinator()
-                return
-            if not coord.cooperative or coord.lost:   # KIP-429: a cooperative member keeps its partitions
-                self._revoke()
-            coord.start_join()
+        # The assignment of a generation that completed goes to the application before the member joins the
+        # next one, even when a rebalance began meanwhile: Java's joinGroupIfNeeded runs onJoinComplete, then
+        # onJoinPrepare (the revoke) before its next JoinGroup; librdkafka lets REBALANCE_IN_PROGRESS wait while
+        # the assign call is pending (rd_kafka_cgrp_handle_Heartbeat).  Joining first would leave an eager
+        # member holding partitions through its JoinGroup, never revoked, and queue its application's
+        # OffsetFetch behind a JoinGroup the coordinator answers only when the whole group is back.
         assignment = coord.take_assignment()
         if assignment is not None and coord.cooperative:
             self._cooperative_assignment(assignment)
@@ -65,6 +64,13 @@ class ConsumerRebalance:
                 self._on_assign(self, parts)
             if not self._assign_called:
                 self._set_assignment(parts)
+        if coord.need_rejoin():
+            if coord.coordinator is None:
+                coord.ensure_coordinator()
+                return
+            if not coord.cooperative or coord.lost:   # KIP-429: a cooperative member keeps its partitions
+                self._revoke()
+            coord.start_join()
 
     def _cooperative_assignment(self, assignment) -> None:
         """KIP-429's second half, as librdkafka's rebalance callbacks see it: revoke what the leader took away

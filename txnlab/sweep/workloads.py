@@ -285,13 +285,24 @@ class GroupRebalance(Copier):
     def _all_caught_up(self, ctx, c, assigned: list) -> bool:
         """This member read its partitions to their end, and the group committed every committed input
         record (the committed offset follows the last record returned, so it may stop before markers or
-        aborted data at the end of a partition: compare it with the records, not with the LSO)."""
+        aborted data at the end of a partition: compare it with the records, not with the LSO).
+
+        The group's offsets are asked with a short timeout: the answer takes a round trip, or much longer
+        when the member is between generations (its OffsetFetch waits behind its own JoinGroup, which the
+        coordinator answers only when every member has rejoined; one request of a connection at a time), and
+        this runtime runs one application at a time, so a long wait here holds up every other member's poll,
+        hence its rejoin (seed 210225: members with nothing assigned asked with 2 s, back to back for a
+        minute, and generation after generation ended in session timeouts until the deadline).  Still asking
+        keeps what a real application's committed() does to a coordinator connection that died silently: the
+        request times out after socket.timeout.ms and takes the connection, and the JoinGroup waiting on it,
+        down (seed 210262, where a partition ate a JoinGroup answer: without the asking the member waits for
+        it max.poll.interval.ms + 3 s)."""
         from ..errors import KafkaException
         if not all(self._caught_up(c, tp) for tp in assigned):
             return False
         tps = [TopicPartition("in", i) for i in range(self.topics["in"])]
         try:
-            got = c.committed(tps, timeout=2.0)
+            got = c.committed(tps, timeout=0.2)
         except KafkaException:
             return False
         last = self.state["in_ok"]          # the last committed input record of each partition
