@@ -1,8 +1,8 @@
 """The controller (Kafka's KRaft ``QuorumController``, modelled as one always-up node).
 
 Owns the cluster's partition states (replicas, leader, leader epoch, ISR,
-partition epoch), broker liveness (registration, heartbeats, fencing after
-``broker.session.timeout.ms``), leader election from the ISR (unclean election
+partition epoch), broker liveness (registration, which is fenced until a heartbeat shows the broker caught up
+with the metadata log past its registration record, heartbeats, fencing after ``broker.session.timeout.ms``), leader election from the ISR (unclean election
 only when enabled), ISR changes requested by leaders (AlterPartition), topic
 creation and deletion (CreateTopics, DeleteTopics: clients' requests forwarded by a
 broker, and StopReplica to the replicas of a deleted topic), and producer-id blocks (AllocateProducerIds, blocks of 1000).
