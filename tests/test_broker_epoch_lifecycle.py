@@ -81,7 +81,7 @@ def test_a_heartbeat_of_an_earlier_registration_is_answered_stale_broker_epoch()
     c.crash(f)
     c.advance(12_000)                                  # fenced
     c.restart(f)
-    c.run_until(lambda: c.broker(f).registered, timeout_ms=10_000)
+    c.run_until(lambda: c.broker(f).running, timeout_ms=10_000)
     new_epoch = c.broker(f).broker_epoch
     assert new_epoch > old_epoch and c.controller.registered[f] == new_epoch
     late = _put_back_on_the_wire(c, held, f"the network delivers {fname}'s heartbeat of broker epoch {old_epoch}")

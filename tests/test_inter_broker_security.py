@@ -108,8 +108,8 @@ def test_client_id_broker_2_does_not_replace_a_down_broker_2():
     assert not any(n == "broker-2" for n in c.clients)               # the client works under its own name
     assert any(e.kind == "note" and "client.id 'broker-2' is only a label" in e.text for e in c.trace)
     c.restart(2)
-    c.run_until(lambda: real.registered, timeout_ms=60_000)
-    assert real.registered and 2 in c.controller.live_brokers
+    c.run_until(lambda: real.running, timeout_ms=60_000)
+    assert real.running and 2 in c.controller.live_brokers
 
 
 def test_client_id_shaped_like_a_broker_does_not_skip_acl_checks():
@@ -169,7 +169,7 @@ def test_a_remote_client_named_broker_2_does_not_pass_for_broker_2(served):
     assert p.flush(30) == 0
     assert c.kernel.nodes["broker-2"] is c.broker(2)
     c.restart(2)
-    c.run_until(lambda: c.broker(2).registered, timeout_ms=60_000)
+    c.run_until(lambda: c.broker(2).running, timeout_ms=60_000)
     assert 2 in c.controller.live_brokers
 
 

@@ -299,4 +299,4 @@ def test_the_report_names_a_deposed_group_coordinator_that_answered_an_offset_fe
     assert "duplicate" in out
     note = next(line for line in out.splitlines() if line.startswith("note: "))
     assert "broker-0 answered copier-1.1-c's OffsetFetch (in-1=45) although the controller had fenced it at " \
-           "4003 ms" in note
+           "4007 ms" in note

@@ -19,6 +19,7 @@ from .admin import AdminHandling
 from .authorizer import check_request, metadata_topics
 from .fetch import FetchHandling
 from .inter_broker import is_inter_broker, refuse_cluster_action
+from .lifecycle import BrokerLifecycle
 from .partition import Partition
 from .produce import ProduceHandling
 from .replica_fetcher import ReplicaFetcher
@@ -58,7 +59,7 @@ class MetadataCache:
         return s.leader if s else -1
 
 
-class Broker(ProduceHandling, FetchHandling, AdminHandling, Node):
+class Broker(BrokerLifecycle, ProduceHandling, FetchHandling, AdminHandling, Node):
     restartable = True
     # Kafka's SocketServer mutes a connection until its request is answered
     serves_one_request_at_a_time = True
@@ -90,8 +91,7 @@ class Broker(ProduceHandling, FetchHandling, AdminHandling, Node):
         self.fetch_sessions: dict = {}         # session id -> FetchSession (KIP-227)
         self.replica_last_fetch: dict[int, int] = {}
         self._next_session_id = 0
-        self.broker_epoch = -1
-        self.registered = False
+        self._init_lifecycle()
         self.metadata_loaded = False           # has this incarnation had the controller's whole image yet?
         self.group_coordinator = GroupCoordinator(self)
         self.txn_coordinator = TransactionCoordinator(self)
@@ -108,17 +108,8 @@ class Broker(ProduceHandling, FetchHandling, AdminHandling, Node):
             else:
                 details.append(text)
 
-    def start(self) -> None:
-        self.send_request(CONTROLLER, m.BrokerRegistrationRequest(self.broker_id, self.incarnation),
-                          self._on_registered, timeout_ms=5_000)
-
-    def _on_registered(self, resp, err) -> None:
-        if err or resp.error:
-            self.set_timer(1_000, "retry BrokerRegistration", self.start)
-            return
-        self.broker_epoch = resp.broker_epoch
-        self.registered = True
-        self._heartbeat()
+    def on_registered(self) -> None:
+        """What BrokerServer starts once the broker has registered (its lifecycle is in ``lifecycle``)."""
         self.set_timer(self.config["replica.lag.time.max.ms"] // 2, "ISR shrink check",
                        self._isr_check, background=True)
         self.set_timer(self.config["replica.high.watermark.checkpoint.interval.ms"], "HW checkpoint",
@@ -127,20 +118,6 @@ class Broker(ProduceHandling, FetchHandling, AdminHandling, Node):
                        self._expire_producers, background=True)
         self.txn_coordinator.start()
         self.txn_coordinator.producer_id_manager.prefetch()
-
-    def _heartbeat(self) -> None:
-        def sent(resp, err):
-            # BrokerLifecycleManager.BrokerHeartbeatResponseEvent: a running broker told it is fenced, or answered an
-            # error (STALE_BROKER_EPOCH: the heartbeat was not of its current registration), heartbeats again; it
-            # never registers again for either (a fenced broker is unfenced by a heartbeat with its epoch)
-            if err is None and resp.error:
-                self.narrate(f"broker {self.broker_id} sent a heartbeat request (broker epoch {epoch}) but received "
-                             f"error {Errors(resp.error)}; it heartbeats again")
-        epoch = self.broker_epoch
-        self.send_request(CONTROLLER, m.BrokerHeartbeatRequest(self.broker_id, epoch), sent,
-                          timeout_ms=self.config["broker.heartbeat.interval.ms"], background=True)
-        self.set_timer(self.config["broker.heartbeat.interval.ms"], "BrokerHeartbeat", self._heartbeat,
-                       background=True)
 
     def _isr_check(self) -> None:
         for p in self.partitions.values():
@@ -219,10 +196,11 @@ class Broker(ProduceHandling, FetchHandling, AdminHandling, Node):
             refused, response = refuse_cluster_action(self, msg, self.cluster.authorizer, self.cluster.principal_of)
             if refused:
                 return response
-        if self.broker_epoch < 0 and not from_server:
-            # A (re)starting broker accepts client connections only once it has registered and learned the
-            # cluster's metadata (KRaft: the broker is not RUNNING yet); until then a client is refused.
-            self.narrate(f"broker {self.broker_id} is still starting (not registered, no metadata yet): "
+        if not self.running and not from_server:
+            # A (re)starting broker accepts client connections only once the controller has unfenced it
+            # (BrokerServer enables its listeners after setReadyToUnfence: the broker is RUNNING); until then a
+            # client is refused.
+            self.narrate(f"broker {self.broker_id} is still starting ({self.lifecycle_state}: not unfenced yet): "
                          f"it does not accept client connections")
             src = self.kernel.nodes.get(msg.src)
             if src is not None and src.alive:
@@ -252,6 +230,7 @@ class Broker(ProduceHandling, FetchHandling, AdminHandling, Node):
                          f"not act on a change of {len(req.partition_states)} partition(s) (STALE_BROKER_EPOCH)")
             return m.LeaderAndIsrResponse(Errors.STALE_BROKER_EPOCH)
         self.metadata.update(req.partition_states, req.live_brokers, req.broker_epochs)
+        self.caught_up_to(req.metadata_offset)
         now = self.kernel.now
         for s in req.partition_states:
             if self.broker_id not in s.replicas:

@@ -1,8 +1,8 @@
 """The controller (Kafka's KRaft ``QuorumController``, modelled as one always-up node).
 
 Owns the cluster's partition states (replicas, leader, leader epoch, ISR,
-partition epoch), broker liveness (registration, heartbeats, fencing after
-``broker.session.timeout.ms``), leader election from the ISR (unclean election
+partition epoch), broker liveness (registration, which is fenced until a heartbeat shows the broker caught up
+with the metadata log past its registration record, heartbeats, fencing after ``broker.session.timeout.ms``), leader election from the ISR (unclean election
 only when enabled), ISR changes requested by leaders (AlterPartition), topic
 creation and deletion (CreateTopics, DeleteTopics: clients' requests forwarded by a
 broker, and StopReplica to the replicas of a deleted topic), and producer-id blocks (AllocateProducerIds, blocks of 1000).
@@ -38,6 +38,9 @@ class Controller(TopicChanges, Node):
                                                    # fence keeps (ClusterControlManager.brokerRegistrations)
         self.incarnations: dict[int, int] = {}     # broker id -> incarnation of its registration
         self.session_timers: dict[int, object] = {}
+        self.metadata_offset = 0                   # the offset of the last record of the (modelled) metadata log
+        self.register_offsets: dict[int, int] = {}  # broker id -> offset of its registration record
+        self.catching_up: set = set()              # registered brokers not yet unfenced since they registered
         self.next_broker_epoch = 1
         self.deleted: dict[tuple, bool] = {}        # partitions of deleted topics (a restarted replica drops them)
         self.topic_creations: dict[str, int] = {}   # topic name -> times created (the wire door's topic ids)
@@ -73,15 +76,31 @@ class Controller(TopicChanges, Node):
             self.narrate(f"controller refused broker {req.broker_id} (incarnation {req.incarnation}): its previous "
                          f"incarnation {known} still has a session -> DUPLICATE_BROKER_REGISTRATION")
             return m.BrokerRegistrationResponse(Errors.DUPLICATE_BROKER_REGISTRATION, -1)
+        if req.broker_id in self.registered:
+            # the same incarnation registers again (the answer to its registration was lost): a new registration is
+            # fenced, and what the old one led is elected anew
+            self._fence(req.broker_id, "it registered again")
         self.incarnations[req.broker_id] = req.incarnation
         epoch = self.next_broker_epoch
         self.next_broker_epoch += 1
-        self.registered[req.broker_id] = epoch
         self.broker_epochs[req.broker_id] = epoch
+        # ClusterControlManager.registerBroker: the RegisterBrokerRecord of a new registration is fenced; the broker
+        # is unfenced by a heartbeat that asks for it once the broker has caught up past this record
+        self.register_offsets[req.broker_id] = offset = self.append_record()
+        self.catching_up.add(req.broker_id)
         self._reset_session(req.broker_id)
-        self.narrate(f"controller registered broker {req.broker_id} (broker epoch {epoch})")
-        self._on_broker_up(req.broker_id)
+        self.narrate(f"controller registered broker {req.broker_id} (broker epoch {epoch}, registration record at "
+                     f"metadata offset {offset}): it is fenced until it has caught up with the metadata log")
+        # the broker catches up on the metadata log while it is fenced: the whole image
+        self._send(req.broker_id, tuple(self.states[tp] for tp in sorted(self.states)), full=True)
+        if self.deleted:
+            self._stop_replicas(req.broker_id, tuple(sorted(self.deleted)))
         return m.BrokerRegistrationResponse(Errors.NONE, epoch)
+
+    def append_record(self) -> int:
+        """The offset of a new record in the metadata log (registrations, fencing, partition changes)."""
+        self.metadata_offset += 1
+        return self.metadata_offset
 
     def check_broker_epoch(self, broker_id: int, broker_epoch: int):
         """Why a request that carries ``broker_epoch`` is not from ``broker_id``'s current registration (None: it is),
@@ -102,19 +121,27 @@ class Controller(TopicChanges, Node):
             # of another registration (an earlier incarnation's, held up in the network) changes nothing
             self.narrate(f"controller: a heartbeat of broker {req.broker_id}: {stale} -> STALE_BROKER_EPOCH")
             return m.BrokerHeartbeatResponse(Errors.STALE_BROKER_EPOCH)
-        if req.broker_id not in self.registered:
-            self._unfence(req.broker_id)
-        self._reset_session(req.broker_id)
-        return m.BrokerHeartbeatResponse(Errors.NONE)
+        # BrokerHeartbeatManager.calculateNextBrokerState (ReplicationControlManager.processBrokerHeartbeat)
+        bid = req.broker_id
+        caught_up = req.current_metadata_offset >= self.register_offsets[bid]
+        if bid not in self.registered:
+            if not req.want_fence and caught_up:
+                self._unfence(bid, req.current_metadata_offset)
+        elif req.want_fence:
+            self._fence(bid, "it asked to be fenced")
+        self._reset_session(bid)
+        return m.BrokerHeartbeatResponse(Errors.NONE, bid not in self.registered, caught_up)
 
-    def _unfence(self, broker_id: int) -> None:
-        # BrokerHeartbeatManager.calculateNextBrokerState: a fenced broker that heartbeats with its registration's
-        # epoch, wants to be unfenced and has caught up with its registration record is unfenced, with the same
-        # broker epoch (it does not register again); it learns what changed while it was cut off (the whole image,
-        # as KRaft's broker catches up on the metadata log)
+    def _unfence(self, broker_id: int, offset: int) -> None:
+        # FENCED -> UNFENCED: a fenced broker that heartbeats with its registration's epoch, wants to be unfenced
+        # and has caught up with its registration record is unfenced, with the same broker epoch (it does not
+        # register again); it learns what changed while it was fenced (the whole image)
         self.registered[broker_id] = self.broker_epochs[broker_id]
-        self.narrate(f"controller unfenced broker {broker_id}: it heartbeats again with the broker epoch of its "
-                     f"registration ({self.broker_epochs[broker_id]})")
+        self.catching_up.discard(broker_id)
+        self.append_record()
+        self.narrate(f"controller unfenced broker {broker_id}: its heartbeat (broker epoch "
+                     f"{self.broker_epochs[broker_id]}) asks to be unfenced and shows it has caught up with the "
+                     f"metadata log (offset {offset}, its registration record at {self.register_offsets[broker_id]})")
         self.kernel.current.background = False
         self._on_broker_up(broker_id)
 
@@ -122,15 +149,17 @@ class Controller(TopicChanges, Node):
         self.cancel_timer(self.session_timers.get(broker_id))
         timeout = self.cluster.broker_config["broker.session.timeout.ms"]
         self.session_timers[broker_id] = self.set_timer(
-            timeout, f"session of broker {broker_id} expires", lambda: self._fence(broker_id, "missed heartbeats"),
+            timeout, f"session of broker {broker_id} expires",
+            lambda: self._fence(broker_id, f"missed heartbeats for broker.session.timeout.ms={timeout}"),
             background=True)
 
     def _fence(self, broker_id: int, why: str) -> None:
         if broker_id not in self.registered:
+            self.catching_up.discard(broker_id)       # (its session expired before it caught up)
             return
         del self.registered[broker_id]
-        self.narrate(f"controller fenced broker {broker_id}: {why} for broker.session.timeout.ms="
-                     f"{self.cluster.broker_config['broker.session.timeout.ms']}")
+        self.append_record()
+        self.narrate(f"controller fenced broker {broker_id}: {why}")
         self.kernel.current.background = False
         changed = []
         for tp, s in sorted(self.states.items()):
@@ -171,6 +200,7 @@ class Controller(TopicChanges, Node):
         d.update(kw)
         ns = m.PartitionState(**d)
         self.states[(s.topic, s.partition)] = ns
+        self.metadata_offset += 1                  # a PartitionChangeRecord
         return ns
 
     def _unclean_allowed(self, topic: str) -> bool:
@@ -241,16 +271,22 @@ class Controller(TopicChanges, Node):
     def _send(self, broker_id: int, states, full: bool = False) -> None:
         live = self.live_brokers
         req = m.LeaderAndIsrRequest(self.controller_epoch, tuple(states), live, full,
-                                    tuple(self.registered[b] for b in live))
+                                    tuple(self.registered[b] for b in live), self.metadata_offset)
         tps = [(st.topic, st.partition) for st in states]
+        epoch = self.broker_epochs.get(broker_id)
+
+        def wanted() -> bool:
+            # a registered broker (unfenced, or fenced since it registered and catching up) still needs it
+            return self.broker_epochs.get(broker_id) == epoch and (broker_id in self.registered
+                                                                    or broker_id in self.catching_up)
 
         def done(resp, err):
             # A lost update must not be lost for good (KRaft brokers pull the metadata log and catch up):
             # while the broker is registered, send it the current state of those partitions again (of every
             # partition, if what was lost was the whole image).
-            if err is not None and broker_id in self.registered:
+            if err is not None and wanted():
                 self.set_timer(500, f"resend LeaderAndIsr to broker {broker_id}",
-                               lambda: broker_id in self.registered and
+                               lambda: wanted() and
                                self._send(broker_id, tuple(self.states[tp] for tp in (sorted(self.states) if full
                                                                                       else tps)), full),
                                background=True)
@@ -333,6 +369,7 @@ class Controller(TopicChanges, Node):
             leader = alive[0] if alive else -1
             s = m.PartitionState(name, i, leader, 0, tuple(alive) or replicas[:1], replicas, 0, items)
             self.states[(name, i)] = s
+            self.metadata_offset += 1              # a PartitionRecord
             new.append(s)
         return new
 

@@ -14,18 +14,23 @@ class BrokerHeartbeatRequest:
     API_KEY = 63
     broker_id: int
     broker_epoch: int
+    current_metadata_offset: int = -1   # the metadata offset the broker has caught up to
+    want_fence: bool = False            # true until the broker is ready to be unfenced (a starting broker)
 
     def describe(self) -> str:
-        return f"broker {self.broker_id}"
+        return f"broker {self.broker_id}" + (" (wants to stay fenced)" if self.want_fence else "")
 
 
 @message
 class BrokerHeartbeatResponse:
     error: int
     is_fenced: bool = False
+    is_caught_up: bool = False          # the broker's metadata has reached the offset of its registration record
 
     def describe(self) -> str:
-        return _err(self.error)
+        if self.error:
+            return _err(self.error)
+        return "fenced" if self.is_fenced else "unfenced"
 
     def is_quiet(self) -> bool:
         return True
@@ -75,6 +80,8 @@ class LeaderAndIsrRequest:
                                         # broker needs before it acts on any of it
     broker_epochs: tuple = ()           # the broker epoch of each live broker's registration, in live_brokers'
                                         # order (KRaft: the RegisterBrokerRecord's epoch in the metadata image)
+    metadata_offset: int = -1           # the controller's metadata log offset when this was sent (a broker that
+                                        # applies it has caught up to there)
 
     def describe(self) -> str:
         if not self.partition_states:

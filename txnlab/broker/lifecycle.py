@@ -1,0 +1,128 @@
+"""A broker's side of its registration and heartbeats (Kafka's ``BrokerLifecycleManager``).
+
+One communication with the controller at a time (``communicationInFlight``): the next registration or heartbeat
+is sent only once the previous one was answered or timed out; a communication due while one is in flight is sent
+as soon as that one ends (``nextSchedulingShouldBeImmediate``).  A registration starts the broker FENCED: it
+heartbeats with ``WantFence`` until the controller answers ``IsCaughtUp`` (its metadata has reached the offset of
+its registration record); then, its logs recovered and its first metadata published (BrokerServer's startup), it
+is ready to be unfenced and asks for it.  The answer ``IsFenced`` false makes it RUNNING, and only then does it
+accept clients (BrokerServer enables its listeners once the broker is unfenced).
+"""
+from __future__ import annotations
+
+from ..protocol import messages as m
+from ..protocol.errors import Errors
+from ..protocol.names import CONTROLLER
+
+STARTING, RECOVERY, RUNNING = "STARTING", "RECOVERY", "RUNNING"     # Kafka's BrokerState (those the lab has)
+
+
+class BrokerLifecycle:
+    def _init_lifecycle(self) -> None:
+        self.broker_epoch = -1
+        self.registered = False
+        self.lifecycle_state = "NOT_RUNNING"
+        self.ready_to_unfence = False
+        self.running = False                       # unfenced at least once since it started: it serves clients
+        self.metadata_offset = -1                  # the metadata offset this broker has caught up to
+        self.communication_in_flight = False
+        self._next_immediate = False
+        self._failed_attempts = 0
+        self._communication = None                 # the timer of the next communication
+
+    def start(self) -> None:
+        self.lifecycle_state = STARTING
+        self._communicate()
+
+    # --------------------------------------------------------- scheduling
+    def _schedule_communication(self, delay_ms: int) -> None:
+        if self._next_immediate:
+            delay_ms = 0
+        self._next_immediate = False
+        if self._communication is not None:
+            self.cancel_timer(self._communication)     # scheduleDeferred("communication"): one is pending at most
+        # a starting broker's communications are the work of its startup; a running one's heartbeats are chores
+        self._communication = self.set_timer(delay_ms, "BrokerHeartbeat" if self.registered
+                                             else "retry BrokerRegistration", self._communicate,
+                                             background=self.running)
+
+    def _after_failure(self) -> None:
+        # BrokerLifecycleManager.resendExponentialBackoff: 100 ms doubling up to broker.session.timeout.ms (no jitter)
+        delay = min(100 * 2 ** min(self._failed_attempts, 20), self.config["broker.session.timeout.ms"])
+        self._failed_attempts += 1
+        self._next_immediate = False
+        self._schedule_communication(delay)
+
+    def _communicate(self) -> None:
+        self._communication = None                 # (it has run: nothing to cancel)
+        if self.communication_in_flight:
+            self._next_immediate = True
+        elif self.registered:
+            self._send_heartbeat()
+        else:
+            self._send_registration()
+
+    # -------------------------------------------------------- registration
+    def _send_registration(self) -> None:
+        self.communication_in_flight = True
+        self.send_request(CONTROLLER, m.BrokerRegistrationRequest(self.broker_id, self.incarnation),
+                          self._on_registered, timeout_ms=5_000)
+
+    def _on_registered(self, resp, err) -> None:
+        self.communication_in_flight = False
+        if err or resp.error:
+            self._after_failure()
+            return
+        self._failed_attempts = 0
+        self.broker_epoch = resp.broker_epoch
+        self.registered = True
+        self._schedule_communication(0)              # a heartbeat at once
+        self.on_registered()
+
+    # ----------------------------------------------------------- heartbeat
+    def _send_heartbeat(self) -> None:
+        epoch = self.broker_epoch
+        req = m.BrokerHeartbeatRequest(self.broker_id, epoch, self.metadata_offset, not self.ready_to_unfence)
+        self.communication_in_flight = True
+        self.send_request(CONTROLLER, req, lambda resp, err: self._on_heartbeat(resp, err, epoch),
+                          timeout_ms=self.config["broker.heartbeat.interval.ms"], background=self.running)
+
+    def _on_heartbeat(self, resp, err, epoch: int) -> None:
+        self.communication_in_flight = False
+        if err is not None:
+            self._after_failure()
+            return
+        if resp.error:
+            # BrokerHeartbeatResponseEvent: an error (STALE_BROKER_EPOCH: the heartbeat was not of its current
+            # registration) is a failed attempt; the broker heartbeats again and never registers again for it (nor
+            # for being fenced: a fenced broker is unfenced by a heartbeat with its epoch)
+            self.narrate(f"broker {self.broker_id} sent a heartbeat request (broker epoch {epoch}) but received "
+                         f"error {Errors(resp.error)}; it heartbeats again")
+            self._after_failure()
+            return
+        self._failed_attempts = 0
+        interval = self.config["broker.heartbeat.interval.ms"]
+        if self.lifecycle_state == STARTING:
+            if not resp.is_caught_up:
+                self._schedule_communication(10)    # "so that ... we start up a bit quicker"
+                return
+            # BrokerServer: caught up, its logs recovered (at restart) and its first metadata published: it is ready
+            # to be unfenced (setReadyToUnfence), and asks for it at once
+            self.lifecycle_state = RECOVERY
+            self.ready_to_unfence = True
+            self.narrate(f"broker {self.broker_id} has caught up with the metadata log (offset "
+                         f"{self.metadata_offset}): RECOVERY, and it asks to be unfenced")
+            self.kernel.current.background = False
+            self._schedule_communication(0)
+            return
+        if self.lifecycle_state == RECOVERY and not resp.is_fenced:
+            self.lifecycle_state = RUNNING
+            self.running = True
+            self.narrate(f"broker {self.broker_id} has been unfenced: RUNNING, it accepts clients")
+            self.kernel.current.background = False
+        self._schedule_communication(interval)
+
+    def caught_up_to(self, offset: int) -> None:
+        """The broker has applied the metadata up to ``offset`` (its _highestMetadataOffsetProvider)."""
+        if offset > self.metadata_offset:
+            self.metadata_offset = offset
