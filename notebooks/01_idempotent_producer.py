@@ -388,9 +388,9 @@ assert retried and all(f"seq {i}..{i} after NETWORK_EXCEPTION" in retried[0].nar
 # `acks=all` needs both replicas in the ISR. The follower crashed a while ago and has just been
 # restarted; it is not back in the ISR yet. The request of `m1` arrives: the ISR is too small, the
 # leader answers `NOT_ENOUGH_REPLICAS` (retriable) and appends nothing. The network holds the request of
-# `m2` for 300 ms (a TCP retransmission, say), and the requests `m3 … m5` behind it on the connection
-# wait with it. Meanwhile the follower catches up and rejoins the ISR, so `m2 … m5` are accepted
-# when they arrive. The retry of `m1`, sent 100 ms after the refusal (`retry.backoff.ms`) on the same
+# `m2` for 700 ms (TCP retransmissions, say), and the requests `m3 … m5` behind it on the connection
+# wait with it. Meanwhile the follower registers with the controller, is unfenced, catches up and
+# rejoins the ISR (the leader adds it at its next fetch), so `m2 … m5` are accepted when they arrive. The retry of `m1`, sent 100 ms after the refusal (`retry.backoff.ms`) on the same
 # connection, arrives behind them.
 
 # %%
@@ -423,7 +423,7 @@ def refused_first(idempotent):
         producer.produce("t", value=b"m%d" % i)
     cluster.run_until(lambda: len([m for m in cluster.in_flight() if m.api == "Produce" and not m.is_response]) == 5, 1_000)
     requests = [m for m in cluster.in_flight() if m.api == "Produce" and not m.is_response]
-    cluster.delay_message(requests[1].id, 300)                # m2's request (and all behind it) waits 300 ms
+    cluster.delay_message(requests[1].id, 700)                # m2's request (and all behind it) waits 700 ms
     producer.flush()
     return cluster, producer
 

@@ -451,8 +451,9 @@ assert [e for e, o in reports2] == [None]
 # Two scenarios from the lab's gallery, stepped one moment at a time (**Step** or →; **Back** or ←
 # re-runs from the seed; **Run** plays). Keep the **Partition logs** tab open: the log strip of
 # section 1, now following every step. Besides the LEO (thin black) and HW (dashed blue) it draws
-# each replica's **LSO** as a wide orange line, the COMMIT (◆) and ABORT (✕) markers, cells of an
-# open transaction in yellow and aborted ones in grey. Under each partition stand the
+# each replica's **LSO** as a wide orange line, the COMMIT and ABORT markers (dark green and red cells
+# that say so; ◆ and ✕ where a cell is too narrow for the word), cells of an open transaction in
+# yellow and aborted ones in grey. Under each partition stand the
 # consumers: **▲** a `read_committed` one, **△** a `read_uncommitted` one, at their positions (the
 # next offset each will fetch).
 #
@@ -550,7 +551,7 @@ assert "skips offsets 0..1 of orders-0 (aborted transaction" in aborted_check.na
 aborted_check.run_to_end()
 assert drawn_consumers(strip, "read_committed") == {("reader-committed", "orders-0"): 6}
 assert drawn_consumers(strip, "read_uncommitted") == {("reader-uncommitted", "orders-0"): 6}
-assert len(trace_named(strip.figure, "ABORT marker").x) == 3      # one ✕ per replica
+assert list(trace_named(strip.figure, "orders-0").text).count("ABORT") == 3      # one ABORT cell per replica
 assert aborted_check.result == {"read_committed": ["committed-1", "committed-2"],
                           "read_uncommitted": ["aborted-1", "aborted-2", "committed-1", "committed-2"]}
 aborted_check.close()

@@ -474,8 +474,9 @@ assert len(aborts) == 1
 #   **`__consumer_offsets`** as the group coordinator holds it: each offset with its status,
 #   *pending transaction* (yellow) until the transaction's marker has reached that partition, then
 #   *committed*.
-# * **Partition logs**: `orders-0` (the input) and `totals-0` (the output), with COMMIT (◆) and
-#   ABORT (✕) markers; records of an aborted transaction turn grey.
+# * **Partition logs**: `orders-0` (the input) and `totals-0` (the output), with COMMIT and ABORT
+#   markers (dark green and red cells; ◆ and ✕ where a cell is too narrow for the word); records of
+#   an aborted transaction turn grey.
 
 # %% [markdown]
 # Step until the group coordinator writes the copier's first offsets, and on through the aborted second
