@@ -47,39 +47,66 @@ class BatchExpiry:
         self._complete(b, KafkaError(KafkaError._MSG_TIMED_OUT, text), -1)
         if not p._idempotent or self.cfg["sim.naive.client"]:
             return
+        java = self._expires_in_flight
         if not txn.is_transactional:
-            # a sent batch's sequence may or may not be in the log: bump once nothing is in flight.  Java does so
-            # only for a retried one (markSequenceUnresolved -> maybeResolveSequences); a first attempt that
-            # expired in flight leaves its sequence to the answer, or to the next batch's OUT_OF_ORDER_SEQUENCE
-            if sent and (in_retry or not self._expires_in_flight):
+            # a sent batch's sequence may or may not be in the log.  librdkafka bumps once nothing is in flight;
+            # Java only for a retried one, and only if no later batch's acknowledgment resolves its sequence
+            # (markSequenceUnresolved -> maybeResolveSequences); a first attempt that expired in flight leaves
+            # its sequence to the answer, or to the next batch's OUT_OF_ORDER_SEQUENCE_NUMBER
+            if java:
+                if in_retry:
+                    self._mark_sequence_unresolved(b)
+            elif sent:
                 txn.epoch_bump_required = True
             return
         # (_complete has made the transaction abortable); Java bumps after a batch that expired unsent too,
         # librdkafka only after one that may have been written (_bumps_after_abort)
         if self._bumps_after_abort(b, state):
             self._bump_after_end = True
-        if in_retry and self._expires_in_flight:
+        if in_retry and java:
             self._mark_sequence_unresolved(b)
 
     def _mark_sequence_unresolved(self, b) -> None:
         """Java: Sender.sendProducerData marks an expired retried batch's sequence unresolved
-        (TransactionManager.markSequenceUnresolved); it left the batches in flight, and once its partition has none
-        TransactionManager.maybeResolveSequences finds the last acked sequence behind the next one: epochBumpRequired
-        (even while completing) and transitionToAbortableError with its own KafkaException, the error
-        commit_transaction() then raises (the lab keeps the expiry's code, _MSG_TIMED_OUT, with Java's words).
-        Other batches of the partition still in flight: it waits for them (the lab: the abort bumps, as here)."""
-        txn, tp, name = self.txn, b.tp, f"{b.tp[0]}-{b.tp[1]}"
-        self._bump_after_end = True
-        self.narrate(f"{self.p.name}: Marking partition {name} unresolved with next sequence number "
-                     f"{b.last_sequence + 1}")
-        s = txn.seq(tp)
-        if s.in_flight or s.last_acked_sequence + 1 == s.next_sequence or \
-                txn.state not in (S.IN_TRANSACTION, S.COMMITTING_TRANSACTION, S.ABORTABLE_ERROR):
-            return
-        self.narrate(f"{self.p.name}: no batches in flight remain for {name}, last acked sequence "
-                     f"{s.last_acked_sequence}, next {s.next_sequence}: {UNACKED_TEXT} The abort will bump the epoch")
-        txn.transition(S.ABORTABLE_ERROR, KafkaError(KafkaError._MSG_TIMED_OUT, UNACKED_TEXT, retriable=False,
-                                                     txn_requires_abort=True))
+        (TransactionManager.markSequenceUnresolved): until it is resolved the partition gets no new batch
+        (RecordAccumulator.shouldStopDrainBatchesForPartition), and _maybe_resolve_sequences decides."""
+        nxt = self.txn.mark_sequence_unresolved(b)
+        self.narrate(f"{self.p.name}: Marking partition {b.tp[0]}-{b.tp[1]} unresolved with next sequence number "
+                     f"{nxt}")
+
+    def _maybe_resolve_sequences(self) -> None:
+        """Java's TransactionManager.maybeResolveSequences, at the start of every run of the sender (Sender.runOnce):
+        a partition with an unresolved sequence waits until none of its batches is in flight.  Then, if its last
+        acked sequence is the one before its next sequence (a later batch was acknowledged: the expired one made
+        it to the log), the sequence is resolved and nothing else happens.  Otherwise an idempotent producer bumps
+        its epoch (requestEpochBumpForPartition), and a transactional one requires the bump (epochBumpRequired,
+        even while completing) and makes the transaction abortable with its own KafkaException, the error
+        commit_transaction() then raises (the lab keeps the expiry's code, _MSG_TIMED_OUT, with Java's words;
+        transitionToAbortableError does nothing while aborting)."""
+        txn = self.txn
+        for tp in list(txn.unresolved):
+            s = txn.seq(tp)
+            if s.in_flight:
+                continue
+            del txn.unresolved[tp]
+            name = f"{tp[0]}-{tp[1]}"
+            if s.next_sequence - s.last_acked_sequence == 1:
+                self.narrate(f"{self.p.name}: the unresolved sequence of {name} is resolved: a later batch was "
+                             f"acknowledged (last acked sequence {s.last_acked_sequence}); no epoch bump")
+                continue
+            if not txn.is_transactional:
+                self.narrate(f"{self.p.name}: No inflight batches remaining for {name}, last ack'd sequence for "
+                             f"partition is {s.last_acked_sequence}, next sequence is {s.next_sequence}. Going to "
+                             f"bump epoch and reset sequence numbers.")
+                txn.epoch_bump_required = True
+                continue
+            self._bump_after_end = True
+            self.narrate(f"{self.p.name}: no batches in flight remain for {name}, last acked sequence "
+                         f"{s.last_acked_sequence}, next {s.next_sequence}: {UNACKED_TEXT} The abort will bump the "
+                         f"epoch")
+            if txn.state in (S.IN_TRANSACTION, S.COMMITTING_TRANSACTION, S.ABORTABLE_ERROR):
+                txn.transition(S.ABORTABLE_ERROR, KafkaError(KafkaError._MSG_TIMED_OUT, UNACKED_TEXT,
+                                                             retriable=False, txn_requires_abort=True))
 
     # ------------------------------------------------ batches expiring in flight (dialect.EXPIRES_IN_FLIGHT)
     def _expire_in_flight_at(self, batches: dict, at: int) -> int:
@@ -113,6 +140,10 @@ class BatchExpiry:
                 self.kernel.cancel(self._expiring[t][1])
             self._expire_request(t)
         self.wakeup(0)
+        # Java expires them at the end of a run of the sender (sendProducerData); its next run, and with it
+        # maybeResolveSequences, comes when something wakes the sender (an answer, a record, a call): the run
+        # this wakeup makes does not resolve sequences unless another wakeup joins it
+        self._resolve_deferred = True
 
     def _expire_request(self, token: int) -> None:
         """The batches of one request (``token``) that reached their delivery timeout fail; the timer is armed

@@ -57,6 +57,7 @@ class Sender(TransactionalRequests, BatchExpiry):
         self._wakes_at_expiry = WAKES_AT_BATCH_EXPIRY[self.dialect]
         self._expiring: dict = {}
         self._expiring_seq = 0
+        self._resolve_deferred = False      # (BatchExpiry._on_delivery_timeout)
 
     def on_crash(self) -> None:
         self._wakeup_ev = None
@@ -67,6 +68,7 @@ class Sender(TransactionalRequests, BatchExpiry):
     # ------------------------------------------------------------- wakeups
     def wakeup(self, delay_ms: int) -> None:
         k = self.kernel
+        self._resolve_deferred = False      # a new reason to run: it resolves sequences (BatchExpiry)
         if self.node.crashed:
             return
         ev = self._wakeup_ev
@@ -85,6 +87,9 @@ class Sender(TransactionalRequests, BatchExpiry):
         p, txn, k = self.p, self.txn, self.kernel
         now = k.now
         self._expire_batches(now)
+        deferred, self._resolve_deferred = self._resolve_deferred, False
+        if txn.unresolved and not deferred:
+            self._maybe_resolve_sequences()
         if p._idempotent and not txn.is_transactional:
             if txn.epoch_bump_required and not self._any_in_flight():
                 old = txn.producer_epoch
@@ -131,6 +136,8 @@ class Sender(TransactionalRequests, BatchExpiry):
                     continue          # a retry waits until it is the oldest batch in flight
                 if not b.has_sequence and first >= 0 and self._has_retry_in_flight_gap(tp):
                     continue
+                if not b.has_sequence and tp in txn.unresolved:
+                    continue          # Java: no new batch while a sequence before it is unresolved
             leader = self.node.leader_for(tp)
             if leader is None:
                 need_metadata = True
@@ -319,7 +326,19 @@ class Sender(TransactionalRequests, BatchExpiry):
         stale_epoch = p._idempotent and (b.producer_epoch != txn.producer_epoch or b.producer_id != txn.producer_id)
         if error == Errors.OUT_OF_ORDER_SEQUENCE_NUMBER and p._idempotent and not stale_epoch:
             s = txn.seq(tp)
-            if b.base_sequence == s.last_acked_sequence + 1 and not self._earlier_in_flight(b):
+            unresolved = txn.unresolved.get(tp)
+            if unresolved is not None:
+                # Java's TransactionManager.canRetry while a sequence before the batch is unresolved: a
+                # transactional producer does not retry it; an idempotent one does, asking for an epoch bump only
+                # when the batch is the one right after the unresolved sequence (otherwise it waits to see)
+                if txn.is_transactional:
+                    self._fail_batch(b, error, reason, abortable=True)
+                    return
+                if b.base_sequence == unresolved:
+                    self.narrate(f"{p.name}: {name} batch seq {b.base_sequence} got OUT_OF_ORDER_SEQUENCE_NUMBER "
+                                 f"right after the unresolved sequence; requesting an epoch bump")
+                    txn.epoch_bump_required = True
+            elif b.base_sequence == s.last_acked_sequence + 1 and not self._earlier_in_flight(b):
                 # the broker has lost our state (or we overran its 5-batch window): KIP-360
                 if txn.is_transactional:
                     self._fail_batch(b, error, reason, abortable=True)
