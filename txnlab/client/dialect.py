@@ -315,6 +315,20 @@ def seen_as(dialect: str, error) -> int:
 #   librdkafka: the commit's own error, whatever the attempt: rd_kafka_cgrp_op_handle_OffsetCommit hands the
 #   request's error to the offset_commit_cb as it is (a local timeout as LOCAL_TIMEOUT says).
 COMMIT_ASYNC_ATTEMPTS = {LIBRDKAFKA: 5, JAVA: 1}
+
+# Whether the consumer's own commits of enable.auto.commit (the auto.commit.interval.ms timer, the commit before a
+# rebalance gives partitions up, the one at close) reach the application's ``on_commit``.
+#   librdkafka: yes.  rd_kafka_cgrp_offset_commit_tmr_cb -> rd_kafka_cgrp_assigned_offsets_commit (src/rdkafka_cgrp.c)
+#   commits like any commit, and rd_kafka_cgrp_propagate_commit_result posts the result to offset_commit_cb when one
+#   is set (else logs COMMITFAIL at WARNING for a failure).
+#   Java: no.  ConsumerCoordinator.maybeAutoCommitOffsetsAsync -> autoCommitOffsetsAsync sends commitOffsetsAsync
+#   (one attempt) with its own callback, which only logs: a RetriableCommitFailedException at DEBUG ("Asynchronous
+#   auto-commit of offsets {} failed due to retriable error.") and the next auto-commit after retry.backoff.ms
+#   (nextAutoCommitTimer.updateAndReset(retryBackoffMs)), anything else at WARN ("Asynchronous auto-commit of
+#   offsets {} failed: {}"); onJoinPrepare's auto-commit and close's maybeAutoCommitOffsetsSync ("Synchronous
+#   auto-commit of offsets {} failed: {}", WARN) likewise.  The application's OffsetCommitCallback is only for its
+#   own commitAsync.
+AUTO_COMMIT_REPORTED = {LIBRDKAFKA: True, JAVA: False}
 RETRIABLE_COMMIT_FAILED_TEXT = ("Offset commit failed with a retriable exception. You should retry committing the "
                                 "latest consumed offsets.")
 
