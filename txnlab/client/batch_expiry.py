@@ -25,16 +25,53 @@ class BatchExpiry:
     """Mixed into ``Sender`` (it uses the sender's ``p``, ``txn``, ``cfg``, ``kernel``, ``narrate``, ``_complete``,
     ``wakeup`` and ``_on_produce_response``)."""
 
-    def _expire_batches(self, now: int) -> None:
+    def _expire_batches(self, now: int, scan: bool = False) -> None:
+        """Fails the queued batches past their delivery.timeout.ms: whenever the sender runs (Java), or only in
+        the message timeout scan (``scan``: librdkafka, dialect.MSG_TIMEOUT_SCAN_MS)."""
         timeout = self.cfg["delivery.timeout.ms"]
         if not timeout:
             return            # message.timeout.ms 0: records never expire (librdkafka's "0 = infinite")
+        if self._scan_ms and not scan:
+            return
         p = self.p
         for tp, dq in p._acc.batches.items():
             while dq and now - dq[0].created_ms >= timeout and not dq[0].in_flight:
                 b = dq.popleft()
                 self.narrate(f"{p.name}: {b.describe()} expired (delivery.timeout.ms={timeout})")
                 self._expire(b, now)
+
+    # ------------------------------------------------ librdkafka's message timeout scan (dialect.MSG_TIMEOUT_SCAN_MS)
+    def _arm_scan(self, now: int) -> None:
+        """After a run: the scan that will find the soonest queued batch past its message.timeout.ms, the first
+        on the scan grid at or after that batch's timeout."""
+        mt = self.cfg["delivery.timeout.ms"]
+        if not mt:
+            return
+        soonest = None
+        for dq in self.p._acc.batches.values():
+            if dq and (soonest is None or dq[0].created_ms + mt < soonest):
+                soonest = dq[0].created_ms + mt
+        if soonest is None:
+            return
+        step, origin = self._scan_ms, self._scan_origin
+        at = origin + -(-(max(soonest, now) - origin) // step) * step
+        ev = self._scan_ev
+        if ev is not None and not ev.cancelled and ev.time <= at:
+            return
+        self.kernel.cancel(ev)
+        self._scan_ev = self.node.set_timer(at - now, "message timeout scan", self._on_scan, background=True)
+
+    def _on_scan(self) -> None:
+        self._scan_ev = None
+        self.scan_message_timeouts()
+
+    def scan_message_timeouts(self) -> None:
+        """librdkafka's rd_kafka_broker_toppar_msgq_scan, at a scan on the grid or when a WAKEUP op (flush(), a
+        producer id, partitions added to the transaction) starts the broker threads' round over: the sender's
+        next run fails the queued batches past their message.timeout.ms before it sends anything."""
+        if self._scan_ms and not self.node.crashed:
+            self._scan_requested = True
+            self.wakeup(0)
 
     def _expire(self, b, now: int) -> None:
         """Fails ``b``, past its delivery.timeout.ms: queued, or (EXPIRES_IN_FLIGHT) in a Produce still in flight

@@ -17,7 +17,7 @@ from ..protocol import messages as m
 from ..protocol.errors import Errors, LocalTimeout
 from ..protocol.record_batch import RecordBatch
 from .batch_expiry import BatchExpiry
-from .dialect import (EXPIRES_IN_FLIGHT, PRODUCE_GAVE_UP, PRODUCE_TIMEOUT, WAKES_AT_BATCH_EXPIRY, Action, check,
+from .dialect import (EXPIRES_IN_FLIGHT, MSG_TIMEOUT_SCAN_MS, PRODUCE_GAVE_UP, PRODUCE_TIMEOUT, WAKES_AT_BATCH_EXPIRY, Action, check,
                       classify, normalize, seen_as)
 from .message import Message
 from .transaction_manager import S
@@ -58,9 +58,16 @@ class Sender(TransactionalRequests, BatchExpiry):
         self._expiring: dict = {}
         self._expiring_seq = 0
         self._resolve_deferred = False      # (BatchExpiry._on_delivery_timeout)
+        # librdkafka's message timeout scan (dialect.MSG_TIMEOUT_SCAN_MS): every _scan_ms from the producer's start
+        self._scan_ms = MSG_TIMEOUT_SCAN_MS[self.dialect]
+        self._scan_origin = self.kernel.now
+        self._scan_ev = None
+        self._scan_requested = False
 
     def on_crash(self) -> None:
         self._wakeup_ev = None
+        self.kernel.cancel(self._scan_ev)
+        self._scan_ev = None
         for _, ev in self._expiring.values():
             self.kernel.cancel(ev)
         self._expiring.clear()
@@ -86,7 +93,11 @@ class Sender(TransactionalRequests, BatchExpiry):
         self._wakeup_ev = None
         p, txn, k = self.p, self.txn, self.kernel
         now = k.now
-        self._expire_batches(now)
+        if self._scan_requested:
+            self._scan_requested = False
+            self._expire_batches(now, scan=True)
+        else:
+            self._expire_batches(now)
         deferred, self._resolve_deferred = self._resolve_deferred, False
         if txn.unresolved and not deferred:
             self._maybe_resolve_sequences()
@@ -97,6 +108,8 @@ class Sender(TransactionalRequests, BatchExpiry):
                     self.narrate(f"{p.name} bumped its epoch {old} -> {txn.producer_epoch} locally (KIP-360) and "
                                  f"restarts sequences at 0")
                     self._renumber_queued()
+                    if self._scan_ms:     # librdkafka: "message drain done" wakes the broker threads: a scan
+                        self._expire_batches(now, scan=True)
             if not txn.has_producer_id:
                 self.send_init_producer_id()
                 return
@@ -154,6 +167,8 @@ class Sender(TransactionalRequests, BatchExpiry):
                     next_wake = dq[0].created_ms + mt
         if next_wake is not None:
             self.wakeup(max(0, next_wake - now))
+        if self._scan_ms:
+            self._arm_scan(now)
         self._maybe_end_txn()
 
     def _has_retry_in_flight_gap(self, tp) -> bool:
