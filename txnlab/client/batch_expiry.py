@@ -43,20 +43,23 @@ class BatchExpiry:
     # ------------------------------------------------ librdkafka's message timeout scan (dialect.MSG_TIMEOUT_SCAN_MS)
     def _arm_scan(self, now: int) -> None:
         """After a run: the scan that will find the soonest queued batch past its message.timeout.ms, the first
-        on the scan grid at or after that batch's timeout."""
+        on the scan grid at or after that batch's timeout (none while nothing is queued: a scan that can find
+        nothing is not worth an event)."""
         mt = self.cfg["delivery.timeout.ms"]
-        if not mt:
-            return
         soonest = None
-        for dq in self.p._acc.batches.values():
-            if dq and (soonest is None or dq[0].created_ms + mt < soonest):
-                soonest = dq[0].created_ms + mt
+        if mt:
+            for dq in self.p._acc.batches.values():
+                if dq and (soonest is None or dq[0].created_ms + mt < soonest):
+                    soonest = dq[0].created_ms + mt
+        ev = self._scan_ev
         if soonest is None:
+            if ev is not None:
+                self.kernel.cancel(ev)
+                self._scan_ev = None
             return
         step, origin = self._scan_ms, self._scan_origin
         at = origin + -(-(max(soonest, now) - origin) // step) * step
-        ev = self._scan_ev
-        if ev is not None and not ev.cancelled and ev.time <= at:
+        if ev is not None and not ev.cancelled and ev.time == at:
             return
         self.kernel.cancel(ev)
         self._scan_ev = self.node.set_timer(at - now, "message timeout scan", self._on_scan, background=True)
