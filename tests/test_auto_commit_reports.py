@@ -100,3 +100,49 @@ def test_an_auto_commit_that_succeeds(dialect):
         k.poll(1)
     assert k.committed([TopicPartition("t", 0)])[0].offset == 1
     assert reports == ([(None, [("t", 0, 1)])] if dialect == "librdkafka" else [])
+
+
+@pytest.mark.parametrize("dialect", ["librdkafka", "java"])
+def test_an_auto_commit_refused_for_good(dialect):
+    """A consumer with a manual assignment auto-commits to group "g", which has a member (a subscribed consumer):
+    the coordinator refuses every commit (UNKNOWN_MEMBER_ID: only a member may commit).  librdkafka's on_commit
+    hears each failure; Java logs each at WARN, tells on_commit nothing, and tries again at the next interval."""
+    c = Cluster(brokers=1, seed=1)
+    c.create_topic("t", partitions=2, replication_factor=1)
+    p = Producer({"bootstrap.servers": c.bootstrap})
+    for v in (b"r0", b"r1", b"r2"):
+        p.produce("t", value=v, partition=0)
+    assert p.flush(10) == 0
+    member = Consumer({"bootstrap.servers": c.bootstrap, "group.id": "g", "sim.client.dialect": dialect,
+                       "enable.auto.commit": False})
+    member.subscribe(["t"])
+    for _ in range(10):
+        member.poll(0.5)
+    assert c.group_state("g")["state"] == "Stable"
+    logger = logging.getLogger(f"txnlab.test.auto_commit.refused.{dialect}")
+    logger.setLevel(logging.DEBUG)
+    cap = Capture()
+    logger.addHandler(cap)
+    reports = []
+    k = Consumer({"bootstrap.servers": c.bootstrap, "group.id": "g", "sim.client.dialect": dialect,
+                  "enable.auto.commit": True, "auto.commit.interval.ms": 1_000, "auto.offset.reset": "earliest",
+                  "logger": logger, "on_commit": lambda err, parts: reports.append(err)})
+    k.assign([TopicPartition("t", 0)])
+    t0 = c.kernel.now
+    for _ in range(10):
+        k.poll(1)
+        member.poll(0)
+    logger.removeHandler(cap)
+    sent = [m.sent_at - t0 for m in c.network_messages()
+            if m.api == "OffsetCommit" and not m.is_response and m.src == k.name and m.sent_at >= t0]
+    assert len(sent) >= 3 and {b - a for a, b in zip(sent, sent[1:])} == {1_000}
+    warned = [text for level, text in cap.lines if "auto-commit" in text]
+    if dialect == "java":
+        assert reports == []
+        assert len(warned) == len(sent) and all(
+            level == logging.WARNING for level, text in cap.lines if "auto-commit" in text)
+        assert warned[0].startswith(f"ConsumerCoordinator [{k.name}] Asynchronous auto-commit of offsets "
+                                    "{t-0=OffsetAndMetadata{offset=3, leaderEpoch=null, metadata=''}} failed: ")
+    else:
+        assert warned == [] and reports
+        assert {e.name() for e in reports} == {"UNKNOWN_MEMBER_ID"}
