@@ -116,3 +116,28 @@ def test_java_transactional_a_later_acknowledgment_resolves_the_expired_retry_du
     p.commit_transaction(30)
     assert read_all(c, "t") == [b"committed"]
     assert _data_batches(c) == ([(0, 0), (0, 1), (0, 2)] if tv == 0 else [(0, 0), (0, 1), (1, 0)])
+
+
+def test_java_an_abort_waiting_for_the_expired_retry_requires_the_bump_before_its_end_txn():
+    """abort_transaction() at 11 s waits for "a" (no "b" here); "a" expires in flight at 15 s, while aborting: no
+    bump for the expiry itself (isCompleting()), but its sequence is unresolved and nothing of t-0 is in flight, so
+    maybeResolveSequences, which runs before the EndTxn is sent, requires the bump (no acknowledgment came): the
+    abort bumps the epoch (transaction.version 0)."""
+    c = Cluster(brokers=3, seed=1, config={"transaction.version": 0})
+    c.create_topic("t", partitions=1, replication_factor=3)
+    p = Producer({"bootstrap.servers": c.bootstrap, "transactional.id": "tx", "sim.client.dialect": "java",
+                  "linger.ms": 0, **TIMEOUTS})
+    p.init_transactions()
+    p.begin_transaction()
+    c.delay_next("Produce", 12_000)
+    c.delay_next("Produce", 6_000)
+    t0 = c.kernel.now
+    p.produce("t", value=b"a", partition=0)
+    p.poll(0)
+    c.advance(11_000)
+    p.abort_transaction(30)
+    [(expired, _)] = _narrations(c, t0, "while its Produce is in flight")
+    assert 15_000 <= expired <= 15_010          # (its topic's metadata came first)
+    assert _narrations(c, t0, "Marking partition t-0 unresolved with next sequence number 1")
+    assert c.transaction_state("tx")["producer_epoch"] == 1
+    assert read_all(c, "t", "read_uncommitted") == [b"a"] and read_all(c, "t") == []

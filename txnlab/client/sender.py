@@ -99,7 +99,9 @@ class Sender(TransactionalRequests, BatchExpiry):
         else:
             self._expire_batches(now)
         deferred, self._resolve_deferred = self._resolve_deferred, False
-        if txn.unresolved and not deferred:
+        # (a run that may send the EndTxn resolves first, as Java's runOnce does before its transactional request)
+        if txn.unresolved and (not deferred or txn.state == S.COMMITTING_TRANSACTION
+                               or txn.state == S.ABORTING_TRANSACTION):
             self._maybe_resolve_sequences()
         if p._idempotent and not txn.is_transactional:
             if txn.epoch_bump_required and not self._any_in_flight():
