@@ -11,7 +11,7 @@ from ..errors import KafkaError, KafkaException
 from ..protocol.errors import Errors
 from . import argcheck
 from .config import dialect_of
-from .dialect import COMMIT_ASYNC_ATTEMPTS
+from .dialect import AUTO_COMMIT_REPORTED, COMMIT_ASYNC_ATTEMPTS, JAVA
 from .message import OFFSET_INVALID, Message, TopicPartition
 
 
@@ -103,16 +103,41 @@ class ConsumerCommits:
             return
         box: dict = {}
         self._committing = True
+        dialect = dialect_of(self._config)
+        timer = not sync and dialect == JAVA     # Java's autoCommitOffsetsAsync: commitOffsetsAsync, one attempt
 
         def done(err, errors):
             self._committing = False
             box["err"] = err
-            self._after_commit(offsets, err, errors, report=True)
-        self._coordinator.commit(offsets, done)
+            self._after_commit(offsets, err, errors, report=AUTO_COMMIT_REPORTED[dialect])
+            if err is not None and not AUTO_COMMIT_REPORTED[dialect]:
+                self._auto_commit_failed(offsets, err, sync)
+        if timer:
+            self._coordinator.commit(offsets, done, COMMIT_ASYNC_ATTEMPTS[dialect], True)
+        else:
+            self._coordinator.commit(offsets, done)
         if sync:
             self._wait(lambda: "err" in box, self._config["request.timeout.ms"])
 
-    def _start_auto_commit(self) -> None:
+    def _auto_commit_failed(self, offsets: dict, err: KafkaError, sync: bool) -> None:
+        """Java: an auto-commit's failure is only logged (dialect.AUTO_COMMIT_REPORTED); after a retriable one the
+        timer's next auto-commit comes after retry.backoff.ms."""
+        shown = "{" + ", ".join(f"{t}-{p}=OffsetAndMetadata{{offset={o}, leaderEpoch=null, metadata='{meta}'}}"
+                                for (t, p), (o, meta) in sorted(offsets.items())) + "}"
+        if sync:
+            level, text = 4, f"Synchronous auto-commit of offsets {shown} failed: {err.str()}"
+        elif err.retriable():
+            level, text = 7, f"Asynchronous auto-commit of offsets {shown} failed due to retriable error."
+            if not self._closed and not self._node.crashed:
+                self._node.cancel_timer(self._auto_commit_timer)
+                self._auto_commit_timer = None
+                self._start_auto_commit(self._config["retry.backoff.ms"])
+        else:
+            level, text = 4, f"Asynchronous auto-commit of offsets {shown} failed: {err.str()}"
+        self._events.log(level, "ConsumerCoordinator", text)
+        self._kernel.narrate(f"{self.name}: {text} (logged only: Java's auto-commit calls no commit callback)")
+
+    def _start_auto_commit(self, delay_ms: Optional[int] = None) -> None:
         if not self._config["enable.auto.commit"] or not self._config["group.id"] or self._auto_commit_timer:
             return
 
@@ -126,8 +151,9 @@ class ConsumerCommits:
                                          f"{self._config['auto.commit.interval.ms']})")
                     self._commit_stored(sync=False)
             self._start_auto_commit()
-        self._auto_commit_timer = self._node.set_timer(self._config["auto.commit.interval.ms"], "auto-commit",
-                                                       tick, background=True)
+        self._auto_commit_timer = self._node.set_timer(
+            self._config["auto.commit.interval.ms"] if delay_ms is None else delay_ms, "auto-commit", tick,
+            background=True)
 
     def committed(self, partitions: list, timeout: Optional[float] = None) -> list[TopicPartition]:
         """The group's committed offsets (OffsetFetch with RequireStable: waits out open transactions)."""

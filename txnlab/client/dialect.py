@@ -250,14 +250,28 @@ PRODUCE_GAVE_UP = {LIBRDKAFKA: KafkaError._MSG_TIMED_OUT, JAVA: None}
 EXPIRES_IN_FLIGHT = {LIBRDKAFKA: False, JAVA: True}
 
 # Whether the sender wakes when a partition's oldest queued batch (waiting for its retry backoff, for a leader, for
-# its turn) reaches its delivery timeout, so that it expires at that ms rather than at the next wakeup.
+# its turn) reaches its delivery timeout, so that it expires at that ms.
 #   Java: yes.  Sender.sendProducerData caps its poll timeout by RecordAccumulator.nextExpiryTimeMs(), the soonest
 #   createdMs + delivery.timeout.ms of each partition's first batch (expiredBatches -> maybeUpdateNextBatchExpiryTime),
 #   and ProducerBatch.hasReachedDeliveryTimeout expires it then.
-#   librdkafka: rd_kafka_broker_toppar_msgq_scan makes the next message timeout the broker thread's next wakeup but
-#   scans at most once a second (rd_kafka_broker_produce_toppars' do_timeout_scan): not modelled; the lab expires
-#   librdkafka's queued messages at the sender's next wakeup.
+#   librdkafka: no: MSG_TIMEOUT_SCAN_MS.
 WAKES_AT_BATCH_EXPIRY = {LIBRDKAFKA: False, JAVA: True}
+
+# How often (ms) the client looks for queued records past their message.timeout.ms, if only then (None: whenever the
+# sender runs, WAKES_AT_BATCH_EXPIRY).
+#   librdkafka: once a second.  Only rd_kafka_broker_toppar_msgq_scan (src/rdkafka_broker.c) times out queued
+#   messages (rktp_msgq, rktp_xmit_msgq; rd_kafka_msgq_age_scan).  A broker thread serves its producer partitions in
+#   rounds, rd_kafka_broker_serve(rkb, rd_kafka_max_block_ms = 1000), and rd_kafka_broker_producer_serve scans on
+#   a round's first iteration (cnt++ == 0) or once rd_interval(&timeout_scan, 1000 * 1000) has passed, which it
+#   cannot within a round of 1 s; the scan makes the next message timeout the thread's next wakeup, but that wakeup
+#   scans only at the next round.  A round starts over at once on a WAKEUP op: flush() wakes the broker threads
+#   (rd_kafka_all_brokers_wakeup(..., "flushing")), which scan then.  So a queued message fails at the first scan
+#   at or after its timeout: up to a second late, and one that could be sent before that scan is sent (its Produce
+#   then gets the 100 ms rd_kafka_ProduceRequest allows a timed-out message, PRODUCE_TIMEOUT).  The lab scans on
+#   one grid, every second from the producer's creation (librdkafka's broker threads each have their own phase),
+#   and at flush(); not at a broker connection's state changes, which also start a round.
+#   Java: None (RecordAccumulator.expiredBatches on every Sender.sendProducerData).
+MSG_TIMEOUT_SCAN_MS = {LIBRDKAFKA: 1000, JAVA: None}
 
 # The text of the error an expired record's delivery report carries (its code is _MSG_TIMED_OUT in both):
 # librdkafka's rd_kafka_err2str; Java's TimeoutException of Sender.sendProducerData.
@@ -315,6 +329,20 @@ def seen_as(dialect: str, error) -> int:
 #   librdkafka: the commit's own error, whatever the attempt: rd_kafka_cgrp_op_handle_OffsetCommit hands the
 #   request's error to the offset_commit_cb as it is (a local timeout as LOCAL_TIMEOUT says).
 COMMIT_ASYNC_ATTEMPTS = {LIBRDKAFKA: 5, JAVA: 1}
+
+# Whether the consumer's own commits of enable.auto.commit (the auto.commit.interval.ms timer, the commit before a
+# rebalance gives partitions up, the one at close) reach the application's ``on_commit``.
+#   librdkafka: yes.  rd_kafka_cgrp_offset_commit_tmr_cb -> rd_kafka_cgrp_assigned_offsets_commit (src/rdkafka_cgrp.c)
+#   commits like any commit, and rd_kafka_cgrp_propagate_commit_result posts the result to offset_commit_cb when one
+#   is set (else logs COMMITFAIL at WARNING for a failure).
+#   Java: no.  ConsumerCoordinator.maybeAutoCommitOffsetsAsync -> autoCommitOffsetsAsync sends commitOffsetsAsync
+#   (one attempt) with its own callback, which only logs: a RetriableCommitFailedException at DEBUG ("Asynchronous
+#   auto-commit of offsets {} failed due to retriable error.") and the next auto-commit after retry.backoff.ms
+#   (nextAutoCommitTimer.updateAndReset(retryBackoffMs)), anything else at WARN ("Asynchronous auto-commit of
+#   offsets {} failed: {}"); onJoinPrepare's auto-commit and close's maybeAutoCommitOffsetsSync ("Synchronous
+#   auto-commit of offsets {} failed: {}", WARN) likewise.  The application's OffsetCommitCallback is only for its
+#   own commitAsync.
+AUTO_COMMIT_REPORTED = {LIBRDKAFKA: True, JAVA: False}
 RETRIABLE_COMMIT_FAILED_TEXT = ("Offset commit failed with a retriable exception. You should retry committing the "
                                 "latest consumed offsets.")
 

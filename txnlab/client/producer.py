@@ -350,6 +350,7 @@ class Producer:
         self._check_alive()
         self.sender.flushing += 1
         try:
+            self.sender.scan_message_timeouts()     # librdkafka: flush() wakes the broker threads, which scan
             self.sender.wakeup(0)
             timeout = argcheck.timeout_s(timeout, "flush()")
             ms = None if timeout is None or timeout < 0 else int(timeout * 1000)

@@ -16,21 +16,19 @@ from ..errors import KafkaError
 from ..protocol import messages as m
 from ..protocol.errors import Errors, LocalTimeout
 from ..protocol.record_batch import RecordBatch
-from .dialect import (EXPIRED_TEXT, EXPIRES_IN_FLIGHT, PRODUCE_GAVE_UP, PRODUCE_TIMEOUT, WAKES_AT_BATCH_EXPIRY, Action,
-                      check, classify, normalize, seen_as)
+from .batch_expiry import BatchExpiry
+from .dialect import (EXPIRES_IN_FLIGHT, MSG_TIMEOUT_SCAN_MS, PRODUCE_GAVE_UP, PRODUCE_TIMEOUT, WAKES_AT_BATCH_EXPIRY, Action, check,
+                      classify, normalize, seen_as)
 from .message import Message
 from .transaction_manager import S
 from .txn_requests import TransactionalRequests
 
-# TransactionManager.maybeResolveSequences' words, for a transactional producer that can bump its epoch
-UNACKED_TEXT = ("The client hasn't received acknowledgment for some previously sent messages and can no longer retry "
-                "them. It is safe to abort the transaction and continue.")
 # NONE is read on every request: a member read through its enum class costs CPython 3.11 a call of the class's
 # attribute hook
 _NONE = Errors.NONE
 
 
-class Sender(TransactionalRequests):
+class Sender(TransactionalRequests, BatchExpiry):
     def __init__(self, producer) -> None:
         self.p = producer
         self.node = producer._node
@@ -59,9 +57,17 @@ class Sender(TransactionalRequests):
         self._wakes_at_expiry = WAKES_AT_BATCH_EXPIRY[self.dialect]
         self._expiring: dict = {}
         self._expiring_seq = 0
+        self._resolve_deferred = False      # (BatchExpiry._on_delivery_timeout)
+        # librdkafka's message timeout scan (dialect.MSG_TIMEOUT_SCAN_MS): every _scan_ms from the producer's start
+        self._scan_ms = MSG_TIMEOUT_SCAN_MS[self.dialect]
+        self._scan_origin = self.kernel.now
+        self._scan_ev = None
+        self._scan_requested = False
 
     def on_crash(self) -> None:
         self._wakeup_ev = None
+        self.kernel.cancel(self._scan_ev)
+        self._scan_ev = None
         for _, ev in self._expiring.values():
             self.kernel.cancel(ev)
         self._expiring.clear()
@@ -69,6 +75,7 @@ class Sender(TransactionalRequests):
     # ------------------------------------------------------------- wakeups
     def wakeup(self, delay_ms: int) -> None:
         k = self.kernel
+        self._resolve_deferred = False      # a new reason to run: it resolves sequences (BatchExpiry)
         if self.node.crashed:
             return
         ev = self._wakeup_ev
@@ -86,7 +93,16 @@ class Sender(TransactionalRequests):
         self._wakeup_ev = None
         p, txn, k = self.p, self.txn, self.kernel
         now = k.now
-        self._expire_batches(now)
+        if self._scan_requested:
+            self._scan_requested = False
+            self._expire_batches(now, scan=True)
+        else:
+            self._expire_batches(now)
+        deferred, self._resolve_deferred = self._resolve_deferred, False
+        # (a run that may send the EndTxn resolves first, as Java's runOnce does before its transactional request)
+        if txn.unresolved and (not deferred or txn.state == S.COMMITTING_TRANSACTION
+                               or txn.state == S.ABORTING_TRANSACTION):
+            self._maybe_resolve_sequences()
         if p._idempotent and not txn.is_transactional:
             if txn.epoch_bump_required and not self._any_in_flight():
                 old = txn.producer_epoch
@@ -94,6 +110,8 @@ class Sender(TransactionalRequests):
                     self.narrate(f"{p.name} bumped its epoch {old} -> {txn.producer_epoch} locally (KIP-360) and "
                                  f"restarts sequences at 0")
                     self._renumber_queued()
+                    if self._scan_ms:     # librdkafka: "message drain done" wakes the broker threads: a scan
+                        self._expire_batches(now, scan=True)
             if not txn.has_producer_id:
                 self.send_init_producer_id()
                 return
@@ -133,6 +151,8 @@ class Sender(TransactionalRequests):
                     continue          # a retry waits until it is the oldest batch in flight
                 if not b.has_sequence and first >= 0 and self._has_retry_in_flight_gap(tp):
                     continue
+                if not b.has_sequence and tp in txn.unresolved:
+                    continue          # Java: no new batch while a sequence before it is unresolved
             leader = self.node.leader_for(tp)
             if leader is None:
                 need_metadata = True
@@ -149,6 +169,8 @@ class Sender(TransactionalRequests):
                     next_wake = dq[0].created_ms + mt
         if next_wake is not None:
             self.wakeup(max(0, next_wake - now))
+        if self._scan_ms:
+            self._arm_scan(now)
         self._maybe_end_txn()
 
     def _has_retry_in_flight_gap(self, tp) -> bool:
@@ -321,7 +343,19 @@ class Sender(TransactionalRequests):
         stale_epoch = p._idempotent and (b.producer_epoch != txn.producer_epoch or b.producer_id != txn.producer_id)
         if error == Errors.OUT_OF_ORDER_SEQUENCE_NUMBER and p._idempotent and not stale_epoch:
             s = txn.seq(tp)
-            if b.base_sequence == s.last_acked_sequence + 1 and not self._earlier_in_flight(b):
+            unresolved = txn.unresolved.get(tp)
+            if unresolved is not None:
+                # Java's TransactionManager.canRetry while a sequence before the batch is unresolved: a
+                # transactional producer does not retry it; an idempotent one does, asking for an epoch bump only
+                # when the batch is the one right after the unresolved sequence (otherwise it waits to see)
+                if txn.is_transactional:
+                    self._fail_batch(b, error, reason, abortable=True)
+                    return
+                if b.base_sequence == unresolved:
+                    self.narrate(f"{p.name}: {name} batch seq {b.base_sequence} got OUT_OF_ORDER_SEQUENCE_NUMBER "
+                                 f"right after the unresolved sequence; requesting an epoch bump")
+                    txn.epoch_bump_required = True
+            elif b.base_sequence == s.last_acked_sequence + 1 and not self._earlier_in_flight(b):
                 # the broker has lost our state (or we overran its 5-batch window): KIP-360
                 if txn.is_transactional:
                     self._fail_batch(b, error, reason, abortable=True)
@@ -424,155 +458,6 @@ class Sender(TransactionalRequests):
                     b.producer_epoch = txn.producer_epoch
                     s.next_sequence += len(b.values)
             s.in_flight = [b for b in s.in_flight if b.in_flight]
-
-    def _expire_batches(self, now: int) -> None:
-        timeout = self.cfg["delivery.timeout.ms"]
-        if not timeout:
-            return            # message.timeout.ms 0: records never expire (librdkafka's "0 = infinite")
-        p = self.p
-        for tp, dq in p._acc.batches.items():
-            while dq and now - dq[0].created_ms >= timeout and not dq[0].in_flight:
-                b = dq.popleft()
-                self.narrate(f"{p.name}: {b.describe()} expired (delivery.timeout.ms={timeout})")
-                self._expire(b, now)
-
-    def _expire(self, b, now: int) -> None:
-        """Fails ``b``, past its delivery.timeout.ms: queued, or (EXPIRES_IN_FLIGHT) in a Produce still in flight
-        (Java's Sender.failBatch with a TimeoutException, the sequence not adjusted)."""
-        p, txn = self.p, self.txn
-        sent, state, in_flight = b.sent_once, txn.state, b.in_flight
-        # Java's ProducerBatch.inRetry(): it was put back in the queue after a failed attempt at least once
-        in_retry = b.attempts > 1 or (sent and not in_flight)
-        text = EXPIRED_TEXT[self.dialect](len(b.values), b.tp, now - b.created_ms)
-        self._complete(b, KafkaError(KafkaError._MSG_TIMED_OUT, text), -1)
-        if not p._idempotent or self.cfg["sim.naive.client"]:
-            return
-        if not txn.is_transactional:
-            # a sent batch's sequence may or may not be in the log: bump once nothing is in flight.  Java does so
-            # only for a retried one (markSequenceUnresolved -> maybeResolveSequences); a first attempt that
-            # expired in flight leaves its sequence to the answer, or to the next batch's OUT_OF_ORDER_SEQUENCE
-            if sent and (in_retry or not self._expires_in_flight):
-                txn.epoch_bump_required = True
-            return
-        # (_complete has made the transaction abortable); Java bumps after a batch that expired unsent too,
-        # librdkafka only after one that may have been written (_bumps_after_abort)
-        if self._bumps_after_abort(b, state):
-            self._bump_after_end = True
-        if in_retry and self._expires_in_flight:
-            self._mark_sequence_unresolved(b)
-
-    def _mark_sequence_unresolved(self, b) -> None:
-        """Java: Sender.sendProducerData marks an expired retried batch's sequence unresolved
-        (TransactionManager.markSequenceUnresolved); it left the batches in flight, and once its partition has none
-        TransactionManager.maybeResolveSequences finds the last acked sequence behind the next one: epochBumpRequired
-        (even while completing) and transitionToAbortableError with its own KafkaException, the error
-        commit_transaction() then raises (the lab keeps the expiry's code, _MSG_TIMED_OUT, with Java's words).
-        Other batches of the partition still in flight: it waits for them (the lab: the abort bumps, as here)."""
-        txn, tp, name = self.txn, b.tp, f"{b.tp[0]}-{b.tp[1]}"
-        self._bump_after_end = True
-        self.narrate(f"{self.p.name}: Marking partition {name} unresolved with next sequence number "
-                     f"{b.last_sequence + 1}")
-        s = txn.seq(tp)
-        if s.in_flight or s.last_acked_sequence + 1 == s.next_sequence or \
-                txn.state not in (S.IN_TRANSACTION, S.COMMITTING_TRANSACTION, S.ABORTABLE_ERROR):
-            return
-        self.narrate(f"{self.p.name}: no batches in flight remain for {name}, last acked sequence "
-                     f"{s.last_acked_sequence}, next {s.next_sequence}: {UNACKED_TEXT} The abort will bump the epoch")
-        txn.transition(S.ABORTABLE_ERROR, KafkaError(KafkaError._MSG_TIMED_OUT, UNACKED_TEXT, retriable=False,
-                                                     txn_requires_abort=True))
-
-    # ------------------------------------------------ batches expiring in flight (dialect.EXPIRES_IN_FLIGHT)
-    def _expire_in_flight_at(self, batches: dict, at: int) -> int:
-        """Arms the timer that expires the batches of one Produce request at ``at`` (the soonest of their
-        delivery timeouts: Java's Sender wakes for the accumulator's next batch expiry); returns the request's
-        token, which its answer hands back (_stop_expiring)."""
-        self._expiring_seq += 1
-        token = self._expiring_seq
-        self._expiring[token] = (batches, self._expiry_timer(token, at, len(batches)))
-        return token
-
-    def _expiry_timer(self, token: int, at: int, n: int):
-        # a background timer that is most likely cancelled: the request's answer or its own timeout comes first
-        return self.kernel.schedule_timeout(max(0, at - self.kernel.now), self.node.name,
-                                            ("delivery.timeout.ms of %d batch(es) in flight", n),
-                                            self._on_delivery_timeout, token, self.node.incarnation)
-
-    def _stop_expiring(self, token: int) -> None:
-        entry = self._expiring.pop(token, None)
-        if entry is not None:
-            self.kernel.cancel(entry[1])
-
-    def _on_delivery_timeout(self, token: int) -> None:
-        """Java's Sender.getExpiredInflightBatches: every batch in flight that reached its delivery timeout fails
-        now, while its request is still in flight (the scan covers all requests: batches created together expire
-        together, before a request timeout at the same moment closes their connection)."""
-        if token not in self._expiring:
-            return
-        for t in sorted(self._expiring):
-            if t != token:
-                self.kernel.cancel(self._expiring[t][1])
-            self._expire_request(t)
-        self.wakeup(0)
-
-    def _expire_request(self, token: int) -> None:
-        """The batches of one request (``token``) that reached their delivery timeout fail; the timer is armed
-        again for the soonest of the others."""
-        batches = self._expiring.pop(token)[0]
-        now, mt, p = self.kernel.now, self.cfg["delivery.timeout.ms"], self.p
-        soonest = None
-        for b in batches.values():
-            if b.done:
-                continue
-            if now - b.created_ms >= mt:
-                self.narrate(f"{p.name}: Expiring {len(b.values)} record(s) for {b.tp[0]}-{b.tp[1]}:"
-                             f"{now - b.created_ms} ms has passed since batch creation (delivery.timeout.ms={mt}), "
-                             f"while its Produce is in flight: its answer, when it comes, changes nothing")
-                self._expire(b, now)
-            elif soonest is None or b.created_ms + mt < soonest:
-                soonest = b.created_ms + mt
-        if soonest is not None:
-            self._expiring[token] = (batches, self._expiry_timer(token, soonest, len(batches)))
-
-    def _on_expiring_produce_response(self, node: str, batches: dict, token: int) -> Callable:
-        """_on_produce_response for a request whose batches may expire while it is in flight (token: its
-        expiry timer, _expire_in_flight_at): the answer stops the timer, and the batches that expired take it
-        as _answer_after_expiry says; the others as any answer."""
-        def cb(resp, err):
-            self._stop_expiring(token)
-            live = {}
-            for tp, b in batches.items():
-                if b.done:
-                    self._answer_after_expiry(b, resp, err)
-                else:
-                    live[tp] = b
-            self._on_produce_response(node, live)(resp, err)
-        return cb
-
-    def _answer_after_expiry(self, b, resp, err) -> None:
-        """The answer to a Produce arrives for a batch that expired while it was in flight: the records have
-        had their delivery reports (failed), and none is sent again.  Java's Sender.completeBatch: a success (or
-        DUPLICATE_SEQUENCE_NUMBER) still goes to TransactionManager.handleCompletedBatch, which moves the last
-        acked sequence, before ProducerBatch.complete finds the batch FAILED and only logs it; an error is not
-        retried (canRetry: the batch is done) and ProducerBatch.completeExceptionally ignores FAILED -> FAILED."""
-        p, txn, tp = self.p, self.txn, b.tp
-        name = f"{tp[0]}-{tp[1]}"
-        r = resp.responses.get(tp) if err is None else None
-        if r is not None and (r.error == _NONE or r.error == Errors.DUPLICATE_SEQUENCE_NUMBER):
-            if p._idempotent and b.producer_epoch == txn.producer_epoch and b.producer_id == txn.producer_id:
-                s = txn.seq(tp)
-                s.last_acked_sequence = max(s.last_acked_sequence, b.last_sequence)
-                if r.base_offset >= 0:
-                    s.last_acked_offset = r.base_offset + len(b.values) - 1
-            self.narrate(f"{p.name}: ProduceResponse returned SUCCEEDED for {name} after batch with base offset "
-                         f"{r.base_offset} had already been FAILED (it expired in flight): its records are in the "
-                         f"log although their delivery reports said they timed out")
-            return
-        code = err if err is not None else (Errors.UNKNOWN_SERVER_ERROR if r is None else Errors(r.error))
-        if code in (Errors.NOT_LEADER_OR_FOLLOWER, Errors.UNKNOWN_TOPIC_OR_PARTITION, Errors.NETWORK_EXCEPTION,
-                    Errors.LEADER_NOT_AVAILABLE, Errors.FENCED_LEADER_EPOCH, Errors.REQUEST_TIMED_OUT):
-            self.node.request_metadata()
-        self.narrate(f"{p.name}: Ignored state transition FAILED -> FAILED for {name} batch "
-                     f"({getattr(code, 'name', code)}): it had already expired in flight")
 
     def purge_queued(self, error: KafkaError) -> None:
         p = self.p

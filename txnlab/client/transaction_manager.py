@@ -74,6 +74,9 @@ class TransactionManager:
         self.last_error = None                 # KafkaError behind ABORTABLE_ERROR / FATAL_ERROR
         self.partitions: dict = {}             # tp -> PartitionSequences
         self.epoch_bump_required = False
+        # Java: partitionsWithUnresolvedSequences, tp -> the sequence after a retried batch that expired (its records
+        # may or may not be in the log); nothing new is sent to the partition meanwhile
+        self.unresolved: dict = {}
         self.partitions_in_txn: set = set()
         self.pending_partitions: set = set()   # produced to, AddPartitionsToTxn not yet sent
         self.new_partitions_in_flight: set = set()
@@ -114,6 +117,13 @@ class TransactionManager:
         for s in self.partitions.values():
             s.next_sequence = 0
             s.last_acked_sequence = -1
+        self.unresolved.clear()         # (Java: resetSequenceNumbers, bumpIdempotentProducerEpoch)
+
+    def mark_sequence_unresolved(self, batch) -> int:
+        """Java's markSequenceUnresolved: returns the partition's unresolved next sequence."""
+        nxt = batch.last_sequence + 1
+        self.unresolved[batch.tp] = max(self.unresolved.get(batch.tp, nxt), nxt)
+        return self.unresolved[batch.tp]
 
     def first_in_flight_sequence(self, tp) -> int:
         s = self.partitions.get(tp)

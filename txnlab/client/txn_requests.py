@@ -249,6 +249,7 @@ class TransactionalRequests:
                 if err is None and resp.error == _NONE:
                     txn.set_producer_id_and_epoch(resp.producer_id, resp.producer_epoch)
                     txn.reset_sequences()
+                    self.scan_message_timeouts()     # librdkafka: "PID updated" wakes the broker threads
                     self.wakeup(0)
                 else:
                     self.node.set_timer(self.cfg["retry.backoff.ms"], "retry InitProducerId", self.send_init_producer_id)
@@ -272,6 +273,7 @@ class TransactionalRequests:
                 txn.reset_sequences()
                 txn.partitions.clear()
                 txn.transition(S.READY)
+                self.scan_message_timeouts()         # (librdkafka: "PID updated")
                 return None
             if action := _retry_action(self.dialect, "InitProducerId", e):
                 return action
@@ -301,6 +303,9 @@ class TransactionalRequests:
                 txn.partitions_in_txn.update(tps)
                 txn.new_partitions_in_flight = set()
                 txn.transaction_started = True
+                # librdkafka: "partitions added to transaction" wakes the broker threads, which scan for
+                # message timeouts before they send (dialect.MSG_TIMEOUT_SCAN_MS)
+                self.scan_message_timeouts()
                 return None
             errors = {Errors(e) for e in errors}
             bad = next(e for e in errors if e not in _NOT_FAILED) if errors - _NOT_FAILED \
