@@ -167,8 +167,8 @@ def _settle(cluster, wl, steps: StepInvariants) -> CheckResult:
     waited = SETTLE_STEP_MS
     while True:
         end = end_invariants(cluster, list(wl.topics), wl.transactional_ids())
-        registered = all(cluster.broker(b).registered for b in cluster.brokers)   # restarted brokers are back
-        if (end.ok and registered and _metadata_current(cluster)) or waited >= SETTLE_MS:
+        running = all(cluster.broker(b).running for b in cluster.brokers)   # restarted brokers are back, unfenced
+        if (end.ok and running and _metadata_current(cluster)) or waited >= SETTLE_MS:
             break
         cluster.advance(SETTLE_STEP_MS)
         waited += SETTLE_STEP_MS
