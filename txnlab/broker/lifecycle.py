@@ -17,46 +17,62 @@ from ..protocol.names import CONTROLLER
 STARTING, RECOVERY, RUNNING = "STARTING", "RECOVERY", "RUNNING"     # Kafka's BrokerState (those the lab has)
 
 
+class LifecycleState:
+    """What BrokerLifecycleManager keeps (the broker's own ``broker_epoch``, ``registered`` and ``running`` stay on
+    the broker, which others read).  One object, not seven attributes of the broker: an instance with more than 30
+    attributes loses CPython's compact attribute storage, and every broker attribute read got slower (+2.3 % of the
+    instructions of a 1-record transaction)."""
+    __slots__ = ("state", "ready_to_unfence", "metadata_offset", "in_flight", "next_immediate", "failed_attempts",
+                 "communication")
+
+    def __init__(self) -> None:
+        self.state = "NOT_RUNNING"
+        self.ready_to_unfence = False
+        self.metadata_offset = -1                  # the metadata offset this broker has caught up to
+        self.in_flight = False                     # communicationInFlight
+        self.next_immediate = False                # nextSchedulingShouldBeImmediate
+        self.failed_attempts = 0
+        self.communication = None                  # the timer of the next communication
+
+
 class BrokerLifecycle:
     def _init_lifecycle(self) -> None:
         self.broker_epoch = -1
         self.registered = False
-        self.lifecycle_state = "NOT_RUNNING"
-        self.ready_to_unfence = False
         self.running = False                       # unfenced at least once since it started: it serves clients
-        self.metadata_offset = -1                  # the metadata offset this broker has caught up to
-        self.communication_in_flight = False
-        self._next_immediate = False
-        self._failed_attempts = 0
-        self._communication = None                 # the timer of the next communication
+        self.life = LifecycleState()
+
+    @property
+    def lifecycle_state(self) -> str:
+        return self.life.state
 
     def start(self) -> None:
-        self.lifecycle_state = STARTING
+        self.life.state = STARTING
         self._communicate()
 
     # --------------------------------------------------------- scheduling
     def _schedule_communication(self, delay_ms: int) -> None:
-        if self._next_immediate:
+        if self.life.next_immediate:
             delay_ms = 0
-        self._next_immediate = False
-        if self._communication is not None:
-            self.cancel_timer(self._communication)     # scheduleDeferred("communication"): one is pending at most
+        self.life.next_immediate = False
+        if self.life.communication is not None:
+            self.cancel_timer(self.life.communication)     # scheduleDeferred("communication"): one is pending at most
         # a starting broker's communications are the work of its startup; a running one's heartbeats are chores
-        self._communication = self.set_timer(delay_ms, "BrokerHeartbeat" if self.registered
+        self.life.communication = self.set_timer(delay_ms, "BrokerHeartbeat" if self.registered
                                              else "retry BrokerRegistration", self._communicate,
                                              background=self.running)
 
     def _after_failure(self) -> None:
         # BrokerLifecycleManager.resendExponentialBackoff: 100 ms doubling up to broker.session.timeout.ms (no jitter)
-        delay = min(100 * 2 ** min(self._failed_attempts, 20), self.config["broker.session.timeout.ms"])
-        self._failed_attempts += 1
-        self._next_immediate = False
+        delay = min(100 * 2 ** min(self.life.failed_attempts, 20), self.config["broker.session.timeout.ms"])
+        self.life.failed_attempts += 1
+        self.life.next_immediate = False
         self._schedule_communication(delay)
 
     def _communicate(self) -> None:
-        self._communication = None                 # (it has run: nothing to cancel)
-        if self.communication_in_flight:
-            self._next_immediate = True
+        self.life.communication = None                 # (it has run: nothing to cancel)
+        if self.life.in_flight:
+            self.life.next_immediate = True
         elif self.registered:
             self._send_heartbeat()
         else:
@@ -64,16 +80,16 @@ class BrokerLifecycle:
 
     # -------------------------------------------------------- registration
     def _send_registration(self) -> None:
-        self.communication_in_flight = True
+        self.life.in_flight = True
         self.send_request(CONTROLLER, m.BrokerRegistrationRequest(self.broker_id, self.incarnation),
                           self._on_registered, timeout_ms=5_000)
 
     def _on_registered(self, resp, err) -> None:
-        self.communication_in_flight = False
+        self.life.in_flight = False
         if err or resp.error:
             self._after_failure()
             return
-        self._failed_attempts = 0
+        self.life.failed_attempts = 0
         self.broker_epoch = resp.broker_epoch
         self.registered = True
         self._schedule_communication(0)              # a heartbeat at once
@@ -82,13 +98,13 @@ class BrokerLifecycle:
     # ----------------------------------------------------------- heartbeat
     def _send_heartbeat(self) -> None:
         epoch = self.broker_epoch
-        req = m.BrokerHeartbeatRequest(self.broker_id, epoch, self.metadata_offset, not self.ready_to_unfence)
-        self.communication_in_flight = True
+        req = m.BrokerHeartbeatRequest(self.broker_id, epoch, self.life.metadata_offset, not self.life.ready_to_unfence)
+        self.life.in_flight = True
         self.send_request(CONTROLLER, req, lambda resp, err: self._on_heartbeat(resp, err, epoch),
                           timeout_ms=self.config["broker.heartbeat.interval.ms"], background=self.running)
 
     def _on_heartbeat(self, resp, err, epoch: int) -> None:
-        self.communication_in_flight = False
+        self.life.in_flight = False
         if err is not None:
             self._after_failure()
             return
@@ -100,23 +116,23 @@ class BrokerLifecycle:
                          f"error {Errors(resp.error)}; it heartbeats again")
             self._after_failure()
             return
-        self._failed_attempts = 0
+        self.life.failed_attempts = 0
         interval = self.config["broker.heartbeat.interval.ms"]
-        if self.lifecycle_state == STARTING:
+        if self.life.state == STARTING:
             if not resp.is_caught_up:
                 self._schedule_communication(10)    # "so that ... we start up a bit quicker"
                 return
             # BrokerServer: caught up, its logs recovered (at restart) and its first metadata published: it is ready
             # to be unfenced (setReadyToUnfence), and asks for it at once
-            self.lifecycle_state = RECOVERY
-            self.ready_to_unfence = True
+            self.life.state = RECOVERY
+            self.life.ready_to_unfence = True
             self.narrate(f"broker {self.broker_id} has caught up with the metadata log (offset "
-                         f"{self.metadata_offset}): RECOVERY, and it asks to be unfenced")
+                         f"{self.life.metadata_offset}): RECOVERY, and it asks to be unfenced")
             self.kernel.current.background = False
             self._schedule_communication(0)
             return
-        if self.lifecycle_state == RECOVERY and not resp.is_fenced:
-            self.lifecycle_state = RUNNING
+        if self.life.state == RECOVERY and not resp.is_fenced:
+            self.life.state = RUNNING
             self.running = True
             self.narrate(f"broker {self.broker_id} has been unfenced: RUNNING, it accepts clients")
             self.kernel.current.background = False
@@ -124,5 +140,5 @@ class BrokerLifecycle:
 
     def caught_up_to(self, offset: int) -> None:
         """The broker has applied the metadata up to ``offset`` (its _highestMetadataOffsetProvider)."""
-        if offset > self.metadata_offset:
-            self.metadata_offset = offset
+        if offset > self.life.metadata_offset:
+            self.life.metadata_offset = offset

@@ -1,0 +1,30 @@
+"""The objects every step reads keep CPython's compact attribute storage.
+
+CPython 3.11 keeps an instance's attributes in a compact array shared with its class (and reads them with its
+fastest attribute instruction) only while the class's instances have at most 30 attributes
+(``SHARED_KEYS_MAX_SIZE`` in Objects/dictobject.c).  Past that, every attribute read on every instance of the class
+is a dictionary look-up: the broker's lifecycle fields once took it to 35 attributes and cost 2.3 % of the
+instructions of a 1-record transaction (bench/instructions.py).  A class that needs more state groups it in an
+object of its own (``Broker.life``)."""
+from __future__ import annotations
+
+from txnlab import Cluster, Producer
+
+LIMIT = 30
+
+
+def test_the_hot_objects_of_a_transaction_stay_within_the_compact_attribute_limit():
+    c = Cluster(brokers=3, seed=0)
+    c.create_topic("t", partitions=1, replication_factor=3)
+    p = Producer({"bootstrap.servers": c.bootstrap, "transactional.id": "x"})
+    p.init_transactions()
+    p.begin_transaction()
+    p.produce("t", value=b"v")
+    p.commit_transaction()
+    leader = c.broker(c.leader("t"))
+    follower = c.broker(next(b for b in c.brokers if b != c.leader("t")))
+    hot = {"broker": leader, "kernel": c.kernel, "network": c.kernel.network, "partition": leader.partitions[("t", 0)],
+           "producer": p, "sender": p.sender, "transaction manager": p.sender.txn, "client node": p.sender.node,
+           "replica fetcher": next(iter(follower.fetchers.values())), "controller": c.controller}
+    over = {name: len(vars(o)) for name, o in hot.items() if len(vars(o)) > LIMIT}
+    assert over == {}, f"more than {LIMIT} attributes (group some in an object of their own): {over}"
