@@ -129,3 +129,19 @@ def _run():
 
 def test_the_same_partition_gives_the_same_trace():
     assert _run() == _run()
+
+
+def test_the_space_time_diagram_draws_a_held_message_as_held_not_lost():
+    from widgets.pictures import arrow_label
+    from widgets.spacetime import SpaceTime
+
+    c = _cluster()
+    p = _producer(c)
+    m = _cut_and_send(c, p, [b"v"])
+    st = SpaceTime(c)
+    assert st.last_labels[m.id] == arrow_label(m) == "Produce ⏸ held"
+    assert not [w for w in st.last_labels.values() if "lost" in w]
+    c.heal()
+    p.flush(30)
+    st.update(c)
+    assert st.last_labels.get(m.id, "Produce") == "Produce"          # delivered: an ordinary arrow
