@@ -5,7 +5,7 @@ sending it, then after 400, 800, ... ms (Linux's tcp_retransmit_timer, up to TCP
 arrives, in order, one latency after the first retransmission at or after the heal.  A connection opened
 during the partition retransmits its SYN from 1 s.  Only a close or a crash loses what was held."""
 from txnlab import Cluster, Producer
-from txnlab.kernel.tcp import TCP_RTO_MAX_MS, retransmission_at
+from txnlab.kernel.tcp import TCP_RTO_MAX_MS, TCP_TIMEOUT_INIT_MS, retransmission_at
 
 from helpers import values_in_log
 
@@ -98,6 +98,9 @@ def test_a_long_partition_the_request_timeout_closes_the_connection_the_request_
     assert answer.state == "dropped"            # handled, but no answer comes back on a closed connection
     retries = [x for x in _produce_requests(c, m.id) if x.conn is not first_conn]
     assert retries and all(x.state == "delivered" for x in retries)
+    # the retry went on a connection opened during the partition: it crossed with the SYN's retransmission (1 s,
+    # then 2 s ...) after the heal
+    assert retries[0].deliver_at == retransmission_at(retries[0].sent_at, healed_at, TCP_TIMEOUT_INIT_MS) + 1
     assert values_in_log(c, "t") == [b"warm-up", b"v"]     # the retry is recognised: idempotence
 
 
@@ -115,6 +118,19 @@ def test_held_messages_keep_their_order():
     assert len(sent) > 1 and arrivals == sorted(arrivals)
     assert [m.deliver_at for m in sent] == sorted(m.deliver_at for m in sent)
     assert values_in_log(c, "t") == [b"warm-up"] + values
+
+
+def test_a_crash_loses_what_the_partition_held():
+    c = _cluster()
+    p = _producer(c)
+    m = _cut_and_send(c, p, [b"v"])
+    c.crash(c.leader("t", 0))
+    assert m.state == "dropped"
+    c.heal()
+    c.advance(5000)
+    assert m.state == "dropped" and not [e for e in c.trace if e.msg_id == m.id and e.kind == "deliver"]
+    assert p.flush(60) == 0                     # sent again to the new leader
+    assert values_in_log(c, "t") == [b"warm-up", b"v"]
 
 
 def _run():

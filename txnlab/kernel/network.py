@@ -584,3 +584,6 @@ class Network:
                 q.clear()
             if not conn.held[0] and not conn.held[1]:   # type: ignore[index]
                 del self._holding[cid]
+        for c in self._connections.values():     # opened across the cut, nothing held: established at once
+            if c.syn_at >= 0 and (c.client, c.server) not in self.cuts:
+                c.syn_at = -1
