@@ -573,13 +573,17 @@ class Network:
                           if len(q) > 1 else f"{head.api} {head.kind} #{head.id} from {head.src} will be delivered "
                           f"after the heal: TCP retransmits it at t = {at} ms")
                 behind = sorted((x for x in self._in_flight.values() if x.conn is conn and x.state == "in-flight"
-                                 and x.is_response == bool(direction) and x.deliver_at < due), key=lambda x: x.id)
+                                 and x.is_response == bool(direction) and x.id > head.id and x.deliver_at < due),
+                                key=lambda x: x.id)
                 for m in list(q) + behind:
                     k.cancel_delivery(m)
-                    m.state = "in-flight"
+                    if m.state == "held":
+                        m.state = "in-flight"
+                        m.retransmitted = at
+                        m.note = f"delivered after the heal, retransmitted at +{at - m.sent_at} ms"
+                    else:
+                        m.note = f"behind #{head.id} on its connection"
                     m.deliver_at = due
-                    m.retransmitted = at
-                    m.note = f"delivered after the heal, retransmitted at +{at - m.sent_at} ms"
                     m.event = k.schedule(due - k.now, "deliver", m.dst, m.api, msg=m, background=m.background)
                 q.clear()
             if not conn.held[0] and not conn.held[1]:   # type: ignore[index]
