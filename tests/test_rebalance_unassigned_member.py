@@ -13,7 +13,8 @@ other member's poll, hence its rejoin, up as well.  Generation after generation 
 
 Seed 210262 is why the members still ask: a partition ate member-1's JoinGroup answer, leaving its
 coordinator connection dead; only a request that times out on it (socket.timeout.ms) takes it down, and
-a member that did not ask would wait for the JoinGroup's own timeout, max.poll.interval.ms + 3 s."""
+a member that did not ask would wait for the JoinGroup's own timeout, max.poll.interval.ms + 3 s.  (The lab
+has since made partitions hold messages, as TCP does: the JoinGroup answer now arrives after the heal.)"""
 from __future__ import annotations
 
 import json

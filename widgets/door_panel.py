@@ -19,6 +19,7 @@ CSS = ("<style>.txl-door{border-collapse:collapse;font-size:13px;margin:4px 0}"
        ".txl-door .txl-head{background:#e8f5e9}.txl-door .txl-behind{color:#777}</style>")
 STATES = {"reading": "being read from the socket", "in-flight": "on the way to the broker",
           "waiting": "at the broker, queued behind the request it serves", "delivered": "at the broker, being served",
+          "held": "held by a network partition (TCP retransmits it after the heal)",
           "dropped": "lost in the network (the client will time out)"}
 
 

@@ -59,9 +59,12 @@ def error_name(m) -> str:
 
 
 def arrow_label(m, how: str = "") -> str:
-    """The words on a message's arrow: its API; on a response ✓ or ✗ and the error name; ✗ lost when lost."""
+    """The words on a message's arrow: its API; on a response ✓ or ✗ and the error name; ✗ lost when lost; ⏸ held
+    while a network partition holds it (TCP delivers it after the heal)."""
     if how == "lost" or getattr(m, "state", "") == "dropped":
         return m.api + (" response" if m.is_response else "") + " ✗ lost"
+    if how == "held" or getattr(m, "state", "") == "held":
+        return m.api + (" response" if m.is_response else "") + " ⏸ held"
     label = m.api
     if m.is_response:
         err = error_name(m)

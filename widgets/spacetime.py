@@ -6,7 +6,8 @@ simulated time runs downwards (events at the same millisecond a little apart, in
 longer than ``IDLE_MS`` is compressed to a fixed height and labelled "… 30 s …"); an arrow from the moment a
 message was sent on its source lane to the moment it was delivered on its destination lane, labelled with
 its API (and, on a response, its error name when it is not NONE).  In-flight messages end in a clickable dot
-(drop / delay / duplicate them), dropped messages end in a red cross, a broken connection is a ⚡ on
+(drop / delay / duplicate them), a message a network partition holds ends part way ("⏸ held": TCP delivers it
+after the heal, and its arrow then reaches its receiver), dropped messages end in a red cross, a broken connection is a ⚡ on
 its client's lane at the step the client noticed it, the current step is a highlighted band, and the lane
 heads are clickable (crash / restart that process).  Reads the
 trace and ``network.messages`` only.
@@ -198,11 +199,15 @@ class SpaceTime:
             if m.sent_step < lo:
                 break
             if m.id not in seen:
-                out.append((m, None, "in flight" if m.state == "in-flight" else "lost"))
+                out.append((m, None, "in flight" if m.state == "in-flight" else
+                            "held" if m.state == "held" else "lost"))
         for ev in cluster.kernel.pending_events():       # in flight since before the window
             m = ev.msg
             if m is not None and m.sent_step < lo and m.id not in seen:
                 out.append((m, None, "in flight"))
+        for m in cluster.kernel.network.in_flight():     # held by a partition since before the window
+            if m.state == "held" and m.sent_step < lo and m.id not in seen:
+                out.append((m, None, "held"))
         return out
 
     def update(self, cluster, current_step: Optional[int] = None) -> bool:
@@ -217,7 +222,7 @@ class SpaceTime:
         recent = events_since(cluster, lo)
         axis = self._axis(recent, lo, cur)
         msgs = self._window_messages(cluster, lo, recent)
-        self._flight_row = self._row_of_flights(axis, lo, cur, end, sum(how == "in flight" for _, _, how in msgs))
+        self._flight_row = self._row_of_flights(axis, lo, cur, end, sum(how in ("in flight", "held") for _, _, how in msgs))
         lanes = lanes_of(cluster)
         x_of = {n: i for i, n in enumerate(lanes)}
         groups, flights, lost, labels = self._arrows(msgs, lo, cur, x_of, axis, recent)
@@ -331,6 +336,7 @@ class SpaceTime:
         words: dict = {}
         at = self.position_of
         arrows = {}
+        held = 0
         for m, step, how in sorted(msgs, key=lambda t: t[0].id):
             if m.src not in x_of or m.dst not in x_of:
                 continue
@@ -348,11 +354,16 @@ class SpaceTime:
                                                          "responses" if m.is_response else "requests")
                 text += f"<br>delivered at step {at(step)} (t = {m.deliver_at} ms)"
             elif how == "in flight":           # one row each, so that messages sent together are told apart
-                y1 = axis(cur) + 0.8 + self._flight_row * len(flights[0])
+                y1 = axis(cur) + 0.8 + self._flight_row * (len(flights[0]) + held)
                 x1, group = x0 + (x1 - x0) * PART_WAY, "in flight"
                 text += f"<br>in flight, due at t = {m.deliver_at} ms: click to drop or delay it"
                 for col, v in zip(flights, (x1, y1, text, m.id)):
                     col.append(v)
+            elif how == "held":                # on its way, not clickable: TCP delivers it after the heal
+                y1 = axis(cur) + 0.8 + self._flight_row * (len(flights[0]) + held)
+                held += 1
+                x1, group = x0 + (x1 - x0) * PART_WAY, "in flight"
+                text += "<br><b>held</b> by a network partition: TCP retransmits it and delivers it after the heal"
             else:
                 y1 = axis(step) if step is not None else y0 + 0.5
                 x1, group = x0 + (x1 - x0) * (PART_WAY if step is None else 0.92), "dropped"
@@ -367,7 +378,7 @@ class SpaceTime:
             arrows[m.id] = (group, m.src, m.dst, m.api)
             if group != "background":
                 words[m.id] = arrow_label(m, how)
-                labels[0].append((x0, y0, x1, y1, AT_DOT if group == "in flight" else ALONG))
+                labels[0].append((x0, y0, x1, y1, AT_DOT if how in ("in flight", "held") else ALONG))
                 labels[1].append(words[m.id])
         self.last_arrows = arrows
         self.last_labels = words            # message id -> the words on its arrow (update: those drawn)

@@ -142,8 +142,7 @@ class Lab:
         """Heal the cut between two processes only (other partitions stay)."""
         a, b = self.node(a).name if not isinstance(a, str) else a, self.node(b).name if not isinstance(b, str) else b
         self.kernel.begin_step("fault", "network", f"network heals between {a} and {b}")
-        self.kernel.network.cuts.discard((a, b))
-        self.kernel.network.cuts.discard((b, a))
+        self.kernel.network.heal_between(a, b)
 
     def _rule(self, action: str, api: str, response: bool, src, dst, ms: int = 0, count: int = 1) -> FaultRule:
         if api != "*" and self.APIS and api not in self.APIS:

@@ -8,7 +8,9 @@ time (Kafka's ``SocketServer`` mutes the channel until the response is sent) lea
 in the connection.  Faults speak TCP's language: a lost request or response breaks its connection (everything
 in flight on it fails, and the client reconnects and retries by its own rules); delaying a message delays
 the connection behind it; a request is seen twice only when its answer is lost and the client sends it again
-on a new connection; a network partition leaves a connection silently dead until a request timeout closes it.
+on a new connection.  A network partition loses nothing on an open connection: its messages are held (the
+sender's kernel keeps them and retransmits) and arrive in order at TCP's first retransmission after the heal
+(the rule is in ``tcp.py``), unless an end closes the connection first.
 """
 from __future__ import annotations
 
@@ -19,6 +21,7 @@ from itertools import islice
 from typing import Any, ClassVar, Optional
 
 from .._mypyc import new as _new    # object.__new__ (compiled by mypyc: the class call)
+from .tcp import TCP_RTO_MIN_MS, TCP_TIMEOUT_INIT_MS, retransmission_at
 from .trace import DeliveryEvent, TraceEvent
 
 _new_entry = object.__new__     # trace.py is never compiled: its entries are always made this way
@@ -44,7 +47,7 @@ class Message:
 
     __slots__ = ("id", "src", "dst", "api", "payload", "sent_at", "deliver_at", "is_response",
                  "correlation_id", "state", "background", "note", "event", "sent_step", "conn", "lose_response",
-                 "seq")
+                 "seq", "retransmitted")
 
     cancelled: ClassVar[bool] = False
 
@@ -59,7 +62,9 @@ class Message:
         self.deliver_at = deliver_at
         self.is_response = is_response
         self.correlation_id = correlation_id
-        self.state = "in-flight"   # in-flight | waiting (in its connection, at the server) | delivered | dropped
+        # in-flight | held (by a network partition: TCP retransmits it) | waiting (in its connection, at the
+        # server) | delivered | dropped
+        self.state = "in-flight"
         self.background = background
         self.note = ""
         self.event = None
@@ -67,6 +72,7 @@ class Message:
         self.conn: Optional[Connection] = conn
         self.lose_response = False   # a fault: the answer to this request is lost (its connection breaks)
         self.seq = 0                 # its place in the kernel's queue when it waits there itself (see the class)
+        self.retransmitted = -1      # held by a partition: when TCP retransmitted it after the heal (ms)
 
     @property
     def kind(self) -> str:
@@ -85,7 +91,9 @@ class Message:
         """The trace's line for this message's delivery."""
         desc = self.describe()
         verb = f"got the {self.api} response" if self.is_response else f"got {self.api}"
-        return f"{self.dst} {verb} from {self.src}" + (f" ({desc})" if desc else "")
+        late = "" if self.retransmitted < 0 else \
+            f", delivered after the heal, retransmitted at +{self.retransmitted - self.sent_at} ms"
+        return f"{self.dst} {verb} from {self.src}" + (f" ({desc})" if desc else "") + late
 
     def __repr__(self) -> str:
         return (f"Message(#{self.id} {self.api} {self.kind} {self.src}->{self.dst} "
@@ -96,16 +104,19 @@ class Connection:
     """One TCP connection from ``client`` to ``server``.  ``channel`` tells apart the connections one process
     keeps to the same peer (a broker's replica fetcher, its marker sender, a client's coordinator connection).
 
-    ``state``: open | dead (a partition ate a message: nothing more gets through, and neither end knows until
-    a request times out) | broken (a message was lost; the client has not noticed yet, so what it sends meanwhile
+    ``state``: open | broken (a message was lost; the client has not noticed yet, so what it sends meanwhile
     is lost too) | closed.  ``due`` is the last delivery time in each direction (to the server, to the
     client), so nothing overtakes; ``in_service`` the request the server is answering when it serves one at a
-    time, ``waiting`` the requests that arrived behind it.
+    time, ``waiting`` the requests that arrived behind it.  ``held``: the messages a network partition holds in
+    each direction, in order (None when none ever was); ``syn_at``: when it was opened across a partition, its
+    SYN not answered yet (-1 once established).
     """
 
-    __slots__ = ("id", "client", "server", "channel", "state", "due", "in_service", "waiting")
+    __slots__ = ("id", "client", "server", "channel", "state", "due", "in_service", "waiting", "held", "syn_at")
 
-    def __init__(self, id: int, client: str, server: str, channel: str) -> None:
+    def __init__(self, id: int, client: str, server: str, channel: str, syn_at: int = -1) -> None:
+        self.held: Optional[tuple[deque, deque]] = None
+        self.syn_at = syn_at
         self.id = id
         self.client = client
         self.server = server
@@ -164,6 +175,7 @@ class Network:
         self._next_id = 0
         self._connections: dict[tuple, Connection] = {}   # (client, server, channel) -> the live connection
         self._next_conn = 0
+        self._holding: dict[int, Connection] = {}   # connection id -> a connection a partition holds messages of
 
     # ---------------------------------------------------------------- faults
     def add_rule(self, rule: FaultRule) -> None:
@@ -177,6 +189,13 @@ class Network:
 
     def heal(self) -> None:
         self.cuts.clear()
+        self._release()
+
+    def heal_between(self, a: str, b: str) -> None:
+        """Heal the cut between two processes only (other cuts stay)."""
+        self.cuts.discard((a, b))
+        self.cuts.discard((b, a))
+        self._release()
 
     def is_cut(self, src: str, dst: str) -> bool:
         return (src, dst) in self.cuts
@@ -188,7 +207,8 @@ class Network:
         c = self._connections.get(key)
         if c is None:
             self._next_conn += 1
-            c = self._connections[key] = Connection(self._next_conn, client, server, channel)
+            c = self._connections[key] = Connection(self._next_conn, client, server, channel,
+                                                    self.kernel.now if (client, server) in self.cuts else -1)
         return c
 
     def connections(self) -> list[Connection]:
@@ -200,13 +220,15 @@ class Network:
         had already sent still reach the server and are handled, but no answer comes back."""
         if conn.state == "closed":
             return
-        if conn.state == "broken":
-            by_client = False
+        if conn.state == "broken" or conn.syn_at >= 0:
+            by_client = False       # (a connection never established carries nothing to the server)
         conn.state = "closed"
         if self._connections.get((conn.client, conn.server, conn.channel)) is conn:
             del self._connections[(conn.client, conn.server, conn.channel)]
         for m in [m for m in self._in_flight.values() if m.conn is conn and (m.is_response or not by_client)]:
             self.kernel.cancel_delivery(m)
+            if m.state == "held":
+                self._unhold(m)
             m.state = "dropped"
             m.note = reason
             del self._in_flight[m.id]
@@ -222,6 +244,12 @@ class Network:
         """A process crashed: every connection it had is gone."""
         for c in [c for c in self._connections.values() if node in (c.client, c.server)]:
             self.close(c, reason)
+        for c in [c for c in self._holding.values() if node in (c.client, c.server)]:
+            for m in [*c.held[0], *c.held[1]]:      # type: ignore[index]  (closed by its client before: gone too)
+                m.state = "dropped"
+                m.note = reason
+                self._in_flight.pop(m.id, None)
+            del self._holding[c.id]
 
     def break_connection(self, conn: Connection, reason: str) -> None:
         """A message on ``conn`` was lost: the connection breaks.  The client notices it one latency later
@@ -275,6 +303,7 @@ class Network:
         m.sent_step = k.step_count
         m.conn = conn
         m.lose_response = False
+        m.retransmitted = -1
         if self.keep_history:
             hist = self.messages
             hist[mid] = m
@@ -294,7 +323,8 @@ class Network:
                 self._next_request(conn)
             else:
                 conn.in_service = None      # (_next_request with nothing waiting)
-        if conn.state == "open" and not self.rules and (reply_to is None or not reply_to.lose_response):
+        if conn.state == "open" and not self.rules and not self.cuts and \
+                (reply_to is None or not reply_to.lose_response):
             # the common case: no fault touches this message
             dues[direction] = due
             if due.__class__ is int:
@@ -316,6 +346,10 @@ class Network:
             m.state = "dropped"
             m.note = f"its connection was {conn.state}"
             k.narrate(f"{api} {m.kind} #{m.id} is lost: the connection {conn.describe()} was {conn.state}")
+            return m
+        if (src, dst) in self.cuts or conn.held is not None and conn.held[direction]:
+            self._hold(m)                       # the sender's kernel keeps it in its socket buffer
+            k.narrate(self._held_text(m))
             return m
         action = None
         if self.rules:
@@ -378,8 +412,10 @@ class Network:
 
     def drop(self, m: Message, reason: str) -> None:
         """Lose a message that is on the wire (a fault applied to a chosen message): its connection breaks."""
-        if m.state not in ("in-flight", "waiting"):
+        if m.state not in ("in-flight", "waiting", "held"):
             raise ValueError(f"message #{m.id} is not in flight ({m.state})")
+        if m.state == "held":
+            self._unhold(m)
         self.kernel.cancel_delivery(m)
         self._in_flight.pop(m.id, None)
         m.state = "dropped"
@@ -427,6 +463,12 @@ class Network:
         self._in_flight.pop(m.id, None)
         m.event = None          # its event has run (and no cycle message <-> event is left for the collector)
         conn = m.conn
+        if self.cuts and conn is not None and \
+                ((m.src, m.dst) in self.cuts or conn.held is not None and conn.held[1 if m.is_response else 0]):
+            self._hold(m)       # lost on the way: the sender's kernel retransmits it (tcp.py)
+            k.current = k.record("wait", m.dst, self._held_text(m), api=m.api, src=m.src, dst=m.dst, msg_id=m.id,
+                                 is_response=m.is_response, background=m.background)
+            return k.current
         if dst is _LOOK_UP:
             dst = k.nodes.get(m.dst)
         if dst is None or not dst.alive:
@@ -446,17 +488,6 @@ class Network:
                 src.connection_refused(m)       # a dead process refuses connections at once
                 for x in behind:
                     src.connection_refused(x)
-            return k.current
-        if conn is not None and conn.state == "dead" or self.cuts and (m.src, m.dst) in self.cuts:
-            m.state = "dropped"
-            why = (f"network partition between {m.src} and {m.dst}" if (m.src, m.dst) in self.cuts
-                   else "its connection died in a network partition")
-            m.note = "network partition"
-            if conn is not None and conn.state == "open":
-                conn.state = "dead"           # neither end knows: a request timeout will close it
-            k.current = k.record("drop", m.dst, f"{m.api} {m.kind} #{m.id} from {m.src} lost: {why}",
-                                 api=m.api, src=m.src, dst=m.dst, msg_id=m.id, is_response=m.is_response,
-                                 background=m.background)
             return k.current
         if (not m.is_response and m.correlation_id and dst.serves_one_request_at_a_time and conn is not None):
             if conn.in_service is not None:
@@ -488,3 +519,75 @@ class Network:
                 obs(tev)
         dst.on_message(m)
         return k.current
+
+    # ------------------------------------------------------------- partitions
+    def _hold(self, m: Message) -> None:
+        """A network partition holds ``m`` (or a message held before it on its connection does): TCP keeps it
+        and retransmits it; ``_release`` delivers it after the heal."""
+        conn: Connection = m.conn     # type: ignore[assignment]
+        if conn.held is None:
+            conn.held = (deque(), deque())
+        conn.held[1 if m.is_response else 0].append(m)
+        self._holding[conn.id] = conn
+        m.state = "held"
+        m.event = None
+        m.seq = 0
+        m.note = "held by a network partition: TCP retransmits it after the heal"
+        self._in_flight[m.id] = m
+
+    def _unhold(self, m: Message) -> None:
+        """``m`` is held no more (its connection closed, or a fault drops it)."""
+        conn = m.conn
+        if conn is not None and conn.held is not None:
+            q = conn.held[1 if m.is_response else 0]
+            if m in q:
+                q.remove(m)
+
+    def _held_text(self, m: Message) -> str:
+        held = m.conn is not None and m.conn.held is not None and len(m.conn.held[1 if m.is_response else 0]) > 1
+        why = (f"behind a held message on its connection {m.conn.describe()}" if held   # type: ignore[union-attr]
+               else f"network partition between {m.src} and {m.dst}")
+        return f"{m.api} {m.kind} #{m.id} from {m.src} is held: {why} (TCP retransmits it)"
+
+    def _release(self) -> None:
+        """After a heal: each held direction whose path is whole again is delivered, in order, at TCP's first
+        retransmission of its oldest message at or after now (tcp.py), one latency later; what is on the wire
+        behind it on the connection waits for it."""
+        k = self.kernel
+        for cid in sorted(self._holding):
+            conn = self._holding[cid]
+            for direction, (src, dst) in enumerate(((conn.client, conn.server), (conn.server, conn.client))):
+                q = conn.held[direction]        # type: ignore[index]
+                if not q or (src, dst) in self.cuts:
+                    continue
+                head = q[0]
+                if conn.syn_at >= 0:        # the SYN crosses first: the connection is established then
+                    at = retransmission_at(conn.syn_at, k.now, TCP_TIMEOUT_INIT_MS)
+                    conn.syn_at = -1
+                else:
+                    at = retransmission_at(head.sent_at, k.now, TCP_RTO_MIN_MS)
+                due = max(at + self.latency_ms, conn.due[direction])
+                conn.due[direction] = due
+                k.narrate(f"{head.api} {head.kind} #{head.id} from {head.src} (and {len(q) - 1} behind it) will be "
+                          f"delivered after the heal: TCP retransmits it at t = {at} ms"
+                          if len(q) > 1 else f"{head.api} {head.kind} #{head.id} from {head.src} will be delivered "
+                          f"after the heal: TCP retransmits it at t = {at} ms")
+                behind = sorted((x for x in self._in_flight.values() if x.conn is conn and x.state == "in-flight"
+                                 and x.is_response == bool(direction) and x.id > head.id and x.deliver_at < due),
+                                key=lambda x: x.id)
+                for m in list(q) + behind:
+                    k.cancel_delivery(m)
+                    if m.state == "held":
+                        m.state = "in-flight"
+                        m.retransmitted = at
+                        m.note = f"delivered after the heal, retransmitted at +{at - m.sent_at} ms"
+                    else:
+                        m.note = f"behind #{head.id} on its connection"
+                    m.deliver_at = due
+                    m.event = k.schedule(due - k.now, "deliver", m.dst, m.api, msg=m, background=m.background)
+                q.clear()
+            if not conn.held[0] and not conn.held[1]:   # type: ignore[index]
+                del self._holding[cid]
+        for c in self._connections.values():     # opened across the cut, nothing held: established at once
+            if c.syn_at >= 0 and (c.client, c.server) not in self.cuts:
+                c.syn_at = -1
