@@ -309,6 +309,17 @@ class ConsumerCoordinator:
             return
         self._retry_join(f"SyncGroup -> {e.name}", backoff=e != Errors.REBALANCE_IN_PROGRESS)
 
+    def drop_stale_assignment(self, assignment: tuple) -> None:
+        """Java: the assignment of a generation that ended before poll() took it is not handed out
+        (AbstractCoordinator.joinGroupIfNeeded: hasGenerationReset -> resetStateAndRejoin with the member id)."""
+        self.narrate(f"{self.c.name} drops its assignment ({m.tps_str(assignment) or 'nothing'}) unseen: the "
+                     f"generation was reset by a heartbeat answer before poll() took it; it rejoins with no "
+                     f"member id")
+        self.member_id, self.generation_id = "", -1
+        self.state = MemberState.UNJOINED
+        self.stop_heartbeats()
+        self.request_rejoin("rebalance failed since the generation was reset by the heartbeat thread", lost=True)
+
     def take_assignment(self) -> Optional[tuple]:
         a, self.pending_assignment = self.pending_assignment, None
         return a

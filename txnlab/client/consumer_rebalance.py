@@ -60,6 +60,11 @@ class ConsumerRebalance:
         # member holding partitions through its JoinGroup, never revoked, and queue its application's
         # OffsetFetch behind a JoinGroup the coordinator answers only when the whole group is back.
         assignment = coord.take_assignment()
+        if assignment is not None and coord.generation_id < 0 and dialect_of(self._config) == JAVA:
+            # Java's joinGroupIfNeeded: the heartbeat thread reset the generation after the SyncGroup answer, so
+            # onJoinComplete is skipped and resetStateAndRejoin(..., true) rejoins as a new member
+            coord.drop_stale_assignment(assignment)
+            assignment = None
         if assignment is not None and coord.cooperative:
             self._cooperative_assignment(assignment)
         elif assignment is not None:
