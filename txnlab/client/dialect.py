@@ -339,9 +339,11 @@ COMMIT_ASYNC_ATTEMPTS = {LIBRDKAFKA: 5, JAVA: 1}
 #   (one attempt) with its own callback, which only logs: a RetriableCommitFailedException at DEBUG ("Asynchronous
 #   auto-commit of offsets {} failed due to retriable error.") and the next auto-commit after retry.backoff.ms
 #   (nextAutoCommitTimer.updateAndReset(retryBackoffMs)), anything else at WARN ("Asynchronous auto-commit of
-#   offsets {} failed: {}"); onJoinPrepare's auto-commit and close's maybeAutoCommitOffsetsSync ("Synchronous
-#   auto-commit of offsets {} failed: {}", WARN) likewise.  The application's OffsetCommitCallback is only for its
-#   own commitAsync.
+#   offsets {} failed: {}"); onJoinPrepare's auto-commit before a rebalance is the same asynchronous commit, and
+#   onJoinPrepare adds its own line: DEBUG "Asynchronous auto-commit of offsets failed with retryable error: {}. Will
+#   retry it." (and commits again), else ERROR "Asynchronous auto-commit of offsets failed: {}. Will continue to join
+#   group." (ConsumerCommits._join_prepare_commit); close's maybeAutoCommitOffsetsSync logs "Synchronous auto-commit
+#   of offsets {} failed: {}" at WARN.  The application's OffsetCommitCallback is only for its own commitAsync.
 AUTO_COMMIT_REPORTED = {LIBRDKAFKA: True, JAVA: False}
 # How often a consumer may send JoinGroup.
 #   librdkafka: at most once a second.  rd_kafka_cgrp_join_state_serve (src/rdkafka_cgrp.c) joins from join state
