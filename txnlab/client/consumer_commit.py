@@ -15,6 +15,14 @@ from .dialect import AUTO_COMMIT_REPORTED, COMMIT_ASYNC_ATTEMPTS, JAVA, descript
 from .message import OFFSET_INVALID, Message, TopicPartition
 
 
+COMMIT_FAILED_TEXT = ("Commit cannot be completed since the group has already rebalanced and assigned the partitions "
+                      "to another member. This means that the time between subsequent calls to poll() was longer "
+                      "than the configured max.poll.interval.ms, which typically implies that the poll loop is "
+                      "spending too much time message processing. You can address this either by increasing "
+                      "max.poll.interval.ms or by reducing the maximum size of batches returned in poll() with "
+                      "max.poll.records.")
+
+
 class ConsumerCommits:
     def store_offsets(self, message: Optional[Message] = None, offsets: Optional[list] = None) -> None:
         self._check_open()
@@ -157,8 +165,10 @@ class ConsumerCommits:
             err = box["err"]
             if err is None:
                 return
-            # the failed future's own exception: a lost connection is DisconnectException.INSTANCE (no message)
-            text = "null" if err.code() == Errors.NETWORK_EXCEPTION else description(err.code())
+            # the failed future's own exception: a lost connection is DisconnectException.INSTANCE (no message);
+            # a member the group no longer knows gets a CommitFailedException (OffsetCommitResponseHandler)
+            text = "null" if err.code() == Errors.NETWORK_EXCEPTION else COMMIT_FAILED_TEXT if err.code() in (
+                Errors.UNKNOWN_MEMBER_ID, Errors.ILLEGAL_GENERATION) else description(err.code())
             if not err.retriable():
                 self._join_prepare_log(3, f"Asynchronous auto-commit of offsets failed: {text}. Will continue to "
                                           f"join group.")
