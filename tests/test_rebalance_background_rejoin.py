@@ -12,7 +12,7 @@ connection at a time), times out after socket.timeout.ms and takes the connectio
 """
 import pytest
 
-from txnlab import Cluster, Consumer, TopicPartition
+from txnlab import Cluster, Consumer, KafkaException, TopicPartition
 
 FAST = {"offsets.topic.num.partitions": 3, "group.initial.rebalance.delay.ms": 0,
         "transaction.state.log.num.partitions": 3}
@@ -48,7 +48,12 @@ def test_a_member_whose_join_failed_joins_again_by_itself_only_in_librdkafka(dia
     x.subscribe(["in"])
     poll_until(c, [a, x], lambda: a._coordinator.state.name == "JOINING")    # b's application is busy
     asked_at = c.now
-    a.committed([TopicPartition("in", 0)], timeout=6.0)
+    try:
+        a.committed([TopicPartition("in", 0)], timeout=6.0)
+    except KafkaException:
+        # librdkafka: its join interval is long over, so the JoinGroup goes out again at once
+        # (rd_kafka_cgrp_join_state_serve), ahead of the OffsetFetch's retry, which waits behind it again
+        assert rejoins_by_itself
     # its JoinGroup went down with the connection
     failed_at = next(e.time for e in c.trace if e.time >= asked_at and "a: JoinGroup got no answer" in e.narration)
     poll_until(c, [b, x], lambda: c.now > failed_at + 2_000)    # a's application does not poll

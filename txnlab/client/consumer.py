@@ -75,6 +75,7 @@ class Consumer(ConsumerRebalance, ConsumerLookups, ConsumerCommits):
         self._committing = False
         self._committing_fetch = False
         self._auto_commit_timer = None
+        self._join_preparing = False            # Java's onJoinPrepare commit in progress (consumer_commit)
         self._received = 0                        # messages returned to the application (statistics' rxmsgs)
         self._topic_errors_reported: dict = {}    # topic -> the permanent Metadata error poll() reported for it
         self._events = ClientEvents(cfg, "consumer", self.name, self._kernel, cfg["sim.clock.epoch.ms"],
@@ -511,7 +512,7 @@ class Consumer(ConsumerRebalance, ConsumerLookups, ConsumerCommits):
             return
         coord = self._coordinator
         if self._subscription and not self._manual:
-            self._revoke()
+            self._revoke(closing=True)
             if coord.member_id:
                 box: dict = {}
                 coord.leave_group("close()", then=lambda: box.__setitem__("done", True))

@@ -11,8 +11,16 @@ from ..errors import KafkaError, KafkaException
 from ..protocol.errors import Errors
 from . import argcheck
 from .config import dialect_of
-from .dialect import AUTO_COMMIT_REPORTED, COMMIT_ASYNC_ATTEMPTS, JAVA
+from .dialect import AUTO_COMMIT_REPORTED, COMMIT_ASYNC_ATTEMPTS, JAVA, description
 from .message import OFFSET_INVALID, Message, TopicPartition
+
+
+COMMIT_FAILED_TEXT = ("Commit cannot be completed since the group has already rebalanced and assigned the partitions "
+                      "to another member. This means that the time between subsequent calls to poll() was longer "
+                      "than the configured max.poll.interval.ms, which typically implies that the poll loop is "
+                      "spending too much time message processing. You can address this either by increasing "
+                      "max.poll.interval.ms or by reducing the maximum size of batches returned in poll() with "
+                      "max.poll.records.")
 
 
 class ConsumerCommits:
@@ -119,6 +127,61 @@ class ConsumerCommits:
         if sync:
             self._wait(lambda: "err" in box, self._config["request.timeout.ms"])
 
+    def _join_prepare_commit(self) -> None:
+        """Java, before an eager rebalance gives the assignment up (ConsumerCoordinator.onJoinPrepare with
+        enable.auto.commit): an asynchronous auto-commit of everything consumed (autoCommitOffsetsAsync: one
+        attempt, its callback logs as the timer's does), waited for before on_revoke runs.  A retriable failure is
+        retried after retry.backoff.ms (DEBUG), until max.poll.interval.ms (the rebalance timeout) has passed; any
+        other failure is logged at ERROR and the member rejoins without its commit.  (Java returns from poll()
+        between the attempts; the lab waits inside it.)"""
+        deadline = self._kernel.now + self._config["max.poll.interval.ms"]
+        self._join_preparing = True     # no timer auto-commit meanwhile: Java's poll() returns before it
+        try:
+            self._join_prepare_commits(deadline)
+        finally:
+            self._join_preparing = False
+
+    def _join_prepare_commits(self, deadline: int) -> None:
+        while True:
+            offsets = self._stored_offsets()
+            if not offsets:
+                return
+            box: dict = {}
+            self._committing = True
+
+            def done(err, errors, offsets=offsets, box=box):
+                self._committing = False
+                box["err"] = err
+                self._after_commit(offsets, err, errors, report=False)
+                if err is not None:
+                    self._auto_commit_failed(offsets, err, sync=False)
+            self._coordinator.commit(offsets, done, COMMIT_ASYNC_ATTEMPTS[JAVA], True)
+            if not self._wait(lambda: "err" in box, max(0, deadline - self._kernel.now)) or \
+                    self._kernel.now >= deadline:
+                if not self._node.crashed:
+                    self._join_prepare_log(3, "Asynchronous auto-commit of offsets failed: joinPrepare timeout. "
+                                              "Will continue to join group")
+                return
+            err = box["err"]
+            if err is None:
+                return
+            # the failed future's own exception: a lost connection is DisconnectException.INSTANCE (no message);
+            # a member the group no longer knows gets a CommitFailedException (OffsetCommitResponseHandler)
+            text = "null" if err.code() == Errors.NETWORK_EXCEPTION else COMMIT_FAILED_TEXT if err.code() in (
+                Errors.UNKNOWN_MEMBER_ID, Errors.ILLEGAL_GENERATION) else description(err.code())
+            if not err.retriable():
+                self._join_prepare_log(3, f"Asynchronous auto-commit of offsets failed: {text}. Will continue to "
+                                          f"join group.")
+                return
+            self._join_prepare_log(7, f"Asynchronous auto-commit of offsets failed with retryable error: {text}. "
+                                      f"Will retry it.")
+            self._wait(lambda: self._node.crashed, min(self._config["retry.backoff.ms"],
+                                                       max(0, deadline - self._kernel.now)))
+
+    def _join_prepare_log(self, level: int, text: str) -> None:
+        self._events.log(level, "ConsumerCoordinator", text)
+        self._kernel.narrate(f"{self.name}: {text}")
+
     def _auto_commit_failed(self, offsets: dict, err: KafkaError, sync: bool) -> None:
         """Java: an auto-commit's failure is only logged (dialect.AUTO_COMMIT_REPORTED); after a retriable one the
         timer's next auto-commit comes after retry.backoff.ms."""
@@ -145,7 +208,7 @@ class ConsumerCommits:
             self._auto_commit_timer = None
             if self._closed or self._node.crashed:
                 return
-            if self._assignment and (self._manual or self._coordinator.in_group):
+            if self._assignment and (self._manual or self._coordinator.in_group) and not self._join_preparing:
                 if self._stored_offsets():
                     self._kernel.narrate(f"{self.name}: auto-commit (every auto.commit.interval.ms="
                                          f"{self._config['auto.commit.interval.ms']})")

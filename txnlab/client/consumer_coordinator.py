@@ -19,7 +19,7 @@ from ..protocol import messages as m
 from ..protocol.errors import Errors
 from .assignors import ASSIGNORS, COOPERATIVE
 from .config import dialect_of
-from .dialect import LIBRDKAFKA, commit_error
+from .dialect import JOIN_ERROR_BACKOFF_MS, JOIN_INTERVAL_MS, LIBRDKAFKA, commit_error
 
 PROTOCOL_TYPE = "consumer"
 COORDINATOR_ERRORS = {Errors.NOT_COORDINATOR, Errors.COORDINATOR_NOT_AVAILABLE, Errors.NETWORK_EXCEPTION,
@@ -58,6 +58,11 @@ class ConsumerCoordinator:
         self.lost = False                       # membership was lost: revoke without committing
         self.pending_assignment: Optional[tuple] = None
         self.join_not_before = 0
+        # librdkafka's rkcg_join_intvl (dialect.JOIN_INTERVAL_MS): when the last JoinGroup went out through the
+        # interval (None: reset, the next one goes at once) and the backoff a JoinGroup error added
+        self.join_interval_last: Optional[int] = None
+        self.join_interval_backoff = 0
+        self._join_interval_timer = None
         self._left = False                      # LeaveGroup sent (close, max.poll.interval.ms): no joining by itself
         self.fatal: Optional[KafkaError] = None
         self._heartbeat_timer = None
@@ -116,9 +121,14 @@ class ConsumerCoordinator:
     def need_rejoin(self) -> bool:
         return self.rejoin_needed and self.state in (MemberState.UNJOINED, MemberState.STABLE)
 
-    def request_rejoin(self, why: str, lost: bool = False) -> None:
+    def request_rejoin(self, why: str, lost: bool = False, expedite: bool = True) -> None:
+        """``expedite``: librdkafka skips its join interval for this rejoin (dialect.JOIN_INTERVAL_MS): the
+        rejoin follows a revoke of the assignment (rd_kafka_cgrp_unassign_done) or a new subscription."""
         if not self.rejoin_needed:
             self.narrate(f"{self.c.name} must rejoin group {self.group_id!r}: {why}")
+        if expedite:
+            self.join_interval_last = None          # rd_interval_reset(&rkcg_join_intvl)
+            self.join_interval_backoff = 0
         self.rejoin_needed = True
         self.lost = self.lost or lost
         self._changed()
@@ -129,6 +139,8 @@ class ConsumerCoordinator:
             return
         if self.coordinator is None:
             self.ensure_coordinator()
+            return
+        if self._join_interval_wait():
             return
         self.stop_heartbeats()
         self.state = MemberState.JOINING
@@ -141,6 +153,28 @@ class ConsumerCoordinator:
                                  self.member_id, self.group_instance_id, PROTOCOL_TYPE, ((self.strategy, meta),))
         self.node.send_request(self.coordinator, req, self._on_join_response)   # dialect.REQUEST_TIMEOUT
 
+    def _join_interval_wait(self) -> bool:
+        """librdkafka: rd_interval_immediate(&rkcg_join_intvl, 1 s) in rd_kafka_cgrp_join_state_serve.  True when
+        the JoinGroup must wait (a timer sends it when the interval is over); else the interval starts now."""
+        interval = JOIN_INTERVAL_MS[dialect_of(self.cfg)]
+        if not interval:
+            return False
+        if self.join_interval_last is not None:
+            due = self.join_interval_last + interval + self.join_interval_backoff
+            if self.kernel.now < due:
+                if self._join_interval_timer is None:
+                    self.narrate(f"{self.c.name}: the next JoinGroup waits until t={due} ms (one JoinGroup a "
+                                 f"second{', plus 1 s after an error' if self.join_interval_backoff else ''})")
+                    self._join_interval_timer = self.node.set_timer(due - self.kernel.now, "JoinGroup interval",
+                                                                    self._join_interval_over)
+                return True
+        self.join_interval_last, self.join_interval_backoff = self.kernel.now, 0
+        return False
+
+    def _join_interval_over(self) -> None:
+        self._join_interval_timer = None
+        self._join_by_itself()
+
     def _retry_join(self, why: str, backoff: bool = True) -> None:
         self.state = MemberState.UNJOINED
         self.rejoin_needed = True
@@ -150,12 +184,12 @@ class ConsumerCoordinator:
         by_itself = dialect_of(self.cfg) == LIBRDKAFKA
         self.narrate(f"{self.c.name}: {why}; it will send JoinGroup again"
                      + (" (its background thread does)" if by_itself else ""))
-        if backoff:
+        if by_itself:
+            self._join_by_itself()           # rd_kafka_cgrp_rejoin: state INIT, the join interval paces it
+        elif backoff:
             delay = self.cfg["retry.backoff.ms"]
             self.join_not_before = self.kernel.now + delay
-            self.node.set_timer(delay, "JoinGroup retry backoff", self._join_by_itself if by_itself else self._changed)
-        elif by_itself:
-            self._join_by_itself()
+            self.node.set_timer(delay, "JoinGroup retry backoff", self._changed)
         self._changed()
 
     def _join_by_itself(self) -> None:
@@ -174,6 +208,8 @@ class ConsumerCoordinator:
 
     def _on_join_response(self, resp, err) -> None:
         self._changed()
+        if err is None and Errors(resp.error) not in (Errors.NONE, Errors.MEMBER_ID_REQUIRED):
+            self.join_interval_backoff = JOIN_ERROR_BACKOFF_MS[dialect_of(self.cfg)]     # rd_interval_backoff
         if err is not None:
             self.coordinator_dead(f"JoinGroup failed with {err.name}")
             self._retry_join(f"JoinGroup got no answer ({err.name})")
@@ -196,6 +232,7 @@ class ConsumerCoordinator:
             self.member_id = resp.member_id
             self.state = MemberState.UNJOINED
             self.rejoin_needed = True
+            self.join_interval_last = None          # librdkafka: "Skip the join backoff" (rd_interval_reset)
             self.start_join()
             return
         if e == Errors.UNKNOWN_MEMBER_ID:
@@ -272,6 +309,17 @@ class ConsumerCoordinator:
             return
         self._retry_join(f"SyncGroup -> {e.name}", backoff=e != Errors.REBALANCE_IN_PROGRESS)
 
+    def drop_stale_assignment(self, assignment: tuple) -> None:
+        """Java: the assignment of a generation that ended before poll() took it is not handed out
+        (AbstractCoordinator.joinGroupIfNeeded: hasGenerationReset -> resetStateAndRejoin with the member id)."""
+        self.narrate(f"{self.c.name} drops its assignment ({m.tps_str(assignment) or 'nothing'}) unseen: the "
+                     f"generation was reset by a heartbeat answer before poll() took it; it rejoins with no "
+                     f"member id")
+        self.member_id, self.generation_id = "", -1
+        self.state = MemberState.UNJOINED
+        self.stop_heartbeats()
+        self.request_rejoin("rebalance failed since the generation was reset by the heartbeat thread", lost=True)
+
     def take_assignment(self) -> Optional[tuple]:
         a, self.pending_assignment = self.pending_assignment, None
         return a
@@ -311,6 +359,11 @@ class ConsumerCoordinator:
         req = m.HeartbeatRequest(self.group_id, self.generation_id, self.member_id, self.group_instance_id)
         self.node.send_request(self.coordinator, req, self._on_heartbeat_response, background=True)
 
+    def _lost_rejoin_expedited(self) -> bool:
+        """librdkafka's rd_kafka_cgrp_revoke_all_rejoin: the rejoin skips the join interval once the lost
+        partitions are unassigned; a cooperative member with nothing to give up rejoins within it."""
+        return not self.cooperative or bool(self.c._assignment)
+
     def _on_heartbeat_response(self, resp, err) -> None:
         self._heartbeat_in_flight = False
         if self.c._closed or self.node.crashed:
@@ -322,17 +375,19 @@ class ConsumerCoordinator:
         if e == Errors.NONE:
             return
         if e == Errors.REBALANCE_IN_PROGRESS:
-            self.request_rejoin("the group is rebalancing (Heartbeat -> REBALANCE_IN_PROGRESS)")
+            # librdkafka: a cooperative member just rejoins (rd_kafka_cgrp_rejoin, within the join interval)
+            self.request_rejoin("the group is rebalancing (Heartbeat -> REBALANCE_IN_PROGRESS)",
+                                expedite=not self.cooperative)
         elif e == Errors.ILLEGAL_GENERATION:
             self.generation_id = -1
             self.stop_heartbeats()
             self.request_rejoin("its generation is over (Heartbeat -> ILLEGAL_GENERATION); its partitions "
-                                "are lost", lost=True)
+                                "are lost", lost=True, expedite=self._lost_rejoin_expedited())
         elif e == Errors.UNKNOWN_MEMBER_ID:
             self.member_id, self.generation_id = "", -1
             self.stop_heartbeats()
             self.request_rejoin("the coordinator removed it from the group (Heartbeat -> UNKNOWN_MEMBER_ID); "
-                                "its partitions are lost", lost=True)
+                                "its partitions are lost", lost=True, expedite=self._lost_rejoin_expedited())
         elif e in COORDINATOR_ERRORS or e == Errors.COORDINATOR_LOAD_IN_PROGRESS:
             if e != Errors.COORDINATOR_LOAD_IN_PROGRESS:
                 self.coordinator_dead(f"Heartbeat -> {e.name}")

@@ -8,6 +8,8 @@ librdkafka's rebalance callback is.
 from __future__ import annotations
 
 from ..errors import KafkaException
+from .config import dialect_of
+from .dialect import JAVA
 from .message import TopicPartition
 
 
@@ -18,7 +20,7 @@ def _tp_list(tps) -> list[TopicPartition]:
 class ConsumerRebalance:
     """Mixed into ``Consumer``: revoke, and take a new assignment."""
 
-    def _revoke(self) -> None:
+    def _revoke(self, closing: bool = False) -> None:
         """Give up the current group assignment (callbacks run here, in the application's thread)."""
         coord = self._coordinator
         parts = _tp_list(self._assignment)
@@ -27,12 +29,17 @@ class ConsumerRebalance:
             return
         self._say(f"{self.name} gives up {[f'{tp.topic}-{tp.partition}' for tp in parts]}"
                   + (" (lost: it is no longer a member, so nothing is committed)" if lost else ""))
+        auto_commit = self._config["enable.auto.commit"] and not lost and coord.generation_id >= 0
+        if auto_commit and not closing and dialect_of(self._config) == JAVA:
+            # Java commits before on_revoke (ConsumerCoordinator.onJoinPrepare), and logs what fails
+            self._join_prepare_commit()
+            auto_commit, lost = False, coord.lost      # a heartbeat may have reset the generation meanwhile
         self._assign_called = False
         before = self._stored_offsets()
         cb = self._on_lost if lost and self._on_lost is not None else self._on_revoke
         if cb is not None:
             cb(self, parts)
-        if self._config["enable.auto.commit"] and not lost and coord.generation_id >= 0:
+        if auto_commit:
             # librdkafka commits the stored offsets of the partitions it gives up
             self._commit_stored(sync=True, offsets={**before, **self._stored_offsets()})
         if not self._assign_called:
@@ -53,6 +60,11 @@ class ConsumerRebalance:
         # member holding partitions through its JoinGroup, never revoked, and queue its application's
         # OffsetFetch behind a JoinGroup the coordinator answers only when the whole group is back.
         assignment = coord.take_assignment()
+        if assignment is not None and coord.generation_id < 0 and dialect_of(self._config) == JAVA:
+            # Java's joinGroupIfNeeded: the heartbeat thread reset the generation after the SyncGroup answer, so
+            # onJoinComplete is skipped and resetStateAndRejoin(..., true) rejoins as a new member
+            coord.drop_stale_assignment(assignment)
+            assignment = None
         if assignment is not None and coord.cooperative:
             self._cooperative_assignment(assignment)
         elif assignment is not None:

@@ -339,10 +339,24 @@ COMMIT_ASYNC_ATTEMPTS = {LIBRDKAFKA: 5, JAVA: 1}
 #   (one attempt) with its own callback, which only logs: a RetriableCommitFailedException at DEBUG ("Asynchronous
 #   auto-commit of offsets {} failed due to retriable error.") and the next auto-commit after retry.backoff.ms
 #   (nextAutoCommitTimer.updateAndReset(retryBackoffMs)), anything else at WARN ("Asynchronous auto-commit of
-#   offsets {} failed: {}"); onJoinPrepare's auto-commit and close's maybeAutoCommitOffsetsSync ("Synchronous
-#   auto-commit of offsets {} failed: {}", WARN) likewise.  The application's OffsetCommitCallback is only for its
-#   own commitAsync.
+#   offsets {} failed: {}"); onJoinPrepare's auto-commit before a rebalance is the same asynchronous commit, and
+#   onJoinPrepare adds its own line: DEBUG "Asynchronous auto-commit of offsets failed with retryable error: {}. Will
+#   retry it." (and commits again), else ERROR "Asynchronous auto-commit of offsets failed: {}. Will continue to join
+#   group." (ConsumerCommits._join_prepare_commit); close's maybeAutoCommitOffsetsSync logs "Synchronous auto-commit
+#   of offsets {} failed: {}" at WARN.  The application's OffsetCommitCallback is only for its own commitAsync.
 AUTO_COMMIT_REPORTED = {LIBRDKAFKA: True, JAVA: False}
+# How often a consumer may send JoinGroup.
+#   librdkafka: at most once a second.  rd_kafka_cgrp_join_state_serve (src/rdkafka_cgrp.c) joins from join state
+#   INIT only when rd_interval_immediate(&rkcg_join_intvl, 1 s) fires, which records the time; an error code in the
+#   JoinGroup answer adds a backoff of another second (rd_kafka_cgrp_handle_JoinGroup: rd_interval_backoff), a lost
+#   connection does not.  The interval is skipped (rd_interval_reset) after MEMBER_ID_REQUIRED, when an unassign is
+#   done (rd_kafka_cgrp_unassign_done, rd_kafka_cgrp_incr_unassign_done with a rejoin), for a new subscription, and
+#   when the assignment is revoked with nothing to give up (rd_kafka_cgrp_revoke_all_rejoin): after a rebalance the
+#   member rejoins at once, after a failed JoinGroup or SyncGroup it waits for the interval.
+#   Java: no interval; AbstractCoordinator.joinGroupIfNeeded waits retry.backoff.ms after a retriable failure and
+#   rejoins at once after UNKNOWN_MEMBER_ID, ILLEGAL_GENERATION, MEMBER_ID_REQUIRED and REBALANCE_IN_PROGRESS.
+JOIN_INTERVAL_MS = {LIBRDKAFKA: 1000, JAVA: 0}
+JOIN_ERROR_BACKOFF_MS = {LIBRDKAFKA: 1000, JAVA: 0}
 RETRIABLE_COMMIT_FAILED_TEXT = ("Offset commit failed with a retriable exception. You should retry committing the "
                                 "latest consumed offsets.")
 
