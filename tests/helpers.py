@@ -1,6 +1,8 @@
 """Test helpers: a raw protocol client and invariant checks shared by the scenario tests."""
 from __future__ import annotations
 
+import logging
+
 from txnlab.protocol.record_batch import Record, RecordBatch
 from txnlab.protocol import messages as m
 from txnlab.kernel.node import Node
@@ -113,3 +115,14 @@ def kafka_transactions_tool(door, *args: str):
         pytest.skip(f"Kafka's kafka-transactions tool cannot run here: {e}")
     return kafka.run(kafka.java(cp, "org.apache.kafka.tools.TransactionsCommand", "--bootstrap-server",
                                 door.bootstrap_servers, *args), timeout=180)
+
+
+class Capture(logging.Handler):
+    """A logging handler that keeps (level, message) of every line: what a client's ``logger`` was told."""
+
+    def __init__(self):
+        super().__init__()
+        self.lines = []
+
+    def emit(self, record):
+        self.lines.append((record.levelno, record.getMessage()))

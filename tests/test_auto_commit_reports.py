@@ -14,15 +14,7 @@ import logging
 import pytest
 
 from txnlab import Cluster, Consumer, Producer, TopicPartition
-
-
-class Capture(logging.Handler):
-    def __init__(self):
-        super().__init__()
-        self.lines = []
-
-    def emit(self, record):
-        self.lines.append((record.levelno, record.getMessage()))
+from helpers import Capture
 
 
 def _auto_committing_consumer_whose_first_commit_times_out(dialect):

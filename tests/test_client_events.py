@@ -3,15 +3,7 @@ import json
 import logging
 
 from txnlab import Cluster, Consumer, KafkaError, Producer
-
-
-class Capture(logging.Handler):
-    def __init__(self):
-        super().__init__()
-        self.lines = []
-
-    def emit(self, record):
-        self.lines.append((record.levelno, record.getMessage()))
+from helpers import Capture
 
 
 def test_a_down_broker_reaches_error_cb_as_transport_then_all_brokers_down():

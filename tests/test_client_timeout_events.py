@@ -13,15 +13,7 @@ import logging
 import pytest
 
 from txnlab import Cluster, Consumer, KafkaError, Producer, TopicPartition
-
-
-class Capture(logging.Handler):
-    def __init__(self):
-        super().__init__()
-        self.lines = []
-
-    def emit(self, record):
-        self.lines.append((record.levelno, record.getMessage()))
+from helpers import Capture
 
 
 def _listened(name):

@@ -10,15 +10,7 @@ failed" of close (maybeAutoCommitOffsetsSync).
 import logging
 
 from txnlab import Cluster, Consumer, Producer
-
-
-class Capture(logging.Handler):
-    def __init__(self):
-        super().__init__()
-        self.lines = []
-
-    def emit(self, record):
-        self.lines.append((record.levelno, record.getMessage()))
+from helpers import Capture
 
 
 def test_java_rebalance_commit_is_asynchronous_retried_and_comes_before_on_revoke():
