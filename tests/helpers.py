@@ -126,3 +126,12 @@ class Capture(logging.Handler):
 
     def emit(self, record):
         self.lines.append((record.levelno, record.getMessage()))
+
+
+def poll_until(c, consumers, pred, max_ms=60_000, poll_s=0.1):
+    """Each consumer polls in turn until ``pred()`` holds, within ``max_ms`` of simulated time."""
+    deadline = c.now + max_ms
+    while not pred():
+        for cons in consumers:
+            cons.poll(poll_s)
+        assert c.now < deadline, "the group did not settle in time"

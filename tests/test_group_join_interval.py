@@ -10,6 +10,7 @@ once.
 import pytest
 
 from txnlab import Cluster, Consumer
+from helpers import poll_until
 
 FAST = {"offsets.topic.num.partitions": 3, "group.initial.rebalance.delay.ms": 0,
         "transaction.state.log.num.partitions": 3}
@@ -18,14 +19,6 @@ FAST = {"offsets.topic.num.partitions": 3, "group.initial.rebalance.delay.ms": 0
 def member(c, name, dialect):
     return Consumer({"bootstrap.servers": c.bootstrap, "group.id": "g", "client.id": name,
                      "sim.client.dialect": dialect, "session.timeout.ms": 6000, "heartbeat.interval.ms": 1000})
-
-
-def poll_until(c, consumers, pred, max_ms=60_000):
-    deadline = c.now + max_ms
-    while not pred():
-        for cons in consumers:
-            cons.poll(0.05)
-        assert c.now < deadline, "the group did not settle in time"
 
 
 def join_requests(c, name, since=-1):
@@ -41,7 +34,7 @@ def test_after_a_lost_join_answer_librdkafka_waits_for_its_join_interval(dialect
     a = member(c, "a", dialect)
     c.drop_next("JoinGroup", response=True)      # the answer to the first JoinGroup (MEMBER_ID_REQUIRED) is lost
     a.subscribe(["in"])
-    poll_until(c, [a], lambda: a.assignment())
+    poll_until(c, [a], lambda: a.assignment(), poll_s=0.05)
     joins = join_requests(c, "a")
     first, second, third = (e.time for e in joins[:3])
     if dialect == "librdkafka":
@@ -59,15 +52,15 @@ def test_after_join_group_unknown_member_id_librdkafka_waits_two_seconds_java_re
     c.create_topic("more", partitions=2, replication_factor=1)
     a = member(c, "a", dialect)
     a.subscribe(["in"])
-    poll_until(c, [a], lambda: a.assignment())
+    poll_until(c, [a], lambda: a.assignment(), poll_s=0.05)
     old_member = a.memberid()
     # its heartbeats stop arriving: the coordinator drops it after session.timeout.ms
     rule = c.drop_next("Heartbeat", src="a", count=1000)
-    poll_until(c, [a], lambda: any(f"member {old_member} left" in e.narration for e in c.trace))
+    poll_until(c, [a], lambda: any(f"member {old_member} left" in e.narration for e in c.trace), poll_s=0.05)
     c.kernel.network.rules.remove(rule)
     asked = c.now
     a.subscribe(["in", "more"])      # it still takes itself for a member: JoinGroup with its old member id
-    poll_until(c, [a], lambda: len(a.assignment()) == 4)
+    poll_until(c, [a], lambda: len(a.assignment()) == 4, poll_s=0.05)
     joins = join_requests(c, "a", asked)
     answer = next(e for e in c.trace if e.api == "JoinGroup" and e.kind == "deliver" and e.is_response
                   and e.dst == "a" and e.time > asked)
@@ -88,11 +81,11 @@ def test_a_rebalance_rejoins_at_once_within_the_interval():
     a = Consumer({"bootstrap.servers": c.bootstrap, "group.id": "g", "client.id": "a",
                   "session.timeout.ms": 6000, "heartbeat.interval.ms": 100})
     a.subscribe(["in"])
-    poll_until(c, [a], lambda: a.assignment())
+    poll_until(c, [a], lambda: a.assignment(), poll_s=0.05)
     last_join = join_requests(c, "a")[-1].time
     b = member(c, "b", "librdkafka")
     b.subscribe(["in"])
-    poll_until(c, [a, b], lambda: a.assignment() and b.assignment())
+    poll_until(c, [a, b], lambda: a.assignment() and b.assignment(), poll_s=0.05)
     rejoin = join_requests(c, "a", last_join)[0].time
     told = next(e.time for e in c.trace if e.api == "Heartbeat" and e.is_response and e.dst == "a"
                 and "REBALANCE_IN_PROGRESS" in e.narration)

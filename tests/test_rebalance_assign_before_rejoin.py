@@ -14,6 +14,7 @@ answers only when the whole group has rejoined (a broker answers one request of 
 import pytest
 
 from txnlab import Cluster, Consumer, KafkaException, TopicPartition
+from helpers import poll_until
 
 FAST = {"offsets.topic.num.partitions": 5, "group.initial.rebalance.delay.ms": 0,
         "transaction.state.log.num.partitions": 5}
@@ -22,14 +23,6 @@ MEMBER = {"session.timeout.ms": 6000, "heartbeat.interval.ms": 500, "auto.offset
 
 def owned(cons):
     return sorted((tp.topic, tp.partition) for tp in cons.assignment())
-
-
-def poll_until(c, consumers, pred, max_ms=60_000):
-    deadline = c.now + max_ms
-    while not pred():
-        for cons in consumers:
-            cons.poll(0.1)
-        assert c.now < deadline, "the group did not settle in time"
 
 
 def assignment_waiting_while_the_group_rebalances(dialect, on_assign=None):

@@ -13,17 +13,10 @@ connection at a time), times out after socket.timeout.ms and takes the connectio
 import pytest
 
 from txnlab import Cluster, Consumer, KafkaException, TopicPartition
+from helpers import poll_until
 
 FAST = {"offsets.topic.num.partitions": 3, "group.initial.rebalance.delay.ms": 0,
         "transaction.state.log.num.partitions": 3}
-
-
-def poll_until(c, consumers, pred, max_ms=60_000):
-    deadline = c.now + max_ms
-    while not pred():
-        for cons in consumers:
-            cons.poll(0.1)
-        assert c.now < deadline, "the group did not settle in time"
 
 
 def joins_from(c, name, since):

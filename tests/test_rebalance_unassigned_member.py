@@ -26,16 +26,9 @@ from txnlab import Cluster, Consumer
 from txnlab.sweep.nemesis import schedule_from_json
 from txnlab.sweep.runner import RunConfig, run_seed
 from txnlab.sweep.workloads import GroupRebalance
+from helpers import poll_until
 
 MEMBER = {"session.timeout.ms": 6000, "heartbeat.interval.ms": 500, "auto.offset.reset": "earliest"}
-
-
-def poll_until(c, consumers, pred, max_ms=60_000):
-    deadline = c.now + max_ms
-    while not pred():
-        for cons in consumers:
-            cons.poll(0.1)
-        assert c.now < deadline, "the group did not settle in time"
 
 
 def test_a_member_between_generations_asks_the_groups_offsets_without_holding_the_others_up():
