@@ -1,7 +1,8 @@
 """The wire door's clock and its record: simulated time following the wall clock, each move a step of the trace,
 and everything the door does to the simulation kept in ``door.inputs`` (``txnlab.wire.replay`` repeats a run from
-it).  A mixin of ``WireDoor`` (listener.py).  This is the edge: the wall clock is read here and in the door's
-socket loop, never in the engine, and each reading enters the simulation only as a recorded input."""
+it).  A mixin of ``WireDoor`` (listener.py).  This is the edge: the wall clock is read only through this module's
+``monotonic`` (by the clock here, and by the door's socket loop for idle connections), never in the engine, and each
+reading enters the simulation only as a recorded input."""
 from __future__ import annotations
 
 import time

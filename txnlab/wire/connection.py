@@ -5,11 +5,10 @@ from __future__ import annotations
 import collections
 import socket
 import threading
-import time
 from typing import Optional
 
 from ..kernel.node import Node
-from . import codec
+from . import clock as wall, codec
 
 
 class _OneChannel(dict):
@@ -84,7 +83,7 @@ class WireConnection:
         self.node: Optional[WireNode] = None
         self.closing: Optional[str] = None
         self.closed = False
-        self.last_active = time.monotonic()
+        self.last_active = wall.monotonic()     # (the door's one wall clock: clock.py)
         self.lock = threading.Lock()
 
     @property

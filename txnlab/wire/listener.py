@@ -45,7 +45,7 @@ from typing import Optional
 from ..frontdoor.server import guard
 from ..protocol.errors import Errors
 from ..protocol.names import looks_like_server
-from . import codec
+from . import clock as wall, codec
 from .apis import ADMIN_APIS, CONSUMER_APIS, PRODUCER_APIS, TABLE
 from .apis_data import api_versions_body, topic_names_by_id
 from .clock import WallClock
@@ -233,7 +233,7 @@ class WireDoor(WallClock):
             pass
 
     def _loop(self) -> None:
-        last_idle_check = time.monotonic()
+        last_idle_check = wall.monotonic()
         try:
             while not self._stop.is_set():
                 try:
@@ -262,7 +262,7 @@ class WireDoor(WallClock):
                     self._drive(injected)
                 if self.mode == "run" and self.clock == "wall":
                     self._pump()
-                now = time.monotonic()
+                now = wall.monotonic()
                 if now - last_idle_check > 1.0:
                     last_idle_check = now
                     for c in list(self.connections.values()):
@@ -324,7 +324,7 @@ class WireDoor(WallClock):
         if not chunk:
             self._closed_by_edge(c, "the client closed the connection", quiet=True)
             return []
-        c.last_active = time.monotonic()
+        c.last_active = wall.monotonic()
         c.inbuf += chunk
         injected = []
         while len(c.inbuf) >= 4:
