@@ -135,3 +135,26 @@ def poll_until(c, consumers, pred, max_ms=60_000, poll_s=0.1):
         for cons in consumers:
             cons.poll(poll_s)
         assert c.now < deadline, "the group did not settle in time"
+
+
+def captured_logger(name: str):
+    """(a DEBUG logger named ``name``, the Capture that keeps what it is told): a client's ``logger``."""
+    logger = logging.getLogger(name)
+    logger.setLevel(logging.DEBUG)
+    cap = Capture()
+    logger.addHandler(cap)
+    return logger, cap
+
+
+def replicated_with_records(seed: int = 3):
+    """(a 3-broker cluster whose topic t has 3 replicas and 6 records written with acks=all, one second later; the
+    producer that wrote them)."""
+    from txnlab import Cluster, Producer
+    c = Cluster(brokers=3, seed=seed)
+    c.create_topic("t", partitions=1, replication_factor=3)
+    p = Producer({"bootstrap.servers": c.bootstrap, "acks": "all"})
+    for i in range(6):
+        p.produce("t", value=b"%d" % i)
+    p.flush()
+    c.advance(1_000)
+    return c, p

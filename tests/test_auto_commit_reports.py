@@ -14,7 +14,7 @@ import logging
 import pytest
 
 from txnlab import Cluster, Consumer, Producer, TopicPartition
-from helpers import Capture
+from helpers import captured_logger
 
 
 def _auto_committing_consumer_whose_first_commit_times_out(dialect):
@@ -25,10 +25,7 @@ def _auto_committing_consumer_whose_first_commit_times_out(dialect):
     for v in (b"r0", b"r1", b"r2"):
         p.produce("t", value=v, partition=0)
     assert p.flush(10) == 0
-    logger = logging.getLogger(f"txnlab.test.auto_commit.{dialect}")
-    logger.setLevel(logging.DEBUG)
-    cap = Capture()
-    logger.addHandler(cap)
+    logger, cap = captured_logger(f"txnlab.test.auto_commit.{dialect}")
     reports = []
     k = Consumer({"bootstrap.servers": c.bootstrap, "group.id": "g", "sim.client.dialect": dialect,
                   "enable.auto.commit": True, "auto.commit.interval.ms": 1_000, "auto.offset.reset": "earliest",
@@ -111,10 +108,7 @@ def test_an_auto_commit_refused_for_good(dialect):
     for _ in range(10):
         member.poll(0.5)
     assert c.group_state("g")["state"] == "Stable"
-    logger = logging.getLogger(f"txnlab.test.auto_commit.refused.{dialect}")
-    logger.setLevel(logging.DEBUG)
-    cap = Capture()
-    logger.addHandler(cap)
+    logger, cap = captured_logger(f"txnlab.test.auto_commit.refused.{dialect}")
     reports = []
     k = Consumer({"bootstrap.servers": c.bootstrap, "group.id": "g", "sim.client.dialect": dialect,
                   "enable.auto.commit": True, "auto.commit.interval.ms": 1_000, "auto.offset.reset": "earliest",

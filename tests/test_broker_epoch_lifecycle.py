@@ -7,19 +7,8 @@ unfenced with it (BrokerHeartbeatManager.calculateNextBrokerState); it never reg
 registration's, as one of an earlier incarnation held up in the network does, is answered STALE_BROKER_EPOCH (77)
 and changes nothing: a heartbeat (ReplicationControlManager.processBrokerHeartbeat) or an AlterPartition
 (ReplicationControlManager.alterPartition), both through ClusterControlManager.checkBrokerEpoch."""
-from txnlab import Cluster, Producer
 from txnlab.protocol.errors import Errors
-
-
-def _cluster(seed: int = 3):
-    c = Cluster(brokers=3, seed=seed)
-    c.create_topic("t", partitions=1, replication_factor=3)
-    p = Producer({"bootstrap.servers": c.bootstrap, "acks": "all"})
-    for i in range(6):
-        p.produce("t", value=b"%d" % i)
-    p.flush()
-    c.advance(1_000)
-    return c, p
+from helpers import replicated_with_records
 
 
 def _since(c, mark: int, api: str, *, response: bool, src=None, dst=None) -> list:
@@ -45,7 +34,7 @@ def test_a_fenced_broker_that_comes_back_heartbeats_with_its_epoch_and_does_not_
     """The follower is fenced while cut off from the controller, and an answer to a registration of it would be
     slow.  When it can reach the controller again, its heartbeat (with the epoch of its only registration) unfences
     it: it makes no registration, keeps its broker epoch, and rejoins the ISR named with that epoch."""
-    c, p = _cluster()
+    c, p = replicated_with_records()
     leader = c.leader("t", 0)
     f = next(b for b in c.brokers if b != leader)
     epoch = c.broker(f).broker_epoch
@@ -73,7 +62,7 @@ def test_a_heartbeat_of_an_earlier_registration_is_answered_stale_broker_epoch()
     """A follower crashes with a heartbeat on its way, and restarts (a new registration, a new broker epoch) before
     the network delivers that heartbeat: the controller answers STALE_BROKER_EPOCH (77) and keeps the session and
     the epoch of the new registration."""
-    c, _ = _cluster()
+    c, _ = replicated_with_records()
     f = next(b for b in c.brokers if b != c.leader("t", 0))
     fname = f"broker-{f}"
     old_epoch = c.broker(f).broker_epoch
@@ -98,7 +87,7 @@ def test_an_alter_partition_of_an_earlier_registration_is_answered_stale_broker_
     """The leader asks to shrink the ISR (a follower stopped fetching), crashes, and comes back with a new registration; its old AlterPartition,
     held up in the network, then reaches the controller.  The controller checks the leader's broker epoch before
     any partition (so the answer is STALE_BROKER_EPOCH, not FENCED_LEADER_EPOCH) and changes nothing."""
-    c, _ = _cluster()
+    c, _ = replicated_with_records()
     leader = c.leader("t", 0)
     lname = f"broker-{leader}"
     f = next(b for b in c.brokers if b != leader)

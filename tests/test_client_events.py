@@ -3,7 +3,7 @@ import json
 import logging
 
 from txnlab import Cluster, Consumer, KafkaError, Producer
-from helpers import Capture
+from helpers import captured_logger
 
 
 def test_a_down_broker_reaches_error_cb_as_transport_then_all_brokers_down():
@@ -103,10 +103,7 @@ def test_consumer_statistics_and_no_stats_without_an_interval():
 def test_logger_gets_what_librdkafka_would_log_when_no_error_cb_is_set():
     cluster = Cluster(brokers=1, seed=8)
     cluster.create_topic("t", partitions=1, replication_factor=1)
-    logger = logging.getLogger("txnlab.test.client_events")
-    logger.setLevel(logging.DEBUG)
-    cap = Capture()
-    logger.addHandler(cap)
+    logger, cap = captured_logger("txnlab.test.client_events")
     p = Producer({"bootstrap.servers": cluster.bootstrap, "logger": logger})
     p.produce("t", b"a")
     p.flush(5)

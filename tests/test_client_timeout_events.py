@@ -13,14 +13,11 @@ import logging
 import pytest
 
 from txnlab import Cluster, Consumer, KafkaError, Producer, TopicPartition
-from helpers import Capture
+from helpers import captured_logger
 
 
 def _listened(name):
-    logger = logging.getLogger(f"txnlab.test.timeout_events.{name}")
-    logger.setLevel(logging.DEBUG)
-    cap = Capture()
-    logger.addHandler(cap)
+    logger, cap = captured_logger(f"txnlab.test.timeout_events.{name}")
     return logger, cap
 
 

@@ -7,20 +7,9 @@ NOT_LEADER_OR_FOLLOWER and records nothing (Replica.updateFetchStateOrThrow).  T
 only if its last fetch carried the epoch of its current registration (Partition.isReplicaIsrEligible), and names
 each ISR member with that epoch (AlterPartition v3 ``NewIsrWithEpochs``); the controller refuses a member whose
 epoch is not its registration's with INELIGIBLE_REPLICA (ReplicationControlManager.ineligibleReplicasForIsr)."""
-from txnlab import Cluster, Producer
 from txnlab.protocol import messages as m
 from txnlab.protocol.errors import Errors
-
-
-def _cluster(seed: int = 3):
-    c = Cluster(brokers=3, seed=seed)
-    c.create_topic("t", partitions=1, replication_factor=3)
-    p = Producer({"bootstrap.servers": c.bootstrap, "acks": "all"})
-    for i in range(6):
-        p.produce("t", value=b"%d" % i)
-    p.flush()
-    c.advance(1_000)
-    return c, p
+from helpers import replicated_with_records
 
 
 def _fetches(c, src: str, dst: str, states=("in-flight",)) -> list:
@@ -41,7 +30,7 @@ def _restart_with_a_stale_fetch_on_the_way(seed: int = 3):
     incarnation's Fetch reaches the leader.  (The lab loses a crashed process's messages with its connections:
     the test puts that Fetch back on the wire, on a connection of its own, as a network that held it would
     deliver it.  Its answer reaches nobody: the new incarnation waits for no such request.)"""
-    c, p = _cluster(seed)
+    c, p = replicated_with_records(seed)
     leader = c.leader("t", 0)
     f = next(b for b in c.brokers if b != leader)
     fname, lname = f"broker-{f}", f"broker-{leader}"
@@ -97,7 +86,7 @@ def test_a_fetch_of_a_previous_incarnation_does_not_put_the_restarted_follower_i
 def test_the_controller_refuses_a_member_named_with_an_earlier_broker_epoch():
     """A leader whose metadata is late (it has not learned of the follower's new registration) may still ask on
     a stale fetch's word: the controller compares each member's epoch with its registration."""
-    c, _ = _cluster()
+    c, _ = replicated_with_records()
     leader = c.leader("t", 0)
     f = next(b for b in c.brokers if b != leader)
     s = c.controller.states[("t", 0)]
@@ -121,7 +110,7 @@ def test_the_controller_refuses_a_member_named_with_an_earlier_broker_epoch():
 
 
 def test_the_leader_names_each_isr_member_with_the_epoch_it_fetched_with():
-    c, _ = _cluster()
+    c, _ = replicated_with_records()
     leader = c.leader("t", 0)
     p = c.broker(leader).partitions[("t", 0)]
     epochs = dict(c.controller.registered)
@@ -133,7 +122,7 @@ def test_the_leader_names_each_isr_member_with_the_epoch_it_fetched_with():
 
 def test_a_fetch_without_a_broker_epoch_is_not_checked():
     """ReplicaEpoch -1 (a Fetch before v15, or a client's): Kafka records it and skips the epoch check."""
-    c, _ = _cluster()
+    c, _ = replicated_with_records()
     leader = c.leader("t", 0)
     f = next(b for b in c.brokers if b != leader)
     p = c.broker(leader).partitions[("t", 0)]

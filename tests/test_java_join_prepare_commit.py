@@ -10,7 +10,7 @@ failed" of close (maybeAutoCommitOffsetsSync).
 import logging
 
 from txnlab import Cluster, Consumer, Producer
-from helpers import Capture
+from helpers import captured_logger
 
 
 def test_java_rebalance_commit_is_asynchronous_retried_and_comes_before_on_revoke():
@@ -20,10 +20,7 @@ def test_java_rebalance_commit_is_asynchronous_retried_and_comes_before_on_revok
     for v in (b"r0", b"r1", b"r2"):
         p.produce("t", value=v, partition=0)
     assert p.flush(10) == 0
-    logger = logging.getLogger("txnlab.test.join_prepare_commit")
-    logger.setLevel(logging.DEBUG)
-    cap = Capture()
-    logger.addHandler(cap)
+    logger, cap = captured_logger("txnlab.test.join_prepare_commit")
     events = []
 
     def on_revoke(consumer, parts):
@@ -78,10 +75,7 @@ def test_java_rebalance_commit_refused_for_good_is_logged_at_error_and_the_parti
     for v in (b"r0", b"r1", b"r2"):
         p.produce("t", value=v, partition=0)
     assert p.flush(10) == 0
-    logger = logging.getLogger("txnlab.test.join_prepare_commit.refused")
-    logger.setLevel(logging.DEBUG)
-    cap = Capture()
-    logger.addHandler(cap)
+    logger, cap = captured_logger("txnlab.test.join_prepare_commit.refused")
     events = []
 
     def member(name, **extra):
