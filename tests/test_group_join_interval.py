@@ -91,3 +91,37 @@ def test_a_rebalance_rejoins_at_once_within_the_interval():
                 and "REBALANCE_IN_PROGRESS" in e.narration)
     assert rejoin < last_join + 1000
     assert rejoin - told < 100
+
+
+@pytest.mark.parametrize("dialect", ["librdkafka", "java"])
+def test_after_join_group_rebalance_in_progress_java_rejoins_at_once(dialect):
+    """Java's joinGroupIfNeeded continues after a RebalanceInProgressException without retry.backoff.ms
+    (AbstractCoordinator: UnknownMemberId, IllegalGeneration, RebalanceInProgress and MemberIdRequired skip the
+    sleep); librdkafka's answer with an error code waits out its join interval plus a second."""
+    from txnlab.protocol import messages as m
+    from txnlab.protocol.errors import Errors
+    c = Cluster(brokers=1, seed=3, config=FAST)
+    c.create_topic("in", partitions=2, replication_factor=1)
+    a = Consumer({"bootstrap.servers": c.bootstrap, "group.id": "g", "client.id": "a", "sim.client.dialect": dialect,
+                  "session.timeout.ms": 6000, "heartbeat.interval.ms": 1000, "retry.backoff.ms": 500})
+    gc = c.broker(0).group_coordinator
+    handle, refused = gc.handle_JoinGroup, []
+
+    def first_join_refused(msg):
+        # the answer Kafka gives a JoinGroup that another JoinGroup of the same member replaced (or whose group
+        # write failed): REBALANCE_IN_PROGRESS, to the first JoinGroup that carries a member id
+        if not refused and msg.payload.member_id:
+            refused.append(c.now)
+            return m.JoinGroupResponse(Errors.REBALANCE_IN_PROGRESS, member_id=msg.payload.member_id)
+        return handle(msg)
+
+    gc.handle_JoinGroup = first_join_refused
+    a.subscribe(["in"])
+    poll_until(c, [a], lambda: a.assignment(), poll_s=0.01)
+    answered = next(e.time for e in c.trace if e.api == "JoinGroup" and e.kind == "deliver" and e.is_response
+                    and e.dst == "a" and "REBALANCE_IN_PROGRESS" in e.narration)
+    rejoin = join_requests(c, "a", answered)[0].time
+    if dialect == "java":
+        assert rejoin - answered < 100          # not retry.backoff.ms (500) later
+    else:
+        assert rejoin - answered >= 1000        # rd_interval_backoff

@@ -242,8 +242,12 @@ class ConsumerCoordinator:
         elif e in COORDINATOR_ERRORS:
             self.coordinator_dead(f"JoinGroup -> {e.name}")
             self._retry_join(f"JoinGroup -> {e.name}")
-        elif e in (Errors.COORDINATOR_LOAD_IN_PROGRESS, Errors.REBALANCE_IN_PROGRESS):
+        elif e == Errors.COORDINATOR_LOAD_IN_PROGRESS:
             self._retry_join(f"JoinGroup -> {e.name}")
+        elif e == Errors.REBALANCE_IN_PROGRESS:
+            # Java: joinGroupIfNeeded goes on with the next JoinGroup without retry.backoff.ms after a
+            # RebalanceInProgressException, as after UNKNOWN_MEMBER_ID (librdkafka's join interval paces it anyway)
+            self._retry_join(f"JoinGroup -> {e.name}", backoff=False)
         else:
             self._set_fatal(e, "JoinGroup")
 
