@@ -198,7 +198,7 @@ class ConsumerCoordinator:
         self._changed()
         c = self.c
         if (c._closed or self._left or self.state != MemberState.UNJOINED or not self.rejoin_needed
-                or self.pending_assignment is not None or (c._assignment and not self.cooperative)
+                or self.pending_assignment is not None or (c._assignment and (not self.cooperative or self.lost))
                 or c._poll_interval_exceeded()):
             return
         if self.coordinator is None:
@@ -302,6 +302,12 @@ class ConsumerCoordinator:
             self.state = MemberState.STABLE
             self.pending_assignment = tuple(resp.assignment)
             return
+        if e in (Errors.UNKNOWN_MEMBER_ID, Errors.ILLEGAL_GENERATION) and self.cooperative:
+            # A KIP-429 member kept its partitions through the rebalance; with its membership gone they are lost,
+            # given up before it joins again: librdkafka's rd_kafka_cgrp_handle_SyncGroup_memberstate calls
+            # rd_kafka_cgrp_revoke_all_rejoin ("assignment is lost"); in Java the reset generation makes the next
+            # onJoinPrepare invoke onPartitionsLost.  (An eager member gave up everything before its JoinGroup.)
+            self.lost = True
         if e == Errors.UNKNOWN_MEMBER_ID:
             self.member_id, self.generation_id = "", -1
         elif e == Errors.ILLEGAL_GENERATION:
