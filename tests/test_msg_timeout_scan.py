@@ -70,3 +70,39 @@ def test_java_fails_a_queued_record_at_its_delivery_timeout():
     assert (err.code(), err.str()) == (KafkaError._MSG_TIMED_OUT,
                                        "Expiring 1 record(s) for t-0:5000 ms has passed since batch creation")
     assert [at - t0 for at in _expired_at(c, t0)] == [5_000]
+
+
+def test_one_scan_stays_queued_however_many_records_come_and_go():
+    """The scan is armed while a record is queued and cancelled when none is; the records of a second all wait for
+    the same scan, so it is revived, not queued anew: one transaction after another leaves no cancelled scan
+    behind in the kernel's queue (each would stay there for message.timeout.ms)."""
+    c = Cluster(brokers=3, seed=0)
+    c.create_topic("t", partitions=1, replication_factor=3)
+    p = Producer({"bootstrap.servers": c.bootstrap, "transactional.id": "tx", "linger.ms": 5})
+    p.init_transactions()
+    t0 = c.kernel.now
+    for _ in range(300):
+        p.begin_transaction()
+        p.produce("t", value=b"x")
+        p.commit_transaction()
+    scans = [ev for ev in c.kernel._queued.values() if getattr(ev, "_name", None) == "message timeout scan"]
+    # a few dozen simulated ms a transaction: the 300 span a few seconds, one scan instant each, queued at most once
+    assert 1 <= len(scans) <= (c.kernel.now - t0) // 1000 + 2 < 300
+
+
+def test_a_revived_timer_runs_at_its_time_and_a_past_one_is_not_revived():
+    c = Cluster(brokers=1, seed=0)
+    k, ran = c.kernel, []
+    node = c.broker(0)
+    ev = node.set_timer(100, "t", lambda: ran.append(("first", k.now)), background=True)
+    k.cancel(ev)
+    assert k.revive(ev, lambda: ran.append(("revived", k.now)))
+    c.advance(200)
+    assert ran == [("revived", ev.time)]
+    assert not k.revive(ev, lambda: ran.append(("again", k.now)))     # it ran: nothing to revive
+    late = node.set_timer(50, "u", lambda: ran.append(("late", k.now)), background=True)
+    k.cancel(late)
+    c.advance(100)                                                       # its time passed while cancelled
+    assert not k.revive(late, lambda: ran.append(("late", k.now)))
+    c.advance(100)
+    assert ran == [("revived", ev.time)]

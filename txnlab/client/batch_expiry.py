@@ -53,13 +53,13 @@ class BatchExpiry:
                     soonest = dq[0].created_ms + mt
         ev = self._scan_ev
         if soonest is None:
-            if ev is not None:
-                self.kernel.cancel(ev)
-                self._scan_ev = None
+            # (cancelled, but kept: the next record queued is most often due at the same scan, which revives it)
+            self.kernel.cancel(ev)
             return
         step, origin = self._scan_ms, self._scan_origin
         at = origin + -(-(max(soonest, now) - origin) // step) * step
-        if ev is not None and not ev.cancelled and ev.time == at:
+        if ev is not None and ev.time == at and ev.incarnation == self.node.incarnation and \
+                (not ev.cancelled or self.kernel.revive(ev, self._on_scan)):
             return
         self.kernel.cancel(ev)
         self._scan_ev = self.node.set_timer(at - now, "message timeout scan", self._on_scan, background=True)

@@ -311,6 +311,20 @@ class Kernel:
             if not ev.background:
                 self._foreground -= 1
 
+    def revive(self, ev: Optional[Event], fn, arg=None) -> bool:
+        """Undo ``cancel(ev)`` of a timer whose time has not come: it runs at its time after all, in its place in
+        the order, with ``fn(arg)``.  For a timer armed and cancelled again and again for the same instant
+        (librdkafka's message timeout scan, armed while a record is queued): no new event each time, and no
+        cancelled one left queued each time.  False (nothing done) unless ``ev`` is such a timer."""
+        if ev is None or not ev.cancelled or ev.time <= self.now or ev.lane is not None or ev.kind != "timer":
+            return False
+        ev.cancelled = False
+        ev.fn = fn
+        ev.arg = arg
+        if not ev.background:
+            self._foreground += 1
+        return True
+
     def cancel_delivery(self, m: Message) -> None:
         """Take back the delivery of message ``m`` (its connection closed; a fault drops or re-times it)."""
         ev = m.event
