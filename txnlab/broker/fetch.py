@@ -235,6 +235,9 @@ class FetchHandling:
             return
         p = self.partitions.get(tp)
         leo = p.log.log_end_offset if p is not None and p.is_leader else None
+        if leo is not None:
+            entries = p.log.epoch_entries
+            latest_epoch = entries[-1].epoch if entries else -1     # (no fetched epoch, >= 0, is -1)
         version = self.isr_version
         # the fetches that stay parked, collected in one pass (reading a parked fetch parks or answers no other)
         waiting = []
@@ -256,8 +259,29 @@ class FetchHandling:
                             continue
                 req = pf.msg.payload
                 if req.replica_id >= 0:
-                    parts = pf.parts if pf.session is None else pf.session.view(pf.parts)     # _parked_parts(pf)
-                    resp, has_data = self._read_replica_fetch(req, parts, False, pf.session, True)
+                    sess = pf.session
+                    parts = pf.parts if sess is None else sess.view(pf.parts)     # _parked_parts(pf)
+                    fp = parts.get(tp) if leo is not None and len(parts) == 1 else None
+                    f = p.followers.get(req.replica_id) if fp is not None and fp.fetch_offset < leo else None
+                    if f is not None and (fp.current_leader_epoch < 0 or fp.current_leader_epoch == p.leader_epoch) \
+                            and (fp.last_fetched_epoch < 0 or fp.last_fetched_epoch == latest_epoch):
+                        # The common wake-up: tp alone has news for this follower, the records past its position in
+                        # the epoch it fetches in.  _read_replica_fetch's answer for it, without the loop (and the
+                        # call) over the partitions of an answer.
+                        log = p.log
+                        d = _fetched(log.high_watermark, log.last_stable_offset, log.log_start_offset, None,
+                                     log.read_to_end(fp.fetch_offset, fp.partition_max_bytes))
+                        f.last_sent_hw = d.high_watermark
+                        if d.records:
+                            resp = _new_message(m.FetchResponse)     # FetchResponse({tp: d}, 0, session id or 0)
+                            resp.partitions = {tp: d}
+                            resp.error = 0
+                            resp.session_id = sess.session_id if sess is not None else 0
+                            has_data = True
+                        else:
+                            has_data = False
+                    else:
+                        resp, has_data = self._read_replica_fetch(req, parts, False, sess, True)
                 else:
                     resp, has_data = self._read_fetch(req, pf.parts, False, None, True)
                 if has_data:
