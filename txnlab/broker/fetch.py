@@ -269,9 +269,14 @@ class FetchHandling:
                         # the epoch it fetches in.  _read_replica_fetch's answer for it, without the loop (and the
                         # call) over the partitions of an answer.
                         log = p.log
-                        d = _fetched(log.high_watermark, log.last_stable_offset, log.log_start_offset, None,
-                                     log.read_to_end(fp.fetch_offset, fp.partition_max_bytes))
-                        f.last_sent_hw = d.high_watermark
+                        d = _new_message(m.FetchPartitionData)     # _fetched(HW, LSO, log start, None, records), inlined
+                        d.error = _NONE
+                        d.high_watermark = f.last_sent_hw = log.high_watermark
+                        d.last_stable_offset = log.last_stable_offset
+                        d.log_start_offset = log.log_start_offset
+                        d.aborted_transactions = None
+                        d.records = log.read_to_end(fp.fetch_offset, fp.partition_max_bytes)     # (a tuple)
+                        d.diverging_epoch = None
                         if d.records:
                             resp = _new_message(m.FetchResponse)     # FetchResponse({tp: d}, 0, session id or 0)
                             resp.partitions = {tp: d}
@@ -499,9 +504,14 @@ class FetchHandling:
                 p.update_follower(replica, offset, self.kernel.now, replica_epoch)     # (may move the HW, append)
                 if offset >= log.log_end_offset:
                     return None, False      # a quiet partition in an answer that is not sent: it parks
-                d = _fetched(log.high_watermark, log.last_stable_offset, log.log_start_offset, None,
-                             log.read_to_end(offset, fp.partition_max_bytes))
-                f.last_sent_hw = d.high_watermark
+                d = _new_message(m.FetchPartitionData)     # _fetched(HW, LSO, log start, None, records), inlined
+                d.error = _NONE
+                d.high_watermark = f.last_sent_hw = log.high_watermark
+                d.last_stable_offset = log.last_stable_offset
+                d.log_start_offset = log.log_start_offset
+                d.aborted_transactions = None
+                d.records = log.read_to_end(offset, fp.partition_max_bytes)     # (a tuple)
+                d.diverging_epoch = None
                 if not d.records:
                     return None, False
                 resp: m.FetchResponse = _new_message(m.FetchResponse)  # FetchResponse({tp: d}, 0, session id)
