@@ -260,7 +260,13 @@ class FetchHandling:
                 req = pf.msg.payload
                 if req.replica_id >= 0:
                     sess = pf.session
-                    parts = pf.parts if sess is None else sess.view(pf.parts)     # _parked_parts(pf)
+                    parts = pf.parts
+                    if sess is not None:        # _parked_parts(pf)
+                        dirty = sess.dirty
+                        if tp in parts and tp in dirty and len(dirty) == 1:
+                            dirty.clear()       # (the view of news of tp alone, which the fetch names: its parts)
+                        else:
+                            parts = sess.view(parts)
                     fp = parts.get(tp) if leo is not None and len(parts) == 1 else None
                     f = p.followers.get(req.replica_id) if fp is not None and fp.fetch_offset < leo else None
                     if f is not None and (fp.current_leader_epoch < 0 or fp.current_leader_epoch == p.leader_epoch) \
