@@ -117,10 +117,12 @@ class FetchHandling:
         sess = None
         parts = req.partitions
         replica = req.replica_id
+        wait = req.max_wait_ms
         if replica >= 0:
             self.replica_last_fetch[replica] = self.kernel.now
-            if req.session_id >= 0:
-                sess = self.fetch_sessions.get(req.session_id) if req.session_id > 0 else None
+            session_id = req.session_id
+            if session_id >= 0:
+                sess = self.fetch_sessions.get(session_id) if session_id > 0 else None
                 if sess is not None and sess.replica_id == replica and req.session_epoch == sess.epoch \
                         and not req.forgotten:
                     # (_fetch_session's common case: the next request of a known session, forgetting nothing)
@@ -137,18 +139,18 @@ class FetchHandling:
                     parts = sess.view(parts)    # (without news: the request's partitions, as view() answers)
                 if sess.isr_seen != self.isr_version or sess.isr_seen < 0:     # (else nothing to look at)
                     self._session_followers_caught_up(replica, sess, parts, req.replica_epoch)
-                if len(parts) == 1 and req.max_wait_ms > 0:
+                if len(parts) == 1 and wait > 0:
                     resp, has_data = self._follower_position(req, parts, sess)
                 else:
-                    resp, has_data = self._read_replica_fetch(req, parts, True, sess, req.max_wait_ms > 0)
+                    resp, has_data = self._read_replica_fetch(req, parts, True, sess, wait > 0)
             else:
-                resp, has_data = self._read_replica_fetch(req, parts, True, sess, req.max_wait_ms > 0)
+                resp, has_data = self._read_replica_fetch(req, parts, True, sess, wait > 0)
         else:
-            resp, has_data = self._read_fetch(req, parts, True, None, req.max_wait_ms > 0)
-        if has_data or req.max_wait_ms <= 0:
+            resp, has_data = self._read_fetch(req, parts, True, None, wait > 0)
+        if has_data or wait <= 0:
             return resp
         # most long-polls are answered by news before they expire: a timeout lane, no closure per fetch
-        timer = self.kernel.schedule_timeout(req.max_wait_ms, self.name, ("Fetch long-poll expiry (#%d)", msg.id),
+        timer = self.kernel.schedule_timeout(wait, self.name, ("Fetch long-poll expiry (#%d)", msg.id),
                                              self._expire_parked, msg, self.incarnation)
         pf: ParkedFetch = _new(ParkedFetch)     # ParkedFetch(msg, timer, tps, parts, sess), without the class call
         pf.msg = msg

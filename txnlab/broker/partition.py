@@ -150,10 +150,13 @@ class Partition:
             return False
         new_hw = log.log_end_offset
         for r, f in followers:
-            if f is None or f.leo < 0:
+            if f is None:
                 return False
-            if f.leo < new_hw:
-                new_hw = f.leo
+            leo = f.leo
+            if leo < new_hw:
+                if leo < 0:         # (unknown until it fetches: the LEO, never below 0, is the bound)
+                    return False
+                new_hw = leo
         if new_hw <= log.high_watermark:
             return False
         old = log.high_watermark
