@@ -117,10 +117,12 @@ class FetchHandling:
         sess = None
         parts = req.partitions
         replica = req.replica_id
+        wait = req.max_wait_ms
         if replica >= 0:
             self.replica_last_fetch[replica] = self.kernel.now
-            if req.session_id >= 0:
-                sess = self.fetch_sessions.get(req.session_id) if req.session_id > 0 else None
+            session_id = req.session_id
+            if session_id >= 0:
+                sess = self.fetch_sessions.get(session_id) if session_id > 0 else None
                 if sess is not None and sess.replica_id == replica and req.session_epoch == sess.epoch \
                         and not req.forgotten:
                     # (_fetch_session's common case: the next request of a known session, forgetting nothing)
@@ -137,13 +139,18 @@ class FetchHandling:
                     parts = sess.view(parts)    # (without news: the request's partitions, as view() answers)
                 if sess.isr_seen != self.isr_version or sess.isr_seen < 0:     # (else nothing to look at)
                     self._session_followers_caught_up(replica, sess, parts, req.replica_epoch)
-            resp, has_data = self._read_replica_fetch(req, parts, True, sess, req.max_wait_ms > 0)
+                if len(parts) == 1 and wait > 0:
+                    resp, has_data = self._follower_position(req, parts, sess)
+                else:
+                    resp, has_data = self._read_replica_fetch(req, parts, True, sess, wait > 0)
+            else:
+                resp, has_data = self._read_replica_fetch(req, parts, True, sess, wait > 0)
         else:
-            resp, has_data = self._read_fetch(req, parts, True, None, req.max_wait_ms > 0)
-        if has_data or req.max_wait_ms <= 0:
+            resp, has_data = self._read_fetch(req, parts, True, None, wait > 0)
+        if has_data or wait <= 0:
             return resp
         # most long-polls are answered by news before they expire: a timeout lane, no closure per fetch
-        timer = self.kernel.schedule_timeout(req.max_wait_ms, self.name, ("Fetch long-poll expiry (#%d)", msg.id),
+        timer = self.kernel.schedule_timeout(wait, self.name, ("Fetch long-poll expiry (#%d)", msg.id),
                                              self._expire_parked, msg, self.incarnation)
         pf: ParkedFetch = _new(ParkedFetch)     # ParkedFetch(msg, timer, tps, parts, sess), without the class call
         pf.msg = msg
@@ -230,6 +237,9 @@ class FetchHandling:
             return
         p = self.partitions.get(tp)
         leo = p.log.log_end_offset if p is not None and p.is_leader else None
+        if leo is not None:
+            entries = p.log.epoch_entries
+            latest_epoch = entries[-1].epoch if entries else -1     # (no fetched epoch, >= 0, is -1)
         version = self.isr_version
         # the fetches that stay parked, collected in one pass (reading a parked fetch parks or answers no other)
         waiting = []
@@ -251,8 +261,40 @@ class FetchHandling:
                             continue
                 req = pf.msg.payload
                 if req.replica_id >= 0:
-                    parts = pf.parts if pf.session is None else pf.session.view(pf.parts)     # _parked_parts(pf)
-                    resp, has_data = self._read_replica_fetch(req, parts, False, pf.session, True)
+                    sess = pf.session
+                    parts = pf.parts
+                    if sess is not None:        # _parked_parts(pf)
+                        dirty = sess.dirty
+                        if tp in parts and tp in dirty and len(dirty) == 1:
+                            dirty.clear()       # (the view of news of tp alone, which the fetch names: its parts)
+                        else:
+                            parts = sess.view(parts)
+                    fp = parts.get(tp) if leo is not None and len(parts) == 1 else None
+                    f = p.followers.get(req.replica_id) if fp is not None and fp.fetch_offset < leo else None
+                    if f is not None and (fp.current_leader_epoch < 0 or fp.current_leader_epoch == p.leader_epoch) \
+                            and (fp.last_fetched_epoch < 0 or fp.last_fetched_epoch == latest_epoch):
+                        # The common wake-up: tp alone has news for this follower, the records past its position in
+                        # the epoch it fetches in.  _read_replica_fetch's answer for it, without the loop (and the
+                        # call) over the partitions of an answer.
+                        log = p.log
+                        d = _new_message(m.FetchPartitionData)     # _fetched(HW, LSO, log start, None, records), inlined
+                        d.error = _NONE
+                        d.high_watermark = f.last_sent_hw = log.high_watermark
+                        d.last_stable_offset = log.last_stable_offset
+                        d.log_start_offset = log.log_start_offset
+                        d.aborted_transactions = None
+                        d.records = log.read_to_end(fp.fetch_offset, fp.partition_max_bytes)     # (a tuple)
+                        d.diverging_epoch = None
+                        if d.records:
+                            resp = _new_message(m.FetchResponse)     # FetchResponse({tp: d}, 0, session id or 0)
+                            resp.partitions = {tp: d}
+                            resp.error = 0
+                            resp.session_id = sess.session_id if sess is not None else 0
+                            has_data = True
+                        else:
+                            has_data = False
+                    else:
+                        resp, has_data = self._read_replica_fetch(req, parts, False, sess, True)
                 else:
                     resp, has_data = self._read_fetch(req, pf.parts, False, None, True)
                 if has_data:
@@ -446,6 +488,46 @@ class FetchHandling:
         resp.error = 0
         resp.session_id = session.session_id if session is not None else 0
         return resp, has_data
+
+    def _follower_position(self, req, parts: dict, session) -> tuple:
+        """``_read_replica_fetch(req, parts, True, session, True)`` for a session fetch of one partition (a follower's
+        long-poll after each answer, as every replicated write is followed): in the common case -- this broker leads
+        it in the follower's epoch, the follower's log has not diverged (it fetches in the log's latest epoch), its
+        fetch is not stale and moved its position (so it is not left out as having nothing new) -- the fetch is
+        recorded and read without the loop over partitions; any other case is that read's."""
+        [(tp, fp)] = parts.items()
+        p = self.partitions.get(tp)
+        replica = req.replica_id
+        f = p.followers.get(replica) if p is not None and p.is_leader else None
+        if f is not None and (fp.current_leader_epoch < 0 or fp.current_leader_epoch == p.leader_epoch):
+            log = p.log
+            offset = fp.fetch_offset
+            last_epoch = fp.last_fetched_epoch
+            entries = log.epoch_entries
+            replica_epoch = req.replica_epoch
+            epochs = self.metadata.broker_epochs
+            if offset <= log.log_end_offset and f.leo != offset \
+                    and (last_epoch < 0 or (entries and last_epoch == entries[-1].epoch)) \
+                    and (replica_epoch == -1 or replica not in epochs or epochs[replica] <= replica_epoch):
+                p.update_follower(replica, offset, self.kernel.now, replica_epoch)     # (may move the HW, append)
+                if offset >= log.log_end_offset:
+                    return None, False      # a quiet partition in an answer that is not sent: it parks
+                d = _new_message(m.FetchPartitionData)     # _fetched(HW, LSO, log start, None, records), inlined
+                d.error = _NONE
+                d.high_watermark = f.last_sent_hw = log.high_watermark
+                d.last_stable_offset = log.last_stable_offset
+                d.log_start_offset = log.log_start_offset
+                d.aborted_transactions = None
+                d.records = log.read_to_end(offset, fp.partition_max_bytes)     # (a tuple)
+                d.diverging_epoch = None
+                if not d.records:
+                    return None, False
+                resp: m.FetchResponse = _new_message(m.FetchResponse)  # FetchResponse({tp: d}, 0, session id)
+                resp.partitions = {tp: d}
+                resp.error = 0
+                resp.session_id = session.session_id
+                return resp, True
+        return self._read_replica_fetch(req, parts, True, session, True)
 
     def _diverged(self, p, replica: int, fp, epoch: int, end: int) -> m.FetchPartitionData:
         """The answer to a follower whose log has diverged from the leader's: where its epoch ends here."""
