@@ -15,6 +15,7 @@ from ..protocol.names import OFFSETS_TOPIC, TRANSACTION_STATE_TOPIC, broker_name
 # NONE is read on every request: a member read through its enum class costs CPython 3.11 a call of the class's
 # attribute hook
 _NONE = Errors.NONE
+_UNKNOWN_SERVER_ERROR = Errors.UNKNOWN_SERVER_ERROR
 _A_MARKER = {ControlRecordType.COMMIT: "a COMMIT", ControlRecordType.ABORT: "an ABORT"}     # for the narration
 
 
@@ -126,7 +127,7 @@ class ProduceHandling:
 
         def answered(resp, err):
             st.pending -= 1
-            e = err if err is not None else resp.errors.get(p.tp, Errors.UNKNOWN_SERVER_ERROR)
+            e = err if err is not None else resp.errors.get(p.tp, _UNKNOWN_SERVER_ERROR)
             if e == _NONE:
                 if p.is_leader:
                     self._append_produce(st, p, batch, guard)

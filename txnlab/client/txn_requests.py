@@ -24,7 +24,8 @@ from .transaction_manager import PRIORITY, S
 _NONE = Errors.NONE
 _ONLY_NONE = frozenset({_NONE})
 _NOT_FAILED = frozenset({_NONE, Errors.OPERATION_NOT_ATTEMPTED})
-_CONCURRENT_TRANSACTIONS = Errors.CONCURRENT_TRANSACTIONS     # every transaction's first AddPartitionsToTxn
+_CONCURRENT_TRANSACTIONS = Errors.CONCURRENT_TRANSACTIONS
+_ONLY_CONCURRENT = frozenset({_CONCURRENT_TRANSACTIONS})     # every transaction's first AddPartitionsToTxn
 
 # Coordinator errors that mean "ask FindCoordinator again": the coordinator moved, is down or did not answer.
 REFIND = {Errors.NOT_COORDINATOR, Errors.COORDINATOR_NOT_AVAILABLE, Errors.NETWORK_EXCEPTION,
@@ -307,6 +308,8 @@ class TransactionalRequests:
                 # message timeouts before they send (dialect.MSG_TIMEOUT_SCAN_MS)
                 self.scan_message_timeouts()
                 return None
+            if first and errors == _ONLY_CONCURRENT:
+                return "retry-fast"     # (the common case, below, without turning each code into a member)
             errors = {Errors(e) for e in errors}
             bad = next(e for e in errors if e not in _NOT_FAILED) if errors - _NOT_FAILED \
                 else Errors.OPERATION_NOT_ATTEMPTED

@@ -34,6 +34,7 @@ from ..protocol.names import broker_name
 # NONE is read on every request: a member read through its enum class costs CPython 3.11 a call of the class's
 # attribute hook
 _NONE = Errors.NONE
+_COORDINATOR_NOT_AVAILABLE = Errors.COORDINATOR_NOT_AVAILABLE
 
 # The sender's NetworkClient (TransactionMarkerChannelManager.apply): reconnect.backoff.ms 50 and its max 50, so
 # after a disconnect the next connection to that broker is tried 50 ms later, every time (no exponential growth)
@@ -294,7 +295,7 @@ class TransactionMarkerChannelManager:
         b.kernel.narrate_f(("%r: every partition has its marker; writing %s", tid, p.transit.txn_state))
 
         def done(error):
-            if error == Errors.COORDINATOR_NOT_AVAILABLE:
+            if error == _COORDINATOR_NOT_AVAILABLE:
                 # tryAppendToLog: into txnLogAppendRetryQueue, retried at the start of the thread's next loop
                 # (no wake-up of its own)
                 b.narrate(f"{self.thread}: writing {p.transit.txn_state.name} for {tid!r} failed "
