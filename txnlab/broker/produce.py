@@ -16,7 +16,8 @@ from ..protocol.names import OFFSETS_TOPIC, TRANSACTION_STATE_TOPIC, broker_name
 # attribute hook
 _NONE = Errors.NONE
 _UNKNOWN_SERVER_ERROR = Errors.UNKNOWN_SERVER_ERROR
-_A_MARKER = {ControlRecordType.COMMIT: "a COMMIT", ControlRecordType.ABORT: "an ABORT"}     # for the narration
+_COMMIT, _ABORT = ControlRecordType.COMMIT, ControlRecordType.ABORT     # (enum members read once, as constants)
+_A_MARKER = {_COMMIT: "a COMMIT", _ABORT: "an ABORT"}     # for the narration
 
 
 
@@ -153,7 +154,7 @@ class ProduceHandling:
         waiting = []
         for entry in req.markers:
             res = results.setdefault(entry.producer_id, {})
-            kind = ControlRecordType.COMMIT if entry.transaction_result else ControlRecordType.ABORT
+            kind = _COMMIT if entry.transaction_result else _ABORT
             for tp in entry.partitions:
                 p = self.partitions.get(tp)
                 if p is None or not p.is_leader:
