@@ -298,6 +298,36 @@ class ProducerStateManager:
         for txn in append_info.transactions:
             _insert_sorted(self.ongoing_txns, txn.first_offset, txn)
 
+    def append_replicated(self, entry: ProducerStateEntry, batch: RecordBatch) -> CompletedTxn | None:
+        """What ``prepare_update`` + ``append`` + ``update`` do with one REPLICATION batch of a stored ``entry``,
+        done to the entry itself: the caller has checked that no rule rejects the batch and written it, so there
+        is nothing to roll back.  A marker returns the transaction it completes (for the caller to complete)."""
+        producer_id = batch.producer_id
+        if batch.is_transactional:
+            self.verification_states.pop(producer_id, None)
+        if batch.is_control:
+            first = entry.current_txn_first_offset
+            coordinator_epoch = batch.coordinator_epoch
+            entry.update_after_marker(batch.producer_epoch, -1 if coordinator_epoch is None else coordinator_epoch,
+                                      batch.max_timestamp)
+            if first is None:
+                return None
+            # CompletedTxn(...), all four fields in order, as its own __new__ builds it (without the class call)
+            return tuple.__new__(CompletedTxn, (producer_id, first, batch.base_offset,
+                                                batch.control_type == ControlRecordType.ABORT))
+        first_offset = batch.base_offset
+        last_offset = batch.last_offset
+        entry.add_batch(batch.producer_epoch, batch.last_sequence, last_offset, last_offset - first_offset,
+                        batch.max_timestamp)
+        if batch.is_transactional and entry.current_txn_first_offset is None:
+            entry.current_txn_first_offset = first_offset
+            txn: TxnMetadata = _new(TxnMetadata)    # TxnMetadata(pid, first_offset), without the class call
+            txn.producer_id = producer_id
+            txn.first_offset = first_offset
+            txn.last_offset = None
+            _insert_sorted(self.ongoing_txns, first_offset, txn)
+        return None
+
     def update_map_end_offset(self, offset: int) -> None:
         self.last_map_offset = offset
 
