@@ -437,10 +437,13 @@ class UnifiedLog:
             self.first_unstable_offset = None
             self.last_stable_offset = self.high_watermark
             return
-        unreplicated = next(iter(psm.unreplicated_txns), None)
-        fuo = next(iter(psm.ongoing_txns), None)
-        if unreplicated is not None and (fuo is None or unreplicated < fuo):
-            fuo = unreplicated
+        fuo = None      # the first key of each (a loop that breaks: next(iter(...), None) makes two calls)
+        for fuo in psm.ongoing_txns:
+            break
+        for unreplicated in psm.unreplicated_txns:
+            if fuo is None or unreplicated < fuo:
+                fuo = unreplicated
+            break
         if fuo is not None and fuo < self.log_start_offset:
             fuo = self.log_start_offset
         self.first_unstable_offset = fuo
@@ -474,12 +477,10 @@ class UnifiedLog:
 
     def has_ongoing_transaction(self, producer_id: int, producer_epoch: int) -> bool:
         entry = self._psm.producers.get(producer_id)
-        return entry is not None and entry.current_txn_first_offset is not None \
-            and entry.producer_epoch == producer_epoch
+        return entry is not None and entry.current_txn_first_offset is not None and entry.producer_epoch == producer_epoch
 
-    def maybe_start_transaction_verification(self, producer_id: int, sequence: int, epoch: int,
-                                             now: int, supports_epoch_bump: bool = False
-                                             ) -> VerificationGuard:
+    def maybe_start_transaction_verification(self, producer_id: int, sequence: int, epoch: int, now: int,
+                                             supports_epoch_bump: bool = False) -> VerificationGuard:
         """KIP-890: the guard a produce must carry; SENTINEL if the txn is already open here."""
         self._ensure_online()
         if self.has_ongoing_transaction(producer_id, epoch):
