@@ -98,11 +98,7 @@ class ProducerAppendInfo:
         updated.add_batch(epoch, last_seq, last_offset, last_offset - first_offset, last_timestamp)
         txn_first = updated.current_txn_first_offset
         if txn_first is not None and not is_transactional:
-            raise ProtocolError(
-                Errors.INVALID_TXN_STATE,
-                f"producer {self.producer_id} has a transaction open on {self.topic_partition} since "
-                f"offset {txn_first}, so it may not write a non-transactional batch (offset "
-                f"{first_offset}) before that transaction is committed or aborted")
+            raise self._plain_batch_in_open_txn(txn_first, first_offset)
         if txn_first is None and is_transactional:
             updated.current_txn_first_offset = first_offset
             txn: TxnMetadata = _new(TxnMetadata)    # TxnMetadata(pid, first_offset), without the class call
@@ -136,7 +132,32 @@ class ProducerAppendInfo:
                                     marker_batch.max_timestamp)
         return completed
 
+    def validate(self, batch: RecordBatch, transaction_version: int = TV_UNKNOWN, check_sequence: bool = True) -> None:
+        """Raise what ``append`` would of this one batch, changing nothing: for an info whose updated entry is the
+        stored one (``ProducerStateManager.prepare_in_place_update``), applied once the batch is written."""
+        if batch.is_control:
+            if batch.record_count:      # (an emptied control batch is not checked: see append)
+                tv = 0 if transaction_version == TV_UNKNOWN else transaction_version
+                self._check_producer_epoch(batch.producer_epoch, batch.base_offset, tv, batch)
+                coordinator_epoch = batch.coordinator_epoch
+                self._check_coordinator_epoch(-1 if coordinator_epoch is None else coordinator_epoch, batch)
+            return
+        epoch, first_offset = batch.producer_epoch, batch.base_offset
+        self._check_producer_epoch(epoch, first_offset, TV_UNKNOWN, None)
+        if check_sequence and self.origin is AppendOrigin.CLIENT:
+            self._check_sequence(epoch, batch.base_sequence, first_offset)
+        txn_first = self.updated_entry.current_txn_first_offset
+        if txn_first is not None and not batch.is_transactional:
+            raise self._plain_batch_in_open_txn(txn_first, first_offset)
+
     # -- the rules ------------------------------------------------------------
+    def _plain_batch_in_open_txn(self, txn_first: int, first_offset: int) -> ProtocolError:
+        return ProtocolError(
+            Errors.INVALID_TXN_STATE,
+            f"producer {self.producer_id} has a transaction open on {self.topic_partition} since "
+            f"offset {txn_first}, so it may not write a non-transactional batch (offset "
+            f"{first_offset}) before that transaction is committed or aborted")
+
     def _check_producer_epoch(self, epoch: int, offset: int, transaction_version: int,
                               marker: RecordBatch | None) -> None:
         current = self.updated_entry.producer_epoch
@@ -285,6 +306,18 @@ class ProducerStateManager:
         info.updated_entry = entry.copy_without_batches()
         return info
 
+    def prepare_in_place_update(self, entry: ProducerStateEntry, origin: AppendOrigin) -> ProducerAppendInfo:
+        """``prepare_update`` for one batch of a stored ``entry``: the info's updated entry is the entry itself, so
+        the info only ``validate``s the batch (nothing to copy, then fold back); ``append_in_place`` applies it."""
+        info: ProducerAppendInfo = _new(ProducerAppendInfo)
+        info.topic_partition = self.topic_partition
+        info.producer_id = entry.producer_id
+        info.current_entry = info.updated_entry = entry
+        info.origin = origin
+        info.verification_state_entry = self.verification_states.get(entry.producer_id)
+        info.transactions = []
+        return info
+
     def update(self, append_info: ProducerAppendInfo) -> None:
         producer_id = append_info.producer_id
         if producer_id == NO_PRODUCER_ID:
@@ -298,10 +331,10 @@ class ProducerStateManager:
         for txn in append_info.transactions:
             _insert_sorted(self.ongoing_txns, txn.first_offset, txn)
 
-    def append_replicated(self, entry: ProducerStateEntry, batch: RecordBatch) -> CompletedTxn | None:
-        """What ``prepare_update`` + ``append`` + ``update`` do with one REPLICATION batch of a stored ``entry``,
-        done to the entry itself: the caller has checked that no rule rejects the batch and written it, so there
-        is nothing to roll back.  A marker returns the transaction it completes (for the caller to complete)."""
+    def append_in_place(self, entry: ProducerStateEntry, batch: RecordBatch) -> CompletedTxn | None:
+        """What ``prepare_update`` + ``append`` + ``update`` do with one batch of a stored ``entry``, done to the entry
+        itself: the caller has checked the batch (``validate``, or no rule rejects it) and written it, so there is
+        nothing to roll back.  A marker returns the transaction it completes (for the caller to complete)."""
         producer_id = batch.producer_id
         if batch.is_transactional:
             self.verification_states.pop(producer_id, None)

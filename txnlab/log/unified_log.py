@@ -19,8 +19,9 @@ from .leader_epoch_cache import UNDEFINED_EPOCH, UNDEFINED_EPOCH_OFFSET, LeaderE
 from .log_append_info import LogAppendInfo, ProducerDescription
 from .log_config import DEFAULT_CONFIG
 from .log_segment import BatchesView, LogSegment
+from .log_validator import validate_leader_batches
 from .producer_state import (TV_UNKNOWN, AppendOrigin, BatchMetadata, CompletedTxn,
-                             ProducerAppendInfo, ProducerStateManager, ProducerStateSnapshot)
+                             ProducerAppendInfo, ProducerStateEntry, ProducerStateManager, ProducerStateSnapshot)
 from ..protocol.record_batch import NO_TIMESTAMP, ControlRecordType, RecordBatch
 from .txn_index import AbortedTxn, TransactionIndex
 from .verification import VerificationGuard
@@ -147,7 +148,8 @@ class UnifiedLog:
             batches = (batches,)
         if not batches:
             return LogAppendInfo(-1, -1, log_start_offset=self.log_start_offset)
-        size = self._validate_leader_batches(batches, origin)
+        size = validate_leader_batches(batches, origin, self.topic_partition, self._max_message_bytes,
+                                       self._segment_bytes)
         append_time = now if self._log_append_time else None
         offset = self.log_end_offset
         assigned = []
@@ -198,48 +200,12 @@ class UnifiedLog:
             # One batch of a producer known here that no rule rejects (a REPLICATION append is not validated, bar a
             # plain batch in an open txn): replication's common case updates the entry in place once it is written
             self._write(batches, size)
-            txn = psm.append_replicated(entry, batch)
+            txn = psm.append_in_place(entry, batch)
             self._apply_producer_state((), (txn,)) if txn is not None else self._update_first_unstable_offset()
             return
         infos, completed, _ = self._analyze_and_validate_producer_state(batches, _REPLICATION, None, TV_UNKNOWN)
         self._write(batches, size)
         self._apply_producer_state(infos.values(), completed)
-
-    def _validate_leader_batches(self, batches: Sequence[RecordBatch], origin: AppendOrigin) -> int:
-        """LogValidator + the request-level checks; returns the total size."""
-        tp = self.topic_partition
-        total = 0
-        txn_pid = None
-        for batch in batches:
-            if not batch.record_count:
-                raise ProtocolError(Errors.INVALID_RECORD, f"a record batch with no records was sent to {tp}")
-            size = batch.size_in_bytes
-            if size > self._max_message_bytes:
-                raise ProtocolError(Errors.MESSAGE_TOO_LARGE,
-                                    f"a batch of {size} bytes is larger than max.message.bytes="
-                                    f"{self._max_message_bytes} of {tp}")
-            if origin is _CLIENT:
-                if batch.is_control:
-                    raise ProtocolError(Errors.INVALID_RECORD,
-                                        f"clients are not allowed to write control records to {tp}: "
-                                        f"COMMIT/ABORT markers come only from the transaction coordinator")
-                if batch.producer_id >= 0 and batch.base_sequence < 0:
-                    raise ProtocolError(Errors.INVALID_RECORD,
-                                        f"batch from producer {batch.producer_id} to {tp} has sequence "
-                                        f"{batch.base_sequence}: an idempotent producer must number its batches")
-            if batch.is_transactional and batch.producer_id >= 0:
-                if txn_pid is None:
-                    txn_pid = batch.producer_id
-                elif txn_pid != batch.producer_id:
-                    raise ProtocolError(Errors.INVALID_PRODUCER_ID_MAPPING,
-                                        f"transactional batches to {tp} carry more than one producer id "
-                                        f"({txn_pid} and {batch.producer_id})")
-            total += size
-        if total > self._segment_bytes:
-            raise ProtocolError(Errors.RECORD_LIST_TOO_LARGE,
-                                f"the request's {total} bytes do not fit in one segment "
-                                f"(segment.bytes={self._segment_bytes}) of {tp}")
-        return total
 
     def _append(self, batches: Sequence[RecordBatch], origin: AppendOrigin, transaction_version: int,
                 verification_guard: VerificationGuard | None, size: int,
@@ -250,8 +216,11 @@ class UnifiedLog:
             num_records += batch.record_count
             producer = producer or batch.producer_id >= 0
         if producer:
+            # one batch of a producer known here (the common case) is checked against its entry, and updated in place
+            first = batches[0]
+            entry = self._psm.producers.get(first.producer_id) if len(batches) == 1 else None
             infos, completed, duplicate = self._analyze_and_validate_producer_state(
-                batches, origin, verification_guard, transaction_version)
+                batches, origin, verification_guard, transaction_version, entry)
             if duplicate is not None:
                 return LogAppendInfo(duplicate.first_offset, duplicate.last_offset, duplicate.timestamp,
                                      True, num_records, len(batches), self.log_start_offset)
@@ -259,7 +228,12 @@ class UnifiedLog:
         # (batches without a producer id -- the coordinators' own logs -- leave the producer state as it was, and with
         # it the first unstable offset and the LSO: the HW did not move either)
         if producer:
-            self._apply_producer_state(infos.values(), completed)
+            if entry is None:
+                self._apply_producer_state(infos.values(), completed)
+            elif (txn := self._psm.append_in_place(entry, first)) is None:
+                self._update_first_unstable_offset()
+            else:
+                self._apply_producer_state((), (txn,))
         # LogAppendInfo(...), all seven fields in order, as its own __new__ builds it (not called: ~2,100 instr.)
         return tuple.__new__(LogAppendInfo, (batches[0].base_offset, batches[-1].last_offset, log_append_time, False,
                                              num_records, len(batches), self.log_start_offset))
@@ -285,8 +259,11 @@ class UnifiedLog:
 
     def _analyze_and_validate_producer_state(
             self, batches: Sequence[RecordBatch], origin: AppendOrigin,
-            verification_guard: VerificationGuard | None, transaction_version: int
+            verification_guard: VerificationGuard | None, transaction_version: int,
+            in_place: ProducerStateEntry | None = None
     ) -> tuple[dict[int, ProducerAppendInfo], list[CompletedTxn], BatchMetadata | None]:
+        """The infos to apply once the batches are written, the txns they complete, or a duplicate's metadata.  With
+        ``in_place`` (the stored entry of the one batch's producer) the batch is only checked against that entry."""
         psm = self._psm
         infos: dict[int, ProducerAppendInfo] = {}
         completed: list[CompletedTxn] = []
@@ -311,6 +288,9 @@ class UnifiedLog:
                     Errors.INVALID_TXN_STATE,
                     f"producer {pid} has no open transaction on {self.topic_partition} and this "
                     f"transactional batch was not verified with the transaction coordinator (KIP-890)")
+            if in_place is not None:    # (append_in_place applies it, and forgets the verification state, once written)
+                psm.prepare_in_place_update(in_place, origin).validate(batch, transaction_version, check_sequence)
+                break
             info = infos.get(pid)
             if info is None:
                 info = infos[pid] = psm.prepare_update(pid, origin)
