@@ -358,7 +358,8 @@ class ProducerStateManager:
             txn.producer_id = producer_id
             txn.first_offset = first_offset
             txn.last_offset = None
-            _insert_sorted(self.ongoing_txns, first_offset, txn)
+            # (no _insert_sorted: the batch is the log's newest, so its txn starts after every txn open here)
+            self.ongoing_txns[first_offset] = txn
         return None
 
     def update_map_end_offset(self, offset: int) -> None:
@@ -392,8 +393,10 @@ class ProducerStateManager:
         txns = self.unreplicated_txns
         if not txns:
             return
-        done = [first for first, txn in txns.items()
-                if txn.last_offset is not None and txn.last_offset < offset]
+        done = []       # (a loop, not a list comprehension: CPython 3.11 calls one as a function; 5 times a txn)
+        for first, txn in txns.items():
+            if txn.last_offset is not None and txn.last_offset < offset:
+                done.append(first)
         for first in done:
             del txns[first]
 

@@ -241,7 +241,7 @@ class UnifiedLog:
     def _write(self, batches: Sequence[RecordBatch], size: int) -> None:
         """Put accepted batches at the log's end (a new segment when the active one is full), note new leader epochs."""
         active = self._segments[-1]
-        if active.size_in_bytes > 0 and active.size_in_bytes + size > self._segment_bytes:
+        if active.size_in_bytes + size > self._segment_bytes and active.size_in_bytes > 0:     # (rarely full: first)
             self._roll(max(batches[0].base_offset, self.log_end_offset))
             active = self._segments[-1]
         self._batches.extend(batches)
@@ -250,12 +250,15 @@ class UnifiedLog:
         self.log_end_offset = batches[-1].next_offset
         self._psm.last_map_offset = self.log_end_offset     # (what the batches change of it: the caller's)
         entries = self.epoch_entries
+        latest = entries[-1] if entries else None
+        base_offsets = self._base_offsets
         for batch in batches:
-            self._base_offsets.append(batch.base_offset)
+            base_offset = batch.base_offset
+            base_offsets.append(base_offset)
             epoch = batch.partition_leader_epoch
-            if epoch >= 0 and not (entries and entries[-1].epoch == epoch       # (an append in the latest
-                                   and entries[-1].start_offset <= batch.base_offset):  # epoch: nothing to assign)
-                self._epoch_cache.assign(epoch, batch.base_offset)
+            if epoch >= 0 and (latest is None or latest.epoch != epoch or latest.start_offset > base_offset):
+                self._epoch_cache.assign(epoch, base_offset)     # (not for an append in the latest epoch)
+                latest = entries[-1] if entries else None
 
     def _analyze_and_validate_producer_state(
             self, batches: Sequence[RecordBatch], origin: AppendOrigin,
