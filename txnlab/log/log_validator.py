@@ -20,7 +20,7 @@ def validate_leader_batches(batches: Sequence[RecordBatch], origin: AppendOrigin
     for batch in batches:
         if not batch.record_count:
             raise ProtocolError(Errors.INVALID_RECORD, f"a record batch with no records was sent to {tp}")
-        size = batch.size_in_bytes
+        size = batch._size or batch.size_in_bytes      # (the property, without its call when known)
         if size > max_message_bytes:
             raise ProtocolError(Errors.MESSAGE_TOO_LARGE,
                                 f"a batch of {size} bytes is larger than max.message.bytes="

@@ -17,7 +17,7 @@ from .._mypyc import new as _new    # object.__new__ (compiled by mypyc: the cla
 
 from .producer_state_entry import (NUM_BATCHES_TO_RETAIN, BatchMetadata, CompletedTxn,  # noqa: F401
                                    ProducerStateEntry, TxnMetadata)
-from ..protocol.record_batch import (INT32_MAX, NO_PRODUCER_EPOCH, NO_PRODUCER_ID, NO_SEQUENCE,
+from ..protocol.record_batch import (INT32_MAX, NO_PRODUCER_EPOCH, NO_PRODUCER_ID, NO_SEQUENCE, NO_TIMESTAMP,
                            ControlRecordType, RecordBatch, increment_sequence)
 from .verification import VerificationGuard, VerificationStateEntry
 
@@ -48,6 +48,12 @@ class ProducerStateSnapshot(NamedTuple):
     """The content of ``<offset>.snapshot``: the producer table as of ``offset``."""
     offset: int
     entries: tuple[SnapshotEntry, ...]
+
+
+# the members as module constants: an Enum's member read off its class (AppendOrigin.CLIENT) costs CPython 3.11 a few
+# times a plain attribute, and the rules read them for every batch on every replica
+_CLIENT, _REPLICATION = AppendOrigin.CLIENT, AppendOrigin.REPLICATION
+_ABORT = ControlRecordType.ABORT
 
 
 def _marker_name(batch: RecordBatch) -> str:
@@ -92,7 +98,7 @@ class ProducerAppendInfo:
                           first_offset: int, last_offset: int, is_transactional: bool,
                           check_sequence: bool = True) -> None:
         self._check_producer_epoch(epoch, first_offset, TV_UNKNOWN, None)
-        if check_sequence and self.origin is AppendOrigin.CLIENT:
+        if check_sequence and self.origin is _CLIENT:
             self._check_sequence(epoch, first_seq, first_offset)
         updated = self.updated_entry
         updated.add_batch(epoch, last_seq, last_offset, last_offset - first_offset, last_timestamp)
@@ -127,7 +133,7 @@ class ProducerAppendInfo:
             # CompletedTxn(...), all four fields in order, as its own __new__ builds it (without the class call)
             completed = tuple.__new__(CompletedTxn, (self.producer_id, updated.current_txn_first_offset,
                                                      marker_batch.base_offset,
-                                                     marker_batch.control_type == ControlRecordType.ABORT))
+                                                     marker_batch.control_type == _ABORT))
         updated.update_after_marker(marker_batch.producer_epoch, coordinator_epoch,
                                     marker_batch.max_timestamp)
         return completed
@@ -144,7 +150,7 @@ class ProducerAppendInfo:
             return
         epoch, first_offset = batch.producer_epoch, batch.base_offset
         self._check_producer_epoch(epoch, first_offset, TV_UNKNOWN, None)
-        if check_sequence and self.origin is AppendOrigin.CLIENT:
+        if check_sequence and self.origin is _CLIENT:
             self._check_sequence(epoch, batch.base_sequence, first_offset)
         txn_first = self.updated_entry.current_txn_first_offset
         if txn_first is not None and not batch.is_transactional:
@@ -165,7 +171,7 @@ class ProducerAppendInfo:
         if (epoch <= current) if strict else (epoch < current):
             if strict and epoch == current and self.updated_entry.current_txn_first_offset is None:
                 return  # KAFKA-19999: a retried TV2 marker for a transaction that already ended
-            if self.origin is AppendOrigin.REPLICATION:
+            if self.origin is _REPLICATION:
                 return  # Kafka only logs: the leader accepted it, the follower must copy it
             tp = self.topic_partition
             if marker is None:
@@ -184,7 +190,7 @@ class ProducerAppendInfo:
 
     def _check_coordinator_epoch(self, coordinator_epoch: int, marker: RecordBatch) -> None:
         current = self.updated_entry.coordinator_epoch
-        if current > coordinator_epoch and self.origin is not AppendOrigin.REPLICATION:
+        if current > coordinator_epoch and self.origin is not _REPLICATION:
             raise ProtocolError(
                 Errors.TRANSACTION_COORDINATOR_FENCED,
                 f"{_marker_name(marker)} marker for producer {self.producer_id} on "
@@ -338,20 +344,27 @@ class ProducerStateManager:
         producer_id = batch.producer_id
         if batch.is_transactional:
             self.verification_states.pop(producer_id, None)
+        # batch.max_timestamp from its field when known: a property costs CPython 3.11 a C call that runs the getter in
+        # a new interpreter loop (~2,000 instructions), and this runs for every batch on every replica
+        timestamp = batch._max_ts
+        if timestamp is None or batch.log_append_time != NO_TIMESTAMP:
+            timestamp = batch.max_timestamp
         if batch.is_control:
             first = entry.current_txn_first_offset
             coordinator_epoch = batch.coordinator_epoch
             entry.update_after_marker(batch.producer_epoch, -1 if coordinator_epoch is None else coordinator_epoch,
-                                      batch.max_timestamp)
+                                      timestamp)
             if first is None:
                 return None
             # CompletedTxn(...), all four fields in order, as its own __new__ builds it (without the class call)
             return tuple.__new__(CompletedTxn, (producer_id, first, batch.base_offset,
-                                                batch.control_type == ControlRecordType.ABORT))
+                                                batch.control_type == _ABORT))
         first_offset = batch.base_offset
-        last_offset = batch.last_offset
-        entry.add_batch(batch.producer_epoch, batch.last_sequence, last_offset, last_offset - first_offset,
-                        batch.max_timestamp)
+        offset_delta = batch.last_offset - first_offset
+        base_sequence = batch.base_sequence     # batch.last_sequence, without the property when it does not wrap
+        last_sequence = base_sequence + offset_delta if 0 <= base_sequence <= INT32_MAX - offset_delta \
+            else batch.last_sequence
+        entry.add_batch(batch.producer_epoch, last_sequence, batch.last_offset, offset_delta, timestamp)
         if batch.is_transactional and entry.current_txn_first_offset is None:
             entry.current_txn_first_offset = first_offset
             txn: TxnMetadata = _new(TxnMetadata)    # TxnMetadata(pid, first_offset), without the class call

@@ -26,7 +26,7 @@ from ..protocol.record_batch import NO_TIMESTAMP, ControlRecordType, RecordBatch
 from .txn_index import AbortedTxn, TransactionIndex
 from .verification import VerificationGuard
 
-_CLIENT, _REPLICATION = AppendOrigin.CLIENT, AppendOrigin.REPLICATION
+_CLIENT, _REPLICATION, _COORDINATOR = AppendOrigin.CLIENT, AppendOrigin.REPLICATION, AppendOrigin.COORDINATOR
 
 
 class UnifiedLog:
@@ -167,8 +167,8 @@ class UnifiedLog:
         marker = RecordBatch.control(control_type, producer_id, producer_epoch, coordinator_epoch, now)
         marker = marker.with_base_offset(self.log_end_offset, leader_epoch,
                                          now if self._log_append_time else None)
-        info = self._append((marker,), AppendOrigin.COORDINATOR, transaction_version, None,
-                            marker.size_in_bytes, NO_TIMESTAMP)
+        info = self._append((marker,), _COORDINATOR, transaction_version, None,
+                            marker._size or marker.size_in_bytes, NO_TIMESTAMP)
         return info.first_offset
 
     def append_as_follower(self, batches: Sequence[RecordBatch], now: int) -> None:
