@@ -223,7 +223,7 @@ class ProducerAppendInfo:
                     f"it starts at {first_seq}")
             return
         if updated.batch_metadata:
-            current_last = updated.last_seq
+            current_last = updated.batch_metadata[-1].last_seq      # (updated.last_seq, without the property)
         elif epoch == self.current_entry.producer_epoch:
             current_last = self.current_entry.last_seq
         else:

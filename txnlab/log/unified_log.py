@@ -247,8 +247,8 @@ class UnifiedLog:
         self._batches.extend(batches)
         active.size_in_bytes += size
         self._last_append = tuple(batches)      # (the same object when it is a tuple: a follower's append)
-        self.log_end_offset = batches[-1].next_offset
-        self._psm.last_map_offset = self.log_end_offset     # (what the batches change of it: the caller's)
+        # (the producer state's map end offset moves with the LEO; what the batches change of it is the caller's)
+        self.log_end_offset = self._psm.last_map_offset = batches[-1].next_offset
         entries = self.epoch_entries
         latest = entries[-1] if entries else None
         base_offsets = self._base_offsets
