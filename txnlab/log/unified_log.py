@@ -201,7 +201,10 @@ class UnifiedLog:
             # plain batch in an open txn): replication's common case updates the entry in place once it is written
             self._write(batches, size)
             txn = psm.append_in_place(entry, batch)
-            self._apply_producer_state((), (txn,)) if txn is not None else self._update_first_unstable_offset()
+            if txn is None:
+                self._update_first_unstable_offset()
+            else:
+                self._apply_producer_state((), (txn,))
             return
         infos, completed, _ = self._analyze_and_validate_producer_state(batches, _REPLICATION, None, TV_UNKNOWN)
         self._write(batches, size)
