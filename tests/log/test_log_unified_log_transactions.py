@@ -3,7 +3,7 @@ import random
 
 import pytest
 
-from txnlab.log import AbortedTxn, UnifiedLog, VerificationGuard
+from txnlab.log import AbortedTxn, ControlRecordType, ProducerDescription, RecordBatch, UnifiedLog, VerificationGuard
 from txnlab.protocol.errors import Errors
 
 from txnlog_kit import OTHER_PID, PID, append, data, expect_error, marker, new_log, offsets, plain
@@ -180,6 +180,29 @@ def test_follower_copy_reaches_the_same_producer_state_and_index():
     assert follower.leader_epoch_cache.entries == leader.leader_epoch_cache.entries == [(1, 0), (2, 4)]
     follower.update_high_watermark(follower.log_end_offset)
     assert follower.last_stable_offset == 7 and follower.first_unstable_offset is None
+
+
+def test_follower_copies_what_its_leader_accepted_without_the_epoch_checks():
+    # REPLICATION appends are not validated (Kafka only logs): an older producer epoch and a marker from an older
+    # coordinator epoch are copied, and the stored entry follows them
+    follower = new_log()
+    follower.append_as_follower((data(1, epoch=1, seq=0, txn=True, ts=5).with_base_offset(0, 0),), now=0)
+    follower.append_as_follower((RecordBatch.control(ControlRecordType.COMMIT, PID, 1, 3, 6).with_base_offset(1, 0),),
+                                now=0)
+    follower.append_as_follower((data(2, epoch=0, seq=7, txn=True, ts=7).with_base_offset(2, 0),), now=0)
+    follower.append_as_follower((RecordBatch.control(ControlRecordType.ABORT, PID, 0, 2, 8).with_base_offset(4, 0),),
+                                now=0)
+    assert follower.describe_producers() == [ProducerDescription(PID, 0, 8, 8, 2, -1)]
+    assert follower.txn_index.all() == [AbortedTxn(PID, 2, 4, 5)]
+
+
+def test_follower_refuses_a_plain_batch_inside_an_open_transaction():
+    follower = new_log()
+    follower.append_as_follower((data(1, seq=0, txn=True).with_base_offset(0, 0),), now=0)
+    before = follower.describe_producers()
+    expect_error(Errors.INVALID_TXN_STATE, follower.append_as_follower, (data(1, seq=1).with_base_offset(1, 0),), 0)
+    assert follower.log_end_offset == 1 and follower.describe_producers() == before
+    assert follower.first_unstable_offset == 0
 
 
 def test_follower_refuses_batches_below_its_log_end():

@@ -17,7 +17,7 @@ from .._mypyc import new as _new    # object.__new__ (compiled by mypyc: the cla
 
 from .producer_state_entry import (NUM_BATCHES_TO_RETAIN, BatchMetadata, CompletedTxn,  # noqa: F401
                                    ProducerStateEntry, TxnMetadata)
-from ..protocol.record_batch import (INT32_MAX, NO_PRODUCER_EPOCH, NO_PRODUCER_ID, NO_SEQUENCE,
+from ..protocol.record_batch import (INT32_MAX, NO_PRODUCER_EPOCH, NO_PRODUCER_ID, NO_SEQUENCE, NO_TIMESTAMP,
                            ControlRecordType, RecordBatch, increment_sequence)
 from .verification import VerificationGuard, VerificationStateEntry
 
@@ -48,6 +48,12 @@ class ProducerStateSnapshot(NamedTuple):
     """The content of ``<offset>.snapshot``: the producer table as of ``offset``."""
     offset: int
     entries: tuple[SnapshotEntry, ...]
+
+
+# the members as module constants: an Enum's member read off its class (AppendOrigin.CLIENT) costs CPython 3.11 a few
+# times a plain attribute, and the rules read them for every batch on every replica
+_CLIENT, _REPLICATION = AppendOrigin.CLIENT, AppendOrigin.REPLICATION
+_ABORT = ControlRecordType.ABORT
 
 
 def _marker_name(batch: RecordBatch) -> str:
@@ -92,17 +98,13 @@ class ProducerAppendInfo:
                           first_offset: int, last_offset: int, is_transactional: bool,
                           check_sequence: bool = True) -> None:
         self._check_producer_epoch(epoch, first_offset, TV_UNKNOWN, None)
-        if check_sequence and self.origin is AppendOrigin.CLIENT:
+        if check_sequence and self.origin is _CLIENT:
             self._check_sequence(epoch, first_seq, first_offset)
         updated = self.updated_entry
         updated.add_batch(epoch, last_seq, last_offset, last_offset - first_offset, last_timestamp)
         txn_first = updated.current_txn_first_offset
         if txn_first is not None and not is_transactional:
-            raise ProtocolError(
-                Errors.INVALID_TXN_STATE,
-                f"producer {self.producer_id} has a transaction open on {self.topic_partition} since "
-                f"offset {txn_first}, so it may not write a non-transactional batch (offset "
-                f"{first_offset}) before that transaction is committed or aborted")
+            raise self._plain_batch_in_open_txn(txn_first, first_offset)
         if txn_first is None and is_transactional:
             updated.current_txn_first_offset = first_offset
             txn: TxnMetadata = _new(TxnMetadata)    # TxnMetadata(pid, first_offset), without the class call
@@ -131,12 +133,37 @@ class ProducerAppendInfo:
             # CompletedTxn(...), all four fields in order, as its own __new__ builds it (without the class call)
             completed = tuple.__new__(CompletedTxn, (self.producer_id, updated.current_txn_first_offset,
                                                      marker_batch.base_offset,
-                                                     marker_batch.control_type == ControlRecordType.ABORT))
+                                                     marker_batch.control_type == _ABORT))
         updated.update_after_marker(marker_batch.producer_epoch, coordinator_epoch,
                                     marker_batch.max_timestamp)
         return completed
 
+    def validate(self, batch: RecordBatch, transaction_version: int = TV_UNKNOWN, check_sequence: bool = True) -> None:
+        """Raise what ``append`` would of this one batch, changing nothing: for an info whose updated entry is the
+        stored one (``ProducerStateManager.prepare_in_place_update``), applied once the batch is written."""
+        if batch.is_control:
+            if batch.record_count:      # (an emptied control batch is not checked: see append)
+                tv = 0 if transaction_version == TV_UNKNOWN else transaction_version
+                self._check_producer_epoch(batch.producer_epoch, batch.base_offset, tv, batch)
+                coordinator_epoch = batch.coordinator_epoch
+                self._check_coordinator_epoch(-1 if coordinator_epoch is None else coordinator_epoch, batch)
+            return
+        epoch, first_offset = batch.producer_epoch, batch.base_offset
+        self._check_producer_epoch(epoch, first_offset, TV_UNKNOWN, None)
+        if check_sequence and self.origin is _CLIENT:
+            self._check_sequence(epoch, batch.base_sequence, first_offset)
+        txn_first = self.updated_entry.current_txn_first_offset
+        if txn_first is not None and not batch.is_transactional:
+            raise self._plain_batch_in_open_txn(txn_first, first_offset)
+
     # -- the rules ------------------------------------------------------------
+    def _plain_batch_in_open_txn(self, txn_first: int, first_offset: int) -> ProtocolError:
+        return ProtocolError(
+            Errors.INVALID_TXN_STATE,
+            f"producer {self.producer_id} has a transaction open on {self.topic_partition} since "
+            f"offset {txn_first}, so it may not write a non-transactional batch (offset "
+            f"{first_offset}) before that transaction is committed or aborted")
+
     def _check_producer_epoch(self, epoch: int, offset: int, transaction_version: int,
                               marker: RecordBatch | None) -> None:
         current = self.updated_entry.producer_epoch
@@ -144,7 +171,7 @@ class ProducerAppendInfo:
         if (epoch <= current) if strict else (epoch < current):
             if strict and epoch == current and self.updated_entry.current_txn_first_offset is None:
                 return  # KAFKA-19999: a retried TV2 marker for a transaction that already ended
-            if self.origin is AppendOrigin.REPLICATION:
+            if self.origin is _REPLICATION:
                 return  # Kafka only logs: the leader accepted it, the follower must copy it
             tp = self.topic_partition
             if marker is None:
@@ -163,7 +190,7 @@ class ProducerAppendInfo:
 
     def _check_coordinator_epoch(self, coordinator_epoch: int, marker: RecordBatch) -> None:
         current = self.updated_entry.coordinator_epoch
-        if current > coordinator_epoch and self.origin is not AppendOrigin.REPLICATION:
+        if current > coordinator_epoch and self.origin is not _REPLICATION:
             raise ProtocolError(
                 Errors.TRANSACTION_COORDINATOR_FENCED,
                 f"{_marker_name(marker)} marker for producer {self.producer_id} on "
@@ -196,7 +223,7 @@ class ProducerAppendInfo:
                     f"it starts at {first_seq}")
             return
         if updated.batch_metadata:
-            current_last = updated.last_seq
+            current_last = updated.batch_metadata[-1].last_seq      # (updated.last_seq, without the property)
         elif epoch == self.current_entry.producer_epoch:
             current_last = self.current_entry.last_seq
         else:
@@ -285,6 +312,18 @@ class ProducerStateManager:
         info.updated_entry = entry.copy_without_batches()
         return info
 
+    def prepare_in_place_update(self, entry: ProducerStateEntry, origin: AppendOrigin) -> ProducerAppendInfo:
+        """``prepare_update`` for one batch of a stored ``entry``: the info's updated entry is the entry itself, so
+        the info only ``validate``s the batch (nothing to copy, then fold back); ``append_in_place`` applies it."""
+        info: ProducerAppendInfo = _new(ProducerAppendInfo)
+        info.topic_partition = self.topic_partition
+        info.producer_id = entry.producer_id
+        info.current_entry = info.updated_entry = entry
+        info.origin = origin
+        info.verification_state_entry = self.verification_states.get(entry.producer_id)
+        info.transactions = []
+        return info
+
     def update(self, append_info: ProducerAppendInfo) -> None:
         producer_id = append_info.producer_id
         if producer_id == NO_PRODUCER_ID:
@@ -297,6 +336,44 @@ class ProducerStateManager:
             self.producers[producer_id] = updated
         for txn in append_info.transactions:
             _insert_sorted(self.ongoing_txns, txn.first_offset, txn)
+
+    def append_in_place(self, entry: ProducerStateEntry, batch: RecordBatch) -> CompletedTxn | None:
+        """What ``prepare_update`` + ``append`` + ``update`` do with one batch of a stored ``entry``, done to the entry
+        itself: the caller has checked the batch (``validate``, or no rule rejects it) and written it, so there is
+        nothing to roll back.  A marker returns the transaction it completes (for the caller to complete)."""
+        producer_id = batch.producer_id
+        if batch.is_transactional:
+            self.verification_states.pop(producer_id, None)
+        # batch.max_timestamp from its field when known: a property costs CPython 3.11 a C call that runs the getter in
+        # a new interpreter loop (~2,000 instructions), and this runs for every batch on every replica
+        timestamp = batch._max_ts
+        if timestamp is None or batch.log_append_time != NO_TIMESTAMP:
+            timestamp = batch.max_timestamp
+        if batch.is_control:
+            first = entry.current_txn_first_offset
+            coordinator_epoch = batch.coordinator_epoch
+            entry.update_after_marker(batch.producer_epoch, -1 if coordinator_epoch is None else coordinator_epoch,
+                                      timestamp)
+            if first is None:
+                return None
+            # CompletedTxn(...), all four fields in order, as its own __new__ builds it (without the class call)
+            return tuple.__new__(CompletedTxn, (producer_id, first, batch.base_offset,
+                                                batch.control_type == _ABORT))
+        first_offset = batch.base_offset
+        offset_delta = batch.last_offset - first_offset
+        base_sequence = batch.base_sequence     # batch.last_sequence, without the property when it does not wrap
+        last_sequence = base_sequence + offset_delta if 0 <= base_sequence <= INT32_MAX - offset_delta \
+            else batch.last_sequence
+        entry.add_batch(batch.producer_epoch, last_sequence, batch.last_offset, offset_delta, timestamp)
+        if batch.is_transactional and entry.current_txn_first_offset is None:
+            entry.current_txn_first_offset = first_offset
+            txn: TxnMetadata = _new(TxnMetadata)    # TxnMetadata(pid, first_offset), without the class call
+            txn.producer_id = producer_id
+            txn.first_offset = first_offset
+            txn.last_offset = None
+            # (no _insert_sorted: the batch is the log's newest, so its txn starts after every txn open here)
+            self.ongoing_txns[first_offset] = txn
+        return None
 
     def update_map_end_offset(self, offset: int) -> None:
         self.last_map_offset = offset
@@ -329,8 +406,10 @@ class ProducerStateManager:
         txns = self.unreplicated_txns
         if not txns:
             return
-        done = [first for first, txn in txns.items()
-                if txn.last_offset is not None and txn.last_offset < offset]
+        done = []       # (a loop, not a list comprehension: CPython 3.11 calls one as a function; 5 times a txn)
+        for first, txn in txns.items():
+            if txn.last_offset is not None and txn.last_offset < offset:
+                done.append(first)
         for first in done:
             del txns[first]
 

@@ -97,7 +97,9 @@ class ProducerStateEntry:
 
     def add_batch(self, producer_epoch: int, last_seq: int, last_offset: int,
                   offset_delta: int, timestamp: int) -> None:
-        self.maybe_update_producer_epoch(producer_epoch)
+        if self.producer_epoch != producer_epoch:     # maybe_update_producer_epoch, inlined (once per batch)
+            self.batch_metadata.clear()
+            self.producer_epoch = producer_epoch
         b: BatchMetadata = _new(BatchMetadata)    # BatchMetadata(last_seq, ...), without the class call
         b.last_seq = last_seq
         b.last_offset = last_offset
@@ -116,7 +118,9 @@ class ProducerStateEntry:
 
     def update_after_marker(self, producer_epoch: int, coordinator_epoch: int, timestamp: int) -> None:
         """``update(epoch, coordinatorEpoch, timestamp)``: a marker ends the open transaction."""
-        self.maybe_update_producer_epoch(producer_epoch)
+        if self.producer_epoch != producer_epoch:     # maybe_update_producer_epoch, inlined (once per marker)
+            self.batch_metadata.clear()
+            self.producer_epoch = producer_epoch
         self.coordinator_epoch = coordinator_epoch
         self.current_txn_first_offset = None
         self.last_timestamp = timestamp

@@ -10,32 +10,23 @@ the memory the way Kafka's log loading does.
 from __future__ import annotations
 
 from bisect import bisect_right
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from itertools import islice
 
 from txnlab.protocol.errors import Errors, ProtocolError
 
 from .leader_epoch_cache import UNDEFINED_EPOCH, UNDEFINED_EPOCH_OFFSET, LeaderEpochFileCache
 from .log_append_info import LogAppendInfo, ProducerDescription
+from .log_config import DEFAULT_CONFIG
 from .log_segment import BatchesView, LogSegment
+from .log_validator import validate_leader_batches
 from .producer_state import (TV_UNKNOWN, AppendOrigin, BatchMetadata, CompletedTxn,
-                             ProducerAppendInfo, ProducerStateManager, ProducerStateSnapshot)
+                             ProducerAppendInfo, ProducerStateEntry, ProducerStateManager, ProducerStateSnapshot)
 from ..protocol.record_batch import NO_TIMESTAMP, ControlRecordType, RecordBatch
 from .txn_index import AbortedTxn, TransactionIndex
 from .verification import VerificationGuard
 
-DEFAULT_CONFIG: dict[str, object] = {
-    "segment.bytes": 1_073_741_824,
-    "producer.id.expiration.ms": 86_400_000,
-    "max.message.bytes": 1_048_588,
-    "message.timestamp.type": "CreateTime",
-    # Kafka's broker default is true (since 3.6). The log layer defaults to false so
-    # that appends need no VerificationGuard unless the broker turns KIP-890 on.
-    "transaction.partition.verification.enable": False,
-}
-
-_CLIENT = AppendOrigin.CLIENT
-_REPLICATION = AppendOrigin.REPLICATION
+_CLIENT, _REPLICATION, _COORDINATOR = AppendOrigin.CLIENT, AppendOrigin.REPLICATION, AppendOrigin.COORDINATOR
 
 
 class UnifiedLog:
@@ -157,7 +148,8 @@ class UnifiedLog:
             batches = (batches,)
         if not batches:
             return LogAppendInfo(-1, -1, log_start_offset=self.log_start_offset)
-        size = self._validate_leader_batches(batches, origin)
+        size = validate_leader_batches(batches, origin, self.topic_partition, self._max_message_bytes,
+                                       self._segment_bytes)
         append_time = now if self._log_append_time else None
         offset = self.log_end_offset
         assigned = []
@@ -175,8 +167,8 @@ class UnifiedLog:
         marker = RecordBatch.control(control_type, producer_id, producer_epoch, coordinator_epoch, now)
         marker = marker.with_base_offset(self.log_end_offset, leader_epoch,
                                          now if self._log_append_time else None)
-        info = self._append((marker,), AppendOrigin.COORDINATOR, transaction_version, None,
-                            marker.size_in_bytes, NO_TIMESTAMP)
+        info = self._append((marker,), _COORDINATOR, transaction_version, None,
+                            marker._size or marker.size_in_bytes, NO_TIMESTAMP)
         return info.first_offset
 
     def append_as_follower(self, batches: Sequence[RecordBatch], now: int) -> None:
@@ -201,45 +193,22 @@ class UnifiedLog:
         if not producer:
             self._write(batches, size)      # (the producer state is as it was: see _append)
             return
+        psm, batch = self._psm, batches[0]
+        entry = psm.producers.get(batch.producer_id) if len(batches) == 1 else None
+        if entry is not None and (batch.record_count if batch.is_control
+                                  else batch.is_transactional or entry.current_txn_first_offset is None):
+            # One batch of a producer known here that no rule rejects (a REPLICATION append is not validated, bar a
+            # plain batch in an open txn): replication's common case updates the entry in place once it is written
+            self._write(batches, size)
+            txn = psm.append_in_place(entry, batch)
+            if txn is None:
+                self._update_first_unstable_offset()
+            else:
+                self._apply_producer_state((), (txn,))
+            return
         infos, completed, _ = self._analyze_and_validate_producer_state(batches, _REPLICATION, None, TV_UNKNOWN)
         self._write(batches, size)
-        self._apply_producer_state(infos, completed)
-
-    def _validate_leader_batches(self, batches: Sequence[RecordBatch], origin: AppendOrigin) -> int:
-        """LogValidator + the request-level checks; returns the total size."""
-        tp = self.topic_partition
-        total = 0
-        txn_pid = None
-        for batch in batches:
-            if not batch.record_count:
-                raise ProtocolError(Errors.INVALID_RECORD, f"a record batch with no records was sent to {tp}")
-            size = batch.size_in_bytes
-            if size > self._max_message_bytes:
-                raise ProtocolError(Errors.MESSAGE_TOO_LARGE,
-                                    f"a batch of {size} bytes is larger than max.message.bytes="
-                                    f"{self._max_message_bytes} of {tp}")
-            if origin is _CLIENT:
-                if batch.is_control:
-                    raise ProtocolError(Errors.INVALID_RECORD,
-                                        f"clients are not allowed to write control records to {tp}: "
-                                        f"COMMIT/ABORT markers come only from the transaction coordinator")
-                if batch.producer_id >= 0 and batch.base_sequence < 0:
-                    raise ProtocolError(Errors.INVALID_RECORD,
-                                        f"batch from producer {batch.producer_id} to {tp} has sequence "
-                                        f"{batch.base_sequence}: an idempotent producer must number its batches")
-            if batch.is_transactional and batch.producer_id >= 0:
-                if txn_pid is None:
-                    txn_pid = batch.producer_id
-                elif txn_pid != batch.producer_id:
-                    raise ProtocolError(Errors.INVALID_PRODUCER_ID_MAPPING,
-                                        f"transactional batches to {tp} carry more than one producer id "
-                                        f"({txn_pid} and {batch.producer_id})")
-            total += size
-        if total > self._segment_bytes:
-            raise ProtocolError(Errors.RECORD_LIST_TOO_LARGE,
-                                f"the request's {total} bytes do not fit in one segment "
-                                f"(segment.bytes={self._segment_bytes}) of {tp}")
-        return total
+        self._apply_producer_state(infos.values(), completed)
 
     def _append(self, batches: Sequence[RecordBatch], origin: AppendOrigin, transaction_version: int,
                 verification_guard: VerificationGuard | None, size: int,
@@ -250,8 +219,11 @@ class UnifiedLog:
             num_records += batch.record_count
             producer = producer or batch.producer_id >= 0
         if producer:
+            # one batch of a producer known here (the common case) is checked against its entry, and updated in place
+            first = batches[0]
+            entry = self._psm.producers.get(first.producer_id) if len(batches) == 1 else None
             infos, completed, duplicate = self._analyze_and_validate_producer_state(
-                batches, origin, verification_guard, transaction_version)
+                batches, origin, verification_guard, transaction_version, entry)
             if duplicate is not None:
                 return LogAppendInfo(duplicate.first_offset, duplicate.last_offset, duplicate.timestamp,
                                      True, num_records, len(batches), self.log_start_offset)
@@ -259,7 +231,12 @@ class UnifiedLog:
         # (batches without a producer id -- the coordinators' own logs -- leave the producer state as it was, and with
         # it the first unstable offset and the LSO: the HW did not move either)
         if producer:
-            self._apply_producer_state(infos, completed)
+            if entry is None:
+                self._apply_producer_state(infos.values(), completed)
+            elif (txn := self._psm.append_in_place(entry, first)) is None:
+                self._update_first_unstable_offset()
+            else:
+                self._apply_producer_state((), (txn,))
         # LogAppendInfo(...), all seven fields in order, as its own __new__ builds it (not called: ~2,100 instr.)
         return tuple.__new__(LogAppendInfo, (batches[0].base_offset, batches[-1].last_offset, log_append_time, False,
                                              num_records, len(batches), self.log_start_offset))
@@ -267,26 +244,32 @@ class UnifiedLog:
     def _write(self, batches: Sequence[RecordBatch], size: int) -> None:
         """Put accepted batches at the log's end (a new segment when the active one is full), note new leader epochs."""
         active = self._segments[-1]
-        if active.size_in_bytes > 0 and active.size_in_bytes + size > self._segment_bytes:
+        if active.size_in_bytes + size > self._segment_bytes and active.size_in_bytes > 0:     # (rarely full: first)
             self._roll(max(batches[0].base_offset, self.log_end_offset))
             active = self._segments[-1]
         self._batches.extend(batches)
         active.size_in_bytes += size
         self._last_append = tuple(batches)      # (the same object when it is a tuple: a follower's append)
-        self.log_end_offset = batches[-1].next_offset
-        self._psm.last_map_offset = self.log_end_offset     # (what the batches change of it: the caller's)
+        # (the producer state's map end offset moves with the LEO; what the batches change of it is the caller's)
+        self.log_end_offset = self._psm.last_map_offset = batches[-1].next_offset
         entries = self.epoch_entries
+        latest = entries[-1] if entries else None
+        base_offsets = self._base_offsets
         for batch in batches:
-            self._base_offsets.append(batch.base_offset)
+            base_offset = batch.base_offset
+            base_offsets.append(base_offset)
             epoch = batch.partition_leader_epoch
-            if epoch >= 0 and not (entries and entries[-1].epoch == epoch       # (an append in the latest
-                                   and entries[-1].start_offset <= batch.base_offset):  # epoch: nothing to assign)
-                self._epoch_cache.assign(epoch, batch.base_offset)
+            if epoch >= 0 and (latest is None or latest.epoch != epoch or latest.start_offset > base_offset):
+                self._epoch_cache.assign(epoch, base_offset)     # (not for an append in the latest epoch)
+                latest = entries[-1] if entries else None
 
     def _analyze_and_validate_producer_state(
             self, batches: Sequence[RecordBatch], origin: AppendOrigin,
-            verification_guard: VerificationGuard | None, transaction_version: int
+            verification_guard: VerificationGuard | None, transaction_version: int,
+            in_place: ProducerStateEntry | None = None
     ) -> tuple[dict[int, ProducerAppendInfo], list[CompletedTxn], BatchMetadata | None]:
+        """The infos to apply once the batches are written, the txns they complete, or a duplicate's metadata.  With
+        ``in_place`` (the stored entry of the one batch's producer) the batch is only checked against that entry."""
         psm = self._psm
         infos: dict[int, ProducerAppendInfo] = {}
         completed: list[CompletedTxn] = []
@@ -311,6 +294,9 @@ class UnifiedLog:
                     Errors.INVALID_TXN_STATE,
                     f"producer {pid} has no open transaction on {self.topic_partition} and this "
                     f"transactional batch was not verified with the transaction coordinator (KIP-890)")
+            if in_place is not None:    # (append_in_place applies it, and forgets the verification state, once written)
+                psm.prepare_in_place_update(in_place, origin).validate(batch, transaction_version, check_sequence)
+                break
             info = infos.get(pid)
             if info is None:
                 info = infos[pid] = psm.prepare_update(pid, origin)
@@ -321,10 +307,9 @@ class UnifiedLog:
                 completed.append(txn)
         return infos, completed, None
 
-    def _apply_producer_state(self, infos: dict[int, ProducerAppendInfo],
-                              completed: list[CompletedTxn]) -> None:
+    def _apply_producer_state(self, infos: Iterable[ProducerAppendInfo], completed: Iterable[CompletedTxn]) -> None:
         psm = self._psm
-        for info in infos.values():
+        for info in infos:
             psm.update(info)
         for txn in completed:
             # LSO is computed before completing the txn, with the txns this append opened.
@@ -438,10 +423,13 @@ class UnifiedLog:
             self.first_unstable_offset = None
             self.last_stable_offset = self.high_watermark
             return
-        unreplicated = next(iter(psm.unreplicated_txns), None)
-        fuo = next(iter(psm.ongoing_txns), None)
-        if unreplicated is not None and (fuo is None or unreplicated < fuo):
-            fuo = unreplicated
+        fuo = None      # the first key of each (a loop that breaks: next(iter(...), None) makes two calls)
+        for fuo in psm.ongoing_txns:
+            break
+        for unreplicated in psm.unreplicated_txns:
+            if fuo is None or unreplicated < fuo:
+                fuo = unreplicated
+            break
         if fuo is not None and fuo < self.log_start_offset:
             fuo = self.log_start_offset
         self.first_unstable_offset = fuo
@@ -475,12 +463,10 @@ class UnifiedLog:
 
     def has_ongoing_transaction(self, producer_id: int, producer_epoch: int) -> bool:
         entry = self._psm.producers.get(producer_id)
-        return entry is not None and entry.current_txn_first_offset is not None \
-            and entry.producer_epoch == producer_epoch
+        return entry is not None and entry.current_txn_first_offset is not None and entry.producer_epoch == producer_epoch
 
-    def maybe_start_transaction_verification(self, producer_id: int, sequence: int, epoch: int,
-                                             now: int, supports_epoch_bump: bool = False
-                                             ) -> VerificationGuard:
+    def maybe_start_transaction_verification(self, producer_id: int, sequence: int, epoch: int, now: int,
+                                             supports_epoch_bump: bool = False) -> VerificationGuard:
         """KIP-890: the guard a produce must carry; SENTINEL if the txn is already open here."""
         self._ensure_online()
         if self.has_ongoing_transaction(producer_id, epoch):
