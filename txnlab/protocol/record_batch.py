@@ -84,6 +84,19 @@ def _estimate_size(records: Sequence[Record]) -> int:
     return size
 
 
+def _decode_control(rows: Sequence) -> tuple:
+    """(control type, coordinator epoch) of a control batch's first record (a ``Record`` or a raw row: key, value
+    first): (None, None) for an emptied control batch; UNKNOWN for a key too short to hold a type, None for a value
+    too short to hold an epoch."""
+    if not rows:
+        return None, None
+    key, value = rows[0][0], rows[0][1]
+    # the members by value (not ControlRecordType(type_id): calling the enum class costs more)
+    ctype = _UNKNOWN if key is None or len(key) < 4 else _CONTROL_TYPES.get(_CONTROL_KEY.unpack_from(key)[1], _UNKNOWN)
+    epoch = None if value is None or len(value) < 6 else _CONTROL_VALUE.unpack_from(value)[1]
+    return ctype, epoch
+
+
 class RecordBatch:
     """A v2 record batch: header fields plus its records.
 
@@ -95,7 +108,8 @@ class RecordBatch:
 
     __slots__ = ("base_offset", "partition_leader_epoch", "producer_id", "producer_epoch",
                  "base_sequence", "is_transactional", "is_control", "_rows", "_raw",
-                 "log_append_time", "_size", "_max_ts", "record_count", "last_offset", "next_offset")
+                 "log_append_time", "_size", "_max_ts", "record_count", "last_offset", "next_offset",
+                 "control_type", "coordinator_epoch")
 
     def __init__(self, records: Sequence[Record] = (), producer_id: int = NO_PRODUCER_ID,
                  producer_epoch: int = NO_PRODUCER_EPOCH, base_sequence: int = NO_SEQUENCE,
@@ -122,6 +136,12 @@ class RecordBatch:
         self.record_count = len(records)
         self.next_offset = base_offset + self.record_count
         self.last_offset = self.next_offset - 1
+        # a control record's key and value decoded once, here: every replica's producer state and every reader
+        # asks a marker for them (fields, not properties: a property is a Python call each time)
+        if is_control:
+            self.control_type, self.coordinator_epoch = _decode_control(records)
+        else:
+            self.control_type = self.coordinator_epoch = None
 
     @property
     def records(self) -> Sequence[Record]:
@@ -182,31 +202,8 @@ class RecordBatch:
                    size_in_bytes=RECORD_BATCH_OVERHEAD + RECORD_OVERHEAD_ESTIMATE + 10,
                    max_timestamp=timestamp)
 
-    @property
-    def control_type(self) -> ControlRecordType | None:
-        """COMMIT / ABORT for a marker; None for a data batch (or an emptied control batch)."""
-        if not self.is_control:
-            return None
-        rows = self.records         # (the property read once)
-        if not rows:
-            return None
-        key = rows[0].key
-        if key is None or len(key) < 4:
-            return ControlRecordType.UNKNOWN
-        # the members by value (not ControlRecordType(type_id): a consumer asks this of every marker it reads)
-        return _CONTROL_TYPES.get(_CONTROL_KEY.unpack_from(key)[1], _UNKNOWN)
-
-    @property
-    def coordinator_epoch(self) -> int | None:
-        if not self.is_control:
-            return None
-        rows = self.records
-        if not rows:
-            return None
-        value = rows[0].value
-        if value is None or len(value) < 6:
-            return None
-        return _CONTROL_VALUE.unpack_from(value)[1]
+    # (control_type -- COMMIT / ABORT for a marker, None for a data batch or an emptied control batch -- and
+    # coordinator_epoch are fields, decoded from the control record when the batch is built: _decode_control)
 
     # -- copies ---------------------------------------------------------------
     def _copy(self) -> "RecordBatch":
@@ -226,6 +223,8 @@ class RecordBatch:
         new.record_count = self.record_count
         new.last_offset = self.last_offset
         new.next_offset = self.next_offset
+        new.control_type = self.control_type
+        new.coordinator_epoch = self.coordinator_epoch
         return new
 
     def with_base_offset(self, offset: int, partition_leader_epoch: int | None = None,
