@@ -516,8 +516,27 @@ class Kernel:
         steps = total = 0
         at = self.now
         quiet_since = None
+        q = self._queue
+        queued = self._queued
+        nodes = self.nodes
         while not predicate():
-            if self.step(None, deadline) is None:
+            # step(None, deadline), inlined for nine steps in ten -- a message queued itself (see network.Message),
+            # due by the deadline, for a node not paused -- and called for the others: the call cost ~1 % of a
+            # transaction's instructions.  (As step(): keep the two alike.)
+            m = queued[q[0]] if q else None
+            if m.__class__ is Message and (deadline is None or m.deliver_at <= deadline) and \
+                    (node := nodes.get(m.dst)) is not None and node.paused_until <= m.deliver_at:
+                del queued[heapq.heappop(q)]
+                if not m.background:
+                    self._foreground -= 1
+                if m.deliver_at > self.now:
+                    self.now = m.deliver_at
+                self.step_count += 1
+                tev = self.network.deliver(m, node)
+                self.current = None
+            else:
+                tev = self.step(None, deadline)
+            if tev is None:
                 # nothing queued, or nothing due by the deadline
                 if deadline is not None and deadline > self.now:
                     self.now = deadline
