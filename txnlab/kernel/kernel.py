@@ -261,9 +261,10 @@ class Kernel:
         heapq.heappush(self._queue, key)
         self._queued[key] = ev
 
-    def _all_queued(self):
-        """Every queued event (cancelled ones too), in no particular order; a message queued itself as the
-        event that delivers it."""
+    def _all_queued(self, requests: bool = True):
+        """Every queued event (cancelled ones too, but of the request timeouts only those still waited for, and
+        none without ``requests``), in no particular order; a message queued itself as the event that delivers
+        it."""
         for ev in self._queued.values():
             if ev.__class__ is Message:
                 yield _delivery_of(ev)
@@ -271,9 +272,10 @@ class Kernel:
                 yield ev
         for lane in self._lanes.values():
             yield from islice(lane, 1, None)     # a lane's head is in the heap
-        for lanes in self._request_lanes.values():
-            for rlane in lanes.values():
-                yield from rlane.views()
+        if requests:
+            for lanes in self._request_lanes.values():
+                for rlane in lanes.values():
+                    yield from rlane.views()
 
     def cancel(self, ev: Optional[Event]) -> None:
         if ev is not None and not ev.cancelled:
@@ -298,7 +300,7 @@ class Kernel:
                     self._foreground -= 1
 
     def cancel_timers_of(self, node: str) -> None:
-        for ev in self._all_queued():
+        for ev in self._all_queued(requests=False):     # (the request timeouts: cancel_all below)
             if ev.node == node and ev.kind == "timer":
                 self.cancel(ev)
         for lanes in self._request_lanes.values():
