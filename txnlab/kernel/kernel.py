@@ -8,7 +8,6 @@ trace, byte for byte.
 """
 from __future__ import annotations
 
-import gc
 import heapq
 from collections import deque
 from itertools import islice
@@ -16,6 +15,7 @@ from random import Random
 from typing import Any, Callable, Optional, Protocol
 
 from .._mypyc import new as _new    # object.__new__ (compiled by mypyc: the class call)
+from .gc_pacing import GC_YOUNG_THRESHOLD, collecting_seldom  # noqa: F401  (GC_YOUNG_THRESHOLD: imported from here)
 from .network import SEQ_BITS as _SEQ_BITS
 from .network import Message, Network
 from .trace import Trace, TraceEvent
@@ -106,46 +106,6 @@ class NothingCanArrive(SimulationStuck):
 _TAKEN_BACK = Event(kind="deliver", background=True)
 _TAKEN_BACK.cancelled = True
 
-# While the simulation runs, the garbage collector's young generation is collected every GC_YOUNG_THRESHOLD
-# allocations instead of Python's 700: a run makes a few dozen short-lived objects per step and almost no
-# reference cycles, and with the trace on every collection of an older generation walks the whole kept trace
-# (at 700, collection was a third of the time of 2,000 transactions in a row).
-GC_YOUNG_THRESHOLD = 50_000
-
-# When a run returns, the young objects it kept (its trace, its messages) are not collected at the next
-# allocation of the caller's code: the caller's threshold is restored *on top of* them (the young generation's
-# count plus the caller's threshold), so the caller's own code gets its usual room, and a loop of short calls
-# (a transaction each) is collected every GC_YOUNG_THRESHOLD allocations like one long run.  Restoring exactly
-# the caller's 700 collected once every three 1-record transactions, each object walked twice: ~4 % of them.
-# ``_left``: (the threshold the last run left, the caller's threshold it stands for); ``_running``: a run is on
-# (a run inside it -- a sweep's seed's calls -- leaves the thresholds alone).
-_left = (-1, 0)
-_running = False
-
-
-def collecting_seldom(run: Callable, *args):
-    """``run(*args)`` with the young generation collected every GC_YOUNG_THRESHOLD allocations (unless a run is
-    on already, or the caller collects as seldom, or switched automatic collection off with a threshold of 0),
-    then the caller's threshold restored on top of the young objects the run kept."""
-    global _left, _running
-    if _running:
-        return run(*args)
-    young, older, oldest = gc.get_threshold()
-    if young == _left[0]:
-        young = _left[1]        # what the last run left stands for the caller's own threshold
-    if young == 0 or young >= GC_YOUNG_THRESHOLD:
-        return run(*args)
-    gc.set_threshold(GC_YOUNG_THRESHOLD, older, oldest)
-    _running = True
-    try:
-        return run(*args)
-    finally:
-        _running = False
-        left = gc.get_count()[0] + young
-        _left = (left, young)
-        gc.set_threshold(left, older, oldest)
-
-
 QUIET_MS = 3_600_000     # an hour with only background events: longer than every timeout a run can have pending
 
 
@@ -170,8 +130,10 @@ class Kernel:
         # Request timeouts are almost always cancelled (the answer comes first).  They wait in lanes, one per
         # delay: a lane is in (time, seq) order because the clock never goes back, and only its head is in the
         # heap.  A cancelled timeout is dropped from its lane when it reaches the head -- the heap never sees
-        # it -- and the events run in exactly the order one heap would run them.
+        # it -- and the events run in exactly the order one heap would run them.  Requests' own timeouts wait
+        # in lanes of their nodes, as ints (timeouts.py): ``_request_lanes``, id(node) -> delay -> lane.
         self._lanes: dict[int, deque] = {}
+        self._request_lanes: dict[int, dict[int, Any]] = {}
         self._seq = 0
         self._foreground = 0
         self._holds: set = set()
@@ -279,8 +241,12 @@ class Kernel:
             self._push(ev)
         return ev
 
-    def _left_lane(self, ev: Event) -> None:
-        """``ev``, the head of its lane, left the heap: the next live timeout of the lane takes its place."""
+    def _left_lane(self, ev: Any) -> Optional[Event]:
+        """``ev``, the head of its lane, left the heap: the next live timeout of the lane takes its place.
+        Returns the event to run: ``ev``; for a lane of request timeouts (timeouts.py), its head's event, or None
+        when the head's request was answered."""
+        if ev.__class__ is not Event:
+            return ev.leave(self)
         lane = ev.lane
         ev.lane = None
         lane.popleft()
@@ -288,19 +254,28 @@ class Kernel:
             lane.popleft().lane = None
         if lane:
             self._push(lane[0])
+        return ev
 
     def _push(self, ev: Event) -> None:
         key = (ev.time << _SEQ_BITS) | ev.seq
         heapq.heappush(self._queue, key)
         self._queued[key] = ev
 
-    def _all_queued(self):
-        """Every queued event (cancelled ones too), in no particular order; a message queued itself as the
-        event that delivers it."""
+    def _all_queued(self, requests: bool = True):
+        """Every queued event (cancelled ones too, but of the request timeouts only those still waited for, and
+        none without ``requests``), in no particular order; a message queued itself as the event that delivers
+        it."""
         for ev in self._queued.values():
-            yield _delivery_of(ev) if ev.__class__ is Message else ev
+            if ev.__class__ is Message:
+                yield _delivery_of(ev)
+            elif ev.__class__ is Event:         # (not a lane of request timeouts: its entries come below)
+                yield ev
         for lane in self._lanes.values():
             yield from islice(lane, 1, None)     # a lane's head is in the heap
+        if requests:
+            for lanes in self._request_lanes.values():
+                for rlane in lanes.values():
+                    yield from rlane.views()
 
     def cancel(self, ev: Optional[Event]) -> None:
         if ev is not None and not ev.cancelled:
@@ -339,9 +314,13 @@ class Kernel:
                     self._foreground -= 1
 
     def cancel_timers_of(self, node: str) -> None:
-        for ev in self._all_queued():
+        for ev in self._all_queued(requests=False):     # (the request timeouts: cancel_all below)
             if ev.node == node and ev.kind == "timer":
                 self.cancel(ev)
+        for lanes in self._request_lanes.values():
+            for rlane in lanes.values():
+                if rlane.node.name == node:
+                    rlane.cancel_all()
 
     def pending_events(self) -> list[Event]:
         return sorted((e for e in self._all_queued() if not e.cancelled), key=_order)
@@ -373,6 +352,11 @@ class Kernel:
         if not q:
             return None
         ev = queued[q[0]]
+        if ev.__class__ is not Message and ev.lane is True:
+            # a lane of request timeouts (timeouts.py): its head leaves it for the heap as its event
+            del queued[heapq.heappop(q)]
+            ev = self._left_lane(ev)
+            self._push(ev)
         return _delivery_of(ev) if ev.__class__ is Message else ev
 
     def next_event_time(self) -> Optional[int]:
@@ -480,7 +464,9 @@ class Kernel:
                 node = self.nodes.get(m.dst)
             else:
                 if ev.lane is not None:
-                    self._left_lane(ev)
+                    ev = self._left_lane(ev)
+                    if ev is None:          # (a request timeout whose answer came)
+                        continue
                 if ev.cancelled:
                     continue
                 m = ev.msg                  # None for a timer
@@ -546,8 +532,27 @@ class Kernel:
         steps = total = 0
         at = self.now
         quiet_since = None
+        q = self._queue
+        queued = self._queued
+        nodes = self.nodes
         while not predicate():
-            if self.step(None, deadline) is None:
+            # step(None, deadline), inlined for nine steps in ten -- a message queued itself (see network.Message),
+            # due by the deadline, for a node not paused -- and called for the others: the call cost ~1 % of a
+            # transaction's instructions.  (As step(): keep the two alike.)
+            m = queued[q[0]] if q else None
+            if m.__class__ is Message and (deadline is None or m.deliver_at <= deadline) and \
+                    (node := nodes.get(m.dst)) is not None and node.paused_until <= m.deliver_at:
+                del queued[heapq.heappop(q)]
+                if not m.background:
+                    self._foreground -= 1
+                if m.deliver_at > self.now:
+                    self.now = m.deliver_at
+                self.step_count += 1
+                tev = self.network.deliver(m, node)
+                self.current = None
+            else:
+                tev = self.step(None, deadline)
+            if tev is None:
                 # nothing queued, or nothing due by the deadline
                 if deadline is not None and deadline > self.now:
                     self.now = deadline

@@ -7,12 +7,14 @@ outstanding requests are forgotten, timers of the old incarnation never fire).
 """
 from __future__ import annotations
 
+from heapq import heappush
 from typing import Any, Callable, ClassVar, Optional, Union
 
 from .._mypyc import new as _new    # object.__new__ (compiled by mypyc: the class call)
 from ..protocol.errors import CLOSED_AFTER_TIMEOUT, TIMED_OUT_HERE, Errors, LocalTimeout
 from .kernel import Event, Kernel
-from .network import Message
+from .network import SEQ_BITS, Message
+from .timeouts import CID_BITS, RequestTimeouts
 
 try:
     from mypy_extensions import mypyc_attr
@@ -23,14 +25,26 @@ ResponseCallback = Callable[[Any, Optional[Union[Errors, LocalTimeout]]], None]
 
 
 class _Pending:
-    __slots__ = ("dst", "api", "callback", "timeout_event", "msg")
+    """A request waiting for its answer.  Its timeout waits in a lane of the node as an int (timeouts.py) until
+    it is due -- ``deadline`` -- and is an event (``_timer``) only from then on."""
+
+    __slots__ = ("dst", "api", "callback", "deadline", "_timer", "msg")
 
     def __init__(self, dst="", api="", callback=None, timeout_event=None, msg=None):
         self.dst = dst
         self.api = api
         self.callback = callback
-        self.timeout_event = timeout_event
+        self.deadline = None if timeout_event is None else timeout_event.time
+        self._timer = timeout_event
         self.msg = msg
+
+    @property
+    def timeout_event(self) -> Optional[Event]:
+        """The request's timeout as an event, to read (when it is due): cancelling it is taking the request out
+        of ``Node._pending``."""
+        if self._timer is not None or self.deadline is None:
+            return self._timer
+        return Event(self.deadline, 0, "timer", "", "request timeout", background=True)
 
 
 @mypyc_attr(allow_interpreted_subclasses=True)      # the compiled build: brokers, clients are Python classes
@@ -67,16 +81,30 @@ class Node:
         api = request.API
         k = self.kernel
         m = k.network.send(self.name, dst, api, request, False, cid, background, channel=self.CHANNELS.get(api, ""))
-        # its name is formatted only if someone reads it (see kernel.Event): it is almost always cancelled
-        tev = k.schedule_timeout(timeout_ms, self.name, ("request timeout (%s #%d)", api, m.id),
-                                 self._on_timeout, cid, self.incarnation)
-        p: _Pending = _new(_Pending)    # _Pending(dst, api, callback, tev, m) without the class call (as Event)
+        # its timeout: an int in the lane of its delay, an event only once due (timeouts.py); the same seq, in
+        # the same place in the order, as Kernel.schedule_timeout gives a timer
+        seq = k._seq = k._seq + 1
+        d = (timeout_ms if timeout_ms.__class__ is int else int(timeout_ms)) if timeout_ms > 0 else 0
+        t = k.now + d
+        p: _Pending = _new(_Pending)    # _Pending(dst, api, callback, None, m) without the class call (as Event)
         p.dst = dst
         p.api = api
         p.callback = callback
-        p.timeout_event = tev
+        p.deadline = t
+        p._timer = None
         p.msg = m
         self._pending[cid] = p
+        # (the lanes are the kernel's, by node: a Broker has as many attributes as CPython 3.11 shares the keys
+        # of among a class's instances -- one more, and every attribute read of a broker is a slower dict lookup)
+        lanes = k._request_lanes.get(id(self))
+        lane = None if lanes is None else lanes.get(d)
+        if lane is None:
+            lane = RequestTimeouts.new(self, d)
+        key = (t << SEQ_BITS) | seq
+        lane.append((key << CID_BITS) | cid)
+        if len(lane) == 1:          # the head of its lane: in the heap
+            heappush(k._queue, key)
+            k._queued[key] = lane
         return m
 
     def respond(self, request_msg: Message, response: Any, background: bool = False) -> Message:
@@ -112,7 +140,7 @@ class Node:
 
     def _fail(self, pending: list, error: Union[Errors, LocalTimeout]) -> None:
         for p in pending:
-            self.kernel.cancel(p.timeout_event)
+            self.kernel.cancel(p._timer)
             p.callback(None, error)
 
     def connection_broken(self, conn) -> None:
@@ -130,7 +158,7 @@ class Node:
             if p is None:
                 self.kernel.narrate(f"{self.name} ignored it: no request of this incarnation is waiting for it")
                 return
-            ev = p.timeout_event      # Kernel.cancel, inlined (a request timeout is a background timer)
+            ev = p._timer       # its timeout is an event once due (Kernel.cancel, inlined: a background timer)
             if ev is not None and not ev.cancelled:
                 ev.cancelled = True
                 ev.fn = ev.arg = None
@@ -156,7 +184,7 @@ class Node:
             if p is not None:
                 self._pending[msg.correlation_id] = p
             return
-        self.kernel.cancel(p.timeout_event)
+        self.kernel.cancel(p._timer)
         self.kernel.narrate(f"{self.name} could not reach {msg.dst} (connection refused); "
                             f"{p.api} fails with NETWORK_EXCEPTION")
         p.callback(None, Errors.NETWORK_EXCEPTION)
@@ -167,7 +195,7 @@ class Node:
             p = self._pending.pop(cid, None)
             if p is None:
                 continue
-            self.kernel.cancel(p.timeout_event)
+            self.kernel.cancel(p._timer)
             self.kernel.narrate(f"{self.name} lost its connection to {peer}; "
                                 f"{p.api} fails with NETWORK_EXCEPTION")
             p.callback(None, Errors.NETWORK_EXCEPTION)
@@ -187,7 +215,7 @@ class Node:
         self.alive = False
         self.incarnation += 1
         for p in self._pending.values():
-            self.kernel.cancel(p.timeout_event)
+            self.kernel.cancel(p._timer)
         self._pending.clear()
         self.kernel.cancel_timers_of(self.name)
         self.kernel.release_holds_of(self.name)
