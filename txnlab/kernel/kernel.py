@@ -18,14 +18,10 @@ from .._mypyc import new as _new    # object.__new__ (compiled by mypyc: the cla
 from .gc_pacing import GC_YOUNG_THRESHOLD, collecting_seldom  # noqa: F401  (GC_YOUNG_THRESHOLD: imported from here)
 from .network import SEQ_BITS as _SEQ_BITS
 from .network import Message, Network
+from .stuck import NothingCanArrive, SimulationStuck
 from .trace import Trace, TraceEvent
 
 _new_entry = object.__new__     # trace.py is never compiled: its entries are always made this way
-
-try:
-    from mypy_extensions import mypyc_attr
-except ImportError:         # the lab does not need it (see txnlab/_mypyc.py)
-    from .._mypyc import mypyc_attr  # type: ignore[assignment]
 
 
 class Process(Protocol):
@@ -87,18 +83,6 @@ def _delivery_of(m: Message) -> Event:
     made it, for those who look at the queue (pending_events, choices, peek_event) and for a delivery held for
     a paused receiver."""
     return Event(m.deliver_at, m.seq, "deliver", m.dst, m.api, msg=m, background=m.background)
-
-
-@mypyc_attr(native_class=False)
-class SimulationStuck(RuntimeError):
-    """run_until_idle() took more steps than allowed, or events loop at one instant without the clock moving."""
-
-
-@mypyc_attr(native_class=False)
-class NothingCanArrive(SimulationStuck):
-    """A wait without a deadline while the simulation can no longer change anything: for ``QUIET_MS`` of
-    simulated time only background timers (heartbeats, parked fetches, reapers) ran, and nothing else runs
-    while a call blocks (the notebook's other code waits for it).  Clients turn it into a KafkaException."""
 
 
 # What a delivery taken back (Kernel.cancel_delivery) leaves in the queue under its message's key: an event
