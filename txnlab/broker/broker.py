@@ -104,9 +104,11 @@ class Broker(BrokerLifecycle, ProduceHandling, FetchHandling, AdminHandling, Nod
         if cur is not None and k.trace.enabled:     # Kernel.narrate, inlined
             details = cur._details
             if details is None:
-                cur._details = [text]
-            else:
+                cur._details = text
+            elif details.__class__ is list:
                 details.append(text)
+            else:
+                cur._details = [details, text]
 
     def on_registered(self) -> None:
         """What BrokerServer starts once the broker has registered (its lifecycle is in ``lifecycle``)."""

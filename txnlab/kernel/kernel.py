@@ -383,9 +383,11 @@ class Kernel:
         if cur is not None and self.trace.enabled:
             details = cur._details          # TraceEvent.add_detail, inlined
             if details is None:
-                cur._details = [text]
-            else:
+                cur._details = text
+            elif details.__class__ is list:
                 details.append(text)
+            else:
+                cur._details = [details, text]
 
     def narrate_f(self, line: tuple) -> None:
         """``narrate(template % values)`` for ``line = (template, value, ...)``, written only when someone reads
@@ -394,11 +396,13 @@ class Kernel:
         append, a HW move)."""
         cur = self.current
         if cur is not None and self.trace.enabled:
-            details = cur._details
+            details = cur._details          # (as narrate)
             if details is None:
-                cur._details = [line]
-            else:
+                cur._details = line
+            elif details.__class__ is list:
                 details.append(line)
+            else:
+                cur._details = [details, line]
 
     def begin_step(self, kind: str, node: str, text: str, **kw) -> TraceEvent:
         """A step that is not a queued event (a fault applied from the API)."""

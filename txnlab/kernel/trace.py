@@ -43,7 +43,8 @@ class TraceEvent:
         self.msg_id = msg_id
         self.is_response = is_response
         self.background = background
-        # most steps add no detail lines and many send nothing: the lists are made when first needed
+        # most steps add no detail lines or one and many send nothing: a list is made for a second line (one line is
+        # kept as itself: a list per step is an object the garbage collector walks for as long as the trace lives)
         self._details = details
         self._sent = sent
         self._attrs = attrs
@@ -71,6 +72,8 @@ class TraceEvent:
         """``_details``, each line written now if it was kept as ``(template, value, ...)`` (``Kernel.narrate_f``:
         a line is formatted only when someone reads it)."""
         d = self._details
+        if d is not None and d.__class__ is not list:
+            d = self._details = [d]         # one line, kept as itself (see add_detail)
         if d:
             for i, line in enumerate(d):
                 if line.__class__ is not str:
@@ -78,10 +81,13 @@ class TraceEvent:
         return d  # type: ignore[return-value]
 
     def add_detail(self, text: str) -> None:
-        if self._details is None:
-            self._details = [text]
+        d = self._details
+        if d is None:
+            self._details = text
+        elif d.__class__ is list:
+            d.append(text)
         else:
-            self._details.append(text)
+            self._details = [d, text]
 
     @property
     def sent(self) -> list:
