@@ -18,7 +18,7 @@ from ..protocol.hashing import partition_for
 from .producer_id_manager import ProducerIdManager
 from .transaction_marker_channel_manager import TransactionMarkerChannelManager
 from .transaction_metadata import (EXPIRATION_ALLOWED, MAX_EPOCH, IllegalTransition, PartitionList, S,
-                                   TransactionMetadata, TransactionState)
+                                   STATE_NAMES, TransactionMetadata, TransactionState)
 from .transaction_state_manager import TransactionStateManager
 from ..protocol.names import OFFSETS_TOPIC
 
@@ -203,7 +203,7 @@ class TransactionCoordinator:
         if md.pending_state is not None or md.state in (S.PrepareCommit, S.PrepareAbort):
             # narrate_f: written only if the step is read (a state's str() is its name); the lines of every transaction
             self.broker.kernel.narrate_f(("%r is finishing its previous transaction (%s) -> CONCURRENT_TRANSACTIONS",
-                                          tid, md.pending_state if md.pending_state else md.state))
+                                          tid, STATE_NAMES[md.pending_state if md.pending_state else md.state]))
             return _CONCURRENT_TRANSACTIONS, cache, md
         return _NONE, cache, md
 
@@ -320,7 +320,7 @@ class TransactionCoordinator:
                        complete_kw: Optional[dict] = None) -> None:
         tid = md.transactional_id
         self.broker.kernel.narrate_f(("%r: %s is written first; once it is durable the outcome is decided", tid,
-                                      transit.txn_state))
+                                      STATE_NAMES[transit.txn_state]))
 
         def done(error):
             if error != _NONE:
@@ -335,7 +335,7 @@ class TransactionCoordinator:
             complete = md.prepare_transition(target, self.now, self.transaction_version,
                                              topic_partitions=frozenset())
             self.broker.kernel.narrate_f(("%r: decided (%s is durable); the client is answered now, markers follow",
-                                          tid, transit.txn_state))
+                                          tid, STATE_NAMES[transit.txn_state]))
             if tv2_response:
                 reply(_NONE, md.producer_id, md.producer_epoch)
             else:

@@ -28,7 +28,7 @@ from typing import Any
 
 from ..protocol import messages as m
 from ..protocol.errors import Errors
-from .transaction_metadata import PartitionList, S
+from .transaction_metadata import STATE_NAMES, PartitionList, S
 from ..protocol.names import broker_name
 
 # NONE is read on every request: a member read through its enum class costs CPython 3.11 a call of the class's
@@ -292,7 +292,7 @@ class TransactionMarkerChannelManager:
         b = self.broker
         tid = p.md.transactional_id
         self.pending.pop(tid, None)
-        b.kernel.narrate_f(("%r: every partition has its marker; writing %s", tid, p.transit.txn_state))
+        b.kernel.narrate_f(("%r: every partition has its marker; writing %s", tid, STATE_NAMES[p.transit.txn_state]))
 
         def done(error):
             if error == _COORDINATOR_NOT_AVAILABLE:

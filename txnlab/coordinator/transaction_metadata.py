@@ -35,6 +35,9 @@ class TransactionState(IntEnum):
 # The states by name as plain attributes (S.Ongoing, ...), for the paths every request takes: reading a member
 # through its enum class (TransactionState.Ongoing) costs CPython 3.11 a call of the enum type's __getattr__ hook.
 S = SimpleNamespace(**TransactionState.__members__)
+# A state's name by its number, for narration kept unformatted (Kernel.narrate_f): a line of strings and numbers is
+# a tuple the garbage collector stops tracking, one holding a member is walked for as long as the trace lives
+STATE_NAMES = tuple(s.name for s in sorted(TransactionState))
 
 # target state -> legal previous states (baseline, TV0/TV1)
 VALID_PREVIOUS_STATES: dict[TransactionState, frozenset] = {

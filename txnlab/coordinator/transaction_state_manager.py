@@ -14,7 +14,7 @@ from ..protocol.record_batch import Record, RecordBatch
 from ..protocol.errors import Errors
 from ..protocol.hashing import partition_for
 from . import transaction_log as tlog
-from .transaction_metadata import S, TransactionMetadata, TxnTransitMetadata, from_transit
+from .transaction_metadata import STATE_NAMES, S, TransactionMetadata, TxnTransitMetadata, from_transit
 
 TOPIC = "__transaction_state"
 
@@ -83,7 +83,8 @@ class TransactionStateManager:
         value = None if dead else tlog.value_bytes(transit)
         rec = Record(tlog.key_bytes(tid), value, (), k.now)
         # narrate_f: the line is formatted only if someone reads the step (a state's str() is its name)
-        k.narrate_f(("coordinator writes %r -> %s (pid %s epoch %s) to " + TOPIC + "-%s%s", tid, transit.txn_state,
+        k.narrate_f(("coordinator writes %r -> %s (pid %s epoch %s) to " + TOPIC + "-%s%s", tid,
+                     STATE_NAMES[transit.txn_state],
                      transit.producer_id, transit.producer_epoch, part, " [tombstone]" if dead else ""))
 
         def done(error, info):
@@ -95,7 +96,7 @@ class TransactionStateManager:
                 return
             if error == _NONE:
                 md.complete_transition(transit, k.now)
-                k.narrate_f(("%r is now %s (the " + TOPIC + " record is replicated)", tid, md.state))
+                k.narrate_f(("%r is now %s (the " + TOPIC + " record is replicated)", tid, STATE_NAMES[md.state]))
                 if dead:
                     cache.metadata.pop(md.transactional_id, None)
                 callback(_NONE)
