@@ -137,7 +137,7 @@ class FetchHandling:
                         return m.FetchResponse({}, err)
                 if sess.dirty:
                     parts = sess.view(parts)    # (without news: the request's partitions, as view() answers)
-                if sess.isr_seen != self.isr_version or sess.isr_seen < 0:     # (else nothing to look at)
+                if sess.isr_seen != self.isr_version:     # (else nothing to look at; isr_version is never negative)
                     self._session_followers_caught_up(replica, sess, parts, req.replica_epoch)
                 if len(parts) == 1 and wait > 0:
                     resp, has_data = self._follower_position(req, parts, sess)

@@ -13,7 +13,7 @@ from typing import Callable, Optional
 from .._mypyc import new as _new    # object.__new__ (compiled by mypyc: the class call)
 from ..protocol import messages as m
 from ..protocol.errors import Errors
-from ..protocol.names import broker_name
+from ..protocol.names import OFFSETS_TOPIC, TRANSACTION_STATE_TOPIC, broker_name
 
 # read on every completed acks=all wait: a member read through its enum class costs CPython 3.11 a call of the
 # class's attribute hook each time (~60 ns)
@@ -50,6 +50,8 @@ class Partition:
         self.partition = partition
         self.tp = (topic, partition)
         self.name = f"{topic}-{partition}"      # read by every narration of this partition
+        # a coordinator's own log (the offsets or transaction state topic): its HW moves tell the coordinator too
+        self._internal = topic == OFFSETS_TOPIC or topic == TRANSACTION_STATE_TOPIC
         self._hold_key = (broker.name, "replicate", self.tp)
         self.log = log
         self.leader = -1
@@ -165,9 +167,14 @@ class Partition:
             return False
         old = log.high_watermark
         log.update_high_watermark(new_hw)
-        self.broker.kernel.narrate_f(("%s HW %d -> %d", self.name, old, log.high_watermark))
-        self.complete_delayed(now)
-        self.broker.on_high_watermark(self)
+        b = self.broker
+        b.kernel.narrate_f(("%s HW %d -> %d", self.name, old, log.high_watermark))
+        if self.delayed:        # (complete_delayed's own first test, without its call when nothing waits)
+            self.complete_delayed(now)
+        # what a moved HW completes: parked fetches, then a coordinator's writes waiting on its own log's HW
+        b._complete_parked_for(self.tp)
+        if self._internal:
+            b.on_high_watermark(self)
         return True
 
     # -------------------------------------------------------- acks=all waits
