@@ -70,6 +70,8 @@ class Partition:
         self.config: dict = {}
         # the topic's min.insync.replicas, else the broker's: a field set with the config (read on every fetch)
         self.min_insync_replicas: int = broker.config["min.insync.replicas"]
+        # len(isr) < min_insync_replicas: a field set with both (read by every HW check: no len() call)
+        self._isr_too_small = 0 < self.min_insync_replicas
         self.epoch_start_offset = 0
 
     @property
@@ -130,6 +132,7 @@ class Partition:
         self.config = dict(state.config)
         v = self.config.get("min.insync.replicas")
         self.min_insync_replicas = v if v is not None else self.broker.config["min.insync.replicas"]
+        self._isr_too_small = len(self.isr) < self.min_insync_replicas
         self.log.update_topic_config(self.config)     # topic configs changed by an admin apply at once
         self._note_isr_followers()
 
@@ -148,12 +151,14 @@ class Partition:
             return False
         log = self.log
         if self.pending_isr is None:
-            isr, followers = self.isr, self._isr_followers
+            if self._isr_too_small:
+                return False
+            followers = self._isr_followers
         else:
             isr = self.maximal_isr
+            if len(isr) < self.min_insync_replicas:
+                return False
             followers = self._follower_states(isr)
-        if len(isr) < self.min_insync_replicas:
-            return False
         new_hw = log.log_end_offset
         for r, f in followers:
             if f is None:
@@ -196,9 +201,12 @@ class Partition:
             d.callback(Errors.REQUEST_TIMED_OUT)
 
     def complete_delayed(self, now: int) -> None:
-        if not self.delayed:
-            return
         hw = self.log.high_watermark
+        for d in self.delayed:      # (most calls complete nothing: found without building the two lists)
+            if d.required_offset <= hw:
+                break
+        else:
+            return
         done: list[DelayedProduce] = []
         waiting: list[DelayedProduce] = []
         for d in self.delayed:          # (one loop, no comprehensions: each is a call in CPython 3.11)
