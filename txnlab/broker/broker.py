@@ -399,7 +399,8 @@ class Broker(BrokerLifecycle, ProduceHandling, FetchHandling, AdminHandling, Nod
         p.complete_delayed(self.kernel.now)
 
     def on_high_watermark(self, p: Partition) -> None:
-        self._complete_parked_for(p.tp)
+        """The HW of a coordinator's own log moved (after the fetches parked on it were completed: see
+        Partition.maybe_increment_hw)."""
         if p.tp[0] == OFFSETS_TOPIC:
             self.group_coordinator.on_high_watermark(p)
         elif p.tp[0] == TRANSACTION_STATE_TOPIC:

@@ -137,10 +137,49 @@ class FetchHandling:
                         return m.FetchResponse({}, err)
                 if sess.dirty:
                     parts = sess.view(parts)    # (without news: the request's partitions, as view() answers)
-                if sess.isr_seen != self.isr_version or sess.isr_seen < 0:     # (else nothing to look at)
+                if sess.isr_seen != self.isr_version:     # (else nothing to look at; isr_version is never negative)
                     self._session_followers_caught_up(replica, sess, parts, req.replica_epoch)
                 if len(parts) == 1 and wait > 0:
-                    resp, has_data = self._follower_position(req, parts, sess)
+                    # A follower's long-poll of one partition (after each answer, as every replicated write is
+                    # followed).  In the common case -- this broker leads it in the follower's epoch, the follower's
+                    # log has not diverged (it fetches in the log's latest epoch), its fetch is not stale and moved its
+                    # position (so it is not left out as having nothing new) -- the fetch is recorded and read here:
+                    # _read_replica_fetch(req, parts, True, sess, True) without its loop over partitions (nor a call).
+                    has_data = False
+                    read = True         # (whether _read_replica_fetch reads it: any other case)
+                    for tp, fp in parts.items():    # (its one partition)
+                        break
+                    p = self.partitions.get(tp)
+                    f = p.followers.get(replica) if p is not None and p.is_leader else None
+                    if f is not None and (fp.current_leader_epoch < 0 or fp.current_leader_epoch == p.leader_epoch):
+                        log = p.log
+                        offset = fp.fetch_offset
+                        last_epoch = fp.last_fetched_epoch
+                        entries = log.epoch_entries
+                        replica_epoch = req.replica_epoch
+                        epochs = self.metadata.broker_epochs
+                        if offset <= log.log_end_offset and f.leo != offset \
+                                and (last_epoch < 0 or (entries and last_epoch == entries[-1].epoch)) \
+                                and (replica_epoch == -1 or replica not in epochs or epochs[replica] <= replica_epoch):
+                            read = False
+                            p.update_follower(replica, offset, self.kernel.now, replica_epoch)  # (may move the HW)
+                            if offset < log.log_end_offset:     # (else a quiet partition, not sent: it parks)
+                                d = _new_message(m.FetchPartitionData)     # _fetched(HW, LSO, log start, None, ..)
+                                d.error = _NONE
+                                d.high_watermark = f.last_sent_hw = log.high_watermark
+                                d.last_stable_offset = log.last_stable_offset
+                                d.log_start_offset = log.log_start_offset
+                                d.aborted_transactions = None
+                                d.records = log.read_to_end(offset, fp.partition_max_bytes)     # (a tuple)
+                                d.diverging_epoch = None
+                                if d.records:
+                                    resp = _new_message(m.FetchResponse)  # FetchResponse({tp: d}, 0, session id)
+                                    resp.partitions = {tp: d}
+                                    resp.error = 0
+                                    resp.session_id = sess.session_id
+                                    return resp
+                    if read:
+                        resp, has_data = self._read_replica_fetch(req, parts, True, sess, True)
                 else:
                     resp, has_data = self._read_replica_fetch(req, parts, True, sess, wait > 0)
             else:
@@ -488,46 +527,6 @@ class FetchHandling:
         resp.error = 0
         resp.session_id = session.session_id if session is not None else 0
         return resp, has_data
-
-    def _follower_position(self, req, parts: dict, session) -> tuple:
-        """``_read_replica_fetch(req, parts, True, session, True)`` for a session fetch of one partition (a follower's
-        long-poll after each answer, as every replicated write is followed): in the common case -- this broker leads
-        it in the follower's epoch, the follower's log has not diverged (it fetches in the log's latest epoch), its
-        fetch is not stale and moved its position (so it is not left out as having nothing new) -- the fetch is
-        recorded and read without the loop over partitions; any other case is that read's."""
-        [(tp, fp)] = parts.items()
-        p = self.partitions.get(tp)
-        replica = req.replica_id
-        f = p.followers.get(replica) if p is not None and p.is_leader else None
-        if f is not None and (fp.current_leader_epoch < 0 or fp.current_leader_epoch == p.leader_epoch):
-            log = p.log
-            offset = fp.fetch_offset
-            last_epoch = fp.last_fetched_epoch
-            entries = log.epoch_entries
-            replica_epoch = req.replica_epoch
-            epochs = self.metadata.broker_epochs
-            if offset <= log.log_end_offset and f.leo != offset \
-                    and (last_epoch < 0 or (entries and last_epoch == entries[-1].epoch)) \
-                    and (replica_epoch == -1 or replica not in epochs or epochs[replica] <= replica_epoch):
-                p.update_follower(replica, offset, self.kernel.now, replica_epoch)     # (may move the HW, append)
-                if offset >= log.log_end_offset:
-                    return None, False      # a quiet partition in an answer that is not sent: it parks
-                d = _new_message(m.FetchPartitionData)     # _fetched(HW, LSO, log start, None, records), inlined
-                d.error = _NONE
-                d.high_watermark = f.last_sent_hw = log.high_watermark
-                d.last_stable_offset = log.last_stable_offset
-                d.log_start_offset = log.log_start_offset
-                d.aborted_transactions = None
-                d.records = log.read_to_end(offset, fp.partition_max_bytes)     # (a tuple)
-                d.diverging_epoch = None
-                if not d.records:
-                    return None, False
-                resp: m.FetchResponse = _new_message(m.FetchResponse)  # FetchResponse({tp: d}, 0, session id)
-                resp.partitions = {tp: d}
-                resp.error = 0
-                resp.session_id = session.session_id
-                return resp, True
-        return self._read_replica_fetch(req, parts, True, session, True)
 
     def _diverged(self, p, replica: int, fp, epoch: int, end: int) -> m.FetchPartitionData:
         """The answer to a follower whose log has diverged from the leader's: where its epoch ends here."""

@@ -13,7 +13,7 @@ from typing import Callable, Optional
 from .._mypyc import new as _new    # object.__new__ (compiled by mypyc: the class call)
 from ..protocol import messages as m
 from ..protocol.errors import Errors
-from ..protocol.names import broker_name
+from ..protocol.names import OFFSETS_TOPIC, TRANSACTION_STATE_TOPIC, broker_name
 
 # read on every completed acks=all wait: a member read through its enum class costs CPython 3.11 a call of the
 # class's attribute hook each time (~60 ns)
@@ -50,6 +50,8 @@ class Partition:
         self.partition = partition
         self.tp = (topic, partition)
         self.name = f"{topic}-{partition}"      # read by every narration of this partition
+        # a coordinator's own log (the offsets or transaction state topic): its HW moves tell the coordinator too
+        self._internal = topic == OFFSETS_TOPIC or topic == TRANSACTION_STATE_TOPIC
         self._hold_key = (broker.name, "replicate", self.tp)
         self.log = log
         self.leader = -1
@@ -68,6 +70,8 @@ class Partition:
         self.config: dict = {}
         # the topic's min.insync.replicas, else the broker's: a field set with the config (read on every fetch)
         self.min_insync_replicas: int = broker.config["min.insync.replicas"]
+        # len(isr) < min_insync_replicas: a field set with both (read by every HW check: no len() call)
+        self._isr_too_small = 0 < self.min_insync_replicas
         self.epoch_start_offset = 0
 
     @property
@@ -128,6 +132,7 @@ class Partition:
         self.config = dict(state.config)
         v = self.config.get("min.insync.replicas")
         self.min_insync_replicas = v if v is not None else self.broker.config["min.insync.replicas"]
+        self._isr_too_small = len(self.isr) < self.min_insync_replicas
         self.log.update_topic_config(self.config)     # topic configs changed by an admin apply at once
         self._note_isr_followers()
 
@@ -146,12 +151,14 @@ class Partition:
             return False
         log = self.log
         if self.pending_isr is None:
-            isr, followers = self.isr, self._isr_followers
+            if self._isr_too_small:
+                return False
+            followers = self._isr_followers
         else:
             isr = self.maximal_isr
+            if len(isr) < self.min_insync_replicas:
+                return False
             followers = self._follower_states(isr)
-        if len(isr) < self.min_insync_replicas:
-            return False
         new_hw = log.log_end_offset
         for r, f in followers:
             if f is None:
@@ -165,9 +172,14 @@ class Partition:
             return False
         old = log.high_watermark
         log.update_high_watermark(new_hw)
-        self.broker.kernel.narrate_f(("%s HW %d -> %d", self.name, old, log.high_watermark))
-        self.complete_delayed(now)
-        self.broker.on_high_watermark(self)
+        b = self.broker
+        b.kernel.narrate_f(("%s HW %d -> %d", self.name, old, log.high_watermark))
+        if self.delayed:        # (complete_delayed's own first test, without its call when nothing waits)
+            self.complete_delayed(now)
+        # what a moved HW completes: parked fetches, then a coordinator's writes waiting on its own log's HW
+        b._complete_parked_for(self.tp)
+        if self._internal:
+            b.on_high_watermark(self)
         return True
 
     # -------------------------------------------------------- acks=all waits
@@ -189,9 +201,12 @@ class Partition:
             d.callback(Errors.REQUEST_TIMED_OUT)
 
     def complete_delayed(self, now: int) -> None:
-        if not self.delayed:
-            return
         hw = self.log.high_watermark
+        for d in self.delayed:      # (most calls complete nothing: found without building the two lists)
+            if d.required_offset <= hw:
+                break
+        else:
+            return
         done: list[DelayedProduce] = []
         waiting: list[DelayedProduce] = []
         for d in self.delayed:          # (one loop, no comprehensions: each is a call in CPython 3.11)

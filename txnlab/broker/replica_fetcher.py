@@ -34,7 +34,10 @@ class ReplicaFetcher:
         self.session_id = 0
         self.session_epoch = 0
         self._session_view: dict = {}      # tp -> FetchPartition, as the leader's session holds it
-        self._pending: tuple = ({}, None)  # (partitions sent, forgotten or None for a full request)
+        # what the session will hold once the leader answers: the partitions sent, and those forgotten (None for a
+        # full request)
+        self._sent: dict = {}
+        self._forgotten: Optional[tuple] = None
         # partitions whose fetch position may have changed: an ordered set (tp -> None), so that the order
         # of a request's partitions never depends on string hashing (same seed, same trace, any process)
         self._dirty: dict = {}
@@ -101,10 +104,11 @@ class ReplicaFetcher:
                 parts[tp] = fp
         if incremental:
             gone = tuple(forgotten) if forgotten is not None else ()
-            self._pending = (parts, gone)      # what the session will hold once the leader answers
+            self._forgotten = gone
         else:
             gone = ()
-            self._pending = (parts, None)
+            self._forgotten = None
+        self._sent = parts
         # FetchRequest(broker id, wait, 1, READ_UNCOMMITTED, parts, session or 0, epoch or 0, gone, broker epoch),
         # without the class call (once per round trip; see _new_message in broker/fetch.py)
         req: m.FetchRequest = _new_message(m.FetchRequest)
@@ -141,7 +145,8 @@ class ReplicaFetcher:
                 self.session_epoch = 1
             else:
                 self.session_epoch += 1
-            sent, forgotten = self._pending
+            sent = self._sent
+            forgotten = self._forgotten
             if forgotten is None:
                 self._session_view = dict(sent)    # a copy: the request that was sent stays as it was
             else:

@@ -152,10 +152,15 @@ class UnifiedLog:
                                        self._segment_bytes)
         append_time = now if self._log_append_time else None
         offset = self.log_end_offset
-        assigned = []
-        for batch in batches:
-            assigned.append(batch.with_base_offset(offset, leader_epoch, append_time))
-            offset += batch.record_count
+        assigned: Sequence[RecordBatch]
+        if len(batches) == 1:       # (one batch, the common case: a tuple, which _write keeps without a copy)
+            assigned = (batches[0].with_base_offset(offset, leader_epoch, append_time),)
+        else:
+            built: list[RecordBatch] = []
+            for batch in batches:
+                built.append(batch.with_base_offset(offset, leader_epoch, append_time))
+                offset += batch.record_count
+            assigned = built
         return self._append(assigned, origin, TV_UNKNOWN, verification_guard, size,
                             NO_TIMESTAMP if append_time is None else append_time)
 
