@@ -493,7 +493,7 @@ class Kernel:
                                        background=True)
             return self.current
         self.current = self.record("timer", ev.node, f"{ev.node}: {ev.name}" if self.trace.enabled else "",
-                                   background=ev.background)
+                                   "", "", "", -1, False, ev.background)    # (by position: Node.send_request)
         fn, arg = ev.fn, ev.arg
         ev.fn = ev.arg = None       # it ran: see cancel()
         if arg is None:
