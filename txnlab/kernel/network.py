@@ -15,12 +15,12 @@ sender's kernel keeps them and retransmits) and arrive in order at TCP's first r
 from __future__ import annotations
 
 from collections import deque
-from dataclasses import dataclass
 from heapq import heappush
 from itertools import islice
 from typing import Any, ClassVar, Optional
 
 from .._mypyc import new as _new    # object.__new__ (compiled by mypyc: the class call)
+from .fault_rule import FaultRule   # noqa: F401  (imported from here)
 from .tcp import TCP_RTO_MIN_MS, TCP_TIMEOUT_INIT_MS, retransmission_at
 from .trace import DeliveryEvent, TraceEvent
 
@@ -133,33 +133,6 @@ class Connection:
         return f"Connection(#{self.id} {self.describe()} {self.state})"
 
 
-@dataclass
-class FaultRule:
-    """Applies to the next ``count`` messages that match."""
-
-    action: str            # drop | delay | duplicate
-    api: str
-    response: bool = False
-    src: Optional[str] = None
-    dst: Optional[str] = None
-    ms: int = 0
-    count: int = 1
-
-    def matches(self, m: Message) -> bool:
-        return (self.api in (m.api, "*") and self.response == m.is_response
-                and (self.src is None or self.src == m.src)
-                and (self.dst is None or self.dst == m.dst))
-
-    def describe(self) -> str:
-        what = f"{self.api} {'response' if self.response else 'request'}"
-        if self.src:
-            what += f" from {self.src}"
-        if self.dst:
-            what += f" to {self.dst}"
-        extra = f" by {self.ms}ms" if self.action == "delay" else ""
-        return f"{self.action} the next {what}{extra}"
-
-
 class Network:
     def __init__(self, kernel, latency_ms: int = 1, jitter_ms: int = 0) -> None:
         self.kernel = kernel
@@ -168,14 +141,34 @@ class Network:
         self.rules: list[FaultRule] = []
         self.cuts: set[tuple[str, str]] = set()
         self.messages: dict[int, Message] = {}       # every message ever sent (when keep_history)
-        self.keep_history = True
+        self._keep_history = True
         # None: the history keeps every message; N: only the last N sent (up to a quarter more), for long runs
-        self.history_limit: Optional[int] = None
+        self._history_limit: Optional[int] = None
+        # where send() puts each message: the history when it keeps every one (else None: one test per message)
+        self._history: Optional[dict[int, Message]] = self.messages
         self._in_flight: dict[int, Message] = {}     # the messages on the wire now (always kept)
         self._next_id = 0
         self._connections: dict[tuple, Connection] = {}   # (client, server, channel) -> the live connection
         self._next_conn = 0
         self._holding: dict[int, Connection] = {}   # connection id -> a connection a partition holds messages of
+
+    @property
+    def keep_history(self) -> bool:
+        return self._keep_history
+
+    @keep_history.setter
+    def keep_history(self, on: bool) -> None:
+        self._keep_history = on
+        self._history = self.messages if on and self._history_limit is None else None
+
+    @property
+    def history_limit(self) -> Optional[int]:
+        return self._history_limit
+
+    @history_limit.setter
+    def history_limit(self, limit: Optional[int]) -> None:
+        self._history_limit = limit
+        self._history = self.messages if self._keep_history and limit is None else None
 
     # ---------------------------------------------------------------- faults
     def add_rule(self, rule: FaultRule) -> None:
@@ -304,10 +297,13 @@ class Network:
         m.conn = conn
         m.lose_response = False
         m.retransmitted = -1
-        if self.keep_history:
+        hist = self._history
+        if hist is not None:
+            hist[mid] = m
+        elif self._keep_history:        # a bounded history
             hist = self.messages
             hist[mid] = m
-            if self.history_limit is not None and len(hist) > self.history_limit + max(1, self.history_limit // 4):
+            if len(hist) > self._history_limit + max(1, self._history_limit // 4):  # type: ignore[operator]
                 self._trim_history()
         cur = k.current
         if cur is not None:
@@ -387,7 +383,7 @@ class Network:
         """Forget the oldest messages of the history beyond ``history_limit`` (those on the wire stay readable
         through ``message()``)."""
         hist = self.messages
-        for mid in list(islice(hist, len(hist) - self.history_limit)):  # type: ignore[operator]
+        for mid in list(islice(hist, len(hist) - self._history_limit)):  # type: ignore[operator]
             del hist[mid]
 
     def _next_request(self, conn: Connection) -> None:
