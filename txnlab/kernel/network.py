@@ -467,8 +467,7 @@ class Network:
     def deliver(self, m: Message, dst=_LOOK_UP) -> TraceEvent:
         """Deliver ``m`` (``dst``: its destination's node, when the caller has looked it up already)."""
         k = self.kernel
-        m.event = None          # its event has run (and no cycle message <-> event is left for the collector)
-        conn = m.conn
+        conn = m.conn           # (m.event is None: the kernel let go of the event that delivered it)
         if self.cuts and conn is not None and \
                 ((m.src, m.dst) in self.cuts or conn.held is not None and conn.held[1 if m.is_response else 0]):
             self._hold(m)       # lost on the way: the sender's kernel retransmits it (tcp.py)

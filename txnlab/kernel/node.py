@@ -103,10 +103,10 @@ class Node:
         if lane is None:
             lane = RequestTimeouts.new(self, d)
         key = (t << SEQ_BITS) | seq
-        lane.append((key << CID_BITS) | cid)
-        if len(lane) == 1:          # the head of its lane: in the heap
+        if not lane:          # the head of its lane: in the heap
             heappush(k._queue, key)
             k._queued[key] = lane
+        lane.append((key << CID_BITS) | cid)
         return m
 
     def respond(self, request_msg: Message, response: Any, background: bool = False) -> Message:
