@@ -438,7 +438,7 @@ class Kernel:
                 self.now = chosen.time
             self.step_count += 1
             chosen.msg.event = None     # (as below)
-            tev = self.network.deliver(chosen.msg)
+            tev = self.network.deliver(chosen.msg, self.nodes.get(chosen.msg.dst))
             self.current = None
             return tev
         q = self._queue

@@ -27,7 +27,6 @@ from .trace import DeliveryEvent, TraceEvent
 
 _new_entry = object.__new__     # trace.py is never compiled: its entries are always made this way
 _id = attrgetter("id")
-_LOOK_UP = object()     # Network.deliver: the destination node is not looked up yet
 
 # The kernel's heap key of a queued event or message: (time << SEQ_BITS) | seq, in (time, seq) order below 2**40
 # events (defined here, where the one caller outside the kernel needs it; the kernel imports it)
@@ -464,8 +463,8 @@ class Network:
         return m
 
     # --------------------------------------------------------------- deliver
-    def deliver(self, m: Message, dst=_LOOK_UP) -> TraceEvent:
-        """Deliver ``m`` (``dst``: its destination's node, when the caller has looked it up already)."""
+    def deliver(self, m: Message, dst) -> TraceEvent:
+        """Deliver ``m`` to ``dst``: its destination's node, looked up by the kernel (None: there is none)."""
         k = self.kernel
         conn = m.conn           # (m.event is None: the kernel let go of the event that delivered it)
         if self.cuts and conn is not None and \
@@ -474,8 +473,6 @@ class Network:
             k.current = k.record("wait", m.dst, self._held_text(m), api=m.api, src=m.src, dst=m.dst, msg_id=m.id,
                                  is_response=m.is_response, background=m.background)
             return k.current
-        if dst is _LOOK_UP:
-            dst = k.nodes.get(m.dst)
         if dst is None or not dst.alive:
             m.state = "dropped"
             m.note = f"{m.dst} is down"
