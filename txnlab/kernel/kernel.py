@@ -220,9 +220,9 @@ class Kernel:
         ev.incarnation = incarnation
         ev.arg = arg
         ev.lane = lane
-        lane.append(ev)
-        if len(lane) == 1:
+        if not lane:        # its head: in the heap
             self._push(ev)
+        lane.append(ev)
         return ev
 
     def _left_lane(self, ev: Any) -> Optional[Event]:
@@ -437,7 +437,8 @@ class Kernel:
             if chosen.time > self.now:
                 self.now = chosen.time
             self.step_count += 1
-            tev = self.network.deliver(chosen.msg)
+            chosen.msg.event = None     # (as below)
+            tev = self.network.deliver(chosen.msg, self.nodes.get(chosen.msg.dst))
             self.current = None
             return tev
         q = self._queue
@@ -481,7 +482,11 @@ class Kernel:
             if at > self.now:
                 self.now = at
             self.step_count += 1
-            tev = self._fire_timer(ev, node) if m is None else self.network.deliver(m, node)
+            if m is None:
+                tev = self._fire_timer(ev, node)
+            else:
+                m.event = None      # its event has run (no cycle message <-> event is left for the collector)
+                tev = self.network.deliver(m, node)
             self.current = None
             return tev
         return None
@@ -493,7 +498,7 @@ class Kernel:
                                        background=True)
             return self.current
         self.current = self.record("timer", ev.node, f"{ev.node}: {ev.name}" if self.trace.enabled else "",
-                                   background=ev.background)
+                                   "", "", "", -1, False, ev.background)    # (by position: Node.send_request)
         fn, arg = ev.fn, ev.arg
         ev.fn = ev.arg = None       # it ran: see cancel()
         if arg is None:
@@ -523,6 +528,7 @@ class Kernel:
         q = self._queue
         queued = self._queued
         nodes = self.nodes
+        deliver = self.network.deliver
         while not predicate():
             # step(None, deadline), inlined for nine steps in ten -- a message queued itself (see network.Message),
             # due by the deadline, for a node not paused -- and called for the others: the call cost ~1 % of a
@@ -536,7 +542,7 @@ class Kernel:
                 if m.deliver_at > self.now:
                     self.now = m.deliver_at
                 self.step_count += 1
-                tev = self.network.deliver(m, node)
+                tev = deliver(m, node)
                 self.current = None
             else:
                 tev = self.step(None, deadline)

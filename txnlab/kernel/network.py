@@ -15,17 +15,18 @@ sender's kernel keeps them and retransmits) and arrive in order at TCP's first r
 from __future__ import annotations
 
 from collections import deque
-from dataclasses import dataclass
 from heapq import heappush
 from itertools import islice
-from typing import Any, ClassVar, Optional
+from operator import attrgetter
+from typing import Any, ClassVar, Iterator, Optional
 
 from .._mypyc import new as _new    # object.__new__ (compiled by mypyc: the class call)
+from .fault_rule import FaultRule   # noqa: F401  (imported from here)
 from .tcp import TCP_RTO_MIN_MS, TCP_TIMEOUT_INIT_MS, retransmission_at
 from .trace import DeliveryEvent, TraceEvent
 
 _new_entry = object.__new__     # trace.py is never compiled: its entries are always made this way
-_LOOK_UP = object()     # Network.deliver: the destination node is not looked up yet
+_id = attrgetter("id")
 
 # The kernel's heap key of a queued event or message: (time << SEQ_BITS) | seq, in (time, seq) order below 2**40
 # events (defined here, where the one caller outside the kernel needs it; the kernel imports it)
@@ -133,33 +134,6 @@ class Connection:
         return f"Connection(#{self.id} {self.describe()} {self.state})"
 
 
-@dataclass
-class FaultRule:
-    """Applies to the next ``count`` messages that match."""
-
-    action: str            # drop | delay | duplicate
-    api: str
-    response: bool = False
-    src: Optional[str] = None
-    dst: Optional[str] = None
-    ms: int = 0
-    count: int = 1
-
-    def matches(self, m: Message) -> bool:
-        return (self.api in (m.api, "*") and self.response == m.is_response
-                and (self.src is None or self.src == m.src)
-                and (self.dst is None or self.dst == m.dst))
-
-    def describe(self) -> str:
-        what = f"{self.api} {'response' if self.response else 'request'}"
-        if self.src:
-            what += f" from {self.src}"
-        if self.dst:
-            what += f" to {self.dst}"
-        extra = f" by {self.ms}ms" if self.action == "delay" else ""
-        return f"{self.action} the next {what}{extra}"
-
-
 class Network:
     def __init__(self, kernel, latency_ms: int = 1, jitter_ms: int = 0) -> None:
         self.kernel = kernel
@@ -168,14 +142,34 @@ class Network:
         self.rules: list[FaultRule] = []
         self.cuts: set[tuple[str, str]] = set()
         self.messages: dict[int, Message] = {}       # every message ever sent (when keep_history)
-        self.keep_history = True
+        self._keep_history = True
         # None: the history keeps every message; N: only the last N sent (up to a quarter more), for long runs
-        self.history_limit: Optional[int] = None
-        self._in_flight: dict[int, Message] = {}     # the messages on the wire now (always kept)
+        self._history_limit: Optional[int] = None
+        # where send() puts each message: the history when it keeps every one (else None: one test per message)
+        self._history: Optional[dict[int, Message]] = self.messages
+        # (the messages on the wire now are those whose delivery is queued and those a partition holds: _on_the_wire)
         self._next_id = 0
         self._connections: dict[tuple, Connection] = {}   # (client, server, channel) -> the live connection
         self._next_conn = 0
         self._holding: dict[int, Connection] = {}   # connection id -> a connection a partition holds messages of
+
+    @property
+    def keep_history(self) -> bool:
+        return self._keep_history
+
+    @keep_history.setter
+    def keep_history(self, on: bool) -> None:
+        self._keep_history = on
+        self._history = self.messages if on and self._history_limit is None else None
+
+    @property
+    def history_limit(self) -> Optional[int]:
+        return self._history_limit
+
+    @history_limit.setter
+    def history_limit(self, limit: Optional[int]) -> None:
+        self._history_limit = limit
+        self._history = self.messages if self._keep_history and limit is None else None
 
     # ---------------------------------------------------------------- faults
     def add_rule(self, rule: FaultRule) -> None:
@@ -225,13 +219,12 @@ class Network:
         conn.state = "closed"
         if self._connections.get((conn.client, conn.server, conn.channel)) is conn:
             del self._connections[(conn.client, conn.server, conn.channel)]
-        for m in [m for m in self._in_flight.values() if m.conn is conn and (m.is_response or not by_client)]:
+        for m in [m for m in self._on_the_wire() if m.conn is conn and (m.is_response or not by_client)]:
             self.kernel.cancel_delivery(m)
             if m.state == "held":
                 self._unhold(m)
             m.state = "dropped"
             m.note = reason
-            del self._in_flight[m.id]
         if by_client:
             return
         for m in conn.waiting:
@@ -248,7 +241,6 @@ class Network:
             for m in [*c.held[0], *c.held[1]]:      # type: ignore[index]  (closed by its client before: gone too)
                 m.state = "dropped"
                 m.note = reason
-                self._in_flight.pop(m.id, None)
             del self._holding[c.id]
 
     def break_connection(self, conn: Connection, reason: str) -> None:
@@ -304,10 +296,13 @@ class Network:
         m.conn = conn
         m.lose_response = False
         m.retransmitted = -1
-        if self.keep_history:
+        hist = self._history
+        if hist is not None:
+            hist[mid] = m
+        elif self._keep_history:        # a bounded history
             hist = self.messages
             hist[mid] = m
-            if self.history_limit is not None and len(hist) > self.history_limit + max(1, self.history_limit // 4):
+            if len(hist) > self._history_limit + max(1, self._history_limit // 4):  # type: ignore[operator]
                 self._trim_history()
         cur = k.current
         if cur is not None:
@@ -339,7 +334,6 @@ class Network:
             else:
                 m.seq = 0
                 m.event = k.schedule_delivery(m)
-            self._in_flight[mid] = m
             return m
         m.seq = 0           # (not queued as itself: see Message)
         if conn.state in ("closed", "broken"):
@@ -380,14 +374,13 @@ class Network:
                       f"again on a new connection [injected fault]")
         conn.due[direction] = m.deliver_at
         m.event = k.schedule(m.deliver_at - k.now, "deliver", dst, api, msg=m, background=background)
-        self._in_flight[m.id] = m
         return m
 
     def _trim_history(self) -> None:
         """Forget the oldest messages of the history beyond ``history_limit`` (those on the wire stay readable
         through ``message()``)."""
         hist = self.messages
-        for mid in list(islice(hist, len(hist) - self.history_limit)):  # type: ignore[operator]
+        for mid in list(islice(hist, len(hist) - self._history_limit)):  # type: ignore[operator]
             del hist[mid]
 
     def _next_request(self, conn: Connection) -> None:
@@ -397,18 +390,32 @@ class Network:
             nxt = conn.waiting.popleft()
             nxt.state = "in-flight"
             nxt.event = self.kernel.schedule(0, "deliver", nxt.dst, nxt.api, msg=nxt, background=nxt.background)
-            self._in_flight[nxt.id] = nxt
 
     def message(self, msg_id: int) -> Message:
         """A message by id: any one on the wire now, or any sent before when the history is kept."""
-        m = self._in_flight.get(msg_id) or self.messages.get(msg_id)
+        m = self.messages.get(msg_id) or next((x for x in self._on_the_wire() if x.id == msg_id), None)
         if m is None:
             raise KeyError(f"no message #{msg_id} in flight"
                            + ("" if self.keep_history else " (this network keeps no history)"))
         return m
 
     def in_flight(self) -> list[Message]:
-        return sorted(self._in_flight.values(), key=lambda m: (m.deliver_at, m.id))
+        return sorted(self._on_the_wire(), key=lambda m: (m.deliver_at, m.id))
+
+    def _on_the_wire(self) -> Iterator[Message]:
+        """The messages on the wire now, in no particular order: those whose delivery is queued in the kernel (a
+        message queued itself, or a live delivery event: see Message) and those a partition holds.  (No dict of
+        them is kept: adding and removing every message cost more than these rare looks.)"""
+        for e in self.kernel._queued.values():
+            if e.__class__ is Message:
+                yield e
+            else:
+                m = getattr(e, "msg", None)     # (a lane of request timeouts has none)
+                if m is not None and not e.cancelled:
+                    yield m
+        for c in self._holding.values():
+            yield from c.held[0]        # type: ignore[index]
+            yield from c.held[1]        # type: ignore[index]
 
     def drop(self, m: Message, reason: str) -> None:
         """Lose a message that is on the wire (a fault applied to a chosen message): its connection breaks."""
@@ -417,7 +424,6 @@ class Network:
         if m.state == "held":
             self._unhold(m)
         self.kernel.cancel_delivery(m)
-        self._in_flight.pop(m.id, None)
         m.state = "dropped"
         m.note = reason
         if m.conn is not None:
@@ -432,7 +438,7 @@ class Network:
         m.deliver_at += ms
         m.note = f"delayed {ms}ms"
         m.event = k.schedule(m.deliver_at - k.now, "deliver", m.dst, m.api, msg=m, background=m.background)
-        behind = sorted((x for x in self._in_flight.values()
+        behind = sorted((x for x in self._on_the_wire()
                          if x.conn is m.conn and x.is_response == m.is_response and x.id > m.id), key=lambda x: x.id)
         for x in behind:
             if x.deliver_at < m.deliver_at:
@@ -457,20 +463,16 @@ class Network:
         return m
 
     # --------------------------------------------------------------- deliver
-    def deliver(self, m: Message, dst=_LOOK_UP) -> TraceEvent:
-        """Deliver ``m`` (``dst``: its destination's node, when the caller has looked it up already)."""
+    def deliver(self, m: Message, dst) -> TraceEvent:
+        """Deliver ``m`` to ``dst``: its destination's node, looked up by the kernel (None: there is none)."""
         k = self.kernel
-        self._in_flight.pop(m.id, None)
-        m.event = None          # its event has run (and no cycle message <-> event is left for the collector)
-        conn = m.conn
+        conn = m.conn           # (m.event is None: the kernel let go of the event that delivered it)
         if self.cuts and conn is not None and \
                 ((m.src, m.dst) in self.cuts or conn.held is not None and conn.held[1 if m.is_response else 0]):
             self._hold(m)       # lost on the way: the sender's kernel retransmits it (tcp.py)
             k.current = k.record("wait", m.dst, self._held_text(m), api=m.api, src=m.src, dst=m.dst, msg_id=m.id,
                                  is_response=m.is_response, background=m.background)
             return k.current
-        if dst is _LOOK_UP:
-            dst = k.nodes.get(m.dst)
         if dst is None or not dst.alive:
             m.state = "dropped"
             m.note = f"{m.dst} is down"
@@ -480,7 +482,7 @@ class Network:
             # the requests sent behind it on the same connection fail with it: the connection is refused, not
             # each request (they were lost silently and waited out their request timeouts)
             behind = [] if conn is None or m.is_response else \
-                [x for x in self._in_flight.values() if x.conn is conn and not x.is_response]
+                sorted((x for x in self._on_the_wire() if x.conn is conn and not x.is_response), key=_id)
             if conn is not None:
                 self.close(conn, f"{m.dst} is down")
             src = k.nodes.get(m.src)
@@ -533,7 +535,6 @@ class Network:
         m.event = None
         m.seq = 0
         m.note = "held by a network partition: TCP retransmits it after the heal"
-        self._in_flight[m.id] = m
 
     def _unhold(self, m: Message) -> None:
         """``m`` is held no more (its connection closed, or a fault drops it)."""
@@ -572,7 +573,7 @@ class Network:
                           f"delivered after the heal: TCP retransmits it at t = {at} ms"
                           if len(q) > 1 else f"{head.api} {head.kind} #{head.id} from {head.src} will be delivered "
                           f"after the heal: TCP retransmits it at t = {at} ms")
-                behind = sorted((x for x in self._in_flight.values() if x.conn is conn and x.state == "in-flight"
+                behind = sorted((x for x in self._on_the_wire() if x.conn is conn and x.state == "in-flight"
                                  and x.is_response == bool(direction) and x.id > head.id and x.deliver_at < due),
                                 key=lambda x: x.id)
                 for m in list(q) + behind:
