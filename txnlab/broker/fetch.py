@@ -47,6 +47,27 @@ def _fetched(high_watermark: int, last_stable_offset: int, log_start_offset: int
     return d
 
 
+def _records_answer(tp, log, f, fp, session_id: int):
+    """The answer to a follower's fetch whose one news is ``tp``, in the follower's leader epoch and the log's latest
+    epoch (not diverged): the records past its position, and the HW it is sent (recorded in its FollowerState ``f``).
+    What _read_replica_fetch answers for it, without its loop over partitions; None when there is nothing to send."""
+    d: m.FetchPartitionData = _new_message(m.FetchPartitionData)     # _fetched(HW, LSO, log start, None, records)
+    d.error = _NONE
+    d.high_watermark = f.last_sent_hw = log.high_watermark
+    d.last_stable_offset = log.last_stable_offset
+    d.log_start_offset = log.log_start_offset
+    d.aborted_transactions = None
+    d.records = log.read_to_end(fp.fetch_offset, fp.partition_max_bytes)     # (a tuple)
+    d.diverging_epoch = None
+    if not d.records:
+        return None
+    resp: m.FetchResponse = _new_message(m.FetchResponse)  # FetchResponse({tp: d}, 0, session_id)
+    resp.partitions = {tp: d}
+    resp.error = 0
+    resp.session_id = session_id
+    return resp
+
+
 def _epoch_error(fp, p) -> Errors:
     """A fetch that names another leader epoch than the partition's here (KIP-320)."""
     return Errors.FENCED_LEADER_EPOCH if fp.current_leader_epoch < p.leader_epoch else Errors.UNKNOWN_LEADER_EPOCH
@@ -164,19 +185,8 @@ class FetchHandling:
                             read = False
                             p.update_follower(replica, offset, self.kernel.now, replica_epoch)  # (may move the HW)
                             if offset < log.log_end_offset:     # (else a quiet partition, not sent: it parks)
-                                d = _new_message(m.FetchPartitionData)     # _fetched(HW, LSO, log start, None, ..)
-                                d.error = _NONE
-                                d.high_watermark = f.last_sent_hw = log.high_watermark
-                                d.last_stable_offset = log.last_stable_offset
-                                d.log_start_offset = log.log_start_offset
-                                d.aborted_transactions = None
-                                d.records = log.read_to_end(offset, fp.partition_max_bytes)     # (a tuple)
-                                d.diverging_epoch = None
-                                if d.records:
-                                    resp = _new_message(m.FetchResponse)  # FetchResponse({tp: d}, 0, session id)
-                                    resp.partitions = {tp: d}
-                                    resp.error = 0
-                                    resp.session_id = sess.session_id
+                                resp = _records_answer(tp, log, f, fp, sess.session_id)
+                                if resp is not None:
                                     return resp
                     if read:
                         resp, has_data = self._read_replica_fetch(req, parts, True, sess, True)
@@ -315,23 +325,8 @@ class FetchHandling:
                         # The common wake-up: tp alone has news for this follower, the records past its position in
                         # the epoch it fetches in.  _read_replica_fetch's answer for it, without the loop (and the
                         # call) over the partitions of an answer.
-                        log = p.log
-                        d = _new_message(m.FetchPartitionData)     # _fetched(HW, LSO, log start, None, records), inlined
-                        d.error = _NONE
-                        d.high_watermark = f.last_sent_hw = log.high_watermark
-                        d.last_stable_offset = log.last_stable_offset
-                        d.log_start_offset = log.log_start_offset
-                        d.aborted_transactions = None
-                        d.records = log.read_to_end(fp.fetch_offset, fp.partition_max_bytes)     # (a tuple)
-                        d.diverging_epoch = None
-                        if d.records:
-                            resp = _new_message(m.FetchResponse)     # FetchResponse({tp: d}, 0, session id or 0)
-                            resp.partitions = {tp: d}
-                            resp.error = 0
-                            resp.session_id = sess.session_id if sess is not None else 0
-                            has_data = True
-                        else:
-                            has_data = False
+                        resp = _records_answer(tp, p.log, f, fp, sess.session_id if sess is not None else 0)
+                        has_data = resp is not None
                     else:
                         resp, has_data = self._read_replica_fetch(req, parts, False, sess, True)
                 else:
