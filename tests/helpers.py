@@ -158,3 +158,16 @@ def replicated_with_records(seed: int = 3):
     p.flush()
     c.advance(1_000)
     return c, p
+
+
+def open_transaction(seed: int = 3):
+    """(a 3-broker cluster whose topic t has 3 replicas; a transactional producer with one record in an open
+    transaction)."""
+    from txnlab import Cluster, Producer
+    c = Cluster(brokers=3, seed=seed)
+    c.create_topic("t", partitions=1, replication_factor=3)
+    p = Producer({"bootstrap.servers": c.bootstrap, "transactional.id": "tx"})
+    p.init_transactions()
+    p.begin_transaction()
+    p.produce("t", value=b"v")
+    return c, p

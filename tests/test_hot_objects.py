@@ -8,18 +8,13 @@ instructions of a 1-record transaction (bench/instructions.py).  A class that ne
 object of its own (``Broker.life``)."""
 from __future__ import annotations
 
-from txnlab import Cluster, Producer
+from helpers import open_transaction
 
 LIMIT = 30
 
 
 def test_the_hot_objects_of_a_transaction_stay_within_the_compact_attribute_limit():
-    c = Cluster(brokers=3, seed=0)
-    c.create_topic("t", partitions=1, replication_factor=3)
-    p = Producer({"bootstrap.servers": c.bootstrap, "transactional.id": "x"})
-    p.init_transactions()
-    p.begin_transaction()
-    p.produce("t", value=b"v")
+    c, p = open_transaction(seed=0)
     p.commit_transaction()
     leader = c.broker(c.leader("t"))
     follower = c.broker(next(b for b in c.brokers if b != c.leader("t")))

@@ -13,34 +13,46 @@ from txnlab import Cluster, Consumer, Producer
 from helpers import captured_logger
 
 
-def test_java_rebalance_commit_is_asynchronous_retried_and_comes_before_on_revoke():
+def _three_records():
+    """A one-broker cluster whose topic t holds r0, r1, r2."""
     c = Cluster(brokers=1, seed=2, config={"group.initial.rebalance.delay.ms": 0})
     c.create_topic("t", partitions=1, replication_factor=1)
     p = Producer({"bootstrap.servers": c.bootstrap})
     for v in (b"r0", b"r1", b"r2"):
         p.produce("t", value=v, partition=0)
     assert p.flush(10) == 0
+    return c
+
+
+def _java_member(c, name, **extra):
+    """A Java-dialect member of group g that auto-commits (only when a rebalance asks: the interval is 10 min)."""
+    return Consumer({"bootstrap.servers": c.bootstrap, "group.id": "g", "client.id": name, "sim.client.dialect": "java",
+                     "enable.auto.commit": True, "auto.commit.interval.ms": 600_000, "auto.offset.reset": "earliest",
+                     "heartbeat.interval.ms": 500, **extra})
+
+
+def _consume_three(a):
+    got = []
+    while len(got) < 3:
+        msg = a.poll(0.5)
+        if msg is not None and msg.error() is None:
+            got.append(msg.value())
+
+
+def test_java_rebalance_commit_is_asynchronous_retried_and_comes_before_on_revoke():
+    c = _three_records()
     logger, cap = captured_logger("txnlab.test.join_prepare_commit")
     events = []
 
     def on_revoke(consumer, parts):
         events.append(("on_revoke", c.now, [(tp.topic, tp.partition) for tp in parts]))
 
-    def member(name, **extra):
-        return Consumer({"bootstrap.servers": c.bootstrap, "group.id": "g", "client.id": name,
-                         "sim.client.dialect": "java", "enable.auto.commit": True,
-                         "auto.commit.interval.ms": 600_000, "auto.offset.reset": "earliest",
-                         "socket.timeout.ms": 5_000, "request.timeout.ms": 5_000, "heartbeat.interval.ms": 500,
-                         **extra})
-    a = member("a", logger=logger, log_level=7)
+    timeouts = {"socket.timeout.ms": 5_000, "request.timeout.ms": 5_000}
+    a = _java_member(c, "a", logger=logger, log_level=7, **timeouts)
     a.subscribe(["t"], on_revoke=on_revoke)
-    got = []
-    while len(got) < 3:
-        msg = a.poll(0.5)
-        if msg is not None and msg.error() is None:
-            got.append(msg.value())
+    _consume_three(a)
     c.delay_next("OffsetCommit", 100_000)          # the first commit is held past its request timeout
-    b = member("b")
+    b = _java_member(c, "b", **timeouts)
     b.subscribe(["t"])
     while not events:
         a.poll(0.1)
@@ -69,31 +81,16 @@ def test_java_rebalance_commit_refused_for_good_is_logged_at_error_and_the_parti
     """The commit is held until the coordinator has dropped the member (its heartbeats wait behind the commit):
     UNKNOWN_MEMBER_ID, a CommitFailedException: WARN from the auto-commit's callback, ERROR from onJoinPrepare,
     no second attempt, and the partitions go to on_lost (the generation is reset), not on_revoke."""
-    c = Cluster(brokers=1, seed=2, config={"group.initial.rebalance.delay.ms": 0})
-    c.create_topic("t", partitions=1, replication_factor=1)
-    p = Producer({"bootstrap.servers": c.bootstrap})
-    for v in (b"r0", b"r1", b"r2"):
-        p.produce("t", value=v, partition=0)
-    assert p.flush(10) == 0
+    c = _three_records()
     logger, cap = captured_logger("txnlab.test.join_prepare_commit.refused")
     events = []
-
-    def member(name, **extra):
-        return Consumer({"bootstrap.servers": c.bootstrap, "group.id": "g", "client.id": name,
-                         "sim.client.dialect": "java", "enable.auto.commit": True,
-                         "auto.commit.interval.ms": 600_000, "auto.offset.reset": "earliest",
-                         "session.timeout.ms": 6_000, "socket.timeout.ms": 10_000, "request.timeout.ms": 10_000,
-                         "heartbeat.interval.ms": 500, **extra})
-    a = member("a", logger=logger)
+    timeouts = {"session.timeout.ms": 6_000, "socket.timeout.ms": 10_000, "request.timeout.ms": 10_000}
+    a = _java_member(c, "a", logger=logger, **timeouts)
     a.subscribe(["t"], on_revoke=lambda _, parts: events.append("on_revoke"),
                 on_lost=lambda _, parts: events.append("on_lost"))
-    got = []
-    while len(got) < 3:
-        msg = a.poll(0.5)
-        if msg is not None and msg.error() is None:
-            got.append(msg.value())
+    _consume_three(a)
     c.delay_next("OffsetCommit", 8_000)
-    b = member("b")
+    b = _java_member(c, "b", **timeouts)
     b.subscribe(["t"])
     while not events:
         a.poll(0.1)

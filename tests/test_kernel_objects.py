@@ -4,24 +4,15 @@ from txnlab import Cluster, Producer
 from txnlab.kernel.kernel import Event
 from txnlab.kernel.network import Message
 from txnlab.kernel.trace import TraceEvent
+from helpers import open_transaction
 
 
 def _fields(obj, cls):
     return {name: getattr(obj, name) for name in cls.__slots__}
 
 
-def _busy_cluster():
-    c = Cluster(brokers=3, seed=3)
-    c.create_topic("t", partitions=1, replication_factor=3)
-    p = Producer({"bootstrap.servers": c.bootstrap, "transactional.id": "tx"})
-    p.init_transactions()
-    p.begin_transaction()
-    p.produce("t", value=b"v")
-    return c, p
-
-
 def test_every_field_of_queued_events_in_flight_messages_and_trace_entries_can_be_read():
-    c, p = _busy_cluster()
+    c, p = open_transaction()
     k = c.kernel
     pending = k.pending_events()
     assert {e.kind for e in pending} >= {"deliver", "timer"}
@@ -38,7 +29,7 @@ def test_every_field_of_queued_events_in_flight_messages_and_trace_entries_can_b
 
 
 def test_a_delivery_entry_reads_as_one_built_by_the_class():
-    c, p = _busy_cluster()
+    c, p = open_transaction()
     p.commit_transaction()
     e = next(e for e in c.trace if e.kind == "deliver" and e.api == "Produce")
     built = TraceEvent(e.step, e.time, "deliver", e.node, e.text, e.api, e.src, e.dst, e.msg_id, e.is_response,
@@ -80,7 +71,7 @@ def test_with_the_trace_off_an_observer_sees_delivery_entries_as_the_class_build
 
 
 def test_a_line_narrated_unformatted_reads_as_the_formatted_line():
-    c, p = _busy_cluster()
+    c, p = open_transaction()
     p.commit_transaction()
     def kept(e):        # a step's lines as kept: none, one line as itself, or a list
         d = e._details
