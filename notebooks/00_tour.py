@@ -118,7 +118,8 @@ p0 = at_flush.cluster.partition_state("orders", 0)
 reader = at_flush.cluster.clients["reader-committed"]
 assert p0["hw"] == 2 and p0["lso"] == 0, p0          # replicated, but not stable
 assert records_received(at_flush) == 0              # it got nothing yet
-# (its position() is still OFFSET_INVALID, -1001: as in librdkafka, it is set once poll() returns a message)
+# (its position() is still OFFSET_INVALID, -1001: as in librdkafka, poll() sets it when it consumes a record,
+# a message it returns or a marker it skips)
 assert all(tp.offset == OFFSET_INVALID for tp in reader.position(reader.assignment()))
 
 # %% [markdown]

@@ -75,13 +75,16 @@ def copies_in_log(cluster, topic, partition=0):
 # * **idempotent**: `enable.idempotence=True` (with `acks=all`).
 #
 # We set `enable.idempotence` explicitly every time. confluent-kafka's producer (librdkafka) is **not**
-# idempotent unless you ask: its default is `false`. (Kafka's Java producer turned idempotence on by
-# default in Kafka 3.0; many articles describe that client.)
+# idempotent unless you ask: its default is `false`. (Kafka's Java producer is idempotent by default since
+# Kafka 3.2, 3.1.1 and 3.0.1; many articles describe that client.)
 #
 # `cluster.drop_next("Produce", response=...)` arms the fault: the next matching message on the
-# simulated network disappears. A producer talks to a broker over a TCP connection, and a lost
-# packet does not silently remove one message: the connection **breaks**. The producer notices
-# (one network latency later), every request that was waiting for an answer on that connection fails
+# simulated network disappears. A producer talks to a broker over a TCP connection, and TCP never
+# silently drops one message while later ones arrive: it retransmits lost packets, and when it cannot
+# deliver, the connection **breaks**. The lab models a lost message that way: the connection breaks and
+# the producer notices one network latency later (a real client may notice only when the request times
+# out: `request.timeout.ms`, 30 s, in the Java client; `socket.timeout.ms`, 60 s, in librdkafka).
+# Every request that was waiting for an answer on that connection fails
 # (the narration uses Kafka's name for it, `NETWORK_EXCEPTION`; librdkafka, whose API the lab's client
 # follows, reports it to the application as its local error `_TRANSPORT`, -195), and, if it may retry,
 # the producer sends them again on a **new connection**
@@ -436,7 +439,10 @@ show(pd.DataFrame({"offset": range(6), "enable.idempotence=False": copies_in_log
 # The plain producer's log holds `m1` last: the leader appended whatever arrived, in the order it
 # arrived. The idempotent producer's requests carry sequence numbers. The leader expected sequence 1
 # (`m1`) and got 2, 3, 4, 5: a **gap**, refused with `OUT_OF_ORDER_SEQUENCE_NUMBER` and nothing appended.
-# The producer retries them after `m1`, which it retries first:
+# The producer retries them after `m1`, which it retries first. (The lab's producer does this as Kafka's
+# Java client does: it retries `m1` while `m2 … m5` are still on the wire and keeps every sequence number.
+# librdkafka waits until `m2 … m5` have been answered, bumps the producer epoch itself and sends `m1 … m5`
+# again from sequence 0; the log ends in the same order.) The leader saw:
 
 # %%
 show(narration([e for e in idem.trace.filter(api="Produce") if not e.is_response
@@ -662,10 +668,12 @@ assert copies_in_log(cluster, "t") == ["a", "b"]
 #   `false`), so without it the other settings are simply used as given;
 # * a `transactional.id` needs idempotence (notebook 02).
 #
-# Kafka's Java producer differs: idempotence is on by default since Kafka 3.0 (KIP-679), and when it is
-# only defaulted, a conflicting setting silently turns it off. The lab's config key
-# `sim.client.dialect: "java"` gives a producer the Java client's defaults and rules; the last column
-# uses it.
+# Kafka's Java producer differs: idempotence is on by default (KIP-679, planned for Kafka 3.0; a bug kept
+# it off until 3.0.1, 3.1.1 and 3.2), and when it is only defaulted, a conflicting setting turns it off
+# without an error (the client only logs a line). Kafka 4.0's client makes one exception: with
+# idempotence defaulted, `max.in.flight.requests.per.connection` > 5 raises a `ConfigException`. The lab's
+# config key `sim.client.dialect: "java"` gives a producer the Java client's defaults and rules as in
+# Kafka 3.2 to 3.9; the last column uses it.
 
 # %% [markdown]
 # The next cell tries to build a producer from each of seven configurations, with librdkafka's rules and with the
@@ -686,10 +694,10 @@ p_acks = Predict("<code>{\"enable.idempotence\": True, \"acks\": \"1\"}</code> w
 p_acks
 
 # %%
-p_java = Predict("<code>{\"acks\": \"1\"}</code> with the Java client's rules (idempotence on by default since 3.0):",
+p_java = Predict("<code>{\"acks\": \"1\"}</code> with the Java client's rules (idempotence on by default since 3.2):",
                  choices=BUILDS, check=lambda: built(rules[4]["Java client's rules"]),
-                 why="When idempotence is only defaulted, the Java client turns it off silently for a conflicting "
-                     "setting: the producer builds, and its batches carry no producer id.")
+                 why="When idempotence is only defaulted, the Java client turns it off for a conflicting acks "
+                     "without an error (it only logs a line): the producer builds, and its batches carry no producer id.")
 p_java
 
 # %%
@@ -731,7 +739,7 @@ assert "`max.in.flight` must be set <= 5 when `enable.idempotence` is true" in r
 assert "`transactional.id` requires `enable.idempotence=true`" in results[3]
 assert all("not idempotent" in r for r in results[4:])                  # librdkafka: off unless asked
 assert "Must set acks to all in order to use the idempotent producer." in java[1]
-assert "not idempotent" in java[4] and "not idempotent" in java[5]      # Java: defaulted, silently off
+assert "not idempotent" in java[4] and "not idempotent" in java[5]      # Java 3.x: defaulted, off without an error
 assert "(idempotent)" in java[6]                                         # Java: on by default
 
 # %% [markdown]

@@ -208,9 +208,10 @@ show(narration(story))
 #    `__transaction_state`; the first one starts the transaction's timer (`transaction.timeout.ms`).
 #    The producer learned the `payments` leader later, so `payments-0` came in a second request.
 # 2. **Produce** (producer → partition leaders): ordinary batches, with `isTransactional` set and the
-#    pid, epoch and sequence of notebook 01. Since Kafka 3.6 the leader first checks with the
-#    coordinator that the partition really is in the transaction (an `AddPartitionsToTxn` with
-#    *verify only*, KIP-890; notebook 05 shows what it prevents).
+#    pid, epoch and sequence of notebook 01. Since Kafka 3.6, before it appends the transaction's
+#    first batch on a partition, the leader checks with the coordinator that the partition really is
+#    in the transaction (an `AddPartitionsToTxn` with *verify only*, KIP-890; notebook 05 shows what it
+#    prevents).
 # 3. **EndTxn** (producer → coordinator): `COMMIT`. The coordinator writes **`PrepareCommit`**. Once
 #    that record is replicated the outcome is **decided**: the coordinator answers the producer
 #    *now*, and `commit_transaction()` returns.

@@ -235,7 +235,8 @@ log_snapshot(cluster, [("orders", 0)], title="writer-A's open transaction pins t
 # %% [markdown]
 # `get_watermark_offsets` asks the leader (ListOffsets) for the log start and the end of what *this*
 # consumer may read: the LSO for `read_committed`, the HW for `read_uncommitted`. This is also where
-# `seek_to_end` stops, and what consumer lag is measured against.
+# a consumer lands when it seeks to `OFFSET_END` (Java: `seekToEnd`), and what consumer lag is measured
+# against.
 
 # %%
 tp = TopicPartition("orders", 0)
