@@ -137,8 +137,10 @@ show(narration([e for e in since(cluster, mark) if ("INVALID_PRODUCER_EPOCH" in 
 # * (a) The new write reached the leader of `payments-0`. The partition had no open transaction for
 #   this producer any more (the ABORT marker closed it), so the leader asked the coordinator
 #   (KIP-890 verification), heard `PRODUCER_FENCED`, and refused the write with
-#   **`INVALID_PRODUCER_EPOCH`**. For confluent-kafka's producer that means *fenced*: the delivery
-#   report carries the fatal **`_FENCED`**.
+#   **`INVALID_PRODUCER_EPOCH`**. For confluent-kafka's producer that means *fenced*: the producer
+#   enters the fatal **`_FENCED`** state. (Real confluent-kafka reports the record itself with the
+#   broker's `INVALID_PRODUCER_EPOCH` (47) and raises the fatal `_FENCED` from `flush()`; the lab's
+#   client puts `_FENCED` in the delivery report, as the table shows.)
 # * (b) and (c): a fenced producer is finished. `commit_transaction()` and `abort_transaction()` raise
 #   the same fatal `_FENCED`; the old instance must be closed. (The Java producer
 #   would have got an abortable error at (a) and (b), and `PRODUCER_FENCED` from the coordinator at (c).)
@@ -287,8 +289,9 @@ assert "reserve 3" not in read(cluster, "stock")
 # epoch bump, so a late message of transaction N carries an epoch that is already too old, which stops 2
 # and 3.
 #
-# The stock Java client makes 1 and 2 hard to hit (it bumps its epoch when a sent batch times out), so
-# the lab offers a *naive* client, `"sim.naive.client": True`, that behaves like older clients.
+# The stock clients make 1 and 2 hard to hit (Kafka's Java client, and librdkafka since KIP-360, bump
+# the epoch when a batch times out), so the lab offers a *naive* client, `"sim.naive.client": True`,
+# that behaves like older clients.
 
 # %%
 BASE = {"transaction.state.log.num.partitions": 3, "transaction.max.timeout.ms": 60_000}
@@ -461,7 +464,7 @@ def delayed_end_txn_story(tv, verification, client):
 TV2 = "transaction.version 2, Java client (KIP-890 part 2)"
 PROTOCOLS = {"classic (TV0), no verification": (0, False, "librdkafka"),
              "classic (TV0) + verification (KIP-890 part 1)": (0, True, "librdkafka"),
-             "transaction.version 2, librdkafka client": (2, False, "librdkafka"),
+             "transaction.version 2, librdkafka client": (2, True, "librdkafka"),   # verification: Kafka's default
              TV2: (2, False, "java")}
 STORIES = {"1 · late Produce after the abort": hanging_story,
            "2 · late Produce joins the next transaction": join_next_story,

@@ -91,8 +91,9 @@ def seconds(cluster, since_ms):
 #
 # We cut the coordinator off from the other brokers (`cluster.partition`), so the `PrepareCommit` it
 # appends to its own log cannot reach its followers, and give `commit_transaction()` only 50 ms.
-# In confluent-kafka, as in Java, a commit that times out raises a **retriable** `_TIMED_OUT`
-# meaning *"the outcome is not known yet: call `commit_transaction()` again"*. Then the coordinator
+# In confluent-kafka a commit that times out raises a **retriable** `_TIMED_OUT` (Kafka's Java client: a
+# `TimeoutException`, also retriable) meaning *"the outcome is not known yet: call `commit_transaction()`
+# again"*. Then the coordinator
 # crashes, the network heals, and we call commit again.
 
 # %%
@@ -702,7 +703,8 @@ dies_check.close()
 
 # %% [markdown]
 # The producer's answer was lost with its coordinator's connection: the producer saw the connection
-# break and its `EndTxn` fail with `NETWORK_EXCEPTION`, so `commit_transaction()` kept retrying `EndTxn` and asking `FindCoordinator`, for about 9 s, until
+# break and its `EndTxn` fail (the trace says `NETWORK_EXCEPTION`, Kafka's name for it; librdkafka's own code
+# is `_TRANSPORT`), so `commit_transaction()` kept retrying `EndTxn` and asking `FindCoordinator`, for about 9 s, until
 # the controller fenced the dead broker and a follower of `__transaction_state-0` took over. The new
 # coordinator loaded `PrepareCommit`, sent the markers itself and answered the retried `EndTxn` with
 # success: the commit ends exactly as in the branch where the scenario crashed the coordinator one

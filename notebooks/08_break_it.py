@@ -13,9 +13,10 @@
 # **You will be able to:** switch off one safeguard of Kafka's exactly-once machinery, find a run that breaks an invariant, and read the counterexample in the stepper.
 #
 # Every mechanism in the earlier notebooks exists because something goes wrong without it. This
-# notebook proves it the way FoundationDB, TigerBeetle and Jepsen do: run the same workload under
-# **many seeds**, each seed choosing its own faults (broker crashes, client crashes and zombies, lost,
-# late and duplicated messages, network partitions), and check every run with a **history checker**.
+# notebook proves it the way FoundationDB and TigerBeetle test (run the same workload under **many
+# seeds**, each seed choosing its own faults: broker crashes, client crashes and zombies, lost, late and
+# duplicated messages, network partitions) and the way Jepsen judges (check every run with a **history
+# checker**).
 #
 # * A **workload** is an application: here the **copier** of Kafka's own `transactions_test.py`. A
 #   transactional *feeder* writes the input (some transactions aborted); one copier per input
@@ -118,7 +119,8 @@ assert any(r.schedule for r in clean)        # the runs did inject faults
 # ## 2 · Ignore the last stable offset
 #
 # A `read_committed` consumer may only read up to the **LSO**, the first offset of the oldest
-# transaction that is still open; everything above it is undecided. The mutation **`ignore-lso`** makes
+# transaction that is still open (the HW if none is); from there on the log may hold records of undecided
+# transactions. The mutation **`ignore-lso`** makes
 # the broker answer `read_committed` fetches up to the high watermark instead (and forget the
 # aborted-transaction list).
 
@@ -207,13 +209,14 @@ assert 1 <= len(small) <= len(fence_fail.schedule)
 assert not run_seed(fence_fail.seed, fence_cfg, schedule=small).ok     # the small schedule still fails
 
 # %% [markdown]
-# ## 4 · Every interleaving of a small case
+# ## 4 · Enumerating the interleavings of a small case
 #
 # A sweep samples; a model checker enumerates. `txnlab.sweep.explore` takes one copier (a read_committed
 # consumer and a transactional producer) copying two records into two partitions on one broker, and
 # runs it again and again: at every moment where two messages could arrive in either order, or where a
 # fault could strike (a lost Produce, EndTxn, WriteTxnMarkers or TxnOffsetCommit, or the copier crashing
-# just before an answer), it tries every choice, up to two faults per run. States it has seen before
+# just before an answer), it tries every choice, with up to two faults and (by default) one delivery out
+# of its default order per run. States it has seen before
 # are pruned. A counterexample is the list of choices: replaying it gives the same trace.
 
 # %%

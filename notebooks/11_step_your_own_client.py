@@ -14,7 +14,7 @@
 # there, and read from the lab's trace what the real client did to recover.
 #
 # So far the clients in the lab were the lab's own. Here the client is a **real one**: confluent-kafka,
-# the Python face of librdkafka, the same library your services use. The lab opens Kafka's binary
+# the Python face of librdkafka, the C library that Confluent's Python, Go and .NET clients are built on. The lab opens Kafka's binary
 # protocol on this machine's loopback (one port per broker); the real client connects to it as to any
 # Kafka cluster, and every request it sends becomes one message of the lab's network, a step you can see.
 #
