@@ -407,7 +407,8 @@ p_plain_order
 p_idem_order = Predict("And with <code>enable.idempotence=True</code>?", choices=ORDERS[:2],
                        check=lambda: ", ".join(copies_in_log(idem, "t")),
                        why="The leader refuses m2 … m5 with OUT_OF_ORDER_SEQUENCE_NUMBER (sequence 1 is missing); the "
-                           "producer retries them after m1, and the log keeps the order of the sends.")
+                           "producer sends m1 … m5 again, in order (under a new epoch, from sequence 0), and the log "
+                           "keeps the order of the sends.")
 p_idem_order
 
 # %%
@@ -439,10 +440,12 @@ show(pd.DataFrame({"offset": range(6), "enable.idempotence=False": copies_in_log
 # The plain producer's log holds `m1` last: the leader appended whatever arrived, in the order it
 # arrived. The idempotent producer's requests carry sequence numbers. The leader expected sequence 1
 # (`m1`) and got 2, 3, 4, 5: a **gap**, refused with `OUT_OF_ORDER_SEQUENCE_NUMBER` and nothing appended.
-# The producer retries them after `m1`, which it retries first. (The lab's producer does this as Kafka's
-# Java client does: it retries `m1` while `m2 … m5` are still on the wire and keeps every sequence number.
-# librdkafka waits until `m2 … m5` have been answered, bumps the producer epoch itself and sends `m1 … m5`
-# again from sequence 0; the log ends in the same order.) The leader saw:
+# The producer, as librdkafka does, first lets the partition **drain**: `m1`'s retry waits until `m2 … m5`
+# have been answered. Their refusals tell it that nothing after `m1` was written, so it **bumps its
+# producer epoch itself** (0 → 1, no request needed) and sends `m1 … m5` again, in order, numbered from
+# sequence 0 under the new epoch. (Kafka's Java client keeps the epoch instead: it retries `m1` while
+# `m2 … m5` are still on the wire and then retries them with their old sequence numbers. The log ends in
+# the same order either way.) The leader saw:
 
 # %%
 show(narration([e for e in idem.trace.filter(api="Produce") if not e.is_response
@@ -459,6 +462,9 @@ for cluster_ in (plain, idem):
 refused = [e for e in idem.trace.filter(api="Produce") if "OUT_OF_ORDER_SEQUENCE_NUMBER" in e.narration
            and not e.is_response]
 assert len(refused) == 4 and all("a gap" in e.narration for e in refused)
+# m1 ... m5 were written under the bumped epoch, numbered from 0 again
+assert [(b.producer_epoch, b.base_sequence) for b in idem.log("t", 0).batches] == \
+    [(0, 0), (1, 0), (1, 1), (1, 2), (1, 3), (1, 4)]
 assert not plain.trace.filter(contains="OUT_OF_ORDER_SEQUENCE_NUMBER")          # no sequence numbers, no gap
 
 

@@ -63,9 +63,13 @@ class Sender(TransactionalRequests, BatchExpiry):
         self._scan_origin = self.kernel.now
         self._scan_ev = None
         self._scan_requested = False
+        # librdkafka's idempotent producer: partitions that wait until none of their batches is in flight before
+        # they send again (rd_kafka_idemp_drain_toppar, "drain before retrying"; see _librdkafka_drain)
+        self._draining: set = set()
 
     def on_crash(self) -> None:
         self._wakeup_ev = None
+        self._draining.clear()
         self.kernel.cancel(self._scan_ev)
         self._scan_ev = None
         for _, ev in self._expiring.values():
@@ -130,7 +134,11 @@ class Sender(TransactionalRequests, BatchExpiry):
         by_node: dict = {}
         linger = self.cfg["linger.ms"]
         need_metadata = False
-        for tp, dq in p._acc.batches.items():
+        # librdkafka's idempotence state DRAIN_BUMP: no ProduceRequest until every partition has drained and the
+        # epoch is bumped (rd_kafka_idemp_drain_epoch_bump; its broker threads produce only in state ASSIGNED)
+        drains = self._drains()
+        held = drains and txn.epoch_bump_required
+        for tp, dq in (() if held else p._acc.batches.items()):
             if not dq:
                 continue
             b = dq[0]
@@ -145,7 +153,14 @@ class Sender(TransactionalRequests, BatchExpiry):
                 continue
             if txn.is_transactional and tp not in txn.partitions_in_txn:
                 continue
-            if p._idempotent:
+            if drains:
+                # librdkafka: a partition that drains sends nothing until none of its requests is in flight; then
+                # its retries go out like any queued batch, up to the in-flight limit (rd_kafka_toppar_producer_serve)
+                if tp in self._draining:
+                    if any(x.in_flight for x in txn.seq(tp).in_flight):
+                        continue
+                    self._draining.discard(tp)
+            elif p._idempotent:
                 first = txn.first_in_flight_sequence(tp)
                 if b.has_sequence and first >= 0 and b.base_sequence != first:
                     continue          # a retry waits until it is the oldest batch in flight
@@ -236,8 +251,8 @@ class Sender(TransactionalRequests, BatchExpiry):
             tps = rest
 
     def _drainable_again(self, tp, b, now) -> bool:
-        if b.retry:
-            return False
+        if b.retry:         # (librdkafka: its retries go out like any queued batch once their backoff is over)
+            return b.next_attempt_ms <= now and self._drains()
         return self.flushing or b.closed or now - b.created_ms >= self.cfg["linger.ms"] \
             or self.txn.state == S.COMMITTING_TRANSACTION
 
@@ -341,6 +356,8 @@ class Sender(TransactionalRequests, BatchExpiry):
                      Errors.LEADER_NOT_AVAILABLE, Errors.FENCED_LEADER_EPOCH, Errors.REQUEST_TIMED_OUT):
             self.node.request_metadata()
         stale_epoch = p._idempotent and (b.producer_epoch != txn.producer_epoch or b.producer_id != txn.producer_id)
+        if self._drains() and not stale_epoch and self._librdkafka_drain(b, error, name):
+            return
         if error == Errors.OUT_OF_ORDER_SEQUENCE_NUMBER and p._idempotent and not stale_epoch:
             s = txn.seq(tp)
             unresolved = txn.unresolved.get(tp)
@@ -378,6 +395,53 @@ class Sender(TransactionalRequests, BatchExpiry):
                          f"(attempt {b.attempts + 1}, same sequence)")
             return
         self._fail_batch(b, error, reason, timed_out=self._timed_out(b, error, local))
+
+    def _drains(self) -> bool:
+        """Whether the producer follows librdkafka's drain rules (_librdkafka_drain): an idempotent one, not
+        transactional, of the librdkafka dialect.  (librdkafka's transactional producer drains too; the lab's follows
+        the Java client's rules there.)"""
+        return self.p._idempotent and not self.txn.is_transactional and self.dialect == "librdkafka" \
+            and not self.cfg["sim.naive.client"]
+
+    def _librdkafka_drain(self, b, error: Errors, name: str) -> bool:
+        """librdkafka's idempotent producer (rd_kafka_handle_Produce_error, src/rdkafka_request.c).  A batch that will
+        be retried first lets the partition drain: nothing more of it is sent until every request of it in flight
+        has come back ("drain before retrying"), so the retry goes out with what they answered known.  A batch
+        refused with OUT_OF_ORDER_SEQUENCE_NUMBER whose sequence lies past the next one the broker should
+        acknowledge (a request before it failed, R2 behind a failed R1) was not written and cannot be a
+        duplicate: it is queued again without counting a retry, and the producer bumps its own epoch once every
+        partition has drained (rd_kafka_idemp_drain_epoch_bump, "skipped sequence numbers"), then numbers the
+        queued batches from sequence 0 under the new epoch (rd_kafka_idemp_drain_done, rd_kafka_pid_bump).
+        True when it handled ``b``.  (An OUT_OF_ORDER_SEQUENCE_NUMBER at or before the next sequence to be
+        acknowledged is a desynchronization librdkafka makes fatal; the lab keeps the Java client's KIP-360 rules for
+        it, below.)"""
+        txn = self.txn
+        if error == Errors.OUT_OF_ORDER_SEQUENCE_NUMBER:
+            next_ack = txn.seq(b.tp).last_acked_sequence + 1
+            if b.base_sequence <= next_ack or self._expired(b):
+                return False        # (the head of the line, or a rewound sequence: the rules below)
+            b.attempts -= 1         # perr->incr_retry = 0
+            if not txn.epoch_bump_required:
+                self.narrate(f"{self.p.name}: {name} batch seq {b.base_sequence} got OUT_OF_ORDER_SEQUENCE_NUMBER "
+                             f"past the next sequence to be acknowledged ({next_ack}): a request before it failed; "
+                             f"it drains every partition, then bumps its epoch and numbers its batches from 0 again")
+            txn.epoch_bump_required = True
+        elif not self._can_retry(b, error):
+            return False
+        else:
+            self._draining.add(b.tp)
+        b.in_flight = False
+        b.retry = True
+        backoff = min(self.cfg["retry.backoff.max.ms"],
+                      self.cfg["retry.backoff.ms"] * 2 ** min(max(b.attempts - 1, 0), 16))
+        b.next_attempt_ms = self.kernel.now + backoff
+        self.p._acc.reenqueue(b)
+        waits = sum(1 for x in txn.seq(b.tp).in_flight if x.in_flight)
+        self.narrate(f"{self.p.name}: will retry {b.describe()} after {error.name} (attempt {b.attempts + 1}, "
+                     + ("once its epoch is bumped)" if txn.epoch_bump_required else
+                        f"when the partition's {waits} other batch(es) in flight are answered)" if waits else
+                        "same sequence)"))
+        return True
 
     def _earlier_in_flight(self, b) -> bool:
         s = self.txn.partitions.get(b.tp)
