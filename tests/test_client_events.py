@@ -2,7 +2,9 @@
 import json
 import logging
 
-from txnlab import Cluster, Consumer, KafkaError, Producer
+import pytest
+
+from txnlab import Cluster, Consumer, KafkaError, KafkaException, Producer
 from helpers import captured_logger
 
 
@@ -39,24 +41,65 @@ def test_error_cb_runs_in_poll_not_inside_the_library():
     assert seen and seen[0].code() == KafkaError._TRANSPORT
 
 
-def test_a_fenced_transactional_producer_hears_fatal_through_error_cb():
+def _fenced_with_a_late_record(**extra):
+    """A transactional producer whose successor fenced it, with one record produced after the fence."""
     cluster = Cluster(brokers=1, seed=5)
     cluster.create_topic("t", partitions=1, replication_factor=1)
-    seen = []
-    old = Producer({"bootstrap.servers": cluster.bootstrap, "transactional.id": "tx", "error_cb": seen.append})
+    seen, reports = [], []
+    old = Producer({"bootstrap.servers": cluster.bootstrap, "transactional.id": "tx", "error_cb": seen.append,
+                    **extra})
     old.init_transactions()
     old.begin_transaction()
     old.produce("t", b"zombie")
     old.flush(5)
     new = Producer({"bootstrap.servers": cluster.bootstrap, "transactional.id": "tx"})
     new.init_transactions()
-    try:
-        old.commit_transaction(10)
-    except Exception:
-        pass
-    fatal = [e for e in seen if e.code() == KafkaError._FATAL]
-    assert len(fatal) == 1 and fatal[0].fatal()
-    assert "PRODUCER_FENCED" in fatal[0].str() or "fenced" in fatal[0].str().lower()
+    old.produce("t", b"late", on_delivery=lambda err, msg: reports.append(err))
+    cluster.run_until(lambda: old.transaction_manager.state.name == "FATAL_ERROR", 10_000)
+    return old, seen, reports
+
+
+def test_a_fenced_producer_s_fatal_error_is_raised_by_poll_once_not_given_to_error_cb():
+    """confluent-kafka's error_cb trampoline raises a fatal error instead of calling error_cb
+    (src/confluent_kafka/src/confluent_kafka.c), from the poll() that serves it, once; the delivery report waits for
+    the next poll() and carries the broker's own error, not fatal (seen with confluent-kafka 2.16 through the lab's
+    listener: INVALID_PRODUCER_EPOCH, 47)."""
+    old, seen, reports = _fenced_with_a_late_record()
+    with pytest.raises(KafkaException) as e:
+        old.poll(0)
+    assert e.value.args[0].code() == KafkaError._FENCED and e.value.args[0].fatal()
+    assert not reports
+    assert old.poll(0) == 1                       # the delivery report, served by the next call
+    assert [(r.code(), r.fatal()) for r in reports] == [(47, False)]
+    assert old.poll(0) == 0                       # raised once
+    assert seen == []                             # error_cb never hears of it
+
+
+def test_flush_raises_the_fatal_error_after_serving_the_delivery_reports():
+    old, seen, reports = _fenced_with_a_late_record()
+    with pytest.raises(KafkaException) as e:
+        old.flush(5)
+    assert e.value.args[0].code() == KafkaError._FENCED
+    assert [r.code() for r in reports] == [47]
+    assert old.flush(5) == 0 and seen == []
+
+
+def test_the_java_dialect_keeps_error_cb_for_a_fatal_error():
+    """(The Java client has no error_cb: the lab's Java dialect tells a fatal error to it as _FATAL.)"""
+    cluster = Cluster(brokers=1, seed=5)
+    cluster.create_topic("t", partitions=1, replication_factor=1)
+    seen = []
+    java = {"transactional.id": "tx", "sim.client.dialect": "java"}
+    old = Producer({"bootstrap.servers": cluster.bootstrap, "error_cb": seen.append, **java})
+    old.init_transactions()
+    old.begin_transaction()
+    old.produce("t", b"zombie")
+    old.flush(5)
+    Producer({"bootstrap.servers": cluster.bootstrap, **java}).init_transactions()
+    with pytest.raises(KafkaException):
+        old.commit_transaction(10)       # EndTxn: PRODUCER_FENCED, fatal in the Java client
+    old.poll(0)
+    assert [e.code() for e in seen if e.fatal()] == [KafkaError._FATAL]
 
 
 def test_stats_cb_gets_librdkafka_statistics_every_interval_of_simulated_time():

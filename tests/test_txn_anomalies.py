@@ -63,16 +63,32 @@ def test_late_produce_after_the_abort_marker_hangs_the_partition_classic():
     assert read_all(c, "out") == [b"innocent"]
 
 
-@pytest.mark.parametrize("tv,verification", [(0, True), (2, False)])
-def test_late_produce_after_abort_is_refused_with_verification_or_tv2(tv, verification):
+@pytest.mark.parametrize("tv,verification,dialect", [(0, True, "librdkafka"), (2, False, "java")])
+def test_late_produce_after_abort_is_refused_with_verification_or_a_tv2_client(tv, verification, dialect):
+    """A client that speaks transaction.version 2 (the Java dialect here) is verified whatever the setting."""
     c = cluster(tv=tv, verification=verification)
-    p = naive_producer(c)
+    p = naive_producer(c, dialect=dialect)
     late_produce_then_abort(c, p)
     c.advance(30_000)
     st = c.partition_state("out", 0)
     assert st["lso"] == st["hw"]
     assert read_all(c, "out", "read_uncommitted") == []
     assert any("the write is refused" in e.narration for e in c.trace)
+
+
+def test_an_older_client_on_a_tv2_cluster_without_verification_hangs_the_partition():
+    """Kafka 4.1 verifies a Produce below v12 only with transaction.partition.verification.enable
+    (ReplicaManager.maybeStartTransactionVerificationForPartitions), and its log then checks nothing
+    (UnifiedLog.batchMissingRequiredVerification): librdkafka's late write lands after the ABORT marker as on a
+    classic cluster."""
+    c = cluster(tv=2, verification=False)
+    p = naive_producer(c)
+    late_produce_then_abort(c, p)
+    c.advance(30_000)
+    st = c.partition_state("out", 0)
+    assert st["lso"] < st["hw"]
+    assert read_all(c, "out", "read_uncommitted") == [b"late"]
+    assert not any("the write is refused" in e.narration for e in c.trace)
 
 
 def test_late_produce_joins_the_next_transaction_classic_even_with_verification():

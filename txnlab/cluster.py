@@ -189,9 +189,10 @@ class Cluster(Lab):
             "segment.bytes": seg,
             "max.message.bytes": topic_config.get("max.message.bytes") or TOPIC["max.message.bytes"].default,
             "producer.id.expiration.ms": self.broker_config["producer.id.expiration.ms"],
-            "transaction.partition.verification.enable":
-                self.broker_config["transaction.partition.verification.enable"]
-                or self.broker_config["transaction.version"] >= 2})
+            # the log checks a batch's verification only with the setting on, whatever the transaction version
+            # (Kafka 4.1: UnifiedLog.batchMissingRequiredVerification reads ProducerStateManagerConfig
+            # .transactionVerificationEnabled, which LogManager sets from transaction.partition.verification.enable)
+            "transaction.partition.verification.enable": self.broker_config["transaction.partition.verification.enable"]})
         log.mutations = self.mutations
         return log
 

@@ -73,13 +73,15 @@ class ProduceHandling:
             st.results[tp] = m.PartitionProduceResponse(Errors.NOT_ENOUGH_REPLICAS)
             return
         tv = self.config["transaction.version"]
+        # Produce v12+ from a client that speaks transaction.version 2 lets the leader add the partition
+        # (KafkaApis: produceRequestVersionToTransactionSupportedOperation); an older one is only verified, and only
+        # with transaction.partition.verification.enable (Kafka 4.1 ReplicaManager
+        # .maybeStartTransactionVerificationForPartitions skips it when !supportsEpochBump && !verificationEnable)
+        client_tv = tv if req.transaction_version < 0 else min(tv, req.transaction_version)
         needs_check = batch.is_transactional and req.transactional_id is not None and \
-            (tv >= 2 or self.config["transaction.partition.verification.enable"]) and \
+            (client_tv >= 2 or self.config["transaction.partition.verification.enable"]) and \
             not p.log.has_ongoing_transaction(batch.producer_id, batch.producer_epoch)
         if needs_check:
-            # Produce v12+ from a client that speaks transaction.version 2 lets the leader add the partition
-            # (KafkaApis: produceRequestVersionToTransactionSupportedOperation); an older one is only verified
-            client_tv = tv if req.transaction_version < 0 else min(tv, req.transaction_version)
             self._verify_then_append(st, p, batch, implicit_add=client_tv >= 2)
             return
         self._append_produce(st, p, batch, None)

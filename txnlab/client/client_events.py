@@ -6,9 +6,14 @@ own machinery.  The lab does the same: the client's node records an event when i
 the next serving call runs the callbacks in order.
 
 - ``error_cb(KafkaError)``: errors that belong to no single request — a broker connection that failed or broke
-  (``_TRANSPORT``, -195), every known broker down (``_ALL_BROKERS_DOWN``, -187, once each time the last one goes),
-  and a producer's fatal error (``_FATAL``, -150; ``Producer`` raises the underlying error from its calls).
+  (``_TRANSPORT``, -195), every known broker down (``_ALL_BROKERS_DOWN``, -187, once each time the last one goes).
   Without an ``error_cb`` librdkafka logs such an error; so does the lab, to ``logger`` if one is set.
+- a fatal error (``fatal``): librdkafka queues ``_FATAL`` (-150) for ``error_cb``, but confluent-kafka never calls
+  ``error_cb`` with it: the serving call raises ``KafkaException`` with the underlying error instead (its
+  ``error_cb`` trampoline, src/confluent_kafka/src/confluent_kafka.c: "If the client raised a fatal error we'll
+  raise an exception rather than calling the error callback"), once.  ``poll()`` raises it where it stands in the
+  queue, the events behind it stay for the next call; ``flush()`` serves the rest and then raises.  (The Java
+  dialect has no such exception: its ``error_cb`` gets ``_FATAL``, as before.)
 - ``stats_cb(json_str)``: every ``statistics.interval.ms`` of simulated time (0: never), librdkafka's
   statistics JSON with the fields the lab can state truthfully (see ``statistics``); one report per interval
   that passed, as librdkafka's timer would have queued them.
@@ -26,7 +31,7 @@ import json
 import logging
 from typing import Callable, Optional
 
-from ..errors import KafkaError
+from ..errors import KafkaError, KafkaException
 
 # librdkafka's syslog levels as confluent-kafka maps them onto Python's logging levels
 _PY_LEVEL = {0: logging.CRITICAL, 1: logging.CRITICAL, 2: logging.CRITICAL, 3: logging.ERROR,
@@ -54,6 +59,13 @@ class ClientEvents:
         self.all_down_reported = False
 
     # ----------------------------------------------------------------- recording (the client's machinery)
+    def fatal(self, err: KafkaError) -> None:
+        """The client's fatal error ``err`` (its own code, e.g. ``_FENCED``): raised by the serving call."""
+        if self._java:
+            self.error(KafkaError._FATAL, f"Fatal error: {err.str()}", fatal=True)
+        else:
+            self._queue.append(("fatal", err))
+
     def error(self, code: int, reason: str, fatal: bool = False) -> None:
         err = KafkaError(code, reason, fatal=fatal)
         if self._error_cb is not None:
@@ -92,24 +104,32 @@ class ClientEvents:
                                 f"0 out-queue, 0 partially-sent requests")
 
     # ----------------------------------------------------------------- serving (the application's thread)
-    def serve(self) -> int:
-        """Run what is due: the statistics intervals that passed, then queued events in order."""
+    def serve(self, to_the_end: bool = False) -> int:
+        """Run what is due: the statistics intervals that passed, then queued events in order.  A fatal error is
+        raised (``KafkaException``) where it stands, or with ``to_the_end`` (``flush()``) after the rest."""
         if self._interval:
             now = self._kernel.now
             while self._next_stats <= now:
                 self._queue.append(("stats", self._next_stats))
                 self._next_stats += self._interval
         served = 0
+        fatal = None
         while self._queue:
             ev = self._queue.pop(0)
             served += 1
-            if ev[0] == "error":
+            if ev[0] == "fatal":
+                if not to_the_end:
+                    raise KafkaException(ev[1])
+                fatal = fatal or ev[1]
+            elif ev[0] == "error":
                 self._error_cb(ev[1])
             elif ev[0] == "log":
                 _, level, fac, text = ev
                 self._logger.log(_PY_LEVEL.get(level, logging.INFO), "%s [%s] %s", fac, self.name, text)
             else:
                 self._stats_cb(json.dumps(self.statistics(ev[1])))
+        if fatal is not None:
+            raise KafkaException(fatal)
         return served
 
     def statistics(self, at_ms: Optional[int] = None) -> dict:

@@ -106,12 +106,14 @@ class Producer:
     def transaction_manager(self) -> TransactionManager:
         return self._txn
 
-    def _check_alive(self) -> None:
+    def _check_alive(self, serving: bool = False) -> None:
+        """``serving``: poll() and flush(), which a fatal error does not stop (they serve the events and delivery
+        reports left; the fatal error itself is raised once, by the call that serves it: ClientEvents.fatal)."""
         if self._closed is not None:
             raise RuntimeError("Producer has been closed")
         if self._node.crashed:
             raise KafkaException(KafkaError(KafkaError._FATAL, f"{self.name}'s process has crashed", fatal=True))
-        if self._txn.state == S.FATAL_ERROR:
+        if self._txn.state == S.FATAL_ERROR and not serving:
             raise KafkaException(self._txn.last_error)
 
     def _on_process_crash(self) -> None:
@@ -133,11 +135,11 @@ class Producer:
             self._reopen_short_path()
         elif old is producing:
             self._open_batches = _NO_BATCHES          # (see _reopen_short_path)
-        # librdkafka's rd_kafka_set_fatal_error: the application hears of it through error_cb as _FATAL
+        # librdkafka's rd_kafka_set_fatal_error queues _FATAL for the application; confluent-kafka raises the
+        # underlying error from the poll() or flush() that serves it (ClientEvents.fatal)
         if new == S.FATAL_ERROR:
             err = self._txn.last_error
-            self._events.error(KafkaError._FATAL, f"Fatal error: {err.str() if err is not None else new.name}",
-                               fatal=True)
+            self._events.fatal(err if err is not None else KafkaError(KafkaError._FATAL, "Fatal error", fatal=True))
 
     def _statistics(self) -> dict:
         """The producer's part of librdkafka's statistics (msg_cnt, txmsgs, brokers' tx/rx, eos)."""
@@ -317,8 +319,17 @@ class Producer:
         return zlib.crc32(key) % n
 
     # ---------------------------------------------------------- poll / flush
-    def _serve_reports(self) -> int:
-        served = self._events.serve()
+    def _serve_reports(self, flushing: bool = False) -> int:
+        """The client's events, then the delivery reports.  A fatal error raises (ClientEvents.serve): from poll()
+        before the reports, which wait for the next call; from flush() after them."""
+        if not flushing:
+            served = self._events.serve()
+        else:
+            try:
+                served = self._events.serve(to_the_end=True)
+            except KafkaException:
+                self._serve_reports()
+                raise
         while self._reports:
             cb, err, msg = self._reports.pop(0)
             served += 1
@@ -335,7 +346,7 @@ class Producer:
 
     def poll(self, timeout: Optional[float] = None) -> int:
         """Serve delivery reports; wait up to ``timeout`` simulated seconds for one."""
-        self._check_alive()
+        self._check_alive(serving=True)
         argcheck.timeout_s(timeout, "poll()")
         if not self._reports and timeout != 0:
             if timeout is None or timeout < 0:   # block until a report, as long as one can still come
@@ -347,7 +358,7 @@ class Producer:
 
     def flush(self, timeout: Optional[float] = None) -> int:
         """Send everything now and wait for every delivery report.  Returns the number still waiting."""
-        self._check_alive()
+        self._check_alive(serving=True)
         self.sender.flushing += 1
         try:
             self.sender.scan_message_timeouts()     # librdkafka: flush() wakes the broker threads, which scan
@@ -358,7 +369,7 @@ class Producer:
                   or self._txn.state == S.FATAL_ERROR, ms, "flush()")
         finally:
             self.sender.flushing -= 1
-        self._serve_reports()
+        self._serve_reports(flushing=True)
         return self._unacked
 
     def __len__(self) -> int:

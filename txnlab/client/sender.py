@@ -482,6 +482,12 @@ class Sender(TransactionalRequests, BatchExpiry):
                 self.narrate(f"{p.name}: a record of the transaction failed ({error.name}); {self._reaction(error, kerr)}: "
                              + ("the producer is now in FATAL_ERROR" if fatal else "the transaction must be aborted"))
                 txn.transition(S.FATAL_ERROR if fatal else S.ABORTABLE_ERROR, kerr)
+            if code == KafkaError._FENCED and self.dialect == "librdkafka":
+                # the records are reported with the broker's own error (INVALID_PRODUCER_EPOCH, PRODUCER_FENCED),
+                # not fatal: rd_kafka_handle_Produce_error raises the fatal _FENCED for the producer
+                # (rd_kafka_idemp_set_fatal_error / rd_kafka_txn_set_fatal_error) and leaves the messages' error
+                # as it was (rd_kafka_msgbatch_handle_Produce_result hands it to the delivery report)
+                kerr = KafkaError(int(error))
             self._complete(b, kerr, -1)
             if moved:
                 self._abort_undrained(kerr)
