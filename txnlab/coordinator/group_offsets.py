@@ -38,6 +38,11 @@ class GroupOffsetHandlers:
         if transactional and "no-txn-generation-check" in self.broker.mutations:
             self.narrate(f"[mutation no-txn-generation-check] TxnOffsetCommit of generation {generation_id} accepted "
                          f"without checking the member or the generation (group at {group.generation_id})")
+        elif generation_id < 0 and group.is_state(S.EMPTY) and (member_id or instance_id is not None):
+            # Kafka 4's ClassicGroup.validateOffsetCommit returns before any membership check when the generation
+            # is -1 and the group is Empty, whatever member id or instance id the request names
+            self.narrate(f"group {group.group_id!r} is Empty and the {what} carries generation -1: accepted without "
+                         f"checking member {member_id or '(none)'!s} (as a commit of a consumer without a group)")
         elif generation_id >= 0 or member_id or instance_id is not None:
             err = self._validate_member(group, member_id, instance_id, what)
             if err is not None:
@@ -130,6 +135,13 @@ class GroupOffsetHandlers:
             return m.TxnOffsetCommitResponse({tp: err for tp in req.offsets})
         group = self.manager.get_group(req.group_id)
         if group is None:
+            if req.generation_id >= 0:
+                # Kafka 4's OffsetMetadataManager.validateTransactionalOffsetCommit: a group the coordinator does not
+                # know (never created, or deleted) is created only for generation -1; a member's metadata of an
+                # earlier incarnation of the group is refused ILLEGAL_GENERATION, and no group is created
+                self.narrate(f"group {req.group_id!r} does not exist but the TxnOffsetCommit carries generation "
+                             f"{req.generation_id} (member {req.member_id or '(none)'!s}) -> ILLEGAL_GENERATION")
+                return m.TxnOffsetCommitResponse({tp: Errors.ILLEGAL_GENERATION for tp in req.offsets})
             group = self.manager.add_group(GroupMetadata(req.group_id, S.EMPTY, self.kernel.now))
         err = self._validate_offset_commit(group, req.generation_id, req.member_id, req.group_instance_id, True)
         if self.broker.cluster.auditors:
