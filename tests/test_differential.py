@@ -20,7 +20,7 @@ from conftest import CLUSTERS
 from reference import kafka
 from reference.backends import KafkaBackend, LabBackend, WireBackend
 from reference.harness import SCENARIOS, Observer
-from reference import scenarios_basic, scenarios_faults  # noqa: F401  (they register the scenarios)
+from reference import scenarios_basic, scenarios_faults, scenarios_groups  # noqa: F401  (they register the scenarios)
 
 ARTIFACT = Path(__file__).parent / "artifacts" / "fidelity.md"       # committed: the last run of every scenario
 LAST_RUN = Path(__file__).parents[1] / "build" / "fidelity.md"         # every run's, however few scenarios it ran

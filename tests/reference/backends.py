@@ -64,6 +64,15 @@ class Backend:
         md = admin.list_topics(topic, timeout=10)
         return md.topics[topic].partitions[partition].leader
 
+    def _group_admin(self):
+        return self.AdminClient({"bootstrap.servers": self.bootstrap})
+
+    def delete_group(self, group: str) -> None:
+        """DeleteGroups (kafka-consumer-groups.sh --delete): raises the KafkaException of a refusal."""
+        admin = self._group_admin()     # kept while its futures are waited for (confluent-kafka's need)
+        for f in admin.delete_consumer_groups([group], request_timeout=30).values():
+            f.result(30)
+
 
 class _WallClock:
     """Time passes on the wall clock (a real cluster, or the lab's listener whose simulated time follows it)."""
@@ -253,6 +262,17 @@ class WireBackend(_WallClock, LabBackend):
 
     def _admin(self):
         return txnlab.admin.AdminClient({"bootstrap.servers": self.lab_bootstrap})
+
+    def delete_group(self, group: str) -> None:
+        """The listener does not speak DeleteGroups: the lab's own AdminClient deletes (in-process), and its
+        refusal is raised as confluent-kafka's KafkaException, so a scenario sees one type on every side."""
+        try:
+            super().delete_group(group)
+        except txnlab.KafkaException as e:
+            raise confluent_kafka.KafkaException(confluent_kafka.KafkaError(e.args[0].code())) from None
+
+    def _group_admin(self):
+        return self._admin()
 
     def create_topic(self, name: str, partitions: int = 1, replication_factor: int = 0) -> None:
         self.cluster.create_topic(name, partitions=partitions, replication_factor=replication_factor or self.brokers)

@@ -56,10 +56,12 @@ class Observer:
         self[key] = r
         return r
 
-    def read(self, key: str, topic: str, partition: int = 0, isolation: str = "read_committed") -> list:
+    def read(self, key: str, topic: str, partition: int = 0, isolation: str = "read_committed",
+             config: dict | None = None) -> list:
         """Reads the partition from the beginning to its end for ``isolation`` and records: the (offset, value)
-        pairs returned, the position after them, and the high offset (HW, or LSO for read_committed)."""
-        r = read_partition(self.b, topic, partition, isolation)
+        pairs returned, the position after them, and the high offset (HW, or LSO for read_committed).
+        ``config`` adds consumer settings (e.g. a tiny max.partition.fetch.bytes)."""
+        r = read_partition(self.b, topic, partition, isolation, config)
         tag = "rc" if isolation == "read_committed" else "ru"
         self[f"{key}.{tag}.records"] = r["records"]
         self[f"{key}.{tag}.position"] = r["position"]
@@ -97,10 +99,11 @@ class Observer:
         self[key] = out
 
 
-def read_partition(b, topic: str, partition: int, isolation: str) -> dict:
+def read_partition(b, topic: str, partition: int, isolation: str, config: dict | None = None) -> dict:
     b.settle()        # Kafka answers EndTxn before the markers land: a reader comes a moment later
     c = b.Consumer({"bootstrap.servers": b.bootstrap, "group.id": b.unique("reader"), "isolation.level": isolation,
-                    "enable.auto.commit": False, "auto.offset.reset": "earliest", "enable.partition.eof": True})
+                    "enable.auto.commit": False, "auto.offset.reset": "earliest", "enable.partition.eof": True,
+                    **(config or {})})
     tp = b.TopicPartition(topic, partition)
     _, high = c.get_watermark_offsets(tp, timeout=10)
     c.assign([b.TopicPartition(topic, partition, b.mod.OFFSET_BEGINNING)])

@@ -369,7 +369,9 @@ def commit_error(dialect: str, error, asynchronous: bool) -> KafkaError:
         cause = E.NETWORK_EXCEPTION if isinstance(error, LocalTimeout) else error     # DisconnectException
         return KafkaError(cause, RETRIABLE_COMMIT_FAILED_TEXT, retriable=True)
     shown = seen_as(dialect, error)                     # a local timeout: LOCAL_TIMEOUT
-    return KafkaError(shown, f"Commit failed: {description(shown)}")
+    # librdkafka: confluent-kafka builds a commit's error from the bare code (Consumer_commit's cfl_PyErr_Format,
+    # KafkaError_init): no class flags, so even a retriable code (UNKNOWN_TOPIC_OR_PARTITION) says retriable() False
+    return KafkaError(shown, f"Commit failed: {description(shown)}", retriable=False if dialect == LIBRDKAFKA else None)
 
 
 def description(code: int) -> str:

@@ -481,12 +481,23 @@ class Producer:
                        f"valid offset: nothing to send")
             return
         self._note(f"{self.name} calls send_offsets_to_transaction(group {group_metadata.group_id!r})")
-        op = self.sender.send_offsets(offsets, group_metadata)
+        op = self.sender.send_offsets(offsets, group_metadata, self._timeout_ms(timeout, txn.transaction_timeout_ms))
         self._finish_send_offsets(op, timeout)
+
+    @staticmethod
+    def _timeout_ms(timeout: Optional[float], default_ms: int) -> int:
+        return default_ms if timeout is None or timeout < 0 else int(timeout * 1000)
+
+    # librdkafka's send_offsets_to_transaction waits for its operation without a limit (RD_POLL_INFINITE); the
+    # operation ends at the first TxnOffsetCommit answer after the call's timeout (its retries are 500 ms apart)
+    _SEND_OFFSETS_GRACE_MS = 1000
 
     def _finish_send_offsets(self, op, timeout: Optional[float]) -> None:
         node, txn, fatal = self._node, self._txn, S.FATAL_ERROR
         done = self._wait(lambda: op.done or node.crashed or txn.state == fatal, timeout, txn.transaction_timeout_ms)
+        if not done and op.retrying and self._dialect != "java" and not node.crashed:
+            done = self._kernel.run_until(lambda: op.done or node.crashed or txn.state == fatal,
+                                          timeout_ms=self._SEND_OFFSETS_GRACE_MS)
         self._check_alive()
         if not done:
             raise self._timed_out("send_offsets_to_transaction", op)

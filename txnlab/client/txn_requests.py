@@ -42,11 +42,12 @@ def _retry_action(dialect: str, api: str, error) -> Optional[str]:
 
 
 class PendingOp:
-    __slots__ = ("done", "error")
+    __slots__ = ("done", "error", "retrying")
 
     def __init__(self) -> None:
         self.done = False
         self.error: Optional[KafkaError] = None
+        self.retrying = False           # send_offsets: TxnOffsetCommit was answered an error it retries
 
     def finish(self, error: Optional[KafkaError] = None) -> None:
         self.done = True
@@ -332,10 +333,13 @@ class TransactionalRequests:
                 self._complete(dq.popleft(), KafkaError(error, txn_requires_abort=True), -1)
 
     # ------------------------------------------------------ offsets in txn
-    def send_offsets(self, offsets: dict, group_metadata) -> PendingOp:
+    def send_offsets(self, offsets: dict, group_metadata, timeout_ms: Optional[int] = None) -> PendingOp:
+        """AddOffsetsToTxn (transaction.version < 2) then TxnOffsetCommit.  ``timeout_ms``: the call's timeout,
+        which bounds librdkafka's retries of TxnOffsetCommit (below)."""
         txn = self.txn
         op = PendingOp()
         tv2 = self.transaction_version >= 2
+        deadline = None if timeout_ms is None or self.dialect == "java" else self.kernel.now + timeout_ms
 
         def commit_offsets():
             def build():
@@ -353,6 +357,15 @@ class TransactionalRequests:
                     return None
                 bad = sorted(errors)[0]
                 if action := _retry_action(self.dialect, "TxnOffsetCommit", bad):
+                    op.retrying = True
+                    if deadline is not None and self.kernel.now >= deadline:
+                        # librdkafka's rd_kafka_txn_handle_TxnOffsetCommit retries only while the call's timeout
+                        # (rko_u.txn.abs_timeout) remains; an answer after it makes the broker's error abortable and
+                        # the call's outcome (e.g. UNKNOWN_TOPIC_OR_PARTITION for a partition the broker lacks)
+                        self.narrate(f"{self.p.name}: TxnOffsetCommit answered {bad.name} after "
+                                     f"send_offsets_to_transaction's timeout: no more retries")
+                        op.finish(self._abortable(bad, "TxnOffsetCommit"))
+                        return None
                     # the group coordinator loading its partition is asked again via FindCoordinator
                     return "refind" if bad == Errors.COORDINATOR_LOAD_IN_PROGRESS else action
                 op.finish(self._fail_txn(bad, "TxnOffsetCommit"))

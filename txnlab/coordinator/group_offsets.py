@@ -10,6 +10,7 @@ Mixed into ``GroupCoordinator``; the writes themselves are the manager's.
 """
 from __future__ import annotations
 
+import dataclasses
 from typing import Optional
 
 from ..protocol import messages as m
@@ -38,6 +39,11 @@ class GroupOffsetHandlers:
         if transactional and "no-txn-generation-check" in self.broker.mutations:
             self.narrate(f"[mutation no-txn-generation-check] TxnOffsetCommit of generation {generation_id} accepted "
                          f"without checking the member or the generation (group at {group.generation_id})")
+        elif generation_id < 0 and group.is_state(S.EMPTY) and (member_id or instance_id is not None):
+            # Kafka 4's ClassicGroup.validateOffsetCommit returns before any membership check when the generation
+            # is -1 and the group is Empty, whatever member id or instance id the request names
+            self.narrate(f"group {group.group_id!r} is Empty and the {what} carries generation -1: accepted without "
+                         f"checking member {member_id or '(none)'!s} (as a commit of a consumer without a group)")
         elif generation_id >= 0 or member_id or instance_id is not None:
             err = self._validate_member(group, member_id, instance_id, what)
             if err is not None:
@@ -57,50 +63,69 @@ class GroupOffsetHandlers:
             return Errors.REBALANCE_IN_PROGRESS
         return None
 
+    def _known_partitions(self, req, what: str):
+        """KafkaApis.handleOffsetCommitRequest / handleTxnOffsetCommitRequest: a partition this broker's metadata
+        does not hold (an unknown topic, or a partition number the topic lacks) is answered
+        UNKNOWN_TOPIC_OR_PARTITION before the group coordinator sees the request; the others go on.  Returns the
+        request for the known partitions (``req`` itself when all are known) and the answers of the unknown ones."""
+        known = self.broker.metadata.partitions
+        unknown = {tp: Errors.UNKNOWN_TOPIC_OR_PARTITION for tp in req.offsets if tp not in known}
+        if not unknown:
+            return req, unknown
+        self.narrate(f"broker {self.broker.broker_id} knows no partition {m.tps_str(sorted(unknown))}: their offsets "
+                     f"are answered UNKNOWN_TOPIC_OR_PARTITION before the group coordinator sees the {what}")
+        return dataclasses.replace(req, offsets={tp: o for tp, o in req.offsets.items() if tp not in unknown}), unknown
+
     def handle_OffsetCommit(self, msg):
-        req = msg.payload
+        req, unknown = self._known_partitions(msg.payload, "OffsetCommit")
+        if not req.offsets:
+            return m.OffsetCommitResponse(unknown)
         err = self._check_coordinator(req.group_id)
         if err is not None:
-            return m.OffsetCommitResponse({tp: err for tp in req.offsets})
+            return m.OffsetCommitResponse({**unknown, **{tp: err for tp in req.offsets}})
         group = self.manager.get_group(req.group_id)
         if group is None:
             if req.generation_id >= 0:
                 self.narrate(f"group {req.group_id!r} does not exist but the commit carries generation "
                              f"{req.generation_id} -> ILLEGAL_GENERATION")
-                return m.OffsetCommitResponse({tp: Errors.ILLEGAL_GENERATION for tp in req.offsets})
+                return m.OffsetCommitResponse({**unknown, **{tp: Errors.ILLEGAL_GENERATION for tp in req.offsets}})
             group = self.manager.add_group(GroupMetadata(req.group_id, S.EMPTY, self.kernel.now))
         err = self._validate_offset_commit(group, req.generation_id, req.member_id, req.group_instance_id, False)
         if err is not None:
-            return m.OffsetCommitResponse({tp: err for tp in req.offsets})
+            return m.OffsetCommitResponse({**unknown, **{tp: err for tp in req.offsets}})
         if group.has(req.member_id):
             self._schedule_heartbeat(group, group.get(req.member_id))
         self.manager.store_offsets(group, dict(req.offsets),
-                                   lambda errors: self.broker.respond(msg, m.OffsetCommitResponse(errors)))
+                                   lambda errors: self.broker.respond(msg, m.OffsetCommitResponse({**unknown,
+                                                                                                   **errors})))
         return None
 
     def handle_TxnOffsetCommit(self, msg):
-        req = msg.payload
+        req, unknown = self._known_partitions(msg.payload, "TxnOffsetCommit")
+        if not req.offsets:
+            return m.TxnOffsetCommitResponse(unknown)
         err = self._check_coordinator(req.group_id)
         if err is not None:
-            return m.TxnOffsetCommitResponse({tp: err for tp in req.offsets})
+            return m.TxnOffsetCommitResponse({**unknown, **{tp: err for tp in req.offsets}})
         tp_log = self.manager.tp_for(req.group_id)
         p = self.broker.partitions.get(tp_log)
         tv = self.config["transaction.version"]
         if not (tv >= 2 or self.config["transaction.partition.verification.enable"]) or p is None or \
                 p.log.has_ongoing_transaction(req.producer_id, req.producer_epoch):
-            return self._txn_offset_commit(msg, None)
-        return self._verify_then_commit(msg, p, implicit_add=tv >= 2)
+            return self._txn_offset_commit(msg, req, unknown, None)
+        return self._verify_then_commit(msg, req, unknown, p, implicit_add=tv >= 2)
 
-    def _verify_then_commit(self, msg, p, implicit_add: bool):
-        """KIP-890 for TxnOffsetCommit: the offsets partition must be in the producer's transaction."""
-        req = msg.payload
+    def _verify_then_commit(self, msg, req, unknown: dict, p, implicit_add: bool):
+        """KIP-890 for TxnOffsetCommit: the offsets partition must be in the producer's transaction.  ``req``: the
+        request's known partitions; ``unknown``: the answers of the others."""
         guard = p.log.maybe_start_transaction_verification(req.producer_id, -1, req.producer_epoch, self.kernel.now)
         n = self.config["transaction.state.log.num.partitions"]
         coord = self.broker.metadata.leader((TRANSACTION_STATE_TOPIC, partition_for(req.transactional_id, n)))
         if coord < 0:
             self.narrate(f"{p.name}: TxnOffsetCommit must be verified with the transaction coordinator (KIP-890), "
                          f"but none is available for {req.transactional_id!r} -> COORDINATOR_NOT_AVAILABLE")
-            return m.TxnOffsetCommitResponse({tp: Errors.COORDINATOR_NOT_AVAILABLE for tp in req.offsets})
+            return m.TxnOffsetCommitResponse({**unknown, **{tp: Errors.COORDINATOR_NOT_AVAILABLE
+                                                             for tp in req.offsets}})
         what = "adds it to the transaction (transaction.version 2)" if implicit_add else \
             "verifies it is in the transaction"
         self.narrate(f"{p.name}: first transactional offsets of pid {req.producer_id} here; the group coordinator "
@@ -109,12 +134,12 @@ class GroupOffsetHandlers:
         def answered(resp, err):
             e = err if err is not None else Errors(resp.errors.get(p.tp, Errors.UNKNOWN_SERVER_ERROR))
             if e == Errors.NONE:
-                out = self._txn_offset_commit(msg, guard)
+                out = self._txn_offset_commit(msg, req, unknown, guard)
             else:
                 mapped = VERIFICATION_ERRORS.get(e, Errors.COORDINATOR_NOT_AVAILABLE)
                 self.narrate(f"{p.name}: the transaction coordinator answered {e.name}; the offsets are refused "
                              f"-> {mapped.name}")
-                out = m.TxnOffsetCommitResponse({tp: mapped for tp in req.offsets})
+                out = m.TxnOffsetCommitResponse({**unknown, **{tp: mapped for tp in req.offsets}})
             if out is not None:
                 self.broker.respond(msg, out)
         req_add = m.AddPartitionsToTxnRequest(req.transactional_id, req.producer_id, req.producer_epoch, (p.tp,),
@@ -123,13 +148,19 @@ class GroupOffsetHandlers:
                                  timeout_ms=self.config["offsets.commit.timeout.ms"])
         return None
 
-    def _txn_offset_commit(self, msg, guard):
-        req = msg.payload
+    def _txn_offset_commit(self, msg, req, unknown: dict, guard):
         err = self._check_coordinator(req.group_id)
         if err is not None:
-            return m.TxnOffsetCommitResponse({tp: err for tp in req.offsets})
+            return m.TxnOffsetCommitResponse({**unknown, **{tp: err for tp in req.offsets}})
         group = self.manager.get_group(req.group_id)
         if group is None:
+            if req.generation_id >= 0:
+                # Kafka 4's OffsetMetadataManager.validateTransactionalOffsetCommit: a group the coordinator does not
+                # know (never created, or deleted) is created only for generation -1; a member's metadata of an
+                # earlier incarnation of the group is refused ILLEGAL_GENERATION, and no group is created
+                self.narrate(f"group {req.group_id!r} does not exist but the TxnOffsetCommit carries generation "
+                             f"{req.generation_id} (member {req.member_id or '(none)'!s}) -> ILLEGAL_GENERATION")
+                return m.TxnOffsetCommitResponse({**unknown, **{tp: Errors.ILLEGAL_GENERATION for tp in req.offsets}})
             group = self.manager.add_group(GroupMetadata(req.group_id, S.EMPTY, self.kernel.now))
         err = self._validate_offset_commit(group, req.generation_id, req.member_id, req.group_instance_id, True)
         if self.broker.cluster.auditors:
@@ -138,9 +169,10 @@ class GroupOffsetHandlers:
                                       group_generation=group.generation_id, members=tuple(group.members),
                                       accepted=err is None, empty=group.is_state(S.EMPTY))
         if err is not None:
-            return m.TxnOffsetCommitResponse({tp: err for tp in req.offsets})
+            return m.TxnOffsetCommitResponse({**unknown, **{tp: err for tp in req.offsets}})
         self.manager.store_offsets(group, dict(req.offsets),
-                                   lambda errors: self.broker.respond(msg, m.TxnOffsetCommitResponse(errors)),
+                                   lambda errors: self.broker.respond(msg, m.TxnOffsetCommitResponse({**unknown,
+                                                                                                      **errors})),
                                    req.producer_id, req.producer_epoch, guard)
         return None
 

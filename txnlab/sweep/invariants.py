@@ -105,8 +105,8 @@ class StepInvariants:
                           f"offset {f['fetch_offset']} with records up to {f['last']}, at or above the LSO "
                           f"{f['lso']}", key)
         elif kind == "txn-offset-commit":
-            if not f["accepted"] or (f["generation"] < 0 and not f["member"]):
-                return                      # refused, or the groupId-only commit (no membership to check)
+            if not f["accepted"] or (f["generation"] < 0 and (not f["member"] or f["empty"])):
+                return      # refused, or the groupId-only commit, or generation -1 to an Empty group (no membership)
             if f["generation"] != f["group_generation"] or (f["member"] and f["member"] not in f["members"]):
                 self._add("kip447-fencing", f"broker {f['broker']} accepted a TxnOffsetCommit to group "
                           f"{f['group']!r} from member {f['member']!r} of generation {f['generation']}; the group is "
