@@ -302,3 +302,24 @@ def test_the_report_names_a_deposed_group_coordinator_that_answered_an_offset_fe
     note = next(line for line in out.splitlines() if line.startswith("note: "))
     assert "broker-0 answered copier-1.1-c's OffsetFetch (in-1=45) although the controller had fenced it at " \
            "4007 ms" in note
+
+
+@pytest.mark.parametrize("dialect", ["librdkafka", "java"])
+def test_a_leader_and_isr_held_by_a_partition_is_not_applied_after_newer_metadata(dialect):
+    """Seed 390168 (copier, transaction.version 0): broker 1 was cut off from the controller for 20 s; a LeaderAndIsr
+    sent at the start of the cut (offset 5: __consumer_offsets-0 led by broker 0, epoch 0) was held by TCP and
+    delivered after the heal, after broker 1 had applied newer metadata making it leader at epoch 1.  It applied the
+    old one too: nobody led __consumer_offsets-0 any more, every marker to it was refused NOT_LEADER_OR_FOLLOWER,
+    and two transactions stayed in PrepareAbort (hanging-transaction, stuck).  A KRaft broker applies the metadata
+    log in order, each record once (MetadataLoader): an older change is not applied again."""
+    res = _run(390168, RunConfig(workload="copier", faults="all", records=50, dialect=dialect, trace=True), [
+        {"kind": "partition", "node": "broker-1", "others": ["controller"], "ms": 20000, "at": 614},
+        {"kind": "crash", "api": "AddPartitionsToTxn", "side": "dst", "ms": 3000, "at": 772},
+        {"kind": "crash", "api": "EndTxn", "side": "dst", "ms": 1000, "at": 1347},
+        {"kind": "move-leaders", "node": "broker-2", "at": 1519}])
+    assert res.ok, res.violations
+    c = res.cluster
+    tp = ("__consumer_offsets", 0)
+    leader = c.controller.states[tp].leader
+    assert c.broker(leader).partitions[tp].is_leader
+    assert c.trace.filter(contains="is older and is not applied")

@@ -229,6 +229,14 @@ class Broker(BrokerLifecycle, ProduceHandling, FetchHandling, AdminHandling, Nod
     # ------------------------------------------------------- controller side
     def handle_LeaderAndIsr(self, msg):
         req = msg.payload
+        if 0 <= req.metadata_offset < self.life.metadata_offset:
+            # KRaft: a broker applies the metadata log in order, each record once (MetadataLoader); a change
+            # older than what it has applied -- held in a network partition, delivered after newer ones -- is
+            # not applied again (it would move its partitions back to older leaders and leader epochs)
+            self.narrate(f"broker {self.broker_id} has applied the metadata log up to offset "
+                         f"{self.life.metadata_offset}: this change, from offset {req.metadata_offset}, is older "
+                         f"and is not applied")
+            return m.LeaderAndIsrResponse(Errors.NONE)
         if req.full:
             self.metadata_loaded = True
         elif not self.metadata_loaded:
