@@ -194,3 +194,30 @@ def test_failed_fence_is_not_bumped_twice():
         t.c.advance(500)
         again = t.init()
     assert again.error == Errors.NONE and again.producer_epoch <= r.producer_epoch + 3
+
+
+def test_add_partitions_checks_a_pending_transition_first_and_verify_does_not_check_it():
+    """Kafka 4.1.1 TransactionCoordinator.handleAddPartitionsToTransaction answers CONCURRENT_TRANSACTIONS for a
+    pending transition before it looks at the producer id and epoch (October 2024: after them);
+    handleVerifyPartitionsInTransaction never looks at the pending transition (only PrepareCommit/PrepareAbort are
+    CONCURRENT_TRANSACTIONS); KafkaApis checks the topics before the coordinator does."""
+    t = Txn()
+    r = t.init()
+    t.add(r.producer_id, r.producer_epoch, (("out", 0),))
+    t.c.delay_next("WriteTxnMarkers", 60_000)
+    assert t.end(r.producer_id, r.producer_epoch, True).error == Errors.NONE
+    assert t.state["pending_state"] == "CompleteCommit"
+    assert t.add(r.producer_id, r.producer_epoch + 1).errors[("out", 0)] == Errors.CONCURRENT_TRANSACTIONS
+    assert t.add(r.producer_id + 1, r.producer_epoch).errors[("out", 0)] == Errors.CONCURRENT_TRANSACTIONS
+    stale = t.call(m.AddPartitionsToTxnRequest(t.tid, r.producer_id, r.producer_epoch + 1, (("out", 0),),
+                                               verify_only=True), from_broker=True)
+    assert stale.errors == {("out", 0): Errors.PRODUCER_FENCED}      # verification: no pending check
+    unknown = t.call(m.AddPartitionsToTxnRequest(t.tid, r.producer_id + 1, r.producer_epoch, (("nope", 0),)))
+    assert unknown.errors == {("nope", 0): Errors.UNKNOWN_TOPIC_OR_PARTITION}
+    t.c.advance(61_000)
+    t.add(r.producer_id, r.producer_epoch, (("out", 0),))
+    md = t.c._brokers[t.coord].txn_coordinator.state_manager.lookup(t.tid)[1].metadata[t.tid]
+    md.pending_state = S.Ongoing                                       # an add of another partition in flight
+    v = t.call(m.AddPartitionsToTxnRequest(t.tid, r.producer_id, r.producer_epoch, (("out", 0), ("out", 1)),
+                                           verify_only=True), from_broker=True)
+    assert v.errors == {("out", 0): Errors.NONE, ("out", 1): Errors.TRANSACTION_ABORTABLE}

@@ -187,12 +187,16 @@ class TransactionCoordinator:
         return None
 
     # ---------------------------------------------------- AddPartitionsToTxn
-    def _validate_txn_request(self, tid, pid, epoch):
-        """Common checks: returns (error, cache, md)."""
+    def _validate_txn_request(self, tid, pid, epoch, verify_only: bool = False):
+        """Common checks: returns (error, cache, md).  Kafka 4.1 handleAddPartitionsToTransaction checks a pending
+        transition first (with TV2 the producer may already use the new producer id of a pending epoch overflow);
+        handleVerifyPartitionsInTransaction does not check it at all (the append is validated again)."""
         err, cache = self.state_manager.lookup(tid)
         if err != _NONE:
             return err, None, None
         md = cache.metadata.get(tid)
+        if md is not None and md.pending_state is not None and not verify_only:
+            return self._concurrent(tid, md.pending_state), cache, md
         if md is None or md.producer_id != pid:
             self.narrate(f"{tid!r}: producer id {pid} does not belong to it -> INVALID_PRODUCER_ID_MAPPING")
             return Errors.INVALID_PRODUCER_ID_MAPPING, cache, md
@@ -200,27 +204,31 @@ class TransactionCoordinator:
             self.narrate(f"{tid!r}: request epoch {epoch} but the current epoch is {md.producer_epoch} -> "
                          f"PRODUCER_FENCED")
             return Errors.PRODUCER_FENCED, cache, md
-        if md.pending_state is not None or md.state in (S.PrepareCommit, S.PrepareAbort):
-            # narrate_f: written only if the step is read (a state's str() is its name); the lines of every transaction
-            self.broker.kernel.narrate_f(("%r is finishing its previous transaction (%s) -> CONCURRENT_TRANSACTIONS",
-                                          tid, STATE_NAMES[md.pending_state if md.pending_state else md.state]))
-            return _CONCURRENT_TRANSACTIONS, cache, md
+        if md.state in (S.PrepareCommit, S.PrepareAbort):
+            return self._concurrent(tid, md.state), cache, md
         return _NONE, cache, md
+
+    def _concurrent(self, tid, state) -> Errors:
+        # narrate_f: written only if the step is read (a state's str() is its name); the lines of every transaction
+        self.broker.kernel.narrate_f(("%r is finishing its previous transaction (%s) -> CONCURRENT_TRANSACTIONS",
+                                      tid, STATE_NAMES[state]))
+        return _CONCURRENT_TRANSACTIONS
 
     def handle_AddPartitionsToTxn(self, msg):
         req = msg.payload
         tps = tuple(req.partitions)
         R = m.AddPartitionsToTxnResponse
-        err, cache, md = self._validate_txn_request(req.transactional_id, req.producer_id, req.producer_epoch)
-        if err != _NONE:
-            return R({tp: err for tp in tps})
         unknown = [tp for tp in tps if tp not in self.broker.metadata.partitions]
-        if unknown:
+        if unknown:     # (KafkaApis.handleAddPartitionsToTxnRequest checks the topics before the coordinator does)
             return R({tp: (Errors.UNKNOWN_TOPIC_OR_PARTITION if tp in unknown else Errors.OPERATION_NOT_ATTEMPTED)
                       for tp in tps})
+        err, cache, md = self._validate_txn_request(req.transactional_id, req.producer_id, req.producer_epoch,
+                                                    req.verify_only)
+        if err != _NONE:
+            return R({tp: err for tp in tps})
         if req.verify_only:
-            res = {tp: (_NONE if md.state == S.Ongoing and tp in md.topic_partitions
-                        else Errors.TRANSACTION_ABORTABLE) for tp in tps}
+            # (Kafka 4.1: a partition is in the transaction from its durable add until the end marker's Complete*)
+            res = {tp: (_NONE if tp in md.topic_partitions else Errors.TRANSACTION_ABORTABLE) for tp in tps}
             bad = [f"{t}-{p}" for (t, p), e in res.items() if e]
             if bad:
                 self.narrate(f"verification for {req.transactional_id!r}: {', '.join(bad)} not in the current "
