@@ -221,3 +221,42 @@ def test_add_partitions_checks_a_pending_transition_first_and_verify_does_not_ch
     v = t.call(m.AddPartitionsToTxnRequest(t.tid, r.producer_id, r.producer_epoch, (("out", 0), ("out", 1)),
                                            verify_only=True), from_broker=True)
     assert v.errors == {("out", 0): Errors.NONE, ("out", 1): Errors.TRANSACTION_ABORTABLE}
+
+
+@pytest.mark.parametrize("tv", [0, 2])
+def test_a_timed_out_transaction_is_aborted_with_the_servers_transaction_version(tv):
+    """Kafka 4.1.1 abortTimedOutTransactions (and handleInitProducerId's fence) call endTransaction with the server's
+    transaction version.  With TV2 (isEpochFence) prepareAbortOrCommit bumps the epoch and keeps the old one as
+    lastProducerEpoch, so the fenced instance's InitProducerId(pid, old epoch) is taken for a retry of a successful
+    bump (prepareIncrementProducerEpoch: expectedEpoch == lastProducerEpoch) and answered with the current epoch;
+    the TV1 path clears lastProducerEpoch and that request is PRODUCER_FENCED."""
+    t = Txn(tv=tv)
+    r = t.init(timeout=1_000)
+    t.add(r.producer_id, r.producer_epoch)
+    t.c.advance(15_000)
+    t.c.run_until_idle()
+    st = t.state
+    assert (st["state"], st["producer_epoch"]) == ("CompleteAbort", r.producer_epoch + 1)
+    assert st["last_producer_epoch"] == (r.producer_epoch if tv == 2 else -1)
+    again = t.init(r.producer_id, r.producer_epoch, timeout=1_000)
+    if tv == 2:
+        assert (again.error, again.producer_epoch) == (Errors.NONE, r.producer_epoch + 1)
+    else:
+        assert again.error == Errors.PRODUCER_FENCED
+
+
+def test_a_retried_epoch_bump_is_written_as_an_empty_transition():
+    """Kafka's prepareIncrementProducerEpoch answers a retry (expected epoch == lastProducerEpoch) with the current
+    epoch through a transition to Empty, written like any other (the lab answered without writing, leaving the state
+    as it was: CompleteCommit here, where the classic EndTxn(COMMIT) that follows would then succeed)."""
+    t = Txn()
+    r = t.init()
+    bumped = t.init(r.producer_id, r.producer_epoch)                 # KIP-360 bump: epoch 1, last epoch 0
+    t.add(bumped.producer_id, bumped.producer_epoch)
+    assert t.end(bumped.producer_id, bumped.producer_epoch, True).error == Errors.NONE
+    t.c.run_until_idle()
+    assert (t.state["state"], t.state["last_producer_epoch"]) == ("CompleteCommit", r.producer_epoch)
+    retried = t.init(r.producer_id, r.producer_epoch)               # the bump's request, retried late
+    assert (retried.error, retried.producer_epoch) == (Errors.NONE, bumped.producer_epoch)
+    assert t.state["state"] == "Empty"
+    assert t.end(bumped.producer_id, bumped.producer_epoch, True).error == Errors.INVALID_TXN_STATE

@@ -147,7 +147,7 @@ class TransactionCoordinator:
             self.narrate(f"{tid!r} has an open transaction: fence the old producer (epoch {md.producer_epoch} -> "
                          f"{md.producer_epoch + (0 if md.has_failed_epoch_fence else 1)}) and abort it; "
                          f"the new instance must retry -> CONCURRENT_TRANSACTIONS")
-            md.prepare_fence_producer_epoch()
+            md.prepare_fence_producer_epoch(self.transaction_version)
             self._end_transaction(tid, md.producer_id, md.producer_epoch, False, from_client=False, respond=None)
             return R(Errors.CONCURRENT_TRANSACTIONS)
         # Empty / CompleteCommit / CompleteAbort
@@ -170,13 +170,16 @@ class TransactionCoordinator:
         elif req.producer_epoch == md.producer_epoch or md.producer_epoch < 0:
             kw.update(producer_epoch=md.producer_epoch + 1, last_producer_epoch=md.producer_epoch)
         elif req.producer_epoch == md.last_producer_epoch:
+            # Kafka's prepareIncrementProducerEpoch: Right(producerEpoch, lastProducerEpoch), written as an Empty
+            # transition like any other (the state becomes Empty, the timeout is the request's)
             self.narrate(f"{tid!r}: a retry of an epoch bump that already succeeded; answering with the current epoch")
-            return R(_NONE, md.producer_id, md.producer_epoch)
+            kw.update(producer_epoch=md.producer_epoch, last_producer_epoch=md.last_producer_epoch)
         else:
             return R(Errors.PRODUCER_FENCED)
         transit = md.prepare_transition(S.Empty, self.now, self.transaction_version, **kw)
         self.narrate(f"{tid!r}: producer id {transit.producer_id}, epoch {md.producer_epoch} -> {transit.producer_epoch}"
-                     + (" (an older instance with this transactional.id is now fenced)" if md.producer_epoch >= 0 else ""))
+                     + (" (an older instance with this transactional.id is now fenced)"
+                        if 0 <= md.producer_epoch != transit.producer_epoch else ""))
 
         def done(error):
             if error == _NONE:
@@ -318,6 +321,14 @@ class TransactionCoordinator:
             return reply(Errors.INVALID_TXN_STATE)
         if fencing:
             md.pending_state = None
+            if self.transaction_version >= 2:
+                # Kafka 4.1 abortTimedOutTransactions / handleInitProducerId end a fenced transaction with the
+                # server's transaction version: endTransaction (TV2, isEpochFence) -> prepareAbortOrCommit bumps the
+                # epoch and keeps the old one as lastProducerEpoch; a failed write is not remembered
+                # (hasFailedEpochFence stays false: "we allow re-bumping the epoch on retry")
+                transit = md.prepare_transition(target, self.now, 2, producer_epoch=md.producer_epoch + 1,
+                                                last_producer_epoch=md.producer_epoch, client_transaction_version=0)
+                return self._write_prepare(md, cache, transit, reply, False)
         # a classic client on a transaction.version 2 cluster: its markers are written the classic way
         # (client_transaction_version 1 marks "explicitly classic"; 0 means "as the cluster finalized")
         kw = {"client_transaction_version": 1} if from_client and client_tv < 2 <= self.transaction_version else {}
@@ -436,7 +447,7 @@ class TransactionCoordinator:
                                  f"{md.producer_epoch}, not bumped again: the last fence was not written"
                                  if md.has_failed_epoch_fence else f"{md.producer_epoch + 1}") + ") and aborts it")
                 try:
-                    md.prepare_fence_producer_epoch()
+                    md.prepare_fence_producer_epoch(self.transaction_version)
                 except IllegalTransition:
                     continue
                 self._end_transaction(md.transactional_id, md.producer_id, md.producer_epoch, False,
