@@ -260,3 +260,15 @@ def test_a_retried_epoch_bump_is_written_as_an_empty_transition():
     assert (retried.error, retried.producer_epoch) == (Errors.NONE, bumped.producer_epoch)
     assert t.state["state"] == "Empty"
     assert t.end(bumped.producer_id, bumped.producer_epoch, True).error == Errors.INVALID_TXN_STATE
+
+
+def test_tv2_end_txn_checks_a_pending_transition_before_the_producer_id():
+    """Kafka 4.1.1 TransactionCoordinator.endTransaction (TV2): "This check is performed first so that the pending
+    transition can complete before the next checks" -- CONCURRENT_TRANSACTIONS, not INVALID_PRODUCER_ID_MAPPING."""
+    t = Txn(tv=2)
+    r = t.init()
+    t.add(r.producer_id, r.producer_epoch)
+    t.c.delay_next("WriteTxnMarkers", 60_000)
+    assert t.end(r.producer_id, r.producer_epoch, True).error == Errors.NONE
+    assert t.state["pending_state"] == "CompleteCommit"
+    assert t.end(r.producer_id + 7, r.producer_epoch + 1, True).error == Errors.CONCURRENT_TRANSACTIONS

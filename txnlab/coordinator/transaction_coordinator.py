@@ -380,10 +380,12 @@ class TransactionCoordinator:
             return fail(Errors.INVALID_PRODUCER_ID_MAPPING, "the coordinator does not know this transactional.id")
         retry = (md.producer_id == pid and md.producer_epoch == epoch + 1) or \
             (md.previous_producer_id == pid and epoch == MAX_EPOCH - 1 and md.producer_epoch == 0)
-        if md.producer_id != pid and not retry:
-            return fail(Errors.INVALID_PRODUCER_ID_MAPPING, f"its producer id is {md.producer_id}")
+        # (Kafka 4.1 endTransaction checks a pending transition first: the producer may already use the new producer
+        # id of an epoch overflow that is still pending)
         if md.pending_state is not None and md.pending_state != S.PrepareEpochFence:
             return fail(Errors.CONCURRENT_TRANSACTIONS, f"a transition to {md.pending_state.name} is still pending")
+        if md.producer_id != pid and not retry:
+            return fail(Errors.INVALID_PRODUCER_ID_MAPPING, f"its producer id is {md.producer_id}")
         st = md.state
         current = md.producer_id == pid and md.producer_epoch == epoch
         stale = f"the current epoch is {md.producer_epoch}, so this request is from an older transaction"
