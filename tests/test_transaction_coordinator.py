@@ -272,3 +272,16 @@ def test_tv2_end_txn_checks_a_pending_transition_before_the_producer_id():
     assert t.end(r.producer_id, r.producer_epoch, True).error == Errors.NONE
     assert t.state["pending_state"] == "CompleteCommit"
     assert t.end(r.producer_id + 7, r.producer_epoch + 1, True).error == Errors.CONCURRENT_TRANSACTIONS
+
+
+def test_tv2_abort_with_nothing_added_starts_the_transaction_at_the_abort():
+    """Kafka 4.1.1 TransactionMetadata.prepareAbortOrCommit(noPartitionAdded = true): "the transaction start time is
+    uncertain but it is still required. So we can use the update time as the transaction start time"."""
+    t = Txn(tv=2)
+    r = t.init()
+    assert t.state["transaction_start_ms"] == -1
+    t.c.advance(5_000)
+    at = t.c.kernel.now
+    end = t.end(r.producer_id, r.producer_epoch, False)
+    assert (end.error, end.producer_epoch) == (Errors.NONE, r.producer_epoch + 1)
+    assert at <= t.state["transaction_start_ms"] <= t.c.kernel.now         # when the EndTxn arrived

@@ -418,8 +418,9 @@ class TransactionCoordinator:
         kw = dict(producer_epoch=md.producer_epoch + 1, last_producer_epoch=md.producer_epoch)
         if md.client_transaction_version == 1:          # a classic client used this id before: no longer
             kw["client_transaction_version"] = 0
-        if st != S.Ongoing:
+        if st != S.Ongoing:     # (Kafka 4.1 prepareAbortOrCommit, noPartitionAdded: the start time is the update time)
             kw["topic_partitions"] = frozenset()
+            kw["txn_start_timestamp"] = self.now
         complete_kw = None
         if md.is_producer_epoch_exhausted(md.producer_epoch + 1):
             try:
