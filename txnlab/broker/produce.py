@@ -175,7 +175,12 @@ class ProduceHandling:
 
                 def again():
                     st.pending -= 1
-                    self._verify_then_append(st, p, batch, implicit_add, started)
+                    if not p.is_leader:
+                        st.results[p.tp] = m.PartitionProduceResponse(Errors.NOT_LEADER_OR_FOLLOWER)
+                    elif p.log.has_ongoing_transaction(batch.producer_id, batch.producer_epoch):
+                        self._append_produce(st, p, batch, None)    # (the retry's guard would be SENTINEL)
+                    else:
+                        self._verify_then_append(st, p, batch, implicit_add, started)
                     st.maybe_respond()
                 self.set_timer(backoff, "retry-add-partitions-to-txn", again)
             else:
