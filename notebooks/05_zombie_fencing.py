@@ -134,10 +134,12 @@ show(narration([e for e in since(cluster, mark) if ("INVALID_PRODUCER_EPOCH" in 
                                                     in e.narration) and not e.is_response]))
 
 # %% [markdown]
-# * (a) The new write reached the leader of `payments-0`. The partition had no open transaction for
-#   this producer any more (the ABORT marker closed it), so the leader asked the coordinator
-#   (KIP-890 verification), heard `PRODUCER_FENCED`, and refused the write with
-#   **`INVALID_PRODUCER_EPOCH`**. For confluent-kafka's producer that means *fenced*: the producer
+# * (a) The new write reached the leader of `payments-0`. The ABORT marker had closed this producer's
+#   transaction there and left epoch 1 in the leader's producer state, so the leader refused the write
+#   on its own, before any verification with the coordinator: **`INVALID_PRODUCER_EPOCH`**, the batch's
+#   epoch 0 being older than epoch 1 (Kafka 4.1's log checks a stale epoch first; a write with the current
+#   epoch to a partition new to the transaction would be verified with the coordinator, KIP-890). For
+#   confluent-kafka's producer that means *fenced*: the producer
 #   enters the fatal **`_FENCED`** state, and the `flush()` (or `poll()`) that hears of it raises it, once.
 #   The record's own delivery report carries the broker's answer, `INVALID_PRODUCER_EPOCH` (47), which by
 #   itself is not fatal.
@@ -553,10 +555,13 @@ p_epoch
 
 # %%
 WHO = ["the partition leader, on its own", "the partition leader, after asking the coordinator"]
-p_who_refuses = predict_at("Who refuses the zombie's <code>zombie-2</code>?", "zombie-fenced", "-> PRODUCER_FENCED",
+p_who_refuses = predict_at("Who refuses the zombie's <code>zombie-2</code>?", "zombie-fenced",
+                           "rejected before verification -> INVALID_PRODUCER_EPOCH",
                            narration_says("request epoch 0 but the current epoch is 2", WHO[1], WHO[0]), choices=WHO,
-                           why="With verification (KIP-890) the leader asks the coordinator (AddPartitionsToTxn) before a "
-                            "transactional write to a partition new to the transaction; the coordinator knows epoch 2.")
+                           why="The ABORT marker the fence wrote left epoch 1 in the leader's producer state: a batch of "
+                            "epoch 0 is stale, and the leader refuses it before it would ask the coordinator "
+                            "(KIP-890 verification is for a write of the current epoch to a partition new to the "
+                            "transaction).")
 p_who_refuses
 
 # %% [markdown]
@@ -569,10 +574,9 @@ assert "fence the old producer (epoch 0 -> 1) and abort it" in zombie_check.narr
 assert "state Ongoing → writing PrepareAbort" in coordinator_says(zombie_check, "copier")
 assert "producer id 2000 epoch 1" in coordinator_says(zombie_check, "copier")
 assert zombie_check.step_until("epoch 1 -> 2")                           # the new instance's retry
-assert zombie_check.step_until("-> PRODUCER_FENCED")
-assert "request epoch 0 but the current epoch is 2" in zombie_check.narration   # the leader asked (KIP-890)
-assert arrows_now(zombie_check) == [("AddPartitionsToTxn", f"broker-{zombie_check.cluster.leader('orders', 0)}",
-                               f"broker-{zombie_check.cluster.transaction_coordinator('copier')}")]
+assert zombie_check.step_until("rejected before verification -> INVALID_PRODUCER_EPOCH")
+assert "but epoch 1 is already current there" in zombie_check.narration     # the leader refused on its own
+assert not [a for a in arrows_now(zombie_check) if a[0] == "AddPartitionsToTxn"]    # nobody was asked
 assert zombie_check.step_until("zombie got the Produce response")
 assert "INVALID_PRODUCER_EPOCH" in zombie_check.narration
 zombie_check.run_to_end()

@@ -44,7 +44,11 @@ def test_the_final_read_waits_until_every_broker_knows_the_current_leaders():
     assert res.ok, res.violations
     final = next(op for op in res.history if op.f == "final-read")
     read = {v for mop in final.mops if mop[0] == "poll" and mop[1] == "atomic-1" for _, v in mop[2]}
-    assert {"a24", "a30", "a32"} <= read
+    # (the values themselves move with any change to the run: what the final read must see is every record of a
+    # committed transaction on atomic-1 -- a24, a30, a32 when this was found)
+    committed = {mop[2] for op in res.history if op.f == "txn" and op.outcome == "ok" for mop in op.mops
+                 if mop[0] == "send" and mop[1] == "atomic-1"}
+    assert len(committed) >= 2 and committed <= read
 
 
 def test_a_classic_protocol_anomaly_is_replayed_under_transaction_version_2(capsys):
@@ -82,12 +86,39 @@ def test_a_leader_that_lost_its_coordinator_while_assigning_joins_again(dialect)
     assert res.ok, res.violations
     events = [json.loads(line) for line in res.trace_jsonl().splitlines()]
     assert not [e for e in events if e["api"] == "SyncGroup" and not e["is_response"] and not e["dst"]]
-    assert any("the coordinator is unknown, so SyncGroup cannot be sent (COORDINATOR_NOT_AVAILABLE)" in d
-               for e in events for d in e["details"])
-    # it looked the coordinator up again (and the workload finished: every input offset committed)
-    assert any(e["api"] == "FindCoordinator" and e["is_response"] and e["kind"] == "deliver"
-               and e["node"] == "member-1.1-c" and e["time"] > 15255 for e in events)
     assert res.history.attrs["finished"]
+    # (since the leader's KIP-890 verification follows Kafka 4.1.1 this schedule no longer makes the member forget
+    # its coordinator at that moment: the test below makes it forget, directly)
+
+
+@pytest.mark.parametrize("dialect", ["librdkafka", "java"])
+def test_a_leader_that_forgets_its_coordinator_before_it_syncs_looks_it_up_and_joins_again(dialect):
+    """The path of seed 90460, forced: the coordinator is forgotten while the group's leader waits for the metadata
+    its assignor needs.  SyncGroup is not sent to no broker (the simulation crashed); the member finds the
+    coordinator and joins again, and is assigned."""
+    from txnlab import Cluster, Consumer
+
+    c = Cluster(brokers=3, seed=5)
+    c.create_topic("in", partitions=2, replication_factor=3)
+    consumer = Consumer({"bootstrap.servers": c.bootstrap, "group.id": "g", "sim.client.dialect": dialect})
+    coordinator = consumer._coordinator
+    request_metadata, forgotten = coordinator.node.request_metadata, []
+
+    def forgetting(topics=None, then=None, retry_ms=100):
+        def forget_then_assign():
+            if not forgotten and coordinator.state.name == "JOINING":
+                forgotten.append(coordinator.coordinator)
+                coordinator.coordinator = None
+            then()
+        return request_metadata(topics, then=None if then is None else forget_then_assign, retry_ms=retry_ms)
+    coordinator.node.request_metadata = forgetting
+    consumer.subscribe(["in"])
+    for _ in range(40):
+        consumer.poll(0.5)
+        if consumer.assignment():
+            break
+    assert forgotten and len(consumer.assignment()) == 2
+    assert c.trace.filter(contains="the coordinator is unknown, so SyncGroup cannot be sent (COORDINATOR_NOT_AVAILABLE)")
 
 
 SEED_120772 = [{"kind": "delay", "api": "AddPartitionsToTxn", "ms": 6000, "at": 282},
@@ -115,9 +146,10 @@ def test_an_abort_over_a_timed_out_produce_bumps_the_epoch_and_fences_the_late_w
     # the held Produce arrives after the run (its delay outlasts the workload) and is refused
     seen = len(events)
     c.advance(6000)
-    late = [e for e in c.trace.events[seen:]
-            if e.api == "AddPartitionsToTxn" and "verify-only: accounts-1" in e.narration]
-    assert late and "request epoch 0 but the current epoch is 1 -> PRODUCER_FENCED" in late[0].narration
+    # (Kafka 4.1.1 UnifiedLog.maybeStartTransactionVerification: accounts-1 has seen epoch 1, so the leader refuses
+    # the epoch-0 write at once, before asking the coordinator, which would answer PRODUCER_FENCED)
+    late = [e for e in c.trace.events[seen:] if e.api == "Produce" and "accounts-1: rejected" in e.narration]
+    assert late and "rejected before verification -> INVALID_PRODUCER_EPOCH" in late[0].narration
 
 
 def test_the_copier_twin_of_seed_120772_commits_nothing_of_the_aborted_transaction():
@@ -284,7 +316,7 @@ def test_a_fence_bumps_the_epoch_again_once_an_earlier_fence_that_failed_to_writ
 def test_the_report_names_a_deposed_group_coordinator_that_answered_an_offset_fetch(capsys):
     """Seed 201869 (copier, transaction.version 2, Java): broker 0 is cut off from the controller, which fences it
     and moves __consumer_offsets-0 to broker 1; broker 0 does not know, and answers a consumer's OffsetFetch with the
-    offsets it had (45, where the group had committed 54 through broker 1): the copier copies 45..53 again
+    offsets it had (45 when found, where the group had committed 54 through broker 1): the copier copies again
     (duplicate, nonmonotonic-offsets).  The sweep's report says which broker answered, when, and since when it was
     fenced."""
     from txnlab.sweep.__main__ import main
@@ -292,16 +324,18 @@ def test_the_report_names_a_deposed_group_coordinator_that_answered_an_offset_fe
     schedule = json.dumps([{"kind": "zombie", "node": "copier-1", "ms": 3000, "at": 218},
                            {"kind": "duplicate", "api": "EndTxn", "response": True, "at": 1140},
                            {"kind": "partition", "node": "broker-0", "others": ["controller"], "ms": 20000,
-                            "at": 1631},
-                           {"kind": "zombie", "node": "feeder", "ms": 15000, "at": 1850}])
+                            "at": 2000},
+                           {"kind": "zombie", "node": "feeder", "ms": 15000, "at": 2400}])
+    # (the partition at 1631 ms and the zombie at 1850 ms until the leaders' KIP-890 verification followed Kafka
+    # 4.1.1, which moved the run: the offsets are 42 where they were 45, the fence at 5009 ms where it was 4007)
     assert main(["--workload", "copier", "--faults", "all", "--seed", "201869", "--records", "50",
                  "--transaction-version", "2", "--client-dialect", "java", "--no-minimize",
                  "--schedule", schedule]) == 1
     out = capsys.readouterr().out
     assert "duplicate" in out
     note = next(line for line in out.splitlines() if line.startswith("note: "))
-    assert "broker-0 answered copier-1.1-c's OffsetFetch (in-1=45) although the controller had fenced it at " \
-           "4007 ms" in note
+    assert "broker-0 answered copier-1.1-c's OffsetFetch (in-1=42) although the controller had fenced it at " \
+           "5009 ms" in note
 
 
 @pytest.mark.parametrize("dialect", ["librdkafka", "java"])

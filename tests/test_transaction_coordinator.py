@@ -194,3 +194,94 @@ def test_failed_fence_is_not_bumped_twice():
         t.c.advance(500)
         again = t.init()
     assert again.error == Errors.NONE and again.producer_epoch <= r.producer_epoch + 3
+
+
+def test_add_partitions_checks_a_pending_transition_first_and_verify_does_not_check_it():
+    """Kafka 4.1.1 TransactionCoordinator.handleAddPartitionsToTransaction answers CONCURRENT_TRANSACTIONS for a
+    pending transition before it looks at the producer id and epoch (October 2024: after them);
+    handleVerifyPartitionsInTransaction never looks at the pending transition (only PrepareCommit/PrepareAbort are
+    CONCURRENT_TRANSACTIONS); KafkaApis checks the topics before the coordinator does."""
+    t = Txn()
+    r = t.init()
+    t.add(r.producer_id, r.producer_epoch, (("out", 0),))
+    t.c.delay_next("WriteTxnMarkers", 60_000)
+    assert t.end(r.producer_id, r.producer_epoch, True).error == Errors.NONE
+    assert t.state["pending_state"] == "CompleteCommit"
+    assert t.add(r.producer_id, r.producer_epoch + 1).errors[("out", 0)] == Errors.CONCURRENT_TRANSACTIONS
+    assert t.add(r.producer_id + 1, r.producer_epoch).errors[("out", 0)] == Errors.CONCURRENT_TRANSACTIONS
+    stale = t.call(m.AddPartitionsToTxnRequest(t.tid, r.producer_id, r.producer_epoch + 1, (("out", 0),),
+                                               verify_only=True), from_broker=True)
+    assert stale.errors == {("out", 0): Errors.PRODUCER_FENCED}      # verification: no pending check
+    unknown = t.call(m.AddPartitionsToTxnRequest(t.tid, r.producer_id + 1, r.producer_epoch, (("nope", 0),)))
+    assert unknown.errors == {("nope", 0): Errors.UNKNOWN_TOPIC_OR_PARTITION}
+    t.c.advance(61_000)
+    t.add(r.producer_id, r.producer_epoch, (("out", 0),))
+    md = t.c._brokers[t.coord].txn_coordinator.state_manager.lookup(t.tid)[1].metadata[t.tid]
+    md.pending_state = S.Ongoing                                       # an add of another partition in flight
+    v = t.call(m.AddPartitionsToTxnRequest(t.tid, r.producer_id, r.producer_epoch, (("out", 0), ("out", 1)),
+                                           verify_only=True), from_broker=True)
+    assert v.errors == {("out", 0): Errors.NONE, ("out", 1): Errors.TRANSACTION_ABORTABLE}
+
+
+@pytest.mark.parametrize("tv", [0, 2])
+def test_a_timed_out_transaction_is_aborted_with_the_servers_transaction_version(tv):
+    """Kafka 4.1.1 abortTimedOutTransactions (and handleInitProducerId's fence) call endTransaction with the server's
+    transaction version.  With TV2 (isEpochFence) prepareAbortOrCommit bumps the epoch and keeps the old one as
+    lastProducerEpoch, so the fenced instance's InitProducerId(pid, old epoch) is taken for a retry of a successful
+    bump (prepareIncrementProducerEpoch: expectedEpoch == lastProducerEpoch) and answered with the current epoch;
+    the TV1 path clears lastProducerEpoch and that request is PRODUCER_FENCED."""
+    t = Txn(tv=tv)
+    r = t.init(timeout=1_000)
+    t.add(r.producer_id, r.producer_epoch)
+    t.c.advance(15_000)
+    t.c.run_until_idle()
+    st = t.state
+    assert (st["state"], st["producer_epoch"]) == ("CompleteAbort", r.producer_epoch + 1)
+    assert st["last_producer_epoch"] == (r.producer_epoch if tv == 2 else -1)
+    again = t.init(r.producer_id, r.producer_epoch, timeout=1_000)
+    if tv == 2:
+        assert (again.error, again.producer_epoch) == (Errors.NONE, r.producer_epoch + 1)
+    else:
+        assert again.error == Errors.PRODUCER_FENCED
+
+
+def test_a_retried_epoch_bump_is_written_as_an_empty_transition():
+    """Kafka's prepareIncrementProducerEpoch answers a retry (expected epoch == lastProducerEpoch) with the current
+    epoch through a transition to Empty, written like any other (the lab answered without writing, leaving the state
+    as it was: CompleteCommit here, where the classic EndTxn(COMMIT) that follows would then succeed)."""
+    t = Txn()
+    r = t.init()
+    bumped = t.init(r.producer_id, r.producer_epoch)                 # KIP-360 bump: epoch 1, last epoch 0
+    t.add(bumped.producer_id, bumped.producer_epoch)
+    assert t.end(bumped.producer_id, bumped.producer_epoch, True).error == Errors.NONE
+    t.c.run_until_idle()
+    assert (t.state["state"], t.state["last_producer_epoch"]) == ("CompleteCommit", r.producer_epoch)
+    retried = t.init(r.producer_id, r.producer_epoch)               # the bump's request, retried late
+    assert (retried.error, retried.producer_epoch) == (Errors.NONE, bumped.producer_epoch)
+    assert t.state["state"] == "Empty"
+    assert t.end(bumped.producer_id, bumped.producer_epoch, True).error == Errors.INVALID_TXN_STATE
+
+
+def test_tv2_end_txn_checks_a_pending_transition_before_the_producer_id():
+    """Kafka 4.1.1 TransactionCoordinator.endTransaction (TV2): "This check is performed first so that the pending
+    transition can complete before the next checks" -- CONCURRENT_TRANSACTIONS, not INVALID_PRODUCER_ID_MAPPING."""
+    t = Txn(tv=2)
+    r = t.init()
+    t.add(r.producer_id, r.producer_epoch)
+    t.c.delay_next("WriteTxnMarkers", 60_000)
+    assert t.end(r.producer_id, r.producer_epoch, True).error == Errors.NONE
+    assert t.state["pending_state"] == "CompleteCommit"
+    assert t.end(r.producer_id + 7, r.producer_epoch + 1, True).error == Errors.CONCURRENT_TRANSACTIONS
+
+
+def test_tv2_abort_with_nothing_added_starts_the_transaction_at_the_abort():
+    """Kafka 4.1.1 TransactionMetadata.prepareAbortOrCommit(noPartitionAdded = true): "the transaction start time is
+    uncertain but it is still required. So we can use the update time as the transaction start time"."""
+    t = Txn(tv=2)
+    r = t.init()
+    assert t.state["transaction_start_ms"] == -1
+    t.c.advance(5_000)
+    at = t.c.kernel.now
+    end = t.end(r.producer_id, r.producer_epoch, False)
+    assert (end.error, end.producer_epoch) == (Errors.NONE, r.producer_epoch + 1)
+    assert at <= t.state["transaction_start_ms"] <= t.c.kernel.now         # when the EndTxn arrived

@@ -122,6 +122,9 @@ BROKER = defs(
     key("transaction.abort.timed.out.transaction.cleanup.interval.ms", int, 10_000, at_least(1)),
     key("transaction.remove.expired.transaction.cleanup.interval.ms", int, 3_600_000, at_least(1)),
     key("transaction.partition.verification.enable", bool, True),
+    # Kafka 4.1 AddPartitionsToTxnConfig: a leader adding a partition for a Produce v12+ retries CONCURRENT_TRANSACTIONS
+    key("add.partitions.to.txn.retry.backoff.ms", int, 20, at_least(0)),
+    key("add.partitions.to.txn.retry.backoff.max.ms", int, 100, at_least(0)),
     key("transaction.version", int, 0, choices=(0, 1, 2)),
     key("producer.id.expiration.ms", int, 86_400_000, at_least(1)),
     key("producer.id.expiration.check.interval.ms", int, 600_000, at_least(1)),

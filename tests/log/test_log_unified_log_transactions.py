@@ -269,3 +269,27 @@ def test_invariants_hold_under_a_mixed_workload():
     expected = [(p, f, m) for p, f, m, aborted in decided if aborted]
     assert [(t.producer_id, t.first_offset, t.last_offset) for t in log.txn_index.all()] == expected
     assert len(log.segments) > 5 and len(expected) > 10
+
+
+def test_a_stale_epoch_is_refused_before_the_verification_check():
+    """Kafka 4.1.1 UnifiedLog.analyzeAndValidateProducerState checks a stale producer epoch first and throws the
+    recoverable InvalidProducerEpochException; only a batch of the current epoch is checked for its verification
+    (the October 2024 code answered InvalidTxnStateException, as the verification check came first)."""
+    log = new_log(**{"transaction.partition.verification.enable": True})
+    guard = log.maybe_start_transaction_verification(PID, 0, 1, now=0)
+    append(log, data(1, epoch=1, seq=0, txn=True), guard=guard)
+    marker(log, "abort", epoch=1)                          # the txn is closed: no ongoing txn for the producer
+    expect_error(Errors.INVALID_PRODUCER_EPOCH, append, log, data(1, epoch=0, seq=0, txn=True))
+    expect_error(Errors.INVALID_PRODUCER_EPOCH, append, log, data(1, epoch=0, seq=0, txn=True),
+                 guard=VerificationGuard(999))
+    expect_error(Errors.INVALID_TXN_STATE, append, log, data(1, epoch=1, seq=1, txn=True))   # current: verification
+
+
+def test_a_stale_epoch_is_refused_when_verification_starts():
+    """Kafka 4.1.1 UnifiedLog.maybeStartTransactionVerification rejects an epoch below the producer's stored one
+    early (InvalidProducerEpochException), before a guard is made and the coordinator asked."""
+    log = new_log(**{"transaction.partition.verification.enable": True})
+    append(log, data(1, epoch=2, seq=0))
+    expect_error(Errors.INVALID_PRODUCER_EPOCH, log.maybe_start_transaction_verification, PID, 1, 1, now=0)
+    assert log.verification_guard(PID) is VerificationGuard.SENTINEL
+    assert log.maybe_start_transaction_verification(PID, 1, 2, now=0) is not VerificationGuard.SENTINEL

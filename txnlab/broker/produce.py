@@ -18,6 +18,26 @@ _NONE = Errors.NONE
 _UNKNOWN_SERVER_ERROR = Errors.UNKNOWN_SERVER_ERROR
 _COMMIT, _ABORT = ControlRecordType.COMMIT, ControlRecordType.ABORT     # (enum members read once, as constants)
 _A_MARKER = {_COMMIT: "a COMMIT", _ABORT: "an ABORT"}     # for the narration
+_NETWORK_EXCEPTION = Errors.NETWORK_EXCEPTION
+_BROKER_REQUEST_TIMEOUT_MS = 30_000     # the broker's request.timeout.ms (Kafka's default), caps the retries above
+
+
+def verification_error(error: Errors, supports_epoch_bump: bool) -> Errors:
+    """What a Produce answers when the coordinator refused to verify (or add) its partition: Kafka 4.1
+    AddPartitionsToTxnManager (PRODUCER_FENCED -> INVALID_PRODUCER_EPOCH) then ReplicaManager
+    .appendRecordsWithTransactionVerification's postVerificationCallback (retriable coordinator errors ->
+    NOT_ENOUGH_REPLICAS, which old clients retry without a metadata refresh; CONCURRENT_TRANSACTIONS kept for a
+    Produce v12+ that adds the partition); any other error is passed on.  (TRANSACTION_ABORTABLE is kept: the
+    lab's clients send Produce v11+, Kafka's GENERIC_ERROR_SUPPORTED; v10 and older would see INVALID_TXN_STATE.)"""
+    if error == Errors.PRODUCER_FENCED:
+        return Errors.INVALID_PRODUCER_EPOCH
+    if error in _VERIFICATION_RETRIABLE or (error == Errors.CONCURRENT_TRANSACTIONS and not supports_epoch_bump):
+        return Errors.NOT_ENOUGH_REPLICAS
+    return error
+
+
+_VERIFICATION_RETRIABLE = frozenset({Errors.NETWORK_EXCEPTION, Errors.COORDINATOR_LOAD_IN_PROGRESS,
+                                     Errors.COORDINATOR_NOT_AVAILABLE, Errors.NOT_COORDINATOR})
 
 
 
@@ -110,12 +130,18 @@ class ProduceHandling:
             p.add_delayed(info.last_offset + 1, st.req.timeout_ms, acked)
             p.complete_delayed(self.kernel.now)
 
-    def _verify_then_append(self, st, p, batch, implicit_add: bool) -> None:
+    def _verify_then_append(self, st, p, batch, implicit_add: bool, started: int | None = None) -> None:
         """KIP-890: ask the transaction coordinator whether this partition is in the producer's transaction
         (verification) or, with transaction.version 2, add it on the producer's behalf."""
         tid = st.req.transactional_id
-        guard = p.log.maybe_start_transaction_verification(batch.producer_id, batch.base_sequence,
-                                                           batch.producer_epoch, self.kernel.now)
+        now = self.kernel.now
+        try:    # Kafka 4.1 UnifiedLog.maybeStartTransactionVerification: a stale epoch is refused at once
+            guard = p.log.maybe_start_transaction_verification(batch.producer_id, batch.base_sequence,
+                                                               batch.producer_epoch, now, implicit_add)
+        except ProtocolError as e:
+            self.narrate(f"{p.name}: rejected before verification -> {e.error.name}: {e.message}")
+            st.results[p.tp] = m.PartitionProduceResponse(e.error, error_message=e.message)
+            return
         n = self.config["transaction.state.log.num.partitions"]
         coord = self.metadata.leader((TRANSACTION_STATE_TOPIC, partition_for(tid, n)))
         if coord < 0:
@@ -127,22 +153,39 @@ class ProduceHandling:
         st.pending += 1
         req = m.AddPartitionsToTxnRequest(tid, batch.producer_id, batch.producer_epoch, (p.tp,),
                                           verify_only=not implicit_add)
+        started = now if started is None else started
 
         def answered(resp, err):
             st.pending -= 1
-            e = err if err is not None else resp.errors.get(p.tp, _UNKNOWN_SERVER_ERROR)
+            e = _NETWORK_EXCEPTION if err is not None else resp.errors.get(p.tp, _UNKNOWN_SERVER_ERROR)
             if e == _NONE:
                 if p.is_leader:
                     self._append_produce(st, p, batch, guard)
                 else:
                     st.results[p.tp] = m.PartitionProduceResponse(Errors.NOT_LEADER_OR_FOLLOWER)
+            elif e == Errors.CONCURRENT_TRANSACTIONS and implicit_add and \
+                    self.kernel.now - started < min(self.config["add.partitions.to.txn.retry.backoff.max.ms"],
+                                                    _BROKER_REQUEST_TIMEOUT_MS):
+                # Kafka 4.1 ReplicaManager.maybeRetryOnConcurrentTransactions: the previous transaction is still
+                # completing; the leader retries (a Produce is expensive to retry from the client)
+                backoff = self.config["add.partitions.to.txn.retry.backoff.ms"]
+                self.narrate(f"{p.name}: the coordinator answered CONCURRENT_TRANSACTIONS; the leader asks again "
+                             f"in {backoff} ms")
+                st.pending += 1
+
+                def again():
+                    st.pending -= 1
+                    if not p.is_leader:
+                        st.results[p.tp] = m.PartitionProduceResponse(Errors.NOT_LEADER_OR_FOLLOWER)
+                    elif p.log.has_ongoing_transaction(batch.producer_id, batch.producer_epoch):
+                        self._append_produce(st, p, batch, None)    # (the retry's guard would be SENTINEL)
+                    else:
+                        self._verify_then_append(st, p, batch, implicit_add, started)
+                    st.maybe_respond()
+                self.set_timer(backoff, "retry-add-partitions-to-txn", again)
             else:
                 e = Errors(e)       # (only a refusal is converted: for its name)
-                mapped = {Errors.PRODUCER_FENCED: Errors.INVALID_PRODUCER_EPOCH,
-                          Errors.INVALID_TXN_STATE: Errors.TRANSACTION_ABORTABLE,
-                          Errors.TRANSACTION_ABORTABLE: Errors.TRANSACTION_ABORTABLE,
-                          Errors.INVALID_PRODUCER_ID_MAPPING: Errors.INVALID_PRODUCER_ID_MAPPING}.get(
-                    e, Errors.NOT_ENOUGH_REPLICAS)
+                mapped = verification_error(e, implicit_add)
                 self.narrate(f"{p.name}: the coordinator answered {e.name}; the write is refused -> {mapped.name}")
                 st.results[p.tp] = m.PartitionProduceResponse(mapped, error_message=f"verification: {e.name}")
             st.maybe_respond()

@@ -78,18 +78,28 @@ LIBRDKAFKA_TXN = {
                 E.UNKNOWN_LEADER_EPOCH: R, E.INVALID_PRODUCER_EPOCH: F, E.PRODUCER_FENCED: F, "default": A},
 }
 
-# Java (KAFKA-EOS §9): fatal = fenced, authorization, InvalidTxnState from the coordinator; Produce's
-# INVALID_PRODUCER_EPOCH is abortable; other failures abortable; retriable codes retried.
-_JAVA_FATAL = {E.PRODUCER_FENCED: F, E.TRANSACTIONAL_ID_AUTHORIZATION_FAILED: F, E.CLUSTER_AUTHORIZATION_FAILED: F,
-               E.UNSUPPORTED_VERSION: F, E.INVALID_TRANSACTION_TIMEOUT: F}
+# Java (Kafka 4.1.1 clients/producer/internals/TransactionManager.java, the handlers' handleResponse): fenced
+# (INVALID_PRODUCER_EPOCH or PRODUCER_FENCED) is fatal PRODUCER_FENCED; retriable codes are retried; an error no
+# branch names is fatal ("Unexpected error in ...Response"), except AddPartitionsToTxn's (abortable: "Could not add
+# partitions to transaction due to errors").  INVALID_PRODUCER_ID_MAPPING is fatal in 4.1.1 (October 2024:
+# abortableErrorIfPossible).  Produce's INVALID_PRODUCER_EPOCH is abortable.
+_JAVA_FATAL = {E.PRODUCER_FENCED: F, E.INVALID_PRODUCER_EPOCH: F, E.TRANSACTIONAL_ID_AUTHORIZATION_FAILED: F}
+_JAVA_COORDINATOR_FATAL = {**_JAVA_FATAL, E.INVALID_TXN_STATE: F, E.INVALID_PRODUCER_ID_MAPPING: F,
+                           E.UNKNOWN_PRODUCER_ID: A, E.TRANSACTION_ABORTABLE: A}
 JAVA_TXN = {
-    "InitProducerId": {**_JAVA_FATAL, E.INVALID_PRODUCER_EPOCH: F, E.TRANSACTIONAL_ID_AUTHORIZATION_FAILED: A,
-                       "default": R},
-    "AddPartitionsToTxn": {**_JAVA_FATAL, E.INVALID_PRODUCER_EPOCH: F, E.INVALID_TXN_STATE: F, "default": A},
-    "AddOffsetsToTxn": {**_JAVA_FATAL, E.INVALID_PRODUCER_EPOCH: F, E.INVALID_TXN_STATE: F, "default": A},
-    "TxnOffsetCommit": {**_JAVA_FATAL, E.INVALID_PRODUCER_EPOCH: F, "default": A},
-    "EndTxn": {**_JAVA_FATAL, E.INVALID_PRODUCER_EPOCH: F, E.INVALID_TXN_STATE: F, "default": A},
-    "Produce": {**_JAVA_FATAL, E.INVALID_PRODUCER_EPOCH: A, E.INVALID_TXN_STATE: A, "default": A},
+    "InitProducerId": {**_JAVA_FATAL, E.TRANSACTIONAL_ID_AUTHORIZATION_FAILED: A, E.CLUSTER_AUTHORIZATION_FAILED: A,
+                       E.TRANSACTION_ABORTABLE: A, "default": F},
+    "AddPartitionsToTxn": {**_JAVA_COORDINATOR_FATAL, E.TOPIC_AUTHORIZATION_FAILED: A, "default": A},
+    "AddOffsetsToTxn": {**_JAVA_COORDINATOR_FATAL, E.GROUP_AUTHORIZATION_FAILED: A, "default": F},
+    "TxnOffsetCommit": {**_JAVA_FATAL, E.UNSUPPORTED_FOR_MESSAGE_FORMAT: F, E.GROUP_AUTHORIZATION_FAILED: A,
+                        E.FENCED_INSTANCE_ID: A, E.TRANSACTION_ABORTABLE: A, E.UNKNOWN_MEMBER_ID: A,
+                        E.ILLEGAL_GENERATION: A, "default": F},
+    "EndTxn": {**_JAVA_COORDINATOR_FATAL, "default": F},
+    # TransactionManager.maybeTransitionToErrorState: these exceptions are fatal (4.1.1 added InvalidPidMapping),
+    # the others abortable (retriable ones and InvalidTxnState wrapped in TransactionAbortableException)
+    "Produce": {E.PRODUCER_FENCED: F, E.TRANSACTIONAL_ID_AUTHORIZATION_FAILED: F, E.CLUSTER_AUTHORIZATION_FAILED: F,
+                E.UNSUPPORTED_VERSION: F, E.INVALID_PRODUCER_ID_MAPPING: F, E.INVALID_PRODUCER_EPOCH: A,
+                E.INVALID_TXN_STATE: A, "default": A},
     # TransactionManager.FindCoordinatorHandler: retriable codes look it up again, the transactional id refused
     # is fatal, the group refused abortable
     "FindCoordinator": {E.TRANSACTIONAL_ID_AUTHORIZATION_FAILED: F, E.GROUP_AUTHORIZATION_FAILED: A, "default": R},

@@ -14,7 +14,7 @@ import dataclasses
 from typing import Optional
 
 from ..protocol import messages as m
-from ..protocol.errors import Errors
+from ..protocol.errors import Errors, ProtocolError
 from ..protocol.hashing import partition_for
 from .group_metadata import GroupMetadata, GroupState
 from ..protocol.names import TRANSACTION_STATE_TOPIC, broker_name
@@ -118,7 +118,12 @@ class GroupOffsetHandlers:
     def _verify_then_commit(self, msg, req, unknown: dict, p, implicit_add: bool):
         """KIP-890 for TxnOffsetCommit: the offsets partition must be in the producer's transaction.  ``req``: the
         request's known partitions; ``unknown``: the answers of the others."""
-        guard = p.log.maybe_start_transaction_verification(req.producer_id, -1, req.producer_epoch, self.kernel.now)
+        try:    # Kafka 4.1 UnifiedLog.maybeStartTransactionVerification: a stale epoch is refused at once
+            guard = p.log.maybe_start_transaction_verification(req.producer_id, -1, req.producer_epoch,
+                                                               self.kernel.now, implicit_add)
+        except ProtocolError as e:
+            self.narrate(f"{p.name}: TxnOffsetCommit refused before verification -> {e.error.name}: {e.message}")
+            return m.TxnOffsetCommitResponse({**unknown, **{tp: e.error for tp in req.offsets}})
         n = self.config["transaction.state.log.num.partitions"]
         coord = self.broker.metadata.leader((TRANSACTION_STATE_TOPIC, partition_for(req.transactional_id, n)))
         if coord < 0:

@@ -147,7 +147,7 @@ class TransactionCoordinator:
             self.narrate(f"{tid!r} has an open transaction: fence the old producer (epoch {md.producer_epoch} -> "
                          f"{md.producer_epoch + (0 if md.has_failed_epoch_fence else 1)}) and abort it; "
                          f"the new instance must retry -> CONCURRENT_TRANSACTIONS")
-            md.prepare_fence_producer_epoch()
+            md.prepare_fence_producer_epoch(self.transaction_version)
             self._end_transaction(tid, md.producer_id, md.producer_epoch, False, from_client=False, respond=None)
             return R(Errors.CONCURRENT_TRANSACTIONS)
         # Empty / CompleteCommit / CompleteAbort
@@ -170,13 +170,16 @@ class TransactionCoordinator:
         elif req.producer_epoch == md.producer_epoch or md.producer_epoch < 0:
             kw.update(producer_epoch=md.producer_epoch + 1, last_producer_epoch=md.producer_epoch)
         elif req.producer_epoch == md.last_producer_epoch:
+            # Kafka's prepareIncrementProducerEpoch: Right(producerEpoch, lastProducerEpoch), written as an Empty
+            # transition like any other (the state becomes Empty, the timeout is the request's)
             self.narrate(f"{tid!r}: a retry of an epoch bump that already succeeded; answering with the current epoch")
-            return R(_NONE, md.producer_id, md.producer_epoch)
+            kw.update(producer_epoch=md.producer_epoch, last_producer_epoch=md.last_producer_epoch)
         else:
             return R(Errors.PRODUCER_FENCED)
         transit = md.prepare_transition(S.Empty, self.now, self.transaction_version, **kw)
         self.narrate(f"{tid!r}: producer id {transit.producer_id}, epoch {md.producer_epoch} -> {transit.producer_epoch}"
-                     + (" (an older instance with this transactional.id is now fenced)" if md.producer_epoch >= 0 else ""))
+                     + (" (an older instance with this transactional.id is now fenced)"
+                        if 0 <= md.producer_epoch != transit.producer_epoch else ""))
 
         def done(error):
             if error == _NONE:
@@ -187,12 +190,16 @@ class TransactionCoordinator:
         return None
 
     # ---------------------------------------------------- AddPartitionsToTxn
-    def _validate_txn_request(self, tid, pid, epoch):
-        """Common checks: returns (error, cache, md)."""
+    def _validate_txn_request(self, tid, pid, epoch, verify_only: bool = False):
+        """Common checks: returns (error, cache, md).  Kafka 4.1 handleAddPartitionsToTransaction checks a pending
+        transition first (with TV2 the producer may already use the new producer id of a pending epoch overflow);
+        handleVerifyPartitionsInTransaction does not check it at all (the append is validated again)."""
         err, cache = self.state_manager.lookup(tid)
         if err != _NONE:
             return err, None, None
         md = cache.metadata.get(tid)
+        if md is not None and md.pending_state is not None and not verify_only:
+            return self._concurrent(tid, md.pending_state), cache, md
         if md is None or md.producer_id != pid:
             self.narrate(f"{tid!r}: producer id {pid} does not belong to it -> INVALID_PRODUCER_ID_MAPPING")
             return Errors.INVALID_PRODUCER_ID_MAPPING, cache, md
@@ -200,27 +207,31 @@ class TransactionCoordinator:
             self.narrate(f"{tid!r}: request epoch {epoch} but the current epoch is {md.producer_epoch} -> "
                          f"PRODUCER_FENCED")
             return Errors.PRODUCER_FENCED, cache, md
-        if md.pending_state is not None or md.state in (S.PrepareCommit, S.PrepareAbort):
-            # narrate_f: written only if the step is read (a state's str() is its name); the lines of every transaction
-            self.broker.kernel.narrate_f(("%r is finishing its previous transaction (%s) -> CONCURRENT_TRANSACTIONS",
-                                          tid, STATE_NAMES[md.pending_state if md.pending_state else md.state]))
-            return _CONCURRENT_TRANSACTIONS, cache, md
+        if md.state in (S.PrepareCommit, S.PrepareAbort):
+            return self._concurrent(tid, md.state), cache, md
         return _NONE, cache, md
+
+    def _concurrent(self, tid, state) -> Errors:
+        # narrate_f: written only if the step is read (a state's str() is its name); the lines of every transaction
+        self.broker.kernel.narrate_f(("%r is finishing its previous transaction (%s) -> CONCURRENT_TRANSACTIONS",
+                                      tid, STATE_NAMES[state]))
+        return _CONCURRENT_TRANSACTIONS
 
     def handle_AddPartitionsToTxn(self, msg):
         req = msg.payload
         tps = tuple(req.partitions)
         R = m.AddPartitionsToTxnResponse
-        err, cache, md = self._validate_txn_request(req.transactional_id, req.producer_id, req.producer_epoch)
-        if err != _NONE:
-            return R({tp: err for tp in tps})
         unknown = [tp for tp in tps if tp not in self.broker.metadata.partitions]
-        if unknown:
+        if unknown:     # (KafkaApis.handleAddPartitionsToTxnRequest checks the topics before the coordinator does)
             return R({tp: (Errors.UNKNOWN_TOPIC_OR_PARTITION if tp in unknown else Errors.OPERATION_NOT_ATTEMPTED)
                       for tp in tps})
+        err, cache, md = self._validate_txn_request(req.transactional_id, req.producer_id, req.producer_epoch,
+                                                    req.verify_only)
+        if err != _NONE:
+            return R({tp: err for tp in tps})
         if req.verify_only:
-            res = {tp: (_NONE if md.state == S.Ongoing and tp in md.topic_partitions
-                        else Errors.TRANSACTION_ABORTABLE) for tp in tps}
+            # (Kafka 4.1: a partition is in the transaction from its durable add until the end marker's Complete*)
+            res = {tp: (_NONE if tp in md.topic_partitions else Errors.TRANSACTION_ABORTABLE) for tp in tps}
             bad = [f"{t}-{p}" for (t, p), e in res.items() if e]
             if bad:
                 self.narrate(f"verification for {req.transactional_id!r}: {', '.join(bad)} not in the current "
@@ -310,6 +321,14 @@ class TransactionCoordinator:
             return reply(Errors.INVALID_TXN_STATE)
         if fencing:
             md.pending_state = None
+            if self.transaction_version >= 2:
+                # Kafka 4.1 abortTimedOutTransactions / handleInitProducerId end a fenced transaction with the
+                # server's transaction version: endTransaction (TV2, isEpochFence) -> prepareAbortOrCommit bumps the
+                # epoch and keeps the old one as lastProducerEpoch; a failed write is not remembered
+                # (hasFailedEpochFence stays false: "we allow re-bumping the epoch on retry")
+                transit = md.prepare_transition(target, self.now, 2, producer_epoch=md.producer_epoch + 1,
+                                                last_producer_epoch=md.producer_epoch, client_transaction_version=0)
+                return self._write_prepare(md, cache, transit, reply, False)
         # a classic client on a transaction.version 2 cluster: its markers are written the classic way
         # (client_transaction_version 1 marks "explicitly classic"; 0 means "as the cluster finalized")
         kw = {"client_transaction_version": 1} if from_client and client_tv < 2 <= self.transaction_version else {}
@@ -361,10 +380,12 @@ class TransactionCoordinator:
             return fail(Errors.INVALID_PRODUCER_ID_MAPPING, "the coordinator does not know this transactional.id")
         retry = (md.producer_id == pid and md.producer_epoch == epoch + 1) or \
             (md.previous_producer_id == pid and epoch == MAX_EPOCH - 1 and md.producer_epoch == 0)
-        if md.producer_id != pid and not retry:
-            return fail(Errors.INVALID_PRODUCER_ID_MAPPING, f"its producer id is {md.producer_id}")
+        # (Kafka 4.1 endTransaction checks a pending transition first: the producer may already use the new producer
+        # id of an epoch overflow that is still pending)
         if md.pending_state is not None and md.pending_state != S.PrepareEpochFence:
             return fail(Errors.CONCURRENT_TRANSACTIONS, f"a transition to {md.pending_state.name} is still pending")
+        if md.producer_id != pid and not retry:
+            return fail(Errors.INVALID_PRODUCER_ID_MAPPING, f"its producer id is {md.producer_id}")
         st = md.state
         current = md.producer_id == pid and md.producer_epoch == epoch
         stale = f"the current epoch is {md.producer_epoch}, so this request is from an older transaction"
@@ -397,8 +418,9 @@ class TransactionCoordinator:
         kw = dict(producer_epoch=md.producer_epoch + 1, last_producer_epoch=md.producer_epoch)
         if md.client_transaction_version == 1:          # a classic client used this id before: no longer
             kw["client_transaction_version"] = 0
-        if st != S.Ongoing:
+        if st != S.Ongoing:     # (Kafka 4.1 prepareAbortOrCommit, noPartitionAdded: the start time is the update time)
             kw["topic_partitions"] = frozenset()
+            kw["txn_start_timestamp"] = self.now
         complete_kw = None
         if md.is_producer_epoch_exhausted(md.producer_epoch + 1):
             try:
@@ -428,7 +450,7 @@ class TransactionCoordinator:
                                  f"{md.producer_epoch}, not bumped again: the last fence was not written"
                                  if md.has_failed_epoch_fence else f"{md.producer_epoch + 1}") + ") and aborts it")
                 try:
-                    md.prepare_fence_producer_epoch()
+                    md.prepare_fence_producer_epoch(self.transaction_version)
                 except IllegalTransition:
                     continue
                 self._end_transaction(md.transactional_id, md.producer_id, md.producer_epoch, False,

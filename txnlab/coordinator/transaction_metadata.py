@@ -162,10 +162,15 @@ class TransactionMetadata:
         self.pending_state = None
         self.last_transition = (old, t.txn_state, now)
 
-    def prepare_fence_producer_epoch(self) -> None:
-        """Ongoing -> (pending) PrepareEpochFence, with the epoch bumped once (not again after a failed fence)."""
+    def prepare_fence_producer_epoch(self, transaction_version: int = 0) -> None:
+        """Ongoing -> (pending) PrepareEpochFence, with the epoch bumped once (not again after a failed fence).  With
+        transaction.version 2 the epoch is left as it is: Kafka 4.1's endTransaction (TV2, isEpochFence) lets
+        prepareAbortOrCommit bump it in the PrepareAbort it writes; the TV1 path sets it here, before the write."""
         if self.producer_epoch >= MAX_EPOCH:
             raise IllegalTransition(f"{self.transactional_id}: cannot fence at epoch {self.producer_epoch}")
+        if transaction_version >= 2:
+            self.pending_state = S.PrepareEpochFence
+            return
         if not self.has_failed_epoch_fence:
             self.producer_epoch += 1
         self.pending_state = S.PrepareEpochFence

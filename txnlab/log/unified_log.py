@@ -1,11 +1,9 @@
 """Kafka's ``UnifiedLog``: one replica of one partition (segments, offsets, HW, LSO).
 
-Owns the batches (split into segments), the log start/end offsets, the high
-watermark and last stable offset, the aborted-transaction index, the leader epoch
-cache, producer snapshots, and the producer state that decides which appends are
-accepted. What survives ``crash()`` is the "disk": segments, snapshots, the txn
-index, the leader-epoch checkpoint and the HW checkpoint. ``recover()`` rebuilds
-the memory the way Kafka's log loading does.
+Owns the batches (split into segments), the log start/end offsets, the high watermark and last stable offset, the
+aborted-transaction index, the leader epoch cache, producer snapshots, and the producer state that decides which
+appends are accepted. What survives ``crash()`` is the "disk": segments, snapshots, the txn index, the leader-epoch
+checkpoint and the HW checkpoint. ``recover()`` rebuilds the memory the way Kafka's log loading does.
 """
 from __future__ import annotations
 
@@ -293,12 +291,14 @@ class UnifiedLog:
                     if duplicate is not None:  # §1.3 step 1: answer with the original offsets
                         return infos, completed, duplicate
             if verify and batch.is_transactional and not batch.is_control \
-                    and not self.has_ongoing_transaction(pid, batch.producer_epoch) \
-                    and not self.verification_guard(pid).verify(verification_guard):
-                raise ProtocolError(
-                    Errors.INVALID_TXN_STATE,
-                    f"producer {pid} has no open transaction on {self.topic_partition} and this "
-                    f"transactional batch was not verified with the transaction coordinator (KIP-890)")
+                    and not self.has_ongoing_transaction(pid, batch.producer_epoch):
+                # Kafka 4.1: a stale epoch first (INVALID_PRODUCER_EPOCH), then the verification of the current one
+                self._check_not_stale(pid, batch.producer_epoch)
+                if not self.verification_guard(pid).verify(verification_guard):
+                    raise ProtocolError(
+                        Errors.INVALID_TXN_STATE,
+                        f"producer {pid} has no open transaction on {self.topic_partition} and this "
+                        f"transactional batch was not verified with the transaction coordinator (KIP-890)")
             if in_place is not None:    # (append_in_place applies it, and forgets the verification state, once written)
                 psm.prepare_in_place_update(in_place, origin).validate(batch, transaction_version, check_sequence)
                 break
@@ -474,10 +474,19 @@ class UnifiedLog:
                                              supports_epoch_bump: bool = False) -> VerificationGuard:
         """KIP-890: the guard a produce must carry; SENTINEL if the txn is already open here."""
         self._ensure_online()
+        self._check_not_stale(producer_id, epoch)      # Kafka 4.1: a stale epoch is rejected before verifying
         if self.has_ongoing_transaction(producer_id, epoch):
             return VerificationGuard.SENTINEL
         return self._psm.maybe_create_verification_state_entry(
             producer_id, sequence, epoch, now, supports_epoch_bump).verification_guard
+
+    def _check_not_stale(self, producer_id: int, epoch: int) -> None:
+        """INVALID_PRODUCER_EPOCH if ``epoch`` is older than the producer's epoch here (Kafka 4.1 UnifiedLog)."""
+        entry = self._psm.producers.get(producer_id)
+        if entry is not None and epoch < entry.producer_epoch:
+            raise ProtocolError(Errors.INVALID_PRODUCER_EPOCH, f"producer {producer_id} wrote with epoch {epoch} to "
+                                f"{self.topic_partition}, but epoch {entry.producer_epoch} is already current there: "
+                                f"a batch from an older epoch comes from a fenced (zombie) producer instance")
 
     def verification_guard(self, producer_id: int) -> VerificationGuard:
         entry = self._psm.verification_state_entry(producer_id)

@@ -1,0 +1,59 @@
+"""What a partition leader answers a transactional Produce when verifying (or, transaction.version 2, adding) the
+partition with the coordinator goes wrong, as Kafka 4.1.1 does (ReplicaManager.appendRecordsWithTransactionVerification,
+AddPartitionsToTxnManager, UnifiedLog.maybeStartTransactionVerification)."""
+import pytest
+
+from txnlab import Cluster, Producer
+from txnlab.broker.produce import verification_error
+from txnlab.log import UnifiedLog
+from txnlab.protocol.errors import Errors as E
+
+
+@pytest.mark.parametrize("coordinator, tv2, produce", [
+    (E.PRODUCER_FENCED, False, E.INVALID_PRODUCER_EPOCH),         # AddPartitionsToTxnManager
+    (E.PRODUCER_FENCED, True, E.INVALID_PRODUCER_EPOCH),
+    (E.NOT_COORDINATOR, True, E.NOT_ENOUGH_REPLICAS),             # retriable: NotEnoughReplicasException
+    (E.COORDINATOR_LOAD_IN_PROGRESS, False, E.NOT_ENOUGH_REPLICAS),
+    (E.COORDINATOR_NOT_AVAILABLE, False, E.NOT_ENOUGH_REPLICAS),
+    (E.NETWORK_EXCEPTION, False, E.NOT_ENOUGH_REPLICAS),
+    (E.CONCURRENT_TRANSACTIONS, False, E.NOT_ENOUGH_REPLICAS),    # verify-only (Produce v11 and older)
+    (E.CONCURRENT_TRANSACTIONS, True, E.CONCURRENT_TRANSACTIONS),  # 4.1: kept for Produce v12+ (after retries)
+    (E.INVALID_TXN_STATE, False, E.INVALID_TXN_STATE),            # "Partition was not added to the transaction"
+    (E.TRANSACTION_ABORTABLE, False, E.TRANSACTION_ABORTABLE),    # Produce v11+ (GENERIC_ERROR_SUPPORTED)
+    (E.INVALID_PRODUCER_ID_MAPPING, True, E.INVALID_PRODUCER_ID_MAPPING),
+])
+def test_coordinator_errors_become_these_produce_errors(coordinator, tv2, produce):
+    assert verification_error(coordinator, tv2) == produce
+
+
+def _tv2_transactions(monkeypatch, n: int = 3):
+    seen = []
+    original = UnifiedLog.maybe_start_transaction_verification
+
+    def spy(self, producer_id, sequence, epoch, now, supports_epoch_bump=False):
+        seen.append(supports_epoch_bump)
+        return original(self, producer_id, sequence, epoch, now, supports_epoch_bump)
+    monkeypatch.setattr(UnifiedLog, "maybe_start_transaction_verification", spy)
+    c = Cluster(brokers=3, seed=3, config={"transaction.version": 2})
+    c.create_topic("t", partitions=1, replication_factor=3)
+    p = Producer({"bootstrap.servers": c.bootstrap, "transactional.id": "tx", "sim.client.dialect": "java"})
+    p.init_transactions()
+    for _ in range(n):
+        p.begin_transaction()
+        p.produce("t", value=b"a")
+        p.commit_transaction()
+    return c, seen
+
+
+def test_the_leader_retries_concurrent_transactions_when_it_adds_the_partition(monkeypatch):
+    """Kafka 4.1 ReplicaManager.maybeRetryOnConcurrentTransactions: with transaction.version 2 the next transaction's
+    first Produce usually reaches the leader while the coordinator still completes the previous one; the leader asks
+    again every add.partitions.to.txn.retry.backoff.ms (20) instead of answering NOT_ENOUGH_REPLICAS."""
+    c, seen = _tv2_transactions(monkeypatch)
+    retried = c.trace.filter(api="AddPartitionsToTxn", contains="the leader asks again in 20 ms")
+    assert retried
+    produce_answers = " ".join(e.narration for e in c.trace.filter(api="Produce") if e.is_response)
+    assert "NOT_ENOUGH_REPLICAS" not in produce_answers and "CONCURRENT_TRANSACTIONS" not in produce_answers
+    # ReplicaManager passes transactionSupportedOperation.supportsEpochBump to maybeStartTransactionVerification,
+    # which arms ProducerAppendInfo.checkSequence's "transactions v2: the first sequence must be 0" rule
+    assert seen and all(seen)
