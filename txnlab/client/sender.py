@@ -65,14 +65,14 @@ class Sender(TransactionalRequests, BatchExpiry):
         self._scan_requested = False
         # librdkafka's idempotent producer: partitions that wait until none of their batches is in flight before
         # they send again (rd_kafka_idemp_drain_toppar, "drain before retrying"; see _librdkafka_drain)
-        self._draining: set = set()
-        # whether it follows those rules (_drains): fixed by its config
-        self._drain_rules = producer._idempotent and not self.txn.is_transactional and self.dialect == "librdkafka" \
-            and not self.cfg["sim.naive.client"]
+        # (None: the producer does not follow those rules, which its config decides once: _drains)
+        self._draining: Optional[set] = set() if producer._idempotent and not self.txn.is_transactional \
+            and self.dialect == "librdkafka" and not self.cfg["sim.naive.client"] else None
 
     def on_crash(self) -> None:
         self._wakeup_ev = None
-        self._draining.clear()
+        if self._draining:
+            self._draining.clear()
         self.kernel.cancel(self._scan_ev)
         self._scan_ev = None
         for _, ev in self._expiring.values():
@@ -139,7 +139,7 @@ class Sender(TransactionalRequests, BatchExpiry):
         need_metadata = False
         # librdkafka's idempotence state DRAIN_BUMP: no ProduceRequest until every partition has drained and the
         # epoch is bumped (rd_kafka_idemp_drain_epoch_bump; its broker threads produce only in state ASSIGNED)
-        drains = self._drain_rules
+        drains = self._draining is not None
         held = drains and txn.epoch_bump_required
         for tp, dq in (() if held else p._acc.batches.items()):
             if not dq:
@@ -403,7 +403,7 @@ class Sender(TransactionalRequests, BatchExpiry):
         """Whether the producer follows librdkafka's drain rules (_librdkafka_drain): an idempotent one, not
         transactional, of the librdkafka dialect.  (librdkafka's transactional producer drains too; the lab's follows
         the Java client's rules there.)"""
-        return self._drain_rules
+        return self._draining is not None
 
     def _librdkafka_drain(self, b, error: Errors, name: str) -> bool:
         """librdkafka's idempotent producer (rd_kafka_handle_Produce_error, src/rdkafka_request.c).  A batch that will
