@@ -357,3 +357,17 @@ def test_a_leader_and_isr_held_by_a_partition_is_not_applied_after_newer_metadat
     leader = c.controller.states[tp].leader
     assert c.broker(leader).partitions[tp].is_leader
     assert c.trace.filter(contains="is older and is not applied")
+
+
+def test_the_held_leader_and_isr_under_transaction_version_2():
+    """Seed 202216 (copier, transaction.version 2, Java dialect; found by a 3,000-seed search): broker 2 was cut off
+    from the controller for 5 s and a LeaderAndIsr from metadata offset 30 reached it after it had applied offset 54;
+    applying it too left the workload stuck (stuck).  The same rule as the test above."""
+    res = _run(202216, RunConfig(workload="copier", faults="all", records=50, transaction_version=2, dialect="java",
+                                 trace=True), [
+        {"kind": "move-leaders", "node": "broker-1", "at": 108},
+        {"kind": "duplicate", "api": "TxnOffsetCommit", "at": 798},
+        {"kind": "crash", "node": "broker-0", "ms": 3000, "at": 1067},
+        {"kind": "partition", "node": "broker-2", "others": ["controller"], "ms": 5000, "at": 1418}])
+    assert res.ok, res.violations
+    assert res.cluster.trace.filter(contains="is older and is not applied")
