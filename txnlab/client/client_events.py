@@ -104,9 +104,17 @@ class ClientEvents:
                                 f"0 out-queue, 0 partially-sent requests")
 
     # ----------------------------------------------------------------- serving (the application's thread)
-    def serve(self, to_the_end: bool = False) -> int:
-        """Run what is due: the statistics intervals that passed, then queued events in order.  A fatal error is
-        raised (``KafkaException``) where it stands, or with ``to_the_end`` (``flush()``) after the rest."""
+    def serve(self) -> int:
+        """Run what is due: the statistics intervals that passed, then queued events in order; a fatal error is
+        raised (``KafkaException``) where it stands, and the events behind it wait for the next call (``poll()``)."""
+        served, fatal = self.serve_through(stop_at_fatal=True)
+        if fatal is not None:
+            raise KafkaException(fatal)
+        return served
+
+    def serve_through(self, stop_at_fatal: bool = False) -> tuple:
+        """As ``serve``, but a fatal error is returned, not raised: (events served, the fatal error or None).
+        ``flush()`` serves every event and its delivery reports, then raises it."""
         if self._interval:
             now = self._kernel.now
             while self._next_stats <= now:
@@ -118,9 +126,9 @@ class ClientEvents:
             ev = self._queue.pop(0)
             served += 1
             if ev[0] == "fatal":
-                if not to_the_end:
-                    raise KafkaException(ev[1])
                 fatal = fatal or ev[1]
+                if stop_at_fatal:
+                    break
             elif ev[0] == "error":
                 self._error_cb(ev[1])
             elif ev[0] == "log":
@@ -128,9 +136,7 @@ class ClientEvents:
                 self._logger.log(_PY_LEVEL.get(level, logging.INFO), "%s [%s] %s", fac, self.name, text)
             else:
                 self._stats_cb(json.dumps(self.statistics(ev[1])))
-        if fatal is not None:
-            raise KafkaException(fatal)
-        return served
+        return served, fatal
 
     def statistics(self, at_ms: Optional[int] = None) -> dict:
         """librdkafka's statistics object (STATISTICS.md): the top-level fields, then what the client adds."""

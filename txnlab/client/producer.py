@@ -322,19 +322,16 @@ class Producer:
     def _serve_reports(self, flushing: bool = False) -> int:
         """The client's events, then the delivery reports.  A fatal error raises (ClientEvents.serve): from poll()
         before the reports, which wait for the next call; from flush() after them."""
-        if not flushing:
-            served = self._events.serve()
-        else:
-            try:
-                served = self._events.serve(to_the_end=True)
-            except KafkaException:
-                self._serve_reports()
-                raise
+        served, fatal = self._events.serve_through(stop_at_fatal=not flushing)
+        if fatal is not None and not flushing:
+            raise KafkaException(fatal)
         while self._reports:
             cb, err, msg = self._reports.pop(0)
             served += 1
             if cb is not None:
                 cb(err, msg)
+        if fatal is not None:
+            raise KafkaException(fatal)
         return served
 
     def deliver(self, cb, err, msg) -> None:
@@ -394,8 +391,7 @@ class Producer:
         with S.FATAL_ERROR read once before.  A condition that the state has left the states it waits through
         needs no ``txn.state == fatal`` (FATAL_ERROR is not one of them).  (The states are read from ``S``, not
         ``State``: a member read through its enum class costs CPython 3.11 a call of EnumType's attribute hook.)"""
-        ms = default_ms if timeout is None or timeout < 0 else int(timeout * 1000)
-        return self._kernel.run_until(until, timeout_ms=ms)
+        return self._kernel.run_until(until, timeout_ms=self._timeout_ms(timeout, default_ms))
 
     def _require_transactional(self, call: str) -> bool:
         """Checks a transactional call may start now; True when it resumes the same call that timed out.

@@ -387,13 +387,7 @@ class Sender(TransactionalRequests, BatchExpiry):
                              f"it follows the last acked sequence {s.last_acked_sequence}; requesting an epoch bump")
                 txn.epoch_bump_required = True
         if self._can_retry(b, error):
-            b.in_flight = False
-            b.retry = True
-            backoff = min(self.cfg["retry.backoff.max.ms"], self.cfg["retry.backoff.ms"] * 2 ** min(b.attempts - 1, 16))
-            b.next_attempt_ms = self.kernel.now + backoff   # exponential backoff (KIP-580)
-            if stale_epoch or (txn.epoch_bump_required and not txn.is_transactional):
-                pass   # renumbered when the bump happens
-            p._acc.reenqueue(b)
+            self._requeue(b)        # (a stale epoch's, or one waiting for a bump, is renumbered when the bump happens)
             self.narrate(f"{p.name}: will retry {b.describe()} after {error.name} "
                          f"(attempt {b.attempts + 1}, same sequence)")
             return
@@ -432,18 +426,21 @@ class Sender(TransactionalRequests, BatchExpiry):
             return False
         else:
             self._draining.add(b.tp)
-        b.in_flight = False
-        b.retry = True
-        backoff = min(self.cfg["retry.backoff.max.ms"],
-                      self.cfg["retry.backoff.ms"] * 2 ** min(max(b.attempts - 1, 0), 16))
-        b.next_attempt_ms = self.kernel.now + backoff
-        self.p._acc.reenqueue(b)
+        self._requeue(b)
         waits = sum(1 for x in txn.seq(b.tp).in_flight if x.in_flight)
         self.narrate(f"{self.p.name}: will retry {b.describe()} after {error.name} (attempt {b.attempts + 1}, "
                      + ("once its epoch is bumped)" if txn.epoch_bump_required else
                         f"when the partition's {waits} other batch(es) in flight are answered)" if waits else
                         "same sequence)"))
         return True
+
+    def _requeue(self, b) -> None:
+        """Put ``b`` back in its partition's queue for a retry after its exponential backoff (KIP-580)."""
+        b.in_flight = False
+        b.retry = True
+        b.next_attempt_ms = self.kernel.now + min(self.cfg["retry.backoff.max.ms"],
+                                                  self.cfg["retry.backoff.ms"] * 2 ** min(max(b.attempts - 1, 0), 16))
+        self.p._acc.reenqueue(b)
 
     def _earlier_in_flight(self, b) -> bool:
         s = self.txn.partitions.get(b.tp)

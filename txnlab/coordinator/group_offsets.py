@@ -29,6 +29,12 @@ VERIFICATION_ERRORS = {Errors.PRODUCER_FENCED: Errors.INVALID_PRODUCER_EPOCH,
 
 
 
+
+def _every(req, error, unknown: dict) -> dict:
+    """The answer of a (Txn)OffsetCommit: ``error`` for each of ``req``'s partitions, beside ``unknown``'s answers
+    (the partitions the broker does not know: ``_known_partitions``)."""
+    return {**unknown, **dict.fromkeys(req.offsets, error)}
+
 class GroupOffsetHandlers:
     def _validate_offset_commit(self, group: GroupMetadata, generation_id: int, member_id: str,
                                 instance_id: Optional[str], transactional: bool) -> Optional[Errors]:
@@ -82,17 +88,17 @@ class GroupOffsetHandlers:
             return m.OffsetCommitResponse(unknown)
         err = self._check_coordinator(req.group_id)
         if err is not None:
-            return m.OffsetCommitResponse({**unknown, **{tp: err for tp in req.offsets}})
+            return m.OffsetCommitResponse(_every(req, err, unknown))
         group = self.manager.get_group(req.group_id)
         if group is None:
             if req.generation_id >= 0:
                 self.narrate(f"group {req.group_id!r} does not exist but the commit carries generation "
                              f"{req.generation_id} -> ILLEGAL_GENERATION")
-                return m.OffsetCommitResponse({**unknown, **{tp: Errors.ILLEGAL_GENERATION for tp in req.offsets}})
+                return m.OffsetCommitResponse(_every(req, Errors.ILLEGAL_GENERATION, unknown))
             group = self.manager.add_group(GroupMetadata(req.group_id, S.EMPTY, self.kernel.now))
         err = self._validate_offset_commit(group, req.generation_id, req.member_id, req.group_instance_id, False)
         if err is not None:
-            return m.OffsetCommitResponse({**unknown, **{tp: err for tp in req.offsets}})
+            return m.OffsetCommitResponse(_every(req, err, unknown))
         if group.has(req.member_id):
             self._schedule_heartbeat(group, group.get(req.member_id))
         self.manager.store_offsets(group, dict(req.offsets),
@@ -106,7 +112,7 @@ class GroupOffsetHandlers:
             return m.TxnOffsetCommitResponse(unknown)
         err = self._check_coordinator(req.group_id)
         if err is not None:
-            return m.TxnOffsetCommitResponse({**unknown, **{tp: err for tp in req.offsets}})
+            return m.TxnOffsetCommitResponse(_every(req, err, unknown))
         tp_log = self.manager.tp_for(req.group_id)
         p = self.broker.partitions.get(tp_log)
         tv = self.config["transaction.version"]
@@ -123,14 +129,13 @@ class GroupOffsetHandlers:
                                                                self.kernel.now, implicit_add)
         except ProtocolError as e:
             self.narrate(f"{p.name}: TxnOffsetCommit refused before verification -> {e.error.name}: {e.message}")
-            return m.TxnOffsetCommitResponse({**unknown, **{tp: e.error for tp in req.offsets}})
+            return m.TxnOffsetCommitResponse(_every(req, e.error, unknown))
         n = self.config["transaction.state.log.num.partitions"]
         coord = self.broker.metadata.leader((TRANSACTION_STATE_TOPIC, partition_for(req.transactional_id, n)))
         if coord < 0:
             self.narrate(f"{p.name}: TxnOffsetCommit must be verified with the transaction coordinator (KIP-890), "
                          f"but none is available for {req.transactional_id!r} -> COORDINATOR_NOT_AVAILABLE")
-            return m.TxnOffsetCommitResponse({**unknown, **{tp: Errors.COORDINATOR_NOT_AVAILABLE
-                                                             for tp in req.offsets}})
+            return m.TxnOffsetCommitResponse(_every(req, Errors.COORDINATOR_NOT_AVAILABLE, unknown))
         what = "adds it to the transaction (transaction.version 2)" if implicit_add else \
             "verifies it is in the transaction"
         self.narrate(f"{p.name}: first transactional offsets of pid {req.producer_id} here; the group coordinator "
@@ -144,7 +149,7 @@ class GroupOffsetHandlers:
                 mapped = VERIFICATION_ERRORS.get(e, Errors.COORDINATOR_NOT_AVAILABLE)
                 self.narrate(f"{p.name}: the transaction coordinator answered {e.name}; the offsets are refused "
                              f"-> {mapped.name}")
-                out = m.TxnOffsetCommitResponse({**unknown, **{tp: mapped for tp in req.offsets}})
+                out = m.TxnOffsetCommitResponse(_every(req, mapped, unknown))
             if out is not None:
                 self.broker.respond(msg, out)
         req_add = m.AddPartitionsToTxnRequest(req.transactional_id, req.producer_id, req.producer_epoch, (p.tp,),
@@ -156,7 +161,7 @@ class GroupOffsetHandlers:
     def _txn_offset_commit(self, msg, req, unknown: dict, guard):
         err = self._check_coordinator(req.group_id)
         if err is not None:
-            return m.TxnOffsetCommitResponse({**unknown, **{tp: err for tp in req.offsets}})
+            return m.TxnOffsetCommitResponse(_every(req, err, unknown))
         group = self.manager.get_group(req.group_id)
         if group is None:
             if req.generation_id >= 0:
@@ -165,7 +170,7 @@ class GroupOffsetHandlers:
                 # earlier incarnation of the group is refused ILLEGAL_GENERATION, and no group is created
                 self.narrate(f"group {req.group_id!r} does not exist but the TxnOffsetCommit carries generation "
                              f"{req.generation_id} (member {req.member_id or '(none)'!s}) -> ILLEGAL_GENERATION")
-                return m.TxnOffsetCommitResponse({**unknown, **{tp: Errors.ILLEGAL_GENERATION for tp in req.offsets}})
+                return m.TxnOffsetCommitResponse(_every(req, Errors.ILLEGAL_GENERATION, unknown))
             group = self.manager.add_group(GroupMetadata(req.group_id, S.EMPTY, self.kernel.now))
         err = self._validate_offset_commit(group, req.generation_id, req.member_id, req.group_instance_id, True)
         if self.broker.cluster.auditors:
@@ -174,7 +179,7 @@ class GroupOffsetHandlers:
                                       group_generation=group.generation_id, members=tuple(group.members),
                                       accepted=err is None, empty=group.is_state(S.EMPTY))
         if err is not None:
-            return m.TxnOffsetCommitResponse({**unknown, **{tp: err for tp in req.offsets}})
+            return m.TxnOffsetCommitResponse(_every(req, err, unknown))
         self.manager.store_offsets(group, dict(req.offsets),
                                    lambda errors: self.broker.respond(msg, m.TxnOffsetCommitResponse({**unknown,
                                                                                                       **errors})),
