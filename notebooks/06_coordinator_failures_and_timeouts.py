@@ -30,8 +30,8 @@
 # higher **coordinator epoch**, which it stamps on its markers so that leaders can ignore a deposed
 # coordinator.
 #
-# This notebook crashes the coordinator at each moment, takes a marker partition's leader away,
-# and ends with the slow clocks: transaction timeouts, transactional-id expiration and epoch
+# This notebook crashes the coordinator at each moment, stops its broker the way an operator does,
+# takes a marker partition's leader away, and ends with the slow clocks: transaction timeouts, transactional-id expiration and epoch
 # exhaustion.
 
 # %%
@@ -363,6 +363,81 @@ assert any(e.api == "AddPartitionsToTxn" and e.is_response and "NOT_COORDINATOR"
 assert any(e.api == "FindCoordinator" for e in moved)
 assert cluster.transaction_state("mover")["state"] == "CompleteCommit"
 assert read(cluster, "orders", (0, 1)) == ["o1", "o2"]
+
+# %% [markdown]
+# ## 1e · An operator restarts the coordinator's broker
+#
+# Brokers are restarted on purpose all the time (an upgrade, a new setting), one at a time. Stopping a
+# broker the usual way does not kill the process: with `controlled.shutdown.enable` (the default) the
+# broker first asks the controller, in its next heartbeat, for a **controlled shutdown**. The controller
+# takes it out of every ISR, gives each partition it leads a new leader, and lets it go only when every
+# other broker has learned the new leaders. Then it exits cleanly. `cluster.shutdown(broker)` stops a
+# broker that way; in a stepper it is the **Shut down** button under Faults.
+#
+# We commit a transaction and, in the same instant, shut its coordinator's broker down. In 1b the
+# crashed coordinator made everyone wait for the controller to miss its heartbeats.
+
+# %%
+RESTART = ["about 9 s, as after a crash", "well under a second", "it fails: the transaction is aborted"]
+
+
+def restart_wait():
+    return RESTART[0] if took_ms >= 5_000 else RESTART[1] if took_ms < 1_000 else "between 1 and 5 s"
+
+
+p_restart = Predict("The producer calls <code>commit_transaction()</code> and its coordinator's broker is shut down "
+                    "(a controlled shutdown) at the same moment. How long does the call take?", choices=RESTART,
+                    check=restart_wait,
+                    why="The controller moves the <code>__transaction_state</code> leaderships away in the broker's "
+                        "first shutdown heartbeat. The old coordinator answers NOT_COORDINATOR at once, and the "
+                        "producer finds the new one, which has loaded the transaction from the log and finishes "
+                        "the commit. Nobody waits for a missed heartbeat.")
+p_restart
+
+# %%
+cluster = Cluster(brokers=3, seed=3)
+cluster.create_topic("orders", partitions=2, replication_factor=3)
+producer = Producer({"bootstrap.servers": cluster.bootstrap, "transactional.id": "restarted"})
+producer.init_transactions()
+producer.begin_transaction()
+producer.produce("orders", value=b"r1", partition=0)
+producer.flush()
+coord = cluster.transaction_coordinator("restarted")
+t0 = cluster.now
+cluster.shutdown(coord)
+producer.commit_transaction()
+took_ms = cluster.now - t0
+cluster.run_until_idle()
+stopped = [e for e in cluster.trace.filter() if e.time >= t0 and
+           (e.kind == "fault" or e.api in ("BrokerHeartbeat", "EndTxn", "FindCoordinator")
+            or "shut down (controlled shutdown complete)" in e.text)]
+print(f"commit_transaction() took {took_ms} ms; coordinator: broker", coord, "->",
+      cluster.transaction_coordinator("restarted"), "; broker", coord, "running:", cluster.broker(coord).alive,
+      "; read_committed reads", read(cluster, "orders", (0,)))
+show(narration(stopped))
+
+# %% [markdown]
+# Read the steps in order. The broker's first heartbeat asks to shut down; the controller moves its
+# leaderships and answers *in controlled shutdown: not yet*. The old coordinator lost
+# `__transaction_state` while its `PrepareCommit` was being replicated, so it answered the producer's
+# `EndTxn` with `NOT_COORDINATOR`. `FindCoordinator` named the new coordinator. It had loaded the
+# transaction from the log as `PrepareCommit` (the decision was durable) and was finishing it: it
+# answered the retried `EndTxn` with `CONCURRENT_TRANSACTIONS` until its markers were written, then
+# with success. The broker exits only when the controller answers *shut down now*, about two seconds
+# later: the controller waited until every other broker had heartbeated with the new metadata. Nothing
+# waited for the 9 s session timeout.
+#
+# **Check** what you should have seen (this cell fails if the lab disagrees):
+
+# %%
+assert took_ms < 1_000 and not cluster.broker(coord).alive
+assert cluster.transaction_coordinator("restarted") not in (coord, -1)
+ends = [e.text for e in stopped if e.api == "EndTxn" and e.is_response]
+assert "NOT_COORDINATOR" in ends[0] and "CONCURRENT_TRANSACTIONS" in ends[1] and ends[-1].endswith("(ok)")
+assert any(e.api == "BrokerHeartbeat" and e.is_response and "shut down now" in e.text for e in stopped)
+assert cluster.transaction_state("restarted")["state"] == "CompleteCommit"
+assert read(cluster, "orders", (0,)) == ["r1"]
+cluster.restart(coord)           # the restart of a rolling restart: it registers and catches up again
 
 # %% [markdown]
 # ## 2 · A marker partition's leader is down
@@ -797,6 +872,8 @@ ex_wait
 # * A `_TIMED_OUT` from `commit_transaction()` is retriable: call it again to learn the outcome.
 # * A coordinator that moves (a preferred leader election) answers `NOT_COORDINATOR`; the producer
 #   finds the new one, which has loaded the transaction from `__transaction_state`.
+# * A broker stopped on purpose goes through a controlled shutdown: its leaderships move before it
+#   exits, so its clients move on in milliseconds instead of waiting out `broker.session.timeout.ms`.
 # * A partition that cannot take its marker pins its LSO until it can; the rest of the transaction is
 #   already visible, and the coordinator keeps the marker, sending it as soon as it learns the
 #   partition's new leader.

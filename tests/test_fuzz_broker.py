@@ -27,7 +27,7 @@ CLIENT_APIS = [m.MetadataRequest, m.ProduceRequest, m.FetchRequest, m.ListOffset
                m.DescribeProducersRequest, m.DescribeTransactionsRequest, m.ListTransactionsRequest,
                m.ApiVersionsRequest]
 ALL_APIS = CLIENT_APIS + [m.BrokerHeartbeatRequest, m.LeaderAndIsrRequest, m.AlterPartitionRequest,
-                          m.ControlledShutdownRequest, m.CreateTopicsRequest, m.AllocateProducerIdsRequest]
+                          m.CreateTopicsRequest, m.AllocateProducerIdsRequest]
 
 _CLUSTER = {}
 

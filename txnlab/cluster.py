@@ -1,10 +1,11 @@
 """The ``Cluster``: the lab's front object, holding brokers, the controller and the kernel.
 
 Owns construction from a config (Kafka's broker keys plus lab-only ``sim.*``
-keys), topics, the faults a person applies (crash, restart, drop/delay/
-duplicate the next matching message, partitions, pauses), stepping and
-running the simulation, and read-only views of state for pictures and tests
-(``partition_state``, ``transaction_state``, the trace).
+keys), topics, the faults a person applies (crash, a broker's controlled
+shutdown, restart, drop/delay/duplicate the next matching message,
+partitions, pauses), stepping and running the simulation, and read-only
+views of state for pictures and tests (``partition_state``,
+``transaction_state``, the trace).
 """
 from __future__ import annotations
 
@@ -75,8 +76,8 @@ def _check_contradictions(c: dict, brokers: int) -> None:
 class Cluster(Lab):
     """A simulated Kafka cluster running inside this Python process.
 
-    Stepping, running and the faults (crash, restart, pause, partitions, drop/delay/duplicate a
-    message) come from ``Lab``, the face every lab on the kernel shares."""
+    Stepping, running and the faults (crash, shutdown, restart, pause, partitions, drop/delay/duplicate
+    a message) come from ``Lab``, the face every lab on the kernel shares."""
 
     APIS = _kafka_apis()
 

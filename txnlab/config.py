@@ -133,6 +133,7 @@ BROKER = defs(
     key("group.max.session.timeout.ms", int, 1_800_000, at_least(0)),
     key("broker.heartbeat.interval.ms", int, 2_000, at_least(1)),
     key("broker.session.timeout.ms", int, 9_000, at_least(1)),
+    key("controlled.shutdown.enable", bool, True),
     key("replica.high.watermark.checkpoint.interval.ms", int, 5_000, at_least(1)),
     key("authorizer.class.name", str, ""),
 )

@@ -44,7 +44,7 @@ class Stepper(StepperUI):
 
     Python face: ``step(n)``, ``back(n)``, ``jump(i)``, ``reset()``, ``step_until(text or fn)``,
     ``position``, ``length``, ``cluster`` / ``lab`` (the state at the current position), ``narration``,
-    ``widget``; faults ``crash``, ``restart``, ``pause``, ``drop``, ``delay``, ``duplicate``,
+    ``widget``; faults ``crash``, ``shutdown``, ``restart``, ``pause``, ``drop``, ``delay``, ``duplicate``,
     ``isolate``, ``heal`` (each forks a branch); ``branches``, ``switch``, ``variant``, ``compare``;
     ``save`` / ``load`` (branches to and from JSON).
 
@@ -408,6 +408,12 @@ class Stepper(StepperUI):
         alive = node is not None and node.alive and not getattr(node, "crashed", False)
         if fault.kind in ("crash", "pause", "isolate") and not alive:
             raise ValueError(f"{fault.node} is down")
+        if fault.kind == "shutdown":
+            state = getattr(node, "lifecycle_state", None)
+            if state is None:
+                raise ValueError(f"{fault.node} is not a broker: only a broker has a controlled shutdown")
+            if not alive or state in ("PENDING_CONTROLLED_SHUTDOWN", "SHUTTING_DOWN"):
+                raise ValueError(f"{fault.node} is {'down' if not alive else 'already shutting down'}")
         if fault.kind == "crash" and not getattr(node, "crashable", True):
             raise ValueError(f"{fault.node} cannot be crashed here"
                              + (" (it stands for the whole controller quorum)" if fault.node == "controller" else ""))
@@ -453,6 +459,11 @@ class Stepper(StepperUI):
 
     def crash(self, node: NodeRef, clean: bool = False) -> str:
         return self.apply(Fault("crash", self._node_name(node), clean=bool(clean)))
+
+    def shutdown(self, node: NodeRef) -> str:
+        """Stop a broker as an operator does (``Cluster.shutdown``): its controlled shutdown and exit are the next
+        steps."""
+        return self.apply(Fault("shutdown", self._node_name(node)))
 
     def restart(self, node: NodeRef) -> str:
         return self.apply(Fault("restart", self._node_name(node)))

@@ -41,7 +41,7 @@ def apis_of(lab) -> list:
 TOOLS = ("Filter", "Faults", "Branches")
 PANEL_CONTROLS = {
     "Filter": ("_f_api", "_f_node", "_f_tid", "_f_bg"),
-    "Faults": ("_fault_node", "_btn_crash", "_btn_restart", "_pause_ms", "_btn_pause", "_btn_isolate", "_btn_heal",
+    "Faults": ("_fault_node", "_btn_crash", "_btn_shutdown", "_btn_restart", "_pause_ms", "_btn_pause", "_btn_isolate", "_btn_heal",
                "_lead_tp", "_btn_lead", "_fault_msg", "_delay_ms", "_btn_drop", "_btn_delay", "_btn_dup"),
     "Branches": ("_branch_dd", "_cmp_a", "_cmp_b", "_btn_cmp", "_cmp_out"),
     "Trace": ("_trace_html",),
@@ -242,6 +242,8 @@ class StepperUI(OnScreen):
         self._fault_node = W.Dropdown(options=[], description="process", layout=W.Layout(width="250px"))
         self._btn_crash = _b("Crash", "bolt", "crash this process now (memory lost; what it wrote to its disk stays)",
                              "danger")
+        self._btn_shutdown = _b("Shut down", "power-off", "stop this broker as an operator does: a controlled shutdown "
+                                "(the controller moves its leaderships away first), then a clean exit", "warning")
         self._btn_restart = _b("Restart", "redo", "restart this server process (it recovers from its disk)", "success")
         self._pause_ms = W.BoundedIntText(value=5000, min=1, max=10_000_000, description="ms",
                                           layout=W.Layout(width="140px"))
@@ -260,6 +262,7 @@ class StepperUI(OnScreen):
         self._btn_delay = _b("Delay", "clock", "deliver this message later by the given ms", "warning")
         self._btn_dup = _b("Duplicate", "clone", "deliver this message twice")
         self._btn_crash.on_click(lambda _: self._fault(lambda: self.crash(self._fault_node.value)))
+        self._btn_shutdown.on_click(lambda _: self._fault(lambda: self.shutdown(self._fault_node.value)))
         self._btn_restart.on_click(lambda _: self._fault(lambda: self.restart(self._fault_node.value)))
         self._btn_pause.on_click(lambda _: self._fault(lambda: self.pause(self._fault_node.value, self._pause_ms.value)))
         self._btn_isolate.on_click(lambda _: self._fault(lambda: self.isolate(self._fault_node.value)))
@@ -271,8 +274,9 @@ class StepperUI(OnScreen):
             W.HTML("<span class='txl-status'>Faults happen now, at this step; each one starts a new branch "
                    "(the old one is kept). Click a lane head or an in-flight dot in the message diagram, or a "
                    "row of the partition logs, to pick it here.</span>"),
-            W.HBox([self._fault_node, self._btn_crash, self._btn_restart, self._pause_ms, self._btn_pause,
-                    self._btn_isolate, self._btn_heal], layout=W.Layout(flex_flow="row wrap")),
+            W.HBox([self._fault_node, self._btn_crash] + ([self._btn_shutdown] if self._kafka else [])
+                   + [self._btn_restart, self._pause_ms, self._btn_pause, self._btn_isolate, self._btn_heal],
+                   layout=W.Layout(flex_flow="row wrap")),
             W.HBox([self._fault_msg, self._delay_ms, self._btn_drop, self._btn_delay, self._btn_dup],
                    layout=W.Layout(flex_flow="row wrap"))]
             + ([W.HBox([self._lead_tp, self._btn_lead], layout=W.Layout(flex_flow="row wrap"))]

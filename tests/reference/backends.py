@@ -112,6 +112,11 @@ class KafkaBackend(_WallClock, Backend):
     def kill(self, broker: int) -> None:
         self.cluster.kill(broker)
 
+    def stop(self, broker: int) -> None:
+        """An operator stops the broker: SIGTERM, which returns once its controlled shutdown is over and it exited."""
+        self.cluster.stop_node(broker)
+        self.cluster.killed.add(broker)
+
     def restart(self, broker: int) -> None:
         self.cluster.restart(broker)
 
@@ -166,6 +171,12 @@ class LabBackend(Backend):
 
     def kill(self, broker: int) -> None:
         self.cluster.crash(broker_name(broker))
+
+    def stop(self, broker: int) -> None:
+        """An operator stops the broker (``Cluster.shutdown``: its controlled shutdown), until it has exited."""
+        node = self.cluster.node(broker_name(broker))
+        self.cluster.shutdown(node)
+        self.cluster.run_until(lambda: not node.alive, timeout_ms=360_000)
 
     def restart(self, broker: int) -> None:
         self.cluster.restart(broker_name(broker))
@@ -280,6 +291,15 @@ class WireBackend(_WallClock, LabBackend):
     def settle(self) -> None:
         time.sleep(0.1)
         self.cluster.run_until_idle()
+
+    def stop(self, broker: int) -> None:
+        """As on Kafka: the call returns once the broker has exited (the listener runs the lab meanwhile)."""
+        with self._locked():
+            node = self.cluster.node(broker_name(broker))
+            self.cluster.shutdown(node)
+        deadline = time.monotonic() + 120
+        while node.alive and time.monotonic() < deadline:
+            time.sleep(0.05)
 
     def abort_hanging(self, topic: str, partition: int = 0):
         found = super().abort_hanging(topic, partition)

@@ -65,6 +65,47 @@ def coordinator_killed_mid_commit(b, o):
 
 
 @scenario("three")
+def coordinator_stopped_mid_transaction(b, o):
+    """An operator stops the coordinator's broker (a controlled shutdown: the controller moves its leaderships
+    first) while a transaction is open on two partitions; the commit goes through the new coordinator, and the
+    broker comes back."""
+    t, tid = new_topic(b, "cstop", 2), b.unique("tx")
+    p = in_transaction(b, tid)
+    produce(p, t, ["a0", "a1"], partition=0)
+    produce(p, t, ["b0"], partition=1)
+    coordinator = b.coordinator(tid)
+    b.stop(coordinator)
+    o["moved"] = b.coordinator(tid) not in (coordinator, -1)
+    o.call("commit", p.commit_transaction, 60)
+    o.transactions("after", tid)
+    for part in range(2):
+        o.read(f"p{part}", t, part)
+    b.restart(coordinator)
+    o.call("next.begin", p.begin_transaction)
+    produce(p, t, ["c0"])
+    o.call("next.commit", p.commit_transaction, 60)
+    o.read("final", t, 0)
+
+
+@scenario("three")
+def leader_stopped_mid_transaction(b, o):
+    """An operator stops a partition's leader in the middle of a transaction: leadership moves before the broker
+    exits, the next records go to the new leader without a failed delivery, and the commit holds them all."""
+    t, tid = new_topic(b, "lstop"), b.unique("tx")
+    p = in_transaction(b, tid)
+    produce(p, t, ["a", "b"])
+    leader = b.leader(t)
+    b.stop(leader)
+    o["moved"] = b.leader(t) not in (leader, -1)
+    reports: list = []
+    produce(p, t, ["c", "d"], reports=reports)
+    o["delivery.after_stop"] = reports
+    o.call("commit", p.commit_transaction, 60)
+    o.read_both("log", t)
+    b.restart(leader)
+
+
+@scenario("three")
 def leader_killed_mid_transaction(b, o):
     t, tid = new_topic(b, "lfail"), b.unique("tx")
     p = in_transaction(b, tid)

@@ -19,7 +19,7 @@ from .admin import AdminHandling
 from .authorizer import check_request, metadata_topics
 from .fetch import FetchHandling
 from .inter_broker import is_inter_broker, refuse_cluster_action
-from .lifecycle import BrokerLifecycle
+from .lifecycle import PENDING_CONTROLLED_SHUTDOWN, BrokerLifecycle
 from .partition import Partition
 from .produce import ProduceHandling
 from .replica_fetcher import ReplicaFetcher
@@ -38,8 +38,9 @@ class MetadataCache:
         self.topics: dict[str, int] = {}
         self.live_brokers: tuple = ()
         self.broker_epochs: dict[int, int] = {}     # live broker id -> the broker epoch of its registration
+        self.shutting_down: tuple = ()              # live brokers in controlled shutdown (isBrokerShuttingDown)
 
-    def update(self, states, live_brokers=None, broker_epochs: tuple = ()) -> None:
+    def update(self, states, live_brokers=None, broker_epochs: tuple = (), shutting_down: tuple = ()) -> None:
         """``live_brokers`` None: the brokers are as they were (an AlterPartition answer changes one ISR)."""
         for s in states:
             self.partitions[(s.topic, s.partition)] = s
@@ -48,6 +49,7 @@ class MetadataCache:
         if live_brokers is not None:
             self.live_brokers = tuple(live_brokers)
             self.broker_epochs = dict(zip(self.live_brokers, broker_epochs))
+            self.shutting_down = shutting_down
 
     def alive_broker_epoch(self, broker_id: int):
         """The broker epoch of ``broker_id``'s registration, None if it is fenced or unknown (Kafka's
@@ -247,7 +249,7 @@ class Broker(BrokerLifecycle, ProduceHandling, FetchHandling, AdminHandling, Nod
             self.narrate(f"broker {self.broker_id} has not had the whole metadata image since it started: it does "
                          f"not act on a change of {len(req.partition_states)} partition(s) (STALE_BROKER_EPOCH)")
             return m.LeaderAndIsrResponse(Errors.STALE_BROKER_EPOCH)
-        self.metadata.update(req.partition_states, req.live_brokers, req.broker_epochs)
+        self.metadata.update(req.partition_states, req.live_brokers, req.broker_epochs, req.shutting_down)
         self.caught_up_to(req.metadata_offset)
         now = self.kernel.now
         for s in req.partition_states:
@@ -275,7 +277,12 @@ class Broker(BrokerLifecycle, ProduceHandling, FetchHandling, AdminHandling, Nod
                 if was_leader:
                     self.coordinator_partition_event(tp, False, s.leader_epoch)
                     self._complete_parked_for(tp)
-                if changed or tp not in self._fetched_tps():
+                if self.life.state == PENDING_CONTROLLED_SHUTDOWN and (s.leader < 0 or self.broker_id not in s.isr):
+                    # ReplicaManager.applyLocalFollowersDelta: "During controlled shutdown, replica with no leaders and
+                    # replica where this broker is not in the ISR are stopped"
+                    for f in self.fetchers.values():
+                        f.remove_partition(tp)
+                elif changed or tp not in self._fetched_tps():
                     for f in self.fetchers.values():
                         f.remove_partition(tp)
                     if s.leader >= 0:

@@ -41,6 +41,9 @@ class Controller(TopicChanges, Node):
         self.metadata_offset = 0                   # the offset of the last record of the (modelled) metadata log
         self.register_offsets: dict[int, int] = {}  # broker id -> offset of its registration record
         self.catching_up: set = set()              # registered brokers not yet unfenced since they registered
+        self.shutting_down: dict[int, int] = {}    # broker id -> its controlled shutdown offset (BrokerHeartbeatManager:
+                                                   # the metadata offset every active broker must reach first)
+        self.heartbeat_offsets: dict[int, int] = {}     # broker id -> the metadata offset its last heartbeat showed
         self.next_broker_epoch = 1
         self.deleted: dict[tuple, bool] = {}        # partitions of deleted topics (a restarted replica drops them)
         self.topic_creations: dict[str, int] = {}   # topic name -> times created (the wire door's topic ids)
@@ -54,6 +57,11 @@ class Controller(TopicChanges, Node):
     @property
     def live_brokers(self) -> tuple:
         return tuple(sorted(self.registered))
+
+    def _active(self) -> set:
+        """Unfenced brokers not in controlled shutdown (ClusterControlManager.isActive): leaders are elected, and
+        ISRs grow, only among them."""
+        return set(self.registered).difference(self.shutting_down)
 
     def handle_request(self, msg):
         # everything the controller serves is controller traffic: only the lab's servers send it
@@ -81,6 +89,7 @@ class Controller(TopicChanges, Node):
             # fenced, and what the old one led is elected anew
             self._fence(req.broker_id, "it registered again")
         self.incarnations[req.broker_id] = req.incarnation
+        self.shutting_down.pop(req.broker_id, None)     # a new registration is not in controlled shutdown
         epoch = self.next_broker_epoch
         self.next_broker_epoch += 1
         self.broker_epochs[req.broker_id] = epoch
@@ -124,13 +133,58 @@ class Controller(TopicChanges, Node):
         # BrokerHeartbeatManager.calculateNextBrokerState (ReplicationControlManager.processBrokerHeartbeat)
         bid = req.broker_id
         caught_up = req.current_metadata_offset >= self.register_offsets[bid]
+        in_shutdown = shut_down = False
         if bid not in self.registered:
-            if not req.want_fence and caught_up:
+            if req.want_shut_down:
+                shut_down = True        # "Fenced broker has requested and been granted an immediate shutdown"
+            elif not req.want_fence and caught_up:
                 self._unfence(bid, req.current_metadata_offset)
+        elif bid in self.shutting_down:
+            shut_down = self._may_shut_down(bid)
+            in_shutdown = not shut_down
+        elif req.want_shut_down and not req.want_fence and self._leads_any(bid):
+            self._begin_controlled_shutdown(bid)
+            in_shutdown = True
+        elif req.want_shut_down:
+            shut_down = True            # it leads nothing: "granted an immediate shutdown"
         elif req.want_fence:
             self._fence(bid, "it asked to be fenced")
+        if shut_down:
+            # SHUTDOWN_NOW: handleBrokerFenced -- out of every ISR, its registration fenced
+            self._fence(bid, "it is shutting down (controlled shutdown complete: it leads nothing, and every "
+                             "active broker has caught up with the metadata that moved its leaderships)")
+        self.heartbeat_offsets[bid] = req.current_metadata_offset        # (heartbeatManager.touch)
         self._reset_session(bid)
-        return m.BrokerHeartbeatResponse(Errors.NONE, bid not in self.registered, caught_up)
+        return m.BrokerHeartbeatResponse(Errors.NONE, bid not in self.registered, caught_up, in_shutdown, shut_down)
+
+    def _leads_any(self, broker_id: int) -> bool:
+        return any(s.leader == broker_id for s in self.states.values())       # (brokersToIsrs.hasLeaderships)
+
+    def _begin_controlled_shutdown(self, broker_id: int) -> None:
+        """ReplicationControlManager.handleBrokerInControlledShutdown: a BrokerRegistrationChangeRecord (in
+        controlled shutdown), then the broker out of every ISR and a new leader for each partition it led; the
+        broker may go once every active broker has caught up with these records (its controlled shutdown
+        offset, maybeUpdateControlledShutdownOffset)."""
+        self.append_record()
+        self.shutting_down[broker_id] = self.metadata_offset
+        self.narrate(f"controller: broker {broker_id} asks to shut down and still leads partitions: controlled "
+                     f"shutdown -- it leaves every ISR and its partitions get new leaders")
+        self.kernel.current.background = False
+        changed = self._without(broker_id)
+        self.shutting_down[broker_id] = self.metadata_offset
+        self._publish(changed, brokers_changed=True)
+
+    def _may_shut_down(self, broker_id: int) -> bool:
+        """calculateNextBrokerState in CONTROLLED_SHUTDOWN: no leadership left, and its controlled shutdown offset
+        at or below the lowest metadata offset an active broker has shown in its heartbeats."""
+        if self._leads_any(broker_id):
+            return False
+        lowest = min((self.heartbeat_offsets.get(b, -1) for b in self._active()), default=None)
+        if lowest is not None and self.shutting_down[broker_id] > lowest:
+            self.narrate(f"controller: broker {broker_id} may not shut down yet: an active broker has not caught up "
+                         f"with metadata offset {self.shutting_down[broker_id]} (the lowest is {lowest})")
+            return False
+        return True
 
     def _unfence(self, broker_id: int, offset: int) -> None:
         # FENCED -> UNFENCED: a fenced broker that heartbeats with its registration's epoch, wants to be unfenced
@@ -158,25 +212,22 @@ class Controller(TopicChanges, Node):
             self.catching_up.discard(broker_id)       # (its session expired before it caught up)
             return
         del self.registered[broker_id]
+        self.shutting_down.pop(broker_id, None)
         self.append_record()
         self.narrate(f"controller fenced broker {broker_id}: {why}")
         self.kernel.current.background = False
+        self._publish(self._without(broker_id), brokers_changed=True)
+
+    def _without(self, broker_id: int) -> list:
+        """generateLeaderAndIsrUpdates with ``broker_id`` to remove: a new leader where it led, out of every other
+        ISR it is in (unless it is the last member)."""
         changed = []
         for tp, s in sorted(self.states.items()):
             if s.leader == broker_id:
                 changed.append(self._elect(tp, exclude=broker_id))
             elif broker_id in s.isr and len(s.isr) > 1:
                 changed.append(self._with(s, isr=tuple(r for r in s.isr if r != broker_id)))
-        self._publish(changed, brokers_changed=True)
-
-    def handle_ControlledShutdown(self, msg):
-        bid = msg.payload.broker_id
-        changed = []
-        for tp, s in sorted(self.states.items()):
-            if s.leader == bid:
-                changed.append(self._elect(tp, exclude=bid))
-        self._publish(changed)
-        return m.ControlledShutdownResponse(Errors.NONE)
+        return changed
 
     def _on_broker_up(self, broker_id: int) -> None:
         changed = []
@@ -211,7 +262,7 @@ class Controller(TopicChanges, Node):
 
     def _elect(self, tp, exclude) -> m.PartitionState:
         s = self.states[tp]
-        live = set(self.registered) - ({exclude} if exclude is not None else set())
+        live = self._active() - ({exclude} if exclude is not None else set())
         candidates = [r for r in s.replicas if r in s.isr and r in live]
         name = f"{tp[0]}-{tp[1]}"
         if candidates:
@@ -241,7 +292,7 @@ class Controller(TopicChanges, Node):
             return Errors.ELIGIBLE_LEADERS_NOT_AVAILABLE
         if s.leader == target:
             return Errors.ELECTION_NOT_NEEDED
-        if target not in s.isr or target not in self.registered:
+        if target not in s.isr or target not in self._active():
             return Errors.PREFERRED_LEADER_NOT_AVAILABLE
         return Errors.NONE
 
@@ -271,7 +322,8 @@ class Controller(TopicChanges, Node):
     def _send(self, broker_id: int, states, full: bool = False) -> None:
         live = self.live_brokers
         req = m.LeaderAndIsrRequest(self.controller_epoch, tuple(states), live, full,
-                                    tuple(self.registered[b] for b in live), self.metadata_offset)
+                                    tuple(self.registered[b] for b in live), self.metadata_offset,
+                                    tuple(sorted(self.shutting_down)))
         tps = [(st.topic, st.partition) for st in states]
         epoch = self.broker_epochs.get(broker_id)
 
@@ -326,12 +378,14 @@ class Controller(TopicChanges, Node):
 
     def ineligible_replicas_for_isr(self, broker_states) -> list:
         """(broker id, why) of each proposed ISR member that may not be in it (ReplicationControlManager.
-        ineligibleReplicasForIsr): not registered, fenced, or named with a broker epoch (other than -1, which skips
-        the check) that is not the one of its current registration."""
+        ineligibleReplicasForIsr): not registered, shutting down, fenced, or named with a broker epoch (other than -1,
+        which skips the check) that is not the one of its current registration."""
         out = []
         for st in broker_states:
             epoch = self.registered.get(st.broker_id)
-            if epoch is None:
+            if st.broker_id in self.shutting_down:
+                out.append((st.broker_id, "is shutting down"))
+            elif epoch is None:
                 out.append((st.broker_id, "is fenced" if st.broker_id in self.incarnations else "is not registered"))
             elif st.broker_epoch != -1 and st.broker_epoch != epoch:
                 out.append((st.broker_id, f"broker epoch mismatch: requested={st.broker_epoch} VS expected={epoch}"))
@@ -359,7 +413,7 @@ class Controller(TopicChanges, Node):
         """Partitions ``first``..``first+count-1`` of ``name``: replicas round-robin over the brokers, the first
         live replica leads (Kafka's StripedReplicaPlacer, without racks)."""
         brokers = sorted(self.cluster.broker_ids)
-        live = set(self.registered)
+        live = self._active()
         start = self._next_replica_start
         self._next_replica_start += 1
         new = []

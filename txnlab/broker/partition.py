@@ -256,12 +256,13 @@ class Partition:
                             f"{self.broker.metadata.alive_broker_epoch(replica)}): not recorded -> NOT_LEADER_OR_FOLLOWER")
 
     def is_replica_isr_eligible(self, replica: int) -> bool:
-        """Kafka's Partition.isReplicaIsrEligible (KRaft): a broker the controller has fenced never joins (KIP-841);
-        nor does one whose last fetch here was sent with another broker epoch than its registration's (KIP-903:
+        """Kafka's Partition.isReplicaIsrEligible (KRaft): a broker the controller has fenced never joins (KIP-841),
+        nor one in controlled shutdown (metadataCache.isBrokerShuttingDown),
+        nor one whose last fetch here was sent with another broker epoch than its registration's (KIP-903:
         isBrokerEpochIsrEligible; a fetch without one, -1, skips the check).  None of them before it has fetched."""
         f = self.followers.get(replica)
         cached = self.broker.metadata.alive_broker_epoch(replica)
-        if f is None or cached is None or f.broker_epoch is None:
+        if f is None or cached is None or f.broker_epoch is None or replica in self.broker.metadata.shutting_down:
             return False
         return f.broker_epoch == -1 or f.broker_epoch == cached
 

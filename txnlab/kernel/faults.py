@@ -23,7 +23,7 @@ from typing import Any, Callable, Optional
 
 from ..protocol.errors import Errors
 
-KINDS = ("crash", "restart", "blackout", "kill", "pause", "zombie", "partition", "isolate", "heal",
+KINDS = ("crash", "shutdown", "restart", "blackout", "kill", "pause", "zombie", "partition", "isolate", "heal",
          "move-leader", "move-leaders", "drop", "duplicate", "delay")
 MESSAGE_KINDS = ("drop", "duplicate", "delay")
 PROCESS_KINDS = ("kill", "zombie")          # a workload's client process: only its runtime knows them
@@ -36,7 +36,8 @@ class Fault:
 
     kinds: ``crash`` (``node`` crashes -- cleanly with ``clean`` -- and, with ``ms``, restarts ``ms`` later;
     with ``api`` + ``side`` instead of ``node``: the broker at that end of the next ``api`` delivery),
-    ``restart``, ``blackout`` (every broker goes down in turn, ``node`` first, ``ms`` apart), ``kill``
+    ``shutdown`` (broker ``node`` is stopped as an operator stops it: a controlled shutdown first, see
+    ``Cluster.shutdown``; with ``ms``, it restarts ``ms`` after it has gone down), ``restart``, ``blackout`` (every broker goes down in turn, ``node`` first, ``ms`` apart), ``kill``
     (client process ``node`` crashes; its supervisor starts a new instance), ``pause`` (``node`` freezes for
     ``ms``), ``zombie`` (client process ``node`` stalls for ``ms`` while a replacement starts), ``partition``
     (``node`` and ``others`` cannot reach each other; healed after ``ms`` if given), ``isolate`` (``node`` from
@@ -93,6 +94,8 @@ class Fault:
             verb = "shuts down cleanly" if self.clean else "crashes"
             return f"{self.node} {verb}, back after {ms}ms" if ms or timed else \
                 f"{'shut down' if self.clean else 'crash'} {self.node}"
+        if k == "shutdown":
+            return f"{self.node} is shut down (controlled shutdown)" + (f", back {ms}ms after it exits" if ms else "")
         if k == "blackout":
             return (f"every broker goes down in turn, {self.node} first, {ms}ms apart; they "
                     f"come back in the same order")
@@ -254,6 +257,17 @@ def _apply_crash(f: Fault, lab, hooks: FaultHooks) -> bool:
     return _crash(lab, hooks, f.node, f.ms, f.clean)
 
 
+def _apply_shutdown(f: Fault, lab, hooks: FaultHooks) -> bool:
+    node = lab.kernel.nodes.get(f.node)
+    if node is None or not node.alive or getattr(node, "lifecycle_state", None) in ("PENDING_CONTROLLED_SHUTDOWN",
+                                                                                      "SHUTTING_DOWN"):
+        return False
+    name = f.node
+    back = (lambda: hooks.after(f.ms, f"restart {name}", lambda: _restart_if_down(lab, name))) if f.ms else None
+    lab.shutdown(name, then=back)
+    return True
+
+
 def _apply_restart(f: Fault, lab, hooks: FaultHooks) -> bool:
     lab.restart(f.node)
     return True
@@ -367,8 +381,8 @@ def _apply_message(f: Fault, lab, hooks: FaultHooks) -> bool:
     return True
 
 
-_APPLY = {"crash": _apply_crash, "restart": _apply_restart, "blackout": _apply_blackout, "kill": _apply_kill,
-          "pause": _apply_pause, "zombie": _apply_zombie, "partition": _apply_partition,
+_APPLY = {"crash": _apply_crash, "shutdown": _apply_shutdown, "restart": _apply_restart, "blackout": _apply_blackout,
+          "kill": _apply_kill, "pause": _apply_pause, "zombie": _apply_zombie, "partition": _apply_partition,
           "isolate": _apply_isolate, "heal": _apply_heal, "move-leader": _apply_move_leader,
           "move-leaders": _apply_move_leaders, "drop": _apply_message, "duplicate": _apply_message,
           "delay": _apply_message}

@@ -103,15 +103,22 @@ class Lab:
         if not getattr(n, "crashable", True):
             raise RuntimeError(f"{n.name} cannot be crashed in this lab")
         self.kernel.begin_step("fault", n.name, f"{n.name} {'shuts down cleanly' if clean else 'crashes'}")
-        if clean:
-            shutdown = getattr(n, "shutdown_cleanly", None)
-            if shutdown is not None:
-                shutdown()
-        n.crash()
-        self.kernel.network.close_all_of(n.name, f"{n.name} went down")
-        for other in list(self.kernel.nodes.values()):
-            if other is not n and other.alive:
-                other.disconnected(n.name)
+        n.go_down(clean)
+
+    def shutdown(self, ref: NodeRef, then: Optional[Callable[[], None]] = None) -> None:
+        """Stop a broker the way ``kafka-server-stop.sh`` does.  With ``controlled.shutdown.enable`` (Kafka's
+        default) it first asks the controller, in its heartbeats, to move its leaderships away (controlled
+        shutdown), and exits cleanly once the controller lets it; without, it exits cleanly at once.  This call
+        only starts it: the shutdown is steps of the simulation.  ``then()`` runs when the process has gone down."""
+        n = self.node(ref)
+        begin = getattr(n, "begin_controlled_shutdown", None)
+        if begin is None:
+            raise RuntimeError(f"{n.name} is not a broker: only a broker has a controlled shutdown (crash it, or "
+                               f"close a client)")
+        if not n.alive:
+            raise RuntimeError(f"{n.name} is already down")
+        self.kernel.begin_step("fault", n.name, f"{n.name} is asked to shut down")
+        begin(then)
 
     def restart(self, ref: NodeRef) -> None:
         n = self.node(ref)

@@ -213,6 +213,21 @@ class Node:
         self.kernel.cancel(ev)
 
     # --------------------------------------------------------------- faults
+    def go_down(self, clean: bool = False) -> None:
+        """The process stops: its memory is lost (what it wrote to its disk stays), its connections close, and
+        every other process learns it lost them.  ``clean``: an orderly exit, which may write to disk first
+        (``shutdown_cleanly``).  A fault (``Lab.crash``) or the process itself (a broker at the end of its
+        controlled shutdown) calls it, inside a step."""
+        if clean:
+            shutdown = getattr(self, "shutdown_cleanly", None)
+            if shutdown is not None:
+                shutdown()
+        self.crash()
+        self.kernel.network.close_all_of(self.name, f"{self.name} went down")
+        for other in list(self.kernel.nodes.values()):
+            if other is not self and other.alive:
+                other.disconnected(self.name)
+
     def crash(self) -> None:
         self.alive = False
         self.incarnation += 1

@@ -64,6 +64,8 @@ def _broker_fault(rng: Random, at: int, brokers: list, clients: list) -> Fault:
     u = rng.random()
     if r >= 0.85:
         return Fault("move-leaders", target, at=at)
+    if u < 0.125:
+        return Fault("shutdown", target, ms=down, at=at)        # as an operator stops it: controlled shutdown
     return Fault("crash", target, ms=down, clean=u < 0.25, at=at)
 
 

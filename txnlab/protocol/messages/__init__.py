@@ -26,7 +26,7 @@ from .txn import (  # noqa: F401
 from .control import (  # noqa: F401
     BrokerHeartbeatRequest, BrokerHeartbeatResponse, BrokerRegistrationRequest, BrokerRegistrationResponse,
     PartitionState, LeaderAndIsrRequest, LeaderAndIsrResponse, BrokerState, AlterPartitionRequest, AlterPartitionResponse,
-    ControlledShutdownRequest, ControlledShutdownResponse, StopReplicaRequest, StopReplicaResponse,
+    StopReplicaRequest, StopReplicaResponse,
     AllocateProducerIdsRequest, AllocateProducerIdsResponse)
 from .admin import (  # noqa: F401
     CreatableTopic, CreateTopicsRequest, CreatableTopicResult, CreateTopicsResponse, DeleteTopicsRequest,

@@ -1,4 +1,4 @@
-"""Between the controller (the KRaft quorum) and the brokers: registration, heartbeats, LeaderAndIsr, AlterPartition, ControlledShutdown, StopReplica, AllocateProducerIds
+"""Between the controller (the KRaft quorum) and the brokers: registration, heartbeats, LeaderAndIsr, AlterPartition, StopReplica, AllocateProducerIds
 (CreateTopics, which brokers also send to the controller, is in ``admin``)."""
 from __future__ import annotations
 
@@ -16,9 +16,11 @@ class BrokerHeartbeatRequest:
     broker_epoch: int
     current_metadata_offset: int = -1   # the metadata offset the broker has caught up to
     want_fence: bool = False            # true until the broker is ready to be unfenced (a starting broker)
+    want_shut_down: bool = False        # the broker is in controlled shutdown (BrokerState PENDING_CONTROLLED_SHUTDOWN)
 
     def describe(self) -> str:
-        return f"broker {self.broker_id}" + (" (wants to stay fenced)" if self.want_fence else "")
+        return f"broker {self.broker_id}" + (" (wants to stay fenced)" if self.want_fence else "") \
+            + (" (wants to shut down)" if self.want_shut_down else "")
 
 
 @message
@@ -26,14 +28,20 @@ class BrokerHeartbeatResponse:
     error: int
     is_fenced: bool = False
     is_caught_up: bool = False          # the broker's metadata has reached the offset of its registration record
+    in_controlled_shutdown: bool = False    # the controller has moved (is moving) its leaderships away
+    should_shut_down: bool = False      # the controller lets it go: it leads nothing and every broker knows it
 
     def describe(self) -> str:
         if self.error:
             return _err(self.error)
+        if self.should_shut_down:
+            return "shut down now"
+        if self.in_controlled_shutdown:
+            return "in controlled shutdown: not yet"
         return "fenced" if self.is_fenced else "unfenced"
 
     def is_quiet(self) -> bool:
-        return True
+        return not (self.in_controlled_shutdown or self.should_shut_down)
 
 
 @message
@@ -82,6 +90,8 @@ class LeaderAndIsrRequest:
                                         # order (KRaft: the RegisterBrokerRecord's epoch in the metadata image)
     metadata_offset: int = -1           # the controller's metadata log offset when this was sent (a broker that
                                         # applies it has caught up to there)
+    shutting_down: tuple = ()           # live brokers in controlled shutdown (KRaft's BrokerRegistration
+                                        # inControlledShutdown): no leader adds one of them to an ISR
 
     def describe(self) -> str:
         if not self.partition_states:
@@ -133,24 +143,6 @@ class AlterPartitionResponse:
 
     def describe(self) -> str:
         return _err(self.error) if self.error else f"ISR now {list(self.state.isr)}"
-
-
-@message
-class ControlledShutdownRequest:
-    API = "ControlledShutdown"
-    API_KEY = 7
-    broker_id: int
-
-    def describe(self) -> str:
-        return f"broker {self.broker_id}"
-
-
-@message
-class ControlledShutdownResponse:
-    error: int
-
-    def describe(self) -> str:
-        return _err(self.error)
 
 
 @message
