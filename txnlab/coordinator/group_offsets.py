@@ -20,14 +20,54 @@ from .group_metadata import GroupMetadata, GroupState
 from ..protocol.names import TRANSACTION_STATE_TOPIC, broker_name
 
 S = GroupState
-# what a failed KIP-890 check becomes for TxnOffsetCommit (retriable ones: find the coordinator, retry)
-VERIFICATION_ERRORS = {Errors.PRODUCER_FENCED: Errors.INVALID_PRODUCER_EPOCH,
-                       Errors.INVALID_PRODUCER_EPOCH: Errors.INVALID_PRODUCER_EPOCH,
-                       Errors.INVALID_TXN_STATE: Errors.TRANSACTION_ABORTABLE,
-                       Errors.TRANSACTION_ABORTABLE: Errors.TRANSACTION_ABORTABLE,
-                       Errors.INVALID_PRODUCER_ID_MAPPING: Errors.INVALID_PRODUCER_ID_MAPPING}
+
+# Kafka 4.1.1 AddPartitionsToTxnManager.TransactionSupportedOperation: what the group coordinator's KIP-890 check of
+# a TxnOffsetCommit may do, by the request's version (txnOffsetCommitRequestVersionToTransactionSupportedOperation)
+DEFAULT_ERROR = "DEFAULT_ERROR"                     # v3 and older: verify; TRANSACTION_ABORTABLE not understood
+GENERIC_ERROR_SUPPORTED = "GENERIC_ERROR_SUPPORTED"  # v4: verify (TxnOffsetCommitRequest's last version before TV2)
+ADD_PARTITION = "ADD_PARTITION"                     # v5: add the offsets partition to the transaction (KIP-890 part 2)
+# the broker's request.timeout.ms (Kafka's default): how long AddPartitionsToTxnManager, an InterBrokerSendThread,
+# waits for the transaction coordinator's answer before failing the verification with NETWORK_EXCEPTION
+_BROKER_REQUEST_TIMEOUT_MS = 30_000
+# CoordinatorOperationExceptionHelper.handleOperationException: how an error failing a coordinator operation is
+# answered (anything else is answered as it is).  NETWORK_EXCEPTION is the verification's lost or timed-out request,
+# "which older clients may not expect": COORDINATOR_LOAD_IN_PROGRESS retries without a coordinator look-up
+OPERATION_ERRORS = {Errors.NETWORK_EXCEPTION: Errors.COORDINATOR_LOAD_IN_PROGRESS,
+                    Errors.UNKNOWN_TOPIC_OR_PARTITION: Errors.COORDINATOR_NOT_AVAILABLE,
+                    Errors.NOT_ENOUGH_REPLICAS: Errors.COORDINATOR_NOT_AVAILABLE,
+                    Errors.REQUEST_TIMED_OUT: Errors.COORDINATOR_NOT_AVAILABLE,
+                    Errors.NOT_LEADER_OR_FOLLOWER: Errors.NOT_COORDINATOR,
+                    Errors.KAFKA_STORAGE_ERROR: Errors.NOT_COORDINATOR,
+                    Errors.MESSAGE_TOO_LARGE: Errors.UNKNOWN_SERVER_ERROR,
+                    Errors.RECORD_LIST_TOO_LARGE: Errors.UNKNOWN_SERVER_ERROR,
+                    Errors.INVALID_FETCH_SIZE: Errors.UNKNOWN_SERVER_ERROR}
 
 
+def supported_operation(api_version: int, cluster_transaction_version: int) -> str:
+    """What a TxnOffsetCommit of ``api_version`` lets the group coordinator do (Kafka 4.1.1
+    AddPartitionsToTxnManager.txnOffsetCommitRequestVersionToTransactionSupportedOperation: the request's version
+    decides, not the cluster's transaction.version).  -1 (the lab's clients, which send none): the newest version a
+    client may send on this cluster, 5 with transaction.version 2, else 4 (TxnOffsetCommitRequest.Builder caps it at
+    LAST_STABLE_VERSION_BEFORE_TRANSACTION_V2 unless transaction V2 is enabled)."""
+    if api_version < 0:
+        api_version = 5 if cluster_transaction_version >= 2 else 4
+    return ADD_PARTITION if api_version > 4 else GENERIC_ERROR_SUPPORTED if api_version > 3 else DEFAULT_ERROR
+
+
+def verification_error(error: Errors, operation: str) -> Errors:
+    """What a TxnOffsetCommit is answered when the transaction coordinator refused to verify (or add) the group's
+    offsets partition, or could not be asked (NETWORK_EXCEPTION): Kafka 4.1.1 AddPartitionsToTxnManager
+    (AddPartitionsToTxnHandler.onComplete: PRODUCER_FENCED -> INVALID_PRODUCER_EPOCH, TRANSACTION_ABORTABLE ->
+    INVALID_TXN_STATE for DEFAULT_ERROR), then, the error failing CoordinatorRuntime.scheduleTransactionalWriteOperation
+    (CoordinatorPartitionWriter.maybeStartTransactionVerification completes its future exceptionally),
+    GroupCoordinatorService.commitTransactionalOffsets' handleOperationException.  Unlike a Produce (ReplicaManager's
+    postVerificationCallback) nothing becomes NOT_ENOUGH_REPLICAS, and CONCURRENT_TRANSACTIONS is not retried here:
+    the client gets it and retries."""
+    if error == Errors.PRODUCER_FENCED:
+        error = Errors.INVALID_PRODUCER_EPOCH
+    elif error == Errors.TRANSACTION_ABORTABLE and operation == DEFAULT_ERROR:
+        error = Errors.INVALID_TXN_STATE
+    return OPERATION_ERRORS.get(error, error)
 
 
 def _every(req, error, unknown: dict) -> dict:
@@ -115,38 +155,48 @@ class GroupOffsetHandlers:
             return m.TxnOffsetCommitResponse(_every(req, err, unknown))
         tp_log = self.manager.tp_for(req.group_id)
         p = self.broker.partitions.get(tp_log)
-        tv = self.config["transaction.version"]
-        if not (tv >= 2 or self.config["transaction.partition.verification.enable"]) or p is None or \
+        op = supported_operation(req.api_version, self.config["transaction.version"])
+        # Kafka 4.1 ReplicaManager.maybeSendPartitionsToTransactionCoordinator: no check unless the request may add
+        # the partition or transaction.partition.verification.enable; none when the transaction is open here
+        # (UnifiedLog.maybeStartTransactionVerification's SENTINEL guard)
+        if not (op == ADD_PARTITION or self.config["transaction.partition.verification.enable"]) or p is None or \
                 p.log.has_ongoing_transaction(req.producer_id, req.producer_epoch):
             return self._txn_offset_commit(msg, req, unknown, None)
-        return self._verify_then_commit(msg, req, unknown, p, implicit_add=tv >= 2)
+        return self._verify_then_commit(msg, req, unknown, p, op)
 
-    def _verify_then_commit(self, msg, req, unknown: dict, p, implicit_add: bool):
-        """KIP-890 for TxnOffsetCommit: the offsets partition must be in the producer's transaction.  ``req``: the
-        request's known partitions; ``unknown``: the answers of the others."""
+    def _verify_then_commit(self, msg, req, unknown: dict, p, op: str):
+        """KIP-890 for TxnOffsetCommit: the offsets partition must be in the producer's transaction (Kafka 4.1.1
+        CoordinatorPartitionWriter.maybeStartTransactionVerification via ReplicaManager
+        .maybeSendPartitionToTransactionCoordinator).  ``req``: the request's known partitions; ``unknown``: the
+        answers of the others; ``op``: what the request's version lets the check do (``supported_operation``)."""
+        implicit_add = op == ADD_PARTITION
         try:    # Kafka 4.1 UnifiedLog.maybeStartTransactionVerification: a stale epoch is refused at once
             guard = p.log.maybe_start_transaction_verification(req.producer_id, -1, req.producer_epoch,
                                                                self.kernel.now, implicit_add)
         except ProtocolError as e:
-            self.narrate(f"{p.name}: TxnOffsetCommit refused before verification -> {e.error.name}: {e.message}")
-            return m.TxnOffsetCommitResponse(_every(req, e.error, unknown))
+            mapped = OPERATION_ERRORS.get(e.error, e.error)
+            self.narrate(f"{p.name}: TxnOffsetCommit refused before verification -> {mapped.name}: {e.message}")
+            return m.TxnOffsetCommitResponse(_every(req, mapped, unknown))
         n = self.config["transaction.state.log.num.partitions"]
         coord = self.broker.metadata.leader((TRANSACTION_STATE_TOPIC, partition_for(req.transactional_id, n)))
         if coord < 0:
+            # AddPartitionsToTxnManager.addOrVerifyTransaction: no live leader of the transaction's partition
             self.narrate(f"{p.name}: TxnOffsetCommit must be verified with the transaction coordinator (KIP-890), "
                          f"but none is available for {req.transactional_id!r} -> COORDINATOR_NOT_AVAILABLE")
             return m.TxnOffsetCommitResponse(_every(req, Errors.COORDINATOR_NOT_AVAILABLE, unknown))
-        what = "adds it to the transaction (transaction.version 2)" if implicit_add else \
+        what = "adds it to the transaction (TxnOffsetCommit v5, transaction.version 2)" if implicit_add else \
             "verifies it is in the transaction"
         self.narrate(f"{p.name}: first transactional offsets of pid {req.producer_id} here; the group coordinator "
                      f"asks the transaction coordinator (broker {coord}) and {what} before writing (KIP-890)")
 
         def answered(resp, err):
-            e = err if err is not None else Errors(resp.errors.get(p.tp, Errors.UNKNOWN_SERVER_ERROR))
+            # (AddPartitionsToTxnHandler.onComplete: a broken connection or a timeout is NETWORK_EXCEPTION)
+            e = Errors.NETWORK_EXCEPTION if err is not None else \
+                Errors(resp.errors.get(p.tp, Errors.UNKNOWN_SERVER_ERROR))
             if e == Errors.NONE:
                 out = self._txn_offset_commit(msg, req, unknown, guard)
             else:
-                mapped = VERIFICATION_ERRORS.get(e, Errors.COORDINATOR_NOT_AVAILABLE)
+                mapped = verification_error(e, op)
                 self.narrate(f"{p.name}: the transaction coordinator answered {e.name}; the offsets are refused "
                              f"-> {mapped.name}")
                 out = m.TxnOffsetCommitResponse(_every(req, mapped, unknown))
@@ -154,8 +204,7 @@ class GroupOffsetHandlers:
                 self.broker.respond(msg, out)
         req_add = m.AddPartitionsToTxnRequest(req.transactional_id, req.producer_id, req.producer_epoch, (p.tp,),
                                               verify_only=not implicit_add)
-        self.broker.send_request(broker_name(coord), req_add, answered,
-                                 timeout_ms=self.config["offsets.commit.timeout.ms"])
+        self.broker.send_request(broker_name(coord), req_add, answered, timeout_ms=_BROKER_REQUEST_TIMEOUT_MS)
         return None
 
     def _txn_offset_commit(self, msg, req, unknown: dict, guard):
