@@ -5,7 +5,8 @@ and the per-request checks a broker makes before handling a request (FindCoordin
 DESCRIBE on each topic, per topic, in ``metadata_topics``), with the
 errors Kafka answers: TRANSACTIONAL_ID_AUTHORIZATION_FAILED (53),
 TOPIC_AUTHORIZATION_FAILED (29), GROUP_AUTHORIZATION_FAILED (30), CLUSTER_AUTHORIZATION_FAILED (31)
-(the admin APIs check per topic in ``admin.py``; the transaction admin APIs of KIP-664 per item where they
+(the admin APIs check per topic in ``admin.py``, OffsetCommit and TxnOffsetCommit READ per topic in the group
+coordinator's ``group_offsets.py``; the transaction admin APIs of KIP-664 per item where they
 are answered: DescribeProducers in the broker, DescribeTransactions and ListTransactions in the transaction
 coordinator).  Off unless
 ``authorizer.class.name`` is set; then everything not allowed is denied.

@@ -109,21 +109,32 @@ class GroupOffsetHandlers:
             return Errors.REBALANCE_IN_PROGRESS
         return None
 
-    def _known_partitions(self, req, what: str):
-        """KafkaApis.handleOffsetCommitRequest / handleTxnOffsetCommitRequest: a partition this broker's metadata
-        does not hold (an unknown topic, or a partition number the topic lacks) is answered
-        UNKNOWN_TOPIC_OR_PARTITION before the group coordinator sees the request; the others go on.  Returns the
-        request for the known partitions (``req`` itself when all are known) and the answers of the unknown ones."""
+    def _known_partitions(self, msg, what: str):
+        """KafkaApis.handleOffsetCommitRequest / handleTxnOffsetCommitRequest, after the group (and transactional
+        id) checks (``authorizer.check_request``): per topic, a topic the principal may not READ is answered
+        TOPIC_AUTHORIZATION_FAILED for each of its partitions (authHelper.filterByAuthorized, asked before whether
+        the topic exists); then a partition this broker's metadata does not hold (an unknown topic, or a partition
+        number the topic lacks) is answered UNKNOWN_TOPIC_OR_PARTITION; the group coordinator sees only the
+        others.  Returns the request for those (``msg.payload`` itself when none was refused) and the answers of
+        the refused ones."""
+        req = msg.payload
+        refused = sorted({t for t, _ in req.offsets if not self.broker._allowed(msg, "TOPIC", t, "READ")})
         known = self.broker.metadata.partitions
-        unknown = {tp: Errors.UNKNOWN_TOPIC_OR_PARTITION for tp in req.offsets if tp not in known}
+        unknown = {tp: Errors.TOPIC_AUTHORIZATION_FAILED if tp[0] in refused else Errors.UNKNOWN_TOPIC_OR_PARTITION
+                   for tp in req.offsets if tp[0] in refused or tp not in known}
         if not unknown:
             return req, unknown
-        self.narrate(f"broker {self.broker.broker_id} knows no partition {m.tps_str(sorted(unknown))}: their offsets "
-                     f"are answered UNKNOWN_TOPIC_OR_PARTITION before the group coordinator sees the {what}")
+        if refused:
+            self.narrate(f"{self.broker.cluster.principal_of(msg.src)} may not READ topic(s) {refused}: their "
+                         f"offsets are answered TOPIC_AUTHORIZATION_FAILED")
+        missing = [tp for tp, e in unknown.items() if e == Errors.UNKNOWN_TOPIC_OR_PARTITION]
+        if missing:
+            self.narrate(f"broker {self.broker.broker_id} knows no partition {m.tps_str(missing)}: their offsets "
+                         f"are answered UNKNOWN_TOPIC_OR_PARTITION before the group coordinator sees the {what}")
         return dataclasses.replace(req, offsets={tp: o for tp, o in req.offsets.items() if tp not in unknown}), unknown
 
     def handle_OffsetCommit(self, msg):
-        req, unknown = self._known_partitions(msg.payload, "OffsetCommit")
+        req, unknown = self._known_partitions(msg, "OffsetCommit")
         if not req.offsets:
             return m.OffsetCommitResponse(unknown)
         err = self._check_coordinator(req.group_id)
@@ -147,7 +158,7 @@ class GroupOffsetHandlers:
         return None
 
     def handle_TxnOffsetCommit(self, msg):
-        req, unknown = self._known_partitions(msg.payload, "TxnOffsetCommit")
+        req, unknown = self._known_partitions(msg, "TxnOffsetCommit")
         if not req.offsets:
             return m.TxnOffsetCommitResponse(unknown)
         err = self._check_coordinator(req.group_id)
