@@ -4,8 +4,10 @@ Owns who may commit (Kafka's validateOffsetCommit: member id, generation,
 static instance id; KIP-447's rules for TxnOffsetCommit, where generation -1
 without a member id is accepted), the KIP-890 check that a transactional
 offset commit belongs to the producer's ongoing transaction (asked of the
-transaction coordinator before the write), and OffsetFetch with
-RequireStable answering UNSTABLE_OFFSET_COMMIT while offsets are pending.
+transaction coordinator before the write; TxnOffsetCommit v5 adds it), and OffsetFetch with
+RequireStable answering UNSTABLE_OFFSET_COMMIT while offsets are pending.  Also KafkaApis' per-topic checks
+before the group coordinator: READ for a commit, DESCRIBE for a fetch (TOPIC_AUTHORIZATION_FAILED), then
+UNKNOWN_TOPIC_OR_PARTITION for a commit of a partition the broker does not know.
 Mixed into ``GroupCoordinator``; the writes themselves are the manager's.
 """
 from __future__ import annotations
@@ -251,14 +253,30 @@ class GroupOffsetHandlers:
         err = self._check_coordinator(req.group_id)
         if err is not None:
             return m.OffsetFetchResponse(err)
+        # KafkaApis.fetchOffsetsForGroup / fetchAllOffsetsForGroup: "clients are not allowed to see offsets for
+        # topics that are not authorized for Describe": the partitions asked of such a topic are answered
+        # TOPIC_AUTHORIZATION_FAILED, and a fetch of all the group's offsets leaves those topics out
+        refused = {}
+        hidden = sorted({t for t, _ in req.partitions if not self.broker._allowed(msg, "TOPIC", t, "DESCRIBE")}) \
+            if req.partitions is not None and self.broker.cluster.authorizer is not None else ()
+        if hidden:
+            self.narrate(f"{self.broker.cluster.principal_of(msg.src)} may not DESCRIBE topic(s) {hidden}: their "
+                         f"offsets are answered TOPIC_AUTHORIZATION_FAILED")
+            refused = {tp: (-1, "", Errors.TOPIC_AUTHORIZATION_FAILED) for tp in req.partitions if tp[0] in hidden}
+            req = dataclasses.replace(req, partitions=tuple(tp for tp in req.partitions if tp not in refused))
+        resp = self._fetch_offsets(msg, req)
+        return dataclasses.replace(resp, offsets={**resp.offsets, **refused}) if refused else resp
+
+    def _fetch_offsets(self, msg, req):
         group = self.manager.get_group(req.group_id)
         if group is None or group.is_state(S.DEAD):
             if req.partitions is None:
                 return m.OffsetFetchResponse(Errors.NONE, {})
             return m.OffsetFetchResponse(Errors.NONE, {tp: (-1, "", Errors.NONE) for tp in req.partitions})
         if req.partitions is None:
+            shown = {t for t, _ in group.offsets if self.broker._allowed(msg, "TOPIC", t, "DESCRIBE")}
             return m.OffsetFetchResponse(Errors.NONE, {tp: (e.offset, e.metadata, Errors.NONE)
-                                                       for tp, e in sorted(group.offsets.items())})
+                                                       for tp, e in sorted(group.offsets.items()) if tp[0] in shown})
         out = {}
         unstable = []
         stable = req.require_stable and "offset-fetch-unstable" not in self.broker.mutations

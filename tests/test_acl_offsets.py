@@ -1,8 +1,12 @@
-"""Offset commits of topics the principal may not READ, as Kafka 4.1.1 answers them (KafkaApis
-.handleOffsetCommitRequest / handleTxnOffsetCommitRequest): after the group (GROUP_AUTHORIZATION_FAILED for the
-whole request) each topic is checked for READ (authHelper.filterByAuthorized); the partitions of a topic the
-principal may not read are answered TOPIC_AUTHORIZATION_FAILED (29), before, and whether or not, the topic exists,
-and the other partitions are committed."""
+"""Offset commits and fetches of topics the principal may not read, as Kafka 4.1.1 answers them:
+
+- KafkaApis.handleOffsetCommitRequest / handleTxnOffsetCommitRequest: after the group (GROUP_AUTHORIZATION_FAILED for
+  the whole request) each topic is checked for READ (authHelper.filterByAuthorized); the partitions of a topic the
+  principal may not read are answered TOPIC_AUTHORIZATION_FAILED (29), before, and whether or not, the topic exists,
+  and the other partitions are committed.
+- KafkaApis.handleOffsetFetchRequest: DESCRIBE on the group (not READ), then DESCRIBE on each topic: the partitions
+  asked of a topic the principal may not describe are answered TOPIC_AUTHORIZATION_FAILED, and a fetch of all the
+  group's offsets (fetchAllOffsetsForGroup) leaves such topics out."""
 import pytest
 
 from txnlab import Cluster, Consumer, KafkaException, Producer, TopicPartition
@@ -106,3 +110,21 @@ def test_send_offsets_of_a_topic_the_producer_may_not_read(dialect, fatal):
     err = e.value.args[0]
     assert err.code() == E.TOPIC_AUTHORIZATION_FAILED
     assert (err.fatal(), err.txn_requires_abort()) == (fatal, not fatal)
+
+
+def test_an_offset_fetch_needs_describe_on_the_group_and_on_each_topic():
+    c = acl_cluster()
+    c.add_acl("User:admin", "GROUP", "g", "READ")
+    c.add_acl("User:admin", "TOPIC", "*", "READ")
+    writer = Consumer({"bootstrap.servers": c.bootstrap, "group.id": "g", "sasl.username": "admin",
+                       "enable.auto.commit": False})
+    writer.commit(offsets=[TopicPartition("t", 0, 3), TopicPartition("secret", 0, 4)], asynchronous=False)
+    c.add_acl(ANON, "GROUP", "g", "DESCRIBE")       # describing the group is enough to fetch its offsets
+    c.add_acl(ANON, "TOPIC", "t", "DESCRIBE")
+    raw = RawClient(c)
+    coord = c.group_coordinator("g")
+    resp = raw.call(coord, m.OffsetFetchRequest("g", (("t", 0), ("secret", 0))))
+    assert resp.error == E.NONE
+    assert resp.offsets == {("t", 0): (3, "", E.NONE), ("secret", 0): (-1, "", E.TOPIC_AUTHORIZATION_FAILED)}
+    assert raw.call(coord, m.OffsetFetchRequest("g", None)).offsets == {("t", 0): (3, "", E.NONE)}
+    assert raw.call(coord, m.OffsetFetchRequest("h", (("t", 0),))).error == E.GROUP_AUTHORIZATION_FAILED
