@@ -78,6 +78,19 @@ def _every(req, error, unknown: dict) -> dict:
     return {**unknown, **dict.fromkeys(req.offsets, error)}
 
 class GroupOffsetHandlers:
+    def _metadata_too_large(self, req, unknown: dict):
+        """OffsetMetadataManager.commitOffset / commitTransactionalOffset (isMetadataInvalid): a partition whose
+        metadata is longer than offset.metadata.max.bytes is answered OFFSET_METADATA_TOO_LARGE and gets no record;
+        returns the request for the others and every answer so far (``unknown``'s and these)."""
+        limit = self.config["offset.metadata.max.bytes"]
+        long = {tp: Errors.OFFSET_METADATA_TOO_LARGE for tp, (_, meta) in req.offsets.items() if len(meta) > limit}
+        if not long:
+            return req, unknown
+        self.narrate(f"group {req.group_id!r}: the metadata of {m.tps_str(long)} is longer than "
+                     f"offset.metadata.max.bytes={limit} -> OFFSET_METADATA_TOO_LARGE, not written")
+        return (dataclasses.replace(req, offsets={tp: o for tp, o in req.offsets.items() if tp not in long}),
+                {**unknown, **long})
+
     def _validate_offset_commit(self, group: GroupMetadata, generation_id: int, member_id: str,
                                 instance_id: Optional[str], transactional: bool) -> Optional[Errors]:
         """Kafka's validateOffsetCommit, with KIP-447's rules for TxnOffsetCommit."""
@@ -154,6 +167,9 @@ class GroupOffsetHandlers:
             return m.OffsetCommitResponse(_every(req, err, unknown))
         if group.has(req.member_id):
             self._schedule_heartbeat(group, group.get(req.member_id))
+        req, unknown = self._metadata_too_large(req, unknown)
+        if not req.offsets:
+            return m.OffsetCommitResponse(unknown)
         self.manager.store_offsets(group, dict(req.offsets),
                                    lambda errors: self.broker.respond(msg, m.OffsetCommitResponse({**unknown,
                                                                                                    **errors})))
@@ -242,6 +258,9 @@ class GroupOffsetHandlers:
                                       accepted=err is None, empty=group.is_state(S.EMPTY))
         if err is not None:
             return m.TxnOffsetCommitResponse(_every(req, err, unknown))
+        req, unknown = self._metadata_too_large(req, unknown)
+        if not req.offsets:
+            return m.TxnOffsetCommitResponse(unknown)
         self.manager.store_offsets(group, dict(req.offsets),
                                    lambda errors: self.broker.respond(msg, m.TxnOffsetCommitResponse({**unknown,
                                                                                                       **errors})),
