@@ -122,3 +122,37 @@ def test_a_lost_verification_request_is_answered_coordinator_load_in_progress():
     _, pid, epoch = ongoing(c)
     c.drop_next("AddPartitionsToTxn", src=f"broker-{c.group_coordinator('g')}")
     assert commit(c, pid, epoch, 4) == E.COORDINATOR_LOAD_IN_PROGRESS
+
+
+@pytest.mark.parametrize("tv, highest", [(1, 4), (2, 5)])
+def test_the_wire_door_advertises_v5_on_a_transaction_version_2_cluster_and_passes_the_version_on(tv, highest):
+    """What a real client sends: the Java client sends v5 once the cluster finalized transaction.version 2 (and no
+    AddOffsetsToTxn), else v4 (TxnOffsetCommitRequest.Builder); librdkafka v3.  The door hands the version to the
+    group coordinator."""
+    from kio.index import load_request_schema
+    from txnlab.wire.apis_txn import decode_txn_offset_commit
+    from txnlab.wire.codec import versions
+
+    assert versions(tv)[28] == ("TxnOffsetCommit", 0, highest)
+    body = load_request_schema(28, highest)(transactional_id=TID, group_id="g", producer_id=7, producer_epoch=0,
+                                            generation_id=-1, member_id="", group_instance_id=None, topics=())
+    req, _ = decode_txn_offset_commit(body, highest, None)
+    assert req.api_version == highest
+    assert supported_operation(req.api_version, tv) == (ADD_PARTITION if highest == 5 else GENERIC_ERROR_SUPPORTED)
+
+
+@pytest.mark.parametrize("version, answer", [(1, E.COORDINATOR_NOT_AVAILABLE), (2, E.COORDINATOR_LOAD_IN_PROGRESS)])
+def test_a_client_older_than_v2_is_not_told_coordinator_load_in_progress(version, answer):
+    """KafkaApis.handleTxnOffsetCommitRequest's sendResponse: clients before 2.0 could crash on it (KAFKA-7296)."""
+    from kio.index import load_request_schema, load_response_schema
+    from txnlab.wire.apis_txn import encode_txn_offset_commit
+    from txnlab.wire.codec import nested
+
+    req_cls = load_request_schema(28, version)
+    topic, part = nested(req_cls, "topics"), nested(nested(req_cls, "topics"), "partitions")
+    kw = {"committed_leader_epoch": -1} if version >= 2 else {}
+    body = req_cls(transactional_id=TID, group_id="g", producer_id=7, producer_epoch=0, topics=(
+        topic(name="t", partitions=(part(partition_index=0, committed_offset=5, committed_metadata="", **kw),)),))
+    resp = m.TxnOffsetCommitResponse({("t", 0): E.COORDINATOR_LOAD_IN_PROGRESS})
+    out = encode_txn_offset_commit(resp, body, version, None, None, load_response_schema(28, version))
+    assert out.topics[0].partitions[0].error_code == answer
