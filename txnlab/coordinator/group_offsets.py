@@ -133,7 +133,8 @@ class GroupOffsetHandlers:
         others.  Returns the request for those (``msg.payload`` itself when none was refused) and the answers of
         the refused ones."""
         req = msg.payload
-        refused = sorted({t for t, _ in req.offsets if not self.broker._allowed(msg, "TOPIC", t, "READ")})
+        refused = sorted({t for t, _ in req.offsets if not self.broker._allowed(msg, "TOPIC", t, "READ")}) \
+            if self.broker.cluster.authorizer is not None else ()
         known = self.broker.metadata.partitions
         unknown = {tp: Errors.TOPIC_AUTHORIZATION_FAILED if tp[0] in refused else Errors.UNKNOWN_TOPIC_OR_PARTITION
                    for tp in req.offsets if tp[0] in refused or tp not in known}
