@@ -113,6 +113,7 @@ BROKER = defs(
     key("offsets.topic.num.partitions", int, 50, at_least(1)),
     key("offsets.topic.replication.factor", int, 3, at_least(1)),
     key("offsets.commit.timeout.ms", int, 5_000, at_least(1)),
+    key("offset.metadata.max.bytes", int, 4096, at_least(0)),
     key("transaction.state.log.num.partitions", int, 50, at_least(1)),
     key("transaction.state.log.replication.factor", int, 3, at_least(1)),
     key("transaction.state.log.min.isr", int, 2, at_least(1)),

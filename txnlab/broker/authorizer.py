@@ -5,7 +5,8 @@ and the per-request checks a broker makes before handling a request (FindCoordin
 DESCRIBE on each topic, per topic, in ``metadata_topics``), with the
 errors Kafka answers: TRANSACTIONAL_ID_AUTHORIZATION_FAILED (53),
 TOPIC_AUTHORIZATION_FAILED (29), GROUP_AUTHORIZATION_FAILED (30), CLUSTER_AUTHORIZATION_FAILED (31)
-(the admin APIs check per topic in ``admin.py``; the transaction admin APIs of KIP-664 per item where they
+(the admin APIs check per topic in ``admin.py``, OffsetCommit and TxnOffsetCommit READ and OffsetFetch DESCRIBE
+per topic in the group coordinator's ``group_offsets.py``; the transaction admin APIs of KIP-664 per item where they
 are answered: DescribeProducers in the broker, DescribeTransactions and ListTransactions in the transaction
 coordinator).  Off unless
 ``authorizer.class.name`` is set; then everything not allowed is denied.
@@ -106,8 +107,11 @@ def check_request(authz: Authorizer, principal: str, msg, narrate) -> Optional[o
             deny(f"WRITE topic(s) {sorted({t for t, _ in bad})}", Errors.TOPIC_AUTHORIZATION_FAILED)
             return m.AddPartitionsToTxnResponse({tp: (Errors.TOPIC_AUTHORIZATION_FAILED if tp in bad
                                                       else Errors.OPERATION_NOT_ATTEMPTED) for tp in req.partitions})
+    if api == "OffsetFetch" and not ok("GROUP", req.group_id, "DESCRIBE"):
+        # KafkaApis.handleOffsetFetchRequest: DESCRIBE on the group (each topic's DESCRIBE: ``group_offsets.py``)
+        return m.OffsetFetchResponse(deny(f"DESCRIBE group {req.group_id!r}", Errors.GROUP_AUTHORIZATION_FAILED))
     if api in ("AddOffsetsToTxn", "TxnOffsetCommit", "JoinGroup", "SyncGroup", "Heartbeat", "LeaveGroup",
-               "OffsetCommit", "OffsetFetch"):
+               "OffsetCommit"):
         group = req.group_id
         if not ok("GROUP", group, "READ"):
             e = deny(f"READ group {group!r}", Errors.GROUP_AUTHORIZATION_FAILED)
@@ -119,7 +123,6 @@ def check_request(authz: Authorizer, principal: str, msg, narrate) -> Optional[o
                 "Heartbeat": lambda: m.HeartbeatResponse(e),
                 "LeaveGroup": lambda: m.LeaveGroupResponse(e),
                 "OffsetCommit": lambda: m.OffsetCommitResponse({tp: e for tp in req.offsets}),
-                "OffsetFetch": lambda: m.OffsetFetchResponse(e),
             }[api]()
     if api == "Produce":
         if tid and not ok("TRANSACTIONAL_ID", tid, "WRITE"):

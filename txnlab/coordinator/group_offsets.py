@@ -4,8 +4,10 @@ Owns who may commit (Kafka's validateOffsetCommit: member id, generation,
 static instance id; KIP-447's rules for TxnOffsetCommit, where generation -1
 without a member id is accepted), the KIP-890 check that a transactional
 offset commit belongs to the producer's ongoing transaction (asked of the
-transaction coordinator before the write), and OffsetFetch with
-RequireStable answering UNSTABLE_OFFSET_COMMIT while offsets are pending.
+transaction coordinator before the write; TxnOffsetCommit v5 adds it), and OffsetFetch with
+RequireStable answering UNSTABLE_OFFSET_COMMIT while offsets are pending.  Also KafkaApis' per-topic checks
+before the group coordinator: READ for a commit, DESCRIBE for a fetch (TOPIC_AUTHORIZATION_FAILED), then
+UNKNOWN_TOPIC_OR_PARTITION for a commit of a partition the broker does not know.
 Mixed into ``GroupCoordinator``; the writes themselves are the manager's.
 """
 from __future__ import annotations
@@ -20,14 +22,54 @@ from .group_metadata import GroupMetadata, GroupState
 from ..protocol.names import TRANSACTION_STATE_TOPIC, broker_name
 
 S = GroupState
-# what a failed KIP-890 check becomes for TxnOffsetCommit (retriable ones: find the coordinator, retry)
-VERIFICATION_ERRORS = {Errors.PRODUCER_FENCED: Errors.INVALID_PRODUCER_EPOCH,
-                       Errors.INVALID_PRODUCER_EPOCH: Errors.INVALID_PRODUCER_EPOCH,
-                       Errors.INVALID_TXN_STATE: Errors.TRANSACTION_ABORTABLE,
-                       Errors.TRANSACTION_ABORTABLE: Errors.TRANSACTION_ABORTABLE,
-                       Errors.INVALID_PRODUCER_ID_MAPPING: Errors.INVALID_PRODUCER_ID_MAPPING}
+
+# Kafka 4.1.1 AddPartitionsToTxnManager.TransactionSupportedOperation: what the group coordinator's KIP-890 check of
+# a TxnOffsetCommit may do, by the request's version (txnOffsetCommitRequestVersionToTransactionSupportedOperation)
+DEFAULT_ERROR = "DEFAULT_ERROR"                     # v3 and older: verify; TRANSACTION_ABORTABLE not understood
+GENERIC_ERROR_SUPPORTED = "GENERIC_ERROR_SUPPORTED"  # v4: verify (TxnOffsetCommitRequest's last version before TV2)
+ADD_PARTITION = "ADD_PARTITION"                     # v5: add the offsets partition to the transaction (KIP-890 part 2)
+# the broker's request.timeout.ms (Kafka's default): how long AddPartitionsToTxnManager, an InterBrokerSendThread,
+# waits for the transaction coordinator's answer before failing the verification with NETWORK_EXCEPTION
+_BROKER_REQUEST_TIMEOUT_MS = 30_000
+# CoordinatorOperationExceptionHelper.handleOperationException: how an error failing a coordinator operation is
+# answered (anything else is answered as it is).  NETWORK_EXCEPTION is the verification's lost or timed-out request,
+# "which older clients may not expect": COORDINATOR_LOAD_IN_PROGRESS retries without a coordinator look-up
+OPERATION_ERRORS = {Errors.NETWORK_EXCEPTION: Errors.COORDINATOR_LOAD_IN_PROGRESS,
+                    Errors.UNKNOWN_TOPIC_OR_PARTITION: Errors.COORDINATOR_NOT_AVAILABLE,
+                    Errors.NOT_ENOUGH_REPLICAS: Errors.COORDINATOR_NOT_AVAILABLE,
+                    Errors.REQUEST_TIMED_OUT: Errors.COORDINATOR_NOT_AVAILABLE,
+                    Errors.NOT_LEADER_OR_FOLLOWER: Errors.NOT_COORDINATOR,
+                    Errors.KAFKA_STORAGE_ERROR: Errors.NOT_COORDINATOR,
+                    Errors.MESSAGE_TOO_LARGE: Errors.UNKNOWN_SERVER_ERROR,
+                    Errors.RECORD_LIST_TOO_LARGE: Errors.UNKNOWN_SERVER_ERROR,
+                    Errors.INVALID_FETCH_SIZE: Errors.UNKNOWN_SERVER_ERROR}
 
 
+def supported_operation(api_version: int, cluster_transaction_version: int) -> str:
+    """What a TxnOffsetCommit of ``api_version`` lets the group coordinator do (Kafka 4.1.1
+    AddPartitionsToTxnManager.txnOffsetCommitRequestVersionToTransactionSupportedOperation: the request's version
+    decides, not the cluster's transaction.version).  -1 (the lab's clients, which send none): the newest version a
+    client may send on this cluster, 5 with transaction.version 2, else 4 (TxnOffsetCommitRequest.Builder caps it at
+    LAST_STABLE_VERSION_BEFORE_TRANSACTION_V2 unless transaction V2 is enabled)."""
+    if api_version < 0:
+        api_version = 5 if cluster_transaction_version >= 2 else 4
+    return ADD_PARTITION if api_version > 4 else GENERIC_ERROR_SUPPORTED if api_version > 3 else DEFAULT_ERROR
+
+
+def verification_error(error: Errors, operation: str) -> Errors:
+    """What a TxnOffsetCommit is answered when the transaction coordinator refused to verify (or add) the group's
+    offsets partition, or could not be asked (NETWORK_EXCEPTION): Kafka 4.1.1 AddPartitionsToTxnManager
+    (AddPartitionsToTxnHandler.onComplete: PRODUCER_FENCED -> INVALID_PRODUCER_EPOCH, TRANSACTION_ABORTABLE ->
+    INVALID_TXN_STATE for DEFAULT_ERROR), then, the error failing CoordinatorRuntime.scheduleTransactionalWriteOperation
+    (CoordinatorPartitionWriter.maybeStartTransactionVerification completes its future exceptionally),
+    GroupCoordinatorService.commitTransactionalOffsets' handleOperationException.  Unlike a Produce (ReplicaManager's
+    postVerificationCallback) nothing becomes NOT_ENOUGH_REPLICAS, and CONCURRENT_TRANSACTIONS is not retried here:
+    the client gets it and retries."""
+    if error == Errors.PRODUCER_FENCED:
+        error = Errors.INVALID_PRODUCER_EPOCH
+    elif error == Errors.TRANSACTION_ABORTABLE and operation == DEFAULT_ERROR:
+        error = Errors.INVALID_TXN_STATE
+    return OPERATION_ERRORS.get(error, error)
 
 
 def _every(req, error, unknown: dict) -> dict:
@@ -36,6 +78,19 @@ def _every(req, error, unknown: dict) -> dict:
     return {**unknown, **dict.fromkeys(req.offsets, error)}
 
 class GroupOffsetHandlers:
+    def _metadata_too_large(self, req, unknown: dict):
+        """OffsetMetadataManager.commitOffset / commitTransactionalOffset (isMetadataInvalid): a partition whose
+        metadata is longer than offset.metadata.max.bytes is answered OFFSET_METADATA_TOO_LARGE and gets no record;
+        returns the request for the others and every answer so far (``unknown``'s and these)."""
+        limit = self.config["offset.metadata.max.bytes"]
+        long = {tp: Errors.OFFSET_METADATA_TOO_LARGE for tp, (_, meta) in req.offsets.items() if len(meta) > limit}
+        if not long:
+            return req, unknown
+        self.narrate(f"group {req.group_id!r}: the metadata of {m.tps_str(long)} is longer than "
+                     f"offset.metadata.max.bytes={limit} -> OFFSET_METADATA_TOO_LARGE, not written")
+        return (dataclasses.replace(req, offsets={tp: o for tp, o in req.offsets.items() if tp not in long}),
+                {**unknown, **long})
+
     def _validate_offset_commit(self, group: GroupMetadata, generation_id: int, member_id: str,
                                 instance_id: Optional[str], transactional: bool) -> Optional[Errors]:
         """Kafka's validateOffsetCommit, with KIP-447's rules for TxnOffsetCommit."""
@@ -69,21 +124,33 @@ class GroupOffsetHandlers:
             return Errors.REBALANCE_IN_PROGRESS
         return None
 
-    def _known_partitions(self, req, what: str):
-        """KafkaApis.handleOffsetCommitRequest / handleTxnOffsetCommitRequest: a partition this broker's metadata
-        does not hold (an unknown topic, or a partition number the topic lacks) is answered
-        UNKNOWN_TOPIC_OR_PARTITION before the group coordinator sees the request; the others go on.  Returns the
-        request for the known partitions (``req`` itself when all are known) and the answers of the unknown ones."""
+    def _known_partitions(self, msg, what: str):
+        """KafkaApis.handleOffsetCommitRequest / handleTxnOffsetCommitRequest, after the group (and transactional
+        id) checks (``authorizer.check_request``): per topic, a topic the principal may not READ is answered
+        TOPIC_AUTHORIZATION_FAILED for each of its partitions (authHelper.filterByAuthorized, asked before whether
+        the topic exists); then a partition this broker's metadata does not hold (an unknown topic, or a partition
+        number the topic lacks) is answered UNKNOWN_TOPIC_OR_PARTITION; the group coordinator sees only the
+        others.  Returns the request for those (``msg.payload`` itself when none was refused) and the answers of
+        the refused ones."""
+        req = msg.payload
+        refused = sorted({t for t, _ in req.offsets if not self.broker._allowed(msg, "TOPIC", t, "READ")}) \
+            if self.broker.cluster.authorizer is not None else ()
         known = self.broker.metadata.partitions
-        unknown = {tp: Errors.UNKNOWN_TOPIC_OR_PARTITION for tp in req.offsets if tp not in known}
+        unknown = {tp: Errors.TOPIC_AUTHORIZATION_FAILED if tp[0] in refused else Errors.UNKNOWN_TOPIC_OR_PARTITION
+                   for tp in req.offsets if tp[0] in refused or tp not in known}
         if not unknown:
             return req, unknown
-        self.narrate(f"broker {self.broker.broker_id} knows no partition {m.tps_str(sorted(unknown))}: their offsets "
-                     f"are answered UNKNOWN_TOPIC_OR_PARTITION before the group coordinator sees the {what}")
+        if refused:
+            self.narrate(f"{self.broker.cluster.principal_of(msg.src)} may not READ topic(s) {refused}: their "
+                         f"offsets are answered TOPIC_AUTHORIZATION_FAILED")
+        missing = [tp for tp, e in unknown.items() if e == Errors.UNKNOWN_TOPIC_OR_PARTITION]
+        if missing:
+            self.narrate(f"broker {self.broker.broker_id} knows no partition {m.tps_str(missing)}: their offsets "
+                         f"are answered UNKNOWN_TOPIC_OR_PARTITION before the group coordinator sees the {what}")
         return dataclasses.replace(req, offsets={tp: o for tp, o in req.offsets.items() if tp not in unknown}), unknown
 
     def handle_OffsetCommit(self, msg):
-        req, unknown = self._known_partitions(msg.payload, "OffsetCommit")
+        req, unknown = self._known_partitions(msg, "OffsetCommit")
         if not req.offsets:
             return m.OffsetCommitResponse(unknown)
         err = self._check_coordinator(req.group_id)
@@ -101,13 +168,16 @@ class GroupOffsetHandlers:
             return m.OffsetCommitResponse(_every(req, err, unknown))
         if group.has(req.member_id):
             self._schedule_heartbeat(group, group.get(req.member_id))
+        req, unknown = self._metadata_too_large(req, unknown)
+        if not req.offsets:
+            return m.OffsetCommitResponse(unknown)
         self.manager.store_offsets(group, dict(req.offsets),
                                    lambda errors: self.broker.respond(msg, m.OffsetCommitResponse({**unknown,
                                                                                                    **errors})))
         return None
 
     def handle_TxnOffsetCommit(self, msg):
-        req, unknown = self._known_partitions(msg.payload, "TxnOffsetCommit")
+        req, unknown = self._known_partitions(msg, "TxnOffsetCommit")
         if not req.offsets:
             return m.TxnOffsetCommitResponse(unknown)
         err = self._check_coordinator(req.group_id)
@@ -115,38 +185,48 @@ class GroupOffsetHandlers:
             return m.TxnOffsetCommitResponse(_every(req, err, unknown))
         tp_log = self.manager.tp_for(req.group_id)
         p = self.broker.partitions.get(tp_log)
-        tv = self.config["transaction.version"]
-        if not (tv >= 2 or self.config["transaction.partition.verification.enable"]) or p is None or \
+        op = supported_operation(req.api_version, self.config["transaction.version"])
+        # Kafka 4.1 ReplicaManager.maybeSendPartitionsToTransactionCoordinator: no check unless the request may add
+        # the partition or transaction.partition.verification.enable; none when the transaction is open here
+        # (UnifiedLog.maybeStartTransactionVerification's SENTINEL guard)
+        if not (op == ADD_PARTITION or self.config["transaction.partition.verification.enable"]) or p is None or \
                 p.log.has_ongoing_transaction(req.producer_id, req.producer_epoch):
             return self._txn_offset_commit(msg, req, unknown, None)
-        return self._verify_then_commit(msg, req, unknown, p, implicit_add=tv >= 2)
+        return self._verify_then_commit(msg, req, unknown, p, op)
 
-    def _verify_then_commit(self, msg, req, unknown: dict, p, implicit_add: bool):
-        """KIP-890 for TxnOffsetCommit: the offsets partition must be in the producer's transaction.  ``req``: the
-        request's known partitions; ``unknown``: the answers of the others."""
+    def _verify_then_commit(self, msg, req, unknown: dict, p, op: str):
+        """KIP-890 for TxnOffsetCommit: the offsets partition must be in the producer's transaction (Kafka 4.1.1
+        CoordinatorPartitionWriter.maybeStartTransactionVerification via ReplicaManager
+        .maybeSendPartitionToTransactionCoordinator).  ``req``: the request's known partitions; ``unknown``: the
+        answers of the others; ``op``: what the request's version lets the check do (``supported_operation``)."""
+        implicit_add = op == ADD_PARTITION
         try:    # Kafka 4.1 UnifiedLog.maybeStartTransactionVerification: a stale epoch is refused at once
             guard = p.log.maybe_start_transaction_verification(req.producer_id, -1, req.producer_epoch,
                                                                self.kernel.now, implicit_add)
         except ProtocolError as e:
-            self.narrate(f"{p.name}: TxnOffsetCommit refused before verification -> {e.error.name}: {e.message}")
-            return m.TxnOffsetCommitResponse(_every(req, e.error, unknown))
+            mapped = OPERATION_ERRORS.get(e.error, e.error)
+            self.narrate(f"{p.name}: TxnOffsetCommit refused before verification -> {mapped.name}: {e.message}")
+            return m.TxnOffsetCommitResponse(_every(req, mapped, unknown))
         n = self.config["transaction.state.log.num.partitions"]
         coord = self.broker.metadata.leader((TRANSACTION_STATE_TOPIC, partition_for(req.transactional_id, n)))
         if coord < 0:
+            # AddPartitionsToTxnManager.addOrVerifyTransaction: no live leader of the transaction's partition
             self.narrate(f"{p.name}: TxnOffsetCommit must be verified with the transaction coordinator (KIP-890), "
                          f"but none is available for {req.transactional_id!r} -> COORDINATOR_NOT_AVAILABLE")
             return m.TxnOffsetCommitResponse(_every(req, Errors.COORDINATOR_NOT_AVAILABLE, unknown))
-        what = "adds it to the transaction (transaction.version 2)" if implicit_add else \
+        what = "adds it to the transaction (TxnOffsetCommit v5, transaction.version 2)" if implicit_add else \
             "verifies it is in the transaction"
         self.narrate(f"{p.name}: first transactional offsets of pid {req.producer_id} here; the group coordinator "
                      f"asks the transaction coordinator (broker {coord}) and {what} before writing (KIP-890)")
 
         def answered(resp, err):
-            e = err if err is not None else Errors(resp.errors.get(p.tp, Errors.UNKNOWN_SERVER_ERROR))
+            # (AddPartitionsToTxnHandler.onComplete: a broken connection or a timeout is NETWORK_EXCEPTION)
+            e = Errors.NETWORK_EXCEPTION if err is not None else \
+                Errors(resp.errors.get(p.tp, Errors.UNKNOWN_SERVER_ERROR))
             if e == Errors.NONE:
                 out = self._txn_offset_commit(msg, req, unknown, guard)
             else:
-                mapped = VERIFICATION_ERRORS.get(e, Errors.COORDINATOR_NOT_AVAILABLE)
+                mapped = verification_error(e, op)
                 self.narrate(f"{p.name}: the transaction coordinator answered {e.name}; the offsets are refused "
                              f"-> {mapped.name}")
                 out = m.TxnOffsetCommitResponse(_every(req, mapped, unknown))
@@ -154,8 +234,7 @@ class GroupOffsetHandlers:
                 self.broker.respond(msg, out)
         req_add = m.AddPartitionsToTxnRequest(req.transactional_id, req.producer_id, req.producer_epoch, (p.tp,),
                                               verify_only=not implicit_add)
-        self.broker.send_request(broker_name(coord), req_add, answered,
-                                 timeout_ms=self.config["offsets.commit.timeout.ms"])
+        self.broker.send_request(broker_name(coord), req_add, answered, timeout_ms=_BROKER_REQUEST_TIMEOUT_MS)
         return None
 
     def _txn_offset_commit(self, msg, req, unknown: dict, guard):
@@ -180,6 +259,9 @@ class GroupOffsetHandlers:
                                       accepted=err is None, empty=group.is_state(S.EMPTY))
         if err is not None:
             return m.TxnOffsetCommitResponse(_every(req, err, unknown))
+        req, unknown = self._metadata_too_large(req, unknown)
+        if not req.offsets:
+            return m.TxnOffsetCommitResponse(unknown)
         self.manager.store_offsets(group, dict(req.offsets),
                                    lambda errors: self.broker.respond(msg, m.TxnOffsetCommitResponse({**unknown,
                                                                                                       **errors})),
@@ -191,14 +273,30 @@ class GroupOffsetHandlers:
         err = self._check_coordinator(req.group_id)
         if err is not None:
             return m.OffsetFetchResponse(err)
+        # KafkaApis.fetchOffsetsForGroup / fetchAllOffsetsForGroup: "clients are not allowed to see offsets for
+        # topics that are not authorized for Describe": the partitions asked of such a topic are answered
+        # TOPIC_AUTHORIZATION_FAILED, and a fetch of all the group's offsets leaves those topics out
+        refused = {}
+        hidden = sorted({t for t, _ in req.partitions if not self.broker._allowed(msg, "TOPIC", t, "DESCRIBE")}) \
+            if req.partitions is not None and self.broker.cluster.authorizer is not None else ()
+        if hidden:
+            self.narrate(f"{self.broker.cluster.principal_of(msg.src)} may not DESCRIBE topic(s) {hidden}: their "
+                         f"offsets are answered TOPIC_AUTHORIZATION_FAILED")
+            refused = {tp: (-1, "", Errors.TOPIC_AUTHORIZATION_FAILED) for tp in req.partitions if tp[0] in hidden}
+            req = dataclasses.replace(req, partitions=tuple(tp for tp in req.partitions if tp not in refused))
+        resp = self._fetch_offsets(msg, req)
+        return dataclasses.replace(resp, offsets={**resp.offsets, **refused}) if refused else resp
+
+    def _fetch_offsets(self, msg, req):
         group = self.manager.get_group(req.group_id)
         if group is None or group.is_state(S.DEAD):
             if req.partitions is None:
                 return m.OffsetFetchResponse(Errors.NONE, {})
             return m.OffsetFetchResponse(Errors.NONE, {tp: (-1, "", Errors.NONE) for tp in req.partitions})
         if req.partitions is None:
+            shown = {t for t, _ in group.offsets if self.broker._allowed(msg, "TOPIC", t, "DESCRIBE")}
             return m.OffsetFetchResponse(Errors.NONE, {tp: (e.offset, e.metadata, Errors.NONE)
-                                                       for tp, e in sorted(group.offsets.items())})
+                                                       for tp, e in sorted(group.offsets.items()) if tp[0] in shown})
         out = {}
         unstable = []
         stable = req.require_stable and "offset-fetch-unstable" not in self.broker.mutations

@@ -23,6 +23,7 @@ class Errors(IntEnum):
     BROKER_NOT_AVAILABLE = 8
     REPLICA_NOT_AVAILABLE = 9
     MESSAGE_TOO_LARGE = 10
+    OFFSET_METADATA_TOO_LARGE = 12
     NETWORK_EXCEPTION = 13
     COORDINATOR_LOAD_IN_PROGRESS = 14
     COORDINATOR_NOT_AVAILABLE = 15
@@ -131,6 +132,7 @@ _DESCRIPTIONS = {
     Errors.DUPLICATE_SEQUENCE_NUMBER: "the batch is a duplicate of one already written",
     Errors.INVALID_PRODUCER_EPOCH: "the producer's epoch is older than the one the broker knows",
     Errors.INVALID_TXN_STATE: "the request is not legal in the transaction's current state",
+    Errors.OFFSET_METADATA_TOO_LARGE: "the offset's metadata is longer than offset.metadata.max.bytes",
     Errors.INVALID_PRODUCER_ID_MAPPING: "the producer id does not belong to this transactional.id",
     Errors.INVALID_TRANSACTION_TIMEOUT: "transaction.timeout.ms is larger than the broker's transaction.max.timeout.ms",
     Errors.CONCURRENT_TRANSACTIONS: "the coordinator is still completing an earlier state change for this transactional.id",

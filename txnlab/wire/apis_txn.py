@@ -45,14 +45,19 @@ def decode_txn_offset_commit(body, version, door):
                for t in body.topics for p in t.partitions}
     return m.TxnOffsetCommitRequest(body.transactional_id, body.group_id, body.producer_id, body.producer_epoch,
                                     get(body, "generation_id", -1), get(body, "member_id", ""),
-                                    get(body, "group_instance_id"), offsets), None
+                                    get(body, "group_instance_id"), offsets, version), None
 
 
 def encode_txn_offset_commit(resp, body, version, state, door, cls):
     Topic = nested(cls, "topics")
     Part = nested(Topic, "partitions")
+
+    def error(tp):
+        e = resp.errors.get(tp, Errors.UNKNOWN_SERVER_ERROR)
+        # KafkaApis.handleTxnOffsetCommitRequest's sendResponse: a client older than 2.0 (v0, v1) may crash on
+        # COORDINATOR_LOAD_IN_PROGRESS (KAFKA-7296); it is told COORDINATOR_NOT_AVAILABLE
+        return Errors.COORDINATOR_NOT_AVAILABLE if version < 2 and e == Errors.COORDINATOR_LOAD_IN_PROGRESS else e
     return build(cls, topics=tuple(
         build(Topic, name=t.name, partitions=tuple(
-            build(Part, partition_index=p.partition_index,
-                  error_code=resp.errors.get((t.name, p.partition_index), Errors.UNKNOWN_SERVER_ERROR))
+            build(Part, partition_index=p.partition_index, error_code=error((t.name, p.partition_index)))
             for p in t.partitions)) for t in body.topics))

@@ -44,13 +44,14 @@ VERSIONS: dict[int, tuple[str, int, int]] = {
     24: ("AddPartitionsToTxn", 0, 3),
     25: ("AddOffsetsToTxn", 0, 3),
     26: ("EndTxn", 0, 4),
-    28: ("TxnOffsetCommit", 0, 3),
+    28: ("TxnOffsetCommit", 0, 4),      # (v4: TRANSACTION_ABORTABLE understood, KIP-890; its last version before TV2)
     61: ("DescribeProducers", 0, 0),
     65: ("DescribeTransactions", 0, 0),
     66: ("ListTransactions", 0, 2),
 }
 # transaction.version 2 (KIP-890 part 2): the versions a TV2 client needs, advertised on a TV2 cluster only
-TV2_VERSIONS: dict[int, int] = {0: 12, 22: 5, 25: 4, 26: 5, 28: 4}
+# (TxnOffsetCommit v5: the group coordinator adds the offsets partition, the client sends no AddOffsetsToTxn)
+TV2_VERSIONS: dict[int, int] = {0: 12, 22: 5, 25: 4, 26: 5, 28: 5}
 
 
 def versions(transaction_version: int) -> dict[int, tuple[str, int, int]]:

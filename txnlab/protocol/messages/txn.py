@@ -130,6 +130,12 @@ class TxnOffsetCommitRequest:
     member_id: str
     group_instance_id: Optional[str]
     offsets: dict                       # tp -> (offset, metadata)
+    # the TxnOffsetCommit version the client sent, which says what the group coordinator's KIP-890 check may do
+    # (Kafka's AddPartitionsToTxnManager.txnOffsetCommitRequestVersionToTransactionSupportedOperation): v5+ adds
+    # the group's offsets partition to the transaction (transaction.version 2), v4 only verifies it and understands
+    # TRANSACTION_ABORTABLE, v3 and older (librdkafka's) neither.  -1: the newest the cluster's transaction.version
+    # lets a client send (5 with transaction.version 2, else 4: the Java client's TxnOffsetCommitRequest.Builder)
+    api_version: int = -1
 
     def describe(self) -> str:
         return (f"{self.transactional_id!r} group {self.group_id!r} pid {self.producer_id} epoch {self.producer_epoch} "
