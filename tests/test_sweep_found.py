@@ -375,3 +375,20 @@ def test_the_held_leader_and_isr_under_transaction_version_2():
         {"kind": "partition", "node": "broker-2", "others": ["controller"], "ms": 5000, "at": 1418}])
     assert res.ok, res.violations
     assert res.cluster.trace.filter(contains="is older and is not applied")
+
+
+@pytest.mark.parametrize("workload", ["copier", "bank-transfer"])
+def test_a_fetch_answer_held_by_the_network_is_ignored_once_the_partition_moved_on(workload):
+    """Seed 412174 (transaction.version 2, Java dialect; copier and bank-transfer): broker 1's fetch of
+    __transaction_state-0 from broker 2 (offset 12, leader epoch 0) was held by a 5 s network partition.  Meanwhile
+    the partition's leadership moved to broker 0, which crashed, and came back to broker 2 in leader epoch 2, and
+    broker 1's log reached offset 16.  The held answer then arrived and broker 1 appended it below its log end: a
+    ValueError escaped the engine (crash).  A fetcher processes only an answer fetched at the offset and in the
+    leader epoch it fetches at now (AbstractFetcherThread.processFetchRequest)."""
+    res = _run(412174, RunConfig(workload=workload, faults="all", records=50, transaction_version=2, dialect="java",
+                                 trace=True), [
+        {"kind": "partition", "node": "broker-1", "others": ["broker-2"], "ms": 5000, "at": 799},
+        {"kind": "move-leaders", "node": "broker-2", "at": 957},
+        {"kind": "crash", "api": "AddPartitionsToTxn", "side": "dst", "ms": 3000, "at": 1256}])
+    assert res.ok, res.violations
+    assert res.cluster.trace.filter(contains="ignores this answer: it fetched offset")

@@ -157,12 +157,23 @@ class ReplicaFetcher:
         now = b.kernel.now
         trouble = False
         dirty = self._dirty
+        requested = self._session_view if resp.session_id > 0 else self._sent    # what the request fetched
         for tp, d in resp.partitions.items():
             p = self.partitions.get(tp)
             if p is None or p.is_leader:
                 continue
             dirty[tp] = None
             log = p.log
+            fp = requested.get(tp)
+            if fp is None or fp.fetch_offset != log.log_end_offset or fp.current_leader_epoch != p.leader_epoch:
+                # AbstractFetcherThread.processFetchRequest: "It's possible that a partition is removed and re-added
+                # or truncated when there is a pending fetch request": only an answer fetched at the offset and in
+                # the leader epoch the partition is fetched at now is processed (a late one, held by the network
+                # while the partition moved away and back, is not)
+                b.narrate(f"{p.name}: follower {b.broker_id} ignores this answer: it fetched "
+                          f"{'nothing' if fp is None else f'offset {fp.fetch_offset} in leader epoch {fp.current_leader_epoch}'}"
+                          f", and the partition is now at offset {log.log_end_offset} in leader epoch {p.leader_epoch}")
+                continue
             if d.error != _NONE:
                 trouble = True
                 # Kafka's fetcher leaves a partition in error out of its requests until its retry, so the fetch
