@@ -167,11 +167,18 @@ class Controller(TopicChanges, Node):
         offset, maybeUpdateControlledShutdownOffset)."""
         self.append_record()
         self.shutting_down[broker_id] = self.metadata_offset
-        self.narrate(f"controller: broker {broker_id} asks to shut down and still leads partitions: controlled "
-                     f"shutdown -- it leaves every ISR and its partitions get new leaders")
-        self.kernel.current.background = False
-        changed = self._without(broker_id)
+        led = [tp for tp, s in self.states.items() if s.leader == broker_id]
+        changed = self._without(broker_id, quiet=True)
         self.shutting_down[broker_id] = self.metadata_offset
+        by_leader: dict = {}
+        for s in changed:
+            if (s.topic, s.partition) in led and s.leader >= 0:
+                by_leader.setdefault(s.leader, []).append(s.topic)
+        moved = "; ".join(f"broker {b} now leads " + ", ".join(f"{topics.count(t)} of {t}" for t in sorted(set(topics)))
+                          for b, topics in sorted(by_leader.items()))
+        self.narrate(f"controller: broker {broker_id} asks to shut down and leads {len(led)} partition(s): controlled "
+                     f"shutdown -- it leaves every ISR and its partitions get new leaders ({moved or 'none could'})")
+        self.kernel.current.background = False
         self._publish(changed, brokers_changed=True)
 
     def _may_shut_down(self, broker_id: int) -> bool:
@@ -218,13 +225,13 @@ class Controller(TopicChanges, Node):
         self.kernel.current.background = False
         self._publish(self._without(broker_id), brokers_changed=True)
 
-    def _without(self, broker_id: int) -> list:
+    def _without(self, broker_id: int, quiet: bool = False) -> list:
         """generateLeaderAndIsrUpdates with ``broker_id`` to remove: a new leader where it led, out of every other
         ISR it is in (unless it is the last member)."""
         changed = []
         for tp, s in sorted(self.states.items()):
             if s.leader == broker_id:
-                changed.append(self._elect(tp, exclude=broker_id))
+                changed.append(self._elect(tp, exclude=broker_id, quiet=quiet))
             elif broker_id in s.isr and len(s.isr) > 1:
                 changed.append(self._with(s, isr=tuple(r for r in s.isr if r != broker_id)))
         return changed
@@ -260,7 +267,8 @@ class Controller(TopicChanges, Node):
             v = self.cluster.broker_config["unclean.leader.election.enable"]
         return bool(v) or "unclean-election" in self.cluster.mutations
 
-    def _elect(self, tp, exclude) -> m.PartitionState:
+    def _elect(self, tp, exclude, quiet: bool = False) -> m.PartitionState:
+        """A new leader for ``tp`` from its live ISR (``quiet``: the caller sums the clean elections up)."""
         s = self.states[tp]
         live = self._active() - ({exclude} if exclude is not None else set())
         candidates = [r for r in s.replicas if r in s.isr and r in live]
@@ -268,8 +276,9 @@ class Controller(TopicChanges, Node):
         if candidates:
             leader = candidates[0]
             isr = tuple(r for r in s.isr if r in live) or (leader,)
-            self.narrate(f"controller elected broker {leader} leader of {name} from the ISR "
-                         f"(leader epoch {s.leader_epoch + 1})")
+            if not quiet:
+                self.narrate(f"controller elected broker {leader} leader of {name} from the ISR "
+                             f"(leader epoch {s.leader_epoch + 1})")
             return self._with(s, leader=leader, leader_epoch=s.leader_epoch + 1, isr=isr)
         unclean = [r for r in s.replicas if r in live]
         if unclean and self._unclean_allowed(tp[0]) and not tp[0].startswith("__transaction_state"):
