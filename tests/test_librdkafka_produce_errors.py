@@ -172,3 +172,23 @@ def test_records_queued_behind_a_failed_batch_are_purged(dialect):
     assert got[b"small"] == ((KafkaError._PURGE_QUEUE, False) if dialect == "librdkafka" else
                              (Errors.MESSAGE_TOO_LARGE, True))
     assert read_all(c, "t") == []
+
+
+def test_librdkafka_rewound_sequence_is_fatal():
+    """A refusal of a batch below the next sequence to be acknowledged ("rewound sequence number") is fatal too.
+    (Here the producer's own bookkeeping is moved on while the batch is in flight.)"""
+    c = Cluster(brokers=1, seed=1)
+    c.create_topic("t")
+    p = Producer({"bootstrap.servers": c.bootstrap, "enable.idempotence": True})
+    for i in range(3):
+        p.produce("t", value=b"a%d" % i)
+    p.flush()
+    forget_sequences(c, p)
+    p.produce("t", value=b"after")
+    c.run_until(lambda: any(m.api == "Produce" and not m.is_response for m in c.in_flight()), 1_000)
+    p.transaction_manager.seq(("t", 0)).last_acked_sequence = 5
+    with pytest.raises(KafkaException) as raised:
+        p.flush()
+    err = raised.value.args[0]
+    assert (err.code(), err.fatal()) == (OOS, True)
+    assert "with rewound sequence number on broker 0" in err.str() and "base seq 3 < next seq 6" in err.str()
