@@ -467,6 +467,15 @@ assert [(b.producer_epoch, b.base_sequence) for b in idem.log("t", 0).batches] =
     [(0, 0), (1, 0), (1, 1), (1, 2), (1, 3), (1, 4)]
 assert not plain.trace.filter(contains="OUT_OF_ORDER_SEQUENCE_NUMBER")          # no sequence numbers, no gap
 
+# %% [markdown]
+# Two neighbours of this case end differently with librdkafka. A **transactional** producer cannot bump
+# its epoch on its own: the same gap fails its transaction, `commit_transaction()` raises an abortable
+# `OUT_OF_ORDER_SEQUENCE_NUMBER`, and `abort_transaction()` asks the transaction coordinator for the next
+# epoch (Kafka's Java client retries and commits). And if the leader refuses the batch **right after the
+# last one it acknowledged**, the producer and the broker disagree about what was written: librdkafka
+# stops the producer with a **fatal** error (Kafka's Java client bumps the epoch and sends the batch
+# again, or in a transaction has it aborted).
+
 
 # %% [markdown]
 # ## 5 · The broker remembers five batches

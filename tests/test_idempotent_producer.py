@@ -128,13 +128,13 @@ def test_unknown_producer_is_accepted_with_any_sequence():
     assert raw.produce("t", 0, [b"a"], pid=4000, epoch=0, seq=17).error == Errors.NONE
 
 
-def test_client_bumps_epoch_when_the_broker_lost_its_state():
+def test_java_client_bumps_epoch_when_the_broker_lost_its_state():
     """KIP-360: OUT_OF_ORDER for the batch right after the last acked one means the broker
-    forgot us (here: the partition leader lost its producer state); the client bumps its epoch
-    locally and resends from sequence 0."""
+    forgot us (here: the partition leader lost its producer state); Kafka's Java client bumps its epoch
+    locally and resends from sequence 0.  (librdkafka makes it a fatal error: tests/test_librdkafka_produce_errors.py.)"""
     c = Cluster(brokers=1, seed=1)
     c.create_topic("t")
-    p = Producer({"bootstrap.servers": c.bootstrap, "enable.idempotence": True})
+    p = Producer({"bootstrap.servers": c.bootstrap, "enable.idempotence": True, "sim.client.dialect": "java"})
     for i in range(3):
         p.produce("t", value=b"a%d" % i)
     p.flush()

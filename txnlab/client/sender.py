@@ -4,7 +4,8 @@ Owns when a batch is sent (linger, flush, retries with backoff), sequence
 assignment at drain time, at most ``max.in.flight.requests.per.connection``
 requests per broker, the handling of every Produce error as Kafka's client
 does (retry, OUT_OF_ORDER_SEQUENCE_NUMBER, the KIP-360 epoch bump, abortable
-and fatal errors), delivery timeouts, and the transactional request queue
+and fatal errors; librdkafka's own rules for an idempotent or transactional
+producer are librdkafka_produce.py's), delivery timeouts, and the transactional request queue
 (FindCoordinator, InitProducerId, AddPartitionsToTxn, AddOffsetsToTxn,
 TxnOffsetCommit, EndTxn), one request in flight at a time, by priority.
 """
@@ -19,6 +20,7 @@ from ..protocol.record_batch import RecordBatch
 from .batch_expiry import BatchExpiry
 from .dialect import (EXPIRES_IN_FLIGHT, MSG_TIMEOUT_SCAN_MS, PRODUCE_GAVE_UP, PRODUCE_TIMEOUT, WAKES_AT_BATCH_EXPIRY, Action, check,
                       classify, normalize, seen_as)
+from .librdkafka_produce import LibrdkafkaProduceErrors
 from .message import Message
 from .transaction_manager import S
 from .txn_requests import TransactionalRequests
@@ -28,7 +30,7 @@ from .txn_requests import TransactionalRequests
 _NONE = Errors.NONE
 
 
-class Sender(TransactionalRequests, BatchExpiry):
+class Sender(TransactionalRequests, BatchExpiry, LibrdkafkaProduceErrors):
     def __init__(self, producer) -> None:
         self.p = producer
         self.node = producer._node
@@ -63,11 +65,11 @@ class Sender(TransactionalRequests, BatchExpiry):
         self._scan_origin = self.kernel.now
         self._scan_ev = None
         self._scan_requested = False
-        # librdkafka's idempotent producer: partitions that wait until none of their batches is in flight before
-        # they send again (rd_kafka_idemp_drain_toppar, "drain before retrying"; see _librdkafka_drain)
+        # librdkafka's idempotent and transactional producer: partitions that wait until none of their batches is in
+        # flight before they send again (rd_kafka_idemp_drain_toppar, "drain before retrying"; see _librdkafka_drain)
         # (None: the producer does not follow those rules, which its config decides once: _drains)
-        self._draining: Optional[set] = set() if producer._idempotent and not self.txn.is_transactional \
-            and self.dialect == "librdkafka" and not self.cfg["sim.naive.client"] else None
+        self._draining: Optional[set] = set() if producer._idempotent and self.dialect == "librdkafka" \
+            and not self.cfg["sim.naive.client"] else None
 
     def on_crash(self) -> None:
         self._wakeup_ev = None
@@ -137,10 +139,16 @@ class Sender(TransactionalRequests, BatchExpiry):
         by_node: dict = {}
         linger = self.cfg["linger.ms"]
         need_metadata = False
-        # librdkafka's idempotence state DRAIN_BUMP: no ProduceRequest until every partition has drained and the
-        # epoch is bumped (rd_kafka_idemp_drain_epoch_bump; its broker threads produce only in state ASSIGNED)
+        # librdkafka: no ProduceRequest while the producer drains for an epoch bump (its broker threads produce only
+        # with a PID in idempotence state ASSIGNED: rd_kafka_idemp_drain_epoch_bump), after a fatal error
+        # (rd_kafka_toppar_producer_serve: "Fatal error has been raised, don't produce"), or while its transaction must
+        # be aborted (rd_kafka_txn_may_send_msg: only IN_TRANSACTION or BEGIN_COMMIT).  (Nor, in librdkafka, while it
+        # is being aborted: abort_transaction purges the queues first and a retry answered later waits for its
+        # message.timeout.ms.  The lab sends such a retry before the EndTxn, under the aborted transaction's epoch,
+        # as Kafka's Java client does: a known difference.)
         drains = self._draining is not None
-        held = drains and txn.epoch_bump_required
+        state = txn.state
+        held = drains and (txn.epoch_bump_required or state == S.FATAL_ERROR or state == S.ABORTABLE_ERROR)
         for tp, dq in (() if held else p._acc.batches.items()):
             if not dq:
                 continue
@@ -273,7 +281,7 @@ class Sender(TransactionalRequests, BatchExpiry):
                 elif r.error == _NONE:
                     self._complete(b, _NONE, r.base_offset)
                 else:
-                    self._handle_error(b, Errors(r.error), r.error_message)
+                    self._handle_error(b, Errors(r.error), r.error_message, broker=node)
             self.wakeup(0)
         return cb
 
@@ -352,14 +360,14 @@ class Sender(TransactionalRequests, BatchExpiry):
                 kerr.code(), f"a record of the transaction failed: {kerr.str()}", retriable=False,
                 txn_requires_abort=True))
 
-    def _handle_error(self, b, error: Errors, reason: str, local: bool = False) -> None:
+    def _handle_error(self, b, error: Errors, reason: str, local: bool = False, broker=None) -> None:
         p, txn, tp = self.p, self.txn, b.tp
         name = f"{tp[0]}-{tp[1]}"
         if error in (Errors.NOT_LEADER_OR_FOLLOWER, Errors.UNKNOWN_TOPIC_OR_PARTITION, Errors.NETWORK_EXCEPTION,
                      Errors.LEADER_NOT_AVAILABLE, Errors.FENCED_LEADER_EPOCH, Errors.REQUEST_TIMED_OUT):
             self.node.request_metadata()
         stale_epoch = p._idempotent and (b.producer_epoch != txn.producer_epoch or b.producer_id != txn.producer_id)
-        if self._drains() and not stale_epoch and self._librdkafka_drain(b, error, name):
+        if self._draining is not None and not stale_epoch and self._librdkafka_drain(b, error, reason, name, broker):
             return
         if error == Errors.OUT_OF_ORDER_SEQUENCE_NUMBER and p._idempotent and not stale_epoch:
             s = txn.seq(tp)
@@ -392,47 +400,6 @@ class Sender(TransactionalRequests, BatchExpiry):
                          f"(attempt {b.attempts + 1}, same sequence)")
             return
         self._fail_batch(b, error, reason, timed_out=self._timed_out(b, error, local))
-
-    def _drains(self) -> bool:
-        """Whether the producer follows librdkafka's drain rules (_librdkafka_drain): an idempotent one, not
-        transactional, of the librdkafka dialect.  (librdkafka's transactional producer drains too; the lab's follows
-        the Java client's rules there.)"""
-        return self._draining is not None
-
-    def _librdkafka_drain(self, b, error: Errors, name: str) -> bool:
-        """librdkafka's idempotent producer (rd_kafka_handle_Produce_error, src/rdkafka_request.c).  A batch that will
-        be retried first lets the partition drain: nothing more of it is sent until every request of it in flight
-        has come back ("drain before retrying"), so the retry goes out with what they answered known.  A batch
-        refused with OUT_OF_ORDER_SEQUENCE_NUMBER whose sequence lies past the next one the broker should
-        acknowledge (a request before it failed, R2 behind a failed R1) was not written and cannot be a
-        duplicate: it is queued again without counting a retry, and the producer bumps its own epoch once every
-        partition has drained (rd_kafka_idemp_drain_epoch_bump, "skipped sequence numbers"), then numbers the
-        queued batches from sequence 0 under the new epoch (rd_kafka_idemp_drain_done, rd_kafka_pid_bump).
-        True when it handled ``b``.  (An OUT_OF_ORDER_SEQUENCE_NUMBER at or before the next sequence to be
-        acknowledged is a desynchronization librdkafka makes fatal; the lab keeps the Java client's KIP-360 rules for
-        it, below.)"""
-        txn = self.txn
-        if error == Errors.OUT_OF_ORDER_SEQUENCE_NUMBER:
-            next_ack = txn.seq(b.tp).last_acked_sequence + 1
-            if b.base_sequence <= next_ack or self._expired(b):
-                return False        # (the head of the line, or a rewound sequence: the rules below)
-            b.attempts -= 1         # perr->incr_retry = 0
-            if not txn.epoch_bump_required:
-                self.narrate(f"{self.p.name}: {name} batch seq {b.base_sequence} got OUT_OF_ORDER_SEQUENCE_NUMBER "
-                             f"past the next sequence to be acknowledged ({next_ack}): a request before it failed; "
-                             f"it drains every partition, then bumps its epoch and numbers its batches from 0 again")
-            txn.epoch_bump_required = True
-        elif not self._can_retry(b, error):
-            return False
-        else:
-            self._draining.add(b.tp)
-        self._requeue(b)
-        waits = sum(1 for x in txn.seq(b.tp).in_flight if x.in_flight)
-        self.narrate(f"{self.p.name}: will retry {b.describe()} after {error.name} (attempt {b.attempts + 1}, "
-                     + ("once its epoch is bumped)" if txn.epoch_bump_required else
-                        f"when the partition's {waits} other batch(es) in flight are answered)" if waits else
-                        "same sequence)"))
-        return True
 
     def _requeue(self, b) -> None:
         """Put ``b`` back in its partition's queue for a retry after its exponential backoff (KIP-580)."""
@@ -528,16 +495,20 @@ class Sender(TransactionalRequests, BatchExpiry):
                     s.next_sequence += len(b.values)
             s.in_flight = [b for b in s.in_flight if b.in_flight]
 
-    def purge_queued(self, error: KafkaError) -> None:
+    def purge_queued(self, error: KafkaError, retries: bool = False) -> None:
+        """Fails the records not sent.  ``retries``: the batches waiting for a retry too (librdkafka's purge empties
+        the partition's queue, rd_kafka_toppar_purge_queues: the lab asks for it where no sequence number can be
+        given out again after it, on a fatal error or before an epoch bump); otherwise they stay, as Java's
+        abortUndrainedBatches leaves every batch with a sequence."""
         p = self.p
         waiting, p._unassigned = p._unassigned, []
         for topic, value, key, _part, cb, ts, headers in waiting:
             p.deliver(cb or _noop, error, Message(topic, -1, -1, key, value, headers or None,
                                                   timestamp=(1, ts + self.cfg["sim.clock.epoch.ms"]), error=error))
         for tp, dq in p._acc.batches.items():
-            keep = [b for b in dq if b.in_flight or b.retry]
+            keep = [b for b in dq if b.in_flight or (b.retry and not retries)]
             for b in dq:
-                if not (b.in_flight or b.retry):
+                if not (b.in_flight or (b.retry and not retries)):
                     self._complete(b, error, -1)
             dq.clear()
             dq.extend(keep)

@@ -176,12 +176,19 @@ class TransactionalRequests:
 
     def _abort_undrained(self, kerr) -> None:
         """Records not yet sent can never be part of this transaction now: fail them.  The Java client fails
-        them with the transaction's error (abortUndrainedBatches); librdkafka, on a fatal error, purges its
-        queues (rd_kafka_set_fatal_error0), so their delivery reports say _PURGE_QUEUE."""
+        them with the transaction's error (abortUndrainedBatches); librdkafka purges its queues on a fatal error
+        (rd_kafka_set_fatal_error0) and on an abortable one (rd_kafka_txn_set_abortable_error0:
+        RD_KAFKA_PURGE_F_QUEUE | RD_KAFKA_PURGE_F_ABORT_TXN), so their delivery reports say _PURGE_QUEUE.  (The lab
+        purges librdkafka's batches waiting for a retry too only when no sequence number of theirs can be given out
+        again: after a fatal error, or when the abort will bump the epoch; see purge_queued.)"""
         self.txn.pending_partitions.clear()
-        if kerr.fatal() and self.dialect != "java":
-            kerr = KafkaError(KafkaError._PURGE_QUEUE, f"purged: the producer raised a fatal error ({kerr.name()})")
-        self.purge_queued(kerr)
+        if self.dialect == "java":
+            self.purge_queued(kerr)
+            return
+        self.purge_queued(KafkaError(KafkaError._PURGE_QUEUE, f"purged: the producer raised a fatal error "
+                                     f"({kerr.name()})" if kerr.fatal() else
+                                     f"purged: the transaction must be aborted ({kerr.name()})"),
+                          retries=kerr.fatal() or self._bump_after_end)
 
     def _fail_txn(self, error, where: str) -> KafkaError:
         """An error the transaction cannot retry: fatal or abortable as the client dialect classifies it for
@@ -405,7 +412,8 @@ class TransactionalRequests:
         self._end_commit = commit
         if not commit:
             txn.pending_partitions.clear()
-            self.purge_queued(KafkaError(KafkaError._PURGE_QUEUE, "purged: the transaction was aborted"))
+            self.purge_queued(KafkaError(KafkaError._PURGE_QUEUE, "purged: the transaction was aborted"),
+                              retries=self._bump_after_end and self.dialect != "java")
         self.wakeup(0)
 
     def _maybe_end_txn(self) -> None:
