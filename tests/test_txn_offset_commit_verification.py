@@ -156,3 +156,17 @@ def test_a_client_older_than_v2_is_not_told_coordinator_load_in_progress(version
     resp = m.TxnOffsetCommitResponse({("t", 0): E.COORDINATOR_LOAD_IN_PROGRESS})
     out = encode_txn_offset_commit(resp, body, version, None, None, load_response_schema(28, version))
     assert out.topics[0].partitions[0].error_code == answer
+
+
+@pytest.mark.parametrize("dialect,tv,version", [("librdkafka", 0, 3), ("librdkafka", 2, 3), ("java", 0, 4),
+                                                ("java", 2, 5)])
+def test_the_lab_clients_send_the_version_their_library_sends(dialect, tv, version):
+    """librdkafka sends TxnOffsetCommit v3 at most (rd_kafka_txn_send_TxnOffsetCommitRequest); Java's Builder sends
+    v5 with transaction.version 2, else v4 -- and the group coordinator's check follows that version."""
+    c = lab(tv)
+    p, _, _ = ongoing(c, dialect)
+    group = Consumer({"bootstrap.servers": c.bootstrap, "group.id": "g"}).consumer_group_metadata()
+    p.send_offsets_to_transaction([TopicPartition("t", 0, 1)], group, 10)
+    p.commit_transaction(10)
+    sent = [x.payload.api_version for x in c.network_messages() if x.api == "TxnOffsetCommit" and not x.is_response]
+    assert sent == [version]

@@ -350,10 +350,12 @@ class TransactionalRequests:
 
         def commit_offsets():
             def build():
+                # the version sent: librdkafka's highest is 3 (rd_kafka_txn_send_TxnOffsetCommitRequest); Java's
+                # TxnOffsetCommitRequest.Builder sends 5 with transaction.version 2, else 4
                 return m.TxnOffsetCommitRequest(txn.transactional_id, group_metadata.group_id, txn.producer_id,
                                                 txn.producer_epoch, group_metadata.generation_id,
                                                 group_metadata.member_id, group_metadata.group_instance_id,
-                                                dict(offsets))
+                                                dict(offsets), 5 if tv2 else 4 if self.dialect == "java" else 3)
 
             def handle(resp, err):
                 if err is not None:
