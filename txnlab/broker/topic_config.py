@@ -40,6 +40,7 @@ def check_topic_config(given: dict, replication_factor: int, internal: bool = Fa
         if name in config and not internal and config[name] not in honoured:
             return Errors.INVALID_CONFIG, f"{name}={given[name]} is refused: {why}", {}
     # min.insync.replicas above the replication factor: Kafka accepts it (LogConfig.validateValues checks only
-    # the compaction lags); every acks=all write to the topic then fails with NOT_ENOUGH_REPLICAS.  The lab's
-    # own Cluster.create_topic refuses it with a ConfigException.
+    # the compaction lags), and its partitions then ask for min(min.insync.replicas, replication factor) in-sync
+    # replicas (Partition.effectiveMinIsr; the lab's Partition._apply).  The lab's own Cluster.create_topic
+    # refuses it with a ConfigException.
     return Errors.NONE, "", config
