@@ -288,7 +288,10 @@ class WireBackend(_WallClock, LabBackend):
             fs = self._admin().create_topics([txnlab.admin.NewTopic(name, partitions, rf, config=dict(config))],
                                              operation_timeout=30)
             for f in fs.values():
-                f.result(30)
+                try:
+                    f.result(30)
+                except txnlab.KafkaException as e:     # as confluent-kafka's, so a scenario sees one type
+                    raise confluent_kafka.KafkaException(confluent_kafka.KafkaError(e.args[0].code())) from None
 
     def settle(self) -> None:
         time.sleep(0.1)

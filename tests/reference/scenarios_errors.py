@@ -160,3 +160,20 @@ def txn_min_insync_above_replication_factor(b, o):
     o.call("commit", p.commit_transaction, 30)
     o.read_both("log", t)
     o.producers("producers", t)
+
+
+@scenario()
+def txn_batch_larger_than_segment(b, o):
+    """A batch larger than the topic's segment.bytes (1 MiB, Kafka's least) but within its max.message.bytes:
+    the broker refuses it RECORD_LIST_TOO_LARGE, and the transaction must abort.  Also: CreateTopics refuses a
+    segment.bytes below 1 MiB (INVALID_CONFIG)."""
+    o.call("create.tiny_segments", b.create_topic, b.unique("tiny"), 1, 0, {"segment.bytes": "4096"})
+    t, tid = new_topic(b, "seg", config={"segment.bytes": "1048576", "max.message.bytes": "2000000"}), b.unique("tx")
+    p = in_transaction(b, tid, **{"message.max.bytes": 2_000_000})
+    reports: list = []
+    produce(p, t, ["small"], reports=reports)
+    produce(p, t, ["s" * 1_100_000], reports=reports)
+    o["delivery"] = reports
+    o.call("commit", p.commit_transaction, 30)
+    o.call("abort", p.abort_transaction, 30)
+    o.read_both("log", t)
