@@ -65,7 +65,7 @@ def test_create_topics_errors_carry_kafkas_codes_per_topic():
     assert error_of(got["no partitions"]) == ("TOPIC_EXCEPTION", 17)
     assert error_of(got["zero"]) == ("INVALID_PARTITIONS", 37)
     # min.insync.replicas above the replication factor: Kafka's CreateTopics accepts it (LogConfig checks only
-    # the compaction lags); acks=all writes to it then fail with NOT_ENOUGH_REPLICAS
+    # the compaction lags); acks=all writes then need every replica (Partition.effectiveMinIsr)
     assert got["strict"].result() is None
     assert got["fine"].result() is None
     assert c.topics() == ["exists", "fine", "strict"]

@@ -70,8 +70,9 @@ def _check_contradictions(c: dict, brokers: int) -> None:
                               f"KafkaConfig requires it, to prevent frequent changes in ISR)")
     if c["min.insync.replicas"] > brokers:
         raise ConfigException("min.insync.replicas", f"must not exceed the number of brokers ({brokers}), got "
-                              f"{c['min.insync.replicas']}: no partition could ever have that many in-sync replicas, "
-                              f"so every acks=all write would fail with NOT_ENOUGH_REPLICAS (Kafka itself accepts it)")
+                              f"{c['min.insync.replicas']}: no partition could ever have that many in-sync replicas "
+                              f"(Kafka itself accepts it and quietly asks each partition for at most its replication "
+                              f"factor: Partition.effectiveMinIsr)")
 
 class Cluster(Lab):
     """A simulated Kafka cluster running inside this Python process.

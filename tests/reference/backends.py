@@ -47,11 +47,13 @@ class Backend:
         return f"{base}-{self.run_id}"
 
     # ---- what every scenario may use beside the clients
-    def create_topic(self, name: str, partitions: int = 1, replication_factor: int = 0) -> None:
+    def create_topic(self, name: str, partitions: int = 1, replication_factor: int = 0,
+                     config: dict | None = None) -> None:
+        """CreateTopics; ``config``: the topic's overrides (values as text, e.g. {"max.message.bytes": "1024"})."""
         rf = replication_factor or self.brokers
         admin = self.AdminClient({"bootstrap.servers": self.bootstrap})
-        fs = admin.create_topics([self.admin.NewTopic(name, num_partitions=partitions, replication_factor=rf)],
-                                 operation_timeout=30)
+        fs = admin.create_topics([self.admin.NewTopic(name, num_partitions=partitions, replication_factor=rf,
+                                                      config=dict(config or {}))], operation_timeout=30)
         for f in fs.values():
             f.result(30)
         self.wait_topic(name, partitions)
@@ -285,8 +287,22 @@ class WireBackend(_WallClock, LabBackend):
     def _group_admin(self):
         return self._admin()
 
-    def create_topic(self, name: str, partitions: int = 1, replication_factor: int = 0) -> None:
-        self.cluster.create_topic(name, partitions=partitions, replication_factor=replication_factor or self.brokers)
+    def create_topic(self, name: str, partitions: int = 1, replication_factor: int = 0,
+                     config: dict | None = None) -> None:
+        """In-process; a topic with overrides through the lab's CreateTopics (checked as Kafka's broker checks
+        them, where ``Cluster.create_topic`` refuses some that Kafka accepts, e.g. min.insync.replicas > RF)."""
+        rf = replication_factor or self.brokers
+        if not config:
+            self.cluster.create_topic(name, partitions=partitions, replication_factor=rf)
+            return
+        with self._locked():
+            fs = self._admin().create_topics([txnlab.admin.NewTopic(name, partitions, rf, config=dict(config))],
+                                             operation_timeout=30)
+            for f in fs.values():
+                try:
+                    f.result(30)
+                except txnlab.KafkaException as e:     # as confluent-kafka's, so a scenario sees one type
+                    raise confluent_kafka.KafkaException(confluent_kafka.KafkaError(e.args[0].code())) from None
 
     def settle(self) -> None:
         time.sleep(0.1)

@@ -124,10 +124,10 @@ def read_partition(b, topic: str, partition: int, isolation: str, config: dict |
     return {"records": records, "position": position, "high": high}
 
 
-def new_topic(b, base: str, partitions: int = 1) -> str:
-    """A topic no earlier scenario used, created with ``partitions`` partitions."""
+def new_topic(b, base: str, partitions: int = 1, config: dict | None = None) -> str:
+    """A topic no earlier scenario used, created with ``partitions`` partitions (and ``config``'s overrides)."""
     t = b.unique(base)
-    b.create_topic(t, partitions)
+    b.create_topic(t, partitions, config=config)
     return t
 
 

@@ -68,7 +68,8 @@ class Partition:
         self._isr_followers: tuple = ()
         self.delayed: list[DelayedProduce] = []
         self.config: dict = {}
-        # the topic's min.insync.replicas, else the broker's: a field set with the config (read on every fetch)
+        # the topic's min.insync.replicas, else the broker's, at most the replication factor: a field set with the
+        # config (read on every fetch)
         self.min_insync_replicas: int = broker.config["min.insync.replicas"]
         # len(isr) < min_insync_replicas: a field set with both (read by every HW check: no len() call)
         self._isr_too_small = 0 < self.min_insync_replicas
@@ -131,7 +132,10 @@ class Partition:
         self._replica_names = {r: broker_name(r) for r in self.replicas}    # read while a follower lags
         self.config = dict(state.config)
         v = self.config.get("min.insync.replicas")
-        self.min_insync_replicas = v if v is not None else self.broker.config["min.insync.replicas"]
+        v = v if v is not None else self.broker.config["min.insync.replicas"]
+        # Kafka's Partition.effectiveMinIsr (4.1.1 core/.../cluster/Partition.scala): min(min.insync.replicas,
+        # replication factor), so a setting above the replication factor asks for every replica, not more
+        self.min_insync_replicas = min(v, len(self.replicas)) if self.replicas else v
         self._isr_too_small = len(self.isr) < self.min_insync_replicas
         self.log.update_topic_config(self.config)     # topic configs changed by an admin apply at once
         self._note_isr_followers()

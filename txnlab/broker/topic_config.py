@@ -6,7 +6,7 @@ IncrementalAlterConfigs: an unknown key is INVALID_CONFIG ("Unknown topic config
 says); a value breaking the key's rule is INVALID_CONFIG naming the key and the rule; and a setting the
 engine could not honour (compaction, time retention) is refused the same way rather than silently ignored.
 Honoured: ``min.insync.replicas`` (acks=all and the HW), ``unclean.leader.election.enable`` (elections),
-``segment.bytes`` (segment rolls and RECORD_LIST_TOO_LARGE), ``max.message.bytes`` (MESSAGE_TOO_LARGE
+``segment.bytes`` (segment rolls and RECORD_LIST_TOO_LARGE; at least 1 MiB, as in Kafka), ``max.message.bytes`` (MESSAGE_TOO_LARGE
 for a larger batch, Kafka's ``UnifiedLog.analyzeAndValidateRecords``).
 """
 from __future__ import annotations
@@ -14,6 +14,12 @@ from __future__ import annotations
 from ..config import TOPIC, resolve
 from ..errors import ConfigException
 from ..protocol.errors import Errors
+
+# Kafka's least segment.bytes for a topic (4.1.1 org/apache/kafka/storage/internals/log/LogConfig.java:
+# define(SEGMENT_BYTES_CONFIG, INT, DEFAULT_SEGMENT_BYTES, atLeast(1024 * 1024), ...)).  CreateTopics and
+# AlterConfigs refuse less, as Kafka does; the lab's own Cluster.create_topic takes smaller segments for its
+# demonstrations (Kafka's tests use internal.segment.bytes for that).
+KAFKA_MIN_SEGMENT_BYTES = 1024 * 1024
 
 # What the engine cannot do, by key: the value it can honour, and why the others are refused.
 NOT_HONOURED = {
@@ -36,10 +42,14 @@ def check_topic_config(given: dict, replication_factor: int, internal: bool = Fa
     except ConfigException as e:
         return Errors.INVALID_CONFIG, f"Invalid value {given.get(e.key)!r} for configuration {e.key}: {e.message}", {}
     config = {k: resolved[k] for k, v in given.items() if v is not None}
+    if not internal and config.get("segment.bytes", KAFKA_MIN_SEGMENT_BYTES) < KAFKA_MIN_SEGMENT_BYTES:
+        return (Errors.INVALID_CONFIG, f"Invalid value {given['segment.bytes']} for configuration segment.bytes: "
+                                       f"Value must be at least {KAFKA_MIN_SEGMENT_BYTES}", {})
     for name, (honoured, why) in NOT_HONOURED.items():
         if name in config and not internal and config[name] not in honoured:
             return Errors.INVALID_CONFIG, f"{name}={given[name]} is refused: {why}", {}
     # min.insync.replicas above the replication factor: Kafka accepts it (LogConfig.validateValues checks only
-    # the compaction lags); every acks=all write to the topic then fails with NOT_ENOUGH_REPLICAS.  The lab's
-    # own Cluster.create_topic refuses it with a ConfigException.
+    # the compaction lags), and its partitions then ask for min(min.insync.replicas, replication factor) in-sync
+    # replicas (Partition.effectiveMinIsr; the lab's Partition._apply).  The lab's own Cluster.create_topic
+    # refuses it with a ConfigException.
     return Errors.NONE, "", config
