@@ -1,7 +1,7 @@
 """AdminClient transaction tools (KIP-664) and the ACL authorizer's errors."""
 import pytest
 
-from txnlab import Cluster, Consumer, KafkaException, Producer, TopicPartition
+from txnlab import Cluster, Consumer, KafkaError, KafkaException, Producer, TopicPartition
 from txnlab.admin import AdminClient, NewTopic
 
 CFG = {"transaction.state.log.num.partitions": 3, "offsets.topic.num.partitions": 3,
@@ -63,11 +63,16 @@ def test_topic_write_without_acl_aborts_the_transaction():
     p = Producer({"bootstrap.servers": c.bootstrap, "transactional.id": "app-1", "sasl.username": "alice"})
     p.init_transactions()
     p.begin_transaction()
-    p.produce("out", value=b"x")
+    reports = []
+    p.produce("out", value=b"x", on_delivery=lambda err, msg: reports.append(err))
     with pytest.raises(KafkaException) as e:
         p.commit_transaction()
-    assert e.value.error.txn_requires_abort()
-    assert "TOPIC_AUTHORIZATION_FAILED" in str(e.value)
+    # librdkafka: the topic's Metadata error fails the record (rd_kafka_topic_assign_uas) and only counts it
+    # (txn_dr_fails); the commit is refused for it (rd_kafka_txn_op_commit_transaction)
+    assert e.value.error.txn_requires_abort() and e.value.error.code() == KafkaError._INCONSISTENT
+    assert "1 message(s) failed delivery" in str(e.value)
+    p.poll(0)
+    assert [r.name() for r in reports] == ["TOPIC_AUTHORIZATION_FAILED"]
     p.abort_transaction()
     c.add_acl("User:alice", "TOPIC", "out", "WRITE")
     # Metadata refused 'out' (no DESCRIBE): librdkafka keeps the topic in its error state, refusing produce(),

@@ -198,3 +198,41 @@ def test_a_record_lost_with_its_connection_is_reported_in_the_dialects_words(dia
     p.flush()
     assert [(e.code(), e.str()) for e in reports] == [(code, text)]
     assert [r.value for b in c.log("t", 0).batches for r in b.records] == [b"x"]
+
+
+def test_a_topic_that_never_appears_fails_its_records_and_the_commit_after_the_propagation_time():
+    """rd_kafka_topic_set_notexists: once topic.metadata.propagation.max.ms has passed since the topic was first
+    produced to, a Metadata answer without it marks it non-existent: its waiting record fails with
+    UNKNOWN_TOPIC_OR_PART, produce() to it raises _UNKNOWN_TOPIC, and the failure is only counted (txn_dr_fails),
+    so the transaction stays open and commit_transaction() refuses with _INCONSISTENT, abortable."""
+    c = cluster(**{"auto.create.topics.enable": False})
+    p = Producer({"bootstrap.servers": c.bootstrap, "transactional.id": "app-1",
+                  "topic.metadata.propagation.max.ms": 1000})
+    p.init_transactions()
+    p.begin_transaction()
+    reports = []
+    p.produce("ghost", value=b"x", on_delivery=lambda err, msg: reports.append((c.now, err)))
+    p.produce("t", value=b"y", on_delivery=lambda err, msg: reports.append((c.now, err)))
+    start = c.now
+    p.flush(10)
+    by_error = {None if e is None else e.name(): at for at, e in reports}
+    assert set(by_error) == {None, "UNKNOWN_TOPIC_OR_PART"}
+    assert by_error["UNKNOWN_TOPIC_OR_PART"] - start >= 1000
+    assert c.transaction_state("app-1")["state"] == "Ongoing"
+    with pytest.raises(KafkaException) as e:
+        p.produce("ghost", value=b"again")
+    assert e.value.args[0].code() == KafkaError._UNKNOWN_TOPIC
+    with pytest.raises(KafkaException) as e:
+        p.produce("t", value=b"z", partition=3)          # rd_kafka_msg_partitioner: no such partition
+    assert e.value.args[0].code() == KafkaError._UNKNOWN_PARTITION and not e.value.args[0].retriable()
+    with pytest.raises(KafkaException) as e:
+        p.commit_transaction()
+    err = e.value.args[0]
+    assert (err.code(), err.txn_requires_abort()) == (KafkaError._INCONSISTENT, True)
+    assert str(err.str()).startswith("1 message(s) failed delivery")
+    p.abort_transaction()
+    p.begin_transaction()
+    p.produce("t", value=b"next")
+    p.commit_transaction()
+    c.run_until_idle()
+    assert c.transaction_state("app-1")["state"] == "CompleteCommit"

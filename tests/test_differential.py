@@ -38,60 +38,6 @@ KNOWN_DIFFERENCES: dict = {
 # it, on real Kafka, with txnlab's client under sim.client.dialect=java.)
 KNOWN_RULES: list = []
 
-# TODO(lead): client differences the error scenarios (reference/scenarios_errors.py) found; librdkafka through the
-# listener agrees with Kafka on all of them, so the engine is not the cause.
-_SEQ_GAP = (
-    "TODO(lead): client difference. After a batch of the transaction failed (MSG_SIZE_TOO_LARGE) and the abort, "
-    "librdkafka keeps numbering (the next record's sequence skips the failed one) and the broker answers "
-    "OUT_OF_ORDER_SEQUENCE_NUMBER: librdkafka takes it as 'skipped sequence numbers' (rdkafka_request.c "
-    "rd_kafka_handle_idempotent_Produce_error, OUT_OF_ORDER_SEQUENCE_NUMBER, r > 0 -> rd_kafka_idemp_drain_epoch_bump "
-    "-> rd_kafka_txn_set_abortable_error_with_bump, which purges the queue): delivery report _PURGE_QUEUE, commit "
-    "OUT_OF_ORDER_SEQUENCE_NUMBER [txn_requires_abort], the abort bumps the epoch (InitProducerId, KIP-360) and the "
-    "third transaction commits at epoch 1.  txnlab's transactional librdkafka-dialect producer follows the Java "
-    "rules there (Sender._handle_error; _librdkafka_drain is for the idempotent producer only) and retries the "
-    "batch with the same sequence every retry.backoff until message.timeout.ms: no delivery report within the "
-    "flush, commit _TIMED_OUT [retriable], then abort and begin _CONFLICT, produce _STATE, and the coordinator "
-    "aborts the transaction at its timeout")
-_NO_TOPIC = (
-    "TODO(lead): client difference. A record to a topic that does not exist: librdkafka fails it once "
-    "topic.metadata.propagation.max.ms (1 s here) has passed since it first asked (rdkafka_topic.c "
-    "rd_kafka_topic_set_notexists) with UNKNOWN_TOPIC_OR_PART, refuses the next produce() to it at once "
-    "(_UNKNOWN_TOPIC), and only counts the failure (rd_kafka_dr_msgq0's txn_dr_fails), so the transaction stays "
-    "Ongoing and commit_transaction refuses with _INCONSISTENT [txn_requires_abort] ('1 message(s) failed "
-    "delivery'); the abort and a next transaction succeed.  txnlab's client ignores topic.metadata.propagation.max.ms "
-    "(its trace says so): the record waits for metadata until message.timeout.ms (60 s, the transaction timeout), "
-    "so it has no delivery report within the flush, produce() again is accepted, the coordinator aborts the "
-    "transaction at its timeout (epoch 1), the commit raises UNKNOWN_TOPIC_OR_PART [txn_requires_abort] and the "
-    "abort _FENCED [fatal]")
-KNOWN_DIFFERENCES.update({
-    ("txn_produce_refused_by_client", "produce.missing"):
-        "TODO(lead): client difference. produce() to a partition the (known) topic does not have: librdkafka "
-        "raises _UNKNOWN_PARTITION with no class (rdkafka_msg.c rd_kafka_msg_partitioner); txnlab's "
-        "Producer._append raises KafkaError(3) UNKNOWN_TOPIC_OR_PART, retriable",
-    **{("txn_produce_to_missing_topic", k): _NO_TOPIC for k in (
-        "delivery", "produce.again", "failed", "commit", "abort", "next.begin", "next.produce", "next.delivery",
-        "next.commit", "log.rc.records", "log.rc.position", "log.rc.lso", "log.ru.records", "log.ru.position",
-        "log.ru.hw")},
-    **{(name, k): _SEQ_GAP for name in ("txn_record_too_large", "txn_send_offsets_after_failure") for k in (
-        "next.delivery", "next.commit", "next.abort", "third.begin", "third.produce", "third.delivery",
-        "third.commit", "log.rc.records", "log.rc.position", "log.rc.lso", "log.ru.records", "log.ru.position",
-        "log.ru.hw", "producers")},
-})
-
-
-def _dr_flags_only(name: str, key: str, a, b) -> bool:
-    """Delivery reports that differ only in txnlab's error carrying [txn_requires_abort]."""
-    strip = lambda v: [x.replace(" [txn_requires_abort]", "") if isinstance(x, str) else x for x in v]  # noqa: E731
-    return key.endswith("delivery") and isinstance(a, list) and isinstance(b, list) and a == strip(b) and a != b
-
-
-KNOWN_RULES.append((_dr_flags_only,
-    "TODO(lead): client difference. A delivery report's error in txnlab is a KafkaError with txn_requires_abort() "
-    "true (Sender._fail_batch hands the batch's reports the abortable error it moves the transaction with); librdkafka's report carries the bare "
-    "error code (rd_kafka_dr_msgq0 sets rko_err), which confluent-kafka wraps with every class false: the "
-    "abortable state is the producer's, seen at its next transactional call"))
-
-
 # librdkafka itself through the lab's listener: only engine differences remain
 WIRE_KNOWN: dict = {}
 

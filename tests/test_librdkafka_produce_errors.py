@@ -168,7 +168,8 @@ def test_records_queued_behind_a_failed_batch_are_purged(dialect):
     p.abort_transaction()
     p.poll(0)
     got = dict((v[:5], (e.code(), e.txn_requires_abort())) for v, e in out)
-    assert got[b"xxxxx"] == (Errors.MESSAGE_TOO_LARGE, True)
+    # librdkafka's delivery report carries the bare code (rd_kafka_dr_msgq0); Java's callback gets the exception
+    assert got[b"xxxxx"] == (Errors.MESSAGE_TOO_LARGE, dialect != "librdkafka")
     assert got[b"small"] == ((KafkaError._PURGE_QUEUE, False) if dialect == "librdkafka" else
                              (Errors.MESSAGE_TOO_LARGE, True))
     assert read_all(c, "t") == []

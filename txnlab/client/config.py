@@ -39,7 +39,7 @@ HONOURED = frozenset({
     "group.id", "group.instance.id", "partition.assignment.strategy", "session.timeout.ms", "heartbeat.interval.ms",
     "max.poll.interval.ms", "enable.auto.commit", "auto.commit.interval.ms", "enable.auto.offset.store",
     "fetch.wait.max.ms", "fetch.message.max.bytes", "isolation.level", "enable.partition.eof", "auto.offset.reset",
-    "statistics.interval.ms",
+    "statistics.interval.ms", "topic.metadata.propagation.max.ms",
 })
 # confluent-kafka's Python keys: which clients take them and how a bad value fails there.
 PYTHON_KEYS = {

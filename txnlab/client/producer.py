@@ -81,6 +81,8 @@ class Producer:
         self._sticky_batch: dict = {}          # topic -> the open batch of that partition (produce's short path)
         self._unassigned: list = []
         self._topic_refused_at: dict = {}      # librdkafka: topic -> when Metadata refused it (its error state)
+        self._topic_born: dict = {}            # librdkafka: topic -> when it was first produced to (rkt_ts_create)
+        self._topic_gone: set = set()          # librdkafka: topics marked non-existent (RD_KAFKA_TOPIC_S_NOTEXISTS)
         self._closed: Optional[KafkaError] = None
         self._resumable: Optional[tuple] = None   # (call, op) of a transactional call that timed out
         self._partitioner = cfg["partitioner"]
@@ -208,6 +210,11 @@ class Producer:
         if n is None:
             if not isinstance(topic, str):
                 raise TypeError("topic must be a str")
+            if topic in self._topic_gone:
+                # rd_kafka_msg_partitioner: a topic marked non-existent refuses at once
+                raise KafkaException(KafkaError(KafkaError._UNKNOWN_TOPIC, "Unable to produce message: Local: "
+                                                                           "Unknown topic"))
+            self._topic_born.setdefault(topic, self._kernel.now)
             refused = self._topic_refused_at.get(topic)
             if refused is not None and self._kernel.now - refused < TOPIC_SCAN_INTERVAL_MS:
                 # rd_kafka_msg_partitioner: a topic in the error state (rd_kafka_topic_set_error) refuses at once,
@@ -258,8 +265,18 @@ class Producer:
                     self._append(*rec, n)
                 except KafkaException as e:
                     self._unacked += 1
-                    self.sender.record_failed_in_txn(e.error)
+                    self.sender.record_failed_in_txn(e.error, unassigned=True)
                     self.deliver(rec[4], e.error, Message(topic, -1, -1, rec[2], rec[1], error=e.error))
+            elif err == Errors.UNKNOWN_TOPIC_OR_PARTITION and self._dialect == LIBRDKAFKA and \
+                    self._kernel.now - self._topic_born.get(topic, rec[5]) >= \
+                    self._config["topic.metadata.propagation.max.ms"]:
+                # rd_kafka_topic_set_notexists: once topic.metadata.propagation.max.ms has passed since the topic was
+                # first produced to, a Metadata answer without it marks it non-existent and fails its waiting
+                # records (rd_kafka_topic_assign_uas); produce() to it then refuses at once (_UNKNOWN_TOPIC)
+                self._topic_gone.add(topic)
+                kerr = KafkaError(int(err), topic_error_text(self._dialect, err, topic), retriable=False)
+                self.sender.record_failed_in_txn(kerr, unassigned=True)
+                self.deliver(rec[4], kerr, Message(topic, -1, -1, rec[2], rec[1], error=kerr))
             elif err is not None and metadata_topic_action(self._dialect, err) is Action.PERMANENT:
                 # a permanent topic error (invalid, not authorized: dialect.METADATA_TOPIC) fails the waiting
                 # records at once with the broker's error (librdkafka's rd_kafka_topic_assign_uas; Java's
@@ -267,12 +284,12 @@ class Producer:
                 kerr = KafkaError(int(err), topic_error_text(self._dialect, err, topic))
                 if err == Errors.TOPIC_AUTHORIZATION_FAILED and self._dialect == LIBRDKAFKA:
                     self._topic_refused_at[topic] = self._kernel.now
-                self.sender.record_failed_in_txn(kerr)
+                self.sender.record_failed_in_txn(kerr, unassigned=True)
                 self.deliver(rec[4], kerr, Message(topic, -1, -1, rec[2], rec[1], error=kerr))
             elif 0 < self._config["delivery.timeout.ms"] <= self._kernel.now - rec[5]:    # (0: never expires)
                 kerr = KafkaError(KafkaError._MSG_TIMED_OUT if err is None else err,
                                   f"no metadata for topic {topic!r}")
-                self.sender.record_failed_in_txn(kerr)
+                self.sender.record_failed_in_txn(kerr, unassigned=True)
                 self.deliver(rec[4], kerr, Message(topic, -1, -1, rec[2], rec[1], error=kerr))
             else:
                 self._unassigned.append(rec)
@@ -287,6 +304,9 @@ class Producer:
         if partition is None or partition < 0:
             partition = self._partition_for(topic, key, n)
         elif partition >= n:
+            if self._dialect == LIBRDKAFKA:     # rd_kafka_msg_partitioner: a partition the known topic does not have
+                raise KafkaException(KafkaError(KafkaError._UNKNOWN_PARTITION, f"Unable to produce message: Local: "
+                                                f"Unknown partition ({topic} has {n} partitions)"))
             raise KafkaException(KafkaError(3, f"partition {partition} of {topic} does not exist ({n} partitions)"))
         tp = (topic, partition)
         size = RECORD_OVERHEAD + (len(value) if value else 0) + (len(key) if key else 0)
@@ -446,6 +466,7 @@ class Producer:
         self._note(f"{self.name} calls begin_transaction()")
         txn.transition(S.IN_TRANSACTION)
         txn.transaction_started = False
+        txn.dr_fails = 0
 
     def send_offsets_to_transaction(self, positions, group_metadata, timeout: Optional[float] = None, /) -> None:
         txn = self._txn

@@ -347,11 +347,19 @@ class Sender(TransactionalRequests, BatchExpiry, LibrdkafkaProduceErrors):
             return True
         return (error.retriable or local) and self._expired(b)
 
-    def record_failed_in_txn(self, kerr: KafkaError) -> None:
+    def record_failed_in_txn(self, kerr: KafkaError, unassigned: bool = False) -> None:
         """A record of the open transaction failed (expired, rejected, no metadata): the transaction can no
         longer commit what the application produced, so it must abort (Java's TransactionManager
-        .handleFailedBatch / maybeTransitionToErrorState; librdkafka likewise)."""
+        .handleFailedBatch / maybeTransitionToErrorState).  librdkafka fails a record that never reached a
+        partition (``unassigned``: no metadata, a topic error) without an abortable error: it counts it
+        (rd_kafka_dr_msgq0's txn_dr_fails), and commit_transaction() refuses once the records are flushed."""
         txn = self.txn
+        if unassigned and self.dialect == "librdkafka":
+            if txn.is_transactional and kerr.code() != KafkaError._PURGE_QUEUE:
+                txn.dr_fails += 1
+                if txn.state == S.COMMITTING_TRANSACTION:
+                    self.wakeup(0)          # a commit waiting for this record goes on (and is refused)
+            return
         if txn.is_transactional and kerr.code() != KafkaError._PURGE_QUEUE and not kerr.fatal() and \
                 txn.state in (S.IN_TRANSACTION, S.COMMITTING_TRANSACTION):
             self.narrate(f"{self.p.name}: a record of the transaction failed ({kerr.name()}): "
@@ -448,13 +456,16 @@ class Sender(TransactionalRequests, BatchExpiry, LibrdkafkaProduceErrors):
                 self.narrate(f"{p.name}: a record of the transaction failed ({error.name}); {self._reaction(error, kerr)}: "
                              + ("the producer is now in FATAL_ERROR" if fatal else "the transaction must be aborted"))
                 txn.transition(S.FATAL_ERROR if fatal else S.ABORTABLE_ERROR, kerr)
-            if code == KafkaError._FENCED and self.dialect == "librdkafka":
-                # the records are reported with the broker's own error (INVALID_PRODUCER_EPOCH, PRODUCER_FENCED),
-                # not fatal: rd_kafka_handle_Produce_error raises the fatal _FENCED for the producer
-                # (rd_kafka_idemp_set_fatal_error / rd_kafka_txn_set_fatal_error) and leaves the messages' error
-                # as it was (rd_kafka_msgbatch_handle_Produce_result hands it to the delivery report)
-                kerr = KafkaError(int(error))
-            self._complete(b, kerr, -1)
+            report = kerr
+            if self.dialect == "librdkafka":
+                # A delivery report carries the bare error code (rd_kafka_dr_msgq0 sets rko_err; confluent-kafka
+                # wraps it with every class false): the abortable or fatal state is the producer's, seen at its next
+                # call.  A fenced producer's records keep the broker's own error (INVALID_PRODUCER_EPOCH,
+                # PRODUCER_FENCED): rd_kafka_handle_Produce_error raises the fatal _FENCED for the producer
+                # (rd_kafka_idemp_set_fatal_error / rd_kafka_txn_set_fatal_error) and leaves the messages' error as
+                # it was (rd_kafka_msgbatch_handle_Produce_result hands it to the delivery report)
+                report = KafkaError(int(error)) if code == KafkaError._FENCED else KafkaError(code, text)
+            self._complete(b, report, -1)
             if moved:
                 self._abort_undrained(kerr)
             if error in (Errors.OUT_OF_ORDER_SEQUENCE_NUMBER, Errors.INVALID_PRODUCER_ID_MAPPING) \

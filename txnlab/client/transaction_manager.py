@@ -72,6 +72,7 @@ class TransactionManager:
         self.producer_epoch = NO_PRODUCER_EPOCH
         self.state = S.UNINITIALIZED
         self.last_error = None                 # KafkaError behind ABORTABLE_ERROR / FATAL_ERROR
+        self.dr_fails = 0                      # librdkafka's txn_dr_fails: records of this transaction reported failed
         self.partitions: dict = {}             # tp -> PartitionSequences
         self.epoch_bump_required = False
         # Java: partitionsWithUnresolvedSequences, tp -> the sequence after a retried batch that expired (its records

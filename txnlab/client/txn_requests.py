@@ -425,8 +425,16 @@ class TransactionalRequests:
         if self.p._acc.has_queued() or self.p._unassigned or txn.has_in_flight() or txn.new_partitions_in_flight \
                 or (self._end_commit and txn.pending_partitions) or self._txn_in_flight:
             return
-        self._end_txn_sent = True
         commit = self._end_commit
+        if commit and txn.dr_fails and self.dialect == "librdkafka":
+            # rd_kafka_txn_op_commit_transaction: "If any messages failed delivery the transaction must be aborted"
+            self.narrate(f"{self.p.name}: {txn.dr_fails} record(s) of the transaction failed delivery: the commit is "
+                         f"refused and the transaction must be aborted")
+            txn.transition(S.ABORTABLE_ERROR, KafkaError(
+                KafkaError._INCONSISTENT, f"{txn.dr_fails} message(s) failed delivery (see individual delivery "
+                                          f"reports)", retriable=False, txn_requires_abort=True))
+            return
+        self._end_txn_sent = True
         if not txn.transaction_started:
             self.narrate(f"{self.p.name}: nothing was added to the transaction; no EndTxn needed")
             self._finish_txn()
