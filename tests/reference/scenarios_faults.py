@@ -45,14 +45,17 @@ def tv1_transaction_timeout_fences(b, o):
     o.call("abort", p.abort_transaction, 30)
 
 
-@scenario("three")
-def coordinator_killed_mid_commit(b, o):
-    t, tid = new_topic(b, "cfail", 2), b.unique("tx")
+def _commit_across_coordinator_loss(b, o, prefix: str, lose, stopped: bool) -> None:
+    """A transaction open on two partitions; its coordinator's broker is lost (``lose``: killed, or stopped by an
+    operator), the commit goes through the new coordinator, the broker comes back and a next transaction commits."""
+    t, tid = new_topic(b, prefix, 2), b.unique("tx")
     p = in_transaction(b, tid)
     produce(p, t, ["a0", "a1"], partition=0)
     produce(p, t, ["b0"], partition=1)
     coordinator = b.coordinator(tid)
-    b.kill(coordinator)
+    lose(coordinator)
+    if stopped:         # (a controlled shutdown moved the coordinator before the broker exited)
+        o["moved"] = b.coordinator(tid) not in (coordinator, -1)
     o.call("commit", p.commit_transaction, 60)
     o.transactions("after", tid)
     for part in range(2):
@@ -62,29 +65,18 @@ def coordinator_killed_mid_commit(b, o):
     produce(p, t, ["c0"])
     o.call("next.commit", p.commit_transaction, 60)
     o.read("final", t, 0)
+
+
+@scenario("three")
+def coordinator_killed_mid_commit(b, o):
+    _commit_across_coordinator_loss(b, o, "cfail", b.kill, stopped=False)
 
 
 @scenario("three")
 def coordinator_stopped_mid_transaction(b, o):
     """An operator stops the coordinator's broker (a controlled shutdown: the controller moves its leaderships
-    first) while a transaction is open on two partitions; the commit goes through the new coordinator, and the
-    broker comes back."""
-    t, tid = new_topic(b, "cstop", 2), b.unique("tx")
-    p = in_transaction(b, tid)
-    produce(p, t, ["a0", "a1"], partition=0)
-    produce(p, t, ["b0"], partition=1)
-    coordinator = b.coordinator(tid)
-    b.stop(coordinator)
-    o["moved"] = b.coordinator(tid) not in (coordinator, -1)
-    o.call("commit", p.commit_transaction, 60)
-    o.transactions("after", tid)
-    for part in range(2):
-        o.read(f"p{part}", t, part)
-    b.restart(coordinator)
-    o.call("next.begin", p.begin_transaction)
-    produce(p, t, ["c0"])
-    o.call("next.commit", p.commit_transaction, 60)
-    o.read("final", t, 0)
+    first) while a transaction is open on two partitions."""
+    _commit_across_coordinator_loss(b, o, "cstop", b.stop, stopped=True)
 
 
 @scenario("three")
