@@ -226,3 +226,23 @@ def test_the_stepper_shuts_a_broker_down_as_a_branch():
         assert s.cluster.transaction_state("tx-orders")["state"] == "CompleteCommit"
     finally:
         s.close()
+
+
+def test_the_faults_panel_s_shut_down_button_shuts_the_chosen_broker_down():
+    """A teacher opens Faults, picks the coordinator's broker and clicks Shut down: a branch with the shutdown;
+    a client process picked instead is refused with a notice, not an exception."""
+    from widgets.stepper_ui import TOOLS
+    s = Stepper("commit-visible-atomically", skip_background=True)
+    try:
+        s.step_until("is now PrepareCommit")
+        s._tools.selected_index = TOOLS.index("Faults")          # what a click on the panel's title does
+        old = f"broker-{s.cluster.transaction_coordinator('tx-orders')}"
+        s._fault_node.value = "producer"
+        s._btn_shutdown.click()
+        assert s.notice.startswith("not applied: producer is not a broker")
+        s._fault_node.value = old
+        s._btn_shutdown.click()
+        assert s.history.branches[s.branch].faults[-1][1].kind == "shutdown"
+        assert s.notice.startswith(f"applied: {old} is shut down (controlled shutdown)")
+    finally:
+        s.close()
