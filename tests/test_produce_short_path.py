@@ -60,16 +60,18 @@ def test_a_crashed_producer_refuses_although_its_batch_is_still_open():
 
 
 def test_a_transaction_that_must_abort_refuses_records_for_its_open_batch():
-    """A record of the transaction failed (an invalid topic): the transaction can only abort, and produce()
-    refuses even the records that would have joined a batch already open (librdkafka: _STATE)."""
+    """A batch of the transaction failed (its leader refused it, MESSAGE_TOO_LARGE): the transaction can only
+    abort, and produce() refuses even the records that would have joined a batch already open (librdkafka:
+    _STATE)."""
     c = _cluster()
+    c.create_topic("small", config={"max.message.bytes": 100})
     p = Producer({"bootstrap.servers": c.bootstrap, "linger.ms": 1000, "transactional.id": "tx"})
     p.init_transactions()
     p.begin_transaction()
-    p.produce("t", b"a")
+    p.produce("small", b"x" * 500)          # goes out first (its linger ends first), and is refused
     c.advance(20)
-    p.produce("t", b"b")
-    p.produce("bad topic!", b"x")
+    p.produce("t", b"a")
+    p.produce("t", b"b")                    # joins the open batch of t
     assert c.run_until(lambda: p.transaction_manager.state.name == "ABORTABLE_ERROR", 2000)
     with pytest.raises(KafkaException, match="must be aborted"):
         p.produce("t", b"c")
