@@ -444,9 +444,15 @@ class Broker(BrokerLifecycle, ProduceHandling, FetchHandling, AdminHandling, Nod
                             best, off = r.timestamp, b.base_offset + i
                 out[tp] = (Errors.NONE, off)
             else:
+                # Kafka's FileRecords.searchForTimestamp: the first batch whose max timestamp is at least ``ts``, its
+                # first record that is; control batches too (a marker's record has the time it was written), and
+                # only an offset below the LSO / HW is answered (ReplicaManager.fetchOffset: lastFetchableOffset)
                 off = -1
                 for b in log.read(log.log_start_offset, end) if end > log.log_start_offset else []:
-                    if b.max_timestamp >= ts and not b.is_control:
+                    if b.max_timestamp >= ts:
+                        if b.log_append_time >= 0:       # every record reads as having the batch's time
+                            off = b.base_offset
+                            break
                         for i, r in enumerate(b.records):
                             if r.timestamp >= ts:
                                 off = b.base_offset + i
