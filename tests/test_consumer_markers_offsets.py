@@ -80,3 +80,21 @@ def test_offsets_for_times_finds_the_marker_written_after_the_time():
         assert found[0].offset == 1, isolation
         assert cons.offsets_for_times([TopicPartition("t", 0, stamps[0])], 10)[0].offset == 0
         cons.close()
+
+
+def test_offsets_for_times_with_a_partition_twice_answers_the_last_timestamp_to_both():
+    """librdkafka asks once per partition, with the timestamp of its last entry, and gives each entry that answer
+    (rd_kafka_topic_partition_list_get_leaders, rd_kafka_topic_partition_list_update)."""
+    c = cluster()
+    p = Producer({"bootstrap.servers": c.bootstrap})
+    stamps = []
+    for v in (b"a", b"b"):
+        p.produce("t", value=v, partition=0, on_delivery=lambda err, msg: stamps.append(msg.timestamp()[1]))
+        p.flush()
+        c.advance(50)
+    cons = consumer(c)
+    found = cons.offsets_for_times([TopicPartition("t", 0, stamps[0]), TopicPartition("t", 0, stamps[1])], 10)
+    assert [tp.offset for tp in found] == [1, 1]
+    found = cons.offsets_for_times([TopicPartition("t", 0, stamps[1]), TopicPartition("t", 0, stamps[0])], 10)
+    assert [tp.offset for tp in found] == [0, 0]
+    cons.close()

@@ -164,8 +164,11 @@ def offsets_for_times_in_transactions(b, o):
     asks = {"p0": stamps[0], "a1": stamps[1], "a2": stamps[2], "after_a2": stamps[2] + 1, "b1": stamps[3],
             "n1": stamps[4], "future": stamps[4] + 3_600_000}
     cs = _both(b, t)
-    for tag, c in cs.items():       # one call per timestamp (Kafka refuses a partition twice in one ListOffsets)
+    for tag, c in cs.items():       # one call per timestamp
         o[f"{tag}.offsets"] = {name: _offset_for_time(b, c, t, ts) for name, ts in asks.items()}
+    # one call with the partition several times: librdkafka asks once, with the last entry's timestamp
+    got = cs["ru"].offsets_for_times([b.TopicPartition(t, 0, ts) for ts in (asks["a1"], asks["n1"], asks["p0"])], 10)
+    o["ru.one_call"] = [tp.offset if tp.error is None else err_sig(tp.error) for tp in got]
     o.call("b.commit", pb.commit_transaction, 30)
     b.settle()
     o["rc.b1.after_commit"] = _offset_for_time(b, cs["rc"], t, asks["b1"])
