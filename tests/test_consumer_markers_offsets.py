@@ -98,3 +98,21 @@ def test_offsets_for_times_with_a_partition_twice_answers_the_last_timestamp_to_
     found = cons.offsets_for_times([TopicPartition("t", 0, stamps[1]), TopicPartition("t", 0, stamps[0])], 10)
     assert [tp.offset for tp in found] == [0, 0]
     cons.close()
+
+
+def test_max_timestamp_is_the_latest_marker_and_only_below_the_lso():
+    """ListOffsets MAX_TIMESTAMP (KIP-734, offsets_for_times with -3): the record or marker with the largest
+    timestamp in the whole log (UnifiedLog.fetchOffsetByTimestamp counts markers), answered only below the LSO /
+    HW (ReplicaManager.fetchOffset): -1 to read_committed while it lies in an open transaction."""
+    c = cluster()
+    p = Producer({"bootstrap.servers": c.bootstrap, "transactional.id": "tx"})
+    p.init_transactions()
+    p.begin_transaction()
+    p.produce("t", value=b"a", partition=0)          # 0
+    p.flush()
+    c.advance(50)
+    rc, ru = consumer(c), consumer(c, "read_uncommitted")
+    assert [x.offsets_for_times([TopicPartition("t", 0, -3)], 10)[0].offset for x in (rc, ru)] == [-1, 0]
+    p.commit_transaction()                           # COMMIT marker at 1, the latest timestamp
+    c.run_until_idle()
+    assert [x.offsets_for_times([TopicPartition("t", 0, -3)], 10)[0].offset for x in (rc, ru)] == [1, 1]

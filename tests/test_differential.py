@@ -48,7 +48,10 @@ _MARKER_CLOCK = (
     "A fix belongs to the wire door: shift timestamps by the lab's epoch (sim.clock.epoch.ms) on Produce, Fetch "
     "and ListOffsets, or write markers in Unix time there")
 WIRE_KNOWN: dict = {("offsets_for_times_in_transactions", "rc.offsets"): _MARKER_CLOCK,
-                    ("offsets_for_times_in_transactions", "ru.offsets"): _MARKER_CLOCK}
+                    ("offsets_for_times_in_transactions", "ru.offsets"): _MARKER_CLOCK,
+                    ("offsets_for_times_in_transactions", "max_timestamp.after_commit"):
+                        _MARKER_CLOCK + " (MAX_TIMESTAMP: the COMMIT marker, offset 6, is the latest on Kafka; "
+                                        "through the listener its lab-time timestamp is the smallest: 5 is answered)"}
 
 
 def known_wire_difference(name: str, key: str, a, w) -> str:

@@ -140,7 +140,9 @@ def seek_into_aborted_and_open_ranges(b, o):
 def offsets_for_times_in_transactions(b, o):
     """offsets_for_times() for the timestamps of records in an aborted transaction, in an open one and after it:
     ListOffsets by time does not look at transactions, except that an offset at or past the LSO is not answered to
-    read_committed (-1: OFFSET_END) where read_uncommitted gets it."""
+    read_committed (-1: OFFSET_END) where read_uncommitted gets it; markers count (a time after the aborted
+    transaction's last record finds its marker; MAX_TIMESTAMP, -3, finds the latest marker); a partition given
+    several times in one call is asked once, with its last timestamp (librdkafka)."""
     t, ta, tb = new_topic(b, "oft"), b.unique("txa"), b.unique("txb")
     stamps: list = []
 
@@ -169,9 +171,11 @@ def offsets_for_times_in_transactions(b, o):
     # one call with the partition several times: librdkafka asks once, with the last entry's timestamp
     got = cs["ru"].offsets_for_times([b.TopicPartition(t, 0, ts) for ts in (asks["a1"], asks["n1"], asks["p0"])], 10)
     o["ru.one_call"] = [tp.offset if tp.error is None else err_sig(tp.error) for tp in got]
+    o["max_timestamp"] = {tag: _offset_for_time(b, c, t, -3) for tag, c in cs.items()}     # KIP-734
     o.call("b.commit", pb.commit_transaction, 30)
     b.settle()
     o["rc.b1.after_commit"] = _offset_for_time(b, cs["rc"], t, asks["b1"])
+    o["max_timestamp.after_commit"] = {tag: _offset_for_time(b, c, t, -3) for tag, c in cs.items()}
     for c in cs.values():
         c.close()
 
