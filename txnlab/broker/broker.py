@@ -27,6 +27,22 @@ from ..protocol.names import CONTROLLER, OFFSETS_TOPIC, TRANSACTION_STATE_TOPIC,
 
 # append_to_leader's origins, read once (a member read through its enum class costs CPython 3.11 a call)
 _FROM_CLIENT, _FROM_COORDINATOR = AppendOrigin.CLIENT, AppendOrigin.COORDINATOR
+_WHOLE_LOG = 1 << 62            # ListOffsets by time reads every batch, however large the log
+
+
+def _offset_of_max_timestamp(log: UnifiedLog, end: int) -> int:
+    """ListOffsets MAX_TIMESTAMP (KIP-734), as Kafka's UnifiedLog.fetchOffsetByTimestamp: the whole log's largest
+    timestamp, markers' included (a segment's maxTimestampSoFar counts every batch), found in the first batch that
+    has it, at its first record that has it (RecordBatch.offsetOfMaxTimestamp); answered only below ``end``, the LSO
+    or HW (ReplicaManager.fetchOffset's lastFetchableOffset), else -1."""
+    best, off = None, -1
+    for b in log.read(log.log_start_offset, log.log_end_offset, _WHOLE_LOG) \
+            if log.log_end_offset > log.log_start_offset else []:
+        if best is None or b.max_timestamp > best:
+            best = b.max_timestamp
+            off = b.base_offset if b.log_append_time >= 0 else \
+                next((b.base_offset + i for i, r in enumerate(b.records) if r.timestamp == best), b.base_offset)
+    return off if off < end else -1
 
 
 
@@ -436,17 +452,18 @@ class Broker(BrokerLifecycle, ProduceHandling, FetchHandling, AdminHandling, Nod
                 out[tp] = (Errors.NONE, log.log_start_offset)
             elif ts == -1:
                 out[tp] = (Errors.NONE, end)
-            elif ts == -3:      # KIP-734 MAX_TIMESTAMP: the first record with the largest timestamp
-                best, off = None, -1
-                for b in log.read(log.log_start_offset, end) if end > log.log_start_offset else []:
-                    for i, r in enumerate(() if b.is_control else b.records):
-                        if best is None or r.timestamp > best:
-                            best, off = r.timestamp, b.base_offset + i
-                out[tp] = (Errors.NONE, off)
+            elif ts == -3:      # KIP-734 MAX_TIMESTAMP
+                out[tp] = (Errors.NONE, _offset_of_max_timestamp(log, end))
             else:
+                # Kafka's FileRecords.searchForTimestamp: the first batch whose max timestamp is at least ``ts``, its
+                # first record that is; control batches too (a marker's record has the time it was written), and
+                # only an offset below the LSO / HW is answered (ReplicaManager.fetchOffset: lastFetchableOffset)
                 off = -1
-                for b in log.read(log.log_start_offset, end) if end > log.log_start_offset else []:
-                    if b.max_timestamp >= ts and not b.is_control:
+                for b in log.read(log.log_start_offset, end, _WHOLE_LOG) if end > log.log_start_offset else []:
+                    if b.max_timestamp >= ts:
+                        if b.log_append_time >= 0:       # every record reads as having the batch's time
+                            off = b.base_offset
+                            break
                         for i, r in enumerate(b.records):
                             if r.timestamp >= ts:
                                 off = b.base_offset + i

@@ -63,18 +63,22 @@ class ConsumerLookups:
         record timestamp is at least that (ListOffsets by timestamp), or -1 (OFFSET_END) if there is none."""
         self._check_open()
         epoch = self._config["sim.clock.epoch.ms"]
+        # one question per partition, with the timestamp of its last entry, answered to each of its entries:
+        # librdkafka's rd_kafka_topic_partition_list_get_leaders (rdkafka_partition.c) updates a partition already
+        # in the leader's list, and rd_kafka_topic_partition_list_update copies the one answer to every entry
+        # (Kafka's broker would answer a partition twice in one ListOffsets INVALID_REQUEST)
         asks = {}
-        for i, tp in enumerate(partitions):
+        for tp in partitions:
             ts = tp.offset
             # -1 / -2 keep ListOffsets' meaning (latest / earliest); a time before the lab began asks for 0
-            asks[i] = ((tp.topic, tp.partition), ts if ts < 0 else max(0, ts - epoch))
+            asks[(tp.topic, tp.partition)] = ((tp.topic, tp.partition), ts if ts < 0 else max(0, ts - epoch))
         self._note(f"{self.name} calls offsets_for_times({', '.join(f'{tp.topic}-{tp.partition}@{tp.offset}' for tp in partitions)})")
         got = self._list_offsets(asks, timeout)
         if got is None:
             raise KafkaException(KafkaError(KafkaError._TIMED_OUT, "Failed to get offsets: Local: Timed out"))
         out = []
-        for i, tp in enumerate(partitions):
-            e, off = got[i]
+        for tp in partitions:
+            e, off = got[(tp.topic, tp.partition)]
             r = TopicPartition(tp.topic, tp.partition, off if off >= 0 else OFFSET_END)
             if e != Errors.NONE:
                 r.offset = OFFSET_INVALID

@@ -216,6 +216,11 @@ class Fetcher:
                 del buf[i]
                 if cf.next_fetch_offset != st.position:     # went past aborted data or a control record
                     st.app_position = cf.next_fetch_offset
+                    # librdkafka hands a control record to rd_kafka_fetch_op_app_prepare (rdkafka_op.c,
+                    # rd_kafka_op_handle_std): rd_kafka_update_app_pos stores its offset + 1 with
+                    # enable.auto.offset.store, so commit() then commits past the marker (Java commits its position)
+                    if self.cfg["enable.auto.offset.store"]:
+                        st.stored_offset = cf.next_fetch_offset
                 st.position = cf.next_fetch_offset
                 continue
             offset = cf.next_fetch_offset - 1
