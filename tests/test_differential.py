@@ -41,7 +41,8 @@ KNOWN_RULES: list = []
 
 # librdkafka itself through the lab's listener: only engine differences remain
 _MARKER_CLOCK = (
-    "TODO(lead): through the listener a record keeps the Unix-ms timestamp librdkafka gave it while the lab writes "
+    "Left, an engine difference of the wire door: through the listener a record keeps the Unix-ms timestamp "
+    "librdkafka gave it while the lab writes "
     "a marker at its simulated time (ms since the listener's start, e.g. 524), so offsets_for_times() for a time "
     "after the aborted transaction's last record never finds its ABORT marker (offset 3, as Kafka and txnlab's own "
     "clients answer: both timestamps on one clock) but the next record (ru: 4) or nothing below the LSO (rc: -1). "
