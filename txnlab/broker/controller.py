@@ -166,8 +166,8 @@ class Controller(TopicChanges, Node):
         broker may go once every active broker has caught up with these records (its controlled shutdown
         offset, maybeUpdateControlledShutdownOffset)."""
         self.append_record()
-        self.shutting_down[broker_id] = self.metadata_offset
-        led = [tp for tp, s in self.states.items() if s.leader == broker_id]
+        self.shutting_down[broker_id] = self.metadata_offset     # (now no election picks it; the offset is final below)
+        led = {tp for tp, s in self.states.items() if s.leader == broker_id}
         changed = self._without(broker_id, quiet=True)
         self.shutting_down[broker_id] = self.metadata_offset
         by_leader: dict = {}

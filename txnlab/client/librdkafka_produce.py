@@ -20,13 +20,10 @@ SKIPPED = "skipped sequence numbers"
 
 
 class LibrdkafkaProduceErrors:
-    """Mixed into ``Sender`` (it uses the sender's ``p``, ``txn``, ``narrate``, ``_draining``, ``_bump_after_end``,
-    ``_requeue``, ``_can_retry``, ``_expired``, ``_complete`` and ``_abort_undrained``)."""
-
-    def _drains(self) -> bool:
-        """Whether the producer follows librdkafka's rules here: an idempotent or transactional producer of the
-        librdkafka dialect (not the naive client)."""
-        return self._draining is not None
+    """Mixed into ``Sender``, for a producer whose ``_draining`` is a set (not None: an idempotent or transactional
+    producer of the librdkafka dialect, not the naive client).  It uses the sender's ``p``, ``txn``, ``narrate``,
+    ``_draining``, ``_bump_after_end``, ``_requeue``, ``_can_retry``, ``_expired``, ``_complete`` and
+    ``_abort_undrained``."""
 
     def _librdkafka_drain(self, b, error: Errors, reason: str, name: str, broker) -> bool:
         """librdkafka's idempotent and transactional producer (rd_kafka_handle_Produce_error, src/rdkafka_request.c).

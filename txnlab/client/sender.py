@@ -67,7 +67,7 @@ class Sender(TransactionalRequests, BatchExpiry, LibrdkafkaProduceErrors):
         self._scan_requested = False
         # librdkafka's idempotent and transactional producer: partitions that wait until none of their batches is in
         # flight before they send again (rd_kafka_idemp_drain_toppar, "drain before retrying"; see _librdkafka_drain)
-        # (None: the producer does not follow those rules, which its config decides once: _drains)
+        # (None: the producer does not follow those rules, which its config decides once; see librdkafka_produce.py)
         self._draining: Optional[set] = set() if producer._idempotent and self.dialect == "librdkafka" \
             and not self.cfg["sim.naive.client"] else None
 
@@ -263,7 +263,7 @@ class Sender(TransactionalRequests, BatchExpiry, LibrdkafkaProduceErrors):
 
     def _drainable_again(self, tp, b, now) -> bool:
         if b.retry:         # (librdkafka: its retries go out like any queued batch once their backoff is over)
-            return b.next_attempt_ms <= now and self._drains()
+            return b.next_attempt_ms <= now and self._draining is not None
         return self.flushing or b.closed or now - b.created_ms >= self.cfg["linger.ms"] \
             or self.txn.state == S.COMMITTING_TRANSACTION
 

@@ -426,8 +426,9 @@ class TransactionalRequests:
                 or (self._end_commit and txn.pending_partitions) or self._txn_in_flight:
             return
         commit = self._end_commit
-        if commit and txn.dr_fails and self.dialect == "librdkafka":
-            # rd_kafka_txn_op_commit_transaction: "If any messages failed delivery the transaction must be aborted"
+        if commit and txn.dr_fails:
+            # (counted for librdkafka only: record_failed_in_txn) rd_kafka_txn_op_commit_transaction: "If any
+            # messages failed delivery the transaction must be aborted"
             self.narrate(f"{self.p.name}: {txn.dr_fails} record(s) of the transaction failed delivery: the commit is "
                          f"refused and the transaction must be aborted")
             txn.transition(S.ABORTABLE_ERROR, KafkaError(
