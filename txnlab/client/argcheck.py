@@ -44,3 +44,16 @@ def produce_extras(partition: Any, headers: Any) -> None:
         raise TypeError(f"partition expects an int (-1: the partitioner chooses), got {type(partition).__name__}")
     if headers is not None and not isinstance(headers, (dict, list, tuple)):
         raise TypeError(f"headers expects a dict or a list of (key, value) tuples, got {type(headers).__name__}")
+
+
+def produce_args(timestamp, on_delivery, callback) -> None:
+    """produce()'s arguments a confluent-kafka producer refuses, each with a sentence naming the rule."""
+    for what, fn in (("on_delivery", on_delivery), ("callback", callback)):
+        if fn is not None and not callable(fn):
+            raise TypeError(f"{what} expects a callable (a function of (err, msg)), got {type(fn).__name__}")
+    if isinstance(timestamp, bool) or not isinstance(timestamp, int):
+        raise TypeError(f"timestamp expects an int (milliseconds since the Unix epoch, 0 for now), got "
+                        f"{type(timestamp).__name__}")
+    if timestamp < 0:
+        raise KafkaException(KafkaError(KafkaError._INVALID_ARG, f"produce(timestamp={timestamp}): a record's timestamp "
+                                        f"is milliseconds since the Unix epoch (0 for now) and must not be negative"))

@@ -37,18 +37,6 @@ def _to_bytes(v, what: str):
 
 
 
-def _check_produce_args(timestamp, on_delivery, callback) -> None:
-    """produce()'s arguments a confluent-kafka producer refuses, each with a sentence naming the rule."""
-    for what, fn in (("on_delivery", on_delivery), ("callback", callback)):
-        if fn is not None and not callable(fn):
-            raise TypeError(f"{what} expects a callable (a function of (err, msg)), got {type(fn).__name__}")
-    if isinstance(timestamp, bool) or not isinstance(timestamp, int):
-        raise TypeError(f"timestamp expects an int (milliseconds since the Unix epoch, 0 for now), got "
-                        f"{type(timestamp).__name__}")
-    if timestamp < 0:
-        raise KafkaException(KafkaError(KafkaError._INVALID_ARG, f"produce(timestamp={timestamp}): a record's timestamp "
-                                        f"is milliseconds since the Unix epoch (0 for now) and must not be negative"))
-
 _UNASSIGNED = -1    # produce()'s partition: the partitioner chooses
 _NOW = 0            # produce()'s timestamp: now
 _NO_BATCHES = MappingProxyType({})     # produce()'s short path while the producer may not produce
@@ -185,7 +173,7 @@ class Producer:
         if timestamp.__class__ is not int or timestamp < 0 or on_delivery is not None and not callable(on_delivery) \
                 or callback is not None and not callable(callback) or partition.__class__ is not int \
                 or headers is not None and headers.__class__ not in (dict, list, tuple):
-            _check_produce_args(timestamp, on_delivery, callback)
+            argcheck.produce_args(timestamp, on_delivery, callback)
             argcheck.produce_extras(partition, headers)
         if value.__class__ is not bytes and value is not None:
             value = value.encode("utf-8") if value.__class__ is str else _to_bytes(value, "value")
@@ -548,10 +536,18 @@ class Producer:
                                   + ("; begin_transaction() was not called" if txn.state == S.READY else ""))
         busy = (S.COMMITTING_TRANSACTION, S.ABORTING_TRANSACTION, S.INITIALIZING)
         node = self._node
-        done = self._wait(lambda: txn.state not in busy or node.crashed, timeout,
-                          txn.transaction_timeout_ms)
+        # A commit made abortable fails once every record is reported: librdkafka flushes first
+        # (rd_kafka_commit_transaction; rd_kafka_txn_set_abortable_error0 purged only the queue); Java holds the EndTxn
+        # while a batch is incomplete (TransactionManager.nextRequest).
+        done = self._wait(lambda: (txn.state not in busy and not (commit and txn.state == S.ABORTABLE_ERROR
+                                                                    and self._unacked)) or node.crashed,
+                          timeout, txn.transaction_timeout_ms)
         self._serve_reports()
         self._check_alive()
+        if not done and txn.state == S.ABORTABLE_ERROR:
+            self._resumable = (call, None)      # (librdkafka's flush timed out; called again, it raises the error)
+            raise KafkaException(KafkaError(KafkaError._TIMED_OUT, "Failed to flush all outstanding messages within "
+                                            f"the API timeout: {self._unacked} message(s) remaining", retriable=True))
         if not done:
             raise self._timed_out(call)
         if txn.state == S.ABORTABLE_ERROR:
