@@ -6,7 +6,11 @@ import pytest
 from txnlab import Cluster, Producer
 from txnlab.broker.produce import verification_error
 from txnlab.log import UnifiedLog
+from txnlab.protocol import messages as m
 from txnlab.protocol.errors import Errors as E
+from txnlab.protocol.record_batch import Record, RecordBatch
+
+from helpers import RawClient, values_in_log
 
 
 @pytest.mark.parametrize("coordinator, tv2, produce", [
@@ -24,6 +28,46 @@ from txnlab.protocol.errors import Errors as E
 ])
 def test_coordinator_errors_become_these_produce_errors(coordinator, tv2, produce):
     assert verification_error(coordinator, tv2) == produce
+
+
+def test_a_late_produce_of_a_finished_transaction_is_refused_by_the_produce_version():
+    """The coordinator finds the partition outside the producer's transaction: TRANSACTION_ABORTABLE, which only a
+    Produce v11+ is told; v10 and older (librdkafka's highest) get INVALID_TXN_STATE "for backward compatibility with
+    clients" (AddPartitionsToTxnManager: DEFAULT_ERROR)."""
+    c = Cluster(brokers=3, seed=1)
+    c.create_topic("t", partitions=1, replication_factor=3)
+    p = Producer({"bootstrap.servers": c.bootstrap, "transactional.id": "tx"})
+    p.init_transactions()
+    p.begin_transaction()
+    p.produce("t", value=b"a")
+    p.commit_transaction()
+    c.advance(1_000)                                    # (the markers written: the transaction is complete)
+    tm = p.transaction_manager
+    raw = RawClient(c)
+    answers = {}
+    for version in (3, 10, 11, 12):
+        late = RecordBatch((Record(None, b"late", (), c.now),), tm.producer_id, tm.producer_epoch, 1, True)
+        resp = raw.call(c.leader("t"), m.ProduceRequest("tx", -1, 30_000, {("t", 0): late}, version))
+        answers[version] = resp.responses[("t", 0)].error
+    assert answers == {3: E.INVALID_TXN_STATE, 10: E.INVALID_TXN_STATE, 11: E.TRANSACTION_ABORTABLE,
+                       12: E.TRANSACTION_ABORTABLE}
+    assert b"late" not in values_in_log(c, "t")
+
+
+@pytest.mark.parametrize("dialect, tv, version", [("librdkafka", 0, 10), ("librdkafka", 2, 10), ("java", 0, 11),
+                                                  ("java", 2, 13)])
+def test_each_client_sends_its_produce_version(dialect, tv, version):
+    """librdkafka: rd_kafka_ProduceRequest_max_version 10; Kafka 4.1's Java client: its newest (v13) under
+    transaction.version 2, at most v11 below it (ProduceRequest.builder)."""
+    c = Cluster(brokers=1, seed=1, config={"transaction.version": tv})
+    c.create_topic("t")
+    p = Producer({"bootstrap.servers": c.bootstrap, "transactional.id": "tx", "sim.client.dialect": dialect})
+    p.init_transactions()
+    p.begin_transaction()
+    p.produce("t", value=b"a")
+    p.commit_transaction()
+    sent = [c.kernel.network.message(e.msg_id).payload for e in c.trace.filter(api="Produce") if not e.is_response]
+    assert sent and {r.version for r in sent} == {version}
 
 
 def _tv2_transactions(monkeypatch, n: int = 3):

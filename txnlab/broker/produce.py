@@ -22,15 +22,18 @@ _NETWORK_EXCEPTION = Errors.NETWORK_EXCEPTION
 _BROKER_REQUEST_TIMEOUT_MS = 30_000     # the broker's request.timeout.ms (Kafka's default), caps the retries above
 
 
-def verification_error(error: Errors, supports_epoch_bump: bool) -> Errors:
+def verification_error(error: Errors, supports_epoch_bump: bool, generic_error_supported: bool = True) -> Errors:
     """What a Produce answers when the coordinator refused to verify (or add) its partition: Kafka 4.1
     AddPartitionsToTxnManager (PRODUCER_FENCED -> INVALID_PRODUCER_EPOCH) then ReplicaManager
     .appendRecordsWithTransactionVerification's postVerificationCallback (retriable coordinator errors ->
     NOT_ENOUGH_REPLICAS, which old clients retry without a metadata refresh; CONCURRENT_TRANSACTIONS kept for a
-    Produce v12+ that adds the partition); any other error is passed on.  (TRANSACTION_ABORTABLE is kept: the
-    lab's clients send Produce v11+, Kafka's GENERIC_ERROR_SUPPORTED; v10 and older would see INVALID_TXN_STATE.)"""
+    Produce v12+ that adds the partition); TRANSACTION_ABORTABLE only for a Produce v11+ (GENERIC_ERROR_SUPPORTED),
+    INVALID_TXN_STATE for an older one (DEFAULT_ERROR: "for backward compatibility with clients"); any other error is
+    passed on."""
     if error == Errors.PRODUCER_FENCED:
         return Errors.INVALID_PRODUCER_EPOCH
+    if error == Errors.TRANSACTION_ABORTABLE and not generic_error_supported:
+        return Errors.INVALID_TXN_STATE
     if error in _VERIFICATION_RETRIABLE or (error == Errors.CONCURRENT_TRANSACTIONS and not supports_epoch_bump):
         return Errors.NOT_ENOUGH_REPLICAS
     return error
@@ -97,7 +100,7 @@ class ProduceHandling:
         # (KafkaApis: produceRequestVersionToTransactionSupportedOperation); an older one is only verified, and only
         # with transaction.partition.verification.enable (Kafka 4.1 ReplicaManager
         # .maybeStartTransactionVerificationForPartitions skips it when !supportsEpochBump && !verificationEnable)
-        client_tv = tv if req.transaction_version < 0 else min(tv, req.transaction_version)
+        client_tv = tv if req.version < 0 else min(tv, 2 if req.version >= 12 else 0)
         needs_check = batch.is_transactional and req.transactional_id is not None and \
             (client_tv >= 2 or self.config["transaction.partition.verification.enable"]) and \
             not p.log.has_ongoing_transaction(batch.producer_id, batch.producer_epoch)
@@ -185,7 +188,7 @@ class ProduceHandling:
                 self.set_timer(backoff, "retry-add-partitions-to-txn", again)
             else:
                 e = Errors(e)       # (only a refusal is converted: for its name)
-                mapped = verification_error(e, implicit_add)
+                mapped = verification_error(e, implicit_add, st.req.version < 0 or st.req.version >= 11)
                 self.narrate(f"{p.name}: the coordinator answered {e.name}; the write is refused -> {mapped.name}")
                 st.results[p.tp] = m.PartitionProduceResponse(mapped, error_message=f"verification: {e.name}")
             st.maybe_respond()

@@ -170,6 +170,14 @@ def transaction_version(dialect: str, finalized: int) -> int:
     return min(finalized, MAX_TRANSACTION_VERSION[check(dialect)])
 
 
+def produce_version(dialect: str, transaction_version: int) -> int:
+    """The Produce version a client of ``dialect`` sends: librdkafka's highest is v10
+    (rd_kafka_ProduceRequest_max_version, src/rdkafka_msgset_writer.c); Kafka 4.1's Java client sends its newest,
+    v13, under transaction.version 2 and at most v11 below it (ProduceRequest.builder:
+    LAST_STABLE_VERSION_BEFORE_TRANSACTION_V2)."""
+    return 10 if dialect == LIBRDKAFKA else 13 if transaction_version >= 2 else 11
+
+
 # How long a client waits for the answer to one request before it gives up on it (the kernel then closes the
 # connection and fails the request, and the others in flight on it, with a local timeout: LOCAL_TIMEOUT).  Each rule is a function of the client's finalized
 # config; "default" covers every request without a rule of its own.

@@ -19,7 +19,7 @@ from ..protocol.errors import Errors, LocalTimeout
 from ..protocol.record_batch import RecordBatch
 from .batch_expiry import BatchExpiry
 from .dialect import (EXPIRES_IN_FLIGHT, MSG_TIMEOUT_SCAN_MS, PRODUCE_GAVE_UP, PRODUCE_TIMEOUT, WAKES_AT_BATCH_EXPIRY, Action, check,
-                      classify, normalize, seen_as)
+                      classify, normalize, produce_version, seen_as)
 from .librdkafka_produce import LibrdkafkaProduceErrors
 from .message import Message
 from .transaction_manager import S
@@ -242,7 +242,7 @@ class Sender(TransactionalRequests, BatchExpiry, LibrdkafkaProduceErrors):
                     rest.append(tp)
             # request.timeout.ms is the ack timeout the broker is told; how long the client waits is the dialect's
             req = m.ProduceRequest(txn.transactional_id, p._acks, self.cfg["request.timeout.ms"], data,
-                                   self.transaction_version)
+                                   produce_version(self.dialect, self.transaction_version))
             if p._acks == 0:
                 self.kernel.network.send(self.node.name, node, req.API, req, False, 0)
                 for tp, b in batches.items():

@@ -145,8 +145,7 @@ def decode_produce(body, version, door):
                   "refused a batch")
     if not data:
         return None, refused
-    return m.ProduceRequest(body.transactional_id, body.acks, ms(body.timeout), data,
-                            2 if version >= 12 else 0), refused
+    return m.ProduceRequest(body.transactional_id, body.acks, ms(body.timeout), data, version), refused
 
 
 def encode_produce(resp, body, version, refused, door, cls):

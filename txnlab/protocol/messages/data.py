@@ -49,9 +49,11 @@ class ProduceRequest:
     acks: int
     timeout_ms: int
     topic_data: dict                    # tp -> RecordBatch
-    # the transaction protocol the client speaks: 2 for Produce v12+ (the leader may add the partition to the
-    # transaction, KIP-890 part 2), 0 for an older Produce; -1: the one the cluster finalized
-    transaction_version: int = -1
+    # the Produce version: v12+ lets the leader add the partition to the transaction (KIP-890 part 2), v11 is told
+    # TRANSACTION_ABORTABLE, v10 and older (librdkafka's highest) INVALID_TXN_STATE in its place (Kafka 4.1.1
+    # AddPartitionsToTxnManager.produceRequestVersionToTransactionSupportedOperation); -1: the newest the cluster
+    # supports
+    version: int = -1
 
     def describe(self) -> str:
         parts = []
