@@ -18,7 +18,7 @@ _TIMESTAMP = itemgetter(3)
 class ProducerBatch:
     __slots__ = ("tp", "values", "rows_in", "stamp", "callbacks", "enqueued", "created_ms", "size",
                  "attempts", "base_sequence", "producer_id", "producer_epoch", "is_transactional", "retry",
-                 "next_attempt_ms", "in_flight", "done", "sent_once", "closed", "ordinal", "limit")
+                 "next_attempt_ms", "in_flight", "done", "sent_once", "closed", "ordinal", "limit", "sent_to")
 
     def __init__(self, tp, created_ms: int) -> None:
         self.tp = tp
@@ -46,6 +46,7 @@ class ProducerBatch:
         self.in_flight = False
         self.done = False
         self.sent_once = False
+        self.sent_to = ""                 # the broker its last attempt went to
         self.closed = False
         # produce()'s short path adds a record only while the batch's size with it stays below ``limit`` (see
         # RecordAccumulator.open_short_path); 0 while no record may join that way (a new batch, a closed one)

@@ -166,7 +166,17 @@ class Sender(TransactionalRequests, BatchExpiry, LibrdkafkaProduceErrors):
                 continue
             if drains:
                 # librdkafka: a partition that drains sends nothing until none of its requests is in flight; then
-                # its retries go out like any queued batch, up to the in-flight limit (rd_kafka_toppar_producer_serve)
+                # its retries go out like any queued batch, up to the in-flight limit (rd_kafka_toppar_producer_serve).
+                # A partition whose leader moved drains too: "wait for outstanding requests to finish before
+                # producing to new leader" (rd_kafka_toppar_broker_delegate -> rd_kafka_idemp_drain_toppar), so that a
+                # batch still in flight to the old leader is answered, and retried first, before the next one goes out
+                s = txn.partitions.get(tp)
+                if s is not None and s.in_flight and tp not in self._draining:
+                    leader = self.node.leader_for(tp)
+                    if leader is not None and any(x.in_flight and x.sent_to != leader for x in s.in_flight):
+                        self._draining.add(tp)
+                        self.narrate(f"{p.name}: {tp[0]}-{tp[1]} has a new leader ({leader}) while a request to the "
+                                     f"old one is in flight; it sends nothing there until that request is answered")
                 if tp in self._draining:
                     if any(x.in_flight for x in txn.seq(tp).in_flight):
                         continue
@@ -234,6 +244,7 @@ class Sender(TransactionalRequests, BatchExpiry, LibrdkafkaProduceErrors):
                 b.retry = False
                 b.attempts += 1
                 b.sent_once = True
+                b.sent_to = node
                 data[tp] = RecordBatch(b.rows(), b.producer_id, b.producer_epoch, b.base_sequence,
                                        b.is_transactional, size_in_bytes=b.size, max_timestamp=b.max_timestamp(),
                                        raw=True)

@@ -26,6 +26,7 @@ from ..check import (CheckResult, check, check_atomic, check_bank, check_copy, c
                      final_values)
 from ..check.history import key_of
 from ..client.message import TopicPartition
+from ..errors import KafkaException
 from .clientops import (ABORTED, COMMITTED, DEAD, committed_positions, consume, final_read, poll_mops,
                         record_committed_offsets, transact)
 
@@ -474,7 +475,10 @@ class Mixed(MultiPartitionAtomic):
                 except Exception:  # noqa: BLE001 - a full queue or a fatal error: this writer just stops
                     return None
                 yield
-            p.flush(1.0)
+            try:
+                p.flush(1.0)
+            except KafkaException:      # a fatal error raised at the end: the writer stops all the same
+                pass
         return run
 
     def _reader(self, record: bool = True, **extra):
