@@ -39,20 +39,10 @@ KNOWN_DIFFERENCES: dict = {
 # it, on real Kafka, with txnlab's client under sim.client.dialect=java.)
 KNOWN_RULES: list = []
 
-# librdkafka itself through the lab's listener: only engine differences remain
-_MARKER_CLOCK = (
-    "Left, an engine difference of the wire door: through the listener a record keeps the Unix-ms timestamp "
-    "librdkafka gave it while the lab writes "
-    "a marker at its simulated time (ms since the listener's start, e.g. 524), so offsets_for_times() for a time "
-    "after the aborted transaction's last record never finds its ABORT marker (offset 3, as Kafka and txnlab's own "
-    "clients answer: both timestamps on one clock) but the next record (ru: 4) or nothing below the LSO (rc: -1). "
-    "A fix belongs to the wire door: shift timestamps by the lab's epoch (sim.clock.epoch.ms) on Produce, Fetch "
-    "and ListOffsets, or write markers in Unix time there")
-WIRE_KNOWN: dict = {("offsets_for_times_in_transactions", "rc.offsets"): _MARKER_CLOCK,
-                    ("offsets_for_times_in_transactions", "ru.offsets"): _MARKER_CLOCK,
-                    ("offsets_for_times_in_transactions", "max_timestamp.after_commit"):
-                        _MARKER_CLOCK + " (MAX_TIMESTAMP: the COMMIT marker, offset 6, is the latest on Kafka; "
-                                        "through the listener its lab-time timestamp is the smallest: 5 is answered)"}
+# librdkafka itself through the lab's listener: only engine differences remain.  (None is left: the wire door's
+# marker clock -- records kept at the client's Unix time, markers at lab time -- was mended in the door, which now
+# keeps every timestamp in lab time and hands it out in Unix time: tests/test_wire_timestamps.py.)
+WIRE_KNOWN: dict = {}
 
 
 def known_wire_difference(name: str, key: str, a, w) -> str:

@@ -2,8 +2,8 @@
 by Apache Kafka's own ``kafka-transactions`` tool (org.apache.kafka.tools.TransactionsCommand, on Kafka's Java
 Admin client) and by hand-made frames.  A transaction is left open on a lab cluster and the tool must print what
 the engine holds: state Ongoing, the producer id and epoch, the partitions, the open transaction's first offset.
-Times in the tool's output are the lab's simulated milliseconds (its duration column subtracts them from the wall
-clock and is not checked)."""
+Times in the tool's output are Unix ms, as Kafka's: the lab's simulated milliseconds plus the door's epoch (its
+duration column subtracts them from the wall clock and is not checked)."""
 from __future__ import annotations
 
 import pytest
@@ -74,7 +74,7 @@ def test_kafka_transactions_tool_sees_the_open_transaction(open_txn):
                                 "TransactionState", "TransactionTimeoutMs", "CurrentTransactionStartTimeMs")} == {
         "CoordinatorId": str(lab["coordinator"]), "TransactionalId": TID, "ProducerId": str(lab["producer_id"]),
         "ProducerEpoch": str(lab["producer_epoch"]), "TransactionState": "Ongoing",
-        "TransactionTimeoutMs": "900000", "CurrentTransactionStartTimeMs": str(lab["transaction_start_ms"])}
+        "TransactionTimeoutMs": "900000", "CurrentTransactionStartTimeMs": str(lab["transaction_start_ms"] + door.epoch_ms)}
     assert sorted(row["TopicPartitions"].split(",")) == ["t-0", "t-1"]
 
     rc, rows, out = transactions(door, "describe-producers", "--topic", "t", "--partition", "0")

@@ -5,7 +5,8 @@ between kio and the engine's own requests (the ones txnlab's admin client sends 
 names and error codes.  No ACLs are checked here: with an authorizer on, the engine checks them as Kafka's
 KafkaApis does (READ on each topic for DescribeProducers, DESCRIBE on each transactional id for
 DescribeTransactions, ListTransactions answering only the ids the principal may DESCRIBE), for a wire client
-as for an in-process one."""
+as for an in-process one.  The engine keeps lab time; the timestamps answered (a producer's last_timestamp, a
+transaction's start time) are Unix ms, as Kafka's, through the door's epoch (records.unix_time)."""
 from __future__ import annotations
 
 import re
@@ -15,6 +16,7 @@ from ..protocol import messages as m
 from ..protocol.errors import Errors
 from ..protocol.names import topic_name_error
 from .codec import build, get, nested
+from .records import unix_time
 
 
 # ------------------------------------------------------ DescribeProducers
@@ -36,7 +38,8 @@ def encode_describe_producers(resp, body, version, state, door, cls):
                             error_message=_producers_error_message(t.name, err),
                             active_producers=tuple(
                                 build(Producer, producer_id=d.producer_id, producer_epoch=d.producer_epoch,
-                                      last_sequence=d.last_sequence, last_timestamp=d.last_timestamp,
+                                      last_sequence=d.last_sequence,
+                                      last_timestamp=unix_time(d.last_timestamp, door.epoch_ms),
                                       coordinator_epoch=d.coordinator_epoch,
                                       current_txn_start_offset=d.current_txn_start_offset)
                                 for d in producers)))
@@ -78,7 +81,8 @@ def encode_describe_transactions(resp, body, version, state, door, cls):
                        for topic, tps in groupby(sorted(d["partitions"]), key=lambda tp: tp[0]))
         out.append(build(State, error_code=0, transactional_id=d["transactional_id"], transaction_state=d["state"],
                          transaction_timeout=d["transaction_timeout_ms"],
-                         transaction_start_time=d["transaction_start_ms"], producer_id=d["producer_id"],
+                         transaction_start_time=unix_time(d["transaction_start_ms"], door.epoch_ms),
+                         producer_id=d["producer_id"],
                          producer_epoch=d["producer_epoch"], topics=topics))
     return build(cls, transaction_states=tuple(out))
 

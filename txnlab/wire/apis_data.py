@@ -9,9 +9,9 @@ from functools import lru_cache
 
 from ..broker.authorizer import CLUSTER_RESOURCE
 from ..protocol import messages as m
-from ..protocol.errors import Errors
+from ..protocol.errors import Errors, ProtocolError
 from .codec import build, get, ms, nested
-from .records import BatchError, encode_batches, parse_batches
+from .records import NO_TIMESTAMP, BatchError, encode_batches, parse_batches, unix_time
 
 ZERO_UUID = uuid.UUID(int=0)
 NO_OPS = -2147483648          # topic/cluster authorized operations not asked for
@@ -133,7 +133,7 @@ def decode_produce(body, version, door):
         for p in t.partition_data:
             tp = (t.name, p.index)
             try:
-                batches = parse_batches(p.records or b"", version)
+                batches = parse_batches(p.records or b"", version, door.epoch_ms)
                 if len(batches) != 1:
                     raise BatchError(Errors.INVALID_RECORD, f"a produce request carries one batch per partition, "
                                                             f"got {len(batches)}")
@@ -170,7 +170,8 @@ def encode_produce(resp, body, version, refused, door, cls):
             if hints and r.error == Errors.NOT_LEADER_OR_FOLLOWER:
                 extra["current_leader"] = leader_hint(door, tp, Leader, endpoints)
             ps.append(build(Part, index=p.index, error_code=r.error, base_offset=r.base_offset,
-                            log_append_time=r.log_append_time, log_start_offset=r.log_start_offset,
+                            log_append_time=unix_time(r.log_append_time, door.epoch_ms),
+                            log_start_offset=r.log_start_offset,
                             record_errors=(), error_message=r.error_message or None, **extra))
         out.append(build(Topic, name=t.name, partition_responses=tuple(ps)))
     return build(cls, responses=tuple(out), **node_endpoints(door, cls, endpoints, hints))
@@ -244,7 +245,7 @@ def encode_fetch(resp, body, version, names, door, cls):
             ps.append(build(Part, partition_index=p.partition, error_code=d.error, high_watermark=d.high_watermark,
                             last_stable_offset=d.last_stable_offset, log_start_offset=d.log_start_offset,
                             aborted_transactions=aborted, preferred_read_replica=-1,
-                            records=encode_batches(d.records) if d.records else b"", **extra))
+                            records=encode_batches(d.records, door.epoch_ms) if d.records else b"", **extra))
         out.append(build(Topic, topic=t.topic, partitions=tuple(ps)) if not by_id else
                    build(Topic, topic_id=t.topic_id, partitions=tuple(ps)))
     return build(cls, error_code=resp.error if resp is not None else 0, session_id=0, responses=tuple(out),
@@ -252,9 +253,40 @@ def encode_fetch(resp, body, version, names, door, cls):
 
 
 # ------------------------------------------------------------ ListOffsets
+LATEST_TIERED = -5          # ListOffsetsRequest's special timestamps run from -1 (LATEST) to -5 (LATEST_TIERED)
+
+
+def asked_time(timestamp: int, epoch_ms: int) -> int:
+    """A ListOffsets timestamp in the engine's clock: the special ones (LATEST, EARLIEST, MAX_TIMESTAMP...) as
+    they are, a Unix time less the epoch.  A time just before the door opened that would land on a special one
+    asks a little earlier instead: only records stamped in those few ms before it could answer differently."""
+    if timestamp < 0:
+        return timestamp
+    lab = timestamp - epoch_ms
+    return lab if lab >= 0 or lab < LATEST_TIERED else LATEST_TIERED - 1
+
+
 def decode_list_offsets(body, version, door):
-    parts = {(t.name, p.partition_index): p.timestamp for t in body.topics for p in t.partitions}
+    parts = {(t.name, p.partition_index): asked_time(p.timestamp, door.epoch_ms)
+             for t in body.topics for p in t.partitions}
     return m.ListOffsetsRequest(get(body, "isolation_level", 0), parts), None
+
+
+def found_time(door, tp, asked: int, offset: int) -> int:
+    """The timestamp Kafka answers with an offset found by time (UnifiedLog.fetchOffsetByTimestamp's
+    TimestampAndOffset): the record's at ``offset`` (for MAX_TIMESTAMP the largest, which that record has; with
+    LogAppendTime its batch's), in Unix time; NO_TIMESTAMP for EARLIEST and LATEST or when nothing was found.
+    The engine's answer has no timestamp, so it is read from the answering broker's log, where records below
+    the offsets it answers stay (NO_TIMESTAMP should the record be gone by now, or its log crashed)."""
+    if offset < 0 or asked in (-1, -2):
+        return NO_TIMESTAMP
+    p = door.cluster.broker(door.answering).partitions.get(tp)
+    try:
+        b = p.log.read(offset, offset + 1, 1)[0]
+    except (AttributeError, IndexError, ProtocolError, RuntimeError):
+        return NO_TIMESTAMP
+    ts = b.log_append_time if b.log_append_time >= 0 else b.records[offset - b.base_offset].timestamp
+    return unix_time(ts, door.epoch_ms)
 
 
 def encode_list_offsets(resp, body, version, state, door, cls):
@@ -264,8 +296,10 @@ def encode_list_offsets(resp, body, version, state, door, cls):
     for t in body.topics:
         ps = []
         for p in t.partitions:
-            err, off = resp.partitions.get((t.name, p.partition_index), (Errors.UNKNOWN_TOPIC_OR_PARTITION, -1))
-            ps.append(build(Part, partition_index=p.partition_index, error_code=err, timestamp=-1, offset=off,
+            tp = (t.name, p.partition_index)
+            err, off = resp.partitions.get(tp, (Errors.UNKNOWN_TOPIC_OR_PARTITION, -1))
+            ts = found_time(door, tp, p.timestamp, off) if err == Errors.NONE else NO_TIMESTAMP
+            ps.append(build(Part, partition_index=p.partition_index, error_code=err, timestamp=ts, offset=off,
                             leader_epoch=-1))
         out.append(build(Topic, name=t.name, partitions=tuple(ps)))
     return build(cls, topics=tuple(out))

@@ -1,8 +1,15 @@
 """The wire door's clock and its record: simulated time following the wall clock, each move a step of the trace,
 and everything the door does to the simulation kept in ``door.inputs`` (``txnlab.wire.replay`` repeats a run from
 it).  A mixin of ``WireDoor`` (listener.py).  This is the edge: the wall clock is read only through this module's
-``monotonic`` (by the clock here, and by the door's socket loop for idle connections), never in the engine, and each
-reading enters the simulation only as a recorded input."""
+``monotonic`` (by the clock here, and by the door's socket loop for idle connections) and ``unix_ms`` (once, when a
+door opens), never in the engine, and each reading enters the simulation only as a recorded input.
+
+The door's epoch (``door.epoch_ms``) is the Unix time in ms that the lab clock's 0 stands for, what
+``sim.clock.epoch.ms`` is to the lab's own clients: the wall clock's Unix time when the door opened, less the
+simulated time already run then (simulated time follows the wall clock from there).  Real clients stamp their
+records with the wall clock and the engine keeps lab time, so the door converts at its edge (records.py and the
+apis_*.py that carry a timestamp); the epoch is recorded in the door's ``open`` input, and a replay reuses it.
+(The lab's own clients on the same cluster see the same times when given ``sim.clock.epoch.ms=door.epoch_ms``.)"""
 from __future__ import annotations
 
 import time
@@ -10,11 +17,18 @@ import time
 monotonic = time.monotonic      # the wall clock this module reads (a test may put a clock of its own here)
 
 
+def unix_ms() -> int:
+    """The wall clock as a Unix time in ms: read once, for a door's epoch (a test may put its own here)."""
+    return time.time_ns() // 1_000_000
+
+
 class WallClock:
     """The door's clock and its record of inputs (state set by ``_start_clock``)."""
 
-    def _start_clock(self, lead_ms: int) -> None:
+    def _start_clock(self, lead_ms: int, epoch_ms=None) -> None:
         self.lead_ms = lead_ms
+        # a replay passes the recorded epoch: only a door with sockets reads the wall clock
+        self.epoch_ms = unix_ms() - self.kernel.now if epoch_ms is None else epoch_ms
         self._wall = monotonic()
         self._lead = 0                   # ms the requests' own work moved simulated time ahead of the wall clock
         self._clock_step = None          # the door's last clock step and the kernel's step count after it
@@ -41,7 +55,10 @@ class WallClock:
         elapsed = int((now - self._wall) * 1000)
         if elapsed < 5:
             return
-        self._wall = now
+        # the part of a ms not moved yet stays on the wall clock's side: dropped at each ~10 ms pump, it made
+        # simulated time fall behind the wall clock by ~5% (a marker stamped before the record a client had
+        # just sent); what a stall longer than the 1 s step leaves behind is dropped, as before
+        self._wall = now if elapsed > 1_000 else self._wall + elapsed / 1000
         with self.lock:
             if self.kernel.driver is None:
                 ms = min(elapsed, 1_000)

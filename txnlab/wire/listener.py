@@ -120,7 +120,7 @@ class WireDoor(WallClock):
         self._thread.start()
 
     def _setup(self, cluster, mode, settle_ms, idle_timeout_s, max_connections, request_timeout_ms, clock,
-               lead_ms) -> None:
+               lead_ms, epoch_ms=None) -> None:
         """The door's state, without sockets (a replay builds a door from this alone)."""
         self.clock = clock
         self.cluster = cluster
@@ -141,12 +141,13 @@ class WireDoor(WallClock):
         self._numbers = 0
         self._arrivals = 0
         self._ports: dict[int, int] = {}
-        self._start_clock(lead_ms)
+        self._start_clock(lead_ms, epoch_ms)
 
     def _opened(self) -> None:
         self._input({"kind": "open", "ports": {str(b): p for b, p in sorted(self._ports.items())},
                      "mode": self.mode, "clock": self.clock, "settle_ms": self.settle_ms, "lead_ms": self.lead_ms,
-                     "request_timeout_ms": self.request_timeout_ms, "max_connections": self.max_connections})
+                     "request_timeout_ms": self.request_timeout_ms, "max_connections": self.max_connections,
+                     "epoch_ms": self.epoch_ms})
         with self.lock:
             self.kernel.record("note", "wire-door", f"Kafka's wire protocol is open at {self.bootstrap_servers} "
                                                     f"(mode {self.mode})")

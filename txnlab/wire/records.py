@@ -9,6 +9,12 @@ reads it (a view, ``ListOffsets`` by time).  A Fetch answer puts the same bytes 
 (the offset and leader epoch the log assigned, a fresh CRC), so a batch's records are never re-encoded.
 Batches made inside the engine (transaction markers, the lab's own clients) are encoded record by record.
 
+Timestamps: a real client's are Unix ms, the engine's logs keep lab time (ms of simulated time; the door's
+``epoch_ms`` is the Unix time of the lab's 0, wire/clock.py).  In the v2 format a record's timestamp is a delta
+from the batch's firstTimestamp, so moving firstTimestamp and maxTimestamp moves every record: ``parse_batches``
+keeps both in lab time and ``encode_batch`` writes them back in Unix time, in the header it makes anyway (its
+CRC32C is computed there).  The records section, compressed or not, is never touched.
+
 Owns: ``parse_batches`` (bytes -> engine batches, or ``BatchError`` with Kafka's error), ``encode_batches``
 (engine batches -> bytes for a Fetch answer).
 """
@@ -29,6 +35,18 @@ COMPRESSION_MASK = 0x07
 TIMESTAMP_TYPE_LOG_APPEND = 0x08
 TRANSACTIONAL = 0x10
 CONTROL = 0x20
+NO_TIMESTAMP = -1                            # RecordBatch.NO_TIMESTAMP: a record without a time keeps none
+
+
+def lab_time(unix_ms: int, epoch_ms: int) -> int:
+    """A real client's timestamp in the engine's clock.  (A Unix time exactly ``epoch_ms - 1`` reads as
+    NO_TIMESTAMP afterwards: one millisecond before the door opened, the price of keeping Kafka's sentinel.)"""
+    return unix_ms if unix_ms == NO_TIMESTAMP else unix_ms - epoch_ms
+
+
+def unix_time(lab_ms: int, epoch_ms: int) -> int:
+    """An engine timestamp as a real client reads it."""
+    return lab_ms if lab_ms == NO_TIMESTAMP else lab_ms + epoch_ms
 
 
 class BatchError(Exception):
@@ -128,9 +146,10 @@ def _decode_records(raw: bytes, count: int, base_ts: int) -> Iterator[Record]:
 
 
 # ------------------------------------------------------------------- parse
-def parse_batches(data: bytes, produce_version: int = 11) -> list[RecordBatch]:
+def parse_batches(data: bytes, produce_version: int = 11, epoch_ms: int = 0) -> list[RecordBatch]:
     """The v2 batches in a Produce's records field, header-only (a compressed batch is decompressed once and
-    its records counted, as Kafka's ``LogValidator`` does); BatchError for what Kafka refuses."""
+    its records counted, as Kafka's ``LogValidator`` does), their timestamps in lab time (less ``epoch_ms``);
+    BatchError for what Kafka refuses."""
     if not data:
         raise BatchError(Errors.INVALID_RECORD, "the partition's records are empty")
     view = memoryview(data)
@@ -169,9 +188,9 @@ def parse_batches(data: bytes, produce_version: int = 11) -> list[RecordBatch]:
             if found != count:
                 raise BatchError(Errors.CORRUPT_MESSAGE, f"the header says {count} records, the "
                                                          f"{compression.CODECS[codec]} records section holds {found}")
-        rows = WireRecords(raw, count, base_ts, attributes, plain)
+        rows = WireRecords(raw, count, lab_time(base_ts, epoch_ms), attributes, plain)
         out.append(RecordBatch(rows, pid, epoch, base_seq, is_transactional=bool(attributes & TRANSACTIONAL),
-                               size_in_bytes=12 + length, max_timestamp=max_ts))
+                               size_in_bytes=12 + length, max_timestamp=lab_time(max_ts, epoch_ms)))
         pos = end
     return out
 
@@ -220,15 +239,18 @@ def _finish(head: bytes, body: bytes) -> bytes:
     return bytes(out)
 
 
-def encode_batch(b: RecordBatch) -> bytes:
-    """One engine batch as v2 bytes (at the offset and leader epoch the log gave it)."""
+def encode_batch(b: RecordBatch, epoch_ms: int = 0) -> bytes:
+    """One engine batch as v2 bytes (at the offset and leader epoch the log gave it), its timestamps in Unix
+    time (plus ``epoch_ms``)."""
     rows = b._rows
     if isinstance(rows, WireRecords):
-        key = (b.base_offset, b.partition_leader_epoch, b.log_append_time)
+        key = (b.base_offset, b.partition_leader_epoch, b.log_append_time, epoch_ms)
         done = rows._encoded.get(key)
         if done is None:
-            max_ts = b.max_timestamp
-            base_ts = rows.base_timestamp if b.log_append_time < 0 else b.log_append_time
+            # LogAppendTime: Kafka's LogValidator only sets maxTimestamp (DefaultRecordBatch.setMaxTimestamp) and
+            # the timestamp type; firstTimestamp stays the client's, and a reader takes maxTimestamp for every record
+            max_ts = unix_time(b.max_timestamp, epoch_ms)
+            base_ts = unix_time(rows.base_timestamp, epoch_ms)
             attrs = _attributes(b, rows.attributes & COMPRESSION_MASK)
             done = _finish(_header(b, len(rows.raw), attrs, base_ts, max_ts), rows.raw)
             if len(rows._encoded) > 8:
@@ -264,8 +286,10 @@ def encode_batch(b: RecordBatch) -> bytes:
         base_ts = max_ts = b.log_append_time
     else:
         max_ts = b.max_timestamp
-    return _finish(_header(b, len(body), _attributes(b), base_ts, max_ts), bytes(body))
+    # the deltas above are the same on either clock: only the header's two timestamps move
+    return _finish(_header(b, len(body), _attributes(b), unix_time(base_ts, epoch_ms), unix_time(max_ts, epoch_ms)),
+                   bytes(body))
 
 
-def encode_batches(batches) -> bytes:
-    return b"".join(encode_batch(b) for b in batches)
+def encode_batches(batches, epoch_ms: int = 0) -> bytes:
+    return b"".join(encode_batch(b, epoch_ms) for b in batches)

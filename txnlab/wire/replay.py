@@ -1,7 +1,8 @@
 """A run with real clients, repeated without them: the wire door's recorded inputs replayed on a fresh cluster.
 
 The engine never reads the wall clock; real clients enter only at the door, and everything the door does to the
-simulation is recorded in ``door.inputs``, in order: a socket accepted (``accept``), the bytes of each request
+simulation is recorded in ``door.inputs``, in order: the door's settings and its epoch, the Unix time of the lab
+clock's 0 that converts the clients' timestamps (``open``), a socket accepted (``accept``), the bytes of each request
 a client sent (``request``), the requests the door then let the cluster settle on (``settle``), each time the
 wall clock moved simulated time on (``advance``: also a ``clock`` step of the trace), and a connection the
 socket side closed (``closing``, ``close``) or refused (``refuse``).  ``replay(cluster, inputs)`` feeds the same
@@ -26,7 +27,8 @@ class ReplayDoor(WireDoor):
         if opened.get("kind") != "open":
             raise ValueError("recorded wire inputs start with the door's 'open' entry")
         self._setup(cluster, opened["mode"], opened["settle_ms"], 600.0, opened["max_connections"],
-                    opened["request_timeout_ms"], opened["clock"], opened["lead_ms"])
+                    opened["request_timeout_ms"], opened["clock"], opened["lead_ms"],
+                    opened.get("epoch_ms", 0))     # (recorded before the door kept lab time: 0, no shift)
         self._ports = {int(b): p for b, p in opened["ports"].items()}
         self._thread = threading.current_thread()
         self._by_seq: dict = {}
