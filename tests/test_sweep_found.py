@@ -392,3 +392,21 @@ def test_a_fetch_answer_held_by_the_network_is_ignored_once_the_partition_moved_
         {"kind": "crash", "api": "AddPartitionsToTxn", "side": "dst", "ms": 3000, "at": 1256}])
     assert res.ok, res.violations
     assert res.cluster.trace.filter(contains="ignores this answer: it fetched offset")
+
+
+def test_the_next_batch_waits_for_a_request_in_flight_to_the_old_leader():
+    """Seed 418045 (mixed, transaction.version 0, librdkafka): the idempotent writer's first batch of mixed-1 (seq 0)
+    was in flight to broker 1, which was restarting and never answered it; the partition moved to broker 0, and the
+    writer sent its next batch (seq 1) there at once.  Broker 0 had no state of the producer and took seq 1 as its
+    first; seq 0, retried after its request timed out, was refused as a rewound sequence, fatal for librdkafka, and
+    the workload's final flush let the fatal error escape (crash).  librdkafka drains a partition whose leader moved
+    before it produces to the new one (rd_kafka_idemp_drain_toppar: tests/test_librdkafka_new_leader_drain.py)."""
+    res = _run(418045, RunConfig(workload="mixed", faults="all", records=50, trace=True), [
+        {"kind": "crash", "api": "WriteTxnMarkers", "side": "src", "ms": 1000, "at": 104},
+        {"kind": "pause", "node": "writer-1", "ms": 3000, "at": 966},
+        {"kind": "crash", "api": "WriteTxnMarkers", "side": "src", "ms": 12000, "at": 1136},
+        {"kind": "pause", "node": "writer-1", "ms": 500, "at": 1836}])
+    assert res.ok, res.violations
+    assert res.cluster.trace.filter(contains="mixed-1 has a new leader (broker-0) while a request to the old one is "
+                                             "in flight", include_background=True)
+    assert not res.cluster.trace.filter(contains="rewound sequence", include_background=True)
