@@ -29,7 +29,7 @@ class GroupCoordinator(GroupOffsetHandlers):
         self.kernel = broker.kernel
         self.config = broker.config
         self.manager = GroupMetadataManager(broker)
-        # offsets partition -> the RequireStable OffsetFetches waiting for its HW: [offset, request, answer, timer]
+        # offsets partition -> the RequireStable OffsetFetches waiting for its HW (group_offsets.WaitingFetch)
         self.waiting_fetches: dict[int, list] = {}
 
     def narrate(self, text: str) -> None:

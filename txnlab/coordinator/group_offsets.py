@@ -62,6 +62,19 @@ def verification_error(error: Errors, operation: str) -> Errors:
     return OPERATION_ERRORS.get(error, error)
 
 
+class WaitingFetch:
+    """An OffsetFetch with RequireStable waiting for its offsets partition's HW to reach ``offset`` (Kafka 4.1.1:
+    a deferred event of CoordinatorRuntime's deferredEventQueue), with the ``response`` read when it ran."""
+
+    __slots__ = ("offset", "request", "response", "timer")
+
+    def __init__(self, offset: int, request, response) -> None:
+        self.offset = offset
+        self.request = request
+        self.response = response
+        self.timer = None
+
+
 def _every(req, error, unknown: dict) -> dict:
     """The answer of a (Txn)OffsetCommit: ``error`` for each of ``req``'s partitions, beside ``unknown``'s answers
     (the partitions the broker does not know: ``_known_partitions``)."""
@@ -336,10 +349,10 @@ class GroupOffsetHandlers:
                      f"coordinator: read now, answered once {tp[0]}-{tp[1]} is replicated up to offset {written} "
                      f"(HW {p.log.high_watermark}): writes still being replicated are waited for")
         waiting = self.waiting_fetches.setdefault(tp[1], [])
-        entry = [written, msg, resp, None]
-        entry[3] = self.broker.set_timer(self.config["offsets.commit.timeout.ms"],
-                                         f"fetch-offsets timeout ({group_id!r})",
-                                         lambda: self._fetch_timed_out(tp[1], entry))
+        entry = WaitingFetch(written, msg, resp)
+        entry.timer = self.broker.set_timer(self.config["offsets.commit.timeout.ms"],
+                                            f"fetch-offsets timeout ({group_id!r})",
+                                            lambda: self._fetch_timed_out(tp[1], entry))
         waiting.append(entry)
         return None
 
@@ -349,27 +362,27 @@ class GroupOffsetHandlers:
         if not waiting:
             return
         hw = partition.log.high_watermark
-        done = [e for e in waiting if e[0] <= hw]
+        done = [e for e in waiting if e.offset <= hw]
         for e in done:
             waiting.remove(e)
-            self.broker.cancel_timer(e[3])
-            self.broker.respond(e[1], e[2])
+            self.broker.cancel_timer(e.timer)
+            self.broker.respond(e.request, e.response)
 
-    def _fetch_timed_out(self, partition_index: int, entry: list) -> None:
+    def _fetch_timed_out(self, partition_index: int, entry: "WaitingFetch") -> None:
         waiting = self.waiting_fetches.get(partition_index, [])
         if entry not in waiting:
             return
         waiting.remove(entry)
         # CoordinatorRuntime.OperationTimeout, then GroupCoordinatorService.handleOffsetFetchException
-        self.narrate(f"{OFFSETS_TOPIC}-{partition_index} was not replicated up to offset {entry[0]} within "
+        self.narrate(f"{OFFSETS_TOPIC}-{partition_index} was not replicated up to offset {entry.offset} within "
                      f"offsets.commit.timeout.ms={self.config['offsets.commit.timeout.ms']}: the RequireStable "
                      f"OffsetFetch times out (REQUEST_TIMED_OUT) -> NOT_COORDINATOR (consumers before 3.9 retry "
                      f"neither REQUEST_TIMED_OUT nor COORDINATOR_NOT_AVAILABLE; NOT_COORDINATOR also looks the "
                      f"coordinator up again)")
-        self.broker.respond(entry[1], m.OffsetFetchResponse(Errors.NOT_COORDINATOR))
+        self.broker.respond(entry.request, m.OffsetFetchResponse(Errors.NOT_COORDINATOR))
 
     def _fail_waiting_fetches(self, partition_index: int) -> None:
         """The offsets partition moved away: CoordinatorRuntime fails its deferred events with NOT_COORDINATOR."""
         for e in self.waiting_fetches.pop(partition_index, []):
-            self.broker.cancel_timer(e[3])
-            self.broker.respond(e[1], m.OffsetFetchResponse(Errors.NOT_COORDINATOR))
+            self.broker.cancel_timer(e.timer)
+            self.broker.respond(e.request, m.OffsetFetchResponse(Errors.NOT_COORDINATOR))
