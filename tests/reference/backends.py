@@ -61,6 +61,20 @@ class Backend:
     def wait_topic(self, name: str, partitions: int) -> None:
         pass
 
+    def alter_topic_config(self, name: str, key: str, value: str | None) -> None:
+        """IncrementalAlterConfigs of one topic's ``key`` (kafka-configs.sh --alter): SET ``value``, or DELETE the
+        override when None."""
+        self._alter_topic_config(self.AdminClient({"bootstrap.servers": self.bootstrap}), self.admin, name, key,
+                                 value)
+
+    @staticmethod
+    def _alter_topic_config(admin, types, name: str, key: str, value: str | None) -> None:
+        op = types.AlterConfigOpType.SET if value is not None else types.AlterConfigOpType.DELETE
+        res = types.ConfigResource(types.ResourceType.TOPIC, name)
+        res.add_incremental_config(types.ConfigEntry(key, value if value is not None else "",
+                                                     incremental_operation=op))
+        admin.incremental_alter_configs([res])[res].result(30)
+
     def leader(self, topic: str, partition: int = 0) -> int:
         admin = self.AdminClient({"bootstrap.servers": self.bootstrap})
         md = admin.list_topics(topic, timeout=10)
@@ -303,6 +317,11 @@ class WireBackend(_WallClock, LabBackend):
                     f.result(30)
                 except txnlab.KafkaException as e:     # as confluent-kafka's, so a scenario sees one type
                     raise confluent_kafka.KafkaException(confluent_kafka.KafkaError(e.args[0].code())) from None
+
+    def alter_topic_config(self, name: str, key: str, value: str | None) -> None:
+        """In-process: the listener does not speak IncrementalAlterConfigs."""
+        with self._locked():
+            self._alter_topic_config(self._admin(), txnlab.admin, name, key, value)
 
     def settle(self) -> None:
         time.sleep(0.1)

@@ -1,7 +1,8 @@
 """Scenarios on a single broker (transaction.version 2) where consumer groups meet transactions (KIP-447 and the
 group coordinator): a stale generation's or a departed member's metadata in TxnOffsetCommit, a replaced static
 member, a new member that starts while a transaction holds offsets of its group, plain commits mixed with
-transactional ones, and read_committed reads whose aborted ranges span many fetch responses.
+transactional ones, read_committed reads whose aborted ranges span many fetch responses, and an offsets write
+too large for __consumer_offsets.
 
 Everything observed is settled before it is read (a group is polled until its assignment is the one wanted, a
 read waits for the partition's end), so nothing here depends on timing.  Which member gets which partition
@@ -274,3 +275,27 @@ def offsets_for_unknown_partitions(b, o):
     o["txn2.committed"] = _committed_or_error(b, c, src)
     c.close()
     o.read("out", out)
+
+
+@scenario()
+def offsets_write_too_large_for_the_log(b, o):
+    """A commit whose record is larger than __consumer_offsets' max.message.bytes (its metadata within
+    offset.metadata.max.bytes, 4096): Kafka 4.1.1's group coordinator fails the write and answers it through
+    CoordinatorOperationExceptionHelper.handleOperationException, UNKNOWN_SERVER_ERROR (Kafka's Scala coordinator
+    said INVALID_COMMIT_OFFSET_SIZE).  The topic's setting is put back before the scenario ends."""
+    src, group = new_topic(b, "bigmeta"), b.unique("g")
+    c = group_consumer(b, group)
+    o.call("commit.small", c.commit, offsets=[b.TopicPartition(src, 0, 1)], asynchronous=False)  # (__consumer_offsets exists)
+    b.alter_topic_config("__consumer_offsets", "max.message.bytes", "600")
+    b.sleep(1)                  # (a broker applies a topic's new configs from the metadata log)
+    try:
+        o.call("commit.too_large", c.commit, offsets=[b.TopicPartition(src, 0, 2, metadata="x" * 2000)],
+               asynchronous=False)
+        o["committed.after_refusal"] = _committed_or_error(b, c, src)
+    finally:
+        b.alter_topic_config("__consumer_offsets", "max.message.bytes", None)
+    b.sleep(1)
+    o.call("commit.after_reset", c.commit, offsets=[b.TopicPartition(src, 0, 3, metadata="x" * 2000)],
+           asynchronous=False)
+    o["committed"] = _committed_or_error(b, c, src)
+    c.close()

@@ -29,6 +29,8 @@ class GroupCoordinator(GroupOffsetHandlers):
         self.kernel = broker.kernel
         self.config = broker.config
         self.manager = GroupMetadataManager(broker)
+        # offsets partition -> the RequireStable OffsetFetches waiting for its HW (group_offsets.WaitingFetch)
+        self.waiting_fetches: dict[int, list] = {}
 
     def narrate(self, text: str) -> None:
         self.broker.narrate(text)
@@ -64,6 +66,7 @@ class GroupCoordinator(GroupOffsetHandlers):
             return
         mgr.loading.discard(partition_index)
         gone = mgr.unload(partition_index)
+        self._fail_waiting_fetches(partition_index)
         self.narrate(f"broker {self.broker.broker_id} no longer leads {OFFSETS_TOPIC}-{partition_index}: it stops "
                      f"coordinating {len(gone)} group(s) (their waiting members get NOT_COORDINATOR)")
         now = self.kernel.now
@@ -76,7 +79,9 @@ class GroupCoordinator(GroupOffsetHandlers):
             group.transition_to(S.DEAD, now)
 
     def on_high_watermark(self, partition) -> None:
-        """Offsets become visible through the append callbacks; nothing to do here."""
+        """Offsets become visible through the append callbacks (called first); RequireStable fetches waiting for
+        the partition's writes are answered here."""
+        self._answer_waiting_fetches(partition)
 
     def complete_txn(self, partition_index: int, producer_id: int, committed: bool, marker_offset: int) -> None:
         """Called after a COMMIT/ABORT marker of ``producer_id`` was written to this offsets partition."""
@@ -104,8 +109,11 @@ class GroupCoordinator(GroupOffsetHandlers):
         return self.manager.pending_transactional_offsets
 
     # ------------------------------------------------------------- helpers
-    def _check_coordinator(self, group_id: str) -> Optional[Errors]:
-        if not group_id:
+    def _check_coordinator(self, group_id: str, empty_ok: bool = False) -> Optional[Errors]:
+        """Is this broker the group's coordinator, ready?  GroupCoordinatorService's isGroupIdNotEmpty refuses the
+        empty group id (INVALID_GROUP_ID) except for OffsetCommit and OffsetFetch (``empty_ok``), which refuse only
+        a null one: "for backwards compatibility, we support offset commits for the empty groupId"."""
+        if not group_id and not empty_ok:
             return Errors.INVALID_GROUP_ID
         mgr = self.manager
         idx = mgr.partition_for(group_id)

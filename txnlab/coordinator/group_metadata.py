@@ -219,9 +219,10 @@ class GroupMetadata:
             self.transition_to(GroupState.EMPTY, now)
 
     # ------------------------------------------------------------- offsets
-    def has_pending_offset_commits(self, tp: tuple) -> bool:
-        return tp in self.pending_offset_commits or any(
-            tp in offs for offs in self.pending_transactional_offset_commits.values())
+    def has_pending_transactional_offsets(self, tp: tuple) -> bool:
+        """Kafka 4.1.1 OffsetMetadataManager.hasPendingTransactionalOffsets: a transaction's offsets of ``tp`` await
+        its marker (what RequireStable answers UNSTABLE_OFFSET_COMMIT)."""
+        return any(tp in offs for offs in self.pending_transactional_offset_commits.values())
 
     def has_offsets(self) -> bool:
         return bool(self.offsets or self.pending_offset_commits or self.pending_transactional_offset_commits)

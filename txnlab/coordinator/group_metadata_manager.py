@@ -20,28 +20,34 @@ from ..protocol.names import OFFSETS_TOPIC
 
 
 
-def map_offset_write_error(error: Errors) -> Errors:
-    """How a failed offsets write is reported to the committer (Kafka's storeOffsets)."""
-    if error in (Errors.UNKNOWN_TOPIC_OR_PARTITION, Errors.NOT_ENOUGH_REPLICAS,
-                 Errors.NOT_ENOUGH_REPLICAS_AFTER_APPEND):
-        return Errors.COORDINATOR_NOT_AVAILABLE
-    if error in (Errors.NOT_LEADER_OR_FOLLOWER, Errors.KAFKA_STORAGE_ERROR):
-        return Errors.NOT_COORDINATOR
-    if error in (Errors.MESSAGE_TOO_LARGE, Errors.RECORD_LIST_TOO_LARGE, Errors.INVALID_FETCH_SIZE):
-        return Errors.INVALID_COMMIT_OFFSET_SIZE
-    return error
+# Kafka 4.1.1 CoordinatorOperationExceptionHelper.handleOperationException: how an error failing a write of the group
+# coordinator is answered (anything else is answered as it is).  OffsetCommit ("commit-offset") and TxnOffsetCommit
+# ("txn-commit-offset") take it in GroupCoordinatorService.commitOffsets / commitTransactionalOffsets; JoinGroup's and
+# SyncGroup's group metadata writes answer through GroupMetadataManager.appendGroupMetadataErrorToResponseError,
+# the same table.  NETWORK_EXCEPTION is a TxnOffsetCommit's lost or timed-out verification, "which older clients may
+# not expect": COORDINATOR_LOAD_IN_PROGRESS retries without a coordinator look-up.  (Kafka's Scala
+# GroupMetadataManager answered a too-large offsets write INVALID_COMMIT_OFFSET_SIZE and a timed-out one
+# REQUEST_TIMED_OUT; 4.1.1 answers UNKNOWN_SERVER_ERROR and COORDINATOR_NOT_AVAILABLE.)
+OPERATION_ERRORS = {Errors.NETWORK_EXCEPTION: Errors.COORDINATOR_LOAD_IN_PROGRESS,
+                    Errors.UNKNOWN_TOPIC_OR_PARTITION: Errors.COORDINATOR_NOT_AVAILABLE,
+                    Errors.NOT_ENOUGH_REPLICAS: Errors.COORDINATOR_NOT_AVAILABLE,
+                    Errors.REQUEST_TIMED_OUT: Errors.COORDINATOR_NOT_AVAILABLE,
+                    Errors.NOT_LEADER_OR_FOLLOWER: Errors.NOT_COORDINATOR,
+                    Errors.KAFKA_STORAGE_ERROR: Errors.NOT_COORDINATOR,
+                    Errors.MESSAGE_TOO_LARGE: Errors.UNKNOWN_SERVER_ERROR,
+                    Errors.RECORD_LIST_TOO_LARGE: Errors.UNKNOWN_SERVER_ERROR,
+                    Errors.INVALID_FETCH_SIZE: Errors.UNKNOWN_SERVER_ERROR}
 
 
-def map_group_write_error(error: Errors) -> Errors:
-    """How a failed group metadata write is reported (Kafka's storeGroup)."""
-    if error in (Errors.UNKNOWN_TOPIC_OR_PARTITION, Errors.NOT_ENOUGH_REPLICAS,
-                 Errors.NOT_ENOUGH_REPLICAS_AFTER_APPEND, Errors.REQUEST_TIMED_OUT):
+def map_write_error(error: Errors) -> Errors:
+    """How a failed ``__consumer_offsets`` write (offsets or group metadata) is answered: ``OPERATION_ERRORS``.
+    NOT_ENOUGH_REPLICAS_AFTER_APPEND is the lab's acks=all wait ending when the ISR shrank below
+    min.insync.replicas; 4.1.1's CoordinatorPartitionWriter.append writes with acks=1 and its CoordinatorRuntime
+    waits for the high watermark, which Partition.maybeIncrementLeaderHW does not move under min ISR, so the same
+    write ends at offsets.commit.timeout.ms as REQUEST_TIMED_OUT: COORDINATOR_NOT_AVAILABLE (here sooner)."""
+    if error == Errors.NOT_ENOUGH_REPLICAS_AFTER_APPEND:
         return Errors.COORDINATOR_NOT_AVAILABLE
-    if error in (Errors.NOT_LEADER_OR_FOLLOWER, Errors.KAFKA_STORAGE_ERROR):
-        return Errors.NOT_COORDINATOR
-    if error in (Errors.MESSAGE_TOO_LARGE, Errors.RECORD_LIST_TOO_LARGE, Errors.INVALID_FETCH_SIZE):
-        return Errors.UNKNOWN_SERVER_ERROR
-    return error
+    return OPERATION_ERRORS.get(error, error)
 
 
 class GroupMetadataManager:
@@ -99,7 +105,7 @@ class GroupMetadataManager:
         def done(error, info):
             error = Errors(error)
             if error != Errors.NONE:
-                mapped = map_group_write_error(error)
+                mapped = map_write_error(error)
                 self.narrate(f"group {group.group_id!r}: the GroupMetadata write failed with {error.name} "
                              f"-> {mapped.name}")
                 callback(mapped)
@@ -148,7 +154,7 @@ class GroupMetadataManager:
                 return
             if error == Errors.NONE:
                 error = Errors.NOT_COORDINATOR   # the group was unloaded meanwhile
-            mapped = map_offset_write_error(error)
+            mapped = map_write_error(error)
             self._fail_pending(group, entries, producer_id)
             self.narrate(f"group {group.group_id!r}: the offsets write failed with {error.name} -> {mapped.name}")
             callback({tp: mapped for tp in offsets})

@@ -5,7 +5,8 @@ static instance id; KIP-447's rules for TxnOffsetCommit, where generation -1
 without a member id is accepted), the KIP-890 check that a transactional
 offset commit belongs to the producer's ongoing transaction (asked of the
 transaction coordinator before the write; TxnOffsetCommit v5 adds it), and OffsetFetch with
-RequireStable answering UNSTABLE_OFFSET_COMMIT while offsets are pending.  Also KafkaApis' per-topic checks
+RequireStable as Kafka 4.1.1 serves it: a write operation of the group coordinator, answered once the writes
+before it are replicated, with UNSTABLE_OFFSET_COMMIT for offsets a transaction still holds.  Also KafkaApis' per-topic checks
 before the group coordinator: READ for a commit, DESCRIBE for a fetch (TOPIC_AUTHORIZATION_FAILED), then
 UNKNOWN_TOPIC_OR_PARTITION for a commit of a partition the broker does not know.
 Mixed into ``GroupCoordinator``; the writes themselves are the manager's.
@@ -19,7 +20,8 @@ from ..protocol import messages as m
 from ..protocol.errors import Errors, ProtocolError
 from ..protocol.hashing import partition_for
 from .group_metadata import GroupMetadata, GroupState
-from ..protocol.names import TRANSACTION_STATE_TOPIC, broker_name
+from .group_metadata_manager import OPERATION_ERRORS
+from ..protocol.names import OFFSETS_TOPIC, TRANSACTION_STATE_TOPIC, broker_name
 
 S = GroupState
 
@@ -31,18 +33,6 @@ ADD_PARTITION = "ADD_PARTITION"                     # v5: add the offsets partit
 # the broker's request.timeout.ms (Kafka's default): how long AddPartitionsToTxnManager, an InterBrokerSendThread,
 # waits for the transaction coordinator's answer before failing the verification with NETWORK_EXCEPTION
 _BROKER_REQUEST_TIMEOUT_MS = 30_000
-# CoordinatorOperationExceptionHelper.handleOperationException: how an error failing a coordinator operation is
-# answered (anything else is answered as it is).  NETWORK_EXCEPTION is the verification's lost or timed-out request,
-# "which older clients may not expect": COORDINATOR_LOAD_IN_PROGRESS retries without a coordinator look-up
-OPERATION_ERRORS = {Errors.NETWORK_EXCEPTION: Errors.COORDINATOR_LOAD_IN_PROGRESS,
-                    Errors.UNKNOWN_TOPIC_OR_PARTITION: Errors.COORDINATOR_NOT_AVAILABLE,
-                    Errors.NOT_ENOUGH_REPLICAS: Errors.COORDINATOR_NOT_AVAILABLE,
-                    Errors.REQUEST_TIMED_OUT: Errors.COORDINATOR_NOT_AVAILABLE,
-                    Errors.NOT_LEADER_OR_FOLLOWER: Errors.NOT_COORDINATOR,
-                    Errors.KAFKA_STORAGE_ERROR: Errors.NOT_COORDINATOR,
-                    Errors.MESSAGE_TOO_LARGE: Errors.UNKNOWN_SERVER_ERROR,
-                    Errors.RECORD_LIST_TOO_LARGE: Errors.UNKNOWN_SERVER_ERROR,
-                    Errors.INVALID_FETCH_SIZE: Errors.UNKNOWN_SERVER_ERROR}
 
 
 def supported_operation(api_version: int, cluster_transaction_version: int) -> str:
@@ -70,6 +60,19 @@ def verification_error(error: Errors, operation: str) -> Errors:
     elif error == Errors.TRANSACTION_ABORTABLE and operation == DEFAULT_ERROR:
         error = Errors.INVALID_TXN_STATE
     return OPERATION_ERRORS.get(error, error)
+
+
+class WaitingFetch:
+    """An OffsetFetch with RequireStable waiting for its offsets partition's HW to reach ``offset`` (Kafka 4.1.1:
+    a deferred event of CoordinatorRuntime's deferredEventQueue), with the ``response`` read when it ran."""
+
+    __slots__ = ("offset", "request", "response", "timer")
+
+    def __init__(self, offset: int, request, response) -> None:
+        self.offset = offset
+        self.request = request
+        self.response = response
+        self.timer = None
 
 
 def _every(req, error, unknown: dict) -> dict:
@@ -153,7 +156,7 @@ class GroupOffsetHandlers:
         req, unknown = self._known_partitions(msg, "OffsetCommit")
         if not req.offsets:
             return m.OffsetCommitResponse(unknown)
-        err = self._check_coordinator(req.group_id)
+        err = self._check_coordinator(req.group_id, empty_ok=True)
         if err is not None:
             return m.OffsetCommitResponse(_every(req, err, unknown))
         group = self.manager.get_group(req.group_id)
@@ -270,7 +273,10 @@ class GroupOffsetHandlers:
 
     def handle_OffsetFetch(self, msg):
         req = msg.payload
-        err = self._check_coordinator(req.group_id)
+        # GroupCoordinatorService.fetchOffsets / fetchAllOffsets refuse only a null group id (INVALID_GROUP_ID): "for
+        # backwards compatibility, we support fetch commits for the empty group id", any version; "" is looked up
+        # like any group (none has offsets: -1 for each partition asked, none for a fetch of all)
+        err = self._check_coordinator(req.group_id, empty_ok=True)
         if err is not None:
             return m.OffsetFetchResponse(err)
         # KafkaApis.fetchOffsetsForGroup / fetchAllOffsetsForGroup: "clients are not allowed to see offsets for
@@ -284,36 +290,99 @@ class GroupOffsetHandlers:
                          f"offsets are answered TOPIC_AUTHORIZATION_FAILED")
             refused = {tp: (-1, "", Errors.TOPIC_AUTHORIZATION_FAILED) for tp in req.partitions if tp[0] in hidden}
             req = dataclasses.replace(req, partitions=tuple(tp for tp in req.partitions if tp not in refused))
-        resp = self._fetch_offsets(msg, req)
-        return dataclasses.replace(resp, offsets={**resp.offsets, **refused}) if refused else resp
+        stable = req.require_stable and "offset-fetch-unstable" not in self.broker.mutations
+        resp = self._fetch_offsets(msg, req, stable)
+        if refused:
+            resp = dataclasses.replace(resp, offsets={**resp.offsets, **refused})
+        return self._answer_once_written(msg, req.group_id, resp) if stable else resp
 
-    def _fetch_offsets(self, msg, req):
+    def _fetch_offsets(self, msg, req, stable: bool):
+        """OffsetMetadataManager.fetchOffsets / fetchAllOffsets.  Without RequireStable a read operation
+        (scheduleReadOperation at the last committed offset): only replicated offsets.  With it a write operation
+        reading the latest state (lastCommittedOffset Long.MAX_VALUE): a plain commit still being replicated is
+        read too (the answer waits for it: ``_answer_once_written``); a partition with pending transactional offsets
+        (hasPendingTransactionalOffsets) is answered UNSTABLE_OFFSET_COMMIT."""
         group = self.manager.get_group(req.group_id)
         if group is None or group.is_state(S.DEAD):
+            # (validateOffsetFetch's GroupIdNotFoundException: failAllPartitions)
             if req.partitions is None:
                 return m.OffsetFetchResponse(Errors.NONE, {})
             return m.OffsetFetchResponse(Errors.NONE, {tp: (-1, "", Errors.NONE) for tp in req.partitions})
+        latest = {**group.offsets, **group.pending_offset_commits} if stable else group.offsets
         if req.partitions is None:
-            shown = {t for t, _ in group.offsets if self.broker._allowed(msg, "TOPIC", t, "DESCRIBE")}
-            return m.OffsetFetchResponse(Errors.NONE, {tp: (e.offset, e.metadata, Errors.NONE)
-                                                       for tp, e in sorted(group.offsets.items()) if tp[0] in shown})
+            shown = {t for t, _ in latest if self.broker._allowed(msg, "TOPIC", t, "DESCRIBE")}
+            tps = sorted(tp for tp in latest if tp[0] in shown)
+        else:
+            tps = req.partitions
         out = {}
         unstable = []
-        stable = req.require_stable and "offset-fetch-unstable" not in self.broker.mutations
-        audit = self.broker.cluster.auditors and req.require_stable
-        pending = [tp for tp in req.partitions if group.has_pending_offset_commits(tp)] if audit else ()
-        for tp in req.partitions:
-            if stable and group.has_pending_offset_commits(tp):
+        for tp in tps:
+            if stable and group.has_pending_transactional_offsets(tp):
                 out[tp] = (-1, "", Errors.UNSTABLE_OFFSET_COMMIT)
                 unstable.append(tp)
                 continue
-            e = group.offsets.get(tp)
+            e = latest.get(tp)
             out[tp] = (e.offset, e.metadata, Errors.NONE) if e is not None else (-1, "", Errors.NONE)
-        if pending:
-            self.broker.cluster.audit("offset-fetch", broker=self.broker.broker_id, group=req.group_id,
-                                      answered=tuple(tp for tp in pending if out[tp][2] == Errors.NONE))
+        if self.broker.cluster.auditors and req.require_stable and req.partitions is not None:
+            pending = [tp for tp in req.partitions if group.has_pending_transactional_offsets(tp)]
+            if pending:
+                self.broker.cluster.audit("offset-fetch", broker=self.broker.broker_id, group=req.group_id,
+                                          answered=tuple(tp for tp in pending if out[tp][2] == Errors.NONE))
         if unstable:
             self.narrate(f"group {group.group_id!r}: the offsets of {m.tps_str(unstable)} were written by a transaction "
-                         f"that has no marker yet (or by a commit still being replicated) -> UNSTABLE_OFFSET_COMMIT "
-                         f"(retriable: ask again once the transaction ends)")
+                         f"that has no marker yet -> UNSTABLE_OFFSET_COMMIT (retriable: ask again once the "
+                         f"transaction ends)")
         return m.OffsetFetchResponse(Errors.NONE, out)
+
+    def _answer_once_written(self, msg, group_id: str, resp):
+        """GroupCoordinatorService.fetchOffsets / fetchAllOffsets with RequireStable run as a write operation
+        ("fetch-offsets") with no records: CoordinatorRuntime answers it once every write made before it to the
+        group's ``__consumer_offsets`` partition is replicated (its deferred event waits on the last written offset;
+        the high watermark completes it).  So a plain commit still being replicated is waited for, not answered
+        UNSTABLE_OFFSET_COMMIT.  Returns ``resp`` when nothing is pending, else None (answered later)."""
+        tp = self.manager.tp_for(group_id)
+        p = self.broker.partitions.get(tp)
+        if p is None or p.log.high_watermark >= p.log.log_end_offset:
+            return resp
+        written = p.log.log_end_offset
+        self.narrate(f"group {group_id!r}: OffsetFetch with RequireStable is a write operation of the group "
+                     f"coordinator: read now, answered once {tp[0]}-{tp[1]} is replicated up to offset {written} "
+                     f"(HW {p.log.high_watermark}): writes still being replicated are waited for")
+        waiting = self.waiting_fetches.setdefault(tp[1], [])
+        entry = WaitingFetch(written, msg, resp)
+        entry.timer = self.broker.set_timer(self.config["offsets.commit.timeout.ms"],
+                                            f"fetch-offsets timeout ({group_id!r})",
+                                            lambda: self._fetch_timed_out(tp[1], entry))
+        waiting.append(entry)
+        return None
+
+    def _answer_waiting_fetches(self, partition) -> None:
+        """The HW of an offsets partition moved: answer the RequireStable fetches it completes."""
+        waiting = self.waiting_fetches.get(partition.tp[1])
+        if not waiting:
+            return
+        hw = partition.log.high_watermark
+        done = [e for e in waiting if e.offset <= hw]
+        for e in done:
+            waiting.remove(e)
+            self.broker.cancel_timer(e.timer)
+            self.broker.respond(e.request, e.response)
+
+    def _fetch_timed_out(self, partition_index: int, entry: "WaitingFetch") -> None:
+        waiting = self.waiting_fetches.get(partition_index, [])
+        if entry not in waiting:
+            return
+        waiting.remove(entry)
+        # CoordinatorRuntime.OperationTimeout, then GroupCoordinatorService.handleOffsetFetchException
+        self.narrate(f"{OFFSETS_TOPIC}-{partition_index} was not replicated up to offset {entry.offset} within "
+                     f"offsets.commit.timeout.ms={self.config['offsets.commit.timeout.ms']}: the RequireStable "
+                     f"OffsetFetch times out (REQUEST_TIMED_OUT) -> NOT_COORDINATOR (consumers before 3.9 retry "
+                     f"neither REQUEST_TIMED_OUT nor COORDINATOR_NOT_AVAILABLE; NOT_COORDINATOR also looks the "
+                     f"coordinator up again)")
+        self.broker.respond(entry.request, m.OffsetFetchResponse(Errors.NOT_COORDINATOR))
+
+    def _fail_waiting_fetches(self, partition_index: int) -> None:
+        """The offsets partition moved away: CoordinatorRuntime fails its deferred events with NOT_COORDINATOR."""
+        for e in self.waiting_fetches.pop(partition_index, []):
+            self.broker.cancel_timer(e.timer)
+            self.broker.respond(e.request, m.OffsetFetchResponse(Errors.NOT_COORDINATOR))
