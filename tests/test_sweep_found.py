@@ -413,3 +413,23 @@ def test_the_next_batch_waits_for_a_request_in_flight_to_the_old_leader():
     assert res.cluster.trace.filter(contains="mixed-1 has a new leader (broker-0) while a request to the old one is "
                                              "in flight", include_background=True)
     assert not res.cluster.trace.filter(contains="rewound sequence", include_background=True)
+
+
+@pytest.mark.parametrize("tv, dialect", [(2, "java"), (0, "librdkafka")])
+def test_a_deposed_coordinator_with_an_unreplicated_write_does_not_answer_a_stable_offset_fetch(tv, dialect):
+    """Seed 418149 (copier): broker 0, cut off from the controller for 20 s, was fenced and lost
+    __consumer_offsets-0 without knowing it, after it had appended a transactional offset commit its followers
+    never replicated.  Its group coordinator dropped that pending offset when the write timed out and then answered
+    a read_committed consumer's OffsetFetch with the offsets it had (in-1=7): the copier copied again (duplicate).
+    Kafka 4.1.1 serves an OffsetFetch with RequireStable as a write operation, answered once the partition is
+    replicated up to where it stood, or NOT_COORDINATOR after offsets.commit.timeout.ms: the consumer looks the
+    coordinator up again and reads the committed offsets from broker 1."""
+    res = _run(418149, RunConfig(workload="copier", faults="all", records=50, transaction_version=tv,
+                                 dialect=dialect, trace=True), [
+        {"kind": "delay", "api": "OffsetFetch", "ms": 2000, "at": 1096},
+        {"kind": "partition", "node": "broker-0", "others": ["controller"], "ms": 20000, "at": 1215}])
+    assert res.ok, res.violations
+    # (broker 0 was fenced at 4007 ms) no offsets from it after that: UNSTABLE_OFFSET_COMMIT, or no answer in time
+    stale = [e for e in res.cluster.trace.filter(api="OffsetFetch") if e.is_response and e.src == "broker-0"
+             and e.time > 4_007 and "in-1=" in e.text and "in-1=UNSTABLE" not in e.text]
+    assert stale == []
