@@ -90,3 +90,47 @@ def test_segment_bytes_below_kafkas_least_is_refused_with_invalid_config():
     p.flush(10)
     assert [(e.name(), e.code()) for e in reports] == [("RECORD_LIST_TOO_LARGE", 18)]
     assert c.topics() == ["mib"]
+
+
+def _timestamps(c: Cluster, topic: str) -> list:
+    from txnlab import Consumer
+    co = Consumer({"bootstrap.servers": c.bootstrap, "group.id": "ts-" + topic, "auto.offset.reset": "earliest",
+                   "enable.auto.commit": False})
+    co.subscribe([topic])
+    out = []
+    for _ in range(30):
+        if len(out) == len(c.log(topic, 0).batches):
+            break
+        msg = co.poll(1)
+        if msg is not None and msg.error() is None:
+            out.append(msg.timestamp())
+    co.close()
+    return out
+
+
+def test_message_timestamp_type_log_append_time_stamps_records_with_the_leaders_time():
+    """LogAppendTime: the leader replaces the producer's timestamp by its append time (Kafka's LogValidator), and a
+    consumer reads the type TIMESTAMP_LOG_APPEND_TIME (2); switched back by IncrementalAlterConfigs, the next record
+    keeps the producer's CreateTime (1).  A value outside the two is refused naming the key."""
+    c = Cluster(brokers=3, seed=7)
+    admin = admin_of(c)
+    admin.create_topics([NewTopic("stamped", 1, 3, config={"message.timestamp.type": "LogAppendTime"})])[
+        "stamped"].result()
+    producer_time = 1_700_000_000_000          # the producer's own CreateTime (2023): not what the log keeps
+    p = Producer({"bootstrap.servers": c.bootstrap})
+    p.produce("stamped", value=b"a", partition=0, timestamp=producer_time)
+    p.flush(10)
+    [(kind, ts)] = _timestamps(c, "stamped")
+    assert kind == 2 and ts != producer_time
+    assert ts == c.log("stamped", 0).batches[0].log_append_time + 1_767_225_600_000   # lab time, as Unix time
+    res = ConfigResource(ResourceType.TOPIC, "stamped")
+    res.add_incremental_config(ConfigEntry("message.timestamp.type", "CreateTime",
+                                           incremental_operation=AlterConfigOpType.SET))
+    assert admin.incremental_alter_configs([res])[res].result() is None
+    p.produce("stamped", value=b"b", partition=0, timestamp=producer_time)
+    p.flush(10)
+    assert _timestamps(c, "stamped")[1] == (1, producer_time)
+    assert admin.describe_configs([res])[res].result()["message.timestamp.type"].value == "CreateTime"
+    bad = admin.create_topics([NewTopic("odd", 1, 1, config={"message.timestamp.type": "WallTime"})])["odd"]
+    assert error_of(bad) == ("INVALID_CONFIG", 40)
+    assert "message.timestamp.type" in bad.exception().args[0].str()

@@ -190,6 +190,7 @@ class Cluster(Lab):
         log = UnifiedLog(topic, partition, {
             "segment.bytes": seg,
             "max.message.bytes": topic_config.get("max.message.bytes") or TOPIC["max.message.bytes"].default,
+            "message.timestamp.type": topic_config.get("message.timestamp.type") or "CreateTime",
             "producer.id.expiration.ms": self.broker_config["producer.id.expiration.ms"],
             # the log checks a batch's verification only with the setting on, whatever the transaction version
             # (Kafka 4.1: UnifiedLog.batchMissingRequiredVerification reads ProducerStateManagerConfig

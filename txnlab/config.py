@@ -146,6 +146,9 @@ TOPIC = defs(
     key("cleanup.policy", str, "delete", choices=("delete", "compact")),
     key("max.message.bytes", int, 1_048_588, at_least(0)),
     key("retention.ms", int, 604_800_000),
+    # CreateTime: a record keeps the producer's timestamp; LogAppendTime: the leader stamps each batch with its
+    # append time (LogValidator), and readers see that time for every record of the batch
+    key("message.timestamp.type", str, "CreateTime", choices=("CreateTime", "LogAppendTime")),
 )
 
 # Lab-only keys (not Kafka's) start with "sim."

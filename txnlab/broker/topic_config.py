@@ -7,7 +7,8 @@ says); a value breaking the key's rule is INVALID_CONFIG naming the key and the 
 engine could not honour (compaction, time retention) is refused the same way rather than silently ignored.
 Honoured: ``min.insync.replicas`` (acks=all and the HW), ``unclean.leader.election.enable`` (elections),
 ``segment.bytes`` (segment rolls and RECORD_LIST_TOO_LARGE; at least 1 MiB, as in Kafka), ``max.message.bytes`` (MESSAGE_TOO_LARGE
-for a larger batch, Kafka's ``UnifiedLog.analyzeAndValidateRecords``).
+for a larger batch, Kafka's ``UnifiedLog.analyzeAndValidateRecords``), ``message.timestamp.type`` (LogAppendTime:
+the leader stamps each batch, ``LogValidator``).
 """
 from __future__ import annotations
 
