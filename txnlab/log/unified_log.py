@@ -128,12 +128,10 @@ class UnifiedLog:
         return True
 
     def update_topic_config(self, topic_config: dict) -> None:
-        """The topic's configs changed (IncrementalAlterConfigs, learned with LeaderAndIsr): the next append
-        is checked against the new ``max.message.bytes`` (and ``segment.bytes``, when overridden) and stamped by
-        the new ``message.timestamp.type``."""
-        mmb = topic_config.get("max.message.bytes")
+        """The topic's configs changed (IncrementalAlterConfigs, learned with LeaderAndIsr): the next append is checked
+        against the new ``max.message.bytes`` (``segment.bytes``, when overridden) and ``message.timestamp.type``."""
+        mmb, seg = topic_config.get("max.message.bytes"), topic_config.get("segment.bytes")
         self._max_message_bytes = int(mmb if mmb is not None else DEFAULT_CONFIG["max.message.bytes"])  # type: ignore[arg-type]
-        seg = topic_config.get("segment.bytes")
         if seg is not None:
             self._segment_bytes = int(seg)
         self._log_append_time = topic_config.get("message.timestamp.type") == "LogAppendTime"
