@@ -135,12 +135,9 @@ def test_a_log_append_time_topic_stamps_the_brokers_time_in_unix_ms():
     """message.timestamp.type=LogAppendTime: the broker's time replaces the client's (Kafka's LogValidator sets the
     batch's maxTimestamp and timestamp type), and the client sees it as Unix ms in its delivery report (the
     Produce answer's log_append_time) and when it reads: simulated time follows the wall clock, at most the door's
-    lead ahead of it.  (The lab's topics do not take message.timestamp.type yet -- Cluster.new_log passes its log
-    only a few configs -- but its log does: the topic's replicas are set to it here.)"""
+    lead ahead of it."""
     c = Cluster(brokers=3, seed=1)
-    c.create_topic("lat", partitions=1, replication_factor=3)
-    for b in c.broker_ids:
-        c.broker(b).partitions[("lat", 0)].log._log_append_time = True
+    c.create_topic("lat", partitions=1, replication_factor=3, config={"message.timestamp.type": "LogAppendTime"})
     with c.listen() as door:
         before = clock.unix_ms()
         stamps = put(producer(door), "lat", ["old", "new"], timestamp=before - HOUR_MS)
