@@ -54,9 +54,10 @@ class DeferredWrite:
     its OperationTimeout).  ``replicated()`` applies the write and returns the error to answer; it runs when the
     HW passes, even after ``answer(error)`` was called at the timeout: the records stay in the log."""
 
-    __slots__ = ("offset", "replicated", "answer", "timer", "answered", "what")
+    __slots__ = ("tp", "offset", "replicated", "answer", "timer", "answered", "what")
 
-    def __init__(self, offset: int, replicated, answer, what: str) -> None:
+    def __init__(self, tp: tuple, offset: int, replicated, answer, what: str) -> None:
+        self.tp = tp
         self.offset = offset
         self.replicated = replicated
         self.answer = answer
@@ -121,8 +122,7 @@ class GroupMetadataManager:
 
         # (the group's new state is already in memory and stays there whatever the write's answer: 4.1.1 replays
         # the record into the timeline at append, and a timed-out write is not reverted)
-        self._write(tp, batch, f"group {group.group_id!r}: the GroupMetadata write", lambda info: Errors.NONE,
-                    callback, lambda: None)
+        self._write(tp, batch, group.group_id, "GroupMetadata", lambda info: Errors.NONE, callback, lambda: None)
 
     def store_offsets(self, group: GroupMetadata, offsets: dict, callback: Callable[[dict], None],
                       producer_id: int = -1, producer_epoch: int = -1, verification_guard=None) -> None:
@@ -142,7 +142,7 @@ class GroupMetadataManager:
         what = f"transactional offsets of producer {producer_id} epoch {producer_epoch}" if txn else "offsets"
         self.narrate(f"group {group.group_id!r}: writing {what} "
                      + ", ".join(f"{t}-{p}={o}" for (t, p), (o, _) in sorted(offsets.items()))
-                     + f" to {tp_log[0]}-{tp_log[1]}; the commit is acknowledged only once the write is replicated")
+                     + f" to {tp_log[0]}-{tp_log[1]}")
 
         def replicated(info) -> Errors:
             if self.groups.get(group.group_id) is not group or group.is_state(GroupState.DEAD):
@@ -165,17 +165,19 @@ class GroupMetadataManager:
 
         # CoordinatorRuntime.failCurrentBatch reverts the state (revertLastWrittenOffset) only when the append
         # itself failed; a write that times out waiting for the HW keeps its pending offsets
-        self._write(tp_log, batch, f"group {group.group_id!r}: the {what} write", replicated,
+        self._write(tp_log, batch, group.group_id, "transactional offsets" if txn else "offsets", replicated,
                     lambda error: callback({tp: error for tp in offsets}),
                     lambda: self._fail_pending(group, entries, producer_id), verification_guard)
 
-    def _write(self, tp, batch, what: str, replicated: Callable, answer: Callable[[Errors], None],
+    def _write(self, tp, batch, group_id: str, kind: str, replicated: Callable, answer: Callable[[Errors], None],
                revert: Callable[[], None], verification_guard=None) -> None:
         """Kafka 4.1.1's CoordinatorPartitionWriter.append (acks=1: the local append refuses only what the log
         refuses, not a partition under min.insync.replicas), then CoordinatorRuntime's wait for the HW: ``answer``
         with ``replicated(info)``'s error once the HW passes the write, or COORDINATOR_NOT_AVAILABLE at
         offsets.commit.timeout.ms (OperationTimeout's REQUEST_TIMED_OUT), the write staying in the log and in
         memory; ``revert()`` and the mapped error when the local append fails."""
+        what = f"group {group_id!r}: the {kind} write"
+
         def appended(error, info):
             error = Errors(error)
             if error != Errors.NONE:
@@ -184,16 +186,18 @@ class GroupMetadataManager:
                 self.narrate(f"{what} failed with {error.name} -> {mapped.name}")
                 answer(mapped)
                 return
-            d = DeferredWrite(info.last_offset + 1, lambda: replicated(info), answer, what)
-            self.narrate(f"{what} is appended locally (acks=1) at offset {info.first_offset}; answered once "
-                         f"replicated (HW passes {info.last_offset}), or COORDINATOR_NOT_AVAILABLE after "
-                         f"offsets.commit.timeout.ms={self.commit_timeout_ms}")
-            self.deferred.setdefault(tp[1], []).append(d)
+            d = DeferredWrite(tp, info.last_offset + 1, lambda: replicated(info), answer, what)
             b = self.broker
+            p = b.partitions.get(tp)
+            short = p is not None and len(p.isr) < p.min_insync_replicas
+            self.narrate(f"group {group_id!r}: appended locally (acks=1); answered once replicated (HW passes "
+                         f"{info.last_offset})"
+                         + (f"; the ISR {list(p.isr)} is below min.insync.replicas={p.min_insync_replicas}: the HW "
+                            f"cannot move until it grows back" if short else ""))
+            self.deferred.setdefault(tp[1], []).append(d)
             d.timer = self.kernel.schedule_timeout(max(self.commit_timeout_ms, 1), b.name,
                                                    ("coordinator write timeout %s-%d", tp[0], tp[1]),
                                                    self._write_timed_out, d, b.incarnation)
-            p = b.partitions.get(tp)
             if p is not None and p.log.high_watermark >= d.offset:     # (a single replica: the HW moved at append)
                 self.on_high_watermark(p)
         self.broker.append_internal(tp, [batch], appended, verification_guard=verification_guard, acks=1)
@@ -203,9 +207,11 @@ class GroupMetadataManager:
             return
         d.answered = True
         mapped = map_write_error(Errors.REQUEST_TIMED_OUT)
-        self.narrate(f"{d.what} is not replicated (HW below {d.offset}) after offsets.commit.timeout.ms="
-                     f"{self.commit_timeout_ms}: answered REQUEST_TIMED_OUT -> {mapped.name}; the write stays in "
-                     f"the log and in memory, applied if the HW passes it")
+        p = self.broker.partitions.get(d.tp)
+        hw = f"HW {p.log.high_watermark}, " if p is not None else ""
+        self.narrate(f"{d.what} is not replicated within offsets.commit.timeout.ms={self.commit_timeout_ms} "
+                     f"({hw}not past offset {d.offset - 1}): answered REQUEST_TIMED_OUT -> {mapped.name}; its "
+                     f"records stay in the log and in the coordinator's memory, applied once the HW passes them")
         d.answer(mapped)
 
     def on_high_watermark(self, p) -> None:
