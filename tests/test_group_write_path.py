@@ -111,15 +111,16 @@ def test_the_commit_is_answered_once_the_followers_return_in_time():
     c, raw, coord = lab()
     followers = under_min_isr(c, coord)
     box: dict = {}
+    start = c.now
     commit(c, coord, 9, box)
     c.advance(100)
     for b in followers:
         c.restart(b)
     c.run_until(lambda: "commit" in box)
     t, resp = box["commit"]
-    # either the followers rejoined the ISR within the timeout (NONE) or not (COORDINATOR_NOT_AVAILABLE); the
-    # offset is visible once replicated in both cases
-    assert resp.errors[T0] in (E.NONE, E.COORDINATOR_NOT_AVAILABLE)
+    # the followers rejoined the ISR within offsets.commit.timeout.ms: the HW passed the write, which succeeded
+    # (the Scala coordinator's acks=all write was refused NOT_ENOUGH_REPLICAS at once)
+    assert resp.errors == {T0: E.NONE} and t < TIMEOUT + start
     hw_target = c.log(OFFSETS_TOPIC, 0, coord).log_end_offset
     c.run_until(lambda: c.log(OFFSETS_TOPIC, 0, coord).high_watermark >= hw_target, timeout_ms=60_000)
     assert raw.call(coord, m.OffsetFetchRequest("g", (T0,), require_stable=False)).offsets == {T0: (9, "", E.NONE)}
@@ -140,3 +141,37 @@ def test_the_transaction_coordinator_still_refuses_under_min_isr():
     # acks=-1: the local append refuses it at once (NOT_ENOUGH_REPLICAS), no wait for a HW
     assert resp.error != E.NONE
     assert any("NOT_ENOUGH_REPLICAS" in (e.narration or "") for e in c.trace)
+
+
+def test_a_sync_group_whose_assignment_write_times_out_is_coordinator_not_available():
+    c, raw, coord = lab()
+    join = m.JoinGroupRequest("g", 30_000, 60_000, "", None, "consumer", (("range", ("t",)),))
+    first = raw.call(coord, join)
+    if first.error == E.MEMBER_ID_REQUIRED:
+        first = raw.call(coord, m.JoinGroupRequest("g", 30_000, 60_000, first.member_id, None, "consumer",
+                                                   (("range", ("t",)),)))
+    assert first.error == E.NONE and first.leader == first.member_id
+    under_min_isr(c, coord)
+    start = c.now
+    sync = raw.call(coord, m.SyncGroupRequest("g", first.generation_id, first.member_id, None,
+                                              ((first.member_id, (T0,)),)))
+    # GroupMetadataManager.appendGroupMetadataErrorToResponseError: REQUEST_TIMED_OUT -> COORDINATOR_NOT_AVAILABLE,
+    # after offsets.commit.timeout.ms (the Scala coordinator's acks=all write: NOT_ENOUGH_REPLICAS at once)
+    assert sync.error == E.COORDINATOR_NOT_AVAILABLE
+    assert c.now - start >= TIMEOUT
+
+
+def test_a_timed_out_txn_offset_commit_is_committed_by_the_transactions_marker():
+    c, raw, coord = lab()
+    followers = under_min_isr(c, coord)
+    txn = m.TxnOffsetCommitRequest("tx", "g", 500, 0, -1, "", None, {T0: (8, "")}, api_version=4)
+    start = c.now
+    assert raw.call(coord, txn).errors == {T0: E.COORDINATOR_NOT_AVAILABLE}
+    assert c.now - start >= TIMEOUT
+    # the records stay in the log and the offsets pending for producer 500: its COMMIT marker commits them
+    for b in followers:
+        c.restart(b)
+    c.run_until(lambda: len(c.partition_state(OFFSETS_TOPIC, 0)["isr"]) >= 2, timeout_ms=60_000)
+    marker = m.WriteTxnMarkersRequest((m.TxnMarkerEntry(500, 0, True, ((OFFSETS_TOPIC, 0),), 0),))
+    assert raw.call(coord, marker, from_broker=True).markers[500][(OFFSETS_TOPIC, 0)] == E.NONE
+    assert raw.call(coord, m.OffsetFetchRequest("g", (T0,), require_stable=True)).offsets == {T0: (8, "", E.NONE)}

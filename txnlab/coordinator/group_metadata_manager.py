@@ -144,16 +144,23 @@ class GroupMetadataManager:
                      + ", ".join(f"{t}-{p}={o}" for (t, p), (o, _) in sorted(offsets.items()))
                      + f" to {tp_log[0]}-{tp_log[1]}")
 
+        def in_the_log(info) -> None:
+            # 4.1.1 replays the records into the coordinator's state as it appends them: a transaction's COMMIT
+            # marker written after them commits them, replicated or not (OffsetMetadataManager.
+            # replayEndTransactionMarker)
+            for i, (tp, entry) in enumerate(sorted(entries.items())):
+                entry.record_offset = info.first_offset + i
+
         def replicated(info) -> Errors:
             if self.groups.get(group.group_id) is not group or group.is_state(GroupState.DEAD):
                 self._fail_pending(group, entries, producer_id)
                 return Errors.NOT_COORDINATOR   # the group was unloaded meanwhile
-            for i, (tp, entry) in enumerate(sorted(entries.items())):
-                entry.record_offset = info.first_offset + i
             if txn:
-                self.narrate(f"group {group.group_id!r}: transactional offsets of producer {producer_id} are "
-                             f"in the log (offset {info.first_offset}) but stay PENDING until the "
-                             f"transaction's COMMIT marker reaches {tp_log[0]}-{tp_log[1]}")
+                pending = group.pending_transactional_offset_commits.get(producer_id, {})
+                if any(pending.get(tp) is entry for tp, entry in entries.items()):
+                    self.narrate(f"group {group.group_id!r}: transactional offsets of producer {producer_id} are "
+                                 f"in the log (offset {info.first_offset}) but stay PENDING until the "
+                                 f"transaction's COMMIT marker reaches {tp_log[0]}-{tp_log[1]}")
             else:
                 for tp, entry in entries.items():
                     if group.pending_offset_commits.get(tp) is entry:
@@ -167,15 +174,16 @@ class GroupMetadataManager:
         # itself failed; a write that times out waiting for the HW keeps its pending offsets
         self._write(tp_log, batch, group.group_id, "transactional offsets" if txn else "offsets", replicated,
                     lambda error: callback({tp: error for tp in offsets}),
-                    lambda: self._fail_pending(group, entries, producer_id), verification_guard)
+                    lambda: self._fail_pending(group, entries, producer_id), verification_guard, in_the_log)
 
     def _write(self, tp, batch, group_id: str, kind: str, replicated: Callable, answer: Callable[[Errors], None],
-               revert: Callable[[], None], verification_guard=None) -> None:
+               revert: Callable[[], None], verification_guard=None, on_append: Optional[Callable] = None) -> None:
         """Kafka 4.1.1's CoordinatorPartitionWriter.append (acks=1: the local append refuses only what the log
         refuses, not a partition under min.insync.replicas), then CoordinatorRuntime's wait for the HW: ``answer``
         with ``replicated(info)``'s error once the HW passes the write, or COORDINATOR_NOT_AVAILABLE at
         offsets.commit.timeout.ms (OperationTimeout's REQUEST_TIMED_OUT), the write staying in the log and in
-        memory; ``revert()`` and the mapped error when the local append fails."""
+        memory; ``revert()`` and the mapped error when the local append fails.  ``on_append(info)``: once it is
+        in the local log."""
         what = f"group {group_id!r}: the {kind} write"
 
         def appended(error, info):
@@ -186,6 +194,8 @@ class GroupMetadataManager:
                 self.narrate(f"{what} failed with {error.name} -> {mapped.name}")
                 answer(mapped)
                 return
+            if on_append is not None:
+                on_append(info)
             d = DeferredWrite(tp, info.last_offset + 1, lambda: replicated(info), answer, what)
             b = self.broker
             p = b.partitions.get(tp)
@@ -307,7 +317,7 @@ class GroupMetadataManager:
                          f"written by a newer record)")
             if unwritten:
                 text += (f" (dropped {', '.join(f'{t}-{p}' for t, p in unwritten)}: the marker arrived before "
-                         f"their offsets write was replicated)")
+                         f"their offsets write was appended)")
         else:
             text = (f"group {group.group_id!r}: {where} of producer {producer_id} discards its pending "
                     f"transactional offsets " + ", ".join(f"{t}-{p}={e.offset}" for (t, p), e in sorted(pending.items())))
