@@ -7,8 +7,12 @@
   REQUEST_TIMED_OUT through handleOperationException) after offsets.commit.timeout.ms, not at once.
 * A write that timed out is not undone (revertLastWrittenOffset runs only when the local append fails): once the
   HW passes it, the offsets it wrote are visible although its caller was answered with an error.
+* The same for SyncGroup's GroupMetadata write (appendGroupMetadataErrorToResponseError) and TxnOffsetCommit, whose
+  records, appended, are committed by the transaction's COMMIT marker although the call failed.
 * The transaction coordinator still writes with acks=-1 (TransactionStateManager.appendTransactionToLog)."""
-from txnlab import Cluster, Consumer, TopicPartition
+import pytest
+
+from txnlab import Cluster, Consumer, KafkaError, KafkaException, TopicPartition
 from txnlab.protocol import messages as m
 from txnlab.protocol.errors import Errors as E
 from txnlab.protocol.names import OFFSETS_TOPIC
@@ -175,3 +179,23 @@ def test_a_timed_out_txn_offset_commit_is_committed_by_the_transactions_marker()
     marker = m.WriteTxnMarkersRequest((m.TxnMarkerEntry(500, 0, True, ((OFFSETS_TOPIC, 0),), 0),))
     assert raw.call(coord, marker, from_broker=True).markers[500][(OFFSETS_TOPIC, 0)] == E.NONE
     assert raw.call(coord, m.OffsetFetchRequest("g", (T0,), require_stable=True)).offsets == {T0: (8, "", E.NONE)}
+
+
+def test_a_consumers_failed_commit_is_seen_later_by_committed():
+    c, raw, coord = lab()
+    consumer = Consumer({"bootstrap.servers": c.bootstrap, "group.id": "g", "enable.auto.commit": False})
+    consumer.assign([TopicPartition("t", 0)])
+    followers = under_min_isr(c, coord)
+    start = c.now
+    with pytest.raises(KafkaException) as failed:
+        consumer.commit(offsets=[TopicPartition("t", 0, 7)], asynchronous=False)
+    # each attempt is appended and answered COORDINATOR_NOT_AVAILABLE at offsets.commit.timeout.ms (the Scala
+    # coordinator refused each at once: NOT_ENOUGH_REPLICAS)
+    assert failed.value.args[0].code() == KafkaError.COORDINATOR_NOT_AVAILABLE
+    assert c.now - start >= TIMEOUT
+    for b in followers:
+        c.restart(b)
+    hw_target = c.log(OFFSETS_TOPIC, 0, coord).log_end_offset
+    c.run_until(lambda: c.log(OFFSETS_TOPIC, 0, coord).high_watermark >= hw_target, timeout_ms=60_000)
+    [tp] = consumer.committed([TopicPartition("t", 0)], 10)
+    assert tp.offset == 7 and tp.error is None
