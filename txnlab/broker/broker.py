@@ -409,14 +409,18 @@ class Broker(BrokerLifecycle, ProduceHandling, FetchHandling, AdminHandling, Nod
         return info
 
     def append_internal(self, tp, batches, callback, timeout_ms: int = 30_000, origin_client=False,
-                        verification_guard=None) -> None:
-        """Append for a coordinator (acks=-1): callback(error, info) after replication.
+                        verification_guard=None, acks: int = -1) -> None:
+        """Append for a coordinator.  acks=-1 (the transaction coordinator: TransactionStateManager.
+        appendTransactionToLog): callback(error, info) after replication.  acks=1 (the group coordinator: Kafka
+        4.1.1's CoordinatorPartitionWriter.append): callback(error, info) once appended locally; the caller waits
+        for the high watermark itself (CoordinatorRuntime's deferred events).
         ``verification_guard``: the KIP-890 guard of a verified transactional write (TxnOffsetCommit)."""
         p = self.partitions.get(tp)
         if p is None or not p.is_leader:
             callback(Errors.NOT_LEADER_OR_FOLLOWER, None)
             return
-        if len(p.isr) < p.min_insync_replicas:
+        # Partition.appendRecordsToLeader refuses a write under min.insync.replicas only for requiredAcks == -1
+        if acks == -1 and len(p.isr) < p.min_insync_replicas:
             callback(Errors.NOT_ENOUGH_REPLICAS, None)
             return
         try:
@@ -425,6 +429,9 @@ class Broker(BrokerLifecycle, ProduceHandling, FetchHandling, AdminHandling, Nod
         except ProtocolError as e:
             self.narrate(f"{p.name}: rejected -> {e.error.name}: {e.message}")
             callback(e.error, None)
+            return
+        if acks == 1:
+            callback(Errors.NONE, info)
             return
         p.add_delayed(info.last_offset + 1, timeout_ms, lambda err: callback(err, info))
         p.complete_delayed(self.kernel.now)

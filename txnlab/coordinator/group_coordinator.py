@@ -65,6 +65,7 @@ class GroupCoordinator(GroupOffsetHandlers):
         if mgr.owned.pop(partition_index, None) is None:
             return
         mgr.loading.discard(partition_index)
+        mgr.fail_deferred(partition_index)
         gone = mgr.unload(partition_index)
         self._fail_waiting_fetches(partition_index)
         self.narrate(f"broker {self.broker.broker_id} no longer leads {OFFSETS_TOPIC}-{partition_index}: it stops "
@@ -79,8 +80,9 @@ class GroupCoordinator(GroupOffsetHandlers):
             group.transition_to(S.DEAD, now)
 
     def on_high_watermark(self, partition) -> None:
-        """Offsets become visible through the append callbacks (called first); RequireStable fetches waiting for
-        the partition's writes are answered here."""
+        """The writes the HW passed are applied and answered first (offsets become visible), then the
+        RequireStable fetches waiting for the partition's writes are answered."""
+        self.manager.on_high_watermark(partition)
         self._answer_waiting_fetches(partition)
 
     def complete_txn(self, partition_index: int, producer_id: int, committed: bool, marker_offset: int) -> None:
