@@ -41,11 +41,9 @@ from txnlab.admin import AbortTransactionSpec, AdminClient
 from txnlab.errors import KafkaStateError
 
 # %% [markdown]
-# Tables and pictures come from the lab's `widgets` package: `widgets/tables.py` (the trace and the
-# logs as tables), `widgets/snapshots.py` (pictures of one moment), `widgets/drawn.py` (what the
-# live views draw, read back for the checks). They only *read* the cluster: its trace, its logs and
-# its partition state. `read` (`widgets/reader.py`) is a fresh consumer that reads a topic from the
-# start; it polls the cluster like any client.
+# Tables and pictures come from the lab's `widgets` package. They only *read* the cluster: its trace, its
+# logs and its partition state (the *Check* cells also read back what a picture drew). `read` is a fresh
+# consumer that reads a topic from the start; it polls the cluster like any client.
 
 # %%
 import pandas as pd
@@ -242,12 +240,13 @@ fig.add_trace(go.Scatter(x=samples["t (s)"], y=samples["LSO"], name="LSO (what r
                          line=dict(color="#D9480F", width=3, shape="hv")))
 fig.add_vrect(x0=0, x1=30, fillcolor="#9E9E9E", opacity=0.12, line_width=0, annotation_text="producer paused",
               annotation_position="top left")
-fig.add_vline(x=10, line_dash="dot", line_color="#616161", annotation_text="timeout (10 s)", annotation_position="bottom right")
+fig.add_vline(x=10, line_dash="dot", line_color="#616161", annotation_text="timeout (10 s)", annotation_position="top right")
 fig.add_vline(x=abort_at, line_color="#B71C1C", annotation_text=f"coordinator aborts ({abort_at:.1f} s)",
               annotation_position="top right", annotation_font_color="#B71C1C")
 fig.update_layout(title="stock-0 while inventory-svc's transaction is stuck", width=900, height=420,
                   xaxis_title="simulated seconds since the transaction's first write", yaxis_title="offset",
-                  plot_bgcolor="white", legend=dict(orientation="h", y=1.02, yanchor="bottom", x=0), margin=dict(t=90))
+                  plot_bgcolor="white", legend=dict(orientation="h", y=1.02, yanchor="bottom", x=0), margin=dict(t=90),
+                  font=dict(size=14))
 fig
 
 # %%
