@@ -37,10 +37,8 @@ from txnlab.coordinator.transaction_metadata import (VALID_PREVIOUS_STATES, TV2_
                                                      TransactionState, is_valid_transition)
 
 # %% [markdown]
-# Tables and pictures come from the lab's `widgets` package: `widgets/tables.py` (the trace and the
-# logs as tables), `widgets/snapshots.py` (pictures of one moment), `widgets/drawn.py` (what the
-# live views draw, read back for the checks). They only *read* the cluster: its trace, its logs and
-# its partition state.
+# Tables and pictures come from the lab's `widgets` package. They only *read* the cluster: its trace, its
+# logs and its partition state (the *Check* cells also read back what a picture drew).
 
 # %%
 import pandas as pd
