@@ -233,7 +233,7 @@ print(ce.detail.splitlines()[0])
 # the first invariant that broke and the step at which it broke. `Stepper.open` re-runs it from its seed
 # and opens the stepper **at that step**; the status line shows each invariant as ✓ or ✗. Here the
 # checks at the end of the run see the violation, so the stepper opens at the last step. The buttons
-# under the slider jump to its two faults (*Fault 1*: a lost message; *Fault 2*: the copier killed and
+# under the slider jump to its two faults (`fault-1`: a lost message; `fault-2`: the copier killed and
 # restarted); step on from each and watch what the restarted copier and the old transaction do;
 # **Messages** shows the whole run.
 

@@ -178,7 +178,7 @@ def test_a_counterexample_opens_with_its_faults_as_key_moments():
     s = Stepper.open(explorer.found())
     ids = [mid for mid, _, _ in s.key_moments]
     assert ids == ["fault-1", "fault-2"]
-    assert "step" not in s.key_moments[0][1] and s.key_moments[0][1].startswith("Fault 1: drop message")
+    assert s.key_moments[0][1] == "Drop message #48"
     s.goto("fault-1")
     assert "the network drops" in s.narration
     s.goto("fault-2")

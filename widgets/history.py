@@ -27,9 +27,14 @@ def fault_moments(story: Story) -> tuple:
     where it breaks, often its last step).  A sweep's faults, armed at a time and applied later, get none: the
     position that applies one cannot be told from its schedule alone."""
     found = getattr(story, "counterexample", None)
-    return tuple(KeyMoment(f"fault-{i}", "Fault {}: {}".format(i, re.sub(r" at step \d+$", "", f.describe())),
-                           _fault_at(f))
+    return tuple(KeyMoment(f"fault-{i}", _said(f), _fault_at(f))
                  for i, f in enumerate(getattr(found, "faults", ()), 1) if f.step is not None)
+
+
+def _said(fault: Fault) -> str:
+    """'drop message #48 at step 61' -> 'Drop message #48' (the kernel's step number is not the stepper's)."""
+    words = re.sub(r" at step \d+$", "", fault.describe())
+    return words[:1].upper() + words[1:]
 
 
 def _fault_at(fault: Fault):
