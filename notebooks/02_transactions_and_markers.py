@@ -419,7 +419,8 @@ for name, (x, y) in POS.items():
                   line=dict(color="#455A64", width=1.5), fillcolor="#E3F2FD" if name in taken else "#F5F5F5")
     fig.add_annotation(x=x, y=y, text=f"<b>{name}</b> ({TransactionState[name].value})", showarrow=False,
                        font=dict(size=12))
-fig.update_layout(title="Transaction states: blue arrows are the moves shop-1 made (commit, then abort)",
+fig.update_layout(title="Transaction states: blue arrows are the moves shop-1 made (commit, then abort), "
+                        "grey ones the other legal moves",
                   width=940, height=480, plot_bgcolor="white", showlegend=False, margin=dict(l=10, r=10, t=60, b=10),
                   xaxis=dict(visible=False, range=[-0.6, 5.1]), yaxis=dict(visible=False, range=[-0.95, 2.15]))
 fig
