@@ -468,7 +468,8 @@ stuck.widget
 
 # %% [markdown]
 # **Your move:** answer both, then step: until `reader-uncommitted got the Fetch response`, then until the
-# leader `wrote a COMMIT marker`, then one fetch round more.
+# leader `wrote a COMMIT marker`, then one fetch round more. (The key moments under the slider, `ru-reads`,
+# `commit-marker` and `lso-moves`, jump to those three.)
 
 # %%
 p_triangle = predict_at(

@@ -590,7 +590,8 @@ zombie_check.close()
 # Watch the clock in the narration header, the `tx-slow` dot and the LSO of `orders-0`.
 
 # %% [markdown]
-# Step until the coordinator acts (the clock is in the narration header). Answer first:
+# Answer the question under the stepper first; then step until the coordinator acts (the clock is in the
+# narration header; the key moment `timed-out` under the slider jumps there).
 
 # %%
 timeout = Stepper("transaction-timeout-abort")
