@@ -156,7 +156,7 @@ def txn_requests():
 
 p_first = Predict("After <code>begin_transaction()</code> and the first <code>produce()</code>, which request does "
                   "the producer send first?", choices=["Produce", "AddPartitionsToTxn", "EndTxn"],
-                  check=lambda: txn_requests()[0].api if txn_requests() else "(run the next cell first)",
+                  check=lambda: txn_requests()[0].api,      # (none yet: Check asks to run the cell first)
                   why="A partition must be in the transaction before a transactional record is written to it: "
                       "AddPartitionsToTxn to the coordinator comes first, then Produce to the partition's leader.")
 p_first
@@ -169,7 +169,7 @@ SENDERS = ["the producer, to each partition leader", "the transaction coordinato
 def marker_sender():
     sent = [e for e in txn_requests() if e.api == "WriteTxnMarkers"]
     if not sent:
-        return "(run the next cell first)"
+        raise LookupError("the transaction has not run yet")      # Check asks to run the cell first
     by_coordinator = {e.src for e in sent} == {f"broker-{cluster.transaction_coordinator('shop-1')}"}
     return SENDERS[1] if by_coordinator else SENDERS[0] if {e.src for e in sent} == {producer.name} else SENDERS[2]
 
@@ -302,11 +302,14 @@ log_snapshot(cluster, [("orders", 0), ("orders", 1), ("payments", 0)], title="Af
 
 # %%
 def offsets_2_and_3():
+    if not abort_ran:
+        raise LookupError("the abort has not run yet")      # Check asks to run the next cell first
     kinds = [b.control_type.name if b.is_control else "data" for b in cluster.log("orders", 0).batches][2:4]
     return {("data", "ABORT"): "the aborted record at 2, an ABORT marker at 3",
             ("ABORT",): "an ABORT marker at 2, nothing at 3"}.get(tuple(kinds), "nothing new: an abort removes the record")
 
 
+abort_ran = False              # (the next cell runs the abort)
 p_abort = Predict("After the abort, what will <code>orders-0</code> hold at offsets 2 and 3?", choices=["the aborted record at 2, an ABORT marker at 3", "nothing new: an abort removes the record", "an ABORT marker at 2, nothing at 3"],
                   check=offsets_2_and_3,
                   why="A log is append-only: the aborted record stays at offset 2 and the ABORT marker (a control "
@@ -314,6 +317,7 @@ p_abort = Predict("After the abort, what will <code>orders-0</code> hold at offs
 p_abort
 
 # %%
+abort_ran = True
 producer.begin_transaction()
 producer.produce("orders", key=b"o-2", value=b"o-2 line 1", partition=0)
 producer.produce("payments", key=b"o-2", value=b"o-2 paid", partition=0)

@@ -295,7 +295,7 @@ assert st2["lso"] == st2["hw"] == st2["leo"]
 # %%
 MIXED = ["B1", "A1, B1", "B1, A2", "nothing"]
 p_mixed = Predict("B committed, A aborted. What will the <code>read_committed</code> consumer return?", choices=MIXED,
-                  check=lambda: ", ".join(seen_rc) or "nothing",
+                  check=lambda: ", ".join(mixed_rc) or "nothing",
                   why="The broker sends the whole log with A's aborted transaction listed as (producer id, first offset "
                       "0); the consumer skips A's batches from offset 0 to its ABORT marker and keeps B1.")
 p_mixed
@@ -321,9 +321,9 @@ cluster.run_until_idle()
 
 mark = len(cluster.trace)
 rc, ru = reader(cluster, "read_committed", "orders"), reader(cluster, "read_uncommitted", "orders")
-seen_rc, seen_ru = drain(rc), drain(ru)
-print("read_committed  :", seen_rc)
-print("read_uncommitted:", seen_ru)
+mixed_rc, mixed_ru = drain(rc), drain(ru)
+print("read_committed  :", mixed_rc)
+print("read_uncommitted:", mixed_ru)
 log_snapshot(cluster, [("orders", 0)], title="A aborted (grey), B committed (green), interleaved on one partition",
           positions={0: [(position(rc, "orders"), "both consumers' position")]})
 
@@ -339,8 +339,8 @@ show(pd.DataFrame([t._asdict() for t in cluster.log("orders", 0).txn_index.all()
 
 # %%
 pid_a = A.transaction_manager.producer_id
-assert seen_rc == ["B1"]
-assert seen_ru == ["A1", "B1", "A2"]                       # read_uncommitted sees aborted data
+assert mixed_rc == ["B1"]
+assert mixed_ru == ["A1", "B1", "A2"]                       # read_uncommitted sees aborted data
 assert position(rc, "orders") == position(ru, "orders") == cluster.partition_state("orders", 0)["lso"]
 assert any(f"({pid_a}, 0)" in e.narration for e in filtering)   # A's aborted txn starts at offset 0
 assert len([e for e in filtering if " skips " in e.narration]) >= 2

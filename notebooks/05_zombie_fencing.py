@@ -336,7 +336,7 @@ def late_produce_then_abort(cluster, producer, delay_ms):
 STUCK = ["stuck at the late batch, below the HW", "at the HW: the late batch is refused"]
 p_stuck = Predict("With <code>transaction.version</code> 0 and verification <b>off</b>, the late batch lands after the "
                   "ABORT marker. Where is the LSO of <code>out-0</code> once an innocent record follows it?",
-                  choices=STUCK, check=lambda: STUCK[0] if st["lso"] < st["hw"] else STUCK[1],
+                  choices=STUCK, check=lambda: STUCK[0] if out0["lso"] < out0["hw"] else STUCK[1],
                   why="Nothing checks the late batch: it opens a transaction no coordinator knows about, and the LSO "
                       "stops at it for ever. Even the innocent record after it is hidden from read_committed until an "
                       "admin aborts the hanging transaction.")
@@ -351,9 +351,9 @@ innocent = Producer({"bootstrap.servers": hang.bootstrap})
 innocent.produce("out", value=b"innocent", partition=0)
 innocent.flush()
 hang.run_until_idle()
-st = hang.partition_state("out", 0)
+out0 = hang.partition_state("out", 0)
 print("commit_transaction said:", first_commit)
-print("coordinator's view of 'naive':", hang.transaction_state("naive")["state"], "; out-0 HW", st["hw"], "LSO", st["lso"])
+print("coordinator's view of 'naive':", hang.transaction_state("naive")["state"], "; out-0 HW", out0["hw"], "LSO", out0["lso"])
 print("read_committed sees:", read(hang, "out"))
 log_snapshot(hang, [("out", 0)], title="out-0: 'late' arrived after the ABORT marker and opened a transaction nobody will end")
 
@@ -390,7 +390,7 @@ log_snapshot(hang, [("out", 0)], title="After the admin's abort: an ABORT marker
 
 # %%
 assert first_commit.endswith("(abortable)")
-assert st["lso"] == late_offset < st["hw"]               # stuck at the late batch
+assert out0["lso"] == late_offset < out0["hw"]               # stuck at the late batch
 assert hang.transaction_state("naive")["state"] == "CompleteAbort"
 assert len(hanging) == 1 and hanging[0][1].current_transaction_start_offset == late_offset
 assert read(hang, "out") == ["innocent"]
