@@ -558,8 +558,9 @@ for in_cache, colour, name in ((True, "#1F5FBF", "in the broker's 5-batch cache"
                          insidetextanchor="middle", hoverinfo="skip"))
 for s, (err, off) in retries.items():
     ok = err == "NONE"
-    # each label stands up and to the right of its batch, the refused one higher: no two arrows cross
-    fig.add_annotation(x=s, y=1, yanchor="bottom", ay=-40 if ok else -85, ax=(-70 if s == 5 else 90) if ok else 40,
+    # seq 1's label stands low and to the right of its batch, seq 0's and seq 5's higher: no label meets another,
+    # no two arrows cross
+    fig.add_annotation(x=s, y=1, yanchor="bottom", ay=-40 if s == 1 else -85, ax={0: 40, 1: 90}.get(s, -70),
                        showarrow=True, arrowhead=2,
                        text=f"retry of seq {s}: " + (f"duplicate, NONE at offset {off}" if ok else err),
                        font=dict(color="#1B5E20" if ok else "#B71C1C", size=13),
