@@ -69,6 +69,8 @@ class Predict:
     ``widget``.  Displaying a ``Predict`` shows the question and the answer controls only.
     """
 
+    why_when_wrong = True           # a prediction explains a wrong answer too
+
     def __init__(self, question: str, choices: Optional[Sequence[Any]] = None, *, kind: Optional[str] = None,
                  check: Any = None, why: Any = "", title: str = "Predict", unit: str = "") -> None:
         if kind is None:
@@ -157,7 +159,7 @@ class Predict:
             self.feedback = "simulation not run yet"
             return None
         self.tries += 1
-        why = self._why_text()
+        why = self._why_text() if ok or self.why_when_wrong else ""
         self.verdict = ok
         head = "Right." if ok else "Not quite."
         body = " ".join(x for x in (words, why) if x)
@@ -226,6 +228,8 @@ class Exercise(Predict):
         ex                       # shows the task, a box for a value, Check and Show the solution
         ex.submit(my_function)   # or: check code the learner wrote in a cell
     """
+
+    why_when_wrong = False          # an exercise's explanation is its answer: shown once it is right, as submit() does
 
     def __init__(self, task: str, *, check: Callable, solution: str, kind: str = "text", why: Any = "",
                  title: str = "Exercise") -> None:
