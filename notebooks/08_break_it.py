@@ -281,10 +281,17 @@ def check_dedup_faults(answer):
         return False, "Type network, brokers or clients."
     cfg = RunConfig(workload="copier", faults=kind, mutation="no-dedup", records=20)
     caught = next((s for s in range(10) if not run_seed(s, cfg).ok), None)
-    return caught is not None, (f"caught at seed {caught}" if caught is not None else "not caught in ten seeds")
+    if caught is not None:
+        return True, f"Caught at seed {caught}."
+    return False, ("Not caught in ten seeds. no-dedup only matters when a broker receives a batch it already has: "
+                   "which faults make a producer send the same batch again? "
+                   + {"brokers": "(A crash resends a batch only if the leader fails between appending it and answering.)",
+                      "clients": "(A restarted client is a new producer session: its batches are new ones, not resends.)"}[kind])
 
 
 ex_dedup = Exercise("Fault kind that catches <code>no-dedup</code>:", kind="text", check=check_dedup_faults,
+                    why="A lost or duplicated message makes the producer send a batch the broker already has; without "
+                        "de-duplication the broker appends it twice, and the checker reports a duplicate.",
                     solution="network: a lost or duplicated answer makes the producer send the batch again; without "
                              "de-duplication the broker appends it twice, and the checker reports a duplicate.")
 ex_dedup
