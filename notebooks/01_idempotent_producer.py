@@ -41,10 +41,8 @@ from txnlab import Cluster, Producer, ConfigException
 from txnlab.protocol.errors import Errors
 
 # %% [markdown]
-# Tables and pictures come from the lab's `widgets` package: `widgets/tables.py` (the trace and the
-# logs as tables), `widgets/snapshots.py` (pictures of one moment), `widgets/drawn.py` (what the
-# live views draw, read back for the checks). They only *read* the cluster: its trace, its logs and
-# its partition state.
+# Tables and pictures come from the lab's `widgets` package. They only *read* the cluster: its trace, its
+# logs and its partition state (the *Check* cells also read back what a picture drew).
 
 # %%
 import pandas as pd
@@ -146,7 +144,7 @@ fig.add_trace(go.Scatter(x=[None], y=[None], mode="lines", line=dict(dash="dot",
 fig.update_layout(title="Copies of order-1 in the log after one lost message", barmode="group",
                   yaxis=dict(title="copies in the log", dtick=1, range=[0, 2.6]), width=760, height=400,
                   plot_bgcolor="white", legend=dict(orientation="h", y=1.02, yanchor="bottom", x=0),
-                  margin=dict(t=90))
+                  margin=dict(t=90), font=dict(size=14))
 fig
 
 # %% [markdown]
@@ -290,7 +288,8 @@ show(batches_table(cluster, "orders", 0))
 show(batches_table(cluster, "orders", 1))
 
 # %%
-log_snapshot(cluster, [("orders", 0), ("orders", 1)], title="Both partitions: one producer id, sequences counted per partition")
+log_snapshot(cluster, [("orders", 0), ("orders", 1)], headers=True,
+             title="Both partitions: one producer id, sequences counted per partition")
 
 # %% [markdown]
 # The broker keeps, for every producer on every partition, a `ProducerStateEntry`: the producer's
@@ -559,14 +558,17 @@ for in_cache, colour, name in ((True, "#1F5FBF", "in the broker's 5-batch cache"
                          insidetextanchor="middle", hoverinfo="skip"))
 for s, (err, off) in retries.items():
     ok = err == "NONE"
-    fig.add_annotation(x=s, y=1, yanchor="bottom", ay=-40 if ok else -80, ax=-60 if ok else 90, showarrow=True, arrowhead=2,
+    # seq 1's label stands low and to the right of its batch, seq 0's and seq 5's higher: no label meets another,
+    # no two arrows cross
+    fig.add_annotation(x=s, y=1, yanchor="bottom", ay=-40 if s == 1 else -85, ax={0: 40, 1: 90}.get(s, -70),
+                       showarrow=True, arrowhead=2,
                        text=f"retry of seq {s}: " + (f"duplicate, NONE at offset {off}" if ok else err),
-                       font=dict(color="#1B5E20" if ok else "#B71C1C", size=12),
+                       font=dict(color="#1B5E20" if ok else "#B71C1C", size=13),
                        arrowcolor="#1B5E20" if ok else "#B71C1C")
 fig.update_layout(title="Retries of producer 4000: answered from the cache, or refused", width=820, height=400,
                   plot_bgcolor="white", yaxis=dict(visible=False, range=[0, 2.2]),
                   xaxis=dict(title="sequence number (one batch each; offset = sequence here)", dtick=1, range=[-0.6, 5.6]),
-                  legend=dict(orientation="h", y=1.02, yanchor="bottom", x=0), margin=dict(t=90))
+                  legend=dict(orientation="h", y=1.02, yanchor="bottom", x=0), margin=dict(t=90), font=dict(size=14))
 fig
 
 # %% [markdown]
@@ -824,9 +826,9 @@ p_offset = Predict("The idempotent producer's retry reaches the leader. With whi
 p_offset
 
 # %% [markdown]
-# **Check** what you should have seen. The cell replays the scenario in a stepper of its own (yours stays where you left it) (watch it move): it replays the
-# branch as written, then builds the branch with two lost answers per producer and compares the
-# endings (this cell fails if the lab disagrees):
+# **Check** what you should have seen. The cell replays the scenario in a stepper of its own, not shown (yours stays
+# where you left it): it replays the branch as written, then builds the branch with two lost answers per producer
+# and compares the endings (this cell fails if the lab disagrees):
 
 # %%
 dedup_check = Stepper("dropped-ack-dedup", skip_background=True)

@@ -37,10 +37,8 @@ from txnlab.coordinator.transaction_metadata import (VALID_PREVIOUS_STATES, TV2_
                                                      TransactionState, is_valid_transition)
 
 # %% [markdown]
-# Tables and pictures come from the lab's `widgets` package: `widgets/tables.py` (the trace and the
-# logs as tables), `widgets/snapshots.py` (pictures of one moment), `widgets/drawn.py` (what the
-# live views draw, read back for the checks). They only *read* the cluster: its trace, its logs and
-# its partition state.
+# Tables and pictures come from the lab's `widgets` package. They only *read* the cluster: its trace, its
+# logs and its partition state (the *Check* cells also read back what a picture drew).
 
 # %%
 import pandas as pd
@@ -158,7 +156,7 @@ def txn_requests():
 
 p_first = Predict("After <code>begin_transaction()</code> and the first <code>produce()</code>, which request does "
                   "the producer send first?", choices=["Produce", "AddPartitionsToTxn", "EndTxn"],
-                  check=lambda: txn_requests()[0].api if txn_requests() else "(run the next cell first)",
+                  check=lambda: txn_requests()[0].api,      # (none yet: Check asks to run the cell first)
                   why="A partition must be in the transaction before a transactional record is written to it: "
                       "AddPartitionsToTxn to the coordinator comes first, then Produce to the partition's leader.")
 p_first
@@ -171,7 +169,7 @@ SENDERS = ["the producer, to each partition leader", "the transaction coordinato
 def marker_sender():
     sent = [e for e in txn_requests() if e.api == "WriteTxnMarkers"]
     if not sent:
-        return "(run the next cell first)"
+        raise LookupError("the transaction has not run yet")      # Check asks to run the cell first
     by_coordinator = {e.src for e in sent} == {f"broker-{cluster.transaction_coordinator('shop-1')}"}
     return SENDERS[1] if by_coordinator else SENDERS[0] if {e.src for e in sent} == {producer.name} else SENDERS[2]
 
@@ -304,11 +302,14 @@ log_snapshot(cluster, [("orders", 0), ("orders", 1), ("payments", 0)], title="Af
 
 # %%
 def offsets_2_and_3():
+    if not abort_ran:
+        raise LookupError("the abort has not run yet")      # Check asks to run the next cell first
     kinds = [b.control_type.name if b.is_control else "data" for b in cluster.log("orders", 0).batches][2:4]
     return {("data", "ABORT"): "the aborted record at 2, an ABORT marker at 3",
             ("ABORT",): "an ABORT marker at 2, nothing at 3"}.get(tuple(kinds), "nothing new: an abort removes the record")
 
 
+abort_ran = False              # (the next cell runs the abort)
 p_abort = Predict("After the abort, what will <code>orders-0</code> hold at offsets 2 and 3?", choices=["the aborted record at 2, an ABORT marker at 3", "nothing new: an abort removes the record", "an ABORT marker at 2, nothing at 3"],
                   check=offsets_2_and_3,
                   why="A log is append-only: the aborted record stays at offset 2 and the ABORT marker (a control "
@@ -316,6 +317,7 @@ p_abort = Predict("After the abort, what will <code>orders-0</code> hold at offs
 p_abort
 
 # %%
+abort_ran = True
 producer.begin_transaction()
 producer.produce("orders", key=b"o-2", value=b"o-2 line 1", partition=0)
 producer.produce("payments", key=b"o-2", value=b"o-2 paid", partition=0)
@@ -421,7 +423,8 @@ for name, (x, y) in POS.items():
                   line=dict(color="#455A64", width=1.5), fillcolor="#E3F2FD" if name in taken else "#F5F5F5")
     fig.add_annotation(x=x, y=y, text=f"<b>{name}</b> ({TransactionState[name].value})", showarrow=False,
                        font=dict(size=12))
-fig.update_layout(title="Transaction states: blue arrows are the moves shop-1 made (commit, then abort)",
+fig.update_layout(title="Transaction states: blue arrows are the moves shop-1 made (commit, then abort), "
+                        "grey ones the other legal moves",
                   width=940, height=480, plot_bgcolor="white", showlegend=False, margin=dict(l=10, r=10, t=60, b=10),
                   xaxis=dict(visible=False, range=[-0.6, 5.1]), yaxis=dict(visible=False, range=[-0.95, 2.15]))
 fig

@@ -32,11 +32,9 @@ from txnlab import Cluster, Producer, Consumer, TopicPartition
 from widgets import LogStrip
 
 # %% [markdown]
-# Tables and pictures come from the lab's `widgets` package: `widgets/tables.py` (the trace and the
-# logs as tables), `widgets/snapshots.py` (pictures of one moment), `widgets/drawn.py` (what the
-# live views draw, read back for the checks). They only *read* the cluster: its trace, its logs and
-# its partition state. `read` (`widgets/reader.py`) is a fresh consumer that reads a topic from the
-# start; it polls the cluster like any client.
+# Tables and pictures come from the lab's `widgets` package. They only *read* the cluster: its trace, its
+# logs and its partition state (the *Check* cells also read back what a picture drew). `read` is a fresh
+# consumer that reads a topic from the start; it polls the cluster like any client.
 
 # %%
 import pandas as pd
@@ -297,7 +295,7 @@ assert st2["lso"] == st2["hw"] == st2["leo"]
 # %%
 MIXED = ["B1", "A1, B1", "B1, A2", "nothing"]
 p_mixed = Predict("B committed, A aborted. What will the <code>read_committed</code> consumer return?", choices=MIXED,
-                  check=lambda: ", ".join(seen_rc) or "nothing",
+                  check=lambda: ", ".join(mixed_rc) or "nothing",
                   why="The broker sends the whole log with A's aborted transaction listed as (producer id, first offset "
                       "0); the consumer skips A's batches from offset 0 to its ABORT marker and keeps B1.")
 p_mixed
@@ -323,9 +321,9 @@ cluster.run_until_idle()
 
 mark = len(cluster.trace)
 rc, ru = reader(cluster, "read_committed", "orders"), reader(cluster, "read_uncommitted", "orders")
-seen_rc, seen_ru = drain(rc), drain(ru)
-print("read_committed  :", seen_rc)
-print("read_uncommitted:", seen_ru)
+mixed_rc, mixed_ru = drain(rc), drain(ru)
+print("read_committed  :", mixed_rc)
+print("read_uncommitted:", mixed_ru)
 log_snapshot(cluster, [("orders", 0)], title="A aborted (grey), B committed (green), interleaved on one partition",
           positions={0: [(position(rc, "orders"), "both consumers' position")]})
 
@@ -341,8 +339,8 @@ show(pd.DataFrame([t._asdict() for t in cluster.log("orders", 0).txn_index.all()
 
 # %%
 pid_a = A.transaction_manager.producer_id
-assert seen_rc == ["B1"]
-assert seen_ru == ["A1", "B1", "A2"]                       # read_uncommitted sees aborted data
+assert mixed_rc == ["B1"]
+assert mixed_ru == ["A1", "B1", "A2"]                       # read_uncommitted sees aborted data
 assert position(rc, "orders") == position(ru, "orders") == cluster.partition_state("orders", 0)["lso"]
 assert any(f"({pid_a}, 0)" in e.narration for e in filtering)   # A's aborted txn starts at offset 0
 assert len([e for e in filtering if " skips " in e.narration]) >= 2
@@ -470,7 +468,8 @@ stuck.widget
 
 # %% [markdown]
 # **Your move:** answer both, then step: until `reader-uncommitted got the Fetch response`, then until the
-# leader `wrote a COMMIT marker`, then one fetch round more.
+# leader `wrote a COMMIT marker`, then one fetch round more. (The key moments under the slider, `ru-reads`,
+# `commit-marker` and `lso-moves`, jump to those three.)
 
 # %%
 p_triangle = predict_at(

@@ -36,11 +36,9 @@ from collections import Counter
 from txnlab import Cluster, Producer, Consumer, TopicPartition, KafkaException
 
 # %% [markdown]
-# Tables and pictures come from the lab's `widgets` package: `widgets/tables.py` (the trace and the
-# logs as tables), `widgets/snapshots.py` (pictures of one moment), `widgets/drawn.py` (what the
-# live views draw, read back for the checks). They only *read* the cluster: its trace, its logs and
-# its partition state. `read` (`widgets/reader.py`) is a fresh consumer that reads a topic from the
-# start; it polls the cluster like any client.
+# Tables and pictures come from the lab's `widgets` package. They only *read* the cluster: its trace, its
+# logs and its partition state (the *Check* cells also read back what a picture drew). `read` is a fresh
+# consumer that reads a topic from the start; it polls the cluster like any client.
 
 # %%
 import pandas as pd

@@ -41,11 +41,9 @@ from txnlab.admin import AbortTransactionSpec, AdminClient
 from txnlab.errors import KafkaStateError
 
 # %% [markdown]
-# Tables and pictures come from the lab's `widgets` package: `widgets/tables.py` (the trace and the
-# logs as tables), `widgets/snapshots.py` (pictures of one moment), `widgets/drawn.py` (what the
-# live views draw, read back for the checks). They only *read* the cluster: its trace, its logs and
-# its partition state. `read` (`widgets/reader.py`) is a fresh consumer that reads a topic from the
-# start; it polls the cluster like any client.
+# Tables and pictures come from the lab's `widgets` package. They only *read* the cluster: its trace, its
+# logs and its partition state (the *Check* cells also read back what a picture drew). `read` is a fresh
+# consumer that reads a topic from the start; it polls the cluster like any client.
 
 # %%
 import pandas as pd
@@ -242,12 +240,13 @@ fig.add_trace(go.Scatter(x=samples["t (s)"], y=samples["LSO"], name="LSO (what r
                          line=dict(color="#D9480F", width=3, shape="hv")))
 fig.add_vrect(x0=0, x1=30, fillcolor="#9E9E9E", opacity=0.12, line_width=0, annotation_text="producer paused",
               annotation_position="top left")
-fig.add_vline(x=10, line_dash="dot", line_color="#616161", annotation_text="timeout (10 s)", annotation_position="bottom right")
+fig.add_vline(x=10, line_dash="dot", line_color="#616161", annotation_text="timeout (10 s)", annotation_position="top right")
 fig.add_vline(x=abort_at, line_color="#B71C1C", annotation_text=f"coordinator aborts ({abort_at:.1f} s)",
               annotation_position="top right", annotation_font_color="#B71C1C")
 fig.update_layout(title="stock-0 while inventory-svc's transaction is stuck", width=900, height=420,
                   xaxis_title="simulated seconds since the transaction's first write", yaxis_title="offset",
-                  plot_bgcolor="white", legend=dict(orientation="h", y=1.02, yanchor="bottom", x=0), margin=dict(t=90))
+                  plot_bgcolor="white", legend=dict(orientation="h", y=1.02, yanchor="bottom", x=0), margin=dict(t=90),
+                  font=dict(size=14))
 fig
 
 # %%
@@ -337,7 +336,7 @@ def late_produce_then_abort(cluster, producer, delay_ms):
 STUCK = ["stuck at the late batch, below the HW", "at the HW: the late batch is refused"]
 p_stuck = Predict("With <code>transaction.version</code> 0 and verification <b>off</b>, the late batch lands after the "
                   "ABORT marker. Where is the LSO of <code>out-0</code> once an innocent record follows it?",
-                  choices=STUCK, check=lambda: STUCK[0] if st["lso"] < st["hw"] else STUCK[1],
+                  choices=STUCK, check=lambda: STUCK[0] if out0["lso"] < out0["hw"] else STUCK[1],
                   why="Nothing checks the late batch: it opens a transaction no coordinator knows about, and the LSO "
                       "stops at it for ever. Even the innocent record after it is hidden from read_committed until an "
                       "admin aborts the hanging transaction.")
@@ -352,9 +351,9 @@ innocent = Producer({"bootstrap.servers": hang.bootstrap})
 innocent.produce("out", value=b"innocent", partition=0)
 innocent.flush()
 hang.run_until_idle()
-st = hang.partition_state("out", 0)
+out0 = hang.partition_state("out", 0)
 print("commit_transaction said:", first_commit)
-print("coordinator's view of 'naive':", hang.transaction_state("naive")["state"], "; out-0 HW", st["hw"], "LSO", st["lso"])
+print("coordinator's view of 'naive':", hang.transaction_state("naive")["state"], "; out-0 HW", out0["hw"], "LSO", out0["lso"])
 print("read_committed sees:", read(hang, "out"))
 log_snapshot(hang, [("out", 0)], title="out-0: 'late' arrived after the ABORT marker and opened a transaction nobody will end")
 
@@ -391,7 +390,7 @@ log_snapshot(hang, [("out", 0)], title="After the admin's abort: an ABORT marker
 
 # %%
 assert first_commit.endswith("(abortable)")
-assert st["lso"] == late_offset < st["hw"]               # stuck at the late batch
+assert out0["lso"] == late_offset < out0["hw"]               # stuck at the late batch
 assert hang.transaction_state("naive")["state"] == "CompleteAbort"
 assert len(hanging) == 1 and hanging[0][1].current_transaction_start_offset == late_offset
 assert read(hang, "out") == ["innocent"]
@@ -591,7 +590,8 @@ zombie_check.close()
 # Watch the clock in the narration header, the `tx-slow` dot and the LSO of `orders-0`.
 
 # %% [markdown]
-# Step until the coordinator acts (the clock is in the narration header). Answer first:
+# Answer the question under the stepper first; then step until the coordinator acts (the clock is in the
+# narration header; the key moment `timed-out` under the slider jumps there).
 
 # %%
 timeout = Stepper("transaction-timeout-abort")

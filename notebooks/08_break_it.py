@@ -18,7 +18,7 @@
 # duplicated messages, network partitions) and the way Jepsen judges (check every run with a **history
 # checker**).
 #
-# * A **workload** is an application: here the **copier** of Kafka's own `transactions_test.py`. A
+# * A **workload** is an application: here the **copier** of Kafka's own system test of transactions (`transactions_test.py`). A
 #   transactional *feeder* writes the input (some transactions aborted); one copier per input
 #   partition reads it `read_committed` and copies each batch to the output in a transaction together
 #   with its consumed offsets; about one batch in four (in Kafka's test, one in three) is aborted on
@@ -232,9 +232,10 @@ print(ce.detail.splitlines()[0])
 # `explorer.found()` is the counterexample as a value: the seed, the mutation and the list of choices,
 # the first invariant that broke and the step at which it broke. `Stepper.open` re-runs it from its seed
 # and opens the stepper **at that step**; the status line shows each invariant as ✓ or ✗. Here the
-# checks at the end of the run see the violation, so the stepper opens at the last step. Step **Back**
-# to find the two faults (a lost message, then the copier killed and restarted) and watch what the
-# restarted copier and the old transaction do; **Messages** shows the whole run.
+# checks at the end of the run see the violation, so the stepper opens at the last step. The buttons
+# under the slider jump to its two faults (`fault-1`: a lost message; `fault-2`: the copier killed and
+# restarted); step on from each and watch what the restarted copier and the old transaction do;
+# **Messages** shows the whole run.
 
 # %%
 from widgets import Stepper
@@ -280,10 +281,17 @@ def check_dedup_faults(answer):
         return False, "Type network, brokers or clients."
     cfg = RunConfig(workload="copier", faults=kind, mutation="no-dedup", records=20)
     caught = next((s for s in range(10) if not run_seed(s, cfg).ok), None)
-    return caught is not None, (f"caught at seed {caught}" if caught is not None else "not caught in ten seeds")
+    if caught is not None:
+        return True, f"Caught at seed {caught}."
+    return False, ("Not caught in ten seeds. no-dedup only matters when a broker receives a batch it already has: "
+                   "which faults make a producer send the same batch again? "
+                   + {"brokers": "(A crash resends a batch only if the leader fails between appending it and answering.)",
+                      "clients": "(A restarted client is a new producer session: its batches are new ones, not resends.)"}[kind])
 
 
 ex_dedup = Exercise("Fault kind that catches <code>no-dedup</code>:", kind="text", check=check_dedup_faults,
+                    why="A lost or duplicated message makes the producer send a batch the broker already has; without "
+                        "de-duplication the broker appends it twice, and the checker reports a duplicate.",
                     solution="network: a lost or duplicated answer makes the producer send the batch again; without "
                              "de-duplication the broker appends it twice, and the checker reports a duplicate.")
 ex_dedup
@@ -291,8 +299,8 @@ ex_dedup
 # %% [markdown]
 # ## 5 · The other switches
 #
-# Each mutation is caught within 200 seeds by a sweep of a workload it applies to (`tests/test_sim_mutations.py`
-# checks it on every `make test`). Try them from a terminal:
+# Each mutation is caught within 200 seeds by a sweep of a workload it applies to (the lab's own test
+# suite checks it). Try them from a terminal:
 # `python -m txnlab.sweep --workload <workload> --faults <set> --mutation <name>`.
 #
 # | mutation | what is turned off | fault set | what the checker reports |

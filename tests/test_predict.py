@@ -87,6 +87,25 @@ def test_a_lazy_check_is_not_called_until_check():
     assert calls == []
 
 
+def test_check_pressed_before_the_simulation_cell_ran_asks_to_run_it_and_keeps_the_answer():
+    p = Predict("How many copies?", kind="number", check=lambda: len(not_run_yet_cluster.log), why="because")  # noqa: F821
+    p._input.value = "2"
+    assert p.check() is None and p.verdict is None and p.tries == 0
+    assert "run the cell below" in p._out.value and p._input.value == "2"
+    assert p.reveal() == "simulation not run yet" and not p.revealed
+    later = Predict("Which?", choices=["a", "b"], check=lambda: {}["later"], why="because")
+    assert later.answer("a") is None and later.verdict is None
+
+
+def test_an_exercise_typed_in_its_box_keeps_its_explanation_until_it_is_right():
+    ex = Exercise("Fault kind?", check=lambda a: (a == "network", "caught" if a == "network" else "not caught"),
+                  solution="network", why="a lost answer makes the producer resend")
+    ex._input.value = "brokers"
+    assert ex.check() is False and "resend" not in ex.feedback and "not caught" in ex.feedback
+    ex._input.value = "network"
+    assert ex.check() is True and "resend" in ex.feedback
+
+
 def test_an_exercise_checks_code_the_learner_wrote_and_hides_its_solution():
     ex = Exercise("Write double(x).", kind="code", check=lambda f: (f(3) == 6, f"double(3) gave {f(3)}"),
                   solution="def double(x):\n    return 2 * x")

@@ -169,3 +169,18 @@ def test_every_key_moment_is_at_most_15_step_clicks_from_opening(name):
     assert set(reached) == set(targets.values()), f"Step passed over a key moment: {reached}"
     assert max(reached.values()) <= 15, reached
     s.close()
+
+
+def test_a_counterexample_opens_with_its_faults_as_key_moments():
+    from txnlab.sweep.explore import Explorer
+    explorer = Explorer(mutation="no-fencing", max_faults=2)
+    explorer.explore()
+    s = Stepper.open(explorer.found())
+    ids = [mid for mid, _, _ in s.key_moments]
+    assert ids == ["fault-1", "fault-2"]
+    assert s.key_moments[0][1] == "Drop message #48"
+    s.goto("fault-1")
+    assert "the network drops" in s.narration
+    s.goto("fault-2")
+    assert "crashes" in s.narration
+    s.close()

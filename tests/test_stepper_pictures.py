@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from txnlab import Cluster, gallery
+from txnlab import Cluster, Producer, gallery
 from txnlab.gallery import BASE_CONFIG
 from widgets import Stepper
 from widgets.log_strip import COLORSCALE
@@ -86,6 +86,21 @@ def test_live_and_static_log_pictures_speak_one_language():
     assert {words for _, words, _ in STATUS.values()} <= names(snap)
     cells = {t.name: list(t.text) for t in snap.data if t.type == "bar"}
     assert cells["ABORT marker"] == ["ABORT"] and cells["transactional, aborted"] == ["aborted-1", "aborted-2"]
+
+
+def test_a_snapshot_can_print_each_record_s_producer_id_and_sequence_on_its_cell():
+    c = Cluster(brokers=1, seed=1)
+    c.create_topic("orders", partitions=2)
+    p = Producer({"bootstrap.servers": c.bootstrap, "enable.idempotence": True})
+    for v, part in ((b"a1", 0), (b"a2", 0), (b"b1", 1)):
+        p.produce("orders", value=v, partition=part)
+    p.flush()
+    pid = c.log("orders", 0).batches[0].producer_id
+    snap = log_snapshot(c, [("orders", 0), ("orders", 1)], headers=True)
+    texts = [x for t in snap.data if t.type == "bar" for x in t.text]
+    assert texts == [f"a1<br>pid {pid} · seq 0", f"a2<br>pid {pid} · seq 1", f"b1<br>pid {pid} · seq 0"]
+    plain = log_snapshot(c, [("orders", 0)])
+    assert [x for t in plain.data if t.type == "bar" for x in t.text] == ["a1", "a2"]
 
 
 def test_the_invariants_panel_is_green_on_a_correct_run():

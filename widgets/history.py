@@ -7,16 +7,41 @@ No widgets here: the stepper's buttons call into these.
 """
 from __future__ import annotations
 
+import re
+
 from dataclasses import dataclass
 from typing import Optional
 
-from txnlab.gallery.moments import Moments
+from txnlab.gallery.moments import KeyMoment, Moments
 
 from .cluster_view import client_of_transactional_id
 from .execution import Branch, Execution, Fault, Story
 from .outcome import diff, diff_html, outcome
 
 EVENT_KINDS = ("deliver", "wait", "timer", "drop", "fault", "admin")
+
+
+def fault_moments(story: Story) -> tuple:
+    """A counterexample's key moments: each of its faults applied at a kernel step, as the explorer's are (a
+    counterexample has no story of its own, and a learner looks for its faults first; ``Stepper.open`` shows it
+    where it breaks, often its last step).  A sweep's faults, armed at a time and applied later, get none: the
+    position that applies one cannot be told from its schedule alone."""
+    found = getattr(story, "counterexample", None)
+    return tuple(KeyMoment(f"fault-{i}", _said(f), _fault_at(f))
+                 for i, f in enumerate(getattr(found, "faults", ()), 1) if f.step is not None)
+
+
+def _said(fault: Fault) -> str:
+    """'drop message #48 at step 61' -> 'Drop message #48' (the kernel's step number is not the stepper's)."""
+    words = re.sub(r" at step \d+$", "", fault.describe())
+    return words[:1].upper() + words[1:]
+
+
+def _fault_at(fault: Fault):
+    def when(lab, entries) -> bool:      # the first position, from the fault's kernel step on, with a fault
+        k = lab.kernel
+        return k.step_count >= fault.step and any(e.kind == "fault" for e in entries)
+    return when
 
 
 @dataclass
@@ -96,7 +121,7 @@ class History:
         if got is None:
             ex = self.execution(name)
             sc = self.story.scenario
-            moments = Moments(sc.moments if sc is not None else ())
+            moments = Moments(sc.moments if sc is not None else fault_moments(self.story))
             moments.observe(0, ex.entries(0), ex.cluster)
             while ex.step():                 # one pass to the end: the length, the stops and the key moments
                 moments.observe(ex.position, ex.entries(), ex.cluster)

@@ -23,6 +23,13 @@ CSS = """<style>
 </style>"""
 
 KINDS = ("choice", "number", "offset", "text", "code")
+# Check (or Show the answer) pressed before the cell that runs the simulation: its answer cannot be read yet
+class _NotRunYet(Exception):
+    """The check read a name or a cluster that a later cell makes."""
+
+
+NOT_RUN_YET = ("The lab has not run this part of the simulation yet: run the cell below that runs it (your answer "
+               "stays), then press Check again.")
 
 
 def _takes_argument(fn: Callable) -> bool:
@@ -62,6 +69,8 @@ class Predict:
     ``widget``.  Displaying a ``Predict`` shows the question and the answer controls only.
     """
 
+    why_when_wrong = True           # a prediction explains a wrong answer too
+
     def __init__(self, question: str, choices: Optional[Sequence[Any]] = None, *, kind: Optional[str] = None,
                  check: Any = None, why: Any = "", title: str = "Predict", unit: str = "") -> None:
         if kind is None:
@@ -98,7 +107,10 @@ class Predict:
             out = c(answer)
             ok, words = (out if isinstance(out, tuple) else (bool(out), ""))
             return bool(ok), str(words)
-        expected = self._expected()
+        try:
+            expected = self._expected()
+        except Exception as e:      # the answer is read from a cell the learner has not run yet
+            raise _NotRunYet from e
         if self.kind in ("number", "offset") and not isinstance(answer, (int, float)):
             return False, f"{answer!r} is not a number"
         return _same(answer, expected), f"The simulation shows: {_shown(expected)}{self.unit}."
@@ -140,9 +152,14 @@ class Predict:
                       if self.kind == "code" else "Choose or type your answer first, then press Check.")
             self.feedback = "no answer yet"
             return None
+        try:
+            ok, words = self._judge(answer)
+        except _NotRunYet:
+            self._say("txl-info", NOT_RUN_YET)
+            self.feedback = "simulation not run yet"
+            return None
         self.tries += 1
-        ok, words = self._judge(answer)
-        why = self._why_text()
+        why = self._why_text() if ok or self.why_when_wrong else ""
         self.verdict = ok
         head = "Right." if ok else "Not quite."
         body = " ".join(x for x in (words, why) if x)
@@ -152,12 +169,18 @@ class Predict:
 
     def reveal(self) -> str:
         """Show the expected answer and why (the learner asked for it)."""
-        self.revealed = True
         c = self._check
         if callable(c) and _takes_argument(c):
             text = self._why_text() or "See the check cell below."
         else:
-            text = f"The answer: {_shown(self._expected())}{self.unit}. {self._why_text()}".strip()
+            try:
+                expected = self._expected()
+            except Exception:       # the answer is read from a cell the learner has not run yet
+                self._say("txl-info", NOT_RUN_YET)
+                self.feedback = "simulation not run yet"
+                return self.feedback
+            text = f"The answer: {_shown(expected)}{self.unit}. {self._why_text()}".strip()
+        self.revealed = True
         self.feedback = text
         self._say("txl-info", html.escape(text))
         return text
@@ -205,6 +228,8 @@ class Exercise(Predict):
         ex                       # shows the task, a box for a value, Check and Show the solution
         ex.submit(my_function)   # or: check code the learner wrote in a cell
     """
+
+    why_when_wrong = False          # an exercise's explanation is its answer: shown once it is right, as submit() does
 
     def __init__(self, task: str, *, check: Callable, solution: str, kind: str = "text", why: Any = "",
                  title: str = "Exercise") -> None:

@@ -41,9 +41,10 @@ def offset_cells(cluster, topic: str, partition: int = 0, broker: Optional[int] 
             continue
         for i, r in enumerate(b.records):
             value = r.value.decode() if r.value is not None else "null"
+            seq = b.base_sequence + i if b.base_sequence >= 0 else "-"
             cells.append({"offset": b.base_offset + i, "label": value, "status": status,
-                          "hover": f"{value}<br>pid {b.producer_id} epoch {b.producer_epoch} "
-                                   f"seq {b.base_sequence + i if b.base_sequence >= 0 else '-'}"})
+                          "header": f"pid {b.producer_id} · seq {seq}",
+                          "hover": f"{value}<br>pid {b.producer_id} epoch {b.producer_epoch} seq {seq}"})
     return cells
 
 
@@ -110,13 +111,14 @@ _LEGEND_B = _AXIS_PX + 3 * 21     # the bottom margin: the axis, then three rows
 
 def log_snapshot(cluster, rows: Sequence[tuple], title: str = "", marks: Sequence[str] = ("LEO", "HW", "LSO"),
                  positions: Optional[dict] = None, short: Optional[Callable[[str], str]] = None,
-                 width: int = 980) -> go.Figure:
+                 width: int = 980, headers: bool = False) -> go.Figure:
     """The partition logs as strips of offset cells, now.
 
     ``rows``: (topic, partition) for the leader's replica or (topic, partition, broker) for one
     replica.  Cells are coloured by what the record is (see ``STATUS``); vertical marks show the
     LEO, HW and LSO (the LSO only on a leader).  ``positions``: {row index: [(offset, text), ...]}
-    draws consumer positions under a row.  ``short``: a function shortening a record's label.
+    draws consumer positions under a row.  ``short``: a function shortening a record's label.  ``headers``: each
+    record's cell also says its batch header's producer id and sequence (on the picture, not only on hover).
     """
     strips = [_strip(cluster, topic, partition, rest) for topic, partition, *rest in rows]
     widest = max([1] + [v["LEO"] for _, _, v in strips])
@@ -133,6 +135,8 @@ def log_snapshot(cluster, rows: Sequence[tuple], title: str = "", marks: Sequenc
                 label = label if wide else label[0]
             elif short:
                 label = short(label)
+            if headers and "header" in cell:
+                label = f"{label}<br>{cell['header']}"
             d["x"].append(0.9)
             d["base"].append(cell["offset"] - 0.45)
             d["y"].append(y)
