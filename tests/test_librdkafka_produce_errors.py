@@ -22,11 +22,8 @@ def forget_sequences(c, p):
     entry.batch_metadata[-1].last_seq = 10
 
 
-def report(out):
-    return lambda err, msg: out.append((msg.value(), err))
-
-
-def test_librdkafka_idempotent_producer_desynchronized_is_fatal():
+def desynchronized_idempotent_producer():
+    """An idempotent producer that wrote a0..a2, whose leader now takes it for further on (forget_sequences)."""
     c = Cluster(brokers=1, seed=1)
     c.create_topic("t")
     p = Producer({"bootstrap.servers": c.bootstrap, "enable.idempotence": True})
@@ -34,6 +31,15 @@ def test_librdkafka_idempotent_producer_desynchronized_is_fatal():
         p.produce("t", value=b"a%d" % i)
     p.flush()
     forget_sequences(c, p)
+    return c, p
+
+
+def report(out):
+    return lambda err, msg: out.append((msg.value(), err))
+
+
+def test_librdkafka_idempotent_producer_desynchronized_is_fatal():
+    c, p = desynchronized_idempotent_producer()
     out = []
     p.produce("t", value=b"after", on_delivery=report(out))
     with pytest.raises(KafkaException) as raised:
@@ -178,13 +184,7 @@ def test_records_queued_behind_a_failed_batch_are_purged(dialect):
 def test_librdkafka_rewound_sequence_is_fatal():
     """A refusal of a batch below the next sequence to be acknowledged ("rewound sequence number") is fatal too.
     (Here the producer's own bookkeeping is moved on while the batch is in flight.)"""
-    c = Cluster(brokers=1, seed=1)
-    c.create_topic("t")
-    p = Producer({"bootstrap.servers": c.bootstrap, "enable.idempotence": True})
-    for i in range(3):
-        p.produce("t", value=b"a%d" % i)
-    p.flush()
-    forget_sequences(c, p)
+    c, p = desynchronized_idempotent_producer()
     p.produce("t", value=b"after")
     c.run_until(lambda: any(m.api == "Produce" and not m.is_response for m in c.in_flight()), 1_000)
     p.transaction_manager.seq(("t", 0)).last_acked_sequence = 5
