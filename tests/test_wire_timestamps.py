@@ -57,14 +57,14 @@ def offset_for_time(door, topic: str, ts: int, isolation: str) -> int:
 
 
 def list_offsets(door, c, topic: str, ts: int):
-    """ListOffsets v7 by hand, to the partition's leader: (offset, timestamp) of its answer."""
+    """ListOffsets v7 by hand, to the partition's leader: (offset, timestamp, leader epoch) of its answer."""
     T = nested(request_type(2, 7), "topics")
     P = nested(T, "partitions")
     r = ask(door, 2, 7, c.leader(topic, 0), replica_id=-1, isolation_level=0,
             topics=(T(name=topic, partitions=(P(partition_index=0, current_leader_epoch=-1, timestamp=ts),)),))
     (p,) = r.topics[0].partitions
     assert p.error_code == 0
-    return p.offset, p.timestamp
+    return p.offset, p.timestamp, p.leader_epoch
 
 
 def transactional(door, tid: str):
@@ -108,12 +108,12 @@ def test_offsets_for_times_past_an_aborted_transaction_finds_its_marker():
             assert offset_for_time(door, "t", after_a2, isolation) == 3
             assert offset_for_time(door, "t", stamps[1][1], isolation) == 1
             assert offset_for_time(door, "t", stamps[3][1] + HOUR_MS, isolation) == -1
-        offset, ts = list_offsets(door, c, "t", after_a2)
+        offset, ts, epoch = list_offsets(door, c, "t", after_a2)
         with door.lock:
             (marker,) = c.log("t").read(3, 4)
-        assert marker.is_control and offset == 3 and ts == marker.max_timestamp + door.epoch_ms
+        assert marker.is_control and offset == 3 and ts == marker.max_timestamp + door.epoch_ms and epoch == 0
         assert after_a2 <= ts <= clock.unix_ms() + door.lead_ms
-        assert list_offsets(door, c, "t", -2) == (0, -1) and list_offsets(door, c, "t", -1) == (5, -1)
+        assert list_offsets(door, c, "t", -2) == (0, -1, 0) and list_offsets(door, c, "t", -1) == (5, -1, 0)
 
 
 def test_max_timestamp_finds_the_commit_marker_or_a_later_stamped_record():
@@ -128,7 +128,7 @@ def test_max_timestamp_finds_the_commit_marker_or_a_later_stamped_record():
         for isolation in ("read_committed", "read_uncommitted"):
             assert offset_for_time(door, "t", -3, isolation) == 1           # t: b1 at 0, its COMMIT marker at 1
             assert offset_for_time(door, "u", -3, isolation) == 0
-        assert list_offsets(door, c, "u", -3) == (0, ahead[0][1])
+        assert list_offsets(door, c, "u", -3) == (0, ahead[0][1], 0)
 
 
 def test_a_log_append_time_topic_stamps_the_brokers_time_in_unix_ms():

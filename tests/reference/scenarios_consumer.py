@@ -272,3 +272,40 @@ def latest_reset_while_open(b, o):
     _observe_drain(b, o, "committed", cs, t)
     for c in cs.values():
         c.close()
+
+
+@scenario()
+def admin_list_offsets_answers(b, o):
+    """The Admin client's list_offsets: each answer's offset, timestamp and leader epoch (Kafka's
+    ListOffsetsPartitionResponse).  Earliest and latest carry no timestamp, and the epoch the log start began in /
+    the partition's current epoch; a time finds the first record stamped at least that, with its own timestamp and
+    its batch's epoch; MAX_TIMESTAMP the largest stamp (here the COMMIT marker's, written after records the
+    application stamped in the past); a time past everything finds nothing (-1, no timestamp, no epoch).  Records
+    are stamped by the application, so both sides answer the same times."""
+    t, tid = new_topic(b, "alo"), b.unique("tx")
+    base = 1_700_000_000_000
+    p = b.Producer({"bootstrap.servers": b.bootstrap})
+    for i in range(3):                                  # 0, 1, 2: stamped base, base+1000, base+2000
+        p.produce(t, value=f"r{i}".encode(), partition=0, timestamp=base + 1000 * i)
+    p.flush(30)
+    tp = in_transaction(b, tid)
+    tp.produce(t, value=b"t3", partition=0, timestamp=base + 3000)      # 3, its COMMIT marker at 4
+    o.call("commit", tp.commit_transaction, 30)
+    b.settle()
+    admin = b.AdminClient({"bootstrap.servers": b.bootstrap})
+    specs = {"earliest": b.admin.OffsetSpec.earliest(), "latest": b.admin.OffsetSpec.latest(),
+             "max_timestamp": b.admin.OffsetSpec.max_timestamp(),
+             "at_r1": b.admin.OffsetSpec.for_timestamp(base + 1000),
+             "between_r1_r2": b.admin.OffsetSpec.for_timestamp(base + 1500),
+             "past_everything": b.admin.OffsetSpec.for_timestamp(4_000_000_000_000)}       # (2096)
+    for name, spec in specs.items():
+        key = b.TopicPartition(t, 0)
+        try:
+            info = admin.list_offsets({key: spec}, request_timeout=30)[key].result(30)
+        except b.KafkaException as e:
+            o[f"{name}"] = err_sig(e)
+            continue
+        # the marker's time is the broker's clock: observed as "after the records", not as a number
+        ts = info.timestamp if name != "max_timestamp" else ("after t3" if info.timestamp > base + 3000 else
+                                                              info.timestamp)
+        o[f"{name}"] = [info.offset, ts if ts == -1 or isinstance(ts, str) else ts - base, info.leader_epoch]

@@ -30,20 +30,45 @@ _FROM_CLIENT, _FROM_COORDINATOR = AppendOrigin.CLIENT, AppendOrigin.COORDINATOR
 _WHOLE_LOG = 1 << 62            # ListOffsets by time reads every batch, however large the log
 
 
-def _offset_of_max_timestamp(log: UnifiedLog, end: int) -> int:
+def _offset_of_max_timestamp(log: UnifiedLog, end: int) -> tuple[int, int, int]:
     """ListOffsets MAX_TIMESTAMP (KIP-734), as Kafka's UnifiedLog.fetchOffsetByTimestamp: the whole log's largest
     timestamp, markers' included (a segment's maxTimestampSoFar counts every batch), found in the first batch that
-    has it, at its first record that has it (RecordBatch.offsetOfMaxTimestamp); answered only below ``end``, the LSO
-    or HW (ReplicaManager.fetchOffset's lastFetchableOffset), else -1."""
-    best, off = None, -1
+    has it, at its first record that has it (RecordBatch.offsetOfMaxTimestamp): (offset, that timestamp, the batch's
+    partition leader epoch); answered only below ``end``, the LSO or HW (ReplicaManager.fetchOffset's
+    lastFetchableOffset), else (-1, None, -1)."""
+    best, found = None, None
     for b in log.read(log.log_start_offset, log.log_end_offset, _WHOLE_LOG) \
             if log.log_end_offset > log.log_start_offset else []:
         if best is None or b.max_timestamp > best:
             best = b.max_timestamp
             off = b.base_offset if b.log_append_time >= 0 else \
                 next((b.base_offset + i for i, r in enumerate(b.records) if r.timestamp == best), b.base_offset)
-    return off if off < end else -1
+            found = (off, best, _epoch_of(b))
+    return found if found is not None and found[0] < end else _NOT_FOUND
 
+
+def _epoch_of(batch) -> int:
+    """A found batch's leader epoch as ListOffsets answers it (FileRecords.maybeLeaderEpoch: none below 0)."""
+    return batch.partition_leader_epoch if batch.partition_leader_epoch >= 0 else -1
+
+
+_NOT_FOUND = (-1, None, -1)     # ReplicaManager.fetchOffset's buildErrorResponse(NONE): no offset, time or epoch
+
+
+def _offset_for_time(log: UnifiedLog, ts: int, end: int) -> tuple[int, int, int]:
+    """Kafka's FileRecords.searchForTimestamp: the first batch whose max timestamp is at least ``ts``, its first
+    record that is -- (offset, that record's timestamp, the batch's leader epoch); control batches too (a marker's
+    record has the time it was written), and only an offset below the LSO / HW is answered (ReplicaManager.fetchOffset:
+    lastFetchableOffset)."""
+    for b in log.read(log.log_start_offset, end, _WHOLE_LOG) if end > log.log_start_offset else []:
+        if b.max_timestamp >= ts:
+            if b.log_append_time >= 0:       # every record reads as having the batch's time
+                return b.base_offset, b.log_append_time, _epoch_of(b)
+            for i, r in enumerate(b.records):
+                if r.timestamp >= ts:
+                    return b.base_offset + i, r.timestamp, _epoch_of(b)
+            break
+    return _NOT_FOUND
 
 
 class MetadataCache:
@@ -446,37 +471,29 @@ class Broker(BrokerLifecycle, ProduceHandling, FetchHandling, AdminHandling, Nod
 
     # ---------------------------------------------------------- list offsets
     def handle_ListOffsets(self, msg):
+        """Each partition's (error, offset, timestamp, leader epoch), as Kafka's ListOffsetsPartitionResponse
+        (Partition.fetchOffsetForTimestamp, UnifiedLog.fetchOffsetByTimestamp): LATEST answers the LSO or HW and
+        the partition's leader epoch, EARLIEST the log start offset and the epoch it began in (if the epoch cache
+        reaches back to it), a time or MAX_TIMESTAMP the found record's offset, timestamp and batch epoch."""
         req = msg.payload
         out = {}
         for tp, ts in req.partitions.items():
             p = self.partitions.get(tp)
             if p is None or not p.is_leader:
-                out[tp] = (Errors.NOT_LEADER_OR_FOLLOWER, -1)
+                out[tp] = (Errors.NOT_LEADER_OR_FOLLOWER, *_NOT_FOUND)
                 continue
             log = p.log
             end = log.last_stable_offset if req.isolation_level == m.READ_COMMITTED else log.high_watermark
             if ts == -2:
-                out[tp] = (Errors.NONE, log.log_start_offset)
+                first = log.epoch_entries[0] if log.epoch_entries else None
+                epoch = first.epoch if first is not None and first.start_offset <= log.log_start_offset else -1
+                out[tp] = (Errors.NONE, log.log_start_offset, None, epoch)
             elif ts == -1:
-                out[tp] = (Errors.NONE, end)
+                out[tp] = (Errors.NONE, end, None, p.leader_epoch)
             elif ts == -3:      # KIP-734 MAX_TIMESTAMP
-                out[tp] = (Errors.NONE, _offset_of_max_timestamp(log, end))
+                out[tp] = (Errors.NONE, *_offset_of_max_timestamp(log, end))
             else:
-                # Kafka's FileRecords.searchForTimestamp: the first batch whose max timestamp is at least ``ts``, its
-                # first record that is; control batches too (a marker's record has the time it was written), and
-                # only an offset below the LSO / HW is answered (ReplicaManager.fetchOffset: lastFetchableOffset)
-                off = -1
-                for b in log.read(log.log_start_offset, end, _WHOLE_LOG) if end > log.log_start_offset else []:
-                    if b.max_timestamp >= ts:
-                        if b.log_append_time >= 0:       # every record reads as having the batch's time
-                            off = b.base_offset
-                            break
-                        for i, r in enumerate(b.records):
-                            if r.timestamp >= ts:
-                                off = b.base_offset + i
-                                break
-                        break
-                out[tp] = (Errors.NONE, off)
+                out[tp] = (Errors.NONE, *_offset_for_time(log, ts, end))
         return m.ListOffsetsResponse(out)
 
     # ----------------------------------------------------------- coordinators

@@ -25,7 +25,9 @@ class TransactionAdmin:
     def list_offsets(self, topic_partition_offsets: dict, **kwargs) -> dict:
         """ListOffsets to each partition's leader: {TopicPartition: Future(ListOffsetsResultInfo)}.  kwargs:
         isolation_level (IsolationLevel; READ_COMMITTED answers the LSO for latest), request_timeout.
-        The lab's ListOffsets answers offsets only: ``timestamp`` is -1, ``leader_epoch`` None."""
+        Times are Unix ms, as the application's (the lab's clock anchored at ``sim.clock.epoch.ms``): a
+        ``for_timestamp`` asks the lab time it stands for, and the found record's timestamp comes back as Unix
+        time (-1 for earliest and latest, or when nothing was found)."""
         if not isinstance(topic_partition_offsets, dict):
             raise TypeError("Expected topic_partition_offsets to be a dict of TopicPartition to OffsetSpec")
         iso = kwargs.get("isolation_level", IsolationLevel.READ_UNCOMMITTED)
@@ -34,7 +36,7 @@ class TransactionAdmin:
         for tp, spec in topic_partition_offsets.items():
             if not isinstance(spec, OffsetSpec):
                 raise TypeError("Value of topic_partition_offsets must be of OffsetSpec type")
-            specs[(tp.topic, tp.partition)] = spec._value
+            specs[(tp.topic, tp.partition)] = m.asked_time(spec._value, self._config["sim.clock.epoch.ms"])
         futures = {TopicPartition(t, p): self._future() for t, p in specs}
         by_key = {(tp.topic, tp.partition): f for tp, f in futures.items()}
         self._list_offsets(specs, level, by_key, self._deadline(kwargs))
@@ -56,13 +58,15 @@ class TransactionAdmin:
         def answered(part, resp, err):
             retry = {}
             for key, ts in part.items():
-                e, off = (err, -1) if err is not None else resp.partitions.get(key, (Errors.UNKNOWN_SERVER_ERROR, -1))
+                e, off, found_ts, epoch = (err, -1, None, -1) if err is not None else \
+                    resp.partitions.get(key, (Errors.UNKNOWN_SERVER_ERROR, -1, None, -1))
                 if e and Errors(e).retriable and self._kernel.now < deadline:
                     retry[key] = ts
                 elif e:
                     futures[key].resolve(error=self._request_error(e) if err is not None else kafka_error(e))
                 else:
-                    futures[key].resolve(ListOffsetsResultInfo(off, -1, -1))
+                    unix = -1 if found_ts is None else found_ts + self._config["sim.clock.epoch.ms"]
+                    futures[key].resolve(ListOffsetsResultInfo(off, unix, epoch))
             if retry:
                 self._later(lambda: self._list_offsets(retry, level, futures, deadline))
         self._with_metadata({t for t, _ in specs}, with_leaders)

@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Optional
 
 from ..errors import KafkaError, KafkaException
+from ..protocol import messages as m
 from ..protocol.errors import Errors
 from .config import dialect_of
 from .dialect import (CONSUMER_TOPIC_ERROR, JAVA, LIBRDKAFKA, Action, metadata_topic_action, seen_as,
@@ -69,9 +70,8 @@ class ConsumerLookups:
         # (Kafka's broker would answer a partition twice in one ListOffsets INVALID_REQUEST)
         asks = {}
         for tp in partitions:
-            ts = tp.offset
-            # -1 / -2 keep ListOffsets' meaning (latest / earliest); a time before the lab began asks for 0
-            asks[(tp.topic, tp.partition)] = ((tp.topic, tp.partition), ts if ts < 0 else max(0, ts - epoch))
+            # -1 / -2 keep ListOffsets' meaning (latest / earliest); a time before the lab began asks below 0
+            asks[(tp.topic, tp.partition)] = ((tp.topic, tp.partition), m.asked_time(tp.offset, epoch))
         self._note(f"{self.name} calls offsets_for_times({', '.join(f'{tp.topic}-{tp.partition}@{tp.offset}' for tp in partitions)})")
         got = self._list_offsets(asks, timeout)
         if got is None:

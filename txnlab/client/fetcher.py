@@ -526,7 +526,7 @@ class Fetcher:
                 self.node.request_metadata(tuple(sorted({t for t, _ in parts})))
                 return
             retry = []
-            for tp, (e, offset) in sorted(resp.partitions.items()):
+            for tp, (e, offset, _ts, _epoch) in sorted(resp.partitions.items()):
                 st = self.states.get(tp)
                 if st is None or st.reset_strategy is None:
                     continue
@@ -558,7 +558,7 @@ class Fetcher:
             if err is not None:
                 done(err, -1)
                 return
-            e, off = resp.partitions.get(tp, (Errors.UNKNOWN_TOPIC_OR_PARTITION, -1))
+            e, off = resp.partitions.get(tp, (Errors.UNKNOWN_TOPIC_OR_PARTITION, -1))[:2]
             done(Errors(e), off)
         self.node.send_request(leader, m.ListOffsetsRequest(self.isolation, {tp: timestamp}), cb,
                                timeout_ms=self.cfg["request.timeout.ms"])

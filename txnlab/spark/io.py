@@ -112,7 +112,7 @@ class Link:
             for leader, parts in sorted(by_leader.items()):
                 resp, err = self.call(leader, m.ListOffsetsRequest(isolation, parts))
                 for tp in parts:
-                    e, off = (err, -1) if err is not None else resp.partitions.get(tp, (Errors.UNKNOWN_SERVER_ERROR, -1))
+                    e, off = (err, -1) if err is not None else resp.partitions.get(tp, (Errors.UNKNOWN_SERVER_ERROR, -1))[:2]
                     if e == Errors.NONE:
                         out[tp] = off
                     else:

@@ -9,7 +9,7 @@ from functools import lru_cache
 
 from ..broker.authorizer import CLUSTER_RESOURCE
 from ..protocol import messages as m
-from ..protocol.errors import Errors, ProtocolError
+from ..protocol.errors import Errors
 from .codec import build, get, ms, nested
 from .records import NO_TIMESTAMP, BatchError, encode_batches, parse_batches, unix_time
 
@@ -253,40 +253,10 @@ def encode_fetch(resp, body, version, names, door, cls):
 
 
 # ------------------------------------------------------------ ListOffsets
-LATEST_TIERED = -5          # ListOffsetsRequest's special timestamps run from -1 (LATEST) to -5 (LATEST_TIERED)
-
-
-def asked_time(timestamp: int, epoch_ms: int) -> int:
-    """A ListOffsets timestamp in the engine's clock: the special ones (LATEST, EARLIEST, MAX_TIMESTAMP...) as
-    they are, a Unix time less the epoch.  A time just before the door opened that would land on a special one
-    asks a little earlier instead: only records stamped in those few ms before it could answer differently."""
-    if timestamp < 0:
-        return timestamp
-    lab = timestamp - epoch_ms
-    return lab if lab >= 0 or lab < LATEST_TIERED else LATEST_TIERED - 1
-
-
 def decode_list_offsets(body, version, door):
-    parts = {(t.name, p.partition_index): asked_time(p.timestamp, door.epoch_ms)
+    parts = {(t.name, p.partition_index): m.asked_time(p.timestamp, door.epoch_ms)
              for t in body.topics for p in t.partitions}
     return m.ListOffsetsRequest(get(body, "isolation_level", 0), parts), None
-
-
-def found_time(door, tp, asked: int, offset: int) -> int:
-    """The timestamp Kafka answers with an offset found by time (UnifiedLog.fetchOffsetByTimestamp's
-    TimestampAndOffset): the record's at ``offset`` (for MAX_TIMESTAMP the largest, which that record has; with
-    LogAppendTime its batch's), in Unix time; NO_TIMESTAMP for EARLIEST and LATEST or when nothing was found.
-    The engine's answer has no timestamp, so it is read from the answering broker's log, where records below
-    the offsets it answers stay (NO_TIMESTAMP should the record be gone by now, or its log crashed)."""
-    if offset < 0 or asked in (-1, -2):
-        return NO_TIMESTAMP
-    p = door.cluster.broker(door.answering).partitions.get(tp)
-    try:
-        b = p.log.read(offset, offset + 1, 1)[0]
-    except (AttributeError, IndexError, ProtocolError, RuntimeError):
-        return NO_TIMESTAMP
-    ts = b.log_append_time if b.log_append_time >= 0 else b.records[offset - b.base_offset].timestamp
-    return unix_time(ts, door.epoch_ms)
 
 
 def encode_list_offsets(resp, body, version, state, door, cls):
@@ -297,10 +267,10 @@ def encode_list_offsets(resp, body, version, state, door, cls):
         ps = []
         for p in t.partitions:
             tp = (t.name, p.partition_index)
-            err, off = resp.partitions.get(tp, (Errors.UNKNOWN_TOPIC_OR_PARTITION, -1))
-            ts = found_time(door, tp, p.timestamp, off) if err == Errors.NONE else NO_TIMESTAMP
-            ps.append(build(Part, partition_index=p.partition_index, error_code=err, timestamp=ts, offset=off,
-                            leader_epoch=-1))
+            err, off, ts, epoch = resp.partitions.get(tp, (Errors.UNKNOWN_TOPIC_OR_PARTITION, -1, None, -1))
+            # the found record's time, in Unix time (NO_TIMESTAMP for earliest and latest, or nothing found)
+            ps.append(build(Part, partition_index=p.partition_index, error_code=err, offset=off, leader_epoch=epoch,
+                            timestamp=NO_TIMESTAMP if ts is None else ts + door.epoch_ms))
         out.append(build(Topic, name=t.name, partitions=tuple(ps)))
     return build(cls, topics=tuple(out))
 

@@ -162,6 +162,20 @@ class FetchResponse:
         return not self.error and not any(d.records or d.diverging_epoch or d.error for d in self.partitions.values())
 
 
+LATEST_TIERED = -5          # ListOffsetsRequest's special timestamps run from -1 (LATEST) to -5 (LATEST_TIERED)
+
+
+def asked_time(timestamp: int, epoch_ms: int) -> int:
+    """A client's ListOffsets timestamp (Unix ms) in the lab's clock, whose 0 is the Unix time ``epoch_ms``: the
+    special ones (LATEST, EARLIEST, MAX_TIMESTAMP...) as they are, a Unix time less the epoch -- below 0 for a time
+    before the lab began, where records the application stamped in the past are.  A time that would land on a
+    special one asks a little earlier instead: only records stamped in those few ms could answer differently."""
+    if timestamp < 0:
+        return timestamp
+    lab = timestamp - epoch_ms
+    return lab if lab >= 0 or lab < LATEST_TIERED else LATEST_TIERED - 1
+
+
 @message
 class ListOffsetsRequest:
     API = "ListOffsets"
@@ -176,10 +190,10 @@ class ListOffsetsRequest:
 
 @message
 class ListOffsetsResponse:
-    partitions: dict                    # tp -> (error, offset)
+    partitions: dict                    # tp -> (error, offset, timestamp or None, leader epoch or -1)
 
     def describe(self) -> str:
-        return ", ".join(f"{tp_str(tp)} {o if e == 0 else _err(e)}" for tp, (e, o) in sorted(self.partitions.items()))
+        return ", ".join(f"{tp_str(tp)} {o if e == 0 else _err(e)}" for tp, (e, o, _t, _le) in sorted(self.partitions.items()))
 
 
 # --------------------------------------------------------- find coordinator
