@@ -42,9 +42,11 @@ def open_txn():
 
 
 def in_lab(c, door) -> dict:
-    """What the engine itself says about ``copier`` (txnlab's own admin client, in-process)."""
+    """What the engine itself says about ``copier`` (txnlab's own admin client, in-process, on the door's clock:
+    its times are Unix ms as the real tools' are)."""
     with door.lock:
-        return txnlab.admin.AdminClient({"bootstrap.servers": c.bootstrap}).describe_transactions([TID])[TID].result(30)
+        admin = txnlab.admin.AdminClient({"bootstrap.servers": c.bootstrap, "sim.clock.epoch.ms": door.epoch_ms})
+        return admin.describe_transactions([TID])[TID].result(30)
 
 
 # ------------------------------------------------------------ the Java tool
@@ -74,7 +76,7 @@ def test_kafka_transactions_tool_sees_the_open_transaction(open_txn):
                                 "TransactionState", "TransactionTimeoutMs", "CurrentTransactionStartTimeMs")} == {
         "CoordinatorId": str(lab["coordinator"]), "TransactionalId": TID, "ProducerId": str(lab["producer_id"]),
         "ProducerEpoch": str(lab["producer_epoch"]), "TransactionState": "Ongoing",
-        "TransactionTimeoutMs": "900000", "CurrentTransactionStartTimeMs": str(lab["transaction_start_ms"] + door.epoch_ms)}
+        "TransactionTimeoutMs": "900000", "CurrentTransactionStartTimeMs": str(lab["transaction_start_ms"])}
     assert sorted(row["TopicPartitions"].split(",")) == ["t-0", "t-1"]
 
     rc, rows, out = transactions(door, "describe-producers", "--topic", "t", "--partition", "0")

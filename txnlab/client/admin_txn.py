@@ -7,6 +7,8 @@ find_hanging_transactions (``kafka-transactions.sh find-hanging``), which blocks
 """
 from __future__ import annotations
 
+import dataclasses
+
 from ..errors import KafkaError, KafkaException
 from ..protocol import messages as m
 from ..protocol.errors import Errors
@@ -109,7 +111,8 @@ class TransactionAdmin:
                 if err is not None:
                     f.resolve(error=self._request_error(err))
                     return
-                d = resp.transaction_states[0]
+                d = dict(resp.transaction_states[0])
+                d["transaction_start_ms"] = self._unix(d.get("transaction_start_ms", -1))
                 f.resolve(d, kafka_error(d["error"]) if d["error"] else None)
             self._send_to_coordinator(tid, m.COORDINATOR_TRANSACTION, m.DescribeTransactionsRequest((tid,)),
                                       lambda r: r.transaction_states[0]["error"], then, deadline)
@@ -132,7 +135,7 @@ class TransactionAdmin:
                         f.resolve(error=self._request_error(err))
                         return
                     e, producers = resp.partitions[key]
-                    f.resolve([ProducerState(*p) for p in producers], kafka_error(e) if e else None)
+                    f.resolve([_unix_producer(p, self._unix) for p in producers], kafka_error(e) if e else None)
                 self._send(leader, m.DescribeProducersRequest((key,)), answered)
         self._with_metadata({tp.topic for tp in partitions}, with_leaders)
         return out
@@ -160,12 +163,17 @@ class TransactionAdmin:
         self._with_metadata((tp.topic,), with_leader)
         return f
 
+    def _unix(self, lab_ms: int) -> int:
+        """A time the brokers keep on the lab's clock, as the application reads it: Unix ms (the lab's 0 is
+        ``sim.clock.epoch.ms``), as a real Admin client gets it; -1 (none) stays -1."""
+        return lab_ms if lab_ms == -1 else lab_ms + self._config["sim.clock.epoch.ms"]
+
     # ------------------------------------------------- find-hanging (blocking)
     def find_hanging_transactions(self, partitions, max_transaction_timeout_ms: int = 900_000) -> list:
         """Open transactions older than the max timeout that no coordinator knows (kafka-transactions.sh
         find-hanging): a list of (TopicPartition, ProducerState), ready for AbortTransactionSpec.  A lab
         extension, blocking like the command line tool: it asks one thing after another."""
-        now = self._kernel.now
+        now = self._unix(self._kernel.now)
         hanging = []
         by_pid = {r.producer_id: r for r in self._listings_one_by_one()}
         for tp, producers in [(tp, self._producers_of(tp)) for tp in partitions]:
@@ -204,7 +212,7 @@ class TransactionAdmin:
         err, producers = self._call(leader, m.DescribeProducersRequest((key,))).partitions[key]
         if err:
             raise KafkaException(kafka_error(err))
-        return [ProducerState(*p) for p in producers]
+        return [_unix_producer(p, self._unix) for p in producers]
 
     def _transaction_of(self, tid: str):
         box = {}
@@ -214,3 +222,9 @@ class TransactionAdmin:
             return None
         d = self._call(box["n"], m.DescribeTransactionsRequest((tid,))).transaction_states[0]
         return None if d["error"] else d
+
+
+def _unix_producer(p, unix) -> ProducerState:
+    """A DescribeProducers entry as the application gets it: its last timestamp in Unix ms."""
+    state = ProducerState(*p)
+    return dataclasses.replace(state, last_timestamp=unix(state.last_timestamp))
