@@ -204,3 +204,26 @@ def test_a_batch_keeps_its_bytes_and_moves_only_its_header_timestamps(epoch):
     (u,) = parse_batches(untimed, 11, epoch)
     assert u.records[0].timestamp == -1 and u.max_timestamp == -1
     assert encode_batch(u.with_base_offset(0, 0), epoch) == untimed
+
+
+def test_the_labs_own_clients_attached_after_the_door_opened_read_the_same_times():
+    """One clock on the cluster: a lab consumer attached after the door opened reads a real client's record with
+    the timestamp librdkafka's delivery report gave, and its own producer's records on the same Unix clock."""
+    from txnlab import Consumer, TopicPartition
+    with lab() as (c, door):
+        stamps = put(producer(door), "t", ["real"])
+        with door.lock:
+            lab_consumer = Consumer({"bootstrap.servers": c.bootstrap, "group.id": "g"})
+            lab_consumer.assign([TopicPartition("t", 0, 0)])
+            msg = None
+            for _ in range(20):
+                msg = lab_consumer.poll(0.5)
+                if msg is not None:
+                    break
+            assert msg is not None and msg.value() == b"real"
+            assert msg.timestamp() == stamps[0]
+            lab_producer = Producer({"bootstrap.servers": c.bootstrap})
+            lab_producer.produce("t", value=b"lab", partition=0)
+            lab_producer.flush(10)
+        got = read(door, "t", 2)
+        assert got[1][1] == "lab" and stamps[0][1] <= got[1][2][1] <= clock.unix_ms() + door.lead_ms

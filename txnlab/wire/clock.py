@@ -9,7 +9,8 @@ The door's epoch (``door.epoch_ms``) is the Unix time in ms that the lab clock's
 simulated time already run then (simulated time follows the wall clock from there).  Real clients stamp their
 records with the wall clock and the engine keeps lab time, so the door converts at its edge (records.py and the
 apis_*.py that carry a timestamp); the epoch is recorded in the door's ``open`` input, and a replay reuses it.
-(The lab's own clients on the same cluster see the same times when given ``sim.clock.epoch.ms=door.epoch_ms``.)"""
+(The lab's own clients attached to the cluster after the door opened take its epoch as their
+``sim.clock.epoch.ms``, so they read the same times; clients attached before keep the epoch they had.)"""
 from __future__ import annotations
 
 import time

@@ -142,6 +142,8 @@ class WireDoor(WallClock):
         self._arrivals = 0
         self._ports: dict[int, int] = {}
         self._start_clock(lead_ms, epoch_ms)
+        # one clock on the cluster: the lab's own clients attached from now on read times as the real ones do
+        cluster.attachment.client_config["sim.clock.epoch.ms"] = self.epoch_ms
 
     def _opened(self) -> None:
         self._input({"kind": "open", "ports": {str(b): p for b, p in sorted(self._ports.items())},
