@@ -433,3 +433,35 @@ def test_a_deposed_coordinator_with_an_unreplicated_write_does_not_answer_a_stab
     stale = [e for e in res.cluster.trace.filter(api="OffsetFetch") if e.is_response and e.src == "broker-0"
              and e.time > 4_007 and "in-1=" in e.text and "in-1=UNSTABLE" not in e.text]
     assert stale == []
+
+
+@pytest.mark.parametrize("workload,seed,dialect,schedule,late", [
+    # seed 422771 (copier, tv0, Java): the coordinator's COMMIT markers for one transaction, held 31 s by the
+    # retransmissions of a connection a 20 s partition between brokers 0 and 1 had cut, reach out-0's leader while
+    # the producer's next transaction (the same epoch) is open there and commit it: that one then aborts
+    ("copier", 422771, "java",
+     [{"kind": "delay", "api": "JoinGroup", "ms": 6000, "at": 997},
+      {"kind": "partition", "node": "broker-1", "others": ["broker-0"], "ms": 20000, "at": 1158}],
+     "broker-1 got WriteTxnMarkers from broker-0 (COMMIT pid 0 epoch 0 coordinatorEpoch 0 -> out-0), delivered after "
+     "the heal"),
+    # seed 418325 (bank-transfer, tv0, librdkafka): an EndTxn delayed 6 s commits the next transaction (KAFKA-17754)
+    ("bank-transfer", 418325, "librdkafka", [{"kind": "delay", "api": "EndTxn", "ms": 6000, "at": 163}],
+     "broker-1 got EndTxn from teller-0.1 (COMMIT 'teller-0' pid 1000 epoch 0) -- sent at 528 ms"),
+])
+def test_the_report_names_the_late_request_that_ended_the_wrong_transaction(capsys, workload, seed, dialect, schedule,
+                                                                             late):
+    """Under transaction.version < 2 a producer's transactions share an epoch, so a request of one transaction that
+    arrives late can end the next one: the report lists the requests of a transaction's life that arrived a second
+    or more after they were sent, and says why they matter there; transaction.version 2 runs the same faults
+    without a violation."""
+    from txnlab.sweep.__main__ import main
+
+    assert main(["--workload", workload, "--faults", "all", "--seed", str(seed), "--records", "50",
+                 "--client-dialect", dialect, "--no-minimize", "--schedule", json.dumps(schedule)]) == 1
+    out = capsys.readouterr().out
+    assert "G1a" in out and "under transaction.version 2, with a client that speaks it (the Java dialect): no " \
+                            "violation" in out
+    lines = out.splitlines()
+    at = next(i for i, line in enumerate(lines) if line.startswith("late requests: 1 request(s)"))
+    assert late in lines[at + 1]
+    assert "(KAFKA-17754)" in lines[at + 2]

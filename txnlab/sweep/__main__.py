@@ -159,20 +159,51 @@ def _report(res: SeedResult, counts: dict, schedule: Optional[list], args) -> No
         if not small_run.ok:
             res = small_run
     _compare_with_transaction_version_2(res)
-    _deposed_group_coordinator(res)
+    run = replay(res.seed, res.config, res.schedule)
+    if run.cluster is not None:
+        _late_transaction_requests(run)
+        _deposed_group_coordinator(run)
     # the value a stepper opens: from widgets import Stepper; Stepper.open(Counterexample.from_json(...))
     print("counterexample: " + res.counterexample().to_json())
 
 
-def _deposed_group_coordinator(res: SeedResult) -> None:
+# requests of a transaction's life: arriving late, one of them may act on a later transaction of the same producer
+_TRANSACTION_APIS = ("Produce", "AddPartitionsToTxn", "AddOffsetsToTxn", "TxnOffsetCommit", "EndTxn",
+                     "WriteTxnMarkers")
+LATE_MS = 1_000         # held on the way at least this long (a delay, or a connection's retransmissions)
+
+
+def _late_transaction_requests(run: SeedResult, shown: int = 3) -> None:
+    """Say which requests of a transaction's life reached their broker late in the failing run (held by a delay
+    fault, or retransmitted on a connection a partition had cut and delivered after the heal): under
+    transaction.version < 2 a producer's next transaction has the same epoch, so a late EndTxn or WriteTxnMarkers can
+    end the wrong one (KAFKA-17754; seeds 418325, 422587, 422771), which transaction.version 2's epoch bump per
+    transaction refuses.  The latest ``shown`` of them, from the replayed run's trace and messages."""
+    messages = run.cluster.kernel.network.messages
+    late = []
+    for e in run.cluster.trace.events:
+        if e.kind == "deliver" and not e.is_response and e.api in _TRANSACTION_APIS:
+            m = messages.get(e.msg_id)
+            if m is not None and e.time - m.sent_at >= LATE_MS:
+                late.append((e, m.sent_at))
+    if not late:
+        return
+    print(f"late requests: {len(late)} request(s) of a transaction's life reached their broker {LATE_MS} ms or more "
+          f"after they were sent" + ("" if len(late) <= shown else f" (the last {shown})") + ":")
+    for e, sent in late[-shown:]:
+        print(f"  step {e.step}, {e.time} ms: {e.text} -- sent at {sent} ms")
+    if run.config.transaction_version < 2:
+        print("  under transaction.version < 2 the producer's next transaction keeps its epoch, so a late EndTxn "
+              "(KAFKA-17754) or WriteTxnMarkers is taken for that one's; transaction.version 2 bumps the epoch per "
+              "transaction and refuses it")
+
+
+def _deposed_group_coordinator(run: SeedResult) -> None:
     """Say when, in the failing run, a consumer read its group's committed offsets from a broker that the controller
     had fenced: cut off from the controller, that broker does not know it, still takes itself for the group's
     coordinator and answers from the offsets it had, which may be older than those committed since to the new
     coordinator (sweep seed 201869: a copier copied again what it had already committed).  Read from the replayed
     run's trace."""
-    run = replay(res.seed, res.config, res.schedule)
-    if run.cluster is None:
-        return
     fenced: dict = {}       # broker id -> when the controller fenced it (until it is unfenced or registers again)
     for e in run.cluster.trace.events:
         text = e.narration
