@@ -16,7 +16,7 @@ from ..protocol.errors import Errors, ProtocolError
 from ..protocol.hashing import partition_for
 from ..kernel.node import Node
 from .admin import AdminHandling
-from .authorizer import check_request, metadata_topics
+from .authorizer import CLUSTER_RESOURCE, check_request, metadata_topics
 from .fetch import FetchHandling
 from .inter_broker import is_inter_broker, refuse_cluster_action
 from .lifecycle import PENDING_CONTROLLED_SHUTDOWN, BrokerLifecycle
@@ -495,6 +495,45 @@ class Broker(BrokerLifecycle, ProduceHandling, FetchHandling, AdminHandling, Nod
             else:
                 out[tp] = (Errors.NONE, *_offset_for_time(log, ts, end))
         return m.ListOffsetsResponse(out)
+
+    def handle_OffsetForLeaderEpoch(self, msg):
+        """Where each asked leader epoch ends in this leader's log (ReplicaManager.lastOffsetForLeaderEpoch,
+        Partition.lastOffsetForLeaderEpoch: only the leader answers; a current leader epoch older than the
+        partition's is FENCED_LEADER_EPOCH, a newer one UNKNOWN_LEADER_EPOCH): the largest epoch at or below the
+        asked one and the start offset of the epoch after it, or the LEO for the latest; (-1, -1) past every epoch
+        (LeaderEpochFileCache.endOffsetFor).  With the authorizer on, KafkaApis answers every
+        partition to CLUSTER_ACTION, else each topic's to DESCRIBE on it (KIP-320: consumers ask too), the others
+        TOPIC_AUTHORIZATION_FAILED."""
+        out = {}
+        refused = self._topics_refused(msg, {t for t, _ in msg.payload.partitions})
+        for tp, (current, epoch) in msg.payload.partitions.items():
+            p = self.partitions.get(tp)
+            if tp[0] in refused:
+                out[tp] = (Errors.TOPIC_AUTHORIZATION_FAILED, -1, -1)
+            elif p is None or not p.is_leader:
+                out[tp] = (Errors.NOT_LEADER_OR_FOLLOWER if tp in self.metadata.partitions
+                           else Errors.UNKNOWN_TOPIC_OR_PARTITION, -1, -1)
+            elif current >= 0 and current != p.leader_epoch:
+                out[tp] = (Errors.FENCED_LEADER_EPOCH if current < p.leader_epoch else Errors.UNKNOWN_LEADER_EPOCH,
+                           -1, -1)
+            else:
+                out[tp] = (Errors.NONE, *p.log.end_offset_for_epoch(epoch))
+        return m.OffsetForLeaderEpochResponse(out)
+
+    def _topics_refused(self, msg, topics: set) -> set:
+        """The topics ``msg``'s sender may not DESCRIBE, unless it holds CLUSTER_ACTION (narrated); none with the
+        authorizer off."""
+        authz = self.cluster.authorizer
+        if authz is None:
+            return set()
+        principal = self.cluster.principal_of(msg.src)
+        if authz.authorize(principal, "CLUSTER", CLUSTER_RESOURCE, "CLUSTER_ACTION"):
+            return set()
+        refused = {t for t in topics if not authz.authorize(principal, "TOPIC", t, "DESCRIBE")}
+        if refused:
+            self.narrate(f"{principal} may not DESCRIBE topic(s) {sorted(refused)} -> "
+                         f"{Errors.TOPIC_AUTHORIZATION_FAILED.name}")
+        return refused
 
     # ----------------------------------------------------------- coordinators
     def handle_FindCoordinator(self, msg):

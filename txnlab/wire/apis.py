@@ -22,6 +22,7 @@ TABLE = {
     19: (d.decode_create_topics, d.encode_create_topics),
     20: (d.decode_delete_topics, d.encode_delete_topics),
     22: (d.decode_init_producer_id, d.encode_init_producer_id),
+    23: (d.decode_offset_for_leader_epoch, d.encode_offset_for_leader_epoch),
     24: (t.decode_add_partitions_to_txn, t.encode_add_partitions_to_txn),
     25: (t.decode_add_offsets_to_txn, t.encode_add_offsets_to_txn),
     26: (t.decode_end_txn, t.encode_end_txn),
@@ -31,5 +32,5 @@ TABLE = {
     66: (a.decode_list_transactions, a.encode_list_transactions),
 }
 PRODUCER_APIS = {0, 22, 24, 25, 26, 28}
-CONSUMER_APIS = {1, 8, 9, 11, 12, 13, 14}
+CONSUMER_APIS = {1, 8, 9, 11, 12, 13, 14, 23}
 ADMIN_APIS = {19, 20, 61, 65, 66}

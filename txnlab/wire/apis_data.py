@@ -275,6 +275,27 @@ def encode_list_offsets(resp, body, version, state, door, cls):
     return build(cls, topics=tuple(out))
 
 
+# ------------------------------------------------- OffsetForLeaderEpoch
+def decode_offset_for_leader_epoch(body, version, door):
+    """KIP-320: a consumer's check after a leader change (v3+ carries a replica id; Kafka answers the same)."""
+    parts = {(t.topic, p.partition): (get(p, "current_leader_epoch", -1), p.leader_epoch)
+             for t in body.topics for p in t.partitions}
+    return m.OffsetForLeaderEpochRequest(get(body, "replica_id", -1), parts), None
+
+
+def encode_offset_for_leader_epoch(resp, body, version, state, door, cls):
+    Topic = nested(cls, "topics")
+    Part = nested(Topic, "partitions")
+    out = []
+    for t in body.topics:
+        ps = []
+        for p in t.partitions:
+            err, epoch, end = resp.partitions.get((t.topic, p.partition), (Errors.UNKNOWN_TOPIC_OR_PARTITION, -1, -1))
+            ps.append(build(Part, error_code=err, partition=p.partition, leader_epoch=epoch, end_offset=end))
+        out.append(build(Topic, topic=t.topic, partitions=tuple(ps)))
+    return build(cls, topics=tuple(out))
+
+
 # -------------------------------------------------------- FindCoordinator
 def decode_find_coordinator(body, version, door):
     keys = get(body, "coordinator_keys")

@@ -41,6 +41,7 @@ VERSIONS: dict[int, tuple[str, int, int]] = {
     19: ("CreateTopics", 2, 7),
     20: ("DeleteTopics", 1, 6),
     22: ("InitProducerId", 0, 4),
+    23: ("OffsetForLeaderEpoch", 2, 4),      # (Kafka 4's oldest is 2, KIP-896)
     24: ("AddPartitionsToTxn", 0, 3),
     25: ("AddOffsetsToTxn", 0, 3),
     26: ("EndTxn", 0, 4),

@@ -196,6 +196,30 @@ class ListOffsetsResponse:
         return ", ".join(f"{tp_str(tp)} {o if e == 0 else _err(e)}" for tp, (e, o, _t, _le) in sorted(self.partitions.items()))
 
 
+@message
+class OffsetForLeaderEpochRequest:
+    """KIP-320's question a consumer asks after its partition's leader changed (Kafka's OffsetsForLeaderEpoch, api
+    key 23; followers of the lab's brokers use the Fetch's diverging epoch instead): where does ``leader_epoch``
+    end in the leader's log?  ``partitions``: tp -> (current leader epoch the asker knows or -1, leader epoch of
+    its position)."""
+    API = "OffsetForLeaderEpoch"
+    API_KEY = 23
+    replica_id: int                     # -1 a consumer (-2 a debugging tool); the answer is the same
+    partitions: dict
+
+    def describe(self) -> str:
+        return ", ".join(f"{tp_str(tp)} epoch {e}" for tp, (_cur, e) in sorted(self.partitions.items()))
+
+
+@message
+class OffsetForLeaderEpochResponse:
+    partitions: dict                    # tp -> (error, leader epoch, end offset); -1, -1 when not found
+
+    def describe(self) -> str:
+        return ", ".join(f"{tp_str(tp)} " + (f"epoch {le} ends at {o}" if e == 0 else _err(e))
+                         for tp, (e, le, o) in sorted(self.partitions.items()))
+
+
 # --------------------------------------------------------- find coordinator
 COORDINATOR_GROUP = 0
 COORDINATOR_TRANSACTION = 1
