@@ -82,3 +82,23 @@ def test_librdkafka_checks_its_position_after_a_leader_change_and_reads_on():
             asked = [e for e in c.trace.events[mark:] if e.kind == "deliver" and e.api == "OffsetForLeaderEpoch"
                      and not e.is_response]
         assert asked and all(e.node == f"broker-{c.leader('t', 0)}" for e in asked)
+
+
+def test_with_the_authorizer_on_a_consumer_needs_describe_on_the_topic():
+    """KafkaApis.handleOffsetForLeaderEpochRequest: CLUSTER_ACTION answers everything; otherwise each topic the
+    principal may not DESCRIBE is answered TOPIC_AUTHORIZATION_FAILED and the others as usual."""
+    from txnlab import Cluster
+    from txnlab.protocol import messages as m
+    from helpers import RawClient
+
+    c = Cluster(brokers=1, seed=4, config={
+        "authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer"})
+    for t in ("t", "secret"):
+        c.create_topic(t, partitions=1, replication_factor=1)
+    c.add_acl("User:ANONYMOUS", "TOPIC", "t", "DESCRIBE")
+    ask_both = m.OffsetForLeaderEpochRequest(-1, {("t", 0): (-1, 0), ("secret", 0): (-1, 0)})
+    raw = RawClient(c)
+    resp = raw.call(0, ask_both)
+    assert resp.partitions == {("t", 0): (Errors.NONE, 0, 0), ("secret", 0): (Errors.TOPIC_AUTHORIZATION_FAILED, -1, -1)}
+    c.add_acl("User:ANONYMOUS", "CLUSTER", "kafka-cluster", "CLUSTER_ACTION")
+    assert raw.call(0, ask_both).partitions[("secret", 0)] == (Errors.NONE, 0, 0)
