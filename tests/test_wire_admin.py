@@ -117,10 +117,11 @@ def test_kafka_transactions_describe_producers_on_a_missing_topic_retries_until_
     config.write_text("default.api.timeout.ms=4000\nrequest.timeout.ms=3000\n")
     rc, rows, out = transactions(door, "--command-config", str(config), "describe-producers", "--topic", "nope",
                                  "--partition", "0")
-    assert rc != 0 and "describeProducers(api=METADATA)" in out and "timed out" in out, out
+    # (the Java Admin says "timed out" -- or, on a loaded machine, "Timed out waiting for a node assignment")
+    assert rc != 0 and "describeProducers(api=METADATA)" in out and "timed out" in out.lower(), out
     rc, rows, out = transactions(door, "--command-config", str(config), "describe-producers", "--topic", "bad/name",
                                  "--partition", "0")
-    assert rc != 0 and "InvalidTopicException" in out and "timed out" not in out, out
+    assert rc != 0 and "InvalidTopicException" in out and "timed out" not in out.lower(), out
     with door.lock:
         assert set(c.topics()) & {"nope", "bad/name"} == set()
 

@@ -217,9 +217,7 @@ class Broker(BrokerLifecycle, ProduceHandling, FetchHandling, AdminHandling, Nod
             self.handler_errors.append(f"{msg.api} from {msg.src}: {type(e).__name__}: {e}")
             self.narrate(f"broker {self.broker_id} could not handle {msg.api} from {msg.src} "
                          f"({type(e).__name__}); it closes the connection")
-            src = self.kernel.nodes.get(msg.src)
-            if src is not None and src.alive and not msg.is_response:
-                src.connection_refused(msg)
+            self.kernel.network.refuse(msg, f"{self.name} could not handle it")
             return None
 
     def _handler(self, api: str):
@@ -255,9 +253,7 @@ class Broker(BrokerLifecycle, ProduceHandling, FetchHandling, AdminHandling, Nod
             # client is refused.
             self.narrate(f"broker {self.broker_id} is still starting ({self.lifecycle_state}: not unfenced yet): "
                          f"it does not accept client connections")
-            src = self.kernel.nodes.get(msg.src)
-            if src is not None and src.alive:
-                src.connection_refused(msg)
+            self.kernel.network.refuse(msg, f"{self.name} is still starting")
             return None
         if authz is not None and not from_server:
             denied = check_request(authz, self.cluster.principal_of(msg.src), msg, self.narrate)

@@ -80,7 +80,6 @@ def refusal(msg, err: Errors, node=None):
             for f in fields[1:]):
         return cls(err)
     # no error field to carry the refusal: close the connection, as Kafka's network layer would
-    src = node.kernel.nodes.get(msg.src) if node is not None else None
-    if src is not None and src.alive:
-        src.connection_refused(msg)
+    if node is not None:
+        node.kernel.network.refuse(msg, f"{node.name} refused {msg.api}")
     return None

@@ -210,6 +210,7 @@ class Consumer(ConsumerRebalance, ConsumerLookups, ConsumerCommits):
 
     def _init_position(self, tp: tuple, st: PartitionState, offset: int) -> None:
         st.position = st.app_position = None
+        st.position_epoch = None        # a seek or a committed offset carries no leader epoch: not checked (KIP-320)
         st.reset_strategy = None
         st.awaiting_committed = False
         if offset is not None and offset >= 0:

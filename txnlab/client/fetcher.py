@@ -19,12 +19,17 @@ from ..errors import KafkaError
 from ..protocol import messages as m
 from ..protocol.errors import Errors
 from ..protocol.record_batch import ControlRecordType
+from .epoch_check import EpochCheck
 from .message import OFFSET_INVALID, TIMESTAMP_CREATE_TIME, TIMESTAMP_LOG_APPEND_TIME, Message
 from .network_client import _NODE_NAMES, broker_node
 
 _TP = attrgetter("tp")
 _NONE = Errors.NONE
 _new = object.__new__
+
+def _epoch_of(batch) -> Optional[int]:
+    return batch.partition_leader_epoch if batch.partition_leader_epoch >= 0 else None
+
 
 LIST_EARLIEST = -2
 LIST_LATEST = -1
@@ -128,7 +133,7 @@ class PartitionState:
 
     __slots__ = ("position", "app_position", "reset_strategy", "awaiting_committed", "stored_offset", "committed",
                  "high_watermark", "last_stable_offset", "log_start_offset", "paused", "eof_at",
-                 "retry_at")
+                 "retry_at", "position_epoch", "fetched_epoch", "checking")
 
     def __init__(self) -> None:
         self.position: Optional[int] = None             # the fetch position (what the next Fetch asks for)
@@ -145,13 +150,18 @@ class PartitionState:
         self.paused = False
         self.eof_at: Optional[int] = None
         self.retry_at = 0
+        # KIP-320 (epoch_check.py): the leader epoch of the batch the position was read from (or of a reset), the
+        # leader epoch the partition was last fetched (or checked) under, and a check in flight
+        self.position_epoch: Optional[int] = None
+        self.fetched_epoch = -1
+        self.checking = False
 
     @property
     def has_position(self) -> bool:
         return self.position is not None
 
 
-class Fetcher:
+class Fetcher(EpochCheck):
     def __init__(self, consumer) -> None:
         self.c = consumer
         self.node = consumer._node
@@ -222,10 +232,13 @@ class Fetcher:
                     if self.cfg["enable.auto.offset.store"]:
                         st.stored_offset = cf.next_fetch_offset
                 st.position = cf.next_fetch_offset
+                if cf._batch is not None:
+                    st.position_epoch = _epoch_of(cf._batch)
                 continue
             offset = cf.next_fetch_offset - 1
             batch = cf._batch
             st.position = st.app_position = cf.next_fetch_offset
+            st.position_epoch = _epoch_of(batch)
             # the log keeps lab time; the application sees Unix time (anchored at sim.clock.epoch.ms)
             if batch.log_append_time >= 0:
                 ts = (TIMESTAMP_LOG_APPEND_TIME, batch.log_append_time + self.cfg["sim.clock.epoch.ms"])
@@ -301,6 +314,7 @@ class Fetcher:
         if taken:
             cf.next_fetch_offset = offset
             st.position = st.app_position = offset
+            st.position_epoch = leader_epoch
         return taken
 
     def _note_skipped(self, cf: CompletedFetch) -> None:
@@ -333,7 +347,7 @@ class Fetcher:
         assignment = self.c._assignment
         if n == 1 and len(assignment) == 1 and buf[0].tp in assignment:
             return          # the one assigned partition has fetched data waiting (the usual case): nothing to fetch
-        by_node = None
+        by_node = checks = None
         need_metadata = False
         now = self.kernel.now
         # fetchable(), inlined (asked for every partition at every poll); the buffered partitions collected once
@@ -354,10 +368,18 @@ class Fetcher:
                 continue
             if leader in self.in_flight:
                 continue
+            epoch = parts[tp[1]].leader_epoch
+            if st.position_epoch is not None and 0 <= st.fetched_epoch < epoch:     # self.needs_check, inlined
+                if checks is None:
+                    checks = {}
+                checks.setdefault(leader, {})[tp] = epoch
+                continue
             if by_node is None:
                 by_node = {}
             by_node.setdefault(leader, {})[tp] = m.FetchPartition(
-                st.position, self.cfg["max.partition.fetch.bytes"], node.leader_epoch_for(tp))
+                st.position, self.cfg["max.partition.fetch.bytes"], epoch)
+        if checks is not None:
+            self.check_positions(checks)
         if need_metadata:
             self.refresh_metadata()
         if by_node is None:
@@ -404,7 +426,8 @@ class Fetcher:
                 return
             retry = []
             for tp, data in sorted(resp.partitions.items()):
-                if self._handle_partition(tp, req.partitions[tp].fetch_offset, data):
+                fp = req.partitions[tp]
+                if self._handle_partition(tp, fp.fetch_offset, data, fp.current_leader_epoch):
                     retry.append(tp)
             if retry:
                 self._backoff(retry)
@@ -412,13 +435,17 @@ class Fetcher:
             self.send_fetches()
         return cb
 
-    def _backoff(self, tps) -> None:
-        at = self.kernel.now + self.cfg["retry.backoff.ms"]
+    def _backoff(self, tps, delay_ms: Optional[int] = None) -> None:
+        """Fetch ``tps`` again after retry.backoff.ms (or ``delay_ms``, on a timer of its own)."""
+        at = self.kernel.now + (self.cfg["retry.backoff.ms"] if delay_ms is None else delay_ms)
         for tp in tps:
             st = self.states.get(tp)
             if st is not None:
                 st.retry_at = at
         self.c._changed = True
+        if delay_ms is not None:
+            self.node.set_timer(delay_ms, "retry backoff", self.send_fetches, background=True)
+            return
         if self._retry_timer is None or self._retry_timer.cancelled:
             def fire():
                 self._retry_timer = None
@@ -426,12 +453,13 @@ class Fetcher:
             self._retry_timer = self.node.set_timer(self.cfg["retry.backoff.ms"], "fetch retry backoff", fire,
                                                     background=True)
 
-    def _handle_partition(self, tp: tuple, fetch_offset: int, data) -> bool:
+    def _handle_partition(self, tp: tuple, fetch_offset: int, data, current_epoch: int = -1) -> bool:
         """Apply one partition's fetch result; True if it must be retried after a metadata refresh."""
         st = self.states.get(tp)
         if st is None or st.position != fetch_offset:
             return False          # unassigned or seeked while the fetch was out: discard
         if data.error == _NONE:            # (the code compared as it is: converted to Errors only when it is not NONE)
+            st.fetched_epoch = current_epoch
             st.high_watermark = data.high_watermark
             st.last_stable_offset = data.last_stable_offset
             st.log_start_offset = data.log_start_offset
@@ -526,7 +554,7 @@ class Fetcher:
                 self.node.request_metadata(tuple(sorted({t for t, _ in parts})))
                 return
             retry = []
-            for tp, (e, offset, _ts, _epoch) in sorted(resp.partitions.items()):
+            for tp, (e, offset, _ts, epoch) in sorted(resp.partitions.items()):
                 st = self.states.get(tp)
                 if st is None or st.reset_strategy is None:
                     continue
@@ -538,6 +566,7 @@ class Fetcher:
                 self.narrate(f"{self.c.name}: {tp[0]}-{tp[1]} starts at offset {offset} (auto.offset.reset="
                              f"{st.reset_strategy}: the {where})")
                 st.position = offset
+                st.position_epoch = epoch if epoch >= 0 else None      # (librdkafka keeps it; Java too)
                 st.reset_strategy = None
             if retry:
                 self._backoff(retry)

@@ -462,6 +462,22 @@ class Network:
         m.note = "its answer will be lost [injected fault]"
         return m
 
+    def refuse(self, m: Message, reason: str) -> None:
+        """The server end of ``m``'s connection refuses it (its process is down, not serving clients yet, or closes
+        the connection of a request it cannot handle): the connection closes, and ``m``'s client fails ``m`` and
+        every request sent behind it on that connection, waiting there or on the wire, at once (not each by its
+        request timeout).  A later request goes out on a new connection."""
+        conn = m.conn
+        behind = [] if conn is None or m.is_response else \
+            sorted([*conn.waiting, *(x for x in self._on_the_wire() if x.conn is conn and not x.is_response)], key=_id)
+        if conn is not None:
+            self.close(conn, reason)
+        src = self.kernel.nodes.get(m.src)
+        if not m.is_response and src is not None and src.alive:
+            src.connection_refused(m)
+            for x in behind:
+                src.connection_refused(x)
+
     # --------------------------------------------------------------- deliver
     def deliver(self, m: Message, dst) -> TraceEvent:
         """Deliver ``m`` to ``dst``: its destination's node, looked up by the kernel (None: there is none)."""
@@ -479,17 +495,7 @@ class Network:
             k.current = k.record("drop", m.dst, f"{m.api} {m.kind} #{m.id} from {m.src} lost: {m.dst} is down",
                                  api=m.api, src=m.src, dst=m.dst, msg_id=m.id, is_response=m.is_response,
                                  background=m.background)
-            # the requests sent behind it on the same connection fail with it: the connection is refused, not
-            # each request (they were lost silently and waited out their request timeouts)
-            behind = [] if conn is None or m.is_response else \
-                sorted((x for x in self._on_the_wire() if x.conn is conn and not x.is_response), key=_id)
-            if conn is not None:
-                self.close(conn, f"{m.dst} is down")
-            src = k.nodes.get(m.src)
-            if not m.is_response and src is not None and src.alive:
-                src.connection_refused(m)       # a dead process refuses connections at once
-                for x in behind:
-                    src.connection_refused(x)
+            self.refuse(m, f"{m.dst} is down")     # a dead process refuses connections at once
             return k.current
         if (not m.is_response and m.correlation_id and dst.serves_one_request_at_a_time and conn is not None):
             if conn.in_service is not None:
