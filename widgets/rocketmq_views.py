@@ -135,14 +135,17 @@ def message_rows(source, include_background: bool = False, hide: Iterable[str] =
 
 
 def message_table_figure(source, **kw) -> go.Figure:
+    """The network journal as a table, one message a row (a response's API says "(resp)")."""
     rows = message_rows(source, **kw)
-    cols = ["id", "sent_at", "src", "dst", "api", "kind", "state", "what"]
-    return go.Figure(go.Table(header=dict(values=["#", "sent (ms)", "from", "to", "API", "kind", "state", "what"],
+    api = [r["api"] + (" (resp)" if r["kind"] == "response" else "") for r in rows]
+    values = [[r["id"] for r in rows], [r["sent_at"] for r in rows], [r["src"] for r in rows],
+              [r["dst"] for r in rows], api, [r["state"] for r in rows], [r["what"] for r in rows]]
+    return go.Figure(go.Table(header=dict(values=["#", "sent (ms)", "from", "to", "API", "state", "what"],
                                           font=dict(size=TYPE_PX), height=30),
-                              columnwidth=[30, 70, 90, 90, 230, 80, 80, 320],     # (CHECK_TRANSACTION_STATE fits)
-                              cells=dict(values=[[r[c] for r in rows] for c in cols], align="left", height=28,
-                                         font=dict(size=TYPE_PX))),
-                     layout=dict(height=min(1000, 80 + 30 * len(rows)), margin=dict(l=10, r=10, t=10, b=10)))
+                              columnwidth=[30, 65, 100, 100, 270, 85, 330],   # (CHECK_TRANSACTION_STATE fits at 14 px)
+                              cells=dict(values=values, align="left", height=28, font=dict(size=TYPE_PX))),
+                     layout=dict(height=min(1000, 60 + sum(10 + 20 * -(-len(r["what"]) // 34) for r in rows)),
+                                 margin=dict(l=10, r=10, t=10, b=10)))      # (a long "what" wraps: ~34 characters a line)
 
 
 def space_time_figure(source, lanes: Optional[list] = None, include_background: bool = False,
