@@ -169,7 +169,7 @@ print(inspect.getsource(pl.income_increments))
 print(inspect.getsource(pl.partial_income))
 
 # %% [markdown]
-# The two sinks differ only in how they write (both in `txnlab/spark/sink.py`):
+# The two sinks are the same `txnlab` sink with a different `delivery` option; they differ only in how they write:
 #
 # * **at-least-once** (`delivery="at-least-once"`): each task produces its rows straight into the
 #   output topic and flushes. Spark's commit of the batch adds nothing. This is what Spark's Kafka
@@ -244,18 +244,21 @@ p_copies
 # %% [markdown]
 # ## 5 · Run: the same query, the same failures, two sinks
 #
-# A progress bar follows Spark's micro-batches (it counts input rows; a replayed batch counts again).
+# While a run waits, the line under its progress bar says for what (Spark starting the query, a micro-batch
+# running, the sink committing). The bar counts the input rows of the micro-batches Spark *completes*: batch 1
+# of the first start fails in its commit and is not counted, its replay after the restart is. So each sink
+# shows 2 micro-batches and 20,000 input rows, although Spark ran batch 1 twice.
 
 # %%
 def progress(title, total=None):
     bar = ipywidgets.IntProgress(min=0, max=total or len(lines), description=title, layout=ipywidgets.Layout(width="60%"),
                                  style={"description_width": "initial"})     # (the whole name, not "at-least-o...")
-    label = ipywidgets.Label("starting Spark ...")
+    label = ipywidgets.Label("no micro-batch completed yet")
     display(ipywidgets.HBox([bar, label]))
     def on_progress(p):
         bar.max = max(bar.max, p["rows_total"])
         bar.value = p["rows_total"]
-        label.value = f"batch {p['batch']}: {p['rows']:,} rows ({p['batches']} micro-batches so far)"
+        label.value = f"batch {p['batch']}: {p['rows']:,} rows ({p['batches']} micro-batches completed)"
     return on_progress
 
 CHECKPOINTS = tempfile.mkdtemp(prefix="txnlab-07-")     # the queries' checkpoints: this run's own
@@ -267,7 +270,7 @@ for delivery in ("at-least-once", "exactly-once"):
         sink_id=f"spark-07-{delivery}",            # names the transactional ids (default: the query id)
         on_progress=progress(delivery))
 pd.DataFrame([{"sink": d, "starts of the query": " | ".join(f"{n}: {s}" for n, s in r.starts),
-               "micro-batches": r.batches, "input rows": r.rows_in, "seconds": round(r.seconds, 1)}
+               "micro-batches completed": r.batches, "input rows": r.rows_in, "seconds": round(r.seconds, 1)}
               for d, r in runs.items()])
 
 # %% [markdown]
@@ -289,12 +292,28 @@ table
 
 # %%
 cmp = pl.comparison(truth, results)
+LINES = {"ground truth": ("truth", dict(width=8, color="#bbbbbb")),
+         "exactly-once (read_committed)": ("exactly-once (read_committed)", dict(width=2, dash="dot", color="#2b8a3e")),
+         "exactly-once (read_uncommitted)": ("exactly-once (read_uncommitted)", dict(width=2, dash="dash", color="#7048e8")),
+         "at-least-once": ("at-least-once", dict(width=2, color="#e03131"))}
 fig = go.Figure()
-fig.add_scatter(x=cmp["minute"], y=cmp["truth"], name="ground truth", line=dict(width=6, color="#bbbbbb"))
-for name, dash in (("at-least-once", "solid"), ("exactly-once (read_committed)", "dot"),
-                   ("exactly-once (read_uncommitted)", "dash")):
-    fig.add_scatter(x=cmp["minute"], y=cmp[name], name=name, line=dict(dash=dash))
-fig.update_layout(title="Income per minute", xaxis_title="minute (UTC)", yaxis_title="income", height=420)
+for name, (column, line) in LINES.items():
+    fig.add_scatter(x=cmp["minute"], y=cmp[column], name=name, line=line, showlegend=False)
+# each line's name stands on the picture, left of where the lines part (no legend to match by colour and dash)
+peak_alos, peak_ru = cmp["at-least-once"].idxmax(), cmp["exactly-once (read_uncommitted)"].idxmax()
+before = cmp.index[cmp.index.get_loc(peak_alos) - 5]
+for text, row, column, colour, ay in (
+        ("at-least-once", peak_alos, "at-least-once", "#e03131", 0),
+        ("exactly-once, read_uncommitted", peak_ru, "exactly-once (read_uncommitted)", "#7048e8", 0),
+        ("ground truth =<br>exactly-once, read_committed", before, "truth", "#2b8a3e", -90)):
+    fig.add_annotation(x=cmp["minute"][row], y=cmp[column][row], text=text, font=dict(size=16, color=colour),
+                       showarrow=True, arrowcolor=colour, ax=-40, ay=ay, xanchor="right", align="right",
+                       bgcolor="rgba(255,255,255,0.8)")
+fig.update_layout(title="Income per minute: the three readers against the ground truth", height=460,
+                  font=dict(size=15), xaxis_title="minute (UTC)", yaxis_title="income of the minute",
+                  margin=dict(l=70, r=20, t=60, b=60), plot_bgcolor="white")
+fig.update_xaxes(showgrid=True, gridcolor="#eee", tickformat="%H:%M")
+fig.update_yaxes(showgrid=True, gridcolor="#eee", rangemode="tozero")
 fig
 
 # %%
@@ -528,7 +547,7 @@ if door is not None:
     assert SINK_RECORDS == 1700
     door.close()
 else:
-    SINK_RECORDS = 1700                 # what Spark's Kafka sink writes here (tests/test_spark_kafka_connector.py)
+    SINK_RECORDS = 1700                 # (no connector here) what Spark's Kafka sink writes in this lab when it has one
 
 # %% [markdown]
 # (Check your prediction above before reading on.) The topic holds 1,700 records: the 700 the failed attempt

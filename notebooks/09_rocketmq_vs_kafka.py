@@ -402,16 +402,18 @@ assert dao.order_ids() == [] and seen(consumer) == []
 # ## 6. Step through it yourself: the lost END_TRANSACTION, then a crash of your own
 #
 # The stepper runs the order service of section 2 as a story, `rocketmq-end-transaction-lost`: the same
-# `CreateOrderService`, a consumer of `order-topic`, and a lost END_TRANSACTION. Each **Step** (or →) is one
-# event of the simulation; **Back** (←) re-runs it from its seed. The tab **Half and op topics** is the
+# `CreateOrderService`, a consumer of `order-topic`, and a lost END_TRANSACTION. Each **Step** (or →) goes to the
+# next moment that changes a picture (**Step by: event** shows every event of the simulation); **Back** (←) re-runs
+# it from its seed; the **Key moments** buttons jump straight to a moment, one click each. The tab **Half and op topics** is the
 # picture of sections 1 and 2, redrawn at every step; **Messages** is the space-time diagram; **Faults**
 # offers this lab's own processes (`producer-1`, `consumer-1`, `broker-a`, `namesrv`) and the messages in
 # flight. The story's code waits a minute twice (the check service wakes once a minute), so the clock in the
 # narration header jumps.
 
 # %% [markdown]
-# Step until `o-1` becomes readable in `order-topic`, watching the cells of `RMQ_SYS_TRANS_HALF_TOPIC`. Answer the
-# question below first.
+# Answer the question below first. Then step until `o-1` becomes readable in `order-topic`, watching the cells of
+# `RMQ_SYS_TRANS_HALF_TOPIC` (seven clicks of **Step**; key moments 1 to 4 are the half message stored,
+# END_TRANSACTION lost, the check-back, and the commit).
 
 # %%
 from IPython.display import HTML
@@ -450,11 +452,11 @@ assert story_check.result["consumer_saw"] == ["o-1"] and story_check.result["ord
 story_check.close()
 
 # %% [markdown]
-# Now add the fault of section 4 yourself, at an earlier moment. Go back to the step that says *the half
-# message is stored* (`story.step_until("the half message is stored")` in a cell of your own does it, or use the slider), open **Faults**, pick
-# `producer-1` (or click its lane head in **Messages**) and **Crash** it. The local transaction has not run
-# yet. The story's code sees its `send_message_in_transaction` fail and starts a new instance of the order
-# service (`producer-2`, same group `myGroup`). A new branch starts; `main` is kept.
+# Now add the fault of section 4 yourself, at an earlier moment. Click key moment **1** (*The half message is
+# stored*), open **Faults**, pick `producer-1` (or click its lane head in **Messages**) and **Crash** it. The local
+# transaction has not run yet. The story's code sees its `send_message_in_transaction` fail and starts a new
+# instance of the order service (`producer-2`, same group `myGroup`). A new branch starts; `main` is kept. Three
+# clicks of **Step** take the branch to its end: the first check-back, the second, the story's end.
 
 # %% [markdown]
 # Build the branch, then answer the question below before you step to its end.
@@ -490,8 +492,9 @@ assert branch_check.compare("main", crashed)["state"]["order-topic: what consume
 # %% [markdown]
 # ## Exercise: when does the broker ask?
 #
-# In your stepper (branch `main`), find the step where the broker sends its first `CHECK_TRANSACTION_STATE`.
-# At which simulated second is that (the narration header shows the clock; within 1 s is right)?
+# In your stepper (branch `main`: pick it under **Branches**), find the step where the broker sends its first
+# `CHECK_TRANSACTION_STATE`. At which simulated second is that (the narration header shows the clock as
+# `t = ... ms`; within 1 s is right)?
 
 
 # %%

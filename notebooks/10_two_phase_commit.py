@@ -164,14 +164,16 @@ assert lab.locks() == {"bank-a": {}, "bank-b": {}}
 #
 # The stepper runs the same transfer as a story, `2pc-transfer`: the application asks for T1 and waits up to
 # 30 s for the outcome; an operator then restarts whatever is down. Nothing goes wrong as written. Each
-# **Step** (or →) is one event; **Back** (←) re-runs from the seed. The tab **Participants** shows each
-# process's state for T1 (a prepared bank is orange, BLOCKED when it waits for a decision it cannot take
-# alone), its locks and data, and below it the durable logs recovery will read. **Faults** offers this lab's
-# processes: `coordinator`, `bank-a`, `bank-b`.
+# **Step** (or →) goes to the next moment that changes a picture; **Back** (←) re-runs from the seed; the
+# **Key moments** buttons jump straight to a moment, one click each. The tab **Participants** shows each
+# process's state for T1 (a prepared bank is orange and *in doubt*: it waits for a decision it may not take
+# alone; BLOCKED once the coordinator that would tell it is down), its locks and data, and below it the durable
+# logs recovery will read. **Faults** offers this lab's processes: `coordinator`, `bank-a`, `bank-b`.
 #
-# Step until the narration says *every participant voted VOTE_COMMIT: the decision is COMMIT* — the
-# coordinator has started forcing GLOBAL_COMMIT, which is not on its disk yet — then open **Faults**, pick
-# `coordinator` (or click its lane head in **Messages**) and **Crash** it. A new branch starts; `main` is kept.
+# Click key moment **1** (*Both banks forced READY and voted VOTE_COMMIT*): both banks are prepared, their
+# votes are on their way, and the coordinator has decided nothing. Then open **Faults**, pick `coordinator`
+# (or click its lane head in **Messages**) and **Crash** it. A new branch starts; `main` is kept; **Step**
+# then takes you through what follows, a moment per click.
 
 # %%
 ENDS = ["COMMIT: both banks had voted yes", "ABORT, once the operator restarts the coordinator (presumed abort)",
@@ -180,7 +182,7 @@ p_branch = Predict("In your branch (the coordinator crashed before GLOBAL_COMMIT
                    choices=ENDS,
                    check=at_moment("2pc-transfer", None,
                                    lambda run: {"COMMIT": ENDS[0], "ABORT": ENDS[1]}.get(run.result["outcome"], ENDS[2]),
-                                   faults=[("every participant voted VOTE_COMMIT", "crash", "coordinator")], to_end=True),
+                                   faults=[("bank-b is prepared for T1", "crash", "coordinator")], to_end=True),
                    why="Both banks are prepared and block (each asks the other, which knows nothing) for the 30 s; the "
                        "restarted coordinator finds only START_2PC in its log and presumes abort. main committed.")
 p_branch
@@ -193,12 +195,12 @@ transfer = Stepper("2pc-transfer")
 transfer.widget
 
 # %% [markdown]
-# **Check** what you should have seen (the cell drives the stepper above from step 0, crashes the coordinator at that
-# step and follows the new branch to its end; it fails if the lab disagrees):
+# **Check** what you should have seen (the cell drives a replay of the stepper above to key moment 1, crashes the
+# coordinator there and follows the new branch to its end; it fails if the lab disagrees):
 
 # %%
 transfer_check = Stepper("2pc-transfer", skip_background=True)
-assert transfer_check.step_until("every participant voted VOTE_COMMIT")
+transfer_check.goto("prepared")                                       # key moment 1
 assert transfer_check.lab.participant_states("T1") == {"bank-a": "READY", "bank-b": "READY"}
 crashed = transfer_check.crash("coordinator")                       # Faults -> coordinator -> Crash, at this step
 assert transfer_check.step_until("cannot help")                      # each bank asks the other: prepared too
@@ -215,9 +217,11 @@ HTML(transfer_check.compare_html("main", crashed))
 # %% [markdown]
 # The branch where you crashed the coordinator ends like section 3 — blocked for 30 s, then presumed abort —
 # while `main` committed. The scenario `2pc-coordinator-crash-blocks` is that branch written as a story
-# (`Stepper("2pc-coordinator-crash-blocks")`). For the last question, go back (`transfer.switch("main", 0)`),
-# step to *GLOBAL_COMMIT T1 is on disk* and crash the coordinator there: its two GLOBAL_COMMIT messages are
-# already on the wire, so the banks commit without waiting. The next section loses those messages as well.
+# (`Stepper("2pc-coordinator-crash-blocks")`). Before the exercise below, try one more crash: go back to `main`
+# (**Branches**, or `transfer.switch("main", 0)`), click key moment **2** (*The coordinator forces GLOBAL_COMMIT to
+# its log*: its narration ends *GLOBAL_COMMIT T1 is on disk*) and crash the coordinator there. Its decision is on
+# its disk, and it has just sent GLOBAL_COMMIT to both banks (the **Messages** tab shows them). Step on: do the
+# banks hear it, and how does T1 end? Section 5 asks the same question of a lab run in code.
 
 # %% [markdown]
 # ## Exercise: a crash that still commits
@@ -242,7 +246,7 @@ def check_commit_despite_crash(fn):
 ex_commit = Exercise("Write <code>make_it_commit(st)</code>: one coordinator crash, and T1 still commits.", kind="code",
                      check=check_commit_despite_crash,
                      solution='def make_it_commit(st):\n'
-                              '    st.step_until("GLOBAL_COMMIT T1 is on disk")   # decided and sent: GLOBAL_COMMIT is on the wire\n'
+                              '    st.goto("decision")      # key moment 2: the decision is on the coordinator\'s disk\n'
                               '    st.crash("coordinator")')
 ex_commit
 

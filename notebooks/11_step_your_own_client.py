@@ -112,7 +112,8 @@ p_lso
 p_crash = Predict("The coordinator crashes right after the durable PrepareCommit, before any marker is written. "
                   "What becomes of the three orders?",
                   choices=["they are committed", "they are aborted", "they stay undecided until an operator acts"],
-                  check="they are committed",
+                  check=lambda: {"CompleteCommit": "they are committed", "CompleteAbort": "they are aborted"}.get(
+                      after_crash, "they stay undecided until an operator acts"),
                   why="The decision is durable in __transaction_state: the broker that takes over its partition "
                       "loads it, finds PrepareCommit and writes the COMMIT markers. The client's EndTxn is retried "
                       "against the new coordinator and answered once the commit is complete.")
@@ -136,6 +137,7 @@ print("waiting at the door:", door.pending())
 lab.crash(f"broker-{coordinator}")
 door.mode = "run"
 committed.wait(300)
+after_crash = lab.transaction_state("copier")["state"]         # what the question above is checked against
 print("commit_transaction() returned:", committed.is_set())
 print("new coordinator: broker", lab.transaction_coordinator("copier"),
       "| state:", lab.transaction_state("copier")["state"])
@@ -214,5 +216,5 @@ door.close()         # ... then the lab stops listening
 # ## Where next
 #
 # Point your own service's client at `lab.listen()` the same way, and step it through the faults of chapters 05
-# and 06; `tests/test_wire_confluent.py` shows more real-client scenarios (fencing, a partition leader's crash).
+# and 06 (a zombie producer fenced by a new instance, a partition leader's crash, a transaction that times out).
 # **08 · Break it** turns the lab's safeguards off one at a time. `GLOSSARY.md` explains the Kafka terms.

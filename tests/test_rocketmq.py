@@ -269,11 +269,35 @@ def test_half_topic_picture_colours_each_half_offset_by_its_fate():
     fig = half_topic_figure(lab)
     halves = fig.data[0]
     assert list(halves.x) == [0, 1, 2]
-    assert list(halves.marker.color) == [STATUS_COLOURS[s] for s in ("committed", "copied", "committed")]
+    cells = [sh for sh in fig.layout.shapes if sh.type == "rect" and sh.y0 > 1.5]      # the half topic's row
+    assert [(sh.x0 + sh.x1) / 2 for sh in cells] == [0, 1, 2]
+    assert [sh.fillcolor for sh in cells] == [STATUS_COLOURS[s] for s in ("committed", "copied", "committed")]
+    assert all(a.x1 < b.x0 for a, b in zip(cells, cells[1:]))  # neighbours never meet, however wide the picture
     assert list(fig.data[1].x) == [0, 2]                     # op messages sit under the offsets they mark
     rows = message_rows(lab)
     assert [r["state"] for r in rows if r["api"] == "END_TRANSACTION"] == ["delivered", "dropped", "delivered"]
     assert space_time_figure(lab).layout.xaxis.ticktext[:2] == ("producer-1", "broker-a")
+
+
+def test_the_comparison_pictures_are_read_on_a_projector_without_hovering():
+    pytest.importorskip("plotly")
+    from widgets.legible import off_picture, too_small, touching
+    from widgets.rocketmq_views import half_topic_figure, space_time_figure
+    lab, dao, svc, consumer = order_lab()
+    svc.create_order(ORDER)
+    lab.drop_next("END_TRANSACTION")
+    svc.create_order(CreateOrderRequest("o-2", "pen", 3))
+    lab.advance(61_000)
+    crowded, dao2, svc2, _ = order_lab(seed=10)           # chapter 09's 16 minutes of checks: 16 half offsets
+    op = svc2.producer.default_mq_producer_impl.begin_send_message_in_transaction(create_message(ORDER), ORDER)
+    crowded.run_until(lambda: op.stage == "HALF_STORED")
+    crowded.crash(svc2.producer)
+    CreateOrderService(crowded.namesrv_addr, dao2)
+    crowded.advance(16 * 60_000)
+    assert crowded.transactions()[0]["status"] == "discarded"
+    for fig in (half_topic_figure(lab), half_topic_figure(crowded), space_time_figure(lab)):
+        assert too_small(fig, 14) == [] and touching(fig) == [] and off_picture(fig) == []
+        assert not fig.layout.showlegend or fig.layout.legend.orientation == "h"   # no legend beside the rows
 
 
 def test_fault_rules_speak_rocketmq_request_codes():

@@ -11,6 +11,7 @@ from txnlab import gallery
 from txnlab.twopc import TwoPhaseCommitLab
 from widgets import Stepper
 from widgets.execution import Branch, Execution, Story
+from widgets.rocketmq_views import BLOCKED, IN_DOUBT
 
 RMQ = "rocketmq-end-transaction-lost"
 TRANSFER = "2pc-transfer"
@@ -31,8 +32,8 @@ def replay(name: str, branch: Branch) -> Execution:
 
 def half_cells(stepper) -> list:
     """(half offset, status colour) of the cells of RMQ_SYS_TRANS_HALF_TOPIC as the stepper draws them."""
-    tr = stepper.lab_views[0][1].half.figure.data[0]
-    return list(zip(tr.x or (), tr.marker.color or ()))
+    shapes = stepper.lab_views[0][1].half.figure.layout.shapes
+    return [(round((sh.x0 + sh.x1) / 2), sh.fillcolor) for sh in shapes if sh.type == "rect" and sh.y0 > 1.5]
 
 
 def pick_and_click(stepper, process: str, button) -> None:
@@ -155,13 +156,16 @@ def test_2pc_stepper_crash_the_coordinator_after_both_votes_from_the_fault_menu_
     voted = s.position
     assert [r[1] for r in view.rows(s.lab)[1:]] == ["READY", "READY"]   # both banks prepared
     assert view.participants.value.count("<td style='background:#f0ad4e'>READY</td>") == 2
+    # prepared, with the coordinator up: in doubt (the decision is on its way), not blocked
+    assert [r[2] for r in view.rows(s.lab)[1:]] == [IN_DOUBT, IN_DOUBT] and "BLOCKED" not in view.participants.value
     pick_and_click(s, "coordinator", s._btn_crash)
     crashed = s.branch
+    assert [r[2] for r in view.rows(s.lab)[1:]] == [BLOCKED, BLOCKED]   # the coordinator that would tell them is down
     assert "DOWN: - (log: no decision)" in view.participants.value
     assert "coordinator</b> (<b style='color:#c92a2a'>down" in view.logs.value
     assert "START_2PC T1" in view.logs.value and "GLOBAL_COMMIT" not in view.logs.value
     assert s.step_until("cannot help")                               # cooperative termination: no help
-    assert [r[2] for r in view.rows(s.lab)[1:]] == ["BLOCKED", "BLOCKED"]
+    assert [r[2] for r in view.rows(s.lab)[1:]] == [BLOCKED, BLOCKED]
     assert view.participants.value.count("BLOCKED") == 2
     # back, before the crash: the coordinator is up again; forward: the branch's crash is re-applied
     s.jump(voted - 1)

@@ -17,7 +17,7 @@ import plotly.graph_objects as go
 
 from .coordinator_view import TABLE_CSS
 from .figure_widget import FigureWidget
-from .rocketmq_views import STATUS_COLOURS, half_topic_figure
+from .rocketmq_views import STATUS_COLOURS, half_topic_figure, waiting
 
 
 class FigureView:
@@ -92,7 +92,7 @@ class HalfTopicView:
 
 
 class TwoPhaseCommitView:
-    """Each process's state for the latest transaction (coloured, who is blocked, locks, data) and the
+    """Each process's state for the latest transaction (coloured, who is in doubt or blocked, locks, data) and the
     durable logs that recovery reads (the coordinator's and every participant's)."""
 
     COLOURS = {"READY": "#f0ad4e", "COMMIT": "#5cb85c", "ABORT": "#d9534f"}
@@ -110,13 +110,13 @@ class TwoPhaseCommitView:
             return []
         tx = ids[-1]
         c = lab.coordinator
-        states, blocked = lab.participant_states(tx), set(lab.blocked(tx))
+        states, waits = lab.participant_states(tx), waiting(lab, tx)
         locks, data = lab.locks(), lab.balances()
         out = [[c.name, f"{'up' if c.alive else 'DOWN'}: {c.state_of(tx) or '-'} "
                         f"(log: {lab.outcome(tx) or 'no decision'})", "", "", ""]]
         for n in sorted(states):
             down = "" if lab.participants[n].alive else " (down)"
-            out.append([n, f"{states[n] or '-'}{down}", "BLOCKED" if n in blocked else "", locks[n], data[n]])
+            out.append([n, f"{states[n] or '-'}{down}", waits.get(n, ""), locks[n], data[n]])
         return out
 
     def participants_html(self, lab) -> str:
