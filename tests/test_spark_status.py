@@ -31,3 +31,28 @@ def test_a_disabled_status_says_nothing(capsys):
     s.show("x")
     s.spark(FakeQuery("Processing new data"))
     assert capsys.readouterr().err == ""
+
+
+def test_in_a_notebook_the_line_is_plain_text_not_a_quoted_string(monkeypatch):
+    """The line is displayed as text/plain itself: a Python str displayed as an object would show in quotes."""
+    import IPython
+    import IPython.display
+
+    shown = []
+
+    class Handle:
+        def update(self, obj, raw=False):
+            shown.append((obj, raw))
+
+    def display(obj, raw=False, display_id=False):
+        shown.append((obj, raw))
+        return Handle()
+
+    class Shell:
+        kernel = object()
+    monkeypatch.setattr(IPython, "get_ipython", lambda: Shell())
+    monkeypatch.setattr(IPython.display, "display", display)
+    s = Status("waiting for Spark")
+    s.show("starting the JVM")
+    assert [raw for _, raw in shown] == [True, True]
+    assert shown[1][0]["text/plain"].startswith("waiting for Spark: starting the JVM (")

@@ -34,7 +34,8 @@ class Status:
                 from IPython import get_ipython
                 from IPython.display import display
                 if get_ipython() is not None and getattr(get_ipython(), "kernel", None) is not None:
-                    self._handle = display(self._text("starting ..."), display_id=True)
+                    # a plain-text output (a str displayed as itself would show its repr, in quotes)
+                    self._handle = display(_plain(self._text("starting ...")), raw=True, display_id=True)
             except ImportError:
                 self._handle = None
 
@@ -47,7 +48,7 @@ class Status:
             return
         self._last = what
         if self._handle is not None:
-            self._handle.update(self._text(what))
+            self._handle.update(_plain(self._text(what)), raw=True)
         else:
             print(self._text(what), file=sys.stderr, flush=True)
 
@@ -118,3 +119,7 @@ class watching:
         if self._thread is not None:
             self._thread.join()
         self.status.done("done" if kind is None else f"failed: {kind.__name__}")
+
+
+def _plain(text: str) -> dict:
+    return {"text/plain": text}
