@@ -160,3 +160,11 @@ CLUSTER = defs(
     # a long run's memory: keep only the last N steps of the trace and N messages of the network's history
     key("sim.trace.keep.steps", int, 0, at_least(0), doc="0: keep every step"),
 )
+
+# Kafka Java client keys that librdkafka has no property for: taken only under sim.client.dialect=java (librdkafka
+# refuses them as "No such configuration property"), checked as Java's ConfigDef checks them (ConsumerConfig)
+JAVA_CONSUMER = defs(
+    # ConsumerConfig: define(DEFAULT_API_TIMEOUT_MS_CONFIG, Type.INT, 60 * 1000, atLeast(0), ...); the timer of
+    # commitSync() and the other calls given no timeout (ClassicKafkaConsumer.defaultApiTimeoutMs)
+    key("default.api.timeout.ms", int, 60_000, at_least(0)),
+)

@@ -21,6 +21,7 @@ import math
 import re
 from typing import Any, Optional
 
+from ..config import JAVA_CONSUMER, ConfigKey
 from ..errors import ConfigException
 from . import dialect as dialects
 from . import librdkafka_config as L
@@ -143,16 +144,38 @@ def parse(prop: L.Property, value: Any, given: str) -> Any:
 
 
 # ------------------------------------------------------------------ resolution
+def _java_value(k: ConfigKey, value: Any) -> Any:
+    """One value of a Java-only key as Kafka's ConfigDef parses and validates it (ConfigDef.parseType for INT,
+    Range.atLeast), failing with Java's words: "Invalid value -1 for configuration default.api.timeout.ms: Value
+    must be at least 0"."""
+    n = value
+    if isinstance(value, str):
+        try:
+            n = int(value.strip())
+        except ValueError:
+            n = None
+    if isinstance(n, bool) or not isinstance(n, int) or not -2**31 <= n < 2**31:
+        raise ConfigException(k.name, "Not a number of type INT",
+                              f"Invalid value {value} for configuration {k.name}: Not a number of type INT")
+    if k.rule is not None and not k.rule(n):
+        raise ConfigException(k.name, k.rule_text,
+                              f"Invalid value {value} for configuration {k.name}: Value {k.rule_text}")
+    return n
+
+
 def _split(given: dict, client: str) -> tuple:
     conf = dict(given or {})
     topic_conf = conf.pop("default.topic.config", None) or {}
     for k, v in dict(topic_conf).items():      # confluent-kafka: a dict of topic properties (deprecated)
         conf.setdefault(k, v)
+    java_keys = JAVA_CONSUMER if client == "C" and conf.get("sim.client.dialect") == dialects.JAVA else {}
     props, python, lab = {}, {}, {}
     for key, value in conf.items():
         if not isinstance(key, str):
             raise _fail(str(key), f'No such configuration property: "{key}"', "not a configuration property")
-        if key.startswith("sim."):
+        if key in java_keys:
+            lab[key] = _java_value(java_keys[key], value)
+        elif key.startswith("sim."):
             if key not in LAB_KEYS:
                 raise _fail(key, f'No such configuration property: "{key}"',
                             "not a lab key (" + ", ".join(LAB_KEYS) + ")")
@@ -190,6 +213,8 @@ def _resolve(given: dict, client: str) -> tuple:
         raise _fail("sim.client.dialect", f'Invalid value "{dialect}" for configuration property '
                     f'"sim.client.dialect"', "must be one of " + ", ".join(dialects.DIALECTS))
     cfg = _defaults(dialect)
+    if dialect == dialects.JAVA and client == "C":
+        cfg.update({name: k.default for name, k in JAVA_CONSUMER.items()})
     cfg.update({name: v for name, (_, v) in props.items()})
     modified = {name: key for name, (key, _) in props.items()}
     _check_python_keys(python)

@@ -11,8 +11,9 @@ from ..errors import KafkaError, KafkaException
 from ..protocol.errors import Errors
 from . import argcheck
 from .config import dialect_of
-from .dialect import AUTO_COMMIT_REPORTED, COMMIT_ASYNC_ATTEMPTS, JAVA, description
+from .dialect import AUTO_COMMIT_REPORTED, COMMIT_ASYNC_ATTEMPTS, JAVA, JAVA_SYNC_AUTO_COMMIT_ATTEMPTS, description
 from .message import OFFSET_INVALID, Message, TopicPartition
+from .offset_commit import java_retry_backoff
 
 
 COMMIT_FAILED_TEXT = ("Commit cannot be completed since the group has already rebalanced and assigned the partitions "
@@ -21,6 +22,23 @@ COMMIT_FAILED_TEXT = ("Commit cannot be completed since the group has already re
                       "spending too much time message processing. You can address this either by increasing "
                       "max.poll.interval.ms or by reducing the maximum size of batches returned in poll() with "
                       "max.poll.records.")
+
+
+# What Java's commitSync tries again: the errors OffsetCommitResponseHandler.handle raises as they are, all
+# RetriableExceptions (COORDINATOR_LOAD_IN_PROGRESS, UNKNOWN_TOPIC_OR_PARTITION; COORDINATOR_NOT_AVAILABLE,
+# NOT_COORDINATOR and REQUEST_TIMED_OUT after markCoordinatorUnknown), and a disconnect (DisconnectException, the
+# lab's NETWORK_EXCEPTION; a request that timed out is failed as disconnected too).  Everything else it raises
+# (authorization, OFFSET_METADATA_TOO_LARGE, RebalanceInProgressException, CommitFailedException, FENCED_INSTANCE_ID,
+# "Unexpected error in commit") is not retriable: commitOffsetsSync throws it at once.
+JAVA_COMMIT_SYNC_RETRIABLE = frozenset({Errors.COORDINATOR_LOAD_IN_PROGRESS, Errors.UNKNOWN_TOPIC_OR_PARTITION,
+                                        Errors.COORDINATOR_NOT_AVAILABLE, Errors.NOT_COORDINATOR,
+                                        Errors.REQUEST_TIMED_OUT, Errors.NETWORK_EXCEPTION})
+
+
+def offsets_shown(offsets: dict) -> str:
+    """A Map<TopicPartition, OffsetAndMetadata> as Java prints it."""
+    return "{" + ", ".join(f"{t}-{p}=OffsetAndMetadata{{offset={o}, leaderEpoch=null, metadata='{meta}'}}"
+                           for (t, p), (o, meta) in sorted(offsets.items())) + "}"
 
 
 class ConsumerCommits:
@@ -66,17 +84,69 @@ class ConsumerCommits:
         def done(err, errors):
             box["err"] = err
             self._after_commit(to_commit, err, errors, report=asynchronous)
-        if asynchronous:           # Java's commitAsync: one attempt (dialect.COMMIT_ASYNC_ATTEMPTS)
-            self._coordinator.commit(to_commit, done, COMMIT_ASYNC_ATTEMPTS[dialect_of(self._config)], True)
-        else:
-            self._coordinator.commit(to_commit, done)
-        if asynchronous:
+        if asynchronous:           # Java's commitAsync: one attempt; librdkafka: offset_commit.OffsetCommit's rules
+            self._coordinator.commit(to_commit, done, 1, True)
             return None
-        if not self._wait(lambda: "err" in box, None):
-            self._check_open()
-        if box["err"] is not None:
-            raise KafkaException(box["err"])
+        if dialect_of(self._config) == JAVA:
+            self._commit_sync_java(to_commit)
+        else:
+            # rd_kafka_commit waits for the op's result with RD_POLL_INFINITE (src/rdkafka_offset.c): the call
+            # ends when the group handler ends the op (offset_commit.OffsetCommit), however long that takes
+            self._coordinator.commit(to_commit, done)
+            if not self._wait(lambda: "err" in box, None):
+                self._check_open()
+            if box["err"] is not None:
+                raise KafkaException(box["err"])
         return [TopicPartition(t, p, o) for (t, p), (o, _) in sorted(to_commit.items())]
+
+    def _commit_sync_java(self, to_commit: dict) -> None:
+        """Java's commitSync: ConsumerCoordinator.commitOffsetsSync with KafkaConsumer.commitSync's timer,
+        default.api.timeout.ms (ClassicKafkaConsumer.commitSync; group.protocol=classic is 4.x's default).  Each
+        round finds the coordinator if it is unknown and sends one OffsetCommit; a retriable failure (the ones
+        OffsetCommitResponseHandler raises as they are, and a disconnect) sleeps retryBackoff.backoff(attempts++)
+        (ExponentialBackoff: retry.backoff.ms doubled per attempt up to retry.backoff.max.ms) and goes round again
+        while the timer has time left; any other failure is thrown at once.  When the timer runs out -- waiting
+        for an answer, for the coordinator or in a backoff -- commitSync throws TimeoutException ("Timeout of
+        ...ms expired before successfully committing offsets ..."), the lab's REQUEST_TIMED_OUT (as
+        dialect.LOCAL_TIMEOUT says for Java's TimeoutException)."""
+        timeout = self._config["default.api.timeout.ms"]
+        deadline = self._kernel.now + timeout
+        attempts = 0
+        while True:
+            box: dict = {}
+
+            def done(err, errors, box=box):
+                box["err"] = err
+                if box.get("abandoned"):
+                    self._kernel.narrate(f"{self.name}: this OffsetCommit is answered after commitSync gave up ("
+                                         + ("committed" if err is None else err.name()) + "); nobody is told")
+                elif err is None or err.code() not in JAVA_COMMIT_SYNC_RETRIABLE:
+                    self._after_commit(to_commit, err, errors, report=False)
+            op = self._coordinator.commit(to_commit, done)
+            if not self._wait(lambda: "err" in box, max(0, deadline - self._kernel.now)):
+                self._check_open()
+                box["abandoned"] = True
+                op.abandon()
+                break
+            err = box["err"]
+            if err is None:
+                return
+            if err.code() not in JAVA_COMMIT_SYNC_RETRIABLE:
+                raise KafkaException(err)
+            backoff = java_retry_backoff(self._config, attempts)
+            attempts += 1
+            left = deadline - self._kernel.now
+            self._say(f"{self.name}: commitSync: OffsetCommit failed with {err.name()}, retriable: it tries again "
+                      f"after {min(backoff, max(0, left))} ms (retry.backoff.ms={self._config['retry.backoff.ms']} "
+                      f"doubled per attempt, at most retry.backoff.max.ms={self._config['retry.backoff.max.ms']}); "
+                      f"{max(0, left)} ms left of default.api.timeout.ms={timeout}")
+            self._wait(lambda: self._node.crashed, min(backoff, max(0, left)))        # timer.sleep
+            self._check_open()
+            if self._kernel.now >= deadline:
+                break
+        text = f"Timeout of {timeout}ms expired before successfully committing offsets {offsets_shown(to_commit)}"
+        self._say(f"{self.name}: commitSync throws TimeoutException: {text}")
+        raise KafkaException(KafkaError(Errors.REQUEST_TIMED_OUT, text, retriable=True))
 
     def _after_commit(self, to_commit: dict, err, errors: dict, report: bool) -> None:
         if err is None:
@@ -123,7 +193,7 @@ class ConsumerCommits:
         if timer:
             self._coordinator.commit(offsets, done, COMMIT_ASYNC_ATTEMPTS[dialect], True)
         else:
-            self._coordinator.commit(offsets, done)
+            self._coordinator.commit(offsets, done, JAVA_SYNC_AUTO_COMMIT_ATTEMPTS)
         if sync:
             self._wait(lambda: "err" in box, self._config["request.timeout.ms"])
 
@@ -185,8 +255,7 @@ class ConsumerCommits:
     def _auto_commit_failed(self, offsets: dict, err: KafkaError, sync: bool) -> None:
         """Java: an auto-commit's failure is only logged (dialect.AUTO_COMMIT_REPORTED); after a retriable one the
         timer's next auto-commit comes after retry.backoff.ms."""
-        shown = "{" + ", ".join(f"{t}-{p}=OffsetAndMetadata{{offset={o}, leaderEpoch=null, metadata='{meta}'}}"
-                                for (t, p), (o, meta) in sorted(offsets.items())) + "}"
+        shown = offsets_shown(offsets)
         if sync:
             level, text = 4, f"Synchronous auto-commit of offsets {shown} failed: {err.str()}"
         elif err.retriable():

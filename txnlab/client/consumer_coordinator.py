@@ -19,11 +19,10 @@ from ..protocol import messages as m
 from ..protocol.errors import Errors
 from .assignors import ASSIGNORS, COOPERATIVE
 from .config import dialect_of
-from .dialect import JOIN_ERROR_BACKOFF_MS, JOIN_INTERVAL_MS, LIBRDKAFKA, commit_error
+from .dialect import JOIN_ERROR_BACKOFF_MS, JOIN_INTERVAL_MS, LIBRDKAFKA
+from .offset_commit import COORDINATOR_ERRORS, OffsetCommit
 
 PROTOCOL_TYPE = "consumer"
-COORDINATOR_ERRORS = {Errors.NOT_COORDINATOR, Errors.COORDINATOR_NOT_AVAILABLE, Errors.NETWORK_EXCEPTION,
-                      Errors.REQUEST_TIMED_OUT}
 
 
 class MemberState(Enum):
@@ -428,38 +427,11 @@ class ConsumerCoordinator:
         self.node.send_request(self.coordinator, m.LeaveGroupRequest(self.group_id, member), done)
 
     # --------------------------------------------------------------- offsets
-    def commit(self, offsets: dict, done: Callable[[Optional[KafkaError], dict], None], attempts: int = 5,
-               asynchronous: bool = False) -> None:
-        """OffsetCommit of {tp: (offset, metadata)}; done(error, {tp: error}) in the event loop; the error as the
-        dialect reports a commit, asynchronous or not (dialect.commit_error)."""
-        def send():
-            generation, member = (self.generation_id, self.member_id) if self.generation_id >= 0 else (-1, "")
-            req = m.OffsetCommitRequest(self.group_id, generation, member, self.group_instance_id, dict(offsets))
-            self.node.send_request(self.coordinator, req, on_resp, timeout_ms=self.cfg["request.timeout.ms"])
-
-        def on_resp(resp, err):
-            self._changed()
-            errors = {tp: Errors(e) for tp, e in (resp.errors.items() if resp else ())}
-            bad = err if err is not None else next((e for e in errors.values() if e != Errors.NONE), None)
-            if bad is None:
-                done(None, errors)
-                return
-            if bad in COORDINATOR_ERRORS:          # on the last attempt too (Java's commitAsync has only one):
-                self.coordinator_dead(f"OffsetCommit -> {bad.name}")  # markCoordinatorUnknown, rd_kafka_cgrp_coord_dead
-            if (bad in COORDINATOR_ERRORS or bad == Errors.COORDINATOR_LOAD_IN_PROGRESS) and attempts > 1:
-                self.node.set_timer(self.cfg["retry.backoff.ms"], "OffsetCommit retry backoff",
-                                    lambda: self.commit(offsets, done, attempts - 1, asynchronous))
-                return
-            if bad == Errors.UNKNOWN_MEMBER_ID:
-                self.member_id, self.generation_id = "", -1
-                self.request_rejoin("OffsetCommit -> UNKNOWN_MEMBER_ID", lost=True)
-            elif bad == Errors.ILLEGAL_GENERATION:
-                self.generation_id = -1
-                self.request_rejoin("OffsetCommit -> ILLEGAL_GENERATION", lost=True)
-            elif bad == Errors.REBALANCE_IN_PROGRESS:
-                self.request_rejoin("OffsetCommit -> REBALANCE_IN_PROGRESS")
-            done(commit_error(dialect_of(self.cfg), bad, asynchronous), errors)
-        self.ensure_coordinator(send)
+    def commit(self, offsets: dict, done: Callable[[Optional[KafkaError], dict], None], attempts: int = 1,
+               asynchronous: bool = False) -> OffsetCommit:
+        """OffsetCommit of {tp: (offset, metadata)}; done(error, {tp: error}) in the event loop, the error as the
+        dialect reports a commit.  What is sent again, and when, is ``offset_commit.OffsetCommit``'s."""
+        return OffsetCommit(self, offsets, done, attempts, asynchronous).start()
 
     def fetch_committed(self, tps: list, done: Callable[[Optional[KafkaError], dict], None],
                         wanted: Callable[[], bool] = lambda: True) -> None:

@@ -342,11 +342,18 @@ def seen_as(dialect: str, error) -> int:
 #   REQUEST_TIMED_OUT, which mark the coordinator unknown; COORDINATOR_LOAD_IN_PROGRESS, UNKNOWN_TOPIC_OR_PARTITION).
 #   The exception has no error code of its own: the lab's error keeps its cause's (a disconnect's NETWORK_EXCEPTION,
 #   as the lab says for Java's lost connections) with the exception's message, retriable.  Anything else (fenced,
-#   a rebalance, authorization) reaches the callback as it is.  (commitSync retries: ConsumerCoordinator.
-#   commitOffsetsSync.)
-#   librdkafka: the commit's own error, whatever the attempt: rd_kafka_cgrp_op_handle_OffsetCommit hands the
-#   request's error to the offset_commit_cb as it is (a local timeout as LOCAL_TIMEOUT says).
-COMMIT_ASYNC_ATTEMPTS = {LIBRDKAFKA: 5, JAVA: 1}
+#   a rebalance, authorization) reaches the callback as it is.  (commitSync retries until default.api.timeout.ms:
+#   ConsumerCommits._commit_sync_java.)
+#   librdkafka: an asynchronous commit is the same op as a synchronous one, retried and deferred by the same rules
+#   (client/offset_commit.py: three sends of its request, deferred once while the coordinator is away, three more);
+#   rd_kafka_cgrp_op_handle_OffsetCommit hands the op's error to the offset_commit_cb as it is (a local timeout as
+#   LOCAL_TIMEOUT says).
+COMMIT_ASYNC_ATTEMPTS = {LIBRDKAFKA: 1, JAVA: 1}       # librdkafka's entry is unused: offset_commit.OffsetCommit
+# The lab's own number, not Java's: the synchronous auto-commits the Java dialect makes inside close() and a
+# cooperative revoke send at most this many OffsetCommits, retry.backoff.ms apart, and are waited for at most
+# request.timeout.ms.  (Java's close() runs commitOffsetsSync with close's own timer, 30 s by default,
+# ConsumerCoordinator.maybeAutoCommitOffsetsSync; not modelled yet.)
+JAVA_SYNC_AUTO_COMMIT_ATTEMPTS = 5
 
 # Whether the consumer's own commits of enable.auto.commit (the auto.commit.interval.ms timer, the commit before a
 # rebalance gives partitions up, the one at close) reach the application's ``on_commit``.
@@ -387,6 +394,8 @@ def commit_error(dialect: str, error, asynchronous: bool) -> KafkaError:
         cause = E.NETWORK_EXCEPTION if isinstance(error, LocalTimeout) else error     # DisconnectException
         return KafkaError(cause, RETRIABLE_COMMIT_FAILED_TEXT, retriable=True)
     shown = seen_as(dialect, error)                     # a local timeout: LOCAL_TIMEOUT
+    if dialect == LIBRDKAFKA and shown == E.NETWORK_EXCEPTION:
+        shown = KafkaError._TRANSPORT                   # a broken connection: librdkafka's own code (normalize)
     # librdkafka: confluent-kafka builds a commit's error from the bare code (Consumer_commit's cfl_PyErr_Format,
     # KafkaError_init): no class flags, so even a retriable code (UNKNOWN_TOPIC_OR_PARTITION) says retriable() False
     return KafkaError(shown, f"Commit failed: {description(shown)}", retriable=False if dialect == LIBRDKAFKA else None)
