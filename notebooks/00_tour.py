@@ -194,8 +194,10 @@ assert sorted(main_check.result["read_committed_after_commit"]) == ["order-0", "
 # %% [markdown]
 # Your stepper's **Branches** section lists both runs: `main` (as written) and the branch with the crash.
 # Its *compare* shows how they end; here is the same comparison for the replay above. The same records
-# are committed in both; the crash branch ends later, and a partition may hold a second COMMIT marker,
-# written by the new coordinator (markers are safe to repeat).
+# are committed in both, one COMMIT marker per partition; the crash branch only ends later. The old
+# coordinator's markers were still on the wire when it crashed and were lost with its connections, so the
+# new coordinator wrote both. (Crash it one key moment later, after `orders-0`'s marker has landed, and
+# `orders-0` ends with two COMMIT markers, one from each coordinator: markers are safe to repeat.)
 
 # %%
 HTML(crash_check.compare_html("main", crash_check.branch))

@@ -520,7 +520,7 @@ p_pending = Predict(
     check=lambda: offsets_at(reached("first-prepare"))[0][2],
     why="The decision is in __transaction_state, but the offsets are a transactional write of the copier's producer "
         "id in __consumer_offsets: they stay pending until the COMMIT marker of that partition is written and "
-        "replicated (a few steps after key moment 2), and only then become the group's committed offset.")
+        "replicated (one Step after key moment 2), and only then become the group's committed offset.")
 p_pending
 
 # %%
@@ -548,6 +548,10 @@ assert ctp_check.step_until(reached("first-prepare"))
 assert offsets() == [["orders-0", "2", "pending transaction"]]          # decided, still pending
 assert ctp_check.step_until("__consumer_offsets-1: wrote a COMMIT marker")
 assert offsets() == [["orders-0", "2", "pending transaction"]]          # the marker is not replicated yet
+ctp_check.granularity = "moment"
+ctp_check.step()                                                        # one Step, as in your stepper
+assert offsets() == [["orders-0", "2", "committed"]]                    # replicated: the group's offset now
+ctp_check.granularity = "event"
 assert ctp_check.step_until("writing CompleteCommit")
 assert offsets() == [["orders-0", "2", "committed"]]                    # output and offsets: one commit
 
