@@ -440,12 +440,13 @@ fig.update_layout(title="Copies of each input record after a crash in round 3 (r
 fig
 
 # %%
-again = [offset for offset, v in enumerate(alo) if v in alo[:offset]]    # out-alo holds no markers: index = offset
+second_copies = [offset for offset, v in enumerate(alo) if v in alo[:offset]]    # out-alo has no markers: index = offset
+first, last = second_copies[0], second_copies[-1]
 fig = log_snapshot(cluster, [("out-alo", 0), ("out-eos", 0)], short=lambda v: v.replace("shipped order-", "#"), width=840,
                    title="The crashed round: written twice (top), aborted and grey (bottom)")
-fig.add_shape(type="rect", x0=again[0] - 0.5, x1=again[-1] + 0.5, y0=-0.36, y1=0.36, line=dict(color="#B71C1C", width=3))
-fig.add_annotation(x=(again[0] + again[-1]) / 2, y=-0.4, yanchor="bottom", showarrow=False,
-                   text=f"offsets {again[0]}–{again[-1]}: order-{alo[again[0]][-2:]} … order-{alo[again[-1]][-2:]} again",
+fig.add_shape(type="rect", x0=first - 0.5, x1=last + 0.5, y0=-0.36, y1=0.36, line=dict(color="#B71C1C", width=3))
+fig.add_annotation(x=(first + last) / 2, y=-0.4, yanchor="bottom", showarrow=False,
+                   text=f"offsets {first}–{last}: order-{alo[first][-2:]} … order-{alo[last][-2:]} again",
                    font=dict(size=14, color="#B71C1C"))
 fig
 

@@ -845,7 +845,7 @@ marker_check.close()
 # reached it.
 
 # %% [markdown]
-# ## Exercise: how long did the readers wait?
+# ## Exercise: how long did the failover take?
 #
 # In your `dies` stepper, on the branch where you crashed the coordinator at the decision, click the key moment
 # **CompleteCommit: every partition has its marker**. How many simulated seconds after the crash is that? (The
