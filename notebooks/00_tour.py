@@ -77,22 +77,17 @@ s.widget
 # The tabs show the partition logs (one row per replica; ★ marks the leader), the coordinator's state
 # machine and its log, the message flow on a time axis, and the raw trace; `s.present()` shows the
 # controls, narration and log on one projector-sized screen. The filter can follow one API, one process
-# or one transactional.id.
+# or one transactional.id. The stepper's pictures are about 1000 px wide: on a screen 1280 px wide, hide
+# JupyterLab's file browser (Ctrl+B, or *View → Appearance → Show Left Sidebar*), or their right edge, where
+# the HW and LEO lines stand, is cut off.
 #
-# **Your move:** answer the two questions below, then step until the narration says the producer
-# *calls commit_transaction()* (the slider helps; or run `s.step_until("calls commit_transaction()")`
-# in a new cell). The producer has then written its four records and `flush()` returned: they are in
-# the leaders' logs and replicated, but the transaction is not committed yet. Look at the *Partition logs* tab,
-# then press *Check*.
-
-# %%
-p_lso = predict_at(
-    "When the producer's <code>flush()</code> has returned (records replicated, transaction still open), "
-    "where is the <b>LSO</b> of <code>orders-0</code>?",
-    "commit-visible-atomically", "calls commit_transaction()", partition_value("orders", 0, "lso"), kind="offset",
-    why="The LSO stops at the first offset of the oldest open transaction: the transaction's first record "
-        "is at offset 0, so the LSO stays at 0 although the HW has moved past both records.")
-p_lso
+# **Your move:** answer the two questions below, then go to the moment they ask about: click the key moment
+# **1. The four records are in the logs, but the transaction is open** (the records are in the leaders' logs,
+# not yet on the followers), then press **Step** three times, until the narration says
+# `reader-uncommitted got the Fetch response from broker-1 (orders-1 2 record(s) HW 2)`. The producer's
+# `flush()` has returned: its four records are replicated (the HW of both partitions is 2) and the
+# `read_uncommitted` consumer has fetched all four, but the transaction is not committed yet. Look at the
+# *Partition logs* tab, then press *Check*.
 
 # %%
 def records_received(run, name="reader-committed"):
@@ -101,11 +96,25 @@ def records_received(run, name="reader-committed"):
     return sum(max(tp.offset, 0) for tp in c.position(c.assignment()))
 
 
+def uncommitted_has_all(run):
+    """The moment of the questions: the read_uncommitted consumer has been given all four records."""
+    return records_received(run, "reader-uncommitted") == 4
+
+
+p_lso = predict_at(
+    "The four records are replicated and the <code>read_uncommitted</code> consumer has all four; the transaction "
+    "is still open. Where is the <b>LSO</b> of <code>orders-0</code>?",
+    "commit-visible-atomically", uncommitted_has_all, partition_value("orders", 0, "lso"), kind="offset",
+    why="The LSO stops at the first offset of the oldest open transaction: the transaction's first record "
+        "is at offset 0, so the LSO stays at 0 although the HW has moved past both records.")
+p_lso
+
+# %%
 p_read = predict_at(
     "At that same moment, how many of the four records has the <code>read_committed</code> consumer "
-    "received?", "commit-visible-atomically", "calls commit_transaction()", records_received, kind="number",
+    "received?", "commit-visible-atomically", uncommitted_has_all, records_received, kind="number",
     why="A read_committed consumer reads only below the LSO, and both LSOs are 0 while the transaction is "
-        "open. The read_uncommitted consumer, reading up to the HW, already has all four.")
+        "open. The read_uncommitted consumer reads up to the HW: it already has all four.")
 p_read
 
 # %% [markdown]
@@ -113,11 +122,12 @@ p_read
 # above the LSO (their transaction is open):
 
 # %%
-at_flush = moment("commit-visible-atomically", "calls commit_transaction()", skip_background=True)
+at_flush = moment("commit-visible-atomically", uncommitted_has_all, skip_background=True)
 p0 = at_flush.cluster.partition_state("orders", 0)
 reader = at_flush.cluster.clients["reader-committed"]
 assert p0["hw"] == 2 and p0["lso"] == 0, p0          # replicated, but not stable
-assert records_received(at_flush) == 0              # it got nothing yet
+assert "reader-uncommitted got the Fetch response from broker-1" in at_flush.narration   # the step the text names
+assert records_received(at_flush) == 0              # read_committed got nothing yet
 # (its position() is still OFFSET_INVALID, -1001: as in librdkafka, poll() sets it when it consumes a record,
 # a message it returns or a marker it skips)
 assert all(tp.offset == OFFSET_INVALID for tp in reader.position(reader.assignment()))
@@ -125,13 +135,15 @@ assert all(tp.offset == OFFSET_INVALID for tp in reader.position(reader.assignme
 # %% [markdown]
 # ## 2 · Step inside `commit_transaction()`, and crash the coordinator there
 #
-# The client code is now *inside* `commit_transaction()`: its thread waits while you step. The
-# coordinator first writes **PrepareCommit** to `__transaction_state` and waits until it is
-# replicated: from that moment the outcome is decided, whatever crashes. Then it sends the markers.
+# The producer then calls `commit_transaction()`, and from then on the client code is *inside*
+# it: its thread waits while you step. The coordinator first writes **PrepareCommit** to
+# `__transaction_state` and waits until it is replicated: from that moment the outcome is decided, whatever
+# crashes. Then it sends the markers.
 #
-# **Your move:** step until the narration says `'tx-orders' is now PrepareCommit`. Then, in the stepper's
-# *Faults* section, crash the broker that is the transaction coordinator (the *Coordinators* tab names
-# it; or run `s.crash(s.cluster.transaction_coordinator("tx-orders"))` in a new cell). A fault starts a
+# **Your move:** click the key moment **2. PrepareCommit is durable in __transaction_state** (the narration
+# says `'tx-orders' is now PrepareCommit`). Then open the stepper's *Faults* section and crash the broker that
+# is the transaction coordinator (the *Coordinators* tab names it; or run
+# `s.crash(s.cluster.transaction_coordinator("tx-orders"))` in a new cell). A fault starts a
 # new **branch**; the run as written stays as branch `main`. Before you step on, answer:
 
 # %%
@@ -182,8 +194,10 @@ assert sorted(main_check.result["read_committed_after_commit"]) == ["order-0", "
 # %% [markdown]
 # Your stepper's **Branches** section lists both runs: `main` (as written) and the branch with the crash.
 # Its *compare* shows how they end; here is the same comparison for the replay above. The same records
-# are committed in both; the crash branch ends later, and a partition may hold a second COMMIT marker,
-# written by the new coordinator (markers are safe to repeat).
+# are committed in both, one COMMIT marker per partition; the crash branch only ends later. The old
+# coordinator's markers were still on the wire when it crashed and were lost with its connections, so the
+# new coordinator wrote both. (Crash it one key moment later, after `orders-0`'s marker has landed, and
+# `orders-0` ends with two COMMIT markers, one from each coordinator: markers are safe to repeat.)
 
 # %%
 HTML(crash_check.compare_html("main", crash_check.branch))

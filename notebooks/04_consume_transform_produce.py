@@ -48,7 +48,7 @@ from widgets.tables import show, narration, since
 from widgets.snapshots import log_snapshot, message_flow
 from widgets.drawn import trace_named, html_rows
 from widgets.reader import read
-from widgets.predict import Exercise, Predict, moment
+from widgets.predict import Exercise, Predict, moment, reached
 
 # %%
 N = 30
@@ -183,7 +183,7 @@ cluster.run_until_idle()
 output = read_output(cluster, "shipments")
 print(rounds, "rounds; output:", len(output), "records, distinct:", len(set(output)))
 log_snapshot(cluster, [("shipments", 0)], title="shipments-0: six transactions of five records, each with its COMMIT marker",
-          short=lambda v: v.replace("shipped order-", "#"))
+             short=lambda v: v.replace("shipped order-", "#"), width=840)
 
 # %% [markdown]
 # **Check** what you should have seen (this cell fails if the lab disagrees):
@@ -318,14 +318,24 @@ for name, out, colour in (("no rewind after abort", no_rewind, "#E45756"), ("see
     counts = Counter(out)
     fig.add_trace(go.Bar(x=["%02d" % i for i in range(N)], y=[counts.get("order-%02d" % i, 0) for i in range(N)],
                          name=name, marker_color=colour))
-fig.update_layout(title="Copies of each input record in the committed output", barmode="group", width=950, height=380,
+lost_runs = []                                   # the missing records, in runs of consecutive numbers
+for i in sorted(int(m[-2:]) for m in missing):
+    if lost_runs and lost_runs[-1][1] == i - 1:
+        lost_runs[-1][1] = i
+    else:
+        lost_runs.append([i, i])
+for first, last in lost_runs:
+    fig.add_annotation(x=(first + last) / 2, y=1.25, text=f"{first:02d}–{last:02d} lost", showarrow=False,
+                       font=dict(size=14, color="#B71C1C"))
+fig.update_layout(title="Copies of each input record in the committed output", barmode="group", width=840, height=400,
                   yaxis=dict(title="copies", dtick=1, range=[0, 1.6]), xaxis=dict(title="input record order-NN"),
-                  plot_bgcolor="white", legend=dict(orientation="h", y=1.02, yanchor="bottom", x=0), margin=dict(t=90))
+                  plot_bgcolor="white", font=dict(size=14),
+                  legend=dict(orientation="h", y=1.02, yanchor="bottom", x=0), margin=dict(t=90, l=60, r=10))
 fig
 
 # %%
-log_snapshot(no_rewind_cluster, [("shipments", 0)], short=lambda v: v.replace("shipped order-", "#"),
-          title="Without rewind: aborted rounds stay in the log (grey) and are never redone")
+log_snapshot(no_rewind_cluster, [("shipments", 0)], short=lambda v: v.replace("shipped order-", "#"), width=840,
+             title="Without rewind: aborted rounds stay in the log (grey), never redone")
 
 # %% [markdown]
 # **Check** what you should have seen (this cell fails if the lab disagrees):
@@ -424,14 +434,21 @@ for name, out, colour in (("at least once", alo, "#E45756"), ("exactly once", eo
     fig.add_trace(go.Bar(x=["%02d" % i for i in range(N)], y=[counts.get("order-%02d" % i, 0) for i in range(N)],
                          name=name, marker_color=colour))
 fig.update_layout(title="Copies of each input record after a crash in round 3 (read_committed)", barmode="group",
-                  width=950, height=380, yaxis=dict(title="copies", dtick=1, range=[0, 2.6]),
-                  xaxis=dict(title="input record order-NN"), plot_bgcolor="white",
-                  legend=dict(orientation="h", y=1.02, yanchor="bottom", x=0), margin=dict(t=90))
+                  width=840, height=400, yaxis=dict(title="copies", dtick=1, range=[0, 2.6]),
+                  xaxis=dict(title="input record order-NN"), plot_bgcolor="white", font=dict(size=14),
+                  legend=dict(orientation="h", y=1.02, yanchor="bottom", x=0), margin=dict(t=90, l=60, r=10))
 fig
 
 # %%
-log_snapshot(cluster, [("out-alo", 0), ("out-eos", 0)], short=lambda v: v.replace("shipped order-", "#"),
-          title="Top: at least once, the crashed round written twice. Bottom: exactly once, the crashed round aborted (grey)")
+second_copies = [offset for offset, v in enumerate(alo) if v in alo[:offset]]    # out-alo has no markers: index = offset
+first, last = second_copies[0], second_copies[-1]
+fig = log_snapshot(cluster, [("out-alo", 0), ("out-eos", 0)], short=lambda v: v.replace("shipped order-", "#"), width=840,
+                   title="The crashed round: written twice (top), aborted and grey (bottom)")
+fig.add_shape(type="rect", x0=first - 0.5, x1=last + 0.5, y0=-0.36, y1=0.36, line=dict(color="#B71C1C", width=3))
+fig.add_annotation(x=(first + last) / 2, y=-0.4, yanchor="bottom", showarrow=False,
+                   text=f"offsets {first}–{last}: order-{alo[first][-2:]} … order-{alo[last][-2:]} again",
+                   font=dict(size=14, color="#B71C1C"))
+fig
 
 # %% [markdown]
 # What happened to the crashed transaction of the exactly-once copier? Nobody committed it. When the
@@ -466,7 +483,8 @@ assert len(aborts) == 1
 # committed offsets (section 3), then does the work again.
 #
 # Step through it (**Step** or →; **Back** or ← re-runs from the seed; **Filter → API** jumps between
-# requests of one kind, e.g. `TxnOffsetCommit` or `WriteTxnMarkers`). Two tabs matter here:
+# requests of one kind, e.g. `TxnOffsetCommit` or `WriteTxnMarkers`; if the pictures are cut at their right
+# edge, hide the file browser with Ctrl+B). Two tabs matter here:
 #
 # * **Coordinators**: the transaction state machine with `copier-0`, and at the bottom the table
 #   **`__consumer_offsets`** as the group coordinator holds it: each offset with its status,
@@ -477,8 +495,10 @@ assert len(aborts) == 1
 #   an aborted transaction turn grey.
 
 # %% [markdown]
-# Step until the group coordinator writes the copier's first offsets, and on through the aborted second
-# transaction. Answer the two questions under the stepper first.
+# The buttons under the stepper's slider are the story's **key moments**: one click jumps to each. Answer the
+# two questions under the stepper first, then click **1. The first transaction (outputs and input offsets) is
+# decided** and look at the `__consumer_offsets` table in the *Coordinators* tab, then **2.**, **3.** and
+# **4.** (Step, or ←/→, between them to see what changes).
 
 # %%
 from widgets import Stepper
@@ -495,19 +515,20 @@ def offsets_at(where):
 
 
 p_pending = Predict(
-    "When the group coordinator writes the copier's first offsets (<code>writing transactional offsets</code>), "
-    "which status does the <code>__consumer_offsets</code> table show for <code>orders-0</code>?",
+    "Key moment 1: the first transaction is decided (<code>PrepareCommit</code> is durable). Which status does the "
+    "<code>__consumer_offsets</code> table show for <code>orders-0</code>?",
     choices=["committed", "pending transaction"],
-    check=lambda: offsets_at("writing transactional offsets")[0][2],
-    why="The offsets are a transactional write of the copier's producer id: pending until that partition's COMMIT "
-        "marker is replicated, then the group's committed offset.")
+    check=lambda: offsets_at(reached("first-prepare"))[0][2],
+    why="The decision is in __transaction_state, but the offsets are a transactional write of the copier's producer "
+        "id in __consumer_offsets: they stay pending until the COMMIT marker of that partition is written and "
+        "replicated (one Step after key moment 2), and only then become the group's committed offset.")
 p_pending
 
 # %%
 p_abort_offsets = Predict(
-    "After the aborted second transaction's ABORT marker is written, which committed offset does the table show "
-    "for <code>orders-0</code>?", kind="offset",
-    check=lambda: int(offsets_at("wrote an ABORT marker")[0][1]),
+    "Key moment 3: the aborted second transaction's ABORT marker is written. Which committed offset does the table "
+    "show for <code>orders-0</code>?", kind="offset",
+    check=lambda: int(offsets_at(reached("abort"))[0][1]),
     why="The aborted attempt failed before send_offsets_to_transaction(): the group's offset stays where the first "
         "transaction left it (2), and the aborted output records stay in totals-0, grey.")
 p_abort_offsets
@@ -524,13 +545,19 @@ def offsets():
 
 assert ctp_check.step_until("writing transactional offsets")
 assert offsets() == [["orders-0", "2", "pending transaction"]]          # stored, not yet the group's offset
+assert ctp_check.step_until(reached("first-prepare"))
+assert offsets() == [["orders-0", "2", "pending transaction"]]          # decided, still pending
 assert ctp_check.step_until("__consumer_offsets-1: wrote a COMMIT marker")
 assert offsets() == [["orders-0", "2", "pending transaction"]]          # the marker is not replicated yet
+ctp_check.granularity = "moment"
+ctp_check.step()                                                        # one Step, as in your stepper
+assert offsets() == [["orders-0", "2", "committed"]]                    # replicated: the group's offset now
+ctp_check.granularity = "event"
 assert ctp_check.step_until("writing CompleteCommit")
 assert offsets() == [["orders-0", "2", "committed"]]                    # output and offsets: one commit
 
 assert ctp_check.step_until("calls abort_transaction()")
-assert ctp_check.step_until("wrote an ABORT marker")
+assert ctp_check.step_until("wrote an ABORT marker") and ctp_check.position == ctp_check.moments.find("abort")
 totals = trace_named(ctp_check.log_strip.figure, "totals-0").hovertext
 assert sum("ABORTED" in h for h in totals) == 2                         # the failed attempt, grey on the leader
 assert offsets() == [["orders-0", "2", "committed"]]                    # the group's offset did not move

@@ -52,7 +52,7 @@ from widgets.snapshots import log_snapshot
 from widgets.drawn import (arrows_now, coordinator_says, drawn_consumers, drawn_line, on_the_wire,
                            trace_named)
 from widgets.reader import read
-from widgets.predict import Exercise, Predict, moment, partition_value, predict_at
+from widgets.predict import Exercise, Predict, moment, partition_value, predict_at, reached
 
 
 # %%
@@ -219,10 +219,13 @@ fig.add_vline(x=0, line_color="#B71C1C", annotation_text="commit returned; coord
               annotation_position="bottom right", annotation_font_color="#B71C1C")
 fig.add_vline(x=done_at, line_color="#1B5E20", annotation_text="new coordinator resends the markers",
               annotation_position="bottom left", annotation_font_color="#1B5E20")
+final = timeline.iloc[-1]
+fig.add_annotation(x=done_at, y=final["LSO of orders-0"], xanchor="left", xshift=6, yanchor="bottom", showarrow=False,
+                   text=f"HW = LSO = {final['LSO of orders-0']}", font=dict(color="#D9480F"))
 fig.update_layout(title="orders-0 after a crash with PrepareCommit durable and no marker written",
-                  width=900, height=380, plot_bgcolor="white", xaxis_title="simulated seconds after commit_transaction() returned",
-                  yaxis=dict(title="offset", dtick=1, range=[-0.3, 2.6]),
-                  legend=dict(orientation="h", y=1.02, yanchor="bottom", x=0), margin=dict(t=90))
+                  width=840, height=420, plot_bgcolor="white", xaxis_title="simulated seconds after commit_transaction() returned",
+                  yaxis=dict(title="offset", dtick=1, range=[-0.3, 2.8]), font=dict(size=14),
+                  legend=dict(orientation="h", y=1.02, yanchor="bottom", x=0), margin=dict(t=90, l=60, r=10))
 fig
 
 # %%
@@ -490,7 +493,8 @@ cluster.advance(20_000)
 orders_while_down = read(cluster, "orders", (0,))
 print("20 s later: coordinator state", cluster.transaction_state("auditor")["state"],
       "; read_committed reads orders:", orders_while_down)
-log_snapshot(cluster, [("orders", 0), ("audit", audit_p)], title=f"orders-0 committed; audit-{audit_p} waits for its marker (its broker is down)")
+log_snapshot(cluster, [("orders", 0), ("audit", audit_p)], width=840,
+             title=f"orders-0 committed; audit-{audit_p} waits for its marker (its broker is down)")
 
 # %%
 def audit_marker_requests():
@@ -515,7 +519,8 @@ print(f"the coordinator's broker learned audit-{audit_p}'s leader at {told.time}
 show(narration([e for e in cluster.trace.filter(include_background=True) if told.step <= e.step <= resent.sent_step]))
 cluster.run_until_idle()
 print("read_committed reads audit:", read(cluster, "audit", (audit_p,)))
-log_snapshot(cluster, [("orders", 0), ("audit", audit_p)], title="The broker is back: the retried marker lands, the LSO moves")
+log_snapshot(cluster, [("orders", 0), ("audit", audit_p)], width=840,
+             title="The broker is back: the retried marker lands, the LSO moves")
 
 # %% [markdown]
 # Why did `commit_transaction()` take about 9 s? Not because of the marker: the crashed broker also
@@ -686,22 +691,26 @@ assert list(txn_log(cluster, "restarted-a-lot")["producer_id"])[-1] == after[0]
 # %% [markdown]
 # ## 4 · Step through it yourself: crash the coordinator, lose a marker's leader
 #
-# Two scenarios from the lab's gallery, stepped one event at a time (**Step** or →; **Back** or ←
-# re-runs from the seed; **Run** plays; the slider jumps).
+# Two scenarios from the lab's gallery, stepped one moment at a time (**Step** or →; **Back** or ←
+# re-runs from the seed; **Run** plays; the slider jumps; the buttons under it jump to the key moments; if the
+# pictures are cut at their right edge, hide the file browser with Ctrl+B).
 #
 # **4.1 You crash the coordinator** (`coordinator-dies-after-prepare`, section 1b). A producer
 # writes `order-0 … order-3` to `orders-0` and `orders-1` and commits; the network loses the
 # coordinator's first `WriteTxnMarkers` requests, so no marker is written; and the scenario crashes
 # the coordinator right after `commit_transaction()` returns. You will crash it one step *earlier*:
 #
-# 1. Step (or use the slider) until the narration says **decided (PrepareCommit is durable)**. The
+# 1. Click the key moment **1. PrepareCommit is durable in __transaction_state** under the slider (five
+#    Steps get there too): the narration says **decided (PrepareCommit is durable)**. The
 #    **Coordinators** tab shows `tx-orders` in `PrepareCommit`; the **Messages** tab shows the answer
 #    to `EndTxn` on its way to the producer (an orange dot).
 # 2. Open **Faults**, pick the coordinator (`broker-1`; a click on its lane head in the Messages tab
 #    picks it too) and press **Crash**. A new branch starts here; the branch as written is kept.
-# 3. Step on, or **Run**, and watch the Coordinators tab until `tx-orders` reaches
-#    `CompleteCommit`. The failover takes about 9 simulated seconds and a few hundred steps: **Run**
-#    with more steps/s, or the slider, gets there faster.
+# 3. Step on and watch the Coordinators tab. The first Step jumps over about 9 simulated seconds of
+#    failed retries (the narration counts them); three Steps later a new coordinator has loaded
+#    `tx-orders`, and about eight Steps after the crash it reaches `CompleteCommit`. The key-moment
+#    buttons now follow your branch: **CompleteCommit: every partition has its marker** goes there in one
+#    click.
 
 # %% [markdown]
 # Answer the two questions under the stepper before you step on from the crash.
@@ -713,7 +722,7 @@ dies = Stepper("coordinator-dies-after-prepare")
 dies.widget
 
 # %% [markdown]
-# **Your move:** step to `decided (PrepareCommit is durable)`, crash the coordinator (*Faults*, or
+# **Your move:** click key moment 1 (`decided (PrepareCommit is durable)`), crash the coordinator (*Faults*, or
 # `dies.crash(dies.cluster.transaction_coordinator("tx-orders"))`), and step on. Answer first:
 
 
@@ -790,7 +799,8 @@ dies_check.close()
 # `read_committed` consumer's position on each partition.
 
 # %% [markdown]
-# The COMMIT marker of `orders-1` is written a step after the crash. Answer the question under the stepper first.
+# The COMMIT marker of `orders-1` is written a step after the crash: click the key moment **2. A partition's leader
+# crashes**, then Step once. Answer the question under the stepper first.
 
 # %%
 marker = Stepper("marker-leader-down")
@@ -835,29 +845,33 @@ marker_check.close()
 # reached it.
 
 # %% [markdown]
-# ## Exercise: how long did the producer wait?
+# ## Exercise: how long did the failover take?
 #
-# In your `dies` stepper, on the branch where you crashed the coordinator at the decision, find the step where
-# the producer's retried `EndTxn` is answered (`the commit already finished (a retried EndTxn) -> NONE`). How
-# many simulated seconds after the crash is that? (The narration header shows the clock; within 1 s is right.)
+# In your `dies` stepper, on the branch where you crashed the coordinator at the decision, click the key moment
+# **CompleteCommit: every partition has its marker**. How many simulated seconds after the crash is that? (The
+# narration's first line shows the clock, `t = … ms`, at the crash and there; within 1 s is right.)
 
 
 # %%
 def check_wait(answer):
     crash_ms = moment("coordinator-dies-after-prepare", "decided (PrepareCommit is durable)",
                       skip_background=True).cluster.now          # the step the crash happens at
-    answered_ms = crash_at_decision("the commit already finished (a retried EndTxn) -> NONE").cluster.now
-    seconds = (answered_ms - crash_ms) / 1000
-    return abs(float(answer) - seconds) <= 1, "Read the clock at the crash and at the answer, and subtract."
+    complete_ms = crash_at_decision(reached("complete")).cluster.now
+    seconds = (complete_ms - crash_ms) / 1000
+    return abs(float(answer) - seconds) <= 1, "Read the clock at the crash and at CompleteCommit, and subtract."
 
 
-ex_wait = Exercise("Seconds from the crash to the answer of the retried <code>EndTxn</code>:", kind="number",
+ex_wait = Exercise("Seconds from the crash to <code>CompleteCommit</code> at the new coordinator:", kind="number",
                    check=check_wait,
+                   why="About 9 s: broker.session.timeout.ms. Until the controller fenced the dead broker nobody led "
+                       "__transaction_state-0, no marker was written and read_committed readers waited; the producer's "
+                       "retried EndTxn was answered some 20 ms after CompleteCommit, so its "
+                       "commit_transaction() waited as long.",
                    solution='dies.switch("main", 0)\n'
-                            'dies.step_until("decided (PrepareCommit is durable)")\n'
+                            'dies.goto("prepare-commit")\n'
                             't0 = dies.cluster.now\n'
                             'dies.crash(dies.cluster.transaction_coordinator("tx-orders"))\n'
-                            'dies.step_until("the commit already finished (a retried EndTxn) -> NONE")\n'
+                            'dies.goto("complete")\n'
                             '(dies.cluster.now - t0) / 1000      # about 9 s: broker.session.timeout.ms')
 ex_wait
 

@@ -161,3 +161,19 @@ def test_a_question_about_the_end_of_a_branch_runs_it_to_its_end():
     crash = [("is now PrepareCommit", "crash", lambda st: st.cluster.transaction_coordinator("tx-orders"))]
     read = wp.at_moment("commit-visible-atomically", None, wp.txn_value("tx-orders"), faults=crash, to_end=True)
     assert read() == "CompleteCommit"                              # the new coordinator finished the commit
+
+
+def test_a_question_about_a_key_moment_is_asked_where_one_click_on_its_button_lands():
+    """``reached(id)``: a replay stops where the learner's key-moment button jumps (the same position), also on a
+    branch with a fault, and the same id always gives the same function (replays are cached by it)."""
+    from widgets import predict as wp
+    assert wp.reached("first-prepare") is wp.reached("first-prepare")
+    learner = Stepper("consume-transform-produce")
+    learner.goto("first-prepare")
+    run = wp.moment("consume-transform-produce", wp.reached("first-prepare"), skip_background=True)
+    assert run.position == learner.position == run.moments.find("first-prepare")
+    learner.close()
+    crash = [("decided (PrepareCommit is durable)", "crash", lambda st: st.cluster.transaction_coordinator("tx-orders"))]
+    branch = wp.moment("coordinator-dies-after-prepare", wp.reached("complete"), faults=crash, skip_background=True)
+    assert branch.branch != "main" and branch.cluster.transaction_state("tx-orders")["state"] == "CompleteCommit"
+    assert branch.position == branch.moments.find("complete") and branch.cluster.now > 9000   # after the failover

@@ -8,6 +8,7 @@ simulation as it is *then*) and is shown only after an answer or on Reveal.
 """
 from __future__ import annotations
 
+import functools
 import html
 import inspect
 from typing import Any, Callable, Optional, Sequence
@@ -292,6 +293,16 @@ def moment(scenario: str, until=None, *, seed: int = 0, variant: Optional[str] =
             raise ValueError(f"{scenario}: never reached {until!r}")
         _MOMENTS[key] = s
     return _MOMENTS[key]
+
+
+@functools.lru_cache(maxsize=None)          # one function per id: ``moment`` caches replays by the function's identity
+def reached(key_moment: str) -> Callable:
+    """``until`` for ``moment`` / ``predict_at``: the run stands at (or past) the story's key moment ``key_moment``
+    (its id), where one click on that key moment's button takes the learner."""
+    def at_key_moment(stepper) -> bool:
+        return stepper.position >= stepper.moments.find(key_moment)
+    at_key_moment.__name__ = f"reached_{key_moment}"
+    return at_key_moment
 
 
 def at_moment(scenario: str, until, read: Callable, *, faults: Sequence = (), to_end: bool = False,

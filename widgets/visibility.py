@@ -67,9 +67,13 @@ def commit_timeline(scenario: str, transactional_id: str, partitions: Sequence[t
     return t
 
 
-def visibility_figure(t: CommitTimeline, title: str = "") -> go.Figure:
+FONT = 14          # every word of the picture, legible on a projector
+
+
+def visibility_figure(t: CommitTimeline, title: str = "", width: int = 840) -> go.Figure:
     """One row for the decision, one per partition: a bar from the decision to the moment the partition
-    became readable (waiting), then green (readable)."""
+    became readable (committed, not readable yet: its marker is not written, or not yet below the HW), then
+    green (readable).  ``width`` fits a notebook column beside JupyterLab's file browser."""
     if t.decided_ms is None:
         raise ValueError(f"{t.transactional_id!r} never committed in {t.scenario}")
     rows = ["decision (PrepareCommit durable)"] + t.order()
@@ -77,7 +81,7 @@ def visibility_figure(t: CommitTimeline, title: str = "") -> go.Figure:
     end = end + max(1, (end - t.decided_ms) // 5)
     fig = go.Figure()
     fig.add_trace(go.Scatter(x=[t.decided_ms], y=[rows[0]], mode="markers+text", marker=dict(size=14, color="#862e9c"),
-                             text=[f"  decided at {t.decided_ms} ms"], textposition="middle right",
+                             text=[f"  decided at {t.decided_ms} ms"], textposition="middle right", textfont=dict(size=FONT),
                              name="the decision: atomic and durable", hoverinfo="text"))
     for name in t.order():
         at = t.readable_ms[name]
@@ -85,15 +89,19 @@ def visibility_figure(t: CommitTimeline, title: str = "") -> go.Figure:
         waiting_longer = at - t.decided_ms >= end - at
         words = [f"readable from {at} ms →" if waiting_longer else f"readable from {at} ms"]
         fig.add_trace(go.Bar(y=[name], x=[at - t.decided_ms], base=[t.decided_ms], orientation="h",
-                             marker_color="#F2B701", name="waiting for its marker", showlegend=name == t.order()[0],
+                             marker_color="#F2B701", name="decided, not readable yet (marker not written or not replicated)",
+                             showlegend=name == t.order()[0],
                              text=words if waiting_longer else None, textposition="inside", insidetextanchor="end",
-                             hovertext=f"{name}: waiting {at - t.decided_ms} ms for its marker", hoverinfo="text"))
+                             textfont=dict(size=FONT),
+                             hovertext=f"{name}: not readable for {at - t.decided_ms} ms after the decision",
+                             hoverinfo="text"))
         fig.add_trace(go.Bar(y=[name], x=[end - at], base=[at], orientation="h", marker_color="#54A24B",
                              name="readable (read_committed)", showlegend=name == t.order()[0],
                              text=None if waiting_longer else words, textposition="inside", insidetextanchor="start",
-                             hovertext=f"{name}: readable from {at} ms", hoverinfo="text"))
-    fig.update_layout(barmode="overlay", height=120 + 50 * len(rows), margin=dict(l=10, r=10, t=40, b=40),
-                      title=title or f"{t.scenario}: one decision, each partition readable when its marker lands",
+                             textfont=dict(size=FONT), hovertext=f"{name}: readable from {at} ms", hoverinfo="text"))
+    fig.update_layout(barmode="overlay", width=width, height=200 + 56 * len(rows), margin=dict(l=10, r=10, t=50, b=40),
+                      title=title or f"{t.scenario}: one decision, each partition readable on its own",
                       xaxis_title="lab time (ms)", yaxis=dict(categoryorder="array", categoryarray=rows[::-1]),
-                      plot_bgcolor="white", legend=dict(orientation="h", y=-0.35))
+                      plot_bgcolor="white", font=dict(size=FONT),
+                      legend=dict(orientation="h", yanchor="top", y=-0.3, x=0, font=dict(size=FONT)))
     return fig
