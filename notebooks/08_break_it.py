@@ -18,7 +18,7 @@
 # duplicated messages, network partitions) and the way Jepsen judges (check every run with a **history
 # checker**).
 #
-# * A **workload** is an application: here the **copier** of Kafka's own system test of transactions (`transactions_test.py`). A
+# * A **workload** is an application: here the **copier** of Kafka's own system test of transactions. A
 #   transactional *feeder* writes the input (some transactions aborted); one copier per input
 #   partition reads it `read_committed` and copies each batch to the output in a transaction together
 #   with its consumed offsets; about one batch in four (in Kafka's test, one in three) is aborted on

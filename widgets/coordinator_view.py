@@ -22,7 +22,7 @@ from txnlab.coordinator.transaction_metadata import TV2_EXTRA_PREVIOUS_STATES, V
 from .cluster_view import partitions_of, replica_log, transactional_ids
 from .figure_send import send
 from .figure_widget import FigureWidget
-from .pictures import FONT, PENDING_DASH, SMALL, STATE_XY, TV2_DASH
+from .pictures import FONT, PENDING_DASH, SMALL, WIDTH, STATE_XY, TV2_DASH
 
 BOX_W, BOX_H = 1.0, 0.34
 # How much each transition's arrow bends (0: straight), so that no arrow crosses a state box.
@@ -123,7 +123,7 @@ class CoordinatorView:
         return go.Layout(
             title=dict(text="Transaction coordinator state machine (dotted: transaction.version 2 only; "
                             "dashed: being written to __transaction_state)", x=0.01, font=dict(size=FONT)),
-            height=360, width=980, margin=dict(l=10, r=10, t=40, b=10), showlegend=False, plot_bgcolor="white",
+            height=360, width=WIDTH, margin=dict(l=10, r=10, t=40, b=10), showlegend=False, plot_bgcolor="white",
             xaxis=dict(visible=False, range=[-0.6, 6.6], fixedrange=True),
             yaxis=dict(visible=False, range=[-1.0, 2.75], fixedrange=True), hovermode="closest")
 

@@ -21,7 +21,7 @@ from .cluster_view import consumers_of, replica_log, user_topics
 from .figure_send import send
 from .figure_widget import FigureWidget
 from .legible import text_extent
-from .pictures import CELL_BORDER, CONSUMERS, FONT, LINES, SMALL, STATUS, STATUS_ORDER, cell_text, legend_entries
+from .pictures import CELL_BORDER, CONSUMERS, FONT, LINES, SMALL, WIDTH, STATUS, STATUS_ORDER, cell_text, legend_entries
 
 # one colour per kind of record, as every log picture of the lab draws it (widgets/pictures.py)
 CODE = {status: i for i, status in enumerate(STATUS_ORDER)}
@@ -80,7 +80,7 @@ class LogStrip:
     """A plotly FigureWidget of the partition logs; ``update(cluster)`` redraws what changed."""
 
     def __init__(self, cluster=None, topics: Optional[list] = None, max_cells: int = 200,
-                 title: str = "Partition logs", width: Optional[int] = 980, height: Optional[int] = None) -> None:
+                 title: str = "Partition logs", width: Optional[int] = WIDTH, height: Optional[int] = None) -> None:
         self.topics = topics
         self.width = width
         self.height = height                        # None: grows with the rows
@@ -429,7 +429,7 @@ class LogStrip:
         lay = self.figure._layout        # the layout's plain dict: reading it through plotly's objects costs more
         margin = lay.get("margin", {})
         room_right = margin.get("r", 0) if lay.get("legend", {}).get("orientation") == "h" else 0
-        px = (lay.get("width") or 980) - margin.get("l", 0) - margin.get("r", 0)
+        px = (lay.get("width") or WIDTH) - margin.get("l", 0) - margin.get("r", 0)
         px /= max(1, hi - lo)
         xs, _, texts, _ = cons["labels"]
         sides = []

@@ -38,6 +38,8 @@ CONSUMERS = {  # isolation level -> (colour, marker symbol)
 }
 FONT = 14          # the smallest type a picture uses: readable on a projector at 1280×720
 SMALL = 13
+# every picture's width: JupyterLab's notebook column is ~848 px on a 1280 px screen with the file browser open
+WIDTH = 840
 
 # ----------------------------------------------------------------------------------- messages
 ARROWS = {  # kind -> colour

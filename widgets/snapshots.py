@@ -18,7 +18,7 @@ import plotly.graph_objects as go
 
 from .legible import LINE_EM, MARGIN, keep_inside, pixels_per_unit, spread, text_extent
 from .log_strip import _LogDigest
-from .pictures import ARROWS, CELL_BORDER, CONSUMERS, FONT, LINES, SMALL, STATUS, arrow_label, legend_entries
+from .pictures import ARROWS, CELL_BORDER, CONSUMERS, FONT, LINES, SMALL, WIDTH, STATUS, arrow_label, legend_entries
 
 # the same colours, words and line styles as the live views (widgets/pictures.py)
 MARKS = {name: (colour, dash, width) for name, (colour, dash, width, _) in LINES.items()}
@@ -111,7 +111,7 @@ _LEGEND_B = _AXIS_PX + 3 * 21     # the bottom margin: the axis, then three rows
 
 def log_snapshot(cluster, rows: Sequence[tuple], title: str = "", marks: Sequence[str] = ("LEO", "HW", "LSO"),
                  positions: Optional[dict] = None, short: Optional[Callable[[str], str]] = None,
-                 width: int = 980, headers: bool = False) -> go.Figure:
+                 width: int = WIDTH, headers: bool = False) -> go.Figure:
     """The partition logs as strips of offset cells, now.
 
     ``rows``: (topic, partition) for the leader's replica or (topic, partition, broker) for one

@@ -24,7 +24,7 @@ from .cluster_view import roles
 from .figure_send import send
 from .figure_widget import FigureWidget
 from .legible import CHAR_EM, LINE_EM, MARGIN, first_free, text_box, text_extent, y_labels_width
-from .pictures import ARROWS, FONT, SMALL, arrow_label, idle_words
+from .pictures import ARROWS, FONT, SMALL, WIDTH, arrow_label, idle_words
 
 STYLE = {  # trace name -> (colour, dash, width): the lab's one arrow vocabulary (widgets/pictures.py)
     "requests": (ARROWS["request"], "solid", 1.8),
@@ -106,7 +106,7 @@ class SpaceTime:
         self.match: Optional[Callable] = None          # the stepper's filter, applied to messages
         layout = go.Layout(
             title=dict(text="Messages (space-time diagram): simulated time runs down", x=0.01, font=dict(size=16)),
-            height=560, width=980, margin=dict(l=60, r=20, t=90, b=50), plot_bgcolor="white", hovermode="closest",
+            height=560, width=WIDTH, margin=dict(l=60, r=20, t=90, b=50), plot_bgcolor="white", hovermode="closest",
             legend=dict(orientation="h", yanchor="top", y=-0.02, xanchor="left", x=0.0, font=dict(size=SMALL)),
             font=dict(size=FONT),
             xaxis=dict(side="top", showgrid=False, zeroline=False, fixedrange=True, tickfont=dict(size=FONT)),
@@ -281,7 +281,7 @@ class SpaceTime:
         arrow)."""
         layout = self.figure.layout
         left = max(layout.margin.l, y_labels_width(ticks, TICK_SIZE, AXIS_TITLE_SIZE))   # as plotly widens it
-        plot_w = (layout.width or 980) - left - layout.margin.r
+        plot_w = (layout.width or WIDTH) - left - layout.margin.r
         px_x, px_y = plot_w / (max(1, lanes) + 0.2), self._px_per_y(y_span)     # the x range: -0.6 .. lanes - 0.4
         taken = [text_box(x * px_x, y * px_y, t, SMALL, "bottom right", BREAK_MARKER)
                  for x, y, t in zip(*breaks[:3])]             # the ⚡ words, written below right of their mark
