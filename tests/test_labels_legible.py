@@ -192,20 +192,22 @@ def test_type_under_the_projectors_floor_is_found_in_labels_and_axis_ticks():
     import plotly.graph_objects as go
 
     from widgets.legible import SMALLEST_PX
-    fig = go.Figure(go.Scatter(x=[0, 1], y=[0, 1], mode="text", text=["ok", "tiny"], textfont=dict(size=[12, 9])))
+    fig = go.Figure(go.Scatter(x=[0, 1], y=[0, 1], mode="text", text=["ok", "tiny"],
+                               textfont=dict(size=[SMALLEST_PX, 9])))
     fig.add_annotation(x=0.5, y=0.5, text="small note", showarrow=False, font=dict(size=SMALLEST_PX - 1))
     fig.update_layout(yaxis=dict(tickvals=[0, 1], ticktext=["#1 0ms", "#2 3ms"], tickfont=dict(size=9)))
     found = {(what, text) for what, text, _ in too_small(fig)}
     assert found == {("trace 0 #1", "tiny"), ("annotation 0", "small note"), ("yaxis ticks", "#1 0ms #2 3ms")}
     fig.update_annotations(font=dict(size=SMALLEST_PX))
-    fig.update_layout(yaxis=dict(tickfont=dict(size=12)))
+    fig.update_layout(yaxis=dict(tickfont=dict(size=SMALLEST_PX)))
     assert {what for what, _, _ in too_small(fig)} == {"trace 0 #1"}
 
 
 def test_words_in_a_short_bar_are_found_at_the_size_plotly_shrinks_them_to():
     import plotly.graph_objects as go
 
-    fig = go.Figure(go.Bar(y=["a"], x=[1], orientation="h", text=["readable from 9004 ms"], textposition="inside"))
+    fig = go.Figure(go.Bar(y=["a"], x=[1], orientation="h", text=["readable from 9004 ms"], textposition="inside",
+                           textfont=dict(size=14)))
     fig.update_layout(width=700, xaxis=dict(range=[0, 10]), margin=dict(l=10, r=10))
     assert [text for _, text, _ in too_small(fig)] == ["readable from 9004 ms"]      # 68 px of bar for ~150 px
     fig.update_layout(xaxis=dict(range=[0, 2]))

@@ -85,7 +85,11 @@ def test_live_and_static_log_pictures_speak_one_language():
     assert snap_colours <= live_colours == {colour for colour, _, _ in STATUS.values()}
     assert {words for _, words, _ in STATUS.values()} <= names(snap)
     cells = {t.name: list(t.text) for t in snap.data if t.type == "bar"}
-    assert cells["ABORT marker"] == ["ABORT"] and cells["transactional, aborted"] == ["aborted-1", "aborted-2"]
+    # (the values cut in the middle to fit their cells in 14 px type; the hover keeps them whole)
+    assert cells["ABORT marker"] == ["ABORT"] and cells["transactional, aborted"] == ["abort…-1", "abort…-2"]
+    hover = {t.name: list(t.hovertext) for t in snap.data if t.type == "bar"}
+    assert ["aborted-1" in hover["transactional, aborted"][0], "aborted-2" in hover["transactional, aborted"][1]] == \
+        [True, True]
 
 
 def test_a_snapshot_can_print_each_record_s_producer_id_and_sequence_on_its_cell():

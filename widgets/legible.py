@@ -18,7 +18,7 @@ from typing import Callable, Iterable, Optional, Sequence
 CHAR_EM = 7.6 / 13      # an average character of the lab's type (Open Sans / Arial), as a part of its size
 LINE_EM = 1.15          # a line of it, ascent to descent
 MARGIN = 2.0            # the pixels two labels keep between them (closer, they read as one)
-SMALLEST_PX = 11        # the smallest type a projected picture may use (the lab's own is 12 px)
+SMALLEST_PX = 14        # the smallest type a projected picture may use (widgets.pictures.FONT)
 _TAG = re.compile(r"<[^>]+>")
 
 

@@ -32,7 +32,8 @@ WIDE_CELLS = 60        # up to this many offsets in view, each cell shows its va
 STATUS_WORDS = {"committed": "transactional, committed", "aborted": "transactional, ABORTED (hidden from "
                 "read_committed)", "open": "transactional, still open (hidden from read_committed)",
                 "plain": "not transactional"}
-ROW_STEP, PARTITION_GAP = 1.0, 1.6
+ROW_STEP, PARTITION_GAP = 1.0, 2.0
+CONSUMER_ROW, SECOND_CONSUMER_DROP = 0.62, 0.8      # consumers stand below a partition's last row (y offsets)
 
 
 def nice_width(span: float, cells: int) -> int:
@@ -450,6 +451,26 @@ class LogStrip:
                 else:        # the other side, unless the other isolation's consumer stands there: then under it
                     sides.append(under if (x, y) in at[their] else "middle " + other)
             cons[iso] = cons[iso] + (sides,)
+        self._part_facing_names(cons, lo, hi, px, room_right)
+
+    @staticmethod
+    def _part_facing_names(cons: dict, lo: int, hi: int, px: float, room_right: float) -> None:
+        """A read_committed consumer's name (to the right of its triangle) and a read_uncommitted one's (to the left)
+        face each other when the second stands a little to the right of the first on the same row: if they would
+        meet, each turns to its outer side where there is room, or goes under its triangle."""
+        rc, ru = cons["read_committed"], cons["read_uncommitted"]
+        rc_sides, ru_sides = list(rc[4]), list(ru[4])
+        for i, (x1, y1, t1) in enumerate(zip(rc[0], rc[1], rc[2])):
+            for j, (x2, y2, t2) in enumerate(zip(ru[0], ru[1], ru[2])):
+                if y1 != y2 or x1 >= x2 or rc_sides[i] != "middle right" or ru_sides[j] != "middle left":
+                    continue
+                w1, w2 = text_extent(t1, SMALL)[0], text_extent(t2, SMALL)[0]
+                if (x2 - x1) * px >= w1 + w2 + 28:
+                    continue
+                rc_sides[i] = "middle left" if (x1 - lo) * px >= w1 + 14 else "bottom right"
+                ru_sides[j] = "middle right" if (hi - x2) * px + room_right >= w2 + 14 else "bottom left"
+        cons["read_committed"] = rc[:4] + (rc_sides,)
+        cons["read_uncommitted"] = ru[:4] + (ru_sides,)
 
     @staticmethod
     def _hw_labels(rows, labels) -> tuple:
@@ -481,9 +502,16 @@ class LogStrip:
                     continue
                 xs, ys, texts, hs = out[iso]
                 xs.append(pos)
-                ys.append(y0 + 0.62)
+                ys.append(y0 + CONSUMER_ROW)
                 texts.append(name)
                 hs.append(f"{name} ({iso}): position {pos} on {topic}-{p}<br>the next offset it will fetch")
+        # a read_uncommitted consumer at the same position as a read_committed one stands a little lower: two
+        # triangles, each with its name beside it (one name under the other's triangle met it in 14 px type)
+        taken = set(zip(out["read_committed"][0], out["read_committed"][1]))
+        xs, ys = out["read_uncommitted"][0], out["read_uncommitted"][1]
+        for i, (x, y) in enumerate(zip(xs, ys)):
+            if (x, y) in taken:
+                ys[i] = y + SECOND_CONSUMER_DROP
         return out
 
     def _layout_rows(self, rows) -> None:
@@ -491,11 +519,11 @@ class LogStrip:
         ticks = [y for *_, y, _l, _a in rows]
         labels = [f"{t}-{p} · broker {b}{' ★' if leader else ''}{'' if alive else ' ✕ down'}"
                   for t, p, b, y, leader, alive in rows]
-        height = int(190 + 32 * len(rows) + 40 * len({(t, p) for t, p, *_ in rows}))
+        height = int(190 + 32 * len(rows) + 52 * len({(t, p) for t, p, *_ in rows}))
         with fig.batch_update():
             fig.layout.yaxis.tickvals = ticks
             fig.layout.yaxis.ticktext = labels
-            fig.layout.yaxis.range = [(ticks[-1] if ticks else 0) + 1.0, -1.15]
+            fig.layout.yaxis.range = [(ticks[-1] if ticks else 0) + 1.0 + SECOND_CONSUMER_DROP, -1.15]
             fig.layout.yaxis.autorange = False
             fig.layout.height = self.height or max(220, height)
         self._labels = labels

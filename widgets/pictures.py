@@ -37,7 +37,7 @@ CONSUMERS = {  # isolation level -> (colour, marker symbol)
     "read_uncommitted": ("#862e9c", "triangle-up-open"),
 }
 FONT = 14          # the smallest type a picture uses: readable on a projector at 1280×720
-SMALL = 13
+SMALL = 14
 # every picture's width: JupyterLab's notebook column is ~848 px on a 1280 px screen with the file browser open
 WIDTH = 840
 

@@ -16,7 +16,7 @@ from typing import Callable, Optional, Sequence
 
 import plotly.graph_objects as go
 
-from .legible import LINE_EM, MARGIN, keep_inside, pixels_per_unit, spread, text_extent
+from .legible import LINE_EM, MARGIN, keep_inside, labels, pixels_per_unit, spread, text_extent
 from .log_strip import _LogDigest
 from .pictures import ARROWS, CELL_BORDER, CONSUMERS, FONT, LINES, SMALL, WIDTH, STATUS, arrow_label, legend_entries
 
@@ -109,6 +109,34 @@ _AXIS_PX = 52           # the offset axis's numbers and title, under the plot
 _LEGEND_B = _AXIS_PX + 3 * 21     # the bottom margin: the axis, then three rows of legend entries
 
 
+def _fitting(label: str, room_px: float) -> str:
+    """``label`` as it fits ``room_px`` in FONT px type: cut in the middle, its last two characters kept
+    ('aborted-1' -> 'abort…-1': the records stay told apart); as it is when even that does not fit."""
+    if "<" in label or text_extent(label, FONT)[0] <= room_px:
+        return label
+    head, tail = label[:-2], label[-2:]
+    while head and text_extent(head + "…" + tail, FONT)[0] > room_px:
+        head = head[:-1]
+    return head + "…" + tail if head else label
+
+
+def _fit_cells(fig: go.Figure) -> None:
+    """Words plotly would shrink under FONT px to fit their cell, or hide (``labels`` says at what size it would draw
+    them), are cut to fit at FONT px instead: a projector shows nothing smaller (the hover keeps the whole value)."""
+    bars = {t.name: t for t in fig.data if t.type == "bar"}
+    hiding = fig.layout.uniformtext
+    fig.layout.uniformtext = None           # (``labels`` leaves out the words plotly would hide: they count too)
+    found = labels(fig)
+    fig.layout.uniformtext = hiding
+    for what, text, _box, size in found:
+        name, _, index = what.rpartition(" cell ")
+        if size >= FONT - 0.01 or name not in bars:
+            continue
+        texts = list(bars[name].text)
+        texts[int(index)] = _fitting(text, text_extent(text, FONT)[0] * size / FONT)
+        bars[name].text = texts
+
+
 def log_snapshot(cluster, rows: Sequence[tuple], title: str = "", marks: Sequence[str] = ("LEO", "HW", "LSO"),
                  positions: Optional[dict] = None, short: Optional[Callable[[str], str]] = None,
                  width: int = WIDTH, headers: bool = False) -> go.Figure:
@@ -174,6 +202,7 @@ def log_snapshot(cluster, rows: Sequence[tuple], title: str = "", marks: Sequenc
                      range=[n - 0.3 + (0.8 if positions else 0), -0.95], zeroline=False)
     fig.update_xaxes(title="offset", range=[-0.7, widest + 0.7 + widest / 12], dtick=1 if widest <= 20 else 5,
                      showgrid=False, zeroline=False)
+    _fit_cells(fig)
     keep_inside(fig, consumers)             # a position at the log's end: its words end at its arrow
     _spread_marks(fig, mark_labels, [(cells[0]["offset"] - 0.45, cells[-1]["offset"] + 0.45, y - 0.28, y + 0.28)
                                      for y, (_, cells, _) in enumerate(strips) if cells])

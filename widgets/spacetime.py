@@ -418,10 +418,10 @@ class SpaceTime:
 # arrow words each needs ~26 px of picture per step of the window (measured over the gallery's scenarios: 16
 # steps in the stepper's 420 px leave 15 of ~880 label pairs covering each other where 40 left 877)
 PX_PER_STEP, MIN_STEPS = 26, 8
-LABEL_SIZE = 13                                  # the arrow labels' type (px)
+LABEL_SIZE = 14                                  # the arrow labels' type (px)
 BREAK_MARKER = 13                                # the ⚡ mark of a broken connection (px)
 GAP_X, GAP_SIZE = -0.45, 14                      # where an idle gap's words stand (left of the first lane), their type
-TICK_SIZE, AXIS_TITLE_SIZE = 13, 14              # the time axis's labels and title
+TICK_SIZE, AXIS_TITLE_SIZE = 14, 14              # the time axis's labels and title
 LANE_SQUARE, LANE_Y = 16, 1.2                    # a lane's clickable square (px), and how far under the plot's top
 LABEL_CHAR_PX = CHAR_EM * LABEL_SIZE              # an average character of it (widgets/legible.py's estimate)
 LABEL_LINE_PX = math.ceil(LINE_EM * LABEL_SIZE + MARGIN)   # a line of it, with the room two labels keep between them
