@@ -563,7 +563,7 @@ for s, (err, off) in retries.items():
     fig.add_annotation(x=s, y=1, yanchor="bottom", ay=-40 if s == 1 else -85, ax={0: 40, 1: 90}.get(s, -70),
                        showarrow=True, arrowhead=2,
                        text=f"retry of seq {s}: " + (f"duplicate, NONE at offset {off}" if ok else err),
-                       font=dict(color="#1B5E20" if ok else "#B71C1C", size=13),
+                       font=dict(color="#1B5E20" if ok else "#B71C1C", size=14),
                        arrowcolor="#1B5E20" if ok else "#B71C1C")
 fig.update_layout(title="Retries of producer 4000: answered from the cache, or refused", width=820, height=400,
                   plot_bgcolor="white", yaxis=dict(visible=False, range=[0, 2.2]),

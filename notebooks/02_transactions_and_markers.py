@@ -397,7 +397,7 @@ p_undo
 POS = {"Empty": (0, 1), "Ongoing": (1.5, 1), "PrepareCommit": (3, 1.8), "PrepareAbort": (3, 0.2),
        "CompleteCommit": (4.5, 1.8), "CompleteAbort": (4.5, 0.2), "PrepareEpochFence": (1.5, -0.6),
        "Dead": (0, -0.6)}
-HALF_W, HALF_H = 0.5, 0.2          # half the size of a state's box, in axis units
+HALF_W, HALF_H = 0.6, 0.22         # half the size of a state's box, in axis units
 taken = list(transaction_log(cluster, "shop-1")["state"])
 path = {(a, b) for a, b in zip(taken, taken[1:]) if a != b}
 
@@ -421,12 +421,12 @@ for target, sources in VALID_PREVIOUS_STATES.items():
 for name, (x, y) in POS.items():
     fig.add_shape(type="rect", x0=x - HALF_W, x1=x + HALF_W, y0=y - HALF_H, y1=y + HALF_H,
                   line=dict(color="#455A64", width=1.5), fillcolor="#E3F2FD" if name in taken else "#F5F5F5")
-    fig.add_annotation(x=x, y=y, text=f"<b>{name}</b> ({TransactionState[name].value})", showarrow=False,
-                       font=dict(size=12))
-fig.update_layout(title="Transaction states: blue arrows are the moves shop-1 made (commit, then abort), "
+    fig.add_annotation(x=x, y=y, text=f"<b>{name}</b><br>({TransactionState[name].value})", showarrow=False,
+                       font=dict(size=14))
+fig.update_layout(title="Transaction states: blue arrows are the moves shop-1 made (commit, then abort),<br>"
                         "grey ones the other legal moves",
-                  width=940, height=480, plot_bgcolor="white", showlegend=False, margin=dict(l=10, r=10, t=60, b=10),
-                  xaxis=dict(visible=False, range=[-0.6, 5.1]), yaxis=dict(visible=False, range=[-0.95, 2.15]))
+                  width=840, height=520, plot_bgcolor="white", showlegend=False, margin=dict(l=10, r=10, t=80, b=10),
+                  xaxis=dict(visible=False, range=[-0.7, 5.2]), yaxis=dict(visible=False, range=[-0.95, 2.15]))
 fig
 
 # %% [markdown]

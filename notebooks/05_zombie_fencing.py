@@ -243,7 +243,7 @@ fig.add_vrect(x0=0, x1=30, fillcolor="#9E9E9E", opacity=0.12, line_width=0, anno
 fig.add_vline(x=10, line_dash="dot", line_color="#616161", annotation_text="timeout (10 s)", annotation_position="top right")
 fig.add_vline(x=abort_at, line_color="#B71C1C", annotation_text=f"coordinator aborts ({abort_at:.1f} s)",
               annotation_position="top right", annotation_font_color="#B71C1C")
-fig.update_layout(title="stock-0 while inventory-svc's transaction is stuck", width=900, height=420,
+fig.update_layout(title="stock-0 while inventory-svc's transaction is stuck", width=840, height=420,
                   xaxis_title="simulated seconds since the transaction's first write", yaxis_title="offset",
                   plot_bgcolor="white", legend=dict(orientation="h", y=1.02, yanchor="bottom", x=0), margin=dict(t=90),
                   font=dict(size=14))

@@ -224,3 +224,14 @@ def test_category_axes_and_domain_anchored_words_are_placed_where_plotly_draws_t
     box = {what: b for what, _, b in label_boxes(fig)}["annotation 0"]
     assert (box[0] + box[1]) / 2 == pytest.approx(50 + 600 * (1.5 / 3))     # category 1 of [-0.5, 2.5]
     assert box[3] == pytest.approx(50)                                     # standing on the plot's top edge
+
+
+def test_a_title_longer_than_its_picture_is_found():
+    """plotly never wraps a title: one wider than the picture is cut off at its right edge."""
+    import plotly.graph_objects as go
+
+    long = "Transaction states: blue arrows are the moves shop-1 made (commit, then abort), grey ones the other legal moves"
+    fig = go.Figure(layout=dict(width=840, title=long, font=dict(size=14)))
+    assert off_picture(fig) == [("title", long)]
+    fig.update_layout(title=long.replace(", grey", ",<br>grey"))
+    assert off_picture(fig) == []

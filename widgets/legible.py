@@ -18,6 +18,8 @@ from typing import Callable, Iterable, Optional, Sequence
 CHAR_EM = 7.6 / 13      # an average character of the lab's type (Open Sans / Arial), as a part of its size
 LINE_EM = 1.15          # a line of it, ascent to descent
 MARGIN = 2.0            # the pixels two labels keep between them (closer, they read as one)
+# a title's average character, in ems: prose, mostly lower case (measured in Chromium on the lab's titles: 0.44-0.48)
+TITLE_EM = 0.48
 SMALLEST_PX = 14        # the smallest type a projected picture may use (widgets.pictures.FONT)
 _TAG = re.compile(r"<[^>]+>")
 
@@ -278,7 +280,16 @@ def off_picture(fig) -> list:
     lay = fig.layout
     width, height = lay.width or 700, lay.height or 450
     right = width - _legend_width(fig, lay.font.size if lay.font and lay.font.size else 12)
-    return [(what, text) for what, text, b in label_boxes(fig) if b[0] < 0 or b[1] > right or b[2] < 0 or b[3] > height]
+    out = [(what, text) for what, text, b in label_boxes(fig) if b[0] < 0 or b[1] > right or b[2] < 0 or b[3] > height]
+    title = lay.title.text if lay.title and lay.title.text else ""
+    if title:       # plotly sets a title in 1.4 times the figure's type, from 5 % of the width, and never wraps it
+        size = lay.title.font.size if lay.title.font and lay.title.font.size else \
+            1.4 * (lay.font.size if lay.font and lay.font.size else 12)
+        x = lay.title.x if lay.title.x is not None else 0.05
+        longest = max(len(_TAG.sub("", line)) for line in re.split(r"<br\s*/?>", title))
+        if x * width + longest * TITLE_EM * size > width:
+            out.append(("title", title))
+    return out
 
 
 # ------------------------------------------------------------------------------------------ placing labels

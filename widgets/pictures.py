@@ -40,6 +40,7 @@ FONT = 14          # the smallest type a picture uses: readable on a projector a
 SMALL = 14
 # every picture's width: JupyterLab's notebook column is ~848 px on a 1280 px screen with the file browser open
 WIDTH = 840
+TITLE = 16         # a picture's title (px), from its left edge: plotly never wraps one
 
 # ----------------------------------------------------------------------------------- messages
 ARROWS = {  # kind -> colour
@@ -110,3 +111,9 @@ STATE_XY = {
 }
 TV2_DASH = "dot"          # a transition only transaction.version 2 allows
 PENDING_DASH = "dash"     # a transition being written to __transaction_state
+
+
+def title(text: str) -> dict:
+    """A picture's title as every picture sets it: TITLE px type from the left edge (a title wider than the picture
+    is cut off; ``widgets.legible.off_picture`` finds one)."""
+    return dict(text=text, x=0.01, font=dict(size=TITLE))

@@ -18,7 +18,8 @@ import plotly.graph_objects as go
 
 from .legible import LINE_EM, MARGIN, keep_inside, labels, pixels_per_unit, spread, text_extent
 from .log_strip import _LogDigest
-from .pictures import ARROWS, CELL_BORDER, CONSUMERS, FONT, LINES, SMALL, WIDTH, STATUS, arrow_label, legend_entries
+from .pictures import (ARROWS, CELL_BORDER, CONSUMERS, FONT, LINES, SMALL, STATUS, WIDTH, arrow_label,
+                       legend_entries, title as titled)
 
 # the same colours, words and line styles as the live views (widgets/pictures.py)
 MARKS = {name: (colour, dash, width) for name, (colour, dash, width, _) in LINES.items()}
@@ -193,7 +194,7 @@ def log_snapshot(cluster, rows: Sequence[tuple], title: str = "", marks: Sequenc
     # standing beside the plot pushed the figure past a notebook's column, which cut its words off, and in a
     # one-row picture its nine entries ran past the figure's foot
     plot_px = 90 + ROW_PX * n + (40 if positions else 0)     # (consumer positions hang under their row, inside)
-    fig.update_layout(title=title, barmode="overlay", width=width, height=plot_px + 60 + _LEGEND_B,
+    fig.update_layout(title=titled(title), barmode="overlay", width=width, height=plot_px + 60 + _LEGEND_B,
                       plot_bgcolor="white", margin=dict(l=10, r=10, t=60, b=_LEGEND_B),
                       legend=dict(orientation="h", yanchor="top", y=-_AXIS_PX / plot_px, xanchor="left", x=0.0,
                                   font=dict(size=SMALL)),
@@ -260,7 +261,7 @@ def message_flow(cluster, mark: int, apis: Sequence[str], lanes: Sequence[str], 
         k, segment = _arrow(anns, m, x, y0, y1, m.id in delivered)
         labels[k] = segment
     fig.update_layout(annotations=anns)
-    fig.update_layout(title=title, width=900, height=height or 120 + 26 * max(1, len(steps)),
+    fig.update_layout(title=titled(title), width=WIDTH, height=height or 120 + 26 * max(1, len(steps)),
                       plot_bgcolor="white", margin=dict(l=10, r=10, t=60, b=10), showlegend=False)
     fig.update_xaxes(tickvals=list(range(len(lanes))), ticktext=list(lanes), side="top", range=[-0.5, len(lanes) - 0.5],
                      showgrid=False, zeroline=False)
@@ -283,7 +284,7 @@ def coordinator_snapshot(cluster, title: str = "") -> go.Figure:
     view = CoordinatorView(cluster)
     fig = go.Figure(view.figure)
     if title:
-        fig.update_layout(title=title)
+        fig.update_layout(title=titled(title))
     return fig
 
 
@@ -301,5 +302,5 @@ def state_machine_snapshot(taken: Sequence[str], title: str = "") -> go.Figure:
             xs, ys = view._edge_geometry[(a, b)]
             fig.add_scatter(x=xs, y=ys, mode="lines", hoverinfo="skip", showlegend=False, name=f"{a}->{b} taken",
                             line=dict(color=ARROWS["request"], width=4))
-    fig.update_layout(title=title or "Transaction states: the moves this transactional id made, in blue")
+    fig.update_layout(title=titled(title or "Transaction states: the moves this transactional id made, in blue"))
     return fig
