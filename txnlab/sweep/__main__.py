@@ -177,8 +177,8 @@ def _late_transaction_requests(run: SeedResult, shown: int = 3) -> None:
     """Say which requests of a transaction's life reached their broker late in the failing run (held by a delay
     fault, or retransmitted on a connection a partition had cut and delivered after the heal): under
     transaction.version < 2 a producer's next transaction has the same epoch, so a late EndTxn or WriteTxnMarkers can
-    end the wrong one (KAFKA-17754; seeds 418325, 422587, 422771), which transaction.version 2's epoch bump per
-    transaction refuses.  The latest ``shown`` of them, from the replayed run's trace and messages."""
+    end the wrong one (KAFKA-17754; seeds 418325, 422587, 422771) and a late Produce join it (430447), which
+    transaction.version 2's epoch bump per transaction refuses.  The latest ``shown`` of them, from the replayed run's trace and messages."""
     messages = run.cluster.kernel.network.messages
     late = []
     for e in run.cluster.trace.events:
@@ -193,9 +193,9 @@ def _late_transaction_requests(run: SeedResult, shown: int = 3) -> None:
     for e, sent in late[-shown:]:
         print(f"  step {e.step}, {e.time} ms: {e.text} -- sent at {sent} ms")
     if run.config.transaction_version < 2:
-        print("  under transaction.version < 2 the producer's next transaction keeps its epoch, so a late EndTxn "
-              "(KAFKA-17754) or WriteTxnMarkers is taken for that one's; transaction.version 2 bumps the epoch per "
-              "transaction and refuses it")
+        print("  under transaction.version < 2 the producer's next transaction keeps its epoch, so a late request of an "
+              "earlier one acts on it: an EndTxn ends it (KAFKA-17754), WriteTxnMarkers close it, a Produce joins it; "
+              "transaction.version 2 bumps the epoch per transaction and refuses them")
 
 
 def _deposed_group_coordinator(run: SeedResult) -> None:
