@@ -97,6 +97,17 @@ def test_check_pressed_before_the_simulation_cell_ran_asks_to_run_it_and_keeps_t
     assert later.answer("a") is None and later.verdict is None
 
 
+def test_a_check_with_a_bug_of_its_own_says_so_instead_of_asking_to_run_a_cell():
+    """Only a name, key or attribute a later cell makes means "not run yet"; any other failure of the check is the
+    lab's bug, said as such, and the learner's answer is kept and not counted."""
+    p = Predict("How many copies?", kind="number", check=lambda: 1 / 0, why="because")
+    p._input.value = "2"
+    assert p.check() is None and p.tries == 0 and p._input.value == "2"
+    assert p.feedback == "the check failed" and "ZeroDivisionError" in p._out.value and "bug of the lab" in p._out.value
+    assert "run the cell below" not in p._out.value
+    assert p.reveal() == "the check failed" and not p.revealed
+
+
 def test_an_exercise_typed_in_its_box_keeps_its_explanation_until_it_is_right():
     ex = Exercise("Fault kind?", check=lambda a: (a == "network", "caught" if a == "network" else "not caught"),
                   solution="network", why="a lost answer makes the producer resend")

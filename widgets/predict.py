@@ -31,6 +31,14 @@ class _NotRunYet(Exception):
 
 NOT_RUN_YET = ("The lab has not run this part of the simulation yet: run the cell below that runs it (your answer "
                "stays), then press Check again.")
+# what a check raises when it reads a name, a key or an attribute a later cell makes (anything else is a bug of the
+# check itself, and is said so: it must not pass for "not run yet")
+NOT_RUN_YET_ERRORS = (NameError, LookupError, AttributeError)
+
+
+def _check_failed(e: Exception) -> str:
+    return (f"The lab could not check this answer ({type(e).__name__}: {e}). That is a bug of the lab, not of your "
+            f"answer: tell your teacher.")
 
 
 def _takes_argument(fn: Callable) -> bool:
@@ -110,7 +118,7 @@ class Predict:
             return bool(ok), str(words)
         try:
             expected = self._expected()
-        except Exception as e:      # the answer is read from a cell the learner has not run yet
+        except NOT_RUN_YET_ERRORS as e:     # the answer is read from a cell the learner has not run yet
             raise _NotRunYet from e
         if self.kind in ("number", "offset") and not isinstance(answer, (int, float)):
             return False, f"{answer!r} is not a number"
@@ -159,6 +167,10 @@ class Predict:
             self._say("txl-info", NOT_RUN_YET)
             self.feedback = "simulation not run yet"
             return None
+        except Exception as e:  # noqa: BLE001 - a check with a bug of its own: said so, the answer kept
+            self._say("txl-no", html.escape(_check_failed(e)))
+            self.feedback = "the check failed"
+            return None
         self.tries += 1
         why = self._why_text() if ok or self.why_when_wrong else ""
         self.verdict = ok
@@ -176,9 +188,13 @@ class Predict:
         else:
             try:
                 expected = self._expected()
-            except Exception:       # the answer is read from a cell the learner has not run yet
+            except NOT_RUN_YET_ERRORS:      # the answer is read from a cell the learner has not run yet
                 self._say("txl-info", NOT_RUN_YET)
                 self.feedback = "simulation not run yet"
+                return self.feedback
+            except Exception as e:  # noqa: BLE001 - a check with a bug of its own
+                self._say("txl-no", html.escape(_check_failed(e)))
+                self.feedback = "the check failed"
                 return self.feedback
             text = f"The answer: {_shown(expected)}{self.unit}. {self._why_text()}".strip()
         self.revealed = True
