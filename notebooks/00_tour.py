@@ -89,7 +89,7 @@ s.widget
 # `read_uncommitted` consumer has fetched all four, but the transaction is not committed yet. Look at the
 # *Partition logs* tab, then press *Check*.
 
-# %%
+# %% jupyter={"source_hidden": true}
 def records_received(run, name="reader-committed"):
     """How many records consumer ``name`` has been given so far (a position not set yet counts as none)."""
     c = run.cluster.clients[name]
@@ -109,7 +109,7 @@ p_lso = predict_at(
         "is at offset 0, so the LSO stays at 0 although the HW has moved past both records.")
 p_lso
 
-# %%
+# %% jupyter={"source_hidden": true}
 p_read = predict_at(
     "At that same moment, how many of the four records has the <code>read_committed</code> consumer "
     "received?", "commit-visible-atomically", uncommitted_has_all, records_received, kind="number",
@@ -146,7 +146,7 @@ assert all(tp.offset == OFFSET_INVALID for tp in reader.position(reader.assignme
 # `s.crash(s.cluster.transaction_coordinator("tx-orders"))` in a new cell). A fault starts a
 # new **branch**; the run as written stays as branch `main`. Before you step on, answer:
 
-# %%
+# %% jupyter={"source_hidden": true}
 p_outcome = Predict(
     "The coordinator dies right after <code>PrepareCommit</code> became durable, before any marker is "
     "written. How does the transaction end?",
@@ -167,7 +167,7 @@ def crashed_run():
 
 p_outcome
 
-# %%
+# %% jupyter={"source_hidden": true}
 p_who = Predict("Who writes the COMMIT markers in that branch?",
                 choices=["the producer, when it retries", "the new transaction coordinator", "nobody"],
                 check="the new transaction coordinator",
@@ -210,7 +210,7 @@ HTML(crash_check.compare_html("main", crash_check.branch))
 # The gallery scenario `marker-leader-down` crashes the leader of one partition while its COMMIT
 # marker is on the way: the coordinator retries that marker until a new leader is elected.
 
-# %%
+# %% jupyter={"source_hidden": true}
 p_split = Predict(
     "In <code>marker-leader-down</code>, the leader of <code>orders-0</code> crashes while its COMMIT marker "
     "is on the way. Can a <code>read_committed</code> consumer of <code>orders-1</code> read the committed "
@@ -274,7 +274,7 @@ replay.close()
 # and the `orders` rows of the *Partition logs* tab show each marker landing, the **HW** moving and the **LSO**
 # jumping with it, because no transaction is open any more.
 
-# %%
+# %% jupyter={"source_hidden": true}
 ex_decided = Exercise(
     "At which step of the run as written does <code>tx-orders</code> become decided?", kind="number",
     check=lambda answer: (answer == moment("commit-visible-atomically", "decided (PrepareCommit is durable)",

@@ -94,7 +94,7 @@ def copies_in_log(cluster, topic, partition=0):
 # response: six runs. Guess the six rows of its table (copies in the log, delivery report), then answer
 # for the run that matters most:
 
-# %%
+# %% jupyter={"source_hidden": true}
 p_copies = Predict(
     "An <b>at-least-once</b> producer (retries on, no idempotence) loses the <b>response</b> to its Produce. "
     "How many copies of <code>order-1</code> will the log hold?", kind="number",
@@ -178,7 +178,7 @@ assert table[("idempotent", "Produce response")] == (1, "success")
 # rule decided. Let us replay the idempotent producer with a lost response and read what the
 # producer and the partition leader did.
 
-# %%
+# %% jupyter={"source_hidden": true}
 RETRY = ["DUPLICATE_SEQUENCE_NUMBER, nothing appended", "NONE with the original offset 0, nothing appended",
          "NONE with offset 1: appended again"]
 p_dup = Predict(
@@ -252,14 +252,14 @@ assert retry and "same sequence" in retry[0].narration
 # then `a4` and `a4` again (same value, twice) to partition 0. Think of the `base..last sequence` of each
 # batch, then answer:
 
-# %%
+# %% jupyter={"source_hidden": true}
 p_seq_p1 = Predict("Which sequence number does the first record of partition 1 (<code>b1</code>) carry?",
                    kind="number", check=lambda: seq_cluster.log("orders", 1).batches[0].base_sequence,
                    why="Sequence numbers are counted per partition: partition 1 starts at 0, although the producer "
                        "has already written three records to partition 0.")
 p_seq_p1
 
-# %%
+# %% jupyter={"source_hidden": true}
 p_seq_a4 = Predict("The two <code>a4</code> records (same value) go to partition 0 after <code>a1..a3</code>. Which "
                    "sequence does the second <code>a4</code> carry?", kind="number",
                    check=lambda: [b.base_sequence + i for b in seq_cluster.log("orders", 0).batches
@@ -335,7 +335,7 @@ assert entry.last_seq == 4
 # puts each failed non-idempotent batch at the *head* of its queue, so it would send the five back
 # reversed: `sim.client.dialect: "java"` shows it.)
 
-# %%
+# %% jupyter={"source_hidden": true}
 ORDERS = ["m0, m1, m2, m3, m4, m5", "m0, m2, m3, m4, m5, m1", "m0, m2, m3, m4, m5"]
 p_lost_order = Predict("Records <code>m0</code> (warm-up), then <code>m1 … m5</code> with the request of "
                        "<code>m1</code> lost. In which order will the idempotent producer's records stand in the log?",
@@ -395,14 +395,14 @@ assert retried and all(f"seq {i}..{i} after NETWORK_EXCEPTION" in retried[0].nar
 # rejoins the ISR (the leader adds it at its next fetch), so `m2 … m5` are accepted when they arrive. The retry of `m1`, sent 100 ms after the refusal (`retry.backoff.ms`) on the same
 # connection, arrives behind them.
 
-# %%
+# %% jupyter={"source_hidden": true}
 p_plain_order = Predict("With <code>enable.idempotence=False</code>, in which order will <code>m0 … m5</code> stand "
                         "in the log?", choices=ORDERS[:2], check=lambda: ", ".join(copies_in_log(plain, "t")),
                         why="m2 … m5 are accepted when they arrive; the retry of m1 comes after them and is appended "
                             "after them: the order is lost.")
 p_plain_order
 
-# %%
+# %% jupyter={"source_hidden": true}
 p_idem_order = Predict("And with <code>enable.idempotence=True</code>?", choices=ORDERS[:2],
                        check=lambda: ", ".join(copies_in_log(idem, "t")),
                        why="The leader refuses m2 … m5 with OUT_OF_ORDER_SEQUENCE_NUMBER (sequence 1 is missing); the "
@@ -521,7 +521,7 @@ class RawClient(Node):
 # %% [markdown]
 # The broker's cache now holds the last five batches. Answer before you run the retries:
 
-# %%
+# %% jupyter={"source_hidden": true}
 ANSWERS = ["NONE, with its original offset", "OUT_OF_ORDER_SEQUENCE_NUMBER", "DUPLICATE_SEQUENCE_NUMBER", "INVALID_PRODUCER_EPOCH"]
 
 
@@ -597,7 +597,7 @@ assert copies_in_log(cluster, "t") == ["b%d" % i for i in range(6)]   # nothing 
 # %% [markdown]
 # Producer 4000 writes sequences 0–4, the broker restarts, and the producer retries sequence 3. Answer first:
 
-# %%
+# %% jupyter={"source_hidden": true}
 p_hard = Predict("After a <b>hard crash</b> and restart, what does the leader answer to the retry of sequence 3?",
                  choices=ANSWERS, check=lambda: answer_named(hard_answer[0]),
                  why="After a crash the producer state is rebuilt by replaying the log, which restores all five "
@@ -646,7 +646,7 @@ assert hard_cached == 5 and hard_answer == ("NONE", 3)
 # Producer 4000 writes with epoch 3, sequence 0. Then it sends (epoch 2, seq 1), (epoch 4, seq 5) and
 # (epoch 4, seq 0). Answer first:
 
-# %%
+# %% jupyter={"source_hidden": true}
 p_stale = Predict("After writes with epoch 3, what does the leader answer to <b>(epoch 2, seq 1)</b>?",
                   choices=ANSWERS, check=lambda: answer_named(epochs[1]["answer"]),
                   why="An older epoch belongs to a fenced producer: INVALID_PRODUCER_EPOCH, nothing written. A newer "
@@ -696,7 +696,7 @@ assert copies_in_log(cluster, "t") == ["a", "b"]
 # The next cell tries to build a producer from each of seven configurations, with librdkafka's rules and with the
 # Java client's. Answer for two of them first:
 
-# %%
+# %% jupyter={"source_hidden": true}
 BUILDS = ["raises a ConfigException", "builds an idempotent producer", "builds a producer that is not idempotent"]
 
 
@@ -710,7 +710,7 @@ p_acks = Predict("<code>{\"enable.idempotence\": True, \"acks\": \"1\"}</code> w
                      "the key.")
 p_acks
 
-# %%
+# %% jupyter={"source_hidden": true}
 p_java = Predict("<code>{\"acks\": \"1\"}</code> with the Java client's rules (idempotence on by default since 3.2):",
                  choices=BUILDS, check=lambda: built(rules[4]["Java client's rules"]),
                  why="When idempotence is only defaulted, the Java client turns it off for a conflicting acks "
@@ -801,7 +801,7 @@ dedup = Stepper("dropped-ack-dedup")
 dedup.widget
 
 
-# %%
+# %% jupyter={"source_hidden": true}
 def retry_offset():
     import re
     run = moment("dropped-ack-dedup", "duplicate of a batch already in the log", skip_background=True)
@@ -818,7 +818,7 @@ p_branch = Predict("In the branch where each producer loses two answers, which p
                        "delivery reports say success.")
 p_branch
 
-# %%
+# %% jupyter={"source_hidden": true}
 p_offset = Predict("The idempotent producer's retry reaches the leader. With which offset does the leader answer?",
                    kind="offset", check=retry_offset,
                    why="The batch is already in the log at offset 0: the leader recognises (pid, epoch, sequence) and "
@@ -871,7 +871,7 @@ HTML(dedup_check.compare_html("main", lost_twice))
 # drops that answer, flushes, and counts the copies in the log.
 
 
-# %%
+# %% jupyter={"source_hidden": true}
 def check_safe_config(fn):
     lab = Cluster(brokers=3, seed=4)
     lab.create_topic("orders", partitions=1, replication_factor=3)

@@ -87,7 +87,7 @@ print("producer id", producer.transaction_manager.producer_id, "epoch", producer
 # Compute the partition for `"shop-1"` yourself, before you look at the trace: the two functions below are
 # Java's `String.hashCode` and Kafka's `Utils.abs` (call them in a new cell), or work it out by hand.
 
-# %%
+# %% jupyter={"source_hidden": true}
 def java_string_hash(s):
     h = 0
     for ch in s.encode("utf-16-be").decode("utf-16-be"):   # Java hashes UTF-16 code units
@@ -144,7 +144,7 @@ assert init[-1].node == f"broker-{coordinator}"
 # Before you run it, think of the requests you expect, in order, with their sender and receiver; then
 # answer two of them. (The lab reads the answers from the trace of the next cell: run it before *Check*.)
 
-# %%
+# %% jupyter={"source_hidden": true}
 APIS = ("AddPartitionsToTxn", "Produce", "EndTxn", "WriteTxnMarkers")
 mark_txn = len(cluster.trace)
 
@@ -161,7 +161,7 @@ p_first = Predict("After <code>begin_transaction()</code> and the first <code>pr
                       "AddPartitionsToTxn to the coordinator comes first, then Produce to the partition's leader.")
 p_first
 
-# %%
+# %% jupyter={"source_hidden": true}
 SENDERS = ["the producer, to each partition leader", "the transaction coordinator, to each partition leader",
            "each partition leader, to the coordinator"]
 
@@ -256,7 +256,7 @@ def transaction_log(cluster, transactional_id):
     return pd.DataFrame(rows)
 
 
-# %%
+# %% jupyter={"source_hidden": true}
 p_records = Predict(
     "How many records does <code>shop-1</code> have in its <code>__transaction_state</code> partition now "
     "(after one committed transaction)? Think of the state each one carries.", kind="number",
@@ -300,7 +300,7 @@ log_snapshot(cluster, [("orders", 0), ("orders", 1), ("payments", 0)], title="Af
 # then ABORT markers, then `CompleteAbort`. The aborted records stay in the log (a log is
 # append-only); the marker tells readers to skip them (notebook 03).
 
-# %%
+# %% jupyter={"source_hidden": true}
 def offsets_2_and_3():
     if not abort_ran:
         raise LookupError("the abort has not run yet")      # Check asks to run the next cell first
@@ -377,7 +377,7 @@ show(matrix, left=False)
 # fences a producer (notebooks 05 and 06). `Dead` is written as a tombstone when an idle
 # transactional id expires (notebook 06).
 
-# %%
+# %% jupyter={"source_hidden": true}
 S_ = TransactionState
 p_skip = Predict("Can a transaction go straight from <code>Ongoing</code> to <code>CompleteCommit</code>?",
                  choices=["yes", "no"], check=lambda: "yes" if is_valid_transition(S_.Ongoing, S_.CompleteCommit) else "no",
@@ -385,7 +385,7 @@ p_skip = Predict("Can a transaction go straight from <code>Ongoing</code> to <co
                      "follows Prepare*.")
 p_skip
 
-# %%
+# %% jupyter={"source_hidden": true}
 p_undo = Predict("Can <code>PrepareCommit</code> become <code>PrepareAbort</code> if a partition leader is down "
                  "when the markers are due?", choices=["yes", "no"],
                  check=lambda: "yes" if is_valid_transition(S_.PrepareCommit, S_.PrepareAbort) else "no",
@@ -485,7 +485,7 @@ txn.widget
 # narration says `got EndTxn from shop`; *API EndTxn* in the filter gets there fast), and on to the producer's
 # answer.
 
-# %%
+# %% jupyter={"source_hidden": true}
 p_endtxn = predict_at(
     "At the step the coordinator receives <code>EndTxn</code>, which state does <code>shop-1</code> have?",
     "commit-marker-lost-retried", "got EndTxn from shop", txn_value("shop-1"),
@@ -495,7 +495,7 @@ p_endtxn = predict_at(
 p_endtxn
 
 
-# %%
+# %% jupyter={"source_hidden": true}
 def markers_in_logs(run):
     return sum(any(b.is_control for b in run.cluster.log(t, p).batches)
                for t, p in (("orders", 0), ("orders", 1), ("payments", 0)))
@@ -513,7 +513,7 @@ p_markers
 # **Your move:** now step on to the key moment `marker-lost` (the narration says the coordinator *lost its
 # connection* and `WriteTxnMarkers fail(s)`), answer the next three questions, then step to the end.
 
-# %%
+# %% jupyter={"source_hidden": true}
 AFTER_LOSS = ["sends the marker again: the commit is decided", "aborts: one partition could not commit",
               "waits for the producer to commit again"]
 p_lost = Predict(
@@ -526,7 +526,7 @@ p_lost = Predict(
         "notices the broken connection and sends the marker again; the producer is not involved any more.")
 p_lost
 
-# %%
+# %% jupyter={"source_hidden": true}
 PARTIAL = ["yes: a reader can see part of the order before the rest", "no: it gets all three lines together"]
 p_partial = Predict(
     "Can <code>reader-committed</code> (<code>read_committed</code>) receive <code>o-1 line 2</code> before "
@@ -540,7 +540,7 @@ p_partial = Predict(
         "atomic, its visibility is per partition: a reader of several partitions can see part of a transaction.")
 p_partial
 
-# %%
+# %% jupyter={"source_hidden": true}
 p_state = Predict(
     "When <code>reader-committed</code> receives its first record of the order, which state does the coordinator "
     "hold for <code>shop-1</code>?", choices=["Ongoing", "PrepareCommit", "CompleteCommit"],
@@ -613,7 +613,7 @@ chk.close()
 # commit one record to `orders-0`, then abort one record on `orders-0`. The lab runs your function on a fresh
 # cluster and checks that `orders-0` holds, in offset order: a record, a COMMIT marker, a record, an ABORT marker.
 
-# %%
+# %% jupyter={"source_hidden": true}
 def check_commit_then_abort(fn):
     lab = Cluster(brokers=3, seed=11)
     lab.create_topic("orders", partitions=2, replication_factor=3)

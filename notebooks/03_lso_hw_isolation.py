@@ -86,7 +86,7 @@ def position(consumer, topic, partition=0):
 # The next cells stop at the moment the leader has appended `r2, r3, r4` and no follower has fetched them yet.
 # Think of the LEO of each replica, then answer:
 
-# %%
+# %% jupyter={"source_hidden": true}
 p_mid_hw = Predict("The leader has just appended r2, r3, r4 (offsets 2 to 4); no follower has fetched them. "
                    "Where is the leader's <b>HW</b>?", kind="offset", check=lambda: mid["hw"],
                    why="The HW is the smallest LEO in the ISR: the followers still end at 2, so the HW stays at 2 "
@@ -144,7 +144,7 @@ assert done["hw"] == 5 and done["lso"] == 5           # no transactions: the LSO
 # The next cell prints the HW of each replica now, and after 500 ms of simulated time with nothing produced.
 # Answer first:
 
-# %%
+# %% jupyter={"source_hidden": true}
 p_follower_hw = Predict("After 500 ms of simulated time with nothing produced, which HW does each follower hold?",
                         kind="offset", check=lambda: min(r["hw"] for r in later["replicas"].values()),
                         why="The followers' long polls expire after replica.fetch.wait.max.ms (500 ms); the empty "
@@ -181,14 +181,14 @@ assert all(later["replicas"][b]["hw"] == 5 for b in cluster.brokers)
 # 3. the plain producer writes `after`;
 # 4. transactional producer **B** writes `B1` and **commits**.
 
-# %%
+# %% jupyter={"source_hidden": true}
 p_pinned_lso = Predict("After these four steps, where is the <b>LSO</b> of <code>orders-0</code> "
                        "(<code>before</code> is at offset 0)?", kind="offset", check=lambda: st["lso"],
                        why="A1, at offset 1, belongs to writer-A's transaction, still open: the LSO stops there, "
                            "although B1 after it is committed. The HW is at the end of the log.")
 p_pinned_lso
 
-# %%
+# %% jupyter={"source_hidden": true}
 PINNED = ["before", "before, B1", "before, after, B1", "before, A1, after, B1"]
 p_pinned_rc = Predict("What does the <code>read_committed</code> consumer read?", choices=PINNED,
                       check=lambda: ", ".join(pinned_rc),
@@ -254,7 +254,7 @@ assert rc.get_watermark_offsets(tp) == (0, 1) and ru.get_watermark_offsets(tp) =
 # %% [markdown]
 # Now writer-A commits. Its COMMIT marker is written at the end of the log.
 
-# %%
+# %% jupyter={"source_hidden": true}
 p_late = Predict("The <code>read_committed</code> consumer is still waiting at offset 1. After writer-A's commit, "
                  "which records do its next polls return, in which order?",
                  choices=["A1, after, B1", "A1", "after, B1", "A1, B1"], check=lambda: ", ".join(late),
@@ -292,7 +292,7 @@ assert st2["lso"] == st2["hw"] == st2["leo"]
 # Two transactions interleave on one partition: **A** writes `A1`, **B** writes `B1`, **A** writes
 # `A2`; then B commits and A aborts.
 
-# %%
+# %% jupyter={"source_hidden": true}
 MIXED = ["B1", "A1, B1", "B1, A2", "nothing"]
 p_mixed = Predict("B committed, A aborted. What will the <code>read_committed</code> consumer return?", choices=MIXED,
                   check=lambda: ", ".join(mixed_rc) or "nothing",
@@ -362,7 +362,7 @@ assert len([e for e in filtering if " skips " in e.narration]) >= 2
 # The fault: the followers are cut off from the leader (`cluster.partition`), the producer writes
 # `doomed`, the leader crashes, the network heals, a follower is elected.
 
-# %%
+# %% jupyter={"source_hidden": true}
 p_acks1 = Predict("With <code>acks=1</code>, the producer is told that <code>doomed</code> is written. Is it in the "
                   "log of any replica at the end?", choices=["yes", "no: lost although acknowledged"],
                   check=lambda: "yes" if any("doomed" in log for log in one[3].values()) else "no: lost although acknowledged",
@@ -370,7 +370,7 @@ p_acks1 = Predict("With <code>acks=1</code>, the producer is told that <code>doo
                       "and the old leader truncated its log when it came back.")
 p_acks1
 
-# %%
+# %% jupyter={"source_hidden": true}
 p_acks_all = Predict("With <code>acks=all</code>, is <code>doomed</code> acknowledged before the leader crashes?",
                      choices=["yes", "no"],
                      check=lambda: "yes" if any(e is None for e, o in every[1]["acknowledged"]) else "no",
@@ -471,7 +471,7 @@ stuck.widget
 # leader `wrote a COMMIT marker`, then one fetch round more. (The key moments under the slider, `ru-reads`,
 # `commit-marker` and `lso-moves`, jump to those three.)
 
-# %%
+# %% jupyter={"source_hidden": true}
 p_triangle = predict_at(
     "While the transaction is open (after both consumers have fetched), at which offset does the "
     "<code>read_committed</code> triangle stop?", "lso-stuck-by-open-transaction",
@@ -480,7 +480,7 @@ p_triangle = predict_at(
         "read_uncommitted triangle goes on to the HW, 3.")
 p_triangle
 
-# %%
+# %% jupyter={"source_hidden": true}
 p_jump = predict_at(
     "When the COMMIT marker is appended to the leader's log, does the LSO jump to the end at once?",
     "lso-stuck-by-open-transaction", "wrote a COMMIT marker",
@@ -525,7 +525,7 @@ stuck_check.close()
 aborted = Stepper("abort-hidden-from-read-committed")
 aborted.widget
 
-# %%
+# %% jupyter={"source_hidden": true}
 p_filter = predict_at(
     "When the <code>read_committed</code> consumer fetches <code>orders-0</code>, does the leader leave the "
     "aborted records out of its answer?", "abort-hidden-from-read-committed", "fetch carries aborted transactions",
@@ -563,7 +563,7 @@ aborted_check.close()
 # everything has settled, the LSO of `orders-0` is **4** and the HW is past it (records after the LSO are
 # replicated but hidden from `read_committed`). `Producer` is imported above; `lab.bootstrap` is the address.
 
-# %%
+# %% jupyter={"source_hidden": true}
 def check_pin(fn):
     lab = Cluster(brokers=3, seed=3)
     lab.create_topic("orders", partitions=1, replication_factor=3)

@@ -128,7 +128,7 @@ cluster.run_until_idle()
 print("group metadata sent with the offsets:", consumer.consumer_group_metadata())
 print("committed offset of the group after one round:", committed(consumer))
 
-# %%
+# %% jupyter={"source_hidden": true}
 MARKED = ["shipments-0 only", "shipments-0 and the group's __consumer_offsets partition",
           "shipments-0 and orders-0 (the input)"]
 
@@ -208,7 +208,7 @@ assert sum(1 for b in cluster.log("shipments", 0).batches if b.is_control) == ro
 # In the middle of a round (offsets sent, transaction not yet committed), a second consumer of the group asks
 # for the committed offset with a 1-second timeout. Answer first:
 
-# %%
+# %% jupyter={"source_hidden": true}
 UNSTABLE_CHOICES = ["it gets the offset before the round (0)", "it gets the new offset (5)",
                     "it keeps retrying until its 1 s timeout"]
 p_unstable = Predict(
@@ -269,7 +269,7 @@ assert len(unstable) >= 4
 #
 # Two copiers abort every third round; one rewinds, one does not.
 
-# %%
+# %% jupyter={"source_hidden": true}
 p_missing = Predict("With 30 input records, 5 per round, and rounds 3, 6, 9, ... aborted: how many records are "
                     "missing from the output of the copier that does <b>not</b> rewind?", kind="number",
                     check=lambda: len(missing),
@@ -278,7 +278,7 @@ p_missing = Predict("With 30 input records, 5 per round, and rounds 3, 6, 9, ...
                         "lose 5 each before the input runs out).")
 p_missing
 
-# %%
+# %% jupyter={"source_hidden": true}
 p_rewound = Predict("How many duplicates does the copier that rewinds write?", kind="number",
                     check=lambda: len(with_rewind) - len(set(with_rewind)),
                     why="It seeks back to the committed offsets after each abort and copies those records again, in a "
@@ -360,14 +360,14 @@ assert with_rewind == ["order-%02d" % i for i in range(N)]                # rewo
 # restarted consumer must wait for the group to notice that the old member is gone
 # (`session.timeout.ms`, 6 s here) before it gets the partition.
 
-# %%
+# %% jupyter={"source_hidden": true}
 p_alo = Predict("How many duplicates will the <b>at-least-once</b> output hold at the end?", kind="number",
                 check=lambda: len(alo) - len(set(alo)),
                 why="The crashed round's output was written (flushed) but its offsets were not committed: the "
                     "restarted copier reads those five records again and writes them a second time.")
 p_alo
 
-# %%
+# %% jupyter={"source_hidden": true}
 UNCOMMITTED = ["the same records as read_committed", "also the crashed round's aborted output"]
 p_eos_ru = Predict("What does a <code>read_uncommitted</code> reader see in the <b>exactly-once</b> output?",
                    choices=UNCOMMITTED,
@@ -507,7 +507,7 @@ ctp = Stepper("consume-transform-produce")
 ctp.widget
 
 
-# %%
+# %% jupyter={"source_hidden": true}
 def offsets_at(where):
     """The __consumer_offsets rows (partition, offset, status) as drawn, on a replay stopped at ``where``."""
     run = moment("consume-transform-produce", where, skip_background=True)
@@ -524,7 +524,7 @@ p_pending = Predict(
         "replicated (one Step after key moment 2), and only then become the group's committed offset.")
 p_pending
 
-# %%
+# %% jupyter={"source_hidden": true}
 p_abort_offsets = Predict(
     "Key moment 3: the aborted second transaction's ABORT marker is written. Which committed offset does the table "
     "show for <code>orders-0</code>?", kind="offset",
@@ -595,7 +595,7 @@ ctp_check.close()
 # went into the transaction (`TxnOffsetCommit`, no plain `OffsetCommit`) and that the group's committed offset
 # equals the number of records copied.
 
-# %%
+# %% jupyter={"source_hidden": true}
 def check_fixed_round(fn):
     lab = new_cluster(seed=9)
     consumer = consumer_for(lab, "fixer")

@@ -75,7 +75,7 @@ def attempt(call):
 # Instance **old** of the `payments` service opens a transaction and writes one record. Then it
 # stalls, and an orchestrator starts instance **new** with the same `transactional.id`.
 
-# %%
+# %% jupyter={"source_hidden": true}
 OPEN_TXN = ["the coordinator aborts it", "it is committed", "it stays open until old's transaction times out"]
 p_old_txn = Predict("What happens to <code>old</code>'s open transaction when <code>new</code> calls "
                     "<code>init_transactions()</code>?", choices=OPEN_TXN,
@@ -85,7 +85,7 @@ p_old_txn = Predict("What happens to <code>old</code>'s open transaction when <c
                         "aborts the open transaction (ABORT markers) before the new instance may start.")
 p_old_txn
 
-# %%
+# %% jupyter={"source_hidden": true}
 WAKES = ["it commits", "a retriable error: it may try again", "the fatal _FENCED: it must be closed"]
 p_old_commit = Predict("<code>old</code> wakes up and calls <code>commit_transaction()</code>. What does it get?",
                        choices=WAKES,
@@ -183,7 +183,7 @@ assert [(b.control_type.name, b.producer_epoch) for b in markers] == [("ABORT", 
 # (`cluster.pause`). Meanwhile a plain producer writes a record every second to the same partition.
 # We sample the HW and the LSO every half second.
 
-# %%
+# %% jupyter={"source_hidden": true}
 LSO_MOVES = ["at 10 s", "after 10 s, at the coordinator's next check (up to 10 s later)",
              "only when the pause ends at 30 s"]
 
@@ -199,7 +199,7 @@ p_lso_moves = Predict("When will the LSO of <code>stock-0</code> move again?", c
                           "The frozen producer plays no part in it.")
 p_lso_moves
 
-# %%
+# %% jupyter={"source_hidden": true}
 p_wakes = Predict("The frozen producer wakes up at 30 s and calls <code>commit_transaction()</code>. What does it "
                   "get?", choices=WAKES, check=lambda: WAKES[0] if woke_up == "ok" else
                   WAKES[2] if "_FENCED" in woke_up else WAKES[1],
@@ -332,7 +332,7 @@ def late_produce_then_abort(cluster, producer, delay_ms):
 # `transaction.timeout.ms`); its `request.timeout.ms` is only how long the broker may wait for its
 # replicas before it answers. The Java client waits `request.timeout.ms`. The story sets both to 1 s.
 
-# %%
+# %% jupyter={"source_hidden": true}
 STUCK = ["stuck at the late batch, below the HW", "at the HW: the late batch is refused"]
 p_stuck = Predict("With <code>transaction.version</code> 0 and verification <b>off</b>, the late batch lands after the "
                   "ABORT marker. Where is the LSO of <code>out-0</code> once an innocent record follows it?",
@@ -412,7 +412,7 @@ assert st_after["lso"] == st_after["hw"]
 # Fill in the table in your head before running it: for each anomaly and protocol, what does `read_committed`
 # finally see? Then answer for the case that surprises most:
 
-# %%
+# %% jupyter={"source_hidden": true}
 JOINS = ["yes: the aborted late is committed with new", "no: late is refused"]
 p_joins = Predict("Anomaly 2 under classic + verification (KIP-890 part 1): does the aborted <code>late</code> "
                   "become visible to <code>read_committed</code>?", choices=JOINS,
@@ -544,7 +544,7 @@ from widgets import Stepper
 zombie = Stepper("zombie-fenced")
 zombie.widget
 
-# %%
+# %% jupyter={"source_hidden": true}
 p_epoch = predict_at("Which epoch does <code>copier</code> have after the new instance's retried "
                      "<code>InitProducerId</code>?", "zombie-fenced", "new-instance calls begin_transaction()",
                      txn_value("copier", "producer_epoch"), kind="number",
@@ -552,7 +552,7 @@ p_epoch = predict_at("Which epoch does <code>copier</code> have after the new in
                       "instance's retry gets a second one (1 -> 2): old epoch + 2.")
 p_epoch
 
-# %%
+# %% jupyter={"source_hidden": true}
 WHO = ["the partition leader, on its own", "the partition leader, after asking the coordinator"]
 p_who_refuses = predict_at("Who refuses the zombie's <code>zombie-2</code>?", "zombie-fenced",
                            "rejected before verification -> INVALID_PRODUCER_EPOCH",
@@ -598,7 +598,7 @@ timeout = Stepper("transaction-timeout-abort")
 timeout.widget
 
 
-# %%
+# %% jupyter={"source_hidden": true}
 def abort_delay():
     run = moment("transaction-timeout-abort", "longer than its transaction.timeout.ms", skip_background=True)
     return run.cluster.now - run.cluster.transaction_state("tx-slow")["transaction_start_ms"]
@@ -651,7 +651,7 @@ hanging = Stepper("hanging-transaction-classic-vs-v2")
 hanging.widget
 
 
-# %%
+# %% jupyter={"source_hidden": true}
 def classic_ending():
     run = moment("hanging-transaction-classic-vs-v2", None, skip_background=True)
     run.run_to_end()
@@ -700,7 +700,7 @@ HTML(hanging_check.compare_html("main", v2))
 # `restart(lab)`: start the application's new instance so that `old` can never commit. The lab then lets `old`
 # try `commit_transaction()` and reads `orders` with `read_committed`.
 
-# %%
+# %% jupyter={"source_hidden": true}
 def check_fence(fn):
     lab = Cluster(brokers=3, seed=21)
     lab.create_topic("orders", partitions=1, replication_factor=3)

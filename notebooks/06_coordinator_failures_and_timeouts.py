@@ -94,7 +94,7 @@ def seconds(cluster, since_ms):
 # again"*. Then the coordinator
 # crashes, the network heals, and we call commit again.
 
-# %%
+# %% jupyter={"source_hidden": true}
 SECOND = ["it commits", "it raises: the outcome was lost with the coordinator", "it aborts the transaction"]
 p_second = Predict("The first <code>commit_transaction(0.05)</code> timed out and the coordinator crashed before its "
                    "<code>PrepareCommit</code> was replicated. What does the second <code>commit_transaction()</code> do?",
@@ -104,7 +104,7 @@ p_second = Predict("The first <code>commit_transaction(0.05)</code> timed out an
                        "retried EndTxn made it write its own PrepareCommit and commit.")
 p_second
 
-# %%
+# %% jupyter={"source_hidden": true}
 ORPHAN = ["it is truncated when the old coordinator comes back", "it is replicated later and counts",
           "it stays in that broker's log for ever"]
 p_orphan = Predict("What happens to the <code>PrepareCommit</code> record that only the old coordinator had?",
@@ -175,7 +175,7 @@ assert story["what happened"].str.contains("truncated its log").any()
 # dies: we make the network lose its `WriteTxnMarkers` requests and crash it as soon as
 # `commit_transaction()` has returned. The markers were never written.
 
-# %%
+# %% jupyter={"source_hidden": true}
 WAITING = ["nothing of this transaction: the LSO stays at its first offset", "the committed records: it is decided"]
 p_waiting = Predict("<code>commit_transaction()</code> returned, then the coordinator crashed with no marker written. "
                     "What can a <code>read_committed</code> consumer of <code>orders-0</code> read until a new "
@@ -260,7 +260,7 @@ assert [(b.control_type.name, b.coordinator_epoch) for b in markers] == [("COMMI
 # first request goes to a dead coordinator, and the producer keeps asking `FindCoordinator` until a
 # new one has taken over.
 
-# %%
+# %% jupyter={"source_hidden": true}
 NEXT = ["about as long as usual: milliseconds", "several seconds: it waits for a new coordinator",
         "it fails with an error"]
 p_next = Predict("The commit is complete when the coordinator crashes. How long does the application's <i>next</i> "
@@ -307,7 +307,7 @@ assert list(txn_log(cluster, "crashy")["state"])[-2:] == ["PrepareCommit", "Comp
 # the preferred replica, then a preferred leader election). Nothing crashes and nothing is lost, but
 # the old coordinator stops answering for the transactional id the moment it is no longer the leader.
 
-# %%
+# %% jupyter={"source_hidden": true}
 MOVED = ["NOT_COORDINATOR, from the old coordinator", "COORDINATOR_NOT_AVAILABLE, from the new one",
          "none: the old coordinator forwards the request"]
 
@@ -378,7 +378,7 @@ assert read(cluster, "orders", (0, 1)) == ["o1", "o2"]
 # We commit a transaction and, in the same instant, shut its coordinator's broker down. In 1b the
 # crashed coordinator made everyone wait for the controller to miss its heartbeats.
 
-# %%
+# %% jupyter={"source_hidden": true}
 RESTART = ["about 9 s, as after a crash", "well under a second", "it fails: the transaction is aborted"]
 
 
@@ -453,7 +453,7 @@ cluster.restart(coord)           # the restart of a rolling restart: it register
 # `audit` has a single replica, on a broker that is neither the coordinator nor the leader of
 # `orders-0`. The transaction writes to `orders-0` and `audit`; then that broker crashes.
 
-# %%
+# %% jupyter={"source_hidden": true}
 p_audit = Predict("Does <code>commit_transaction()</code> return successfully while the <code>audit</code> broker is "
                   "down?", choices=["yes", "no: it raises an error", "it blocks until the broker returns"],
                   check=lambda: "yes" if commit_took < 20 else "it blocks until the broker returns",
@@ -461,7 +461,7 @@ p_audit = Predict("Does <code>commit_transaction()</code> return successfully wh
                       "answered; the audit partition's marker waits until its broker is back.")
 p_audit
 
-# %%
+# %% jupyter={"source_hidden": true}
 p_orders_rc = Predict("While that broker is down, can a <code>read_committed</code> consumer read the "
                       "<code>orders-0</code> record (<code>order 7</code>)?", choices=["yes", "no"],
                       check=lambda: "yes" if orders_while_down == ["order 7"] else "no",
@@ -559,7 +559,7 @@ assert st["lso"] == st["hw"]
 # `transaction.timeout.ms` must not exceed `transaction.max.timeout.ms` (default 15 min), or
 # `init_transactions()` fails with `INVALID_TRANSACTION_TIMEOUT`, a fatal error.
 
-# %%
+# %% jupyter={"source_hidden": true}
 GREEDY = ["init_transactions(): a fatal INVALID_TRANSACTION_TIMEOUT", "init_transactions(): a retriable error",
           "nothing: the broker lowers the timeout to its maximum"]
 p_greedy = Predict("A producer asks for <code>transaction.timeout.ms</code> = 20 minutes on a broker whose maximum is "
@@ -596,7 +596,7 @@ assert outcome == "INVALID_TRANSACTION_TIMEOUT (fatal)"
 # and writes a **tombstone** (a record with a null value), which log compaction later uses to delete
 # its records. Here the expiration is 60 s and the scan runs every 10 s.
 
-# %%
+# %% jupyter={"source_hidden": true}
 LAST = ["CompleteCommit", "a record with state Dead", "a tombstone (a record with a null value)"]
 p_last = Predict("After 80 idle seconds (expiration 60 s), what is the last record of <code>forgotten</code> in "
                  "<code>__transaction_state</code>?", choices=LAST,
@@ -606,7 +606,7 @@ p_last = Predict("After 80 idle seconds (expiration 60 s), what is the last reco
                      "later uses to delete its records.")
 p_last
 
-# %%
+# %% jupyter={"source_hidden": true}
 AGAIN = ["the same producer id, with the next epoch", "a new producer id, at epoch 0"]
 p_again = Predict("The application then starts again with the same <code>transactional.id</code>. Which producer id "
                   "and epoch does it get?", choices=AGAIN,
@@ -657,7 +657,7 @@ assert again.transaction_manager.producer_id != first_pid and again.transaction_
 # Restarting 32 766 times would take a while even simulated, so we take a shortcut only a lab can take:
 # we set the epoch in the coordinator's memory, as if it had happened.
 
-# %%
+# %% jupyter={"source_hidden": true}
 EXHAUSTED = ["the same producer id, epoch 32767", "a new producer id, epoch 0", "an error: the epoch is used up"]
 p_exhausted = Predict("The coordinator holds epoch 32 766 for <code>restarted-a-lot</code>. What does the next "
                       "<code>init_transactions()</code> get?", choices=EXHAUSTED,
@@ -726,7 +726,7 @@ dies.widget
 # `dies.crash(dies.cluster.transaction_coordinator("tx-orders"))`), and step on. Answer first:
 
 
-# %%
+# %% jupyter={"source_hidden": true}
 def crash_at_decision(until=None):
     """A replay of its own: the coordinator crashed at the decision, stopped at ``until`` (or at its end)."""
     run = moment("coordinator-dies-after-prepare", until, skip_background=True,
@@ -745,7 +745,7 @@ p_dies = Predict("The coordinator dies with the producer's answer on the wire an
                      "the markers itself. Nothing waits for the crashed broker.")
 p_dies
 
-# %%
+# %% jupyter={"source_hidden": true}
 WHEN = ["at once: the answer was already sent", "after several seconds of retries", "never: it raises an error"]
 p_return = Predict("When does the producer's <code>commit_transaction()</code> return, and how?", choices=WHEN,
                    check=lambda: WHEN[1] if crash_at_decision(
@@ -806,7 +806,7 @@ dies_check.close()
 marker = Stepper("marker-leader-down")
 marker.widget
 
-# %%
+# %% jupyter={"source_hidden": true}
 p_lso1 = predict_at("Right after the COMMIT marker of <code>orders-1</code> is written (its leader is alive), where "
                     "is the LSO of <code>orders-1</code>?", "marker-leader-down", "orders-1: wrote a COMMIT marker",
                     partition_value("orders", 1, "lso"), kind="offset",
@@ -852,7 +852,7 @@ marker_check.close()
 # narration's first line shows the clock, `t = … ms`, at the crash and there; within 1 s is right.)
 
 
-# %%
+# %% jupyter={"source_hidden": true}
 def check_wait(answer):
     crash_ms = moment("coordinator-dies-after-prepare", "decided (PrepareCommit is durable)",
                       skip_background=True).cluster.now          # the step the crash happens at

@@ -216,7 +216,7 @@ print(plan.describe().replace("; ", "\n"))
 # Before both runs: which result will equal the ground truth, and what does each of the three failures add to
 # the at-least-once result? Answer the three questions below first.
 
-# %%
+# %% jupyter={"source_hidden": true}
 READERS = ["at-least-once", "exactly-once (read_committed)", "exactly-once (read_uncommitted)"]
 p_truth = Predict("Which reader's result will equal the ground truth?", choices=READERS + ["none of them"],
                   check=lambda: next((r for r in READERS if results[r] == truth), "none of them"),
@@ -224,7 +224,7 @@ p_truth = Predict("Which reader's result will equal the ground truth?", choices=
                       "published in transactions that were aborted, and read_committed skips them.")
 p_truth
 
-# %%
+# %% jupyter={"source_hidden": true}
 CAUSES = ["the replay of batch 1", "the duplicate attempt of task 2", "task 0's first 3 increments, retried"]
 p_cause = Predict("Which of the three failures adds the most to the at-least-once result?", choices=CAUSES,
                   check=lambda: max(zip((sum(replay.values()), sum(speculative.values()), sum(retried.values())),
@@ -233,7 +233,7 @@ p_cause = Predict("Which of the three failures adds the most to the at-least-onc
                       "failed attempt only 3 increments.")
 p_cause
 
-# %%
+# %% jupyter={"source_hidden": true}
 p_copies = Predict("The exactly-once output read with <code>read_uncommitted</code>: how many extra copies of "
                    "batch 1 will it show?", kind="number",
                    check=lambda: round(sum(v for v in uncommitted_extra.values()) / sum(replay.values())),
@@ -328,7 +328,7 @@ show(cmp[cmp["at-least-once - truth"] != 0][["minute", "truth", "at-least-once",
 # compared with `truth`, over every minute either has. The lab checks it on the readers above.
 
 
-# %%
+# %% jupyter={"source_hidden": true}
 def check_extra(fn):
     want = {name: sum(r.get(mi, 0) - truth.get(mi, 0) for mi in set(truth) | set(r)) for name, r in results.items()}
     got = {name: fn(r) for name, r in results.items()}
@@ -481,7 +481,7 @@ print("this run used", MASTER, "with", spark.sparkContext.defaultParallelism, "c
 # is at-least-once, as Spark's documentation says: a task that dies part-way and is retried writes its rows
 # again (the txnlab sink above, under the same kind of retry, did not).
 
-# %%
+# %% jupyter={"source_hidden": true}
 p_sink = Predict("1,000 rows go to a topic through Spark's Kafka sink; the task dies after handing over its first "
                  "700 rows, and Spark retries it once. How many records does the topic hold afterwards?",
                  kind="number", check=lambda: SINK_RECORDS,

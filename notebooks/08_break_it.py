@@ -95,7 +95,7 @@ def failing_steps(res, anomaly, limit=12):
 # With idempotence, fencing, markers, the LSO and offsets committed inside the transaction all in place: answer
 # first, then run the twenty seeds.
 
-# %%
+# %% jupyter={"source_hidden": true}
 p_clean = Predict("Everything in place, every kind of fault: how many of the twenty seeds will the checker flag?",
                   kind="number", check=lambda: sum(not r.ok for r in clean),
                   why="None: the faults strike (broker and client crashes, lost and duplicated messages, zombies), "
@@ -129,7 +129,7 @@ assert any(r.schedule for r in clean)        # the runs did inject faults
 # %% [markdown]
 # The feeder aborts about one transaction in five. Answer first, then run the sweep with `ignore-lso`.
 
-# %%
+# %% jupyter={"source_hidden": true}
 ANOMALIES = ["G1a: an aborted read", "duplicate: a record copied twice", "lost-write: a committed record missing"]
 p_lso = Predict("With <code>ignore-lso</code>, which anomaly does the checker report first?", choices=ANOMALIES,
                 check=lambda: next((a for a in ANOMALIES if a.split(":")[0] in lso_fail.violations), "none"),
@@ -180,7 +180,7 @@ assert again.violations == lso_run.violations
 # Two instances now write with the same producer id and epoch, and the broker still de-duplicates by sequence
 # number. Answer first:
 
-# %%
+# %% jupyter={"source_hidden": true}
 SEES = ["nothing wrong: sequence numbers still de-duplicate", "something no committed transaction wrote, or a duplicate"]
 p_fence = Predict("With <code>no-fencing</code> and client faults, does a sweep find a reader seeing something wrong?",
                   choices=SEES, check=lambda: SEES[1] if fence_fail is not None and fence_fail.violations else SEES[0],
@@ -276,7 +276,7 @@ assert counterexample.notice.startswith(f"{found.invariant} ✗")
 # the copier with that fault kind and the mutation on, and tells you whether the checker caught it.
 
 
-# %%
+# %% jupyter={"source_hidden": true}
 def check_dedup_faults(answer):
     kind = str(answer).strip().lower()
     if kind not in ("network", "brokers", "clients"):

@@ -86,14 +86,14 @@ lab.topics(), service.producer.name
 #    **op message** (tag `d`, body = the half offset) to `RMQ_SYS_TRANS_OP_HALF_TOPIC` so the check service
 #    knows this half message is done.
 
-# %%
+# %% jupyter={"source_hidden": true}
 p_half = Predict("Right after step 1 (the half message is stored, the order is not inserted yet), how many messages "
                  "can the consumer of <code>order-topic</code> read?", kind="number", check=lambda: visible_at_half,
                  why="A half message is stored in RMQ_SYS_TRANS_HALF_TOPIC, not in its real topic: nothing is "
                      "readable until END_TRANSACTION (COMMIT) copies it to order-topic.")
 p_half
 
-# %%
+# %% jupyter={"source_hidden": true}
 p_oneway = Predict("How many responses does END_TRANSACTION get?", kind="number", check=lambda: end_txn_responses,
                    why="END_TRANSACTION is one-way (invokeOneway): the producer never learns whether it arrived.")
 p_oneway
@@ -140,7 +140,7 @@ assert [m for m in lab.network_messages() if m.api == "END_TRANSACTION" and m.is
 # the half queue with `TRANSACTION_CHECK_TIMES` + 1 and sends **CHECK_TRANSACTION_STATE** to a live producer
 # of the group.
 
-# %%
+# %% jupyter={"source_hidden": true}
 p_o2 = Predict("We drop the next END_TRANSACTION; the order <code>o-2</code> is in the database. After six minutes, "
                "how many times has the consumer received <code>o-2</code>?", kind="number",
                check=lambda: delivered_o2,
@@ -204,7 +204,7 @@ assert len([m for m in kc.network_messages() if m.api == "EndTxn" and not m.is_r
 # The insert throws (a broken disk). The listener catches it and answers `ROLLBACK_MESSAGE`. Rollback does
 # *less* than commit: nothing is copied; only the op message is written, so the check service never asks.
 
-# %%
+# %% jupyter={"source_hidden": true}
 p_rolled = Predict("The local transaction fails and the listener answers ROLLBACK_MESSAGE. Will the broker ever send "
                    "a CHECK_TRANSACTION_STATE about <code>o-3</code>?", choices=["yes", "no"],
                    check=lambda: "yes" if checks_after_rollback > checks_before else "no",
@@ -257,7 +257,7 @@ assert kafka_committed_orders(kc) == ["o-2"] and "o-3" not in kdao.order_ids()
 # check goes to it. That is why `check_local_transaction` must look at the database, not at memory: the
 # instance that is asked may not be the one that sent the message.
 
-# %%
+# %% jupyter={"source_hidden": true}
 ASKED = ["the crashed instance, once it is back", "the new instance of the producer group",
          "nobody: the half message is discarded"]
 p_asked = Predict("We crash the producer after its local transaction, wait two minutes, then start a new instance. "
@@ -295,7 +295,7 @@ assert t4["status"] == "committed" and t4["delivered"] == 1 and dao.order_ids() 
 # `commit_transaction()`. Nobody asks the order service anything: after `transaction.timeout.ms` the
 # coordinator aborts the transaction. The order exists; its message never will.
 
-# %%
+# %% jupyter={"source_hidden": true}
 KAFKA_SEES = ["o-4", "nothing: the transaction was aborted, though o-4 is in the database"]
 p_kafka = Predict("After the transaction timeout, what does Kafka's <code>read_committed</code> consumer see?",
                   choices=KAFKA_SEES, check=lambda: KAFKA_SEES[0] if kafka_sees == ["o-4"] else KAFKA_SEES[1],
@@ -331,7 +331,7 @@ assert kdao.order_ids() == ["o-4"] and kafka_committed_orders(kc) == []
 # and END_TRANSACTION carries `TRANSACTION_NOT_TYPE` (the broker does nothing). The first check (about
 # 60 s) finds no order and gets `UNKNOW` again; the second (about 120 s) finds it.
 
-# %%
+# %% jupyter={"source_hidden": true}
 p_checks5 = Predict("The insert takes 90 s, so the listener first answers UNKNOW. How many CHECK_TRANSACTION_STATE "
                     "requests will there be?", kind="number", check=lambda: checks_slow,
                     why="The first check (about 60 s) finds no order yet and gets UNKNOW; the second (about 120 s) "
@@ -368,7 +368,7 @@ assert len([m for m in lab.network_messages() if m.api == "CHECK_TRANSACTION_STA
 # %% [markdown]
 # How long does the broker keep asking? Answer first:
 
-# %%
+# %% jupyter={"source_hidden": true}
 p_minutes = Predict("The producer died before its local transaction; every check-back answers UNKNOW. After how "
                     "many minutes is the half message discarded?", kind="number", check=lambda: minutes,
                     why="transactionCheckMax is 15: the first check comes about a minute after the half message, then "
@@ -422,7 +422,7 @@ from widgets import Stepper
 story = Stepper("rocketmq-end-transaction-lost")
 story.widget
 
-# %%
+# %% jupyter={"source_hidden": true}
 WHEN = ["when END_TRANSACTION is sent", "about a minute later, after the broker's check-back", "never"]
 p_readable = Predict("The END_TRANSACTION (COMMIT) is lost. When does <code>o-1</code> become readable in "
                      "<code>order-topic</code>?", choices=WHEN,
@@ -461,7 +461,7 @@ story_check.close()
 # %% [markdown]
 # Build the branch, then answer the question below before you step to its end.
 
-# %%
+# %% jupyter={"source_hidden": true}
 p_checks = Predict("In your branch (producer-1 crashed once the half message is stored), how many "
                    "CHECK_TRANSACTION_STATE requests go out before the story ends?", kind="number",
                    check=lambda: len(branch_check.result["checks_sent_to"]),
@@ -497,7 +497,7 @@ assert branch_check.compare("main", crashed)["state"]["order-topic: what consume
 # `t = ... ms`; within 1 s is right)?
 
 
-# %%
+# %% jupyter={"source_hidden": true}
 def check_first_check(answer):
     at = moment("rocketmq-end-transaction-lost", "CHECK_TRANSACTION_STATE for", skip_background=True).lab.clock / 1000
     return abs(float(answer) - at) <= 1, "Step until the narration names CHECK_TRANSACTION_STATE and read the clock."

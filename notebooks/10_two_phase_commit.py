@@ -52,7 +52,7 @@ def all_voted(lab, tx_id):
 # %% [markdown]
 # Think of the records that end up in the coordinator's log, then answer:
 
-# %%
+# %% jupyter={"source_hidden": true}
 p_messages = Predict("How many messages does one committed transfer between two banks take?", kind="number",
                      check=lambda: len(apis),
                      why="Two PREPARE, two votes, two GLOBAL_COMMIT and two ACK: two round trips per participant. The "
@@ -83,7 +83,7 @@ assert lab.balances() == {"bank-a": {"alice": 70}, "bank-b": {"bob": 50}}
 # %% [markdown]
 # Think of the balances after T2, then answer:
 
-# %%
+# %% jupyter={"source_hidden": true}
 LOCKS = ["none", "bank-b's (it had prepared)", "bank-a's (it said no)"]
 p_locks = Predict("After T2 has aborted, whose locks are still held?", choices=LOCKS,
                   check=lambda: LOCKS[0] if t2_locks == {"bank-a": {}, "bank-b": {}} else
@@ -116,7 +116,7 @@ assert lab.locks() == {"bank-a": {}, "bank-b": {}}
 # One minute later, can a teller at bank-a read alice's balance? Has either bank decided on its own? Think about
 # it, then answer for the coordinator's restart:
 
-# %%
+# %% jupyter={"source_hidden": true}
 DECIDES = ["commit: both banks voted yes", "abort: no decision in its log", "it asks the banks again"]
 p_presumed = Predict("When the coordinator restarts and finds <code>START_2PC T3</code> but no decision in its log, "
                      "what does it decide?", choices=DECIDES,
@@ -175,7 +175,7 @@ assert lab.locks() == {"bank-a": {}, "bank-b": {}}
 # (or click its lane head in **Messages**) and **Crash** it. A new branch starts; `main` is kept; **Step**
 # then takes you through what follows, a moment per click.
 
-# %%
+# %% jupyter={"source_hidden": true}
 ENDS = ["COMMIT: both banks had voted yes", "ABORT, once the operator restarts the coordinator (presumed abort)",
         "the banks stay blocked for ever"]
 p_branch = Predict("In your branch (the coordinator crashed before GLOBAL_COMMIT was on its disk), how does T1 end?",
@@ -229,7 +229,7 @@ HTML(transfer_check.compare_html("main", crashed))
 # Write `make_it_commit(st)`: given a fresh stepper on `2pc-transfer`, step it and crash the coordinator (only the
 # coordinator, once) so that the branch ends with both banks committed. The lab checks the branch's ending.
 
-# %%
+# %% jupyter={"source_hidden": true}
 def check_commit_despite_crash(fn):
     st = Stepper("2pc-transfer", skip_background=True)
     try:
@@ -263,7 +263,7 @@ ex_commit.submit(make_it_commit)
 # This time GLOBAL_COMMIT reaches the coordinator's disk and both messages are lost; then it crashes. Only its
 # disk knows the outcome.
 
-# %%
+# %% jupyter={"source_hidden": true}
 HEARD = ["yes: they learn it from each other", "no: they stay blocked until it restarts, then commit"]
 p_heard = Predict("GLOBAL_COMMIT is on the coordinator's disk, both messages are lost and it crashes. Do the banks "
                   "commit before the coordinator is back?", choices=HEARD,
@@ -303,7 +303,7 @@ assert lab4.balances() == {"bank-a": {"alice": 70}, "bank-b": {"bob": 50}}
 # leader of that `__transaction_state` partition; it loads the log, finds PrepareCommit, and writes the
 # markers.
 
-# %%
+# %% jupyter={"source_hidden": true}
 p_kafka_rc = Predict("Kafka: the coordinator crashed right after <code>PrepareCommit</code> became durable, with no "
                      "marker written. Will a <code>read_committed</code> consumer see the transfer before the crashed "
                      "broker restarts?", choices=["yes", "no"],

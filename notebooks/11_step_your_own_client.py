@@ -67,7 +67,7 @@ print("the coordinator says:", lab.transaction_state("copier")["state"])
 # %% [markdown]
 # Every request of the real client was a step. Answer before you read the list below.
 
-# %%
+# %% jupyter={"source_hidden": true}
 p_first = Predict("Which request does the real client send first, on every new connection?",
                   choices=["Metadata", "ApiVersions", "FindCoordinator", "InitProducerId"],
                   check=lambda: next(m.api for m in lab.network_messages() if m.src == "copier-1" and not m.is_response),
@@ -96,7 +96,7 @@ LSO_OPEN = lab.partition_state("orders", 0)["lso"]        # what the next questi
 log_snapshot(lab, [("orders", 0)], title="three orders written by the real client, not committed yet",
              marks=("LEO", "HW"))
 
-# %%
+# %% jupyter={"source_hidden": true}
 p_lso = Predict("A read_committed consumer of orders-0, now: up to which offset may it read (the LSO)?",
                 kind="offset", check=lambda: LSO_OPEN,
                 why="0: the three orders belong to a transaction that is still open, and the Last Stable Offset "
@@ -108,7 +108,7 @@ p_lso
 # (durably, on every in-sync replica), answers the client, and only then writes the COMMIT markers into
 # `orders`. We step only until the coordinator's state reads PrepareCommit, and crash it there.
 
-# %%
+# %% jupyter={"source_hidden": true}
 p_crash = Predict("The coordinator crashes right after the durable PrepareCommit, before any marker is written. "
                   "What becomes of the three orders?",
                   choices=["they are committed", "they are aborted", "they stay undecided until an operator acts"],
@@ -179,7 +179,7 @@ assert [v for _, v in seen] == ["order-0", "order-1", "order-2"]
 # and the network keeps every message (`lab.network_messages()`, each with `.src`, `.dst`, `.api`,
 # `.is_response`).
 
-# %%
+# %% jupyter={"source_hidden": true}
 def check_endtxn_brokers(fn):
     want = []
     for msg in lab.network_messages():

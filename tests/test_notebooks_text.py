@@ -4,6 +4,7 @@ notebooks are committed without outputs.  A teacher may edit either file; these 
 one was not brought along (``jupytext --sync notebooks/*.ipynb`` mends it)."""
 from __future__ import annotations
 
+import re
 import tomllib
 from pathlib import Path
 
@@ -61,9 +62,16 @@ def test_text_is_what_jupytext_writes_for_the_notebook(path):
         f"{path.stem}.py is not what jupytext writes for {path.name}: run `jupytext --sync notebooks/{path.name}`")
 
 
+QUESTION = re.compile(r"\b(Predict|predict_at|Exercise)\(")
+
+
 @pytest.mark.parametrize("path", IPYNB, ids=lambda p: p.stem)
-def test_no_hidden_helper_cells(path):
-    """Pictures and tables come from `widgets/`; no cell hides pasted helper code."""
+def test_only_the_questions_code_is_hidden_and_all_of_it(path):
+    """A cell that asks a question (Predict, predict_at, Exercise) opens with its code folded: that code holds the
+    check and the explanation, which a learner would read before answering (JupyterLab shows its first line and
+    '...'; a click unfolds it).  No other cell is folded: pictures and tables come from `widgets/`, and no cell
+    hides pasted helper code."""
     notebook = nbformat.read(path, as_version=4)
-    hidden = [i for i, c in enumerate(notebook.cells) if c.metadata.get("jupyter", {}).get("source_hidden")]
-    assert hidden == [], f"{path.name}: cells {hidden} are hidden"
+    hidden = {i for i, c in enumerate(notebook.cells) if c.metadata.get("jupyter", {}).get("source_hidden")}
+    asking = {i for i, c in enumerate(notebook.cells) if c.cell_type == "code" and QUESTION.search(c.source)}
+    assert hidden == asking, f"{path.name}: folded {sorted(hidden - asking)}, asking but shown {sorted(asking - hidden)}"
