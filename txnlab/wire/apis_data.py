@@ -260,19 +260,22 @@ def decode_list_offsets(body, version, door):
 
 
 def encode_list_offsets(resp, body, version, state, door, cls):
+    def part(Part, t, p):
+        err, off, ts, epoch = resp.partitions.get((t.name, p.partition_index),
+                                                  (Errors.UNKNOWN_TOPIC_OR_PARTITION, -1, None, -1))
+        # the found record's time, in Unix time (NO_TIMESTAMP for earliest and latest, or nothing found)
+        return build(Part, partition_index=p.partition_index, error_code=err, offset=off, leader_epoch=epoch,
+                     timestamp=NO_TIMESTAMP if ts is None else ts + door.epoch_ms)
+    return each_partition(cls, body.topics, "name", part)
+
+
+def each_partition(cls, topics, name: str, part):
+    """The response ``cls`` with an answer for each asked topic (its name in field ``name``) and partition, in the
+    order asked: ``part(Part, topic, partition)`` builds each."""
     Topic = nested(cls, "topics")
     Part = nested(Topic, "partitions")
-    out = []
-    for t in body.topics:
-        ps = []
-        for p in t.partitions:
-            tp = (t.name, p.partition_index)
-            err, off, ts, epoch = resp.partitions.get(tp, (Errors.UNKNOWN_TOPIC_OR_PARTITION, -1, None, -1))
-            # the found record's time, in Unix time (NO_TIMESTAMP for earliest and latest, or nothing found)
-            ps.append(build(Part, partition_index=p.partition_index, error_code=err, offset=off, leader_epoch=epoch,
-                            timestamp=NO_TIMESTAMP if ts is None else ts + door.epoch_ms))
-        out.append(build(Topic, name=t.name, partitions=tuple(ps)))
-    return build(cls, topics=tuple(out))
+    return build(cls, topics=tuple(build(Topic, **{name: getattr(t, name)},
+                                         partitions=tuple(part(Part, t, p) for p in t.partitions)) for t in topics))
 
 
 # ------------------------------------------------- OffsetForLeaderEpoch
@@ -284,16 +287,10 @@ def decode_offset_for_leader_epoch(body, version, door):
 
 
 def encode_offset_for_leader_epoch(resp, body, version, state, door, cls):
-    Topic = nested(cls, "topics")
-    Part = nested(Topic, "partitions")
-    out = []
-    for t in body.topics:
-        ps = []
-        for p in t.partitions:
-            err, epoch, end = resp.partitions.get((t.topic, p.partition), (Errors.UNKNOWN_TOPIC_OR_PARTITION, -1, -1))
-            ps.append(build(Part, error_code=err, partition=p.partition, leader_epoch=epoch, end_offset=end))
-        out.append(build(Topic, topic=t.topic, partitions=tuple(ps)))
-    return build(cls, topics=tuple(out))
+    def part(Part, t, p):
+        err, epoch, end = resp.partitions.get((t.topic, p.partition), (Errors.UNKNOWN_TOPIC_OR_PARTITION, -1, -1))
+        return build(Part, error_code=err, partition=p.partition, leader_epoch=epoch, end_offset=end)
+    return each_partition(cls, body.topics, "topic", part)
 
 
 # -------------------------------------------------------- FindCoordinator
