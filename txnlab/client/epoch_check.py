@@ -27,12 +27,9 @@ LIBRDKAFKA_RETRY_MS = 500       # rd_kafka_toppar_handle_OffsetForLeaderEpoch: r
 
 
 class EpochCheck:
-    """Mixed into ``Fetcher`` (which owns ``states``, ``node``, ``narrate``, ``_backoff``, ``send_fetches``)."""
-
-    def needs_check(self, st, epoch: int) -> bool:
-        """The partition's position must be checked at ``epoch``, its leader's current epoch, before it is
-        fetched: it carries an epoch and was last fetched (or checked) under an older leader epoch."""
-        return st.position_epoch is not None and 0 <= st.fetched_epoch < epoch
+    """Mixed into ``Fetcher`` (which owns ``states``, ``node``, ``narrate``, ``_backoff``, ``send_fetches``).  A
+    partition's position is checked before it is fetched again when it carries an epoch and was last fetched (or
+    checked) under an older leader epoch than its leader's now (``Fetcher.send_fetches`` asks, in its loop)."""
 
     def check_positions(self, asks: dict) -> None:
         """One OffsetForLeaderEpoch per leader: ``asks`` {leader: {tp: current leader epoch}}."""

@@ -369,7 +369,7 @@ class Fetcher(EpochCheck):
             if leader in self.in_flight:
                 continue
             epoch = parts[tp[1]].leader_epoch
-            if st.position_epoch is not None and 0 <= st.fetched_epoch < epoch:     # self.needs_check, inlined
+            if st.position_epoch is not None and 0 <= st.fetched_epoch < epoch:     # a check first (EpochCheck)
                 if checks is None:
                     checks = {}
                 checks.setdefault(leader, {})[tp] = epoch
