@@ -9,9 +9,10 @@ position = one kernel event) and classifies each one:
   lost message or client call);
 * ``moment`` (what a learner steps by): a stop only where the pictures change -- a record or marker
   lands in a partition log, an HW / LSO moves, a transactional id changes state, a consumer moves, a
-  process goes down or up, a fault, an error answer, a client call.  The plumbing in between (fetch
-  polls, heartbeats, metadata, replication of what is already shown) is folded into the next stop and
-  counted; a run of identical failures (the same request to the same process failing the same way) is
+  process goes down or up, a fault, an error answer, the response that ends an exchange whose records were
+  appended.  The plumbing in between (fetch polls, heartbeats, metadata, replication of what is already shown,
+  and a client's call or a retriable error alone: the next stop's narration says them) is folded into the next
+  stop and counted; a run of identical failures (the same request to the same process failing the same way) is
   folded into one stop that says how many times and over how long.
 
 ``KeyMoment`` is a story's named moment: a short stable ``id``, a one-line ``caption`` and a predicate
