@@ -114,3 +114,27 @@ def test_with_auto_offset_reset_error_a_truncation_is_reported(dialect):
     c, k, _, _ = truncated_under(dialect, **{"auto.offset.reset": "error"})
     got = read(k, 1)
     assert got and got[0] == ("error", KafkaError(KafkaError._LOG_TRUNCATION).name())
+
+
+@pytest.mark.parametrize("dialect,offset,checked", [
+    ("librdkafka", 2, True), ("librdkafka", 0, False),       # rd_kafka_toppar_op_seek: offsets above 0 only
+    ("java", 2, True), ("java", 0, True),                    # SubscriptionState.seekUnvalidated: any offset
+])
+def test_a_seek_with_a_leader_epoch_is_checked_before_the_fetch(dialect, offset, checked):
+    """seek(TopicPartition(..., leader_epoch=e)): the position carries an epoch, so the consumer asks the leader where
+    it ends before fetching from there (librdkafka for an offset above 0, Java for any); a seek without one is not
+    checked."""
+    c = Cluster(brokers=3, seed=2)
+    c.create_topic("t", partitions=1, replication_factor=3)
+    put(c, ["v0", "v1", "v2", "v3"])
+    k = consumer(c, dialect)
+    assert read(k, 4)[-1] == (3, "v3")
+    mark = len(c.trace.events)
+    k.seek(TopicPartition("t", 0, offset, leader_epoch=0))
+    assert read(k, 4 - offset)[0] == (offset, f"v{offset}")
+    assert bool(checks(c, mark)) is checked
+    if checked:
+        assert any(f"was seeked to offset {offset}" in e.narration for e in c.trace.events[mark:])
+    mark = len(c.trace.events)
+    k.seek(TopicPartition("t", 0, 1))                             # no epoch: not checked
+    assert read(k, 3)[0] == (1, "v1") and checks(c, mark) == []

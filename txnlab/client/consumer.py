@@ -18,11 +18,12 @@ from ..protocol.errors import Errors
 from . import argcheck
 from .client_events import ClientEvents
 from .config import consumer_config, dialect_of, notices
+from .dialect import JAVA
 from .consumer_commit import ConsumerCommits
 from .consumer_coordinator import ConsumerCoordinator, MemberState
 from .consumer_lookup import ConsumerLookups
 from .consumer_rebalance import ConsumerRebalance, _tp_list
-from .fetcher import Fetcher, PartitionState
+from .fetcher import CHECK_NOW, Fetcher, PartitionState
 from .network_client import attach_client, block
 from .message import OFFSET_BEGINNING, OFFSET_END, OFFSET_INVALID, OFFSET_STORED, Message, TopicPartition
 
@@ -489,6 +490,11 @@ class Consumer(ConsumerRebalance, ConsumerLookups, ConsumerCommits):
         self._note(f"{self.name} calls seek({partition.topic}-{partition.partition}, {partition.offset})")
         self._fetcher.clear_buffer(key)
         self._init_position(key, st, partition.offset if partition.offset != OFFSET_INVALID else OFFSET_STORED)
+        if partition.leader_epoch is not None and st.position is not None and \
+                (st.position > 0 or dialect_of(self._config) == JAVA):
+            # a position with a leader epoch is checked before it is fetched (KIP-320): librdkafka's
+            # rd_kafka_toppar_op_seek for an offset above 0, Java's seek -> SubscriptionState.seekUnvalidated for any
+            st.position_epoch, st.fetched_epoch = partition.leader_epoch, CHECK_NOW
         st.eof_at = None
         self._changed = True
 

@@ -41,9 +41,11 @@ class EpochCheck:
                     continue
                 st.checking = True
                 todo[tp] = (epoch, st.position_epoch)
-                self.narrate(f"{self.c.name}: {tp[0]}-{tp[1]} has a new leader (epoch {st.fetched_epoch} -> "
-                             f"{epoch}); before fetching from offset {st.position} again it asks where leader epoch "
-                             f"{st.position_epoch} ends there (OffsetForLeaderEpoch, KIP-320)")
+                why = f"was seeked to offset {st.position} in leader epoch {st.position_epoch}; before fetching from it" \
+                    if st.fetched_epoch < 0 else f"has a new leader (epoch {st.fetched_epoch} -> {epoch}); before " \
+                    f"fetching from offset {st.position} again"
+                self.narrate(f"{self.c.name}: {tp[0]}-{tp[1]} {why} it asks where leader epoch {st.position_epoch} ends "
+                             f"there (OffsetForLeaderEpoch, KIP-320)")
             if todo:
                 self.node.send_request(leader, m.OffsetForLeaderEpochRequest(m.CONSUMER_REPLICA_ID, todo),
                                        self._on_checked(todo, {tp: self.states[tp].position for tp in todo}),

@@ -31,6 +31,7 @@ def _epoch_of(batch) -> Optional[int]:
     return batch.partition_leader_epoch if batch.partition_leader_epoch >= 0 else None
 
 
+NEVER_FETCHED, CHECK_NOW = -1, -2        # PartitionState.fetched_epoch before any fetch; after a seek with an epoch
 LIST_EARLIEST = -2
 LIST_LATEST = -1
 REFRESH_METADATA = {Errors.NOT_LEADER_OR_FOLLOWER, Errors.FENCED_LEADER_EPOCH, Errors.UNKNOWN_LEADER_EPOCH,
@@ -153,7 +154,7 @@ class PartitionState:
         # KIP-320 (epoch_check.py): the leader epoch of the batch the position was read from (or of a reset), the
         # leader epoch the partition was last fetched (or checked) under, and a check in flight
         self.position_epoch: Optional[int] = None
-        self.fetched_epoch = -1
+        self.fetched_epoch = NEVER_FETCHED         # (CHECK_NOW: a seek with a leader epoch, checked at once)
         self.checking = False
 
     @property
@@ -369,7 +370,8 @@ class Fetcher(EpochCheck):
             if leader in self.in_flight:
                 continue
             epoch = parts[tp[1]].leader_epoch
-            if st.position_epoch is not None and 0 <= st.fetched_epoch < epoch:     # a check first (EpochCheck)
+            if st.position_epoch is not None and st.fetched_epoch != NEVER_FETCHED and st.fetched_epoch < epoch:
+                # the position is checked first (EpochCheck)
                 if checks is None:
                     checks = {}
                 checks.setdefault(leader, {})[tp] = epoch
