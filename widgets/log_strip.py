@@ -22,7 +22,8 @@ from .log_labels import SECOND_CONSUMER_DROP, consumer_marks, hw_labels, part_fa
 from .figure_send import send
 from .figure_widget import FigureWidget
 from .legible import text_extent
-from .pictures import CELL_BORDER, CONSUMERS, FONT, LINES, SMALL, WIDTH, STATUS, STATUS_ORDER, cell_text, legend_entries
+from .pictures import (CELL_BORDER, CONSUMERS, FONT, LINES, SMALL, STATUS, STATUS_ORDER, WIDTH, cell_text,
+                       legend_entries, title as titled)
 
 # one colour per kind of record, as every log picture of the lab draws it (widgets/pictures.py)
 CODE = {status: i for i, status in enumerate(STATUS_ORDER)}
@@ -118,7 +119,7 @@ class LogStrip:
     # ------------------------------------------------------------------ layout
     def _layout(self) -> go.Layout:
         return go.Layout(
-            title=dict(text=self.title, x=0.01, font=dict(size=16)), height=260, width=self.width,
+            title=titled(self.title), height=260, width=self.width,
             margin=dict(l=200, r=30, t=50, b=110), font=dict(size=FONT),
             barmode="overlay", bargap=0, plot_bgcolor="#fafafa", hovermode="closest", uirevision="logs",
             legend=dict(orientation="h", yanchor="top", y=-0.22, xanchor="left", x=0.0, font=dict(size=SMALL)),

@@ -24,7 +24,7 @@ from .cluster_view import roles
 from .figure_send import send
 from .figure_widget import FigureWidget
 from .legible import CHAR_EM, LINE_EM, MARGIN, first_free, text_box, text_extent, y_labels_width
-from .pictures import ARROWS, FONT, SMALL, WIDTH, arrow_label, idle_words
+from .pictures import ARROWS, FONT, SMALL, WIDTH, arrow_label, idle_words, title as titled
 
 STYLE = {  # trace name -> (colour, dash, width): the lab's one arrow vocabulary (widgets/pictures.py)
     "requests": (ARROWS["request"], "solid", 1.8),
@@ -105,7 +105,7 @@ class SpaceTime:
         self.show_background = show_background
         self.match: Optional[Callable] = None          # the stepper's filter, applied to messages
         layout = go.Layout(
-            title=dict(text="Messages (space-time diagram): simulated time runs down", x=0.01, font=dict(size=16)),
+            title=titled("Messages (space-time diagram): simulated time runs down"),
             height=560, width=WIDTH, margin=dict(l=60, r=20, t=90, b=50), plot_bgcolor="white", hovermode="closest",
             legend=dict(orientation="h", yanchor="top", y=-0.02, xanchor="left", x=0.0, font=dict(size=SMALL)),
             font=dict(size=FONT),

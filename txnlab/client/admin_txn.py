@@ -164,9 +164,9 @@ class TransactionAdmin:
         return f
 
     def _unix(self, lab_ms: int) -> int:
-        """A time the brokers keep on the lab's clock, as the application reads it: Unix ms (the lab's 0 is
-        ``sim.clock.epoch.ms``), as a real Admin client gets it; -1 (none) stays -1."""
-        return lab_ms if lab_ms == -1 else lab_ms + self._config["sim.clock.epoch.ms"]
+        """A time the brokers keep on the lab's clock as the application reads it (messages.unix_time, with the
+        lab's 0 at ``sim.clock.epoch.ms``), as a real Admin client gets it."""
+        return m.unix_time(lab_ms, self._config["sim.clock.epoch.ms"])
 
     # ------------------------------------------------- find-hanging (blocking)
     def find_hanging_transactions(self, partitions, max_transaction_timeout_ms: int = 900_000) -> list:

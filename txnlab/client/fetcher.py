@@ -258,7 +258,7 @@ class Fetcher(EpochCheck):
             msg._error = None
             msg._timestamp = ts
             msg._latency = None
-            msg._leader_epoch = batch.partition_leader_epoch if batch.partition_leader_epoch >= 0 else None
+            msg._leader_epoch = st.position_epoch           # (its batch's epoch, None below 0)
             return msg
         return None
 

@@ -6,7 +6,7 @@ names and error codes.  No ACLs are checked here: with an authorizer on, the eng
 KafkaApis does (READ on each topic for DescribeProducers, DESCRIBE on each transactional id for
 DescribeTransactions, ListTransactions answering only the ids the principal may DESCRIBE), for a wire client
 as for an in-process one.  The engine keeps lab time; the timestamps answered (a producer's last_timestamp, a
-transaction's start time) are Unix ms, as Kafka's, through the door's epoch (records.unix_time)."""
+transaction's start time) are Unix ms, as Kafka's, through the door's epoch (messages.unix_time)."""
 from __future__ import annotations
 
 import re
@@ -16,7 +16,7 @@ from ..protocol import messages as m
 from ..protocol.errors import Errors
 from ..protocol.names import topic_name_error
 from .codec import build, get, nested
-from .records import unix_time
+from ..protocol.messages import unix_time
 
 
 # ------------------------------------------------------ DescribeProducers

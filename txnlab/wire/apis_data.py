@@ -11,7 +11,8 @@ from ..broker.authorizer import CLUSTER_RESOURCE
 from ..protocol import messages as m
 from ..protocol.errors import Errors
 from .codec import build, get, ms, nested
-from .records import NO_TIMESTAMP, BatchError, encode_batches, parse_batches, unix_time
+from ..protocol.messages import NO_TIMESTAMP, unix_time
+from .records import BatchError, encode_batches, parse_batches
 
 ZERO_UUID = uuid.UUID(int=0)
 NO_OPS = -2147483648          # topic/cluster authorized operations not asked for

@@ -26,6 +26,8 @@ from typing import Iterator, Sequence
 import crc32c
 
 from ..protocol.errors import Errors
+# the engine's clock and Unix ms, both ways (shared with the lab's own clients)
+from ..protocol.messages import lab_time, unix_time
 from . import compression
 from ..protocol.record_batch import RECORD_BATCH_OVERHEAD, Record, RecordBatch
 
@@ -35,18 +37,6 @@ COMPRESSION_MASK = 0x07
 TIMESTAMP_TYPE_LOG_APPEND = 0x08
 TRANSACTIONAL = 0x10
 CONTROL = 0x20
-NO_TIMESTAMP = -1                            # RecordBatch.NO_TIMESTAMP: a record without a time keeps none
-
-
-def lab_time(unix_ms: int, epoch_ms: int) -> int:
-    """A real client's timestamp in the engine's clock.  (A Unix time exactly ``epoch_ms - 1`` reads as
-    NO_TIMESTAMP afterwards: one millisecond before the door opened, the price of keeping Kafka's sentinel.)"""
-    return unix_ms if unix_ms == NO_TIMESTAMP else unix_ms - epoch_ms
-
-
-def unix_time(lab_ms: int, epoch_ms: int) -> int:
-    """An engine timestamp as a real client reads it."""
-    return lab_ms if lab_ms == NO_TIMESTAMP else lab_ms + epoch_ms
 
 
 class BatchError(Exception):

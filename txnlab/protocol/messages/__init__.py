@@ -12,7 +12,7 @@ from .data import (  # noqa: F401
     ProduceResponse, FetchPartition, FetchRequest, FetchPartitionData, FetchResponse, ListOffsetsRequest,
     ListOffsetsResponse, FindCoordinatorRequest, FindCoordinatorResponse, InitProducerIdRequest,
     InitProducerIdResponse, ApiVersionsRequest, ApiVersionsResponse, COORDINATOR_GROUP,
-    COORDINATOR_TRANSACTION, LATEST_TIERED, asked_time, OffsetForLeaderEpochRequest, OffsetForLeaderEpochResponse)
+    COORDINATOR_TRANSACTION, LATEST_TIERED, NO_TIMESTAMP, asked_time, lab_time, unix_time, OffsetForLeaderEpochRequest, OffsetForLeaderEpochResponse)
 from .group import (  # noqa: F401
     COOPERATIVE_PROTOCOLS, JoinGroupRequest, JoinGroupResponse, SyncGroupRequest, SyncGroupResponse, HeartbeatRequest,
     HeartbeatResponse, LeaveGroupRequest, LeaveGroupResponse, OffsetCommitRequest, OffsetCommitResponse,

@@ -163,6 +163,18 @@ class FetchResponse:
 
 
 LATEST_TIERED = -5          # ListOffsetsRequest's special timestamps run from -1 (LATEST) to -5 (LATEST_TIERED)
+NO_TIMESTAMP = -1           # RecordBatch.NO_TIMESTAMP: a record without a time keeps none
+
+
+def lab_time(unix_ms: int, epoch_ms: int) -> int:
+    """A client's timestamp (Unix ms) in the engine's clock, whose 0 is the Unix time ``epoch_ms``.  (A Unix time
+    exactly ``epoch_ms - 1`` reads as NO_TIMESTAMP afterwards: the price of keeping Kafka's sentinel.)"""
+    return unix_ms if unix_ms == NO_TIMESTAMP else unix_ms - epoch_ms
+
+
+def unix_time(lab_ms: int, epoch_ms: int) -> int:
+    """An engine timestamp as a client reads it: Unix ms (NO_TIMESTAMP stays)."""
+    return lab_ms if lab_ms == NO_TIMESTAMP else lab_ms + epoch_ms
 
 
 def asked_time(timestamp: int, epoch_ms: int) -> int:
