@@ -191,8 +191,9 @@ GOOD_RECORDS = {"k": "", "kl": [-1], "v": "aGk=", "vl": [2], "ts": [0]}
     ("Produce", _produce_body({"k": "", "kl": [], "v": "", "vl": [], "ts": []}), "at least one record"),
     ("Produce", _produce_body(GOOD_RECORDS, producer_epoch=10 ** 30), "digits"),
     ("AddPartitionsToTxn", {"$m": "AddPartitionsToTxnRequest", "f": {
-        "transactional_id": "x", "producer_id": 1, "producer_epoch": 0, "partitions": {"$t": []},
-        "verify_only": True}}, "only a partition leader"),
+        "transactions": {"$t": [{"$m": "AddPartitionsToTxnTransaction", "f": {
+            "transactional_id": "x", "producer_id": 1, "producer_epoch": 0, "partitions": {"$t": []}}}]}}},
+     "only a partition leader"),
 ])
 def test_wrong_requests_are_refused_field_by_field_and_the_cluster_keeps_working(served, api, request_body, words):
     cluster, addr = served

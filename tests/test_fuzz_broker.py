@@ -107,7 +107,10 @@ def well_typed_request(draw):
     if kind == "init":
         return m.InitProducerIdRequest(draw(ids), draw(st.sampled_from([-1, 0, 1, 60_000, 10 ** 9])), draw(pids), draw(epochs))
     if kind == "add":
-        return m.AddPartitionsToTxnRequest(draw(ids) or "", draw(pids), draw(epochs), (tp,), draw(st.booleans()))
+        if draw(st.booleans()):     # a partition leader's batch (v4+): refused from a client
+            return m.AddPartitionsToTxnRequest(transactions=(m.AddPartitionsToTxnTransaction(
+                draw(ids) or "", draw(pids), draw(epochs), (tp,), draw(st.booleans())),))
+        return m.AddPartitionsToTxnRequest(draw(ids) or "", draw(pids), draw(epochs), (tp,))
     if kind == "addoff":
         return m.AddOffsetsToTxnRequest(draw(ids) or "", draw(pids), draw(epochs), draw(ids) or "")
     if kind == "end":

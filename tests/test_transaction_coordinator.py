@@ -134,13 +134,20 @@ def test_wrong_producer_id_and_epoch_errors():
     assert unknown.errors == {("nope", 0): Errors.UNKNOWN_TOPIC_OR_PARTITION, ("out", 1): Errors.OPERATION_NOT_ATTEMPTED}
 
 
+def _verify(t, pid, epoch, tps) -> dict:
+    """A partition leader's verify-only question (AddPartitionsToTxn v4+, one transaction): its errors."""
+    resp = t.call(m.AddPartitionsToTxnRequest(transactions=(m.AddPartitionsToTxnTransaction(t.tid, pid, epoch, tps),)),
+                  from_broker=True)
+    assert resp.error == 0 and list(resp.results) == [t.tid]
+    return resp.results[t.tid]
+
+
 def test_verify_only_says_which_partitions_are_in_the_transaction():
     t = Txn()
     r = t.init()
     t.add(r.producer_id, r.producer_epoch, (("out", 0),))
-    v = t.call(m.AddPartitionsToTxnRequest(t.tid, r.producer_id, r.producer_epoch, (("out", 0), ("out", 1)),
-                                           verify_only=True), from_broker=True)   # a leader asks
-    assert v.errors == {("out", 0): Errors.NONE, ("out", 1): Errors.TRANSACTION_ABORTABLE}
+    v = _verify(t, r.producer_id, r.producer_epoch, (("out", 0), ("out", 1)))      # a leader asks
+    assert v == {("out", 0): Errors.NONE, ("out", 1): Errors.TRANSACTION_ABORTABLE}
     assert t.state["partitions"] == [("out", 0)]                     # nothing written
 
 
@@ -209,18 +216,16 @@ def test_add_partitions_checks_a_pending_transition_first_and_verify_does_not_ch
     assert t.state["pending_state"] == "CompleteCommit"
     assert t.add(r.producer_id, r.producer_epoch + 1).errors[("out", 0)] == Errors.CONCURRENT_TRANSACTIONS
     assert t.add(r.producer_id + 1, r.producer_epoch).errors[("out", 0)] == Errors.CONCURRENT_TRANSACTIONS
-    stale = t.call(m.AddPartitionsToTxnRequest(t.tid, r.producer_id, r.producer_epoch + 1, (("out", 0),),
-                                               verify_only=True), from_broker=True)
-    assert stale.errors == {("out", 0): Errors.PRODUCER_FENCED}      # verification: no pending check
+    stale = _verify(t, r.producer_id, r.producer_epoch + 1, (("out", 0),))
+    assert stale == {("out", 0): Errors.PRODUCER_FENCED}      # verification: no pending check
     unknown = t.call(m.AddPartitionsToTxnRequest(t.tid, r.producer_id + 1, r.producer_epoch, (("nope", 0),)))
     assert unknown.errors == {("nope", 0): Errors.UNKNOWN_TOPIC_OR_PARTITION}
     t.c.advance(61_000)
     t.add(r.producer_id, r.producer_epoch, (("out", 0),))
     md = t.c._brokers[t.coord].txn_coordinator.state_manager.lookup(t.tid)[1].metadata[t.tid]
     md.pending_state = S.Ongoing                                       # an add of another partition in flight
-    v = t.call(m.AddPartitionsToTxnRequest(t.tid, r.producer_id, r.producer_epoch, (("out", 0), ("out", 1)),
-                                           verify_only=True), from_broker=True)
-    assert v.errors == {("out", 0): Errors.NONE, ("out", 1): Errors.TRANSACTION_ABORTABLE}
+    v = _verify(t, r.producer_id, r.producer_epoch, (("out", 0), ("out", 1)))
+    assert v == {("out", 0): Errors.NONE, ("out", 1): Errors.TRANSACTION_ABORTABLE}
 
 
 @pytest.mark.parametrize("tv", [0, 2])

@@ -15,6 +15,7 @@ from ..protocol import messages as m
 from ..protocol.errors import Errors, ProtocolError
 from ..protocol.hashing import partition_for
 from ..kernel.node import Node
+from .add_partitions_manager import AddPartitionsToTxnManager
 from .admin import AdminHandling
 from .authorizer import CLUSTER_RESOURCE, check_request, metadata_topics
 from .fetch import FetchHandling
@@ -138,6 +139,7 @@ class Broker(BrokerLifecycle, ProduceHandling, FetchHandling, AdminHandling, Nod
         self.metadata_loaded = False           # has this incarnation had the controller's whole image yet?
         self.group_coordinator = GroupCoordinator(self)
         self.txn_coordinator = TransactionCoordinator(self)
+        self.txn_verifier = AddPartitionsToTxnManager(self)    # its questions to transaction coordinators (KIP-890)
         self._handlers: dict = {}              # api -> bound handler (of the objects above)
         self.isr_version = 0                   # bumped whenever a partition here changes leader or ISR
 

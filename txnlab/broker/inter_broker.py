@@ -28,8 +28,8 @@ def is_inter_broker(msg) -> bool:
     """Only a server may send this request (a Fetch is a replica's when its replica_id is >= 0)."""
     if msg.api == "Fetch":
         return getattr(msg.payload, "replica_id", -1) >= 0
-    if msg.api == "AddPartitionsToTxn":         # KIP-890's verification is a partition leader's question
-        return bool(getattr(msg.payload, "verify_only", False))
+    if msg.api == "AddPartitionsToTxn":         # v4+ (KIP-890's batches of a partition leader's questions)
+        return bool(getattr(msg.payload, "transactions", ()))
     return msg.api in INTER_BROKER_APIS
 
 
@@ -72,6 +72,8 @@ def refusal(msg, err: Errors, node=None):
     if msg.api == "Fetch":
         return m.FetchResponse({tp: m.FetchPartitionData(err) for tp in req.partitions})
     if msg.api == "AddPartitionsToTxn":
+        if req.transactions:        # v4+: the request's own error (KafkaApis: authorizeClusterOperation throws)
+            return m.AddPartitionsToTxnResponse({}, error=err)
         return m.AddPartitionsToTxnResponse({tp: err for tp in req.partitions})
     cls = getattr(m, msg.api + "Response", None)
     fields = dataclasses.fields(cls) if cls is not None and dataclasses.is_dataclass(cls) else ()

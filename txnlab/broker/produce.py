@@ -9,8 +9,9 @@ from __future__ import annotations
 from ..protocol.record_batch import ControlRecordType
 from ..protocol import messages as m
 from ..protocol.errors import Errors, ProtocolError
-from ..protocol.hashing import partition_for
-from ..protocol.names import OFFSETS_TOPIC, TRANSACTION_STATE_TOPIC, broker_name
+from ..protocol.names import OFFSETS_TOPIC
+from ..coordinator.transaction_metadata import PartitionList
+from .add_partitions_manager import BROKER_REQUEST_TIMEOUT_MS
 
 # NONE is read on every request: a member read through its enum class costs CPython 3.11 a call of the class's
 # attribute hook
@@ -18,8 +19,6 @@ _NONE = Errors.NONE
 _UNKNOWN_SERVER_ERROR = Errors.UNKNOWN_SERVER_ERROR
 _COMMIT, _ABORT = ControlRecordType.COMMIT, ControlRecordType.ABORT     # (enum members read once, as constants)
 _A_MARKER = {_COMMIT: "a COMMIT", _ABORT: "an ABORT"}     # for the narration
-_NETWORK_EXCEPTION = Errors.NETWORK_EXCEPTION
-_BROKER_REQUEST_TIMEOUT_MS = 30_000     # the broker's request.timeout.ms (Kafka's default), caps the retries above
 
 
 def verification_error(error: Errors, supports_epoch_bump: bool, generic_error_supported: bool = True) -> Errors:
@@ -76,38 +75,45 @@ class ProduceHandling:
             return m.ProduceResponse({tp: m.PartitionProduceResponse(Errors.INVALID_REQUIRED_ACKS)
                                       for tp in req.topic_data})
         st = _ProduceState(self, msg, req)
+        appendable = []
+        verify = False
+        tv = self.config["transaction.version"]
+        # Produce v12+ from a client that speaks transaction.version 2 lets the leader add the partition
+        # (KafkaApis: produceRequestVersionToTransactionSupportedOperation); an older one is only verified, and only
+        # with transaction.partition.verification.enable (Kafka 4.1 ReplicaManager
+        # .maybeSendPartitionsToTransactionCoordinator skips it when !supportsEpochBump && !verificationEnable)
+        client_tv = tv if req.version < 0 else min(tv, 2 if req.version >= 12 else 0)
+        checked = req.transactional_id is not None and \
+            (client_tv >= 2 or self.config["transaction.partition.verification.enable"])
         for tp, batch in req.topic_data.items():
-            self._produce_partition(st, tp, batch)
+            p = self._produce_partition(st, tp, batch)
+            if p is not None:
+                appendable.append((p, batch))
+                verify = verify or (checked and batch.is_transactional and
+                                    not p.log.has_ongoing_transaction(batch.producer_id, batch.producer_epoch))
+        if verify:
+            self._verify_then_append(st, appendable, client_tv >= 2)
+        else:
+            for p, batch in appendable:
+                self._append_produce(st, p, batch, None)
         st.ready = True
         st.maybe_respond()
         return None
 
-    def _produce_partition(self, st, tp, batch) -> None:
-        req = st.req
+    def _produce_partition(self, st, tp, batch):
+        """The partition ``tp`` if this broker may append ``batch`` to it; else None, its error in the results."""
         p = self.partitions.get(tp)
         if p is None or not p.is_leader:
             err = Errors.NOT_LEADER_OR_FOLLOWER if tp in self.metadata.partitions else Errors.UNKNOWN_TOPIC_OR_PARTITION
             self.narrate(f"{m.tp_str(tp)}: broker {self.broker_id} is not the leader -> {err.name}")
             st.results[tp] = m.PartitionProduceResponse(err)
-            return
-        if req.acks == -1 and len(p.isr) < p.min_insync_replicas:
+            return None
+        if st.req.acks == -1 and len(p.isr) < p.min_insync_replicas:
             self.narrate(f"{p.name}: ISR {list(p.isr)} is smaller than min.insync.replicas="
                          f"{p.min_insync_replicas} -> NOT_ENOUGH_REPLICAS, nothing appended")
             st.results[tp] = m.PartitionProduceResponse(Errors.NOT_ENOUGH_REPLICAS)
-            return
-        tv = self.config["transaction.version"]
-        # Produce v12+ from a client that speaks transaction.version 2 lets the leader add the partition
-        # (KafkaApis: produceRequestVersionToTransactionSupportedOperation); an older one is only verified, and only
-        # with transaction.partition.verification.enable (Kafka 4.1 ReplicaManager
-        # .maybeStartTransactionVerificationForPartitions skips it when !supportsEpochBump && !verificationEnable)
-        client_tv = tv if req.version < 0 else min(tv, 2 if req.version >= 12 else 0)
-        needs_check = batch.is_transactional and req.transactional_id is not None and \
-            (client_tv >= 2 or self.config["transaction.partition.verification.enable"]) and \
-            not p.log.has_ongoing_transaction(batch.producer_id, batch.producer_epoch)
-        if needs_check:
-            self._verify_then_append(st, p, batch, implicit_add=client_tv >= 2)
-            return
-        self._append_produce(st, p, batch, None)
+            return None
+        return p
 
     def _append_produce(self, st, p, batch, guard) -> None:
         tp = p.tp
@@ -133,66 +139,68 @@ class ProduceHandling:
             p.add_delayed(info.last_offset + 1, st.req.timeout_ms, acked)
             p.complete_delayed(self.kernel.now)
 
-    def _verify_then_append(self, st, p, batch, implicit_add: bool, started: int | None = None) -> None:
-        """KIP-890: ask the transaction coordinator whether this partition is in the producer's transaction
-        (verification) or, with transaction.version 2, add it on the producer's behalf."""
-        tid = st.req.transactional_id
+    def _verify_then_append(self, st, appendable: list, implicit_add: bool, started: int | None = None) -> None:
+        """KIP-890 (ReplicaManager.handleProduceAppend): the partitions of a transaction's first write here are
+        verified with its coordinator -- or, with transaction.version 2, added on the producer's behalf -- all in one
+        question, and the request's batches are appended once it is answered."""
         now = self.kernel.now
-        try:    # Kafka 4.1 UnifiedLog.maybeStartTransactionVerification: a stale epoch is refused at once
-            guard = p.log.maybe_start_transaction_verification(batch.producer_id, batch.base_sequence,
-                                                               batch.producer_epoch, now, implicit_add)
-        except ProtocolError as e:
-            self.narrate(f"{p.name}: rejected before verification -> {e.error.name}: {e.message}")
-            st.results[p.tp] = m.PartitionProduceResponse(e.error, error_message=e.message)
+        guards: dict = {}
+        for p, batch in appendable:
+            if not batch.is_transactional or p.log.has_ongoing_transaction(batch.producer_id, batch.producer_epoch):
+                continue
+            try:    # Kafka 4.1 UnifiedLog.maybeStartTransactionVerification: a stale epoch is refused at once
+                guards[p.tp] = p.log.maybe_start_transaction_verification(batch.producer_id, batch.base_sequence,
+                                                                          batch.producer_epoch, now, implicit_add)
+            except ProtocolError as e:
+                self.narrate(f"{p.name}: rejected before verification -> {e.error.name}: {e.message}")
+                st.results[p.tp] = m.PartitionProduceResponse(e.error, error_message=e.message)
+        appendable = [(p, batch) for p, batch in appendable if p.tp not in st.results]
+        if not guards:      # (a retry that finds every partition in the transaction now)
+            for p, batch in appendable:
+                self._append_produce(st, p, batch, None)
             return
-        n = self.config["transaction.state.log.num.partitions"]
-        coord = self.metadata.leader((TRANSACTION_STATE_TOPIC, partition_for(tid, n)))
-        if coord < 0:
-            st.results[p.tp] = m.PartitionProduceResponse(Errors.NOT_ENOUGH_REPLICAS)
-            return
+        tid = st.req.transactional_id
+        pid, epoch = next((b.producer_id, b.producer_epoch) for p, b in appendable if p.tp in guards)
+        verifier = self.txn_verifier
+        coordinator = verifier.coordinator(tid)
         what = "adds it to the transaction (transaction.version 2)" if implicit_add else "verifies it is in the transaction"
         self.kernel.narrate_f(("%s: first transactional write of pid %d here; the leader asks the coordinator "
-                               "(broker %d) and %s before appending (KIP-890)", p.name, batch.producer_id, coord, what))
+                               "(broker %d) and %s before appending (KIP-890)", PartitionList(guards), pid, coordinator,
+                               what))
         st.pending += 1
-        req = m.AddPartitionsToTxnRequest(tid, batch.producer_id, batch.producer_epoch, (p.tp,),
-                                          verify_only=not implicit_add)
         started = now if started is None else started
 
-        def answered(resp, err):
+        def answered(errors: dict) -> None:
             st.pending -= 1
-            e = _NETWORK_EXCEPTION if err is not None else resp.errors.get(p.tp, _UNKNOWN_SERVER_ERROR)
-            if e == _NONE:
-                if p.is_leader:
-                    self._append_produce(st, p, batch, guard)
-                else:
-                    st.results[p.tp] = m.PartitionProduceResponse(Errors.NOT_LEADER_OR_FOLLOWER)
-            elif e == Errors.CONCURRENT_TRANSACTIONS and implicit_add and \
+            if implicit_add and Errors.CONCURRENT_TRANSACTIONS in errors.values() and \
                     self.kernel.now - started < min(self.config["add.partitions.to.txn.retry.backoff.max.ms"],
-                                                    _BROKER_REQUEST_TIMEOUT_MS):
-                # Kafka 4.1 ReplicaManager.maybeRetryOnConcurrentTransactions: the previous transaction is still
-                # completing; the leader retries (a Produce is expensive to retry from the client)
+                                                    BROKER_REQUEST_TIMEOUT_MS):
+                # ReplicaManager.maybeRetryOnConcurrentTransactions: the previous transaction is still completing; the
+                # leader asks again for the whole request (a Produce is expensive to retry from the client)
                 backoff = self.config["add.partitions.to.txn.retry.backoff.ms"]
-                self.narrate(f"{p.name}: the coordinator answered CONCURRENT_TRANSACTIONS; the leader asks again "
-                             f"in {backoff} ms")
+                self.narrate(f"{PartitionList(guards)}: the coordinator answered CONCURRENT_TRANSACTIONS; the leader "
+                             f"asks again in {backoff} ms")
                 st.pending += 1
 
                 def again():
                     st.pending -= 1
-                    if not p.is_leader:
-                        st.results[p.tp] = m.PartitionProduceResponse(Errors.NOT_LEADER_OR_FOLLOWER)
-                    elif p.log.has_ongoing_transaction(batch.producer_id, batch.producer_epoch):
-                        self._append_produce(st, p, batch, None)    # (the retry's guard would be SENTINEL)
-                    else:
-                        self._verify_then_append(st, p, batch, implicit_add, started)
+                    self._verify_then_append(st, appendable, implicit_add, started)
                     st.maybe_respond()
                 self.set_timer(backoff, "retry-add-partitions-to-txn", again)
-            else:
-                e = Errors(e)       # (only a refusal is converted: for its name)
-                mapped = verification_error(e, implicit_add, st.req.version < 0 or st.req.version >= 11)
-                self.narrate(f"{p.name}: the coordinator answered {e.name}; the write is refused -> {mapped.name}")
-                st.results[p.tp] = m.PartitionProduceResponse(mapped, error_message=f"verification: {e.name}")
+                return
+            for p, batch in appendable:
+                e = errors.get(p.tp, _NONE)
+                if e != _NONE:
+                    e = Errors(e)       # (only a refusal is converted: for its name)
+                    mapped = verification_error(e, implicit_add, st.req.version < 0 or st.req.version >= 11)
+                    self.narrate(f"{p.name}: the coordinator answered {e.name}; the write is refused -> {mapped.name}")
+                    st.results[p.tp] = m.PartitionProduceResponse(mapped, error_message=f"verification: {e.name}")
+                elif not p.is_leader:
+                    st.results[p.tp] = m.PartitionProduceResponse(Errors.NOT_LEADER_OR_FOLLOWER)
+                else:
+                    self._append_produce(st, p, batch, guards.get(p.tp))
             st.maybe_respond()
-        self.send_request(broker_name(coord), req, answered, timeout_ms=st.req.timeout_ms)
+        verifier.add_or_verify(coordinator, tid, pid, epoch, tuple(guards), implicit_add, answered)
 
     # ------------------------------------------------------ transaction markers
     def handle_WriteTxnMarkers(self, msg):

@@ -18,10 +18,9 @@ from typing import Optional
 
 from ..protocol import messages as m
 from ..protocol.errors import Errors, ProtocolError
-from ..protocol.hashing import partition_for
 from .group_metadata import GroupMetadata, GroupState
 from .group_metadata_manager import OPERATION_ERRORS
-from ..protocol.names import OFFSETS_TOPIC, TRANSACTION_STATE_TOPIC, broker_name
+from ..protocol.names import OFFSETS_TOPIC
 
 S = GroupState
 
@@ -30,9 +29,6 @@ S = GroupState
 DEFAULT_ERROR = "DEFAULT_ERROR"                     # v3 and older: verify; TRANSACTION_ABORTABLE not understood
 GENERIC_ERROR_SUPPORTED = "GENERIC_ERROR_SUPPORTED"  # v4: verify (TxnOffsetCommitRequest's last version before TV2)
 ADD_PARTITION = "ADD_PARTITION"                     # v5: add the offsets partition to the transaction (KIP-890 part 2)
-# the broker's request.timeout.ms (Kafka's default): how long AddPartitionsToTxnManager, an InterBrokerSendThread,
-# waits for the transaction coordinator's answer before failing the verification with NETWORK_EXCEPTION
-_BROKER_REQUEST_TIMEOUT_MS = 30_000
 
 
 def supported_operation(api_version: int, cluster_transaction_version: int) -> str:
@@ -210,22 +206,19 @@ class GroupOffsetHandlers:
             mapped = OPERATION_ERRORS.get(e.error, e.error)
             self.narrate(f"{p.name}: TxnOffsetCommit refused before verification -> {mapped.name}: {e.message}")
             return m.TxnOffsetCommitResponse(_every(req, mapped, unknown))
-        n = self.config["transaction.state.log.num.partitions"]
-        coord = self.broker.metadata.leader((TRANSACTION_STATE_TOPIC, partition_for(req.transactional_id, n)))
-        if coord < 0:
-            # AddPartitionsToTxnManager.addOrVerifyTransaction: no live leader of the transaction's partition
-            self.narrate(f"{p.name}: TxnOffsetCommit must be verified with the transaction coordinator (KIP-890), "
-                         f"but none is available for {req.transactional_id!r} -> COORDINATOR_NOT_AVAILABLE")
-            return m.TxnOffsetCommitResponse(_every(req, Errors.COORDINATOR_NOT_AVAILABLE, unknown))
+        verifier = self.broker.txn_verifier
+        coord = verifier.coordinator(req.transactional_id)
         what = "adds it to the transaction (TxnOffsetCommit v5, transaction.version 2)" if implicit_add else \
             "verifies it is in the transaction"
-        self.narrate(f"{p.name}: first transactional offsets of pid {req.producer_id} here; the group coordinator "
-                     f"asks the transaction coordinator (broker {coord}) and {what} before writing (KIP-890)")
+        if coord >= 0:
+            self.narrate(f"{p.name}: first transactional offsets of pid {req.producer_id} here; the group coordinator "
+                         f"asks the transaction coordinator (broker {coord}) and {what} before writing (KIP-890)")
+        else:
+            self.narrate(f"{p.name}: TxnOffsetCommit must be verified with the transaction coordinator (KIP-890), "
+                         f"but none is available for {req.transactional_id!r}")
 
-        def answered(resp, err):
-            # (AddPartitionsToTxnHandler.onComplete: a broken connection or a timeout is NETWORK_EXCEPTION)
-            e = Errors.NETWORK_EXCEPTION if err is not None else \
-                Errors(resp.errors.get(p.tp, Errors.UNKNOWN_SERVER_ERROR))
+        def answered(errors: dict):
+            e = Errors(errors.get(p.tp, Errors.NONE))
             if e == Errors.NONE:
                 out = self._txn_offset_commit(msg, req, unknown, guard)
             else:
@@ -234,10 +227,9 @@ class GroupOffsetHandlers:
                              f"-> {mapped.name}")
                 out = m.TxnOffsetCommitResponse(_every(req, mapped, unknown))
             if out is not None:
-                self.broker.respond(msg, out)
-        req_add = m.AddPartitionsToTxnRequest(req.transactional_id, req.producer_id, req.producer_epoch, (p.tp,),
-                                              verify_only=not implicit_add)
-        self.broker.send_request(broker_name(coord), req_add, answered, timeout_ms=_BROKER_REQUEST_TIMEOUT_MS)
+                self.broker.respond(msg, out)       # (at once when there is no coordinator to ask)
+        verifier.add_or_verify(coord, req.transactional_id, req.producer_id, req.producer_epoch, (p.tp,),
+                               implicit_add, answered)
         return None
 
     def _txn_offset_commit(self, msg, req, unknown: dict, guard):

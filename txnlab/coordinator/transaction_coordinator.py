@@ -219,41 +219,69 @@ class TransactionCoordinator:
 
     def handle_AddPartitionsToTxn(self, msg):
         req = msg.payload
-        tps = tuple(req.partitions)
         R = m.AddPartitionsToTxnResponse
+        if req.transactions:
+            return self._add_partitions_for_brokers(msg, req.transactions)
+        # a producer's (v0-3): one transaction, never verify-only
+        errors = self._add_or_verify(req.transactional_id, req.producer_id, req.producer_epoch, tuple(req.partitions),
+                                     False, lambda errors: self.broker.respond(msg, R(errors)))
+        return None if errors is None else R(errors)
+
+    def _add_partitions_for_brokers(self, msg, transactions: tuple):
+        """A partition leader's batch (v4+, from its AddPartitionsToTxnManager): each transaction verified or added
+        on its own, the response sent once every one has its result (KafkaApis.handleAddPartitionsToTxnRequest's
+        addResultAndMaybeSendResponse)."""
+        results: dict = {}
+        answering = [True]      # while the handler runs, results are returned, not sent
+
+        def result(tid, errors):
+            results[tid] = errors
+            if len(results) == len(transactions) and not answering[0]:
+                self.broker.respond(msg, m.AddPartitionsToTxnResponse({}, results))
+        for t in transactions:
+            errors = self._add_or_verify(t.transactional_id, t.producer_id, t.producer_epoch, tuple(t.partitions),
+                                         t.verify_only, lambda errors, tid=t.transactional_id: result(tid, errors))
+            if errors is not None:
+                results[t.transactional_id] = errors
+        answering[0] = False
+        return m.AddPartitionsToTxnResponse({}, results) if len(results) == len(transactions) else None
+
+    def _add_or_verify(self, tid: str, pid: int, epoch: int, tps: tuple, verify_only: bool,
+                       done: Callable[[dict], None]):
+        """One transaction of an AddPartitionsToTxn: its errors per partition now, or None when ``done(errors)``
+        follows once the transaction's new partitions are durable in __transaction_state."""
         unknown = [tp for tp in tps if tp not in self.broker.metadata.partitions]
         if unknown:     # (KafkaApis.handleAddPartitionsToTxnRequest checks the topics before the coordinator does)
-            return R({tp: (Errors.UNKNOWN_TOPIC_OR_PARTITION if tp in unknown else Errors.OPERATION_NOT_ATTEMPTED)
-                      for tp in tps})
-        err, cache, md = self._validate_txn_request(req.transactional_id, req.producer_id, req.producer_epoch,
-                                                    req.verify_only)
+            return {tp: (Errors.UNKNOWN_TOPIC_OR_PARTITION if tp in unknown else Errors.OPERATION_NOT_ATTEMPTED)
+                    for tp in tps}
+        err, cache, md = self._validate_txn_request(tid, pid, epoch, verify_only)
         if err != _NONE:
-            return R({tp: err for tp in tps})
-        if req.verify_only:
+            return {tp: err for tp in tps}
+        if verify_only:
             # (Kafka 4.1: a partition is in the transaction from its durable add until the end marker's Complete*)
             res = {tp: (_NONE if tp in md.topic_partitions else Errors.TRANSACTION_ABORTABLE) for tp in tps}
             bad = [f"{t}-{p}" for (t, p), e in res.items() if e]
             if bad:
-                self.narrate(f"verification for {req.transactional_id!r}: {', '.join(bad)} not in the current "
-                             f"transaction -> TRANSACTION_ABORTABLE")
+                self.narrate(f"verification for {tid!r}: {', '.join(bad)} not in the current transaction -> "
+                             f"TRANSACTION_ABORTABLE")
             else:
                 self.broker.kernel.narrate_f(("verification for %r: all partitions are in the current transaction",
-                                              req.transactional_id))
-            return R(res)
-        return self._add_partitions(msg, md, cache, tps, lambda e: R({tp: e for tp in tps}))
+                                              tid))
+            return res
+        err = self._add_partitions(md, cache, tps, lambda e: done({tp: e for tp in tps}))
+        return None if err is None else {tp: err for tp in tps}
 
-    def _add_partitions(self, msg, md, cache, tps, make_response: Callable):
+    def _add_partitions(self, md, cache, tps, done: Callable[[Errors], None]):
+        """Add ``tps`` to the transaction: NONE now when they are in it already, else None and ``done(error)`` once
+        the transition is written."""
         if md.state == S.Ongoing and set(tps) <= md.topic_partitions:
-            return make_response(_NONE)
+            return _NONE
         new = md.topic_partitions | set(tps)
         start = self.now if md.state in (S.Empty, S.CompleteCommit, S.CompleteAbort) else md.txn_start_timestamp
         transit = md.prepare_transition(S.Ongoing, self.now, self.transaction_version,
                                         topic_partitions=frozenset(new), txn_start_timestamp=start)
         self.broker.kernel.narrate_f(("%r adds %s to its transaction", md.transactional_id,
                                       PartitionList(set(tps) - md.topic_partitions)))
-
-        def done(error):
-            self.broker.respond(msg, make_response(error))
         self.state_manager.append_transition(md, transit, cache.coordinator_epoch, done)
         return None
 
@@ -265,7 +293,8 @@ class TransactionCoordinator:
             return R(err)
         tp = (OFFSETS_TOPIC, partition_for(req.group_id, self.broker.config["offsets.topic.num.partitions"]))
         self.narrate(f"group {req.group_id!r} lives on {tp[0]}-{tp[1]}; that partition joins the transaction")
-        return self._add_partitions(msg, md, cache, (tp,), lambda e: R(e))
+        err = self._add_partitions(md, cache, (tp,), lambda e: self.broker.respond(msg, R(e)))
+        return None if err is None else R(err)
 
     # ----------------------------------------------------------------- EndTxn
     def handle_EndTxn(self, msg):

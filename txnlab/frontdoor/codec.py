@@ -333,6 +333,8 @@ CONTAINERS: dict[tuple[str, str], Any] = {
     ("OffsetCommitRequest", "offsets"): ("dict", TP, ("pair", "int", "str")),
     ("OffsetFetchRequest", "partitions"): ("opt", ("tuple", TP)),
     ("AddPartitionsToTxnRequest", "partitions"): ("tuple", TP),
+    ("AddPartitionsToTxnRequest", "transactions"): ("tuple", "AddPartitionsToTxnTransaction"),
+    ("AddPartitionsToTxnTransaction", "partitions"): ("tuple", TP),
     ("TxnOffsetCommitRequest", "offsets"): ("dict", TP, ("pair", "int", "str")),
     ("DescribeProducersRequest", "partitions"): ("tuple", TP),
     ("DescribeTransactionsRequest", "transactional_ids"): ("tuple", "str"),
@@ -497,8 +499,8 @@ def _check_semantics(req: Any) -> None:
                 raise BadRequest(f"{where}.log_append_time: the broker sets it, the client sends -1")
             _int(b.producer_epoch, f"{where}.producer_epoch", -1, 32767)
             _int(b.base_sequence, f"{where}.base_sequence", -1, 2 ** 31 - 1)
-    elif api == "AddPartitionsToTxn" and req.verify_only:
-        raise BadRequest("request.verify_only: only a partition leader verifies a transaction (KIP-890)")
+    elif api == "AddPartitionsToTxn" and req.transactions:
+        raise BadRequest("request.transactions: only a partition leader asks about other transactions (KIP-890)")
     elif api in ("CreateTopics", "DeleteTopics"):
         _int(req.timeout_ms, "request.timeout_ms", 0, 2 ** 31 - 1)
     elif api == "FindCoordinator" and req.key_type not in (msgs.COORDINATOR_GROUP, msgs.COORDINATOR_TRANSACTION):

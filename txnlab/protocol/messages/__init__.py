@@ -18,7 +18,8 @@ from .group import (  # noqa: F401
     HeartbeatResponse, LeaveGroupRequest, LeaveGroupResponse, OffsetCommitRequest, OffsetCommitResponse,
     OffsetFetchRequest, OffsetFetchResponse)
 from .txn import (  # noqa: F401
-    AddPartitionsToTxnRequest, AddPartitionsToTxnResponse, AddOffsetsToTxnRequest, AddOffsetsToTxnResponse,
+    AddPartitionsToTxnRequest, AddPartitionsToTxnResponse, AddPartitionsToTxnTransaction, AddOffsetsToTxnRequest,
+    AddOffsetsToTxnResponse,
     EndTxnRequest, EndTxnResponse, TxnMarkerEntry, WriteTxnMarkersRequest, WriteTxnMarkersResponse,
     TxnOffsetCommitRequest, TxnOffsetCommitResponse, DescribeProducersRequest, DescribeProducersResponse,
     DescribeTransactionsRequest, DescribeTransactionsResponse, ListTransactionsRequest,

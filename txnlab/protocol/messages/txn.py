@@ -8,14 +8,14 @@ from ..message_base import tp_str, _err, tps_str, message
 
 # ------------------------------------------------------------ transactions
 @message
-class AddPartitionsToTxnRequest:
-    API = "AddPartitionsToTxn"
-    API_KEY = 24
+class AddPartitionsToTxnTransaction:
+    """One transaction of a partition leader's AddPartitionsToTxn (v4+, KIP-890): verify that ``partitions`` are in
+    it, or (``verify_only`` false: transaction.version 2) add them on the producer's behalf."""
     transactional_id: str
     producer_id: int
     producer_epoch: int
     partitions: tuple                   # (tp, ...)
-    verify_only: bool = False
+    verify_only: bool = True
 
     def describe(self) -> str:
         v = " verify-only" if self.verify_only else ""
@@ -23,14 +23,41 @@ class AddPartitionsToTxnRequest:
 
 
 @message
-class AddPartitionsToTxnResponse:
-    errors: dict                        # tp -> error
+class AddPartitionsToTxnRequest:
+    """A producer's (v0-3: one transaction, its fields) or a partition leader's (v4+: ``transactions``, a batch of
+    transactions whose coordinator is the receiver: Kafka's AddPartitionsToTxnManager; only brokers send it)."""
+    API = "AddPartitionsToTxn"
+    API_KEY = 24
+    transactional_id: str = ""
+    producer_id: int = -1
+    producer_epoch: int = -1
+    partitions: tuple = ()              # (tp, ...)
+    transactions: tuple = ()            # (AddPartitionsToTxnTransaction, ...): v4+, a broker's
 
     def describe(self) -> str:
-        errs = {e for e in self.errors.values()}
-        if errs <= {0}:
-            return "ok"
-        return ", ".join(f"{tp_str(tp)} {_err(e)}" for tp, e in sorted(self.errors.items()))
+        if self.transactions:
+            return "; ".join(t.describe() for t in self.transactions)
+        return f"{self.transactional_id!r} pid {self.producer_id} epoch {self.producer_epoch}: {tps_str(self.partitions)}"
+
+
+@message
+class AddPartitionsToTxnResponse:
+    errors: dict                        # tp -> error (v0-3)
+    results: Optional[dict] = None      # v4+: transactional id -> {tp: error}
+    error: int = 0                      # v4+: the request's own error (CLUSTER_AUTHORIZATION_FAILED)
+
+    def describe(self) -> str:
+        if self.error:
+            return _err(self.error)
+        if self.results is not None:
+            return "; ".join(f"{tid!r} {_errors(errs)}" for tid, errs in self.results.items())
+        return _errors(self.errors)
+
+
+def _errors(errors: dict) -> str:
+    if {e for e in errors.values()} <= {0}:
+        return "ok"
+    return ", ".join(f"{tp_str(tp)} {_err(e)}" for tp, e in sorted(errors.items()))
 
 
 @message

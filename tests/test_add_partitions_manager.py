@@ -1,0 +1,152 @@
+"""A partition leader's KIP-890 questions to transaction coordinators (Kafka 4.1.1 AddPartitionsToTxnManager and
+ReplicaManager.handleProduceAppend): one question per Produce request, one AddPartitionsToTxn (v4+) in flight per
+coordinator with what was asked meanwhile batched into the next, one question per transactional id in a batch."""
+from txnlab import Cluster, Consumer, Producer
+from txnlab.protocol import messages as m
+from txnlab.protocol.errors import Errors
+
+from helpers import RawClient
+
+ONE_TXN_PARTITION = {"transaction.state.log.num.partitions": 1}     # every transactional id has one coordinator
+
+
+def _questions(c, src=None):
+    """The AddPartitionsToTxn requests brokers sent, in order: (sender, ((tid, epoch, partitions, verify-only), ...))."""
+    out = []
+    for msg in c.kernel.network.messages.values():
+        if msg.api == "AddPartitionsToTxn" and not msg.is_response and msg.payload.transactions and \
+                (src is None or msg.src == src):
+            out.append((msg.src, tuple((t.transactional_id, t.producer_epoch, tuple(sorted(t.partitions)),
+                                        t.verify_only) for t in msg.payload.transactions)))
+    return out
+
+
+def _read_committed(c, topic: str, partitions: int) -> list:
+    """Every value a read_committed consumer reads from ``topic`` up to the end of each partition, sorted."""
+    con = Consumer({"bootstrap.servers": c.bootstrap, "group.id": "reader", "isolation.level": "read_committed",
+                    "auto.offset.reset": "earliest", "enable.partition.eof": True})
+    con.subscribe([topic])
+    values, ended = [], set()
+    while len(ended) < partitions:
+        msg = con.poll(1.0)
+        if msg is None:
+            continue
+        if msg.error():
+            ended.add(msg.partition())
+        else:
+            values.append(msg.value())
+    con.close()
+    return sorted(values)
+
+
+def test_one_produce_request_is_verified_in_one_question_with_all_its_partitions():
+    c = Cluster(brokers=3, seed=0)
+    c.create_topic("out", partitions=6, replication_factor=3)
+    p = Producer({"bootstrap.servers": c.bootstrap, "transactional.id": "tx", "linger.ms": 50})
+    p.init_transactions()
+    p.begin_transaction()
+    for part in range(6):
+        p.produce("out", value=f"v{part}".encode(), partition=part)
+    p.commit_transaction()
+    asked = sorted(_questions(c))
+    # each leader got one Produce with its two partitions and asked once about both (it used to ask once per partition)
+    assert asked == sorted((f"broker-{c.leader('out', part)}", (("tx", 0, (("out", part), ("out", part + 3)), True),))
+                           for part in range(3))
+    assert _read_committed(c, "out", 6) == [f"v{i}".encode() for i in range(6)]
+
+
+def test_questions_asked_while_one_is_out_go_together_in_the_next():
+    c = Cluster(brokers=3, seed=0, config=ONE_TXN_PARTITION)
+    c.create_topic("out", partitions=1, replication_factor=3)
+    producers = [Producer({"bootstrap.servers": c.bootstrap, "transactional.id": f"tx{i}", "linger.ms": 5})
+                 for i in range(4)]
+    for p in producers:
+        p.init_transactions()
+        p.begin_transaction()
+    for i, p in enumerate(producers):
+        p.produce("out", value=f"v{i}".encode())
+    for p in producers:
+        p.commit_transaction()
+    leader = f"broker-{c.leader('out', 0)}"
+    asked = [tuple(t[0] for t in batch) for _, batch in _questions(c, src=leader)]
+    # tx2's and tx3's Produce requests came while tx1's question was out: they waited and went out together
+    assert asked == [("tx0",), ("tx1",), ("tx2", "tx3")]
+    waited = [d for e in c.trace for d in e.details if "is asked in the next one" in d]
+    assert [w.split("'")[1] for w in waited] == ["tx2", "tx3"]
+    assert _read_committed(c, "out", 1) == [b"v0", b"v1", b"v2", b"v3"]
+
+
+def _cluster():
+    """A cluster with topic out-0 and a one-partition __transaction_state (made by a producer's first
+    InitProducerId)."""
+    c = Cluster(brokers=3, seed=0, config=ONE_TXN_PARTITION)
+    c.create_topic("out", partitions=1, replication_factor=3)
+    Producer({"bootstrap.servers": c.bootstrap, "transactional.id": "setup"}).init_transactions()
+    c.run_until_idle()
+    return c
+
+
+def _broker_and_coordinator(c):
+    """(a broker that is not the coordinator, the coordinator's id) of a one-partition __transaction_state."""
+    coordinator = c.leader("__transaction_state", 0)
+    asker = next(b for b in c.brokers if b != coordinator)
+    return c.broker(asker), coordinator
+
+
+def test_a_newer_question_for_the_same_transaction_replaces_the_waiting_one():
+    c = _cluster()
+    b, coordinator = _broker_and_coordinator(c)
+    got: dict = {}
+
+    def answer(name):
+        return lambda errors: got.setdefault(name, errors)
+    tp = (("out", 0),)
+    v = b.txn_verifier
+    v.add_or_verify(coordinator, "a", 7, 0, tp, False, answer("a"))          # goes out at once
+    v.add_or_verify(coordinator, "b", 8, 3, tp, False, answer("b epoch 3"))  # waits
+    v.add_or_verify(coordinator, "b", 8, 3, tp, False, answer("b epoch 3, again"))
+    assert got == {"b epoch 3": {("out", 0): Errors.NETWORK_EXCEPTION}}      # a retry: the client asks again
+    v.add_or_verify(coordinator, "b", 8, 4, tp, False, answer("b epoch 4"))
+    assert got["b epoch 3, again"] == {("out", 0): Errors.INVALID_PRODUCER_EPOCH}   # fenced by the newer epoch
+    v.add_or_verify(coordinator, "b", 8, 2, tp, False, answer("b epoch 2"))
+    assert got["b epoch 2"] == {("out", 0): Errors.INVALID_PRODUCER_EPOCH}   # older than the one waiting
+    c.run_until_idle()
+    assert [batch for _, batch in _questions(c, src=b.name)] == [
+        (("a", 0, (("out", 0),), True),), (("b", 4, (("out", 0),), True),)]
+    # neither transaction exists: the coordinator's answer is passed on (a Produce maps it)
+    assert got["a"] == {("out", 0): Errors.INVALID_PRODUCER_ID_MAPPING}
+    assert got["b epoch 4"] == {("out", 0): Errors.INVALID_PRODUCER_ID_MAPPING}
+
+
+def test_a_failed_request_answers_every_question_in_it_and_the_next_goes_out():
+    c = _cluster()
+    b, coordinator = _broker_and_coordinator(c)
+    got: dict = {}
+    v = b.txn_verifier
+    v.add_or_verify(coordinator, "a", 7, 0, (("out", 0),), False, lambda e: got.setdefault("a", e))
+    c.crash(coordinator)          # before the question arrives: the connection is refused
+    c.run_until(lambda: "a" in got, timeout_ms=40_000)
+    assert got["a"] == {("out", 0): Errors.NETWORK_EXCEPTION}
+    assert not v.in_flight
+    c.run_until(lambda: v.coordinator("a") not in (-1, coordinator), timeout_ms=60_000)     # a new coordinator
+    c.advance(1_000)        # (which loads the transaction log first)
+    v.add_or_verify(v.coordinator("a"), "a", 7, 0, (("out", 0),), False, lambda e: got.setdefault("again", e))
+    c.run_until(lambda: "again" in got, timeout_ms=40_000)
+    assert got["again"] == {("out", 0): Errors.INVALID_PRODUCER_ID_MAPPING}  # asked and answered
+
+
+def test_no_live_coordinator_is_answered_at_once():
+    c = _cluster()
+    b, _ = _broker_and_coordinator(c)
+    got = []
+    b.txn_verifier.add_or_verify(-1, "a", 7, 0, (("out", 0),), False, got.append)
+    assert got == [{("out", 0): Errors.COORDINATOR_NOT_AVAILABLE}]
+
+
+def test_a_client_may_not_send_a_partition_leaders_batch():
+    c = _cluster()
+    coordinator = c.leader("__transaction_state", 0)
+    req = m.AddPartitionsToTxnRequest(transactions=(m.AddPartitionsToTxnTransaction("a", 7, 0, (("out", 0),)),))
+    resp = RawClient(c).call(coordinator, req)
+    assert (resp.error, resp.results) == (Errors.CLUSTER_AUTHORIZATION_FAILED, None)
+    assert "only brokers send AddPartitionsToTxn" in "\n".join(d for e in c.trace for d in e.details)
