@@ -104,5 +104,6 @@ class AddPartitionsToTxnManager:
                     errors = results.get(tid, {})
                     callback({tp: e for tp, e in errors.items() if e != _NONE})
             self._send(node)        # what was asked meanwhile
-        b.send_request(node, m.AddPartitionsToTxnRequest(transactions=tuple(t for t, _ in batch.values())), answered,
-                       timeout_ms=BROKER_REQUEST_TIMEOUT_MS)
+        # AddPartitionsToTxnRequest(transactions=...), by position (a keyword costs the dataclass's __init__ more)
+        req = m.AddPartitionsToTxnRequest("", -1, -1, (), tuple([t for t, _ in batch.values()]))
+        b.send_request(node, req, answered, timeout_ms=BROKER_REQUEST_TIMEOUT_MS)

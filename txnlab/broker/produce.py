@@ -145,22 +145,25 @@ class ProduceHandling:
         question, and the request's batches are appended once it is answered."""
         now = self.kernel.now
         guards: dict = {}
+        refused = False
         for p, batch in appendable:
             if not batch.is_transactional or p.log.has_ongoing_transaction(batch.producer_id, batch.producer_epoch):
                 continue
             try:    # Kafka 4.1 UnifiedLog.maybeStartTransactionVerification: a stale epoch is refused at once
                 guards[p.tp] = p.log.maybe_start_transaction_verification(batch.producer_id, batch.base_sequence,
                                                                           batch.producer_epoch, now, implicit_add)
+                pid, epoch = batch.producer_id, batch.producer_epoch
             except ProtocolError as e:
                 self.narrate(f"{p.name}: rejected before verification -> {e.error.name}: {e.message}")
                 st.results[p.tp] = m.PartitionProduceResponse(e.error, error_message=e.message)
-        appendable = [(p, batch) for p, batch in appendable if p.tp not in st.results]
+                refused = True
+        if refused:
+            appendable = [(p, batch) for p, batch in appendable if p.tp not in st.results]
         if not guards:      # (a retry that finds every partition in the transaction now)
             for p, batch in appendable:
                 self._append_produce(st, p, batch, None)
             return
         tid = st.req.transactional_id
-        pid, epoch = next((b.producer_id, b.producer_epoch) for p, b in appendable if p.tp in guards)
         verifier = self.txn_verifier
         coordinator = verifier.coordinator(tid)
         what = "adds it to the transaction (transaction.version 2)" if implicit_add else "verifies it is in the transaction"
