@@ -150,3 +150,27 @@ def test_a_client_may_not_send_a_partition_leaders_batch():
     resp = RawClient(c).call(coordinator, req)
     assert (resp.error, resp.results) == (Errors.CLUSTER_AUTHORIZATION_FAILED, None)
     assert "only brokers send AddPartitionsToTxn" in "\n".join(d for e in c.trace for d in e.details)
+
+
+def test_the_isr_is_checked_at_the_append_after_the_answer():
+    """Kafka checks min.insync.replicas when it appends (Partition.appendRecordsToLeader), after the verification:
+    an ISR that shrank while the question was out refuses the write (it used to be appended, under min ISR)."""
+    c = Cluster(brokers=3, seed=0, config={**ONE_TXN_PARTITION, "replica.lag.time.max.ms": 2_000,
+                                           "min.insync.replicas": 2})
+    c.create_topic("out", partitions=2, replication_factor=3)
+    p = Producer({"bootstrap.servers": c.bootstrap, "transactional.id": "tx"})
+    p.init_transactions()
+    leader = c.leader("out", 1)
+    assert c.leader("__transaction_state", 0) == leader         # it asks itself: the coordinator stays up
+    p.begin_transaction()
+    c.delay_next("AddPartitionsToTxn", 20_000, src=f"broker-{leader}")
+    p.produce("out", value=b"v", partition=1)
+    c.advance(30)
+    for b in c.brokers:
+        if b != leader:
+            c.crash(b)
+    c.advance(20_600)
+    answer = next(e for e in c.trace if e.api == "AddPartitionsToTxn" and e.is_response and e.dst == f"broker-{leader}")
+    assert answer.time > 20_000 and "'tx' ok" in answer.text                    # verified...
+    assert any("ISR [" in d and "NOT_ENOUGH_REPLICAS, nothing appended" in d for d in answer.details)  # ...refused
+    assert c.broker(leader).partitions[("out", 1)].log.log_end_offset == 0

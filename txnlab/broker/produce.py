@@ -161,7 +161,9 @@ class ProduceHandling:
             appendable = [(p, batch) for p, batch in appendable if p.tp not in st.results]
         if not guards:      # (a retry that finds every partition in the transaction now)
             for p, batch in appendable:
-                self._append_produce(st, p, batch, None)
+                q = self._produce_partition(st, p.tp, batch)    # (leadership and min ISR at the append, as above)
+                if q is not None:
+                    self._append_produce(st, q, batch, None)
             return
         tid = st.req.transactional_id
         verifier = self.txn_verifier
@@ -198,10 +200,12 @@ class ProduceHandling:
                     mapped = verification_error(e, implicit_add, st.req.version < 0 or st.req.version >= 11)
                     self.narrate(f"{p.name}: the coordinator answered {e.name}; the write is refused -> {mapped.name}")
                     st.results[p.tp] = m.PartitionProduceResponse(mapped, error_message=f"verification: {e.name}")
-                elif not p.is_leader:
-                    st.results[p.tp] = m.PartitionProduceResponse(Errors.NOT_LEADER_OR_FOLLOWER)
                 else:
-                    self._append_produce(st, p, batch, guards.get(p.tp))
+                    # leadership and min.insync.replicas again: Kafka checks them at the append, after the answer
+                    # (Partition.appendRecordsToLeader); either may have changed while the question was out
+                    q = self._produce_partition(st, p.tp, batch)
+                    if q is not None:
+                        self._append_produce(st, q, batch, guards.get(p.tp))
             st.maybe_respond()
         verifier.add_or_verify(coordinator, tid, pid, epoch, tuple(guards), implicit_add, answered)
 
