@@ -199,8 +199,16 @@ def changes(before: dict, after: dict) -> tuple[list, list]:
         old = dict((f"{t}-{p}", o) for t, p, o in bc.get(name, ()))
         for t, p, o in pos:
             if old.get(f"{t}-{p}", o) != o:
-                strong.append(f"{name} reads {t}-{p} from offset {o} (was {old[f'{t}-{p}']})")
+                strong.append(_moved(name, f"{t}-{p}", old[f"{t}-{p}"], o))
     return strong, weak
+
+
+def _moved(name: str, tp: str, was: int, now: int) -> str:
+    """Words for a consumer's position that moved.  A negative position is no offset: it is the client's way
+    of saying it has none (OFFSET_INVALID, -1001, until it consumes a record), so the words say that."""
+    if now < 0:
+        return f"{name} has no position on {tp} any more (was offset {was})"
+    return f"{name} reads {tp} from offset {now} " + ("(had no position yet)" if was < 0 else f"(was {was})")
 
 
 def _consumer_positions(lab) -> tuple:
