@@ -52,11 +52,14 @@ def narrated(*texts: str, node: Optional[str] = None) -> Callable:
 
 
 def txn_state(tid: str, state: str) -> Callable:
-    """The coordinator of transactional id ``tid`` holds it in ``state`` (PrepareCommit, CompleteAbort ...)."""
-    def when(lab, entries) -> bool:
-        d = lab.transaction_state(tid)
-        return bool(d) and d["state"] == state
-    return when
+    """Transactional id ``tid`` enters ``state`` (PrepareCommit, CompleteAbort ...) here: its coordinator's write to
+    __transaction_state is replicated, and the coordinator says so in the trace (true even if a person crashes the
+    coordinator at this very step: the moment stays where the state was reached).
+
+    Not where a new coordinator reads the state back from the log after a crash ("'tx' was PrepareCommit when the
+    old coordinator stopped"): a caption such as "PrepareCommit is durable: the commit is decided" would say the
+    decision was taken there, and the learner would look for it in the wrong place."""
+    return narrated(f"{tid!r} is now {state} (")
 
 
 def marker_lands(topic: str, partition: int, kind: str = "COMMIT") -> Callable:
