@@ -1,4 +1,4 @@
-"""The click counts the chapters promise their learner (00, 04, 06), stepping by moment as a new stepper does:
+"""The click counts the chapters promise their learner (00, 02, 04, 06), stepping by moment as a new stepper does:
 each moment a question asks about is a key moment (one click on its button) or a few Steps after one, and the
 narration the text tells the learner to look for is on the step they land on."""
 from __future__ import annotations
@@ -62,4 +62,21 @@ def test_marker_of_the_live_partition_is_one_step_after_the_leader_crash():
     s.goto("leader-crash")
     _steps(s, 1)
     assert "orders-1: wrote a COMMIT marker" in s.narration and s.cluster.partition_state("orders", 1)["lso"] == 0
+    s.close()
+
+
+def test_transactions_chapter_reaches_endtxn_by_the_api_filter_and_marker_lost_one_moment_later():
+    """02 §7: stepping by moment folds EndTxn's request and answer (no picture changes); the API filter stops at
+    each in one Step; with the filter cleared, one Step more is the key moment marker-lost."""
+    s = Stepper("commit-marker-lost-retried")
+    stops = {st.position for st in s.moments.stops("moment")}
+    s._build_panel("Filter")
+    s._f_api.value = "EndTxn"
+    s._btn_step.click()
+    assert "got EndTxn from shop" in s.narration and s.position not in stops
+    s._btn_step.click()
+    assert "shop got the EndTxn response" in s.narration and s.position not in stops
+    s._f_api.value = ""
+    s._btn_step.click()
+    assert s.position == s.moments.find("marker-lost")
     s.close()
