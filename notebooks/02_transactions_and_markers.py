@@ -481,9 +481,10 @@ txn = Stepper("commit-marker-lost-retried")
 txn.widget
 
 # %% [markdown]
-# **Your move:** answer the first two questions, then step until the coordinator receives `EndTxn` (the
-# narration says `got EndTxn from shop`; *API EndTxn* in the filter gets there fast), and on to the producer's
-# answer.
+# **Your move:** answer the first two questions, then go to the step where the coordinator receives `EndTxn`
+# (the narration says `got EndTxn from shop`), and on to the producer's answer. **Step** by moment passes over
+# both: neither changes a picture, so each is folded into the next moment (the decision, then `marker-lost`).
+# Open **Filter** and pick the API `EndTxn`: the first Step then goes to the request, the second to the answer.
 
 # %% jupyter={"source_hidden": true}
 p_endtxn = predict_at(
@@ -510,8 +511,9 @@ p_markers = predict_at(
 p_markers
 
 # %% [markdown]
-# **Your move:** now step on to the key moment `marker-lost` (the narration says the coordinator *lost its
-# connection* and `WriteTxnMarkers fail(s)`), answer the next three questions, then step to the end.
+# **Your move:** set the filter back to *any API*, step on to the key moment `marker-lost` (one Step; the
+# narration says the coordinator *lost its connection* and `WriteTxnMarkers fail(s)`), answer the next three
+# questions, then step to the end.
 
 # %% jupyter={"source_hidden": true}
 AFTER_LOSS = ["sends the marker again: the commit is decided", "aborts: one partition could not commit",

@@ -324,7 +324,7 @@ def late_produce_then_abort(cluster, producer, delay_ms):
 # ### 3.1 The hanging transaction
 #
 # The Produce of `late` is delayed by 20 s; the naive client gives up on it after 1 s, its commit
-# fails, it aborts. The ABORT marker is written; 20 s later the delayed batch arrives.
+# fails, it aborts. The ABORT marker is written; when its 20 s are up, the delayed batch arrives, after the marker.
 #
 # How long a client waits for a Produce is one of the places where the two clients differ. librdkafka
 # waits `socket.timeout.ms`, or what is left of the batch's first record's `message.timeout.ms` if that
@@ -643,8 +643,8 @@ timeout_check.close()
 # `hanging.compare(...)`) tells the two endings apart.
 
 # %% [markdown]
-# Step through the classic variant, then add the `v2` branch and compare the endings. Answer the question under
-# the stepper first.
+# Step through the classic variant, then add the `v2` branch (run `hanging.variant("v2")` in a new cell: the
+# stepper has no button for it) and compare the endings. Answer the question under the stepper first.
 
 # %%
 hanging = Stepper("hanging-transaction-classic-vs-v2")
@@ -666,8 +666,8 @@ p_after = Predict("In the classic variant, can a <code>read_committed</code> con
 p_after
 
 # %% [markdown]
-# **Check** what you should have seen (the cell drives the stepper above, adds the `v2` branch if you have
-# not, and compares the endings; it fails if the lab disagrees):
+# **Check** what you should have seen (on a replay in a stepper of its own, never yours: it steps the classic
+# variant, adds the `v2` branch and compares the endings; it fails if the lab disagrees):
 
 # %%
 hanging_check = Stepper("hanging-transaction-classic-vs-v2", skip_background=True)

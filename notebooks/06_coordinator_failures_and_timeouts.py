@@ -707,8 +707,9 @@ assert list(txn_log(cluster, "restarted-a-lot")["producer_id"])[-1] == after[0]
 # 2. Open **Faults**, pick the coordinator (`broker-1`; a click on its lane head in the Messages tab
 #    picks it too) and press **Crash**. A new branch starts here; the branch as written is kept.
 # 3. Step on and watch the Coordinators tab. The first Step jumps over about 9 simulated seconds of
-#    failed retries (the narration counts them); three Steps later a new coordinator has loaded
-#    `tx-orders`, and about eight Steps after the crash it reaches `CompleteCommit`. The key-moment
+#    failed retries (the narration counts them); the second elects new leaders; at the third the new
+#    coordinator has loaded `tx-orders` (the Coordinators tab shows it at broker 2, in `PrepareCommit`)
+#    and its first COMMIT marker lands; seven Steps after the crash it reaches `CompleteCommit`. The key-moment
 #    buttons now follow your branch: **CompleteCommit: every partition has its marker** goes there in one
 #    click.
 

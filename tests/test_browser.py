@@ -166,6 +166,16 @@ READ_PICTURES = """() => {
 }"""
 
 
+# the words the live log strip shows in its cells (plotly hides a bar's words, display none, where they do not fit)
+READ_SHOWN_CELLS = """() => {
+  for (const gd of document.querySelectorAll('.js-plotly-plot')) {
+    if (!(gd.data || []).some(t => t.type === 'bar' && /^orders-\\d+$/.test(t.name || ''))) continue;
+    return [...gd.querySelectorAll('.bartext')].filter(t => t.style.display !== 'none').map(t => t.textContent);
+  }
+  return null;
+}"""
+
+
 # the transactional ids on the coordinator view's state machine, as drawn in the page
 READ_TIDS = """() => {
   for (const gd of document.querySelectorAll('.js-plotly-plot')) {
@@ -257,6 +267,12 @@ def test_tour_steps_to_a_key_moment_by_moments_and_presenter_mode_fits_1280x720(
               return {tick: t.left + 6, handle: h.left + h.width / 2};
             }""")
             page.screenshot(path=str(ARTIFACTS / "tour_tick_clicked.png"))
+            # at that moment the consumers stand under the rows; the cells still show their values in the page
+            page.locator(".lm-TabBar-tab, .p-TabBar-tab", has_text="Partition logs").first.click()
+            page.wait_for_timeout(800)
+            page.locator(".js-plotly-plot").first.scroll_into_view_if_needed()
+            shown_cells = page.evaluate(READ_SHOWN_CELLS) or []
+            page.screenshot(path=str(ARTIFACTS / "tour_key_moment_cells.png"))
 
             # presenter mode: a new cell at the end runs s.present(); the screen is 1280x720
             page.locator(".jp-Cell").last.click()
@@ -290,6 +306,7 @@ def test_tour_steps_to_a_key_moment_by_moments_and_presenter_mode_fits_1280x720(
     assert any(a.startswith(("Produce", "EndTxn", "WriteTxnMarkers", "Fetch", "AddPartitionsToTxn"))
                for a in pictures["arrows"]), pictures["arrows"]
     assert {"order-0", "order-2"} <= set(pictures["cells"]), pictures["cells"]
+    assert {"order-0", "order-2"} <= set(shown_cells), f"the cells' words are shown, not hidden: {shown_cells}"
     assert tids and all(" e" in t for t in tids), f"the state machine shows each transactional.id: {tids}"
     assert fault_menu == 1, "the Faults panel, opened, offers the processes of this step"
     for name, box in boxes.items():      # controls, narration and the whole picture on one 1280x720 screen

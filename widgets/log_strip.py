@@ -23,7 +23,7 @@ from .figure_send import send
 from .figure_widget import FigureWidget
 from .legible import text_extent
 from .pictures import (CELL_BORDER, CONSUMERS, FONT, LINES, SMALL, STATUS, STATUS_ORDER, WIDTH, cell_text,
-                       legend_entries, title as titled)
+                       consumer_legend_entries, legend_entries, title as titled)
 
 # one colour per kind of record, as every log picture of the lab draws it (widgets/pictures.py)
 CODE = {status: i for i, status in enumerate(STATUS_ORDER)}
@@ -35,6 +35,7 @@ STATUS_WORDS = {"committed": "transactional, committed", "aborted": "transaction
                 "read_committed)", "open": "transactional, still open (hidden from read_committed)",
                 "plain": "not transactional"}
 ROW_STEP, PARTITION_GAP = 1.0, 2.0
+BOTTOM_PX = 145       # under the plot: the offset axis (numbers, title) and four rows of legend entries
 
 
 def nice_width(span: float, cells: int) -> int:
@@ -120,9 +121,12 @@ class LogStrip:
     def _layout(self) -> go.Layout:
         return go.Layout(
             title=titled(self.title), height=260, width=self.width,
-            margin=dict(l=200, r=30, t=50, b=110), font=dict(size=FONT),
+            margin=dict(l=200, r=30, t=50, b=BOTTOM_PX), font=dict(size=FONT),
             barmode="overlay", bargap=0, plot_bgcolor="#fafafa", hovermode="closest", uirevision="logs",
-            legend=dict(orientation="h", yanchor="top", y=-0.22, xanchor="left", x=0.0, font=dict(size=SMALL)),
+            # the legend stands at the figure's foot, under the offset axis, inside the bottom margin: placed against
+            # the plot (y < 0) it pushed that margin up in the browser and took its room from the rows
+            legend=dict(orientation="h", yref="container", yanchor="bottom", y=0.0, xref="container",
+                        xanchor="left", x=0.01, font=dict(size=SMALL)),
             uniformtext=dict(minsize=FONT, mode="hide"),
             xaxis=dict(title=dict(text="offset", standoff=4), rangemode="tozero", zeroline=False, showgrid=False,
                        tickfont=dict(size=FONT)),
@@ -333,8 +337,11 @@ class LogStrip:
             traces.append(go.Scatter(name=f"{iso} consumer", mode="markers+text", x=[], y=[], text=[],
                                      cliponaxis=False, textposition=side, textfont=dict(size=SMALL, color=color),
                                      marker=dict(symbol=symbol, size=14, color=color, line=dict(width=2, color=color)),
-                                     hovertemplate="%{hovertext}<extra></extra>"))
-        traces += legend_entries()
+                                     hovertemplate="%{hovertext}<extra></extra>", showlegend=False))
+        # the legend names the triangles from the start: had the consumers' own traces named them, the legend would
+        # grow by two rows when the first consumer appears, and the browser would take those rows from the plot
+        # (its bars then too thin for their 14 px words, which plotly hides)
+        traces += legend_entries() + consumer_legend_entries()
         # not inside batch_update: the widget's front end then loses the new traces' styles (colours)
         fig.data = []
         fig.add_traces(traces)
@@ -459,7 +466,7 @@ class LogStrip:
         ticks = [y for *_, y, _l, _a in rows]
         labels = [f"{t}-{p} · broker {b}{' ★' if leader else ''}{'' if alive else ' ✕ down'}"
                   for t, p, b, y, leader, alive in rows]
-        height = int(190 + 32 * len(rows) + 52 * len({(t, p) for t, p, *_ in rows}))
+        height = int(80 + BOTTOM_PX + 32 * len(rows) + 52 * len({(t, p) for t, p, *_ in rows}))
         with fig.batch_update():
             fig.layout.yaxis.tickvals = ticks
             fig.layout.yaxis.ticktext = labels

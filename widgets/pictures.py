@@ -102,6 +102,13 @@ def legend_entries(statuses=STATUS_ORDER, lines=("LEO", "HW", "LSO")) -> list:
     return out
 
 
+def consumer_legend_entries() -> list:
+    """Legend-only traces for the consumers' triangles of the live log strip (one per isolation level)."""
+    return [go.Scatter(x=[None], y=[None], mode="markers", name=iso, showlegend=True, hoverinfo="skip",
+                       marker=dict(symbol=symbol, size=12, color=colour, line=dict(width=2, color=colour)))
+            for iso, (colour, symbol) in CONSUMERS.items()]
+
+
 # ------------------------------------------------------------------------ the coordinator's states
 STATE_XY = {
     "Empty": (0.0, 1.0), "Ongoing": (1.35, 1.0),

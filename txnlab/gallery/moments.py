@@ -52,11 +52,14 @@ def narrated(*texts: str, node: Optional[str] = None) -> Callable:
 
 
 def txn_state(tid: str, state: str) -> Callable:
-    """The coordinator of transactional id ``tid`` holds it in ``state`` (PrepareCommit, CompleteAbort ...)."""
-    def when(lab, entries) -> bool:
-        d = lab.transaction_state(tid)
-        return bool(d) and d["state"] == state
-    return when
+    """Transactional id ``tid`` enters ``state`` (PrepareCommit, CompleteAbort ...) here: its coordinator's write to
+    __transaction_state is replicated, and the coordinator says so in the trace (true even if a person crashes the
+    coordinator at this very step: the moment stays where the state was reached).
+
+    Not where a new coordinator reads the state back from the log after a crash ("'tx' was PrepareCommit when the
+    old coordinator stopped"): a caption such as "PrepareCommit is durable: the commit is decided" would say the
+    decision was taken there, and the learner would look for it in the wrong place."""
+    return narrated(f"{tid!r} is now {state} (")
 
 
 def marker_lands(topic: str, partition: int, kind: str = "COMMIT") -> Callable:
@@ -199,8 +202,16 @@ def changes(before: dict, after: dict) -> tuple[list, list]:
         old = dict((f"{t}-{p}", o) for t, p, o in bc.get(name, ()))
         for t, p, o in pos:
             if old.get(f"{t}-{p}", o) != o:
-                strong.append(f"{name} reads {t}-{p} from offset {o} (was {old[f'{t}-{p}']})")
+                strong.append(_moved(name, f"{t}-{p}", old[f"{t}-{p}"], o))
     return strong, weak
+
+
+def _moved(name: str, tp: str, was: int, now: int) -> str:
+    """Words for a consumer's position that moved.  A negative position is no offset: it is the client's way
+    of saying it has none (OFFSET_INVALID, -1001, until it consumes a record), so the words say that."""
+    if now < 0:
+        return f"{name} has no position on {tp} any more (was offset {was})"
+    return f"{name} reads {tp} from offset {now} " + ("(had no position yet)" if was < 0 else f"(was {was})")
 
 
 def _consumer_positions(lab) -> tuple:
