@@ -36,9 +36,14 @@ JAVA_COMMIT_SYNC_RETRIABLE = frozenset({Errors.COORDINATOR_LOAD_IN_PROGRESS, Err
 
 
 def offsets_shown(offsets: dict) -> str:
-    """A Map<TopicPartition, OffsetAndMetadata> as Java prints it."""
-    return "{" + ", ".join(f"{t}-{p}=OffsetAndMetadata{{offset={o}, leaderEpoch=null, metadata='{meta}'}}"
-                           for (t, p), (o, meta) in sorted(offsets.items())) + "}"
+    """A Map<TopicPartition, OffsetAndMetadata> as Java prints it (its leaderEpoch an Integer: null when none)."""
+    return "{" + ", ".join(f"{t}-{p}=OffsetAndMetadata{{offset={o}, leaderEpoch={e if e >= 0 else 'null'}, "
+                           f"metadata='{meta}'}}" for (t, p), (o, e, meta) in sorted(offsets.items())) + "}"
+
+
+def _epoch(e: Optional[int]) -> int:
+    """A TopicPartition's or Message's leader_epoch (None: unknown) as requests carry it (-1)."""
+    return -1 if e is None else e
 
 
 class ConsumerCommits:
@@ -49,16 +54,21 @@ class ConsumerCommits:
                                             "store_offsets() requires enable.auto.offset.store=false"))
         if message is not None and offsets is not None:
             raise ValueError("message and offsets are mutually exclusive")
-        items = [((message.topic(), message.partition()), message.offset() + 1)] if message is not None else \
-            [((tp.topic, tp.partition), tp.offset) for tp in offsets or []]
-        for key, off in items:
+        # confluent-kafka's Consumer_store_offsets stores the message's leader epoch with its offset + 1
+        # (rd_kafka_topic_partition_set_leader_epoch), or each TopicPartition's; rd_kafka_offsets_store keeps both
+        items = [((message.topic(), message.partition()), message.offset() + 1, message.leader_epoch())] \
+            if message is not None else [((tp.topic, tp.partition), tp.offset, tp.leader_epoch) for tp in offsets or []]
+        for key, off, epoch in items:
             st = self._assignment.get(key)
             if st is None:
                 raise KafkaException(KafkaError(KafkaError._STATE, f"{key[0]}-{key[1]} is not assigned"))
-            st.stored_offset = off
+            st.stored_offset, st.stored_epoch = off, epoch
 
     def _stored_offsets(self) -> dict:
-        return {tp: (st.stored_offset, "") for tp, st in self._assignment.items()
+        """What a commit of the stored offsets sends: each with the leader epoch of the record it follows
+        (librdkafka's stored rd_kafka_fetch_pos_t; Java's SubscriptionState.allConsumed, the position's
+        offsetEpoch)."""
+        return {tp: (st.stored_offset, _epoch(st.stored_epoch), "") for tp, st in self._assignment.items()
                 if st.stored_offset is not None and st.stored_offset != st.committed}
 
     def commit(self, message: Optional[Message] = None, offsets: Optional[list] = None,
@@ -68,16 +78,19 @@ class ConsumerCommits:
         self._require_group("commit")
         if message is not None and offsets is not None:
             raise ValueError("message and offsets are mutually exclusive")
+        # with the leader epoch of the message (confluent-kafka's Consumer_commit), or of each TopicPartition
+        # (py_to_c_parts); rd_kafka_OffsetCommitRequest writes it as CommittedLeaderEpoch (v6+)
         if message is not None:
-            to_commit = {(message.topic(), message.partition()): (message.offset() + 1, "")}
+            to_commit = {(message.topic(), message.partition()): (message.offset() + 1,
+                                                                  _epoch(message.leader_epoch()), "")}
         elif offsets is not None:
-            to_commit = {(tp.topic, tp.partition): (tp.offset, tp.metadata or "")
+            to_commit = {(tp.topic, tp.partition): (tp.offset, _epoch(tp.leader_epoch), tp.metadata or "")
                          for tp in argcheck.tp_list(offsets, "commit()")}
         else:
             to_commit = self._stored_offsets()
         if not to_commit:
             raise KafkaException(KafkaError(KafkaError._NO_OFFSET, "Commit failed: Local: No offset stored"))
-        self._note(f"{self.name} calls commit({', '.join(f'{t}-{p}={o}' for (t, p), (o, _) in sorted(to_commit.items()))}"
+        self._note(f"{self.name} calls commit({', '.join(f'{t}-{p}={o}' for (t, p), (o, *_) in sorted(to_commit.items()))}"
                    f"{', asynchronous=False' if not asynchronous else ''})")
         box: dict = {}
 
@@ -97,7 +110,7 @@ class ConsumerCommits:
                 self._check_open()
             if box["err"] is not None:
                 raise KafkaException(box["err"])
-        return [TopicPartition(t, p, o) for (t, p), (o, _) in sorted(to_commit.items())]
+        return [TopicPartition(t, p, o, leader_epoch=e) for (t, p), (o, e, _) in sorted(to_commit.items())]
 
     def _commit_sync_java(self, to_commit: dict) -> None:
         """Java's commitSync: ConsumerCoordinator.commitOffsetsSync with KafkaConsumer.commitSync's timer,
@@ -150,18 +163,18 @@ class ConsumerCommits:
 
     def _after_commit(self, to_commit: dict, err, errors: dict, report: bool) -> None:
         if err is None:
-            for tp, (off, _) in to_commit.items():
+            for tp, (off, *_) in to_commit.items():
                 st = self._assignment.get(tp)
                 if st is not None:
                     st.committed = off
             self._kernel.narrate(f"{self.name}: commit acknowledged: "
-                                 + ", ".join(f"{t}-{p}={o}" for (t, p), (o, _) in sorted(to_commit.items())))
+                                 + ", ".join(f"{t}-{p}={o}" for (t, p), (o, *_) in sorted(to_commit.items())))
         else:
             self._kernel.narrate(f"{self.name}: commit failed: {err.name()}")
         if report and self._config["on_commit"] is not None:
             parts = []
-            for (t, p), (o, _) in sorted(to_commit.items()):
-                tp = TopicPartition(t, p, o)
+            for (t, p), (o, epoch, _) in sorted(to_commit.items()):
+                tp = TopicPartition(t, p, o, leader_epoch=epoch)
                 e = errors.get((t, p))
                 if e is not None and e != Errors.NONE:
                     tp.error = KafkaError(e)
@@ -304,7 +317,7 @@ class ConsumerCommits:
         if box["err"] is not None:
             raise KafkaException(box["err"])
         out = []
-        for t, p in tps:
-            off, meta = box["offsets"].get((t, p), (-1, ""))
-            out.append(TopicPartition(t, p, off if off >= 0 else OFFSET_INVALID, meta or None))
+        for t, p in tps:        # (each with the leader epoch OffsetFetch answered: rd_kafka_handle_OffsetFetch)
+            off, epoch, meta = box["offsets"].get((t, p), (-1, -1, ""))
+            out.append(TopicPartition(t, p, off if off >= 0 else OFFSET_INVALID, meta or None, epoch))
         return out

@@ -429,14 +429,15 @@ class ConsumerCoordinator:
     # --------------------------------------------------------------- offsets
     def commit(self, offsets: dict, done: Callable[[Optional[KafkaError], dict], None], attempts: int = 1,
                asynchronous: bool = False) -> OffsetCommit:
-        """OffsetCommit of {tp: (offset, metadata)}; done(error, {tp: error}) in the event loop, the error as the
-        dialect reports a commit.  What is sent again, and when, is ``offset_commit.OffsetCommit``'s."""
+        """OffsetCommit of {tp: (offset, leader epoch, metadata)}; done(error, {tp: error}) in the event loop, the
+        error as the dialect reports a commit.  What is sent again, and when, is ``offset_commit.OffsetCommit``'s."""
         return OffsetCommit(self, offsets, done, attempts, asynchronous).start()
 
     def fetch_committed(self, tps: list, done: Callable[[Optional[KafkaError], dict], None],
                         wanted: Callable[[], bool] = lambda: True) -> None:
         """OffsetFetch; retries UNSTABLE_OFFSET_COMMIT and coordinator errors until
-        ``done(error, {tp: (offset, metadata)})`` can be called (or until ``wanted()`` says the caller gave up).
+        ``done(error, {tp: (offset, leader epoch, metadata)})`` can be called (or until ``wanted()`` says the caller
+        gave up).
         RequireStable (KIP-447) only for a read_committed consumer, as librdkafka and the Java client ask it:
         a read_uncommitted one gets the last committed offsets at once, even while a transaction holds new ones."""
         require_stable = self.cfg["isolation.level"] == "read_committed"
@@ -467,16 +468,16 @@ class ConsumerCoordinator:
             if e != Errors.NONE:
                 done(KafkaError(e, f"OffsetFetch: {e.description}"), {})
                 return
-            unstable = sorted(tp for tp, (_, _, pe) in resp.offsets.items() if pe == Errors.UNSTABLE_OFFSET_COMMIT)
+            unstable = sorted(tp for tp, (*_, pe) in resp.offsets.items() if pe == Errors.UNSTABLE_OFFSET_COMMIT)
             if unstable:
                 self.narrate(f"{self.c.name}: OffsetFetch -> UNSTABLE_OFFSET_COMMIT for {m.tps_str(unstable)}: the "
                              f"transaction that holds their offsets has no marker yet; asking again after "
                              f"retry.backoff.ms={self.cfg['retry.backoff.ms']}")
                 retry("", False)
                 return
-            other = next((Errors(pe) for _, _, pe in resp.offsets.values() if pe != Errors.NONE), None)
+            other = next((Errors(pe) for *_, pe in resp.offsets.values() if pe != Errors.NONE), None)
             if other is not None:
                 done(KafkaError(other, f"OffsetFetch: {other.description}"), {})
                 return
-            done(None, {tp: (off, meta) for tp, (off, meta, _) in resp.offsets.items()})
+            done(None, {tp: (off, epoch, meta) for tp, (off, epoch, meta, _) in resp.offsets.items()})
         self.ensure_coordinator(send)

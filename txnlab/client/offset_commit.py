@@ -88,9 +88,10 @@ def java_retry_backoff(cfg: dict, attempts: int) -> int:
 
 
 class OffsetCommit:
-    """One commit of ``offsets`` by ``coordinator`` (the consumer's ``ConsumerCoordinator``) ({tp: (offset, metadata)}); ``done(error, {tp: error})`` runs once, in the event
-    loop, with the error as the dialect reports a commit (``dialect.commit_error``).  ``attempts``: the Java dialect's
-    sends (1 for commitAsync and each round of commitSync).  ``abandon()``: the caller gave up (Java's commitSync
+    """One commit of ``offsets`` ({tp: (offset, leader epoch, metadata)}) by ``coordinator`` (the consumer's
+    ``ConsumerCoordinator``); ``done(error, {tp: error})`` runs once, in the event loop, with the error as the dialect
+    reports a commit (``dialect.commit_error``).  ``attempts``: the Java dialect's sends (1 for commitAsync and each
+    round of commitSync).  ``abandon()``: the caller gave up (Java's commitSync
     past its timeout): nothing more is sent, and an answer still on its way only updates the consumer."""
 
     def __init__(self, coordinator: Any, offsets: dict,
