@@ -529,7 +529,10 @@ class Consumer(ConsumerRebalance, ConsumerLookups, ConsumerCommits):
                 coord.leave_group("close()", then=lambda: box.__setitem__("done", True))
                 self._wait(lambda: "done" in box, self._config["request.timeout.ms"])
         elif self._assignment and self._config["enable.auto.commit"]:
-            self._commit_stored(sync=True)
+            if self._java:
+                self._close_commit_java()
+            else:
+                self._commit_stored(sync=True)
         coord.rejoin_needed = False
         coord.stop_heartbeats()
         self._node.cancel_timer(self._auto_commit_timer)
