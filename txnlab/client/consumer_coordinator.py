@@ -19,7 +19,7 @@ from ..protocol import messages as m
 from ..protocol.errors import Errors
 from .assignors import ASSIGNORS, COOPERATIVE
 from .config import dialect_of
-from .dialect import JOIN_ERROR_BACKOFF_MS, JOIN_INTERVAL_MS, LIBRDKAFKA
+from .dialect import JAVA, JOIN_ERROR_BACKOFF_MS, JOIN_INTERVAL_MS, LIBRDKAFKA
 from .offset_commit import COORDINATOR_ERRORS, OffsetCommit
 
 PROTOCOL_TYPE = "consumer"
@@ -107,10 +107,18 @@ class ConsumerCoordinator:
                 w()
         self.node.find_coordinator(self.group_id, m.COORDINATOR_GROUP, found)
 
-    def coordinator_dead(self, why: str) -> None:
-        if self.coordinator is not None:
-            self.narrate(f"{self.c.name}: forgets coordinator {self.coordinator} ({why}) and will look it up again")
+    def coordinator_dead(self, why: str, disconnected: bool = False) -> None:
+        """Forget the coordinator (and find it again before the next group request).  Java's
+        AbstractCoordinator.markCoordinatorUnknown also disconnects from it unless the cause was a disconnect
+        (``disconnected``: the request got no answer), so that nothing stays in flight to it: what is, fails
+        as disconnected (NetworkClient.disconnect)."""
+        old = self.coordinator
+        if old is not None:
+            self.narrate(f"{self.c.name}: forgets coordinator {old} ({why}) and will look it up again")
         self.coordinator = None
+        if old is not None and not disconnected and dialect_of(self.cfg) == JAVA:
+            self.node.disconnect(old, self.node.CHANNELS["OffsetCommit"],
+                                 f"markCoordinatorUnknown: {self.c.name} disconnects from its old coordinator")
 
     # ----------------------------------------------------------------- join
     @property
@@ -210,7 +218,7 @@ class ConsumerCoordinator:
         if err is None and Errors(resp.error) not in (Errors.NONE, Errors.MEMBER_ID_REQUIRED):
             self.join_interval_backoff = JOIN_ERROR_BACKOFF_MS[dialect_of(self.cfg)]     # rd_interval_backoff
         if err is not None:
-            self.coordinator_dead(f"JoinGroup failed with {err.name}")
+            self.coordinator_dead(f"JoinGroup failed with {err.name}", disconnected=True)
             self._retry_join(f"JoinGroup got no answer ({err.name})")
             return
         e = Errors(resp.error)
@@ -293,7 +301,7 @@ class ConsumerCoordinator:
         if self.state != MemberState.SYNCING:
             return
         if err is not None:
-            self.coordinator_dead(f"SyncGroup failed with {err.name}")
+            self.coordinator_dead(f"SyncGroup failed with {err.name}", disconnected=True)
             self._retry_join(f"SyncGroup got no answer ({err.name})")
             return
         e = Errors(resp.error)
@@ -378,7 +386,7 @@ class ConsumerCoordinator:
         if self.c._closed or self.node.crashed:
             return
         if err is not None:
-            self.coordinator_dead(f"Heartbeat failed with {err.name}")
+            self.coordinator_dead(f"Heartbeat failed with {err.name}", disconnected=True)
             return
         e = Errors(resp.error)
         if e == Errors.NONE:
@@ -448,9 +456,9 @@ class ConsumerCoordinator:
             req = m.OffsetFetchRequest(self.group_id, tuple(sorted(tps)), require_stable=require_stable)
             self.node.send_request(self.coordinator, req, on_resp, timeout_ms=self.cfg["request.timeout.ms"])
 
-        def retry(why: str, refind: bool) -> None:
+        def retry(why: str, refind: bool, disconnected: bool = False) -> None:
             if refind:
-                self.coordinator_dead(why)
+                self.coordinator_dead(why, disconnected)
             self.node.set_timer(self.cfg["retry.backoff.ms"], "OffsetFetch retry backoff",
                                 lambda: self.fetch_committed(tps, done, wanted))
 
@@ -459,7 +467,7 @@ class ConsumerCoordinator:
             if self.c._closed or self.node.crashed or not wanted():
                 return
             if err is not None:
-                retry(f"OffsetFetch failed with {err.name}", True)
+                retry(f"OffsetFetch failed with {err.name}", True, disconnected=True)
                 return
             e = Errors(resp.error)
             if e in COORDINATOR_ERRORS or e == Errors.COORDINATOR_LOAD_IN_PROGRESS:

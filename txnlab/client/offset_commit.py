@@ -156,7 +156,7 @@ class OffsetCommit:
             self._finish(None, errors)
             return
         if bad in COORDINATOR_ERRORS:          # markCoordinatorUnknown (also after commitAsync's only attempt)
-            self.co.coordinator_dead(f"OffsetCommit -> {bad.name}")
+            self.co.coordinator_dead(f"OffsetCommit -> {bad.name}", disconnected=err is not None)
         self.attempts -= 1
         if (bad in COORDINATOR_ERRORS or bad == Errors.COORDINATOR_LOAD_IN_PROGRESS) and self.attempts > 0 \
                 and not self.abandoned:
