@@ -86,26 +86,44 @@ class ConsumerCoordinator:
         if self.finding or self.node.crashed or self.kernel.now < self._find_not_before:
             return
         self.finding = True
+        self.node.find_coordinator(self.group_id, m.COORDINATOR_GROUP, self._found)
 
-        def found(node, err):
-            self.finding = False
-            self._changed()
-            if err == Errors.GROUP_AUTHORIZATION_FAILED:      # no DESCRIBE on the group: poll() reports it
-                self._set_fatal(err, "FindCoordinator")
-                return
-            if err is not None:
-                self.narrate(f"{self.c.name}: FindCoordinator for group {self.group_id!r} failed ({err.name}); "
-                             f"retrying after retry.backoff.ms")
-                self._find_not_before = self.kernel.now + self.cfg["retry.backoff.ms"]
-                self.node.set_timer(self.cfg["retry.backoff.ms"], "FindCoordinator retry backoff",
-                                    lambda: self.ensure_coordinator())
-                return
-            self.coordinator = node
-            self.narrate(f"{self.c.name}: the coordinator of group {self.group_id!r} is {node}")
-            waiters, self._coordinator_waiters = self._coordinator_waiters, []
-            for w in waiters:
-                w()
-        self.node.find_coordinator(self.group_id, m.COORDINATOR_GROUP, found)
+    def _found(self, node: Optional[str], err) -> None:
+        """A FindCoordinator answer: of ``ensure_coordinator`` or of a ``coordinator_query``."""
+        self.finding = False
+        self._changed()
+        if err == Errors.GROUP_AUTHORIZATION_FAILED:      # no DESCRIBE on the group: poll() reports it
+            self._set_fatal(err, "FindCoordinator")
+            return
+        if err is not None and self.coordinator is not None:       # (a query: the coordinator is kept)
+            self.narrate(f"{self.c.name}: FindCoordinator for group {self.group_id!r} failed ({err.name}); it "
+                         f"keeps coordinator {self.coordinator}")
+            return
+        if err is not None:
+            self.narrate(f"{self.c.name}: FindCoordinator for group {self.group_id!r} failed ({err.name}); "
+                         f"retrying after retry.backoff.ms")
+            self._find_not_before = self.kernel.now + self.cfg["retry.backoff.ms"]
+            self.node.set_timer(self.cfg["retry.backoff.ms"], "FindCoordinator retry backoff",
+                                lambda: self.ensure_coordinator())
+            return
+        if node != self.coordinator:
+            self.narrate(f"{self.c.name}: the coordinator of group {self.group_id!r} is {node}"
+                         + (f" (was {self.coordinator})" if self.coordinator is not None else ""))
+        self.coordinator = node
+        waiters, self._coordinator_waiters = self._coordinator_waiters, []
+        for w in waiters:
+            w()
+
+    def coordinator_query(self, why: str) -> None:
+        """librdkafka's rd_kafka_cgrp_coord_query: ask any broker which broker coordinates the group, keeping the
+        current coordinator meanwhile; an answer naming another one moves the group's requests there
+        (rd_kafka_cgrp_handle_FindCoordinator -> rd_kafka_cgrp_coord_update)."""
+        if self.finding or self.node.crashed:
+            return
+        self.narrate(f"{self.c.name}: {why}: it asks again which broker coordinates group {self.group_id!r} "
+                     f"(keeping {self.coordinator} meanwhile)")
+        self.finding = True
+        self.node.find_coordinator(self.group_id, m.COORDINATOR_GROUP, self._found)
 
     def coordinator_dead(self, why: str, disconnected: bool = False) -> None:
         """Forget the coordinator (and find it again before the next group request).  Java's

@@ -46,7 +46,7 @@ LIBRDKAFKA_PARTITION_ACTIONS = {
     Errors.COORDINATOR_LOAD_IN_PROGRESS: RETRY, Errors.UNKNOWN_TOPIC_OR_PARTITION: RETRY,
     Errors.COORDINATOR_NOT_AVAILABLE: REFRESH | RETRY | SPECIAL,     # mark the coordinator dead, refresh, retry
     Errors.NOT_COORDINATOR: REFRESH | RETRY | SPECIAL,
-    Errors.REQUEST_TIMED_OUT: REFRESH | RETRY,     # "Replicas possibly unavailable": re-query, not dead
+    Errors.REQUEST_TIMED_OUT: REFRESH | RETRY,     # "Replicas possibly unavailable": re-query (coord_query), not dead
     Errors.FENCED_INSTANCE_ID: PERMANENT | FATAL,
     Errors.REBALANCE_IN_PROGRESS: PERMANENT, Errors.UNKNOWN_MEMBER_ID: PERMANENT, Errors.ILLEGAL_GENERATION: PERMANENT,
 }
@@ -185,6 +185,8 @@ class OffsetCommit:
             return
         if actions & REFRESH and actions & SPECIAL:
             co.coordinator_dead(f"OffsetCommit -> {code.name}")        # rd_kafka_cgrp_coord_dead
+        elif actions & REFRESH:
+            co.coordinator_query(f"OffsetCommit -> {code.name}")       # rd_kafka_cgrp_coord_query
         if actions & RETRY and not actions & PERMANENT and self.retries < RD_KAFKA_REQUEST_DEFAULT_RETRIES:
             self.retries += 1
             delay = librdkafka_retry_backoff(co.cfg, self.retries)
