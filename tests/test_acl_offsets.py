@@ -33,7 +33,7 @@ def acl_cluster(**cfg):
 
 
 def offsets():
-    return {("t", 0): (5, ""), ("secret", 0): (6, ""), ("nosuch", 0): (7, ""), ("t", 9): (8, "")}
+    return {("t", 0): (5, -1, ""), ("secret", 0): (6, -1, ""), ("nosuch", 0): (7, -1, ""), ("t", 9): (8, -1, "")}
 
 
 def test_an_offset_commit_is_refused_per_topic_the_principal_may_not_read():
@@ -74,7 +74,7 @@ def test_a_txn_offset_commit_is_refused_per_topic_the_principal_may_not_read():
         ("t", 9): E.UNKNOWN_TOPIC_OR_PARTITION}
     assert c.broker(c.group_coordinator("g")).group_coordinator.pending_transactional_offsets == \
         {500: {"g": {("t", 0): 5}}}
-    only_secret = m.TxnOffsetCommitRequest("tx", "g", 501, 0, -1, "", None, {("secret", 0): (1, "")})
+    only_secret = m.TxnOffsetCommitRequest("tx", "g", 501, 0, -1, "", None, {("secret", 0): (1, -1, "")})
     assert raw.call(c.group_coordinator("g"), only_secret).errors == {("secret", 0): E.TOPIC_AUTHORIZATION_FAILED}
     assert any("may not READ topic(s) ['nosuch', 'secret']" in e.narration for e in c.trace)
 
@@ -125,6 +125,6 @@ def test_an_offset_fetch_needs_describe_on_the_group_and_on_each_topic():
     coord = c.group_coordinator("g")
     resp = raw.call(coord, m.OffsetFetchRequest("g", (("t", 0), ("secret", 0))))
     assert resp.error == E.NONE
-    assert resp.offsets == {("t", 0): (3, "", E.NONE), ("secret", 0): (-1, "", E.TOPIC_AUTHORIZATION_FAILED)}
-    assert raw.call(coord, m.OffsetFetchRequest("g", None)).offsets == {("t", 0): (3, "", E.NONE)}
+    assert resp.offsets == {("t", 0): (3, -1, "", E.NONE), ("secret", 0): (-1, -1, "", E.TOPIC_AUTHORIZATION_FAILED)}
+    assert raw.call(coord, m.OffsetFetchRequest("g", None)).offsets == {("t", 0): (3, -1, "", E.NONE)}
     assert raw.call(coord, m.OffsetFetchRequest("h", (("t", 0),))).error == E.GROUP_AUTHORIZATION_FAILED

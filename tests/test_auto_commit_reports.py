@@ -56,7 +56,7 @@ def test_java_auto_commit_failure_is_logged_and_the_commit_callback_hears_nothin
     c, k, reports, lines, sent = _auto_committing_consumer_whose_first_commit_times_out("java")
     assert reports == []
     assert lines == [(logging.DEBUG, "ConsumerCoordinator [consumer-1] Asynchronous auto-commit of offsets {t-0=OffsetAndMetadata{offset=3, "
-                                     "leaderEpoch=null, metadata=''}} failed due to retriable error.")]
+                                     "leaderEpoch=0, metadata=''}} failed due to retriable error.")]
     # (the coordinator is looked up again first, some ms; the next timer tick would have come at 6 s)
     assert 5_000 + 100 <= sent[1] - sent[0] < 5_000 + 200
     assert k.committed([TopicPartition("t", 0)])[0].offset == 3
@@ -128,7 +128,7 @@ def test_an_auto_commit_refused_for_good(dialect):
         assert len(warned) == len(sent) and all(
             level == logging.WARNING for level, text in cap.lines if "auto-commit" in text)
         assert warned[0].startswith(f"ConsumerCoordinator [{k.name}] Asynchronous auto-commit of offsets "
-                                    "{t-0=OffsetAndMetadata{offset=3, leaderEpoch=null, metadata=''}} failed: ")
+                                    "{t-0=OffsetAndMetadata{offset=3, leaderEpoch=0, metadata=''}} failed: ")
     else:
         assert warned == [] and reports
         assert {e.name() for e in reports} == {"UNKNOWN_MEMBER_ID"}

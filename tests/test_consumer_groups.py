@@ -211,11 +211,11 @@ def test_offset_commit_from_a_stale_generation_is_rejected():
     raw = RawClient(c)
     gen = a.consumer_group_metadata()
     coord = c.group_coordinator("g")
-    stale = m.OffsetCommitRequest("g", gen.generation_id - 1, gen.member_id, None, {("t", 0): (1, "")})
+    stale = m.OffsetCommitRequest("g", gen.generation_id - 1, gen.member_id, None, {("t", 0): (1, -1, "")})
     assert raw.call(coord, stale).errors[("t", 0)] == Errors.ILLEGAL_GENERATION
-    stranger = m.OffsetCommitRequest("g", gen.generation_id, "nobody", None, {("t", 0): (1, "")})
+    stranger = m.OffsetCommitRequest("g", gen.generation_id, "nobody", None, {("t", 0): (1, -1, "")})
     assert raw.call(coord, stranger).errors[("t", 0)] == Errors.UNKNOWN_MEMBER_ID
-    outsider = m.OffsetCommitRequest("g", -1, "", None, {("t", 0): (1, "")})
+    outsider = m.OffsetCommitRequest("g", -1, "", None, {("t", 0): (1, -1, "")})
     assert raw.call(coord, outsider).errors[("t", 0)] == Errors.UNKNOWN_MEMBER_ID   # the group has members
 
 
@@ -248,13 +248,13 @@ def test_offset_fetch_says_unstable_offset_commit_while_transactional_offsets_ar
     c = cluster(**UNVERIFIED)
     reader = ready_group(c)
     raw = RawClient(c)
-    resp = txn_offset_commit(raw, c, "g", {("t", 0): (5, "")})
+    resp = txn_offset_commit(raw, c, "g", {("t", 0): (5, -1, "")})
     assert resp.errors == {("t", 0): Errors.NONE}
     fetch = raw.call(c.group_coordinator("g"), m.OffsetFetchRequest("g", (("t", 0), ("t", 1)), require_stable=True))
-    assert fetch.offsets[("t", 0)][2] == Errors.UNSTABLE_OFFSET_COMMIT == 88
-    assert fetch.offsets[("t", 1)] == (-1, "", Errors.NONE)
+    assert fetch.offsets[("t", 0)][3] == Errors.UNSTABLE_OFFSET_COMMIT == 88
+    assert fetch.offsets[("t", 1)] == (-1, -1, "", Errors.NONE)
     loose = raw.call(c.group_coordinator("g"), m.OffsetFetchRequest("g", (("t", 0),), require_stable=False))
-    assert loose.offsets[("t", 0)] == (-1, "", Errors.NONE)        # not visible before the marker
+    assert loose.offsets[("t", 0)] == (-1, -1, "", Errors.NONE)        # not visible before the marker
     with pytest.raises(KafkaException) as e:
         reader.committed([TopicPartition("t", 0)], timeout=1.0)     # keeps retrying, then times out
     assert e.value.args[0].name() == "_TIMED_OUT"
@@ -270,7 +270,7 @@ def test_abort_marker_discards_pending_transactional_offsets():
     c = cluster(**UNVERIFIED)
     reader = ready_group(c)
     raw = RawClient(c)
-    txn_offset_commit(raw, c, "g", {("t", 0): (5, ""), ("t", 3): (9, "")})
+    txn_offset_commit(raw, c, "g", {("t", 0): (5, -1, ""), ("t", 3): (9, -1, "")})
     assert write_marker(raw, c, "g", commit=False) == Errors.NONE
     got = reader.committed([TopicPartition("t", 0), TopicPartition("t", 3)], timeout=5.0)
     assert [tp.offset for tp in got] == [-1001, 1]                  # nothing new; the plain commit stays
@@ -282,16 +282,16 @@ def test_txn_offset_commit_checks_member_and_generation_kip_447():
     a, b = stable_pair(c)
     raw = RawClient(c)
     meta = a.consumer_group_metadata()
-    ok = txn_offset_commit(raw, c, "g", {("t", 0): (3, "")}, generation=meta.generation_id,
+    ok = txn_offset_commit(raw, c, "g", {("t", 0): (3, -1, "")}, generation=meta.generation_id,
                            member_id=meta.member_id)
     assert ok.errors[("t", 0)] == Errors.NONE
-    zombie = txn_offset_commit(raw, c, "g", {("t", 0): (4, "")}, pid=501, generation=meta.generation_id - 1,
+    zombie = txn_offset_commit(raw, c, "g", {("t", 0): (4, -1, "")}, pid=501, generation=meta.generation_id - 1,
                                member_id=meta.member_id)
     assert zombie.errors[("t", 0)] == Errors.ILLEGAL_GENERATION
-    unknown = txn_offset_commit(raw, c, "g", {("t", 0): (4, "")}, pid=502, generation=meta.generation_id,
+    unknown = txn_offset_commit(raw, c, "g", {("t", 0): (4, -1, "")}, pid=502, generation=meta.generation_id,
                                 member_id="consumer-9-dead")
     assert unknown.errors[("t", 0)] == Errors.UNKNOWN_MEMBER_ID
-    group_id_only = txn_offset_commit(raw, c, "g", {("t", 1): (4, "")}, pid=503)      # generation -1, no member
+    group_id_only = txn_offset_commit(raw, c, "g", {("t", 1): (4, -1, "")}, pid=503)      # generation -1, no member
     assert group_id_only.errors[("t", 1)] == Errors.NONE
 
 
@@ -299,7 +299,7 @@ def test_transactional_offset_commit_is_a_transactional_batch_of_the_producer():
     c = cluster(**UNVERIFIED)
     ready_group(c)
     raw = RawClient(c)
-    txn_offset_commit(raw, c, "g", {("t", 0): (5, "")}, pid=777, epoch=3)
+    txn_offset_commit(raw, c, "g", {("t", 0): (5, -1, "")}, pid=777, epoch=3)
     log = c.log(*offsets_tp("g"))
     batch = [b for b in log.batches if b.producer_id == 777][0]
     assert batch.is_transactional and not batch.is_control and batch.producer_epoch == 3
@@ -312,7 +312,7 @@ def test_a_new_coordinator_reloads_pending_transactional_offsets_and_completes_t
     c = cluster(**UNVERIFIED)
     ready_group(c)
     raw = RawClient(c)
-    txn_offset_commit(raw, c, "g", {("t", 0): (7, "")}, pid=600)
+    txn_offset_commit(raw, c, "g", {("t", 0): (7, -1, "")}, pid=600)
     old = c.group_coordinator("g")
     c.crash(old)
     c.advance(12_000)
@@ -322,7 +322,7 @@ def test_a_new_coordinator_reloads_pending_transactional_offsets_and_completes_t
     assert gc.pending_transactional_offsets == {600: {"g": {("t", 0): 7}}}
     assert gc.describe_group("g")["offsets"] == {("t", 3): 1}
     fetch = raw.call(new, m.OffsetFetchRequest("g", (("t", 0),), require_stable=True))
-    assert fetch.offsets[("t", 0)][2] == Errors.UNSTABLE_OFFSET_COMMIT
+    assert fetch.offsets[("t", 0)][3] == Errors.UNSTABLE_OFFSET_COMMIT
     assert write_marker(raw, c, "g", pid=600) == Errors.NONE
     assert gc.describe_group("g")["offsets"] == {("t", 0): 7, ("t", 3): 1}
 
@@ -331,7 +331,7 @@ def test_a_committed_transaction_does_not_overwrite_a_newer_plain_commit():
     c = cluster(**UNVERIFIED)
     reader = ready_group(c)
     raw = RawClient(c)
-    txn_offset_commit(raw, c, "g", {("t", 3): (5, "")}, pid=800)    # older record
+    txn_offset_commit(raw, c, "g", {("t", 3): (5, -1, "")}, pid=800)    # older record
     reader.commit(offsets=[TopicPartition("t", 3, 9)], asynchronous=False)   # newer plain record
     write_marker(raw, c, "g", pid=800)
     assert reader.committed([TopicPartition("t", 3)])[0].offset == 9
@@ -384,7 +384,7 @@ def test_an_unverified_txn_offset_commit_is_refused_when_verification_is_on():
     real = Producer({"bootstrap.servers": c.bootstrap, "transactional.id": "tx"})
     real.init_transactions()                                   # 'tx' exists, but not with producer id 4242
     raw = RawClient(c)
-    resp = txn_offset_commit(raw, c, "g", {("t", 0): (5, "")}, pid=4242)
+    resp = txn_offset_commit(raw, c, "g", {("t", 0): (5, -1, "")}, pid=4242)
     assert resp.errors[("t", 0)] == Errors.INVALID_PRODUCER_ID_MAPPING
     assert coordinator_of(c, "g").pending_transactional_offsets == {}
     assert any("KIP-890" in e.narration for e in c.trace)

@@ -118,10 +118,10 @@ def well_typed_request(draw):
     if kind == "txnoff":
         return m.TxnOffsetCommitRequest(draw(ids) or "", draw(ids) or "", draw(pids), draw(epochs),
                                         draw(st.sampled_from([-1, 0, 3])), draw(ids) or "", None,
-                                        {tp: (draw(offsets), "")})
+                                        {tp: (draw(offsets), draw(epochs), "")})
     if kind == "commit":
         return m.OffsetCommitRequest(draw(ids) or "", draw(st.sampled_from([-1, 0, 3])), draw(ids) or "", None,
-                                     {tp: (draw(offsets), "")})
+                                     {tp: (draw(offsets), draw(epochs), "")})
     if kind == "fetchoff":
         return m.OffsetFetchRequest(draw(ids) or "", (tp,), draw(st.booleans()))
     if kind == "join":

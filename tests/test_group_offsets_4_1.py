@@ -46,7 +46,7 @@ def test_require_stable_fetch_waits_for_a_plain_commit_being_replicated():
     c = lab()
     box: dict = {}
     c.pause(follower_of_offsets(c), 2_000)          # the commit's write is not replicated for 2 s
-    send(c, "commit", m.OffsetCommitRequest("g", -1, "", None, {T0: (7, "")}), box)
+    send(c, "commit", m.OffsetCommitRequest("g", -1, "", None, {T0: (7, -1, "")}), box)
     c.advance(10)
     send(c, "fetch", m.OffsetFetchRequest("g", (T0,), require_stable=True), box)
     c.advance(50)
@@ -54,7 +54,7 @@ def test_require_stable_fetch_waits_for_a_plain_commit_being_replicated():
     c.run_until(lambda: "fetch" in box)
     (t_commit, commit), (t_fetch, fetch) = box["commit"], box["fetch"]
     assert commit.errors == {T0: E.NONE}
-    assert fetch.error == E.NONE and fetch.offsets == {T0: (7, "", E.NONE)}
+    assert fetch.error == E.NONE and fetch.offsets == {T0: (7, -1, "", E.NONE)}
     assert t_fetch >= t_commit >= 2_000
     assert any("RequireStable is a write operation" in e.narration for e in c.trace)
 
@@ -63,7 +63,7 @@ def test_a_read_committed_consumer_reads_a_commit_being_replicated():
     c = lab()
     box: dict = {}
     c.pause(follower_of_offsets(c), 1_000)
-    send(c, "commit", m.OffsetCommitRequest("g", -1, "", None, {T0: (4, "")}), box)
+    send(c, "commit", m.OffsetCommitRequest("g", -1, "", None, {T0: (4, -1, "")}), box)
     c.advance(10)
     reader = Consumer({"bootstrap.servers": c.bootstrap, "group.id": "g", "isolation.level": "read_committed"})
     [tp] = reader.committed([TopicPartition("t", 0)], 10)
@@ -75,10 +75,10 @@ def test_a_read_committed_consumer_reads_a_commit_being_replicated():
 def test_a_transactions_pending_offsets_stay_unstable():
     c = lab(brokers=1)
     raw = RawClient(c)
-    txn = m.TxnOffsetCommitRequest("tx", "g", 500, 0, -1, "", None, {T0: (6, "")}, api_version=4)
+    txn = m.TxnOffsetCommitRequest("tx", "g", 500, 0, -1, "", None, {T0: (6, -1, "")}, api_version=4)
     assert raw.call(c.group_coordinator("g"), txn).errors == {T0: E.NONE}
     fetch = raw.call(c.group_coordinator("g"), m.OffsetFetchRequest("g", (T0,), require_stable=True))
-    assert fetch.offsets == {T0: (-1, "", E.UNSTABLE_OFFSET_COMMIT)}
+    assert fetch.offsets == {T0: (-1, -1, "", E.UNSTABLE_OFFSET_COMMIT)}
     every = raw.call(c.group_coordinator("g"), m.OffsetFetchRequest("g", None, require_stable=True))
     assert every.offsets == {}                     # (fetchAllOffsets lists committed offsets only)
 
@@ -87,10 +87,10 @@ def test_a_commit_whose_write_times_out_is_coordinator_not_available():
     c = lab()
     box: dict = {}
     c.pause(follower_of_offsets(c), 8_000)          # past offsets.commit.timeout.ms=5000, within the ISR's lag
-    send(c, "commit", m.OffsetCommitRequest("g", -1, "", None, {T0: (7, "")}), box)
+    send(c, "commit", m.OffsetCommitRequest("g", -1, "", None, {T0: (7, -1, "")}), box)
     c.advance(10)
     send(c, "fetch", m.OffsetFetchRequest("g", (T0,), require_stable=True), box)
-    txn = m.TxnOffsetCommitRequest("tx", "g", 500, 0, -1, "", None, {("t", 0): (8, "")}, api_version=4)
+    txn = m.TxnOffsetCommitRequest("tx", "g", 500, 0, -1, "", None, {("t", 0): (8, -1, "")}, api_version=4)
     send(c, "txn", txn, box)
     c.run_until(lambda: len(box) == 3)
     (t_commit, commit), (t_fetch, fetch), (_, txn_commit) = box["commit"], box["fetch"], box["txn"]
@@ -104,9 +104,9 @@ def test_an_offsets_write_too_large_for_the_log_is_unknown_server_error():
     c = lab(brokers=1)
     raw = RawClient(c)
     c.log(OFFSETS_TOPIC, 0).update_topic_config({"max.message.bytes": 200})    # (AlterConfigs of the topic)
-    resp = raw.call(c.group_coordinator("g"), m.OffsetCommitRequest("g", -1, "", None, {T0: (1, "x" * 500)}))
+    resp = raw.call(c.group_coordinator("g"), m.OffsetCommitRequest("g", -1, "", None, {T0: (1, -1, "x" * 500)}))
     assert resp.errors == {T0: E.UNKNOWN_SERVER_ERROR}                 # Scala's: INVALID_COMMIT_OFFSET_SIZE
-    txn = m.TxnOffsetCommitRequest("tx", "g", 500, 0, -1, "", None, {T0: (1, "x" * 500)}, api_version=4)
+    txn = m.TxnOffsetCommitRequest("tx", "g", 500, 0, -1, "", None, {T0: (1, -1, "x" * 500)}, api_version=4)
     assert raw.call(c.group_coordinator("g"), txn).errors == {T0: E.UNKNOWN_SERVER_ERROR}
 
 
@@ -116,11 +116,11 @@ def test_the_empty_group_id_may_fetch_and_commit_offsets():
     coord = c.group_coordinator("")
     for stable in (False, True):
         fetch = raw.call(coord, m.OffsetFetchRequest("", (T0,), require_stable=stable))
-        assert fetch.error == E.NONE and fetch.offsets == {T0: (-1, "", E.NONE)}
+        assert fetch.error == E.NONE and fetch.offsets == {T0: (-1, -1, "", E.NONE)}
         assert raw.call(coord, m.OffsetFetchRequest("", None, require_stable=stable)).offsets == {}
-    assert raw.call(coord, m.OffsetCommitRequest("", -1, "", None, {T0: (3, "")})).errors == {T0: E.NONE}
-    assert raw.call(coord, m.OffsetFetchRequest("", (T0,))).offsets == {T0: (3, "", E.NONE)}
+    assert raw.call(coord, m.OffsetCommitRequest("", -1, "", None, {T0: (3, -1, "")})).errors == {T0: E.NONE}
+    assert raw.call(coord, m.OffsetFetchRequest("", (T0,))).offsets == {T0: (3, -1, "", E.NONE)}
     # the other group APIs still refuse it (GroupCoordinatorService's isGroupIdNotEmpty)
-    txn = m.TxnOffsetCommitRequest("tx", "", 500, 0, -1, "", None, {T0: (6, "")}, api_version=4)
+    txn = m.TxnOffsetCommitRequest("tx", "", 500, 0, -1, "", None, {T0: (6, -1, "")}, api_version=4)
     assert raw.call(coord, txn).errors == {T0: E.INVALID_GROUP_ID}
     assert raw.call(coord, m.HeartbeatRequest("", 0, "m")).error == E.INVALID_GROUP_ID

@@ -36,7 +36,7 @@ def lab():
     Consumer({"bootstrap.servers": c.bootstrap, "group.id": "g"}).committed([TopicPartition("t", 0)], 10)
     raw = RawClient(c)
     coord = c.group_coordinator("g")
-    assert raw.call(coord, m.OffsetCommitRequest("g", -1, "", None, {T0: (1, "")})).errors == {T0: E.NONE}
+    assert raw.call(coord, m.OffsetCommitRequest("g", -1, "", None, {T0: (1, -1, "")})).errors == {T0: E.NONE}
     return c, raw, coord
 
 
@@ -52,7 +52,7 @@ def under_min_isr(c, coord) -> list:
 
 def commit(c, coord, offset: int, box: dict, key: str = "commit") -> None:
     raw = RawClient(c, f"raw-{key}")
-    raw.send_request(f"broker-{coord}", m.OffsetCommitRequest("g", -1, "", None, {T0: (offset, "")}),
+    raw.send_request(f"broker-{coord}", m.OffsetCommitRequest("g", -1, "", None, {T0: (offset, -1, "")}),
                      lambda resp, err: box.setdefault(key, (c.now, resp if err is None else err)),
                      timeout_ms=60_000)
 
@@ -82,15 +82,15 @@ def test_a_timed_out_commit_becomes_visible_once_the_hw_passes_it():
     c.run_until(lambda: "commit" in box)
     assert box["commit"][1].errors == {T0: E.COORDINATOR_NOT_AVAILABLE}
     # not replicated: a read at the last committed offset still sees the old offset
-    assert raw.call(coord, m.OffsetFetchRequest("g", (T0,), require_stable=False)).offsets == {T0: (1, "", E.NONE)}
+    assert raw.call(coord, m.OffsetFetchRequest("g", (T0,), require_stable=False)).offsets == {T0: (1, -1, "", E.NONE)}
     for b in followers:
         c.restart(b)
     hw_target = c.log(OFFSETS_TOPIC, 0, coord).log_end_offset
     c.run_until(lambda: c.log(OFFSETS_TOPIC, 0, coord).high_watermark >= hw_target, timeout_ms=60_000)
     assert c.group_coordinator("g") == coord
     # the failed commit's offset is visible, read with or without RequireStable
-    assert raw.call(coord, m.OffsetFetchRequest("g", (T0,), require_stable=False)).offsets == {T0: (7, "", E.NONE)}
-    assert raw.call(coord, m.OffsetFetchRequest("g", (T0,), require_stable=True)).offsets == {T0: (7, "", E.NONE)}
+    assert raw.call(coord, m.OffsetFetchRequest("g", (T0,), require_stable=False)).offsets == {T0: (7, -1, "", E.NONE)}
+    assert raw.call(coord, m.OffsetFetchRequest("g", (T0,), require_stable=True)).offsets == {T0: (7, -1, "", E.NONE)}
     assert any("applied all the same" in (e.narration or "") for e in c.trace)
 
 
@@ -127,7 +127,7 @@ def test_the_commit_is_answered_once_the_followers_return_in_time():
     assert resp.errors == {T0: E.NONE} and t < TIMEOUT + start
     hw_target = c.log(OFFSETS_TOPIC, 0, coord).log_end_offset
     c.run_until(lambda: c.log(OFFSETS_TOPIC, 0, coord).high_watermark >= hw_target, timeout_ms=60_000)
-    assert raw.call(coord, m.OffsetFetchRequest("g", (T0,), require_stable=False)).offsets == {T0: (9, "", E.NONE)}
+    assert raw.call(coord, m.OffsetFetchRequest("g", (T0,), require_stable=False)).offsets == {T0: (9, -1, "", E.NONE)}
 
 
 def test_the_transaction_coordinator_still_refuses_under_min_isr():
@@ -168,7 +168,7 @@ def test_a_sync_group_whose_assignment_write_times_out_is_coordinator_not_availa
 def test_a_timed_out_txn_offset_commit_is_committed_by_the_transactions_marker():
     c, raw, coord = lab()
     followers = under_min_isr(c, coord)
-    txn = m.TxnOffsetCommitRequest("tx", "g", 500, 0, -1, "", None, {T0: (8, "")}, api_version=4)
+    txn = m.TxnOffsetCommitRequest("tx", "g", 500, 0, -1, "", None, {T0: (8, -1, "")}, api_version=4)
     start = c.now
     assert raw.call(coord, txn).errors == {T0: E.COORDINATOR_NOT_AVAILABLE}
     assert c.now - start >= TIMEOUT
@@ -178,7 +178,7 @@ def test_a_timed_out_txn_offset_commit_is_committed_by_the_transactions_marker()
     c.run_until(lambda: len(c.partition_state(OFFSETS_TOPIC, 0)["isr"]) >= 2, timeout_ms=60_000)
     marker = m.WriteTxnMarkersRequest((m.TxnMarkerEntry(500, 0, True, ((OFFSETS_TOPIC, 0),), 0),))
     assert raw.call(coord, marker, from_broker=True).markers[500][(OFFSETS_TOPIC, 0)] == E.NONE
-    assert raw.call(coord, m.OffsetFetchRequest("g", (T0,), require_stable=True)).offsets == {T0: (8, "", E.NONE)}
+    assert raw.call(coord, m.OffsetFetchRequest("g", (T0,), require_stable=True)).offsets == {T0: (8, -1, "", E.NONE)}
 
 
 def test_a_consumers_failed_commit_is_seen_later_by_committed():

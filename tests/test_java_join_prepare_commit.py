@@ -60,7 +60,7 @@ def test_java_rebalance_commit_is_asynchronous_retried_and_comes_before_on_revok
     a.poll(0)                                       # the consumer's log lines reach the logger in poll()
     logger.removeHandler(cap)
     lines = [line for line in cap.lines if "auto-commit" in line[1]]
-    shown = "{t-0=OffsetAndMetadata{offset=3, leaderEpoch=null, metadata=''}}"
+    shown = "{t-0=OffsetAndMetadata{offset=3, leaderEpoch=0, metadata=''}}"
     assert lines == [
         (logging.DEBUG, f"ConsumerCoordinator [a] Asynchronous auto-commit of offsets {shown} failed due to "
                         f"retriable error."),
@@ -100,7 +100,7 @@ def test_java_rebalance_commit_refused_for_good_is_logged_at_error_and_the_parti
     lines = [line for line in cap.lines if "auto-commit" in line[1]]
     assert [level for level, _ in lines] == [logging.WARNING, logging.ERROR]
     assert lines[0][1].startswith("ConsumerCoordinator [a] Asynchronous auto-commit of offsets {t-0=OffsetAndMetadata"
-                                  "{offset=3, leaderEpoch=null, metadata=''}} failed: ")
+                                  "{offset=3, leaderEpoch=0, metadata=''}} failed: ")
     assert lines[1][1] == ("ConsumerCoordinator [a] Asynchronous auto-commit of offsets failed: Commit cannot be "
                            "completed since the group has already rebalanced and assigned the partitions to another "
                            "member. This means that the time between subsequent calls to poll() was longer than the "

@@ -34,13 +34,13 @@ def test_the_broker_answers_unknown_partitions_and_commits_the_others():
     consumer(c).committed([TopicPartition("t", 0)], 10)          # the offsets topic exists and is loaded
     raw = RawClient(c)
     coord = c.group_coordinator("g")
-    plain = m.OffsetCommitRequest("g", -1, "", None, {("t", 0): (1, ""), ("t", 5): (1, ""), ("nosuch", 0): (1, "")})
+    plain = m.OffsetCommitRequest("g", -1, "", None, {("t", 0): (1, -1, ""), ("t", 5): (1, -1, ""), ("nosuch", 0): (1, -1, "")})
     assert raw.call(coord, plain).errors == {("t", 0): Errors.NONE, ("t", 5): Errors.UNKNOWN_TOPIC_OR_PARTITION,
                                              ("nosuch", 0): Errors.UNKNOWN_TOPIC_OR_PARTITION}
-    txn = m.TxnOffsetCommitRequest("tx", "g", 500, 0, -1, "", None, {("t", 0): (2, ""), ("t", 7): (2, "")})
+    txn = m.TxnOffsetCommitRequest("tx", "g", 500, 0, -1, "", None, {("t", 0): (2, -1, ""), ("t", 7): (2, -1, "")})
     assert raw.call(coord, txn).errors == {("t", 0): Errors.NONE, ("t", 7): Errors.UNKNOWN_TOPIC_OR_PARTITION}
     assert c.broker(coord).group_coordinator.pending_transactional_offsets == {500: {"g": {("t", 0): 2}}}
-    only_unknown = m.TxnOffsetCommitRequest("tx", "g", 501, 0, -1, "", None, {("t", 9): (2, "")})
+    only_unknown = m.TxnOffsetCommitRequest("tx", "g", 501, 0, -1, "", None, {("t", 9): (2, -1, "")})
     assert raw.call(coord, only_unknown).errors == {("t", 9): Errors.UNKNOWN_TOPIC_OR_PARTITION}
     assert any("knows no partition" in e.narration for e in c.trace)
 

@@ -322,7 +322,7 @@ def test_unstable_offset_commit_until_the_marker_lands():
     raw = RawClient(c)
     coord = c.group_coordinator("g-u")
     r = raw.call(coord, m.OffsetFetchRequest("g-u", (("in", 0),), require_stable=True))
-    assert r.offsets[("in", 0)][2] == Errors.UNSTABLE_OFFSET_COMMIT or r.error == Errors.UNSTABLE_OFFSET_COMMIT
+    assert r.offsets[("in", 0)][3] == Errors.UNSTABLE_OFFSET_COMMIT or r.error == Errors.UNSTABLE_OFFSET_COMMIT
     p.commit_transaction()
     c.run_until_idle()
     r = raw.call(coord, m.OffsetFetchRequest("g-u", (("in", 0),), require_stable=True))

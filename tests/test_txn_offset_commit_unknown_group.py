@@ -44,7 +44,7 @@ def joined_then_left(c, group="g"):
 
 
 def txn_offset_commit(raw, group, generation, member_id, pid=500):
-    req = m.TxnOffsetCommitRequest("tx", group, pid, 0, generation, member_id, None, {("t", 0): (3, "")})
+    req = m.TxnOffsetCommitRequest("tx", group, pid, 0, generation, member_id, None, {("t", 0): (3, -1, "")})
     return raw.call(raw.cluster.group_coordinator(group), req).errors[("t", 0)]
 
 
@@ -82,7 +82,7 @@ def test_generation_minus_one_with_a_member_id_is_accepted_by_an_empty_group_onl
     raw = RawClient(c)
     joined_then_left(c)                                   # g exists, Empty
     assert txn_offset_commit(raw, "g", -1, "consumer-7-gone") == Errors.NONE
-    plain = m.OffsetCommitRequest("g", -1, "consumer-7-gone", None, {("t", 0): (1, "")})
+    plain = m.OffsetCommitRequest("g", -1, "consumer-7-gone", None, {("t", 0): (1, -1, "")})
     assert raw.call(c.group_coordinator("g"), plain).errors[("t", 0)] == Errors.NONE
     busy = Consumer({"bootstrap.servers": c.bootstrap, "group.id": "g", **MEMBER})
     busy.subscribe(["t"])

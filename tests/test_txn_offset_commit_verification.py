@@ -50,7 +50,7 @@ def ongoing(c, dialect: str = "librdkafka"):
 def commit(c, pid: int, epoch: int, version: int = -1) -> E:
     """A TxnOffsetCommit of ``TID``'s offsets for t-0, as a client sending TxnOffsetCommit ``version`` would."""
     raw = c.kernel.nodes.get("raw-client") or RawClient(c)
-    req = m.TxnOffsetCommitRequest(TID, "g", pid, epoch, -1, "", None, {("t", 0): (5, "")}, version)
+    req = m.TxnOffsetCommitRequest(TID, "g", pid, epoch, -1, "", None, {("t", 0): (5, -1, "")}, version)
     return E(raw.call(c.group_coordinator("g"), req).errors[("t", 0)])
 
 

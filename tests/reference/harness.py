@@ -167,6 +167,12 @@ def committed(b, c, topic: str) -> list:
     return [tp.offset for tp in c.committed([b.TopicPartition(topic, 0)], 10)]
 
 
+def committed_epochs(b, c, topic: str) -> list:
+    """The leader epochs committed with those offsets (KIP-320: OffsetCommit v6+ / TxnOffsetCommit v2+ carry the
+    epoch of the record the offset follows, OffsetFetch v5+ answers it; None when none was committed)."""
+    return [tp.leader_epoch for tp in c.committed([b.TopicPartition(topic, 0)], 10)]
+
+
 def produce(p, topic: str, values, partition: int = 0, reports: list | None = None) -> None:
     for v in values:
         cb = None

@@ -2,8 +2,8 @@
 takes a backend ``b`` and an ``Observer`` ``o`` and records what a user would check."""
 from __future__ import annotations
 
-from .harness import (committed, copier_consumer, fill, group_consumer, in_transaction, new_topic, produce, scenario,
-                      txn_producer)
+from .harness import (committed, committed_epochs, copier_consumer, fill, group_consumer, in_transaction, new_topic,
+                      produce, scenario, txn_producer)
 
 
 @scenario()
@@ -149,6 +149,7 @@ def send_offsets_then_commit(b, o):
     src, dst, c, p = _consume_then_send_offsets(b, o, ["m0", "m1", "m2", "m3"], upper=True, observe_consumed=True)
     o.call("commit", p.commit_transaction, 30)
     o["committed"] = committed(b, c, src)
+    o["committed.leader_epoch"] = committed_epochs(b, c, src)
     c.close()
     o.read("out", dst)
 
@@ -171,7 +172,9 @@ def plain_consumer_commit_and_committed(b, o):
     o["consumed"] = [m.offset() for m in msgs]
     o.call("commit", c.commit, message=msgs[-1], asynchronous=False)
     o["committed"] = committed(b, c, t)
+    o["committed.leader_epoch"] = committed_epochs(b, c, t)
     o["position"] = [tp.offset for tp in c.position([b.TopicPartition(t, 0)])]
+    o["position.leader_epoch"] = [tp.leader_epoch for tp in c.position([b.TopicPartition(t, 0)])]
     c.close()
 
 

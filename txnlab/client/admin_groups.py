@@ -120,8 +120,8 @@ class GroupAdmin:
                 f.resolve(error=kafka_error(resp.error))
                 return
             out = []
-            for (t, p), (off, meta, err) in sorted(resp.offsets.items()):
-                tp = TopicPartition(t, p, off if off >= 0 else -1001, meta or None)
+            for (t, p), (off, epoch, meta, err) in sorted(resp.offsets.items()):
+                tp = TopicPartition(t, p, off if off >= 0 else -1001, meta or None, epoch)
                 tp.error = kafka_error(err) if err else None
                 out.append(tp)
             f.resolve(ConsumerGroupTopicPartitions(gid, out))
@@ -134,7 +134,8 @@ class GroupAdmin:
         req = _one_request(alter_consumer_group_offsets_request, "request")
         if not req.topic_partitions:
             raise ValueError("Non empty topic partition list must be present")
-        offsets = {(tp.topic, tp.partition): (tp.offset, tp.metadata or "") for tp in req.topic_partitions}
+        offsets = {(tp.topic, tp.partition): (tp.offset, -1 if tp.leader_epoch is None else tp.leader_epoch,
+                                              tp.metadata or "") for tp in req.topic_partitions}
         commit = m.OffsetCommitRequest(req.group_id, -1, "", None, offsets)
 
         def first_error(resp):

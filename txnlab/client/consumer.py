@@ -23,7 +23,8 @@ from .consumer_commit import ConsumerCommits
 from .consumer_coordinator import ConsumerCoordinator, MemberState
 from .consumer_lookup import ConsumerLookups
 from .consumer_rebalance import ConsumerRebalance, _tp_list
-from .fetcher import CHECK_NOW, Fetcher, PartitionState
+from .epoch_check import CHECK_NOW
+from .fetcher import Fetcher, PartitionState
 from .network_client import attach_client, block
 from .message import OFFSET_BEGINNING, OFFSET_END, OFFSET_INVALID, OFFSET_STORED, Message, TopicPartition
 
@@ -211,7 +212,7 @@ class Consumer(ConsumerRebalance, ConsumerLookups, ConsumerCommits):
 
     def _init_position(self, tp: tuple, st: PartitionState, offset: int) -> None:
         st.position = st.app_position = None
-        st.position_epoch = None        # a seek or a committed offset carries no leader epoch: not checked (KIP-320)
+        st.position_epoch = None        # a seek without a leader epoch: not checked (KIP-320)
         st.reset_strategy = None
         st.awaiting_committed = False
         if offset is not None and offset >= 0:
@@ -312,10 +313,10 @@ class Consumer(ConsumerRebalance, ConsumerLookups, ConsumerCommits):
                     if st is None or not st.awaiting_committed:
                         continue
                     st.awaiting_committed = False
-                    off = offsets.get(tp, (-1, ""))[0] if err is None else -1
+                    off, epoch, _ = offsets.get(tp, (-1, -1, "")) if err is None else (-1, -1, "")
                     if off >= 0:
                         st.position = st.committed = off
-                        self._kernel.narrate(f"{self.name} resumes {tp[0]}-{tp[1]} at its committed offset {off}")
+                        self._fetcher.restored(tp, st, epoch)
                     else:
                         self._apply_reset_policy(tp, st)
                         self._kernel.narrate(f"{self.name}: no committed offset for {tp[0]}-{tp[1]} -> "
@@ -381,7 +382,7 @@ class Consumer(ConsumerRebalance, ConsumerLookups, ConsumerCommits):
             if self._config["enable.auto.offset.store"]:
                 st = self._assignment.get((msg._topic, msg._partition))
                 if st is not None:
-                    st.stored_offset = msg._offset + 1
+                    st.stored_offset, st.stored_epoch = msg._offset + 1, msg._leader_epoch
             self._received += 1
         return msg
 
@@ -446,7 +447,7 @@ class Consumer(ConsumerRebalance, ConsumerLookups, ConsumerCommits):
                         msg = out[-1]
                         st = assignment.get((msg._topic, msg._partition))
                         if st is not None:
-                            st.stored_offset = msg._offset + 1
+                            st.stored_offset, st.stored_epoch = msg._offset + 1, msg._leader_epoch
                     self._received += taken
                     continue
                 msg = fetcher.next_message()
@@ -459,7 +460,7 @@ class Consumer(ConsumerRebalance, ConsumerLookups, ConsumerCommits):
                     if store:
                         st = assignment.get((msg._topic, msg._partition))
                         if st is not None:
-                            st.stored_offset = msg._offset + 1
+                            st.stored_offset, st.stored_epoch = msg._offset + 1, msg._leader_epoch
                     self._received += 1
                 out.append(msg)
             return True
@@ -473,10 +474,13 @@ class Consumer(ConsumerRebalance, ConsumerLookups, ConsumerCommits):
         for tp in partitions:
             st = self._assignment.get((tp.topic, tp.partition))
             # librdkafka: the application's position (OFFSET_INVALID until poll() returns a message of the
-            # partition, again after a seek); Kafka's Java client: the fetch position
+            # partition, again after a seek); Kafka's Java client: the fetch position.  Each with its leader epoch
+            # (rd_kafka_position: rktp_app_pos's; Java: the FetchPosition's offsetEpoch), known here while the
+            # application's position is the fetch position
             pos = None if st is None else st.position if self._java else st.app_position
-            pos = OFFSET_INVALID if pos is None else pos
-            out.append(TopicPartition(tp.topic, tp.partition, pos))
+            epoch = st.position_epoch if pos is not None and pos == st.position else None
+            out.append(TopicPartition(tp.topic, tp.partition, OFFSET_INVALID if pos is None else pos,
+                                      leader_epoch=epoch))
         return out
 
     def seek(self, partition: TopicPartition) -> None:
@@ -525,7 +529,10 @@ class Consumer(ConsumerRebalance, ConsumerLookups, ConsumerCommits):
                 coord.leave_group("close()", then=lambda: box.__setitem__("done", True))
                 self._wait(lambda: "done" in box, self._config["request.timeout.ms"])
         elif self._assignment and self._config["enable.auto.commit"]:
-            self._commit_stored(sync=True)
+            if self._java:
+                self._close_commit_java()
+            else:
+                self._commit_stored(sync=True)
         coord.rejoin_needed = False
         coord.stop_heartbeats()
         self._node.cancel_timer(self._auto_commit_timer)

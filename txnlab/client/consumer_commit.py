@@ -15,6 +15,8 @@ from .dialect import AUTO_COMMIT_REPORTED, COMMIT_ASYNC_ATTEMPTS, JAVA, JAVA_SYN
 from .message import OFFSET_INVALID, Message, TopicPartition
 from .offset_commit import java_retry_backoff
 
+JAVA_DEFAULT_CLOSE_TIMEOUT_MS = 30_000      # ConsumerUtils.DEFAULT_CLOSE_TIMEOUT_MS: close() without a timeout
+
 
 COMMIT_FAILED_TEXT = ("Commit cannot be completed since the group has already rebalanced and assigned the partitions "
                       "to another member. This means that the time between subsequent calls to poll() was longer "
@@ -36,9 +38,14 @@ JAVA_COMMIT_SYNC_RETRIABLE = frozenset({Errors.COORDINATOR_LOAD_IN_PROGRESS, Err
 
 
 def offsets_shown(offsets: dict) -> str:
-    """A Map<TopicPartition, OffsetAndMetadata> as Java prints it."""
-    return "{" + ", ".join(f"{t}-{p}=OffsetAndMetadata{{offset={o}, leaderEpoch=null, metadata='{meta}'}}"
-                           for (t, p), (o, meta) in sorted(offsets.items())) + "}"
+    """A Map<TopicPartition, OffsetAndMetadata> as Java prints it (its leaderEpoch an Integer: null when none)."""
+    return "{" + ", ".join(f"{t}-{p}=OffsetAndMetadata{{offset={o}, leaderEpoch={e if e >= 0 else 'null'}, "
+                           f"metadata='{meta}'}}" for (t, p), (o, e, meta) in sorted(offsets.items())) + "}"
+
+
+def _epoch(e: Optional[int]) -> int:
+    """A TopicPartition's or Message's leader_epoch (None: unknown) as requests carry it (-1)."""
+    return -1 if e is None else e
 
 
 class ConsumerCommits:
@@ -49,16 +56,21 @@ class ConsumerCommits:
                                             "store_offsets() requires enable.auto.offset.store=false"))
         if message is not None and offsets is not None:
             raise ValueError("message and offsets are mutually exclusive")
-        items = [((message.topic(), message.partition()), message.offset() + 1)] if message is not None else \
-            [((tp.topic, tp.partition), tp.offset) for tp in offsets or []]
-        for key, off in items:
+        # confluent-kafka's Consumer_store_offsets stores the message's leader epoch with its offset + 1
+        # (rd_kafka_topic_partition_set_leader_epoch), or each TopicPartition's; rd_kafka_offsets_store keeps both
+        items = [((message.topic(), message.partition()), message.offset() + 1, message.leader_epoch())] \
+            if message is not None else [((tp.topic, tp.partition), tp.offset, tp.leader_epoch) for tp in offsets or []]
+        for key, off, epoch in items:
             st = self._assignment.get(key)
             if st is None:
                 raise KafkaException(KafkaError(KafkaError._STATE, f"{key[0]}-{key[1]} is not assigned"))
-            st.stored_offset = off
+            st.stored_offset, st.stored_epoch = off, epoch
 
     def _stored_offsets(self) -> dict:
-        return {tp: (st.stored_offset, "") for tp, st in self._assignment.items()
+        """What a commit of the stored offsets sends: each with the leader epoch of the record it follows
+        (librdkafka's stored rd_kafka_fetch_pos_t; Java's SubscriptionState.allConsumed, the position's
+        offsetEpoch)."""
+        return {tp: (st.stored_offset, _epoch(st.stored_epoch), "") for tp, st in self._assignment.items()
                 if st.stored_offset is not None and st.stored_offset != st.committed}
 
     def commit(self, message: Optional[Message] = None, offsets: Optional[list] = None,
@@ -68,16 +80,19 @@ class ConsumerCommits:
         self._require_group("commit")
         if message is not None and offsets is not None:
             raise ValueError("message and offsets are mutually exclusive")
+        # with the leader epoch of the message (confluent-kafka's Consumer_commit), or of each TopicPartition
+        # (py_to_c_parts); rd_kafka_OffsetCommitRequest writes it as CommittedLeaderEpoch (v6+)
         if message is not None:
-            to_commit = {(message.topic(), message.partition()): (message.offset() + 1, "")}
+            to_commit = {(message.topic(), message.partition()): (message.offset() + 1,
+                                                                  _epoch(message.leader_epoch()), "")}
         elif offsets is not None:
-            to_commit = {(tp.topic, tp.partition): (tp.offset, tp.metadata or "")
+            to_commit = {(tp.topic, tp.partition): (tp.offset, _epoch(tp.leader_epoch), tp.metadata or "")
                          for tp in argcheck.tp_list(offsets, "commit()")}
         else:
             to_commit = self._stored_offsets()
         if not to_commit:
             raise KafkaException(KafkaError(KafkaError._NO_OFFSET, "Commit failed: Local: No offset stored"))
-        self._note(f"{self.name} calls commit({', '.join(f'{t}-{p}={o}' for (t, p), (o, _) in sorted(to_commit.items()))}"
+        self._note(f"{self.name} calls commit({', '.join(f'{t}-{p}={o}' for (t, p), (o, *_) in sorted(to_commit.items()))}"
                    f"{', asynchronous=False' if not asynchronous else ''})")
         box: dict = {}
 
@@ -88,7 +103,12 @@ class ConsumerCommits:
             self._coordinator.commit(to_commit, done, 1, True)
             return None
         if dialect_of(self._config) == JAVA:
-            self._commit_sync_java(to_commit)
+            timeout = self._config["default.api.timeout.ms"]
+            if not self._commit_sync_java(to_commit, timeout, "commitSync"):
+                text = (f"Timeout of {timeout}ms expired before successfully committing offsets "
+                        f"{offsets_shown(to_commit)}")
+                self._say(f"{self.name}: commitSync throws TimeoutException: {text}")
+                raise KafkaException(KafkaError(Errors.REQUEST_TIMED_OUT, text, retriable=True))
         else:
             # rd_kafka_commit waits for the op's result with RD_POLL_INFINITE (src/rdkafka_offset.c): the call
             # ends when the group handler ends the op (offset_commit.OffsetCommit), however long that takes
@@ -97,19 +117,19 @@ class ConsumerCommits:
                 self._check_open()
             if box["err"] is not None:
                 raise KafkaException(box["err"])
-        return [TopicPartition(t, p, o) for (t, p), (o, _) in sorted(to_commit.items())]
+        return [TopicPartition(t, p, o, leader_epoch=e) for (t, p), (o, e, _) in sorted(to_commit.items())]
 
-    def _commit_sync_java(self, to_commit: dict) -> None:
-        """Java's commitSync: ConsumerCoordinator.commitOffsetsSync with KafkaConsumer.commitSync's timer,
-        default.api.timeout.ms (ClassicKafkaConsumer.commitSync; group.protocol=classic is 4.x's default).  Each
-        round finds the coordinator if it is unknown and sends one OffsetCommit; a retriable failure (the ones
-        OffsetCommitResponseHandler raises as they are, and a disconnect) sleeps retryBackoff.backoff(attempts++)
-        (ExponentialBackoff: retry.backoff.ms doubled per attempt up to retry.backoff.max.ms) and goes round again
-        while the timer has time left; any other failure is thrown at once.  When the timer runs out -- waiting
-        for an answer, for the coordinator or in a backoff -- commitSync throws TimeoutException ("Timeout of
-        ...ms expired before successfully committing offsets ..."), the lab's REQUEST_TIMED_OUT (as
-        dialect.LOCAL_TIMEOUT says for Java's TimeoutException)."""
-        timeout = self._config["default.api.timeout.ms"]
+    def _commit_sync_java(self, to_commit: dict, timeout: int, caller: str) -> bool:
+        """Java's ConsumerCoordinator.commitOffsetsSync with a timer of ``timeout`` ms: KafkaConsumer.commitSync's,
+        default.api.timeout.ms (ClassicKafkaConsumer.commitSync; group.protocol=classic is 4.x's default), or
+        close's (``_close_commit_java``).  Each round finds the coordinator if it is unknown and sends one
+        OffsetCommit; a retriable failure (the ones OffsetCommitResponseHandler raises as they are, and a
+        disconnect) sleeps retryBackoff.backoff(attempts++) (ExponentialBackoff: retry.backoff.ms doubled per
+        attempt up to retry.backoff.max.ms) and goes round again while the timer has time left; any other failure
+        is thrown at once (KafkaException).  False when the timer runs out -- waiting for an answer, for the
+        coordinator or in a backoff: commitSync then throws TimeoutException ("Timeout of ...ms expired before
+        successfully committing offsets ..."), the lab's REQUEST_TIMED_OUT (as dialect.LOCAL_TIMEOUT says for
+        Java's TimeoutException)."""
         deadline = self._kernel.now + timeout
         attempts = 0
         while True:
@@ -118,7 +138,7 @@ class ConsumerCommits:
             def done(err, errors, box=box):
                 box["err"] = err
                 if box.get("abandoned"):
-                    self._kernel.narrate(f"{self.name}: this OffsetCommit is answered after commitSync gave up ("
+                    self._kernel.narrate(f"{self.name}: this OffsetCommit is answered after {caller} gave up ("
                                          + ("committed" if err is None else err.name()) + "); nobody is told")
                 elif err is None or err.code() not in JAVA_COMMIT_SYNC_RETRIABLE:
                     self._after_commit(to_commit, err, errors, report=False)
@@ -130,38 +150,58 @@ class ConsumerCommits:
                 break
             err = box["err"]
             if err is None:
-                return
+                return True
             if err.code() not in JAVA_COMMIT_SYNC_RETRIABLE:
                 raise KafkaException(err)
             backoff = java_retry_backoff(self._config, attempts)
             attempts += 1
             left = deadline - self._kernel.now
-            self._say(f"{self.name}: commitSync: OffsetCommit failed with {err.name()}, retriable: it tries again "
+            timer = "default.api.timeout.ms" if caller == "commitSync" else "close's timeout"
+            self._say(f"{self.name}: {caller}: OffsetCommit failed with {err.name()}, retriable: it tries again "
                       f"after {min(backoff, max(0, left))} ms (retry.backoff.ms={self._config['retry.backoff.ms']} "
                       f"doubled per attempt, at most retry.backoff.max.ms={self._config['retry.backoff.max.ms']}); "
-                      f"{max(0, left)} ms left of default.api.timeout.ms={timeout}")
+                      f"{max(0, left)} ms left of {timer}={timeout}")
             self._wait(lambda: self._node.crashed, min(backoff, max(0, left)))        # timer.sleep
             self._check_open()
             if self._kernel.now >= deadline:
                 break
-        text = f"Timeout of {timeout}ms expired before successfully committing offsets {offsets_shown(to_commit)}"
-        self._say(f"{self.name}: commitSync throws TimeoutException: {text}")
-        raise KafkaException(KafkaError(Errors.REQUEST_TIMED_OUT, text, retriable=True))
+        return False
+
+    def _close_commit_java(self) -> None:
+        """Java's close() with enable.auto.commit: ConsumerCoordinator.close -> maybeAutoCommitOffsetsSync(timer),
+        before the revoke callbacks and the LeaveGroup (AbstractCoordinator.close -> onLeavePrepare,
+        maybeLeaveGroup): commitOffsetsSync of allConsumed with close's timer, min(30 s, request.timeout.ms)
+        (ClassicKafkaConsumer.createTimerForRequest; close() without a timeout is close(DEFAULT_CLOSE_TIMEOUT_MS)).
+        A failure is only logged: WARN "Synchronous auto-commit of offsets ... failed: ...", or DEBUG when the
+        timer ran out."""
+        offsets = self._stored_offsets()
+        if not offsets:
+            return
+        shown = offsets_shown(offsets)
+        self._events.log(7, "ConsumerCoordinator", f"Sending synchronous auto-commit of offsets {shown}")
+        timeout = min(JAVA_DEFAULT_CLOSE_TIMEOUT_MS, self._config["request.timeout.ms"])
+        try:
+            if not self._commit_sync_java(offsets, timeout, "close()"):
+                text = f"Auto-commit of offsets {shown} timed out before completion"
+                self._events.log(7, "ConsumerCoordinator", text)
+                self._say(f"{self.name}: {text} (close's timeout, {timeout} ms; logged only)")
+        except KafkaException as e:         # (done() has told the consumer)
+            self._auto_commit_failed(offsets, e.args[0], sync=True)
 
     def _after_commit(self, to_commit: dict, err, errors: dict, report: bool) -> None:
         if err is None:
-            for tp, (off, _) in to_commit.items():
+            for tp, (off, *_) in to_commit.items():
                 st = self._assignment.get(tp)
                 if st is not None:
                     st.committed = off
             self._kernel.narrate(f"{self.name}: commit acknowledged: "
-                                 + ", ".join(f"{t}-{p}={o}" for (t, p), (o, _) in sorted(to_commit.items())))
+                                 + ", ".join(f"{t}-{p}={o}" for (t, p), (o, *_) in sorted(to_commit.items())))
         else:
             self._kernel.narrate(f"{self.name}: commit failed: {err.name()}")
         if report and self._config["on_commit"] is not None:
             parts = []
-            for (t, p), (o, _) in sorted(to_commit.items()):
-                tp = TopicPartition(t, p, o)
+            for (t, p), (o, epoch, _) in sorted(to_commit.items()):
+                tp = TopicPartition(t, p, o, leader_epoch=epoch)
                 e = errors.get((t, p))
                 if e is not None and e != Errors.NONE:
                     tp.error = KafkaError(e)
@@ -304,7 +344,7 @@ class ConsumerCommits:
         if box["err"] is not None:
             raise KafkaException(box["err"])
         out = []
-        for t, p in tps:
-            off, meta = box["offsets"].get((t, p), (-1, ""))
-            out.append(TopicPartition(t, p, off if off >= 0 else OFFSET_INVALID, meta or None))
+        for t, p in tps:        # (each with the leader epoch OffsetFetch answered: rd_kafka_handle_OffsetFetch)
+            off, epoch, meta = box["offsets"].get((t, p), (-1, -1, ""))
+            out.append(TopicPartition(t, p, off if off >= 0 else OFFSET_INVALID, meta or None, epoch))
         return out

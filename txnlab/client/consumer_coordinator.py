@@ -19,7 +19,7 @@ from ..protocol import messages as m
 from ..protocol.errors import Errors
 from .assignors import ASSIGNORS, COOPERATIVE
 from .config import dialect_of
-from .dialect import JOIN_ERROR_BACKOFF_MS, JOIN_INTERVAL_MS, LIBRDKAFKA
+from .dialect import JAVA, JOIN_ERROR_BACKOFF_MS, JOIN_INTERVAL_MS, LIBRDKAFKA
 from .offset_commit import COORDINATOR_ERRORS, OffsetCommit
 
 PROTOCOL_TYPE = "consumer"
@@ -86,31 +86,57 @@ class ConsumerCoordinator:
         if self.finding or self.node.crashed or self.kernel.now < self._find_not_before:
             return
         self.finding = True
+        self.node.find_coordinator(self.group_id, m.COORDINATOR_GROUP, self._found)
 
-        def found(node, err):
-            self.finding = False
-            self._changed()
-            if err == Errors.GROUP_AUTHORIZATION_FAILED:      # no DESCRIBE on the group: poll() reports it
-                self._set_fatal(err, "FindCoordinator")
-                return
-            if err is not None:
-                self.narrate(f"{self.c.name}: FindCoordinator for group {self.group_id!r} failed ({err.name}); "
-                             f"retrying after retry.backoff.ms")
-                self._find_not_before = self.kernel.now + self.cfg["retry.backoff.ms"]
-                self.node.set_timer(self.cfg["retry.backoff.ms"], "FindCoordinator retry backoff",
-                                    lambda: self.ensure_coordinator())
-                return
-            self.coordinator = node
-            self.narrate(f"{self.c.name}: the coordinator of group {self.group_id!r} is {node}")
-            waiters, self._coordinator_waiters = self._coordinator_waiters, []
-            for w in waiters:
-                w()
-        self.node.find_coordinator(self.group_id, m.COORDINATOR_GROUP, found)
+    def _found(self, node: Optional[str], err) -> None:
+        """A FindCoordinator answer: of ``ensure_coordinator`` or of a ``coordinator_query``."""
+        self.finding = False
+        self._changed()
+        if err == Errors.GROUP_AUTHORIZATION_FAILED:      # no DESCRIBE on the group: poll() reports it
+            self._set_fatal(err, "FindCoordinator")
+            return
+        if err is not None and self.coordinator is not None:       # (a query: the coordinator is kept)
+            self.narrate(f"{self.c.name}: FindCoordinator for group {self.group_id!r} failed ({err.name}); it "
+                         f"keeps coordinator {self.coordinator}")
+            return
+        if err is not None:
+            self.narrate(f"{self.c.name}: FindCoordinator for group {self.group_id!r} failed ({err.name}); "
+                         f"retrying after retry.backoff.ms")
+            self._find_not_before = self.kernel.now + self.cfg["retry.backoff.ms"]
+            self.node.set_timer(self.cfg["retry.backoff.ms"], "FindCoordinator retry backoff",
+                                lambda: self.ensure_coordinator())
+            return
+        if node != self.coordinator:
+            self.narrate(f"{self.c.name}: the coordinator of group {self.group_id!r} is {node}"
+                         + (f" (was {self.coordinator})" if self.coordinator is not None else ""))
+        self.coordinator = node
+        waiters, self._coordinator_waiters = self._coordinator_waiters, []
+        for w in waiters:
+            w()
 
-    def coordinator_dead(self, why: str) -> None:
-        if self.coordinator is not None:
-            self.narrate(f"{self.c.name}: forgets coordinator {self.coordinator} ({why}) and will look it up again")
+    def coordinator_query(self, why: str) -> None:
+        """librdkafka's rd_kafka_cgrp_coord_query: ask any broker which broker coordinates the group, keeping the
+        current coordinator meanwhile; an answer naming another one moves the group's requests there
+        (rd_kafka_cgrp_handle_FindCoordinator -> rd_kafka_cgrp_coord_update)."""
+        if self.finding or self.node.crashed:
+            return
+        self.narrate(f"{self.c.name}: {why}: it asks again which broker coordinates group {self.group_id!r} "
+                     f"(keeping {self.coordinator} meanwhile)")
+        self.finding = True
+        self.node.find_coordinator(self.group_id, m.COORDINATOR_GROUP, self._found)
+
+    def coordinator_dead(self, why: str, disconnected: bool = False) -> None:
+        """Forget the coordinator (and find it again before the next group request).  Java's
+        AbstractCoordinator.markCoordinatorUnknown also disconnects from it unless the cause was a disconnect
+        (``disconnected``: the request got no answer), so that nothing stays in flight to it: what is, fails
+        as disconnected (NetworkClient.disconnect)."""
+        old = self.coordinator
+        if old is not None:
+            self.narrate(f"{self.c.name}: forgets coordinator {old} ({why}) and will look it up again")
         self.coordinator = None
+        if old is not None and not disconnected and dialect_of(self.cfg) == JAVA:
+            self.node.disconnect(old, self.node.CHANNELS["OffsetCommit"],
+                                 f"markCoordinatorUnknown: {self.c.name} disconnects from its old coordinator")
 
     # ----------------------------------------------------------------- join
     @property
@@ -210,7 +236,7 @@ class ConsumerCoordinator:
         if err is None and Errors(resp.error) not in (Errors.NONE, Errors.MEMBER_ID_REQUIRED):
             self.join_interval_backoff = JOIN_ERROR_BACKOFF_MS[dialect_of(self.cfg)]     # rd_interval_backoff
         if err is not None:
-            self.coordinator_dead(f"JoinGroup failed with {err.name}")
+            self.coordinator_dead(f"JoinGroup failed with {err.name}", disconnected=True)
             self._retry_join(f"JoinGroup got no answer ({err.name})")
             return
         e = Errors(resp.error)
@@ -293,7 +319,7 @@ class ConsumerCoordinator:
         if self.state != MemberState.SYNCING:
             return
         if err is not None:
-            self.coordinator_dead(f"SyncGroup failed with {err.name}")
+            self.coordinator_dead(f"SyncGroup failed with {err.name}", disconnected=True)
             self._retry_join(f"SyncGroup got no answer ({err.name})")
             return
         e = Errors(resp.error)
@@ -378,7 +404,7 @@ class ConsumerCoordinator:
         if self.c._closed or self.node.crashed:
             return
         if err is not None:
-            self.coordinator_dead(f"Heartbeat failed with {err.name}")
+            self.coordinator_dead(f"Heartbeat failed with {err.name}", disconnected=True)
             return
         e = Errors(resp.error)
         if e == Errors.NONE:
@@ -429,14 +455,15 @@ class ConsumerCoordinator:
     # --------------------------------------------------------------- offsets
     def commit(self, offsets: dict, done: Callable[[Optional[KafkaError], dict], None], attempts: int = 1,
                asynchronous: bool = False) -> OffsetCommit:
-        """OffsetCommit of {tp: (offset, metadata)}; done(error, {tp: error}) in the event loop, the error as the
-        dialect reports a commit.  What is sent again, and when, is ``offset_commit.OffsetCommit``'s."""
+        """OffsetCommit of {tp: (offset, leader epoch, metadata)}; done(error, {tp: error}) in the event loop, the
+        error as the dialect reports a commit.  What is sent again, and when, is ``offset_commit.OffsetCommit``'s."""
         return OffsetCommit(self, offsets, done, attempts, asynchronous).start()
 
     def fetch_committed(self, tps: list, done: Callable[[Optional[KafkaError], dict], None],
                         wanted: Callable[[], bool] = lambda: True) -> None:
         """OffsetFetch; retries UNSTABLE_OFFSET_COMMIT and coordinator errors until
-        ``done(error, {tp: (offset, metadata)})`` can be called (or until ``wanted()`` says the caller gave up).
+        ``done(error, {tp: (offset, leader epoch, metadata)})`` can be called (or until ``wanted()`` says the caller
+        gave up).
         RequireStable (KIP-447) only for a read_committed consumer, as librdkafka and the Java client ask it:
         a read_uncommitted one gets the last committed offsets at once, even while a transaction holds new ones."""
         require_stable = self.cfg["isolation.level"] == "read_committed"
@@ -447,9 +474,9 @@ class ConsumerCoordinator:
             req = m.OffsetFetchRequest(self.group_id, tuple(sorted(tps)), require_stable=require_stable)
             self.node.send_request(self.coordinator, req, on_resp, timeout_ms=self.cfg["request.timeout.ms"])
 
-        def retry(why: str, refind: bool) -> None:
+        def retry(why: str, refind: bool, disconnected: bool = False) -> None:
             if refind:
-                self.coordinator_dead(why)
+                self.coordinator_dead(why, disconnected)
             self.node.set_timer(self.cfg["retry.backoff.ms"], "OffsetFetch retry backoff",
                                 lambda: self.fetch_committed(tps, done, wanted))
 
@@ -458,7 +485,7 @@ class ConsumerCoordinator:
             if self.c._closed or self.node.crashed or not wanted():
                 return
             if err is not None:
-                retry(f"OffsetFetch failed with {err.name}", True)
+                retry(f"OffsetFetch failed with {err.name}", True, disconnected=True)
                 return
             e = Errors(resp.error)
             if e in COORDINATOR_ERRORS or e == Errors.COORDINATOR_LOAD_IN_PROGRESS:
@@ -467,16 +494,16 @@ class ConsumerCoordinator:
             if e != Errors.NONE:
                 done(KafkaError(e, f"OffsetFetch: {e.description}"), {})
                 return
-            unstable = sorted(tp for tp, (_, _, pe) in resp.offsets.items() if pe == Errors.UNSTABLE_OFFSET_COMMIT)
+            unstable = sorted(tp for tp, (*_, pe) in resp.offsets.items() if pe == Errors.UNSTABLE_OFFSET_COMMIT)
             if unstable:
                 self.narrate(f"{self.c.name}: OffsetFetch -> UNSTABLE_OFFSET_COMMIT for {m.tps_str(unstable)}: the "
                              f"transaction that holds their offsets has no marker yet; asking again after "
                              f"retry.backoff.ms={self.cfg['retry.backoff.ms']}")
                 retry("", False)
                 return
-            other = next((Errors(pe) for _, _, pe in resp.offsets.values() if pe != Errors.NONE), None)
+            other = next((Errors(pe) for *_, pe in resp.offsets.values() if pe != Errors.NONE), None)
             if other is not None:
                 done(KafkaError(other, f"OffsetFetch: {other.description}"), {})
                 return
-            done(None, {tp: (off, meta) for tp, (off, meta, _) in resp.offsets.items()})
+            done(None, {tp: (off, epoch, meta) for tp, (off, epoch, meta, _) in resp.offsets.items()})
         self.ensure_coordinator(send)

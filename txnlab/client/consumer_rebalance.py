@@ -30,9 +30,13 @@ class ConsumerRebalance:
         self._say(f"{self.name} gives up {[f'{tp.topic}-{tp.partition}' for tp in parts]}"
                   + (" (lost: it is no longer a member, so nothing is committed)" if lost else ""))
         auto_commit = self._config["enable.auto.commit"] and not lost and coord.generation_id >= 0
-        if auto_commit and not closing and dialect_of(self._config) == JAVA:
-            # Java commits before on_revoke (ConsumerCoordinator.onJoinPrepare), and logs what fails
-            self._join_prepare_commit()
+        if auto_commit and dialect_of(self._config) == JAVA:
+            # Java commits before on_revoke (ConsumerCoordinator.onJoinPrepare; on close, ConsumerCoordinator.close
+            # before onLeavePrepare), and logs what fails
+            if closing:
+                self._close_commit_java()
+            else:
+                self._join_prepare_commit()
             auto_commit, lost = False, coord.lost      # a heartbeat may have reset the generation meanwhile
         self._assign_called = False
         before = self._stored_offsets()

@@ -2,8 +2,9 @@
 leader), the consumer asks the new leader where the leader epoch of its position ends (OffsetForLeaderEpoch) before
 it fetches again, to learn whether the log it read was truncated under it.
 
-Both clients do it, when the position carries a leader epoch (the epoch of the batch it was read from, or the one
-ListOffsets answered for a reset; a seek or a committed offset without one is not checked):
+Both clients do it, when the position carries a leader epoch (the epoch of the batch it was read from, the one
+ListOffsets answered for a reset, or the one a committed offset was committed with -- when the consumer resumes
+from it, see ``restored``; a seek or a committed offset without one is not checked):
 - librdkafka: ``rd_kafka_toppar_leader_update`` (rdkafka_topic.c) puts a partition whose epoch increased in
   VALIDATE_EPOCH_WAIT and ``rd_kafka_offset_validate`` (rdkafka_offset.c) sends the request;
   ``rd_kafka_toppar_handle_OffsetForLeaderEpoch`` retries an error after 500 ms with the metadata refreshed, resets
@@ -23,6 +24,8 @@ from ..protocol.errors import Errors
 from .config import dialect_of
 from .dialect import LIBRDKAFKA
 
+NEVER_FETCHED, CHECK_NOW = -1, -2        # PartitionState.fetched_epoch before any fetch; after a seek with an epoch
+
 LIBRDKAFKA_RETRY_MS = 500       # rd_kafka_toppar_handle_OffsetForLeaderEpoch: rktp_validate_tmr, 500 ms
 
 
@@ -30,6 +33,25 @@ class EpochCheck:
     """Mixed into ``Fetcher`` (which owns ``states``, ``node``, ``narrate``, ``_backoff``, ``send_fetches``).  A
     partition's position is checked before it is fetched again when it carries an epoch and was last fetched (or
     checked) under an older leader epoch than its leader's now (``Fetcher.send_fetches`` asks, in its loop)."""
+
+    def restored(self, tp: tuple, st, epoch: int) -> None:
+        """``st``'s position was just set to its committed offset, committed with leader ``epoch`` (-1: none).
+        Java checks it before fetching from it (ConsumerUtils.refreshCommittedOffsets -> SubscriptionState
+        .seekUnvalidated: AWAIT_VALIDATION when the position has an epoch and the leader's is known);
+        librdkafka fetches from it at once (rd_kafka_assignment_apply_offsets -> rd_kafka_toppar_fetch_start:
+        FETCH_ACTIVE at that position and epoch) and checks it only if the partition's leader epoch goes up
+        after that (rd_kafka_toppar_leader_update), as a position it fetched from."""
+        name = f"{self.c.name} resumes {tp[0]}-{tp[1]} at its committed offset {st.position}"
+        st.position_epoch = epoch if epoch >= 0 else None
+        if epoch < 0:
+            self.narrate(name)
+        elif dialect_of(self.cfg) == LIBRDKAFKA:
+            st.fetched_epoch = self.node.leader_epoch_for(tp)      # (rktp_leader_epoch; -1 unknown: NEVER_FETCHED)
+            self.narrate(f"{name} (leader epoch {epoch}): it fetches from there and checks the position only if "
+                         f"the leader epoch goes up")
+        else:
+            st.fetched_epoch = CHECK_NOW
+            self.narrate(f"{name} (leader epoch {epoch}): it checks that position before fetching from it")
 
     def check_positions(self, asks: dict) -> None:
         """One OffsetForLeaderEpoch per leader: ``asks`` {leader: {tp: current leader epoch}}."""

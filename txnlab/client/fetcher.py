@@ -19,7 +19,7 @@ from ..errors import KafkaError
 from ..protocol import messages as m
 from ..protocol.errors import Errors
 from ..protocol.record_batch import ControlRecordType
-from .epoch_check import EpochCheck
+from .epoch_check import NEVER_FETCHED, EpochCheck
 from .message import OFFSET_INVALID, TIMESTAMP_CREATE_TIME, TIMESTAMP_LOG_APPEND_TIME, Message
 from .network_client import _NODE_NAMES, broker_node
 
@@ -27,11 +27,11 @@ _TP = attrgetter("tp")
 _NONE = Errors.NONE
 _new = object.__new__
 
+
 def _epoch_of(batch) -> Optional[int]:
     return batch.partition_leader_epoch if batch.partition_leader_epoch >= 0 else None
 
 
-NEVER_FETCHED, CHECK_NOW = -1, -2        # PartitionState.fetched_epoch before any fetch; after a seek with an epoch
 LIST_EARLIEST = -2
 LIST_LATEST = -1
 REFRESH_METADATA = {Errors.NOT_LEADER_OR_FOLLOWER, Errors.FENCED_LEADER_EPOCH, Errors.UNKNOWN_LEADER_EPOCH,
@@ -132,8 +132,8 @@ class CompletedFetch:
 class PartitionState:
     """What the consumer knows about one assigned partition (Kafka's ``TopicPartitionState``)."""
 
-    __slots__ = ("position", "app_position", "reset_strategy", "awaiting_committed", "stored_offset", "committed",
-                 "high_watermark", "last_stable_offset", "log_start_offset", "paused", "eof_at",
+    __slots__ = ("position", "app_position", "reset_strategy", "awaiting_committed", "stored_offset", "stored_epoch",
+                 "committed", "high_watermark", "last_stable_offset", "log_start_offset", "paused", "eof_at",
                  "retry_at", "position_epoch", "fetched_epoch", "checking")
 
     def __init__(self) -> None:
@@ -144,6 +144,7 @@ class PartitionState:
         self.reset_strategy: Optional[str] = None       # "earliest" / "latest" while a reset is due
         self.awaiting_committed = False
         self.stored_offset: Optional[int] = None        # librdkafka's stored offset (what commit() sends)
+        self.stored_epoch: Optional[int] = None         # ... and its leader epoch (None: unknown)
         self.committed: Optional[int] = None
         self.high_watermark = OFFSET_INVALID
         self.last_stable_offset = OFFSET_INVALID
@@ -225,16 +226,16 @@ class Fetcher(EpochCheck):
                 self._note_skipped(cf)
             if record is None:
                 del buf[i]
+                if cf._batch is not None:
+                    st.position_epoch = _epoch_of(cf._batch)
                 if cf.next_fetch_offset != st.position:     # went past aborted data or a control record
                     st.app_position = cf.next_fetch_offset
                     # librdkafka hands a control record to rd_kafka_fetch_op_app_prepare (rdkafka_op.c,
-                    # rd_kafka_op_handle_std): rd_kafka_update_app_pos stores its offset + 1 with
+                    # rd_kafka_op_handle_std): rd_kafka_update_app_pos stores its offset + 1 (and leader epoch) with
                     # enable.auto.offset.store, so commit() then commits past the marker (Java commits its position)
                     if self.cfg["enable.auto.offset.store"]:
-                        st.stored_offset = cf.next_fetch_offset
+                        st.stored_offset, st.stored_epoch = cf.next_fetch_offset, st.position_epoch
                 st.position = cf.next_fetch_offset
-                if cf._batch is not None:
-                    st.position_epoch = _epoch_of(cf._batch)
                 continue
             offset = cf.next_fetch_offset - 1
             batch = cf._batch

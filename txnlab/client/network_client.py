@@ -143,6 +143,21 @@ class ClientNode(Node):
             events.all_down_reported = True
             self._event(KafkaError._ALL_BROKERS_DOWN, f"{len(pool)}/{len(pool)} brokers are down")
 
+    def disconnect(self, peer: str, channel: str, why: str) -> None:
+        """Java's NetworkClient.disconnect(node): close the connection to ``peer`` on ``channel``, if one is open;
+        the requests in flight on it fail as disconnected (DisconnectException, the lab's NETWORK_EXCEPTION).  As
+        a client's orderly close, what it already sent still reaches the broker, but no answer comes back."""
+        conn = next((c for c in self.kernel.network.connections()
+                     if c.client == self.name and c.server == peer and c.channel == channel), None)
+        if conn is None:
+            return
+        failed = self._pending_on(conn)
+        self.kernel.narrate(f"{why}: it closes its connection to {peer}"
+                            + (f"; {', '.join(p.api for p in failed)} in flight on it fail(s) as disconnected"
+                               if failed else ""))
+        self.kernel.network.close(conn, why, by_client=True)
+        self._fail(failed, Errors.NETWORK_EXCEPTION)
+
     def handle_request(self, msg):
         return None
 

@@ -46,7 +46,7 @@ LIBRDKAFKA_PARTITION_ACTIONS = {
     Errors.COORDINATOR_LOAD_IN_PROGRESS: RETRY, Errors.UNKNOWN_TOPIC_OR_PARTITION: RETRY,
     Errors.COORDINATOR_NOT_AVAILABLE: REFRESH | RETRY | SPECIAL,     # mark the coordinator dead, refresh, retry
     Errors.NOT_COORDINATOR: REFRESH | RETRY | SPECIAL,
-    Errors.REQUEST_TIMED_OUT: REFRESH | RETRY,     # "Replicas possibly unavailable": re-query, not dead
+    Errors.REQUEST_TIMED_OUT: REFRESH | RETRY,     # "Replicas possibly unavailable": re-query (coord_query), not dead
     Errors.FENCED_INSTANCE_ID: PERMANENT | FATAL,
     Errors.REBALANCE_IN_PROGRESS: PERMANENT, Errors.UNKNOWN_MEMBER_ID: PERMANENT, Errors.ILLEGAL_GENERATION: PERMANENT,
 }
@@ -88,9 +88,10 @@ def java_retry_backoff(cfg: dict, attempts: int) -> int:
 
 
 class OffsetCommit:
-    """One commit of ``offsets`` by ``coordinator`` (the consumer's ``ConsumerCoordinator``) ({tp: (offset, metadata)}); ``done(error, {tp: error})`` runs once, in the event
-    loop, with the error as the dialect reports a commit (``dialect.commit_error``).  ``attempts``: the Java dialect's
-    sends (1 for commitAsync and each round of commitSync).  ``abandon()``: the caller gave up (Java's commitSync
+    """One commit of ``offsets`` ({tp: (offset, leader epoch, metadata)}) by ``coordinator`` (the consumer's
+    ``ConsumerCoordinator``); ``done(error, {tp: error})`` runs once, in the event loop, with the error as the dialect
+    reports a commit (``dialect.commit_error``).  ``attempts``: the Java dialect's sends (1 for commitAsync and each
+    round of commitSync).  ``abandon()``: the caller gave up (Java's commitSync
     past its timeout): nothing more is sent, and an answer still on its way only updates the consumer."""
 
     def __init__(self, coordinator: Any, offsets: dict,
@@ -155,7 +156,7 @@ class OffsetCommit:
             self._finish(None, errors)
             return
         if bad in COORDINATOR_ERRORS:          # markCoordinatorUnknown (also after commitAsync's only attempt)
-            self.co.coordinator_dead(f"OffsetCommit -> {bad.name}")
+            self.co.coordinator_dead(f"OffsetCommit -> {bad.name}", disconnected=err is not None)
         self.attempts -= 1
         if (bad in COORDINATOR_ERRORS or bad == Errors.COORDINATOR_LOAD_IN_PROGRESS) and self.attempts > 0 \
                 and not self.abandoned:
@@ -184,6 +185,8 @@ class OffsetCommit:
             return
         if actions & REFRESH and actions & SPECIAL:
             co.coordinator_dead(f"OffsetCommit -> {code.name}")        # rd_kafka_cgrp_coord_dead
+        elif actions & REFRESH:
+            co.coordinator_query(f"OffsetCommit -> {code.name}")       # rd_kafka_cgrp_coord_query
         if actions & RETRY and not actions & PERMANENT and self.retries < RD_KAFKA_REQUEST_DEFAULT_RETRIES:
             self.retries += 1
             delay = librdkafka_retry_backoff(co.cfg, self.retries)

@@ -480,7 +480,10 @@ class Producer:
                     raise KafkaException(KafkaError(KafkaError._INVALID_ARG,
                                                     f"invalid offset {tp.offset} for {tp.topic}-{tp.partition}"))
                 continue    # librdkafka sends only absolute offsets (a position() of OFFSET_INVALID is skipped)
-            offsets[(tp.topic, tp.partition)] = (tp.offset, tp.metadata or "")
+            # with the position's leader epoch: librdkafka's TxnOffsetCommit v2+ writes CommittedLeaderEpoch
+            # (rd_kafka_txn_send_TxnOffsetCommitRequest), Java's TxnOffsetCommitRequest the OffsetAndMetadata's
+            offsets[(tp.topic, tp.partition)] = (tp.offset, -1 if tp.leader_epoch is None else tp.leader_epoch,
+                                                 tp.metadata or "")
         if not offsets:
             self._note(f"{self.name} calls send_offsets_to_transaction(group {group_metadata.group_id!r}) with no "
                        f"valid offset: nothing to send")

@@ -35,14 +35,17 @@ VALID_PREVIOUS_STATES = {
 
 
 class OffsetAndMetadata:
-    """A committed offset, and the offset of the record that carries it in ``__consumer_offsets``
-    (Kafka's ``CommitRecordMetadataAndOffset``: a newer record wins when a transaction commits)."""
+    """A committed offset with the leader epoch it was committed with (-1: none; Kafka's OffsetAndMetadata keeps
+    ``leaderEpoch`` as OffsetAndMetadata.fromRequest reads committedLeaderEpoch), and the offset of the record that
+    carries it in ``__consumer_offsets`` (Kafka's ``CommitRecordMetadataAndOffset``: a newer record wins when a
+    transaction commits)."""
 
-    __slots__ = ("offset", "metadata", "commit_timestamp", "record_offset")
+    __slots__ = ("offset", "leader_epoch", "metadata", "commit_timestamp", "record_offset")
 
-    def __init__(self, offset: int, metadata: str = "", commit_timestamp: int = 0,
+    def __init__(self, offset: int, leader_epoch: int = -1, metadata: str = "", commit_timestamp: int = 0,
                  record_offset: Optional[int] = None) -> None:
         self.offset = offset
+        self.leader_epoch = leader_epoch
         self.metadata = metadata
         self.commit_timestamp = commit_timestamp
         self.record_offset = record_offset       # None until the write is in the log

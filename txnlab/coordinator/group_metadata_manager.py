@@ -14,6 +14,7 @@ from typing import Callable, Optional
 
 from ..protocol.record_batch import ControlRecordType
 from ..protocol.errors import Errors
+from ..protocol.message_base import committed_str
 from ..protocol.hashing import partition_for
 from . import offset_records as rec
 from .group_metadata import GroupMetadata, GroupState, MemberMetadata, OffsetAndMetadata
@@ -131,7 +132,7 @@ class GroupMetadataManager:
         now = self.kernel.now
         txn = producer_id >= 0
         tp_log = self.tp_for(group.group_id)
-        entries = {tp: OffsetAndMetadata(off, meta, now) for tp, (off, meta) in offsets.items()}
+        entries = {tp: OffsetAndMetadata(off, epoch, meta, now) for tp, (off, epoch, meta) in offsets.items()}
         if txn:
             pending = group.pending_transactional_offset_commits.setdefault(producer_id, {})
             pending.update(entries)
@@ -141,7 +142,7 @@ class GroupMetadataManager:
         batch = rec.offset_commit_batch(group.group_id, offsets, now, producer_id, producer_epoch)
         what = f"transactional offsets of producer {producer_id} epoch {producer_epoch}" if txn else "offsets"
         self.narrate(f"group {group.group_id!r}: writing {what} "
-                     + ", ".join(f"{t}-{p}={o}" for (t, p), (o, _) in sorted(offsets.items()))
+                     + committed_str(offsets)
                      + f" to {tp_log[0]}-{tp_log[1]}")
 
         def in_the_log(info) -> None:
@@ -369,8 +370,8 @@ class GroupMetadataManager:
                         for offs in pending.values():          # a tombstone also removes pending entries
                             offs.get(key.group, {}).pop(key.tp, None)
                     else:
-                        target[key.tp] = OffsetAndMetadata(value.offset, value.metadata, value.commit_timestamp,
-                                                           offset)
+                        target[key.tp] = OffsetAndMetadata(value.offset, value.leader_epoch, value.metadata,
+                                                           value.commit_timestamp, offset)
                 else:
                     group_values[key.group] = rec.read_group_value(r.value)
         now = self.kernel.now

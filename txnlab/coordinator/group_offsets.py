@@ -23,6 +23,7 @@ from .group_metadata_manager import OPERATION_ERRORS
 from ..protocol.names import OFFSETS_TOPIC
 
 S = GroupState
+NO_OFFSET = (-1, -1, "", Errors.NONE)       # OffsetFetch's answer for a partition with no committed offset
 
 # Kafka 4.1.1 AddPartitionsToTxnManager.TransactionSupportedOperation: what the group coordinator's KIP-890 check of
 # a TxnOffsetCommit may do, by the request's version (txnOffsetCommitRequestVersionToTransactionSupportedOperation)
@@ -82,7 +83,7 @@ class GroupOffsetHandlers:
         metadata is longer than offset.metadata.max.bytes is answered OFFSET_METADATA_TOO_LARGE and gets no record;
         returns the request for the others and every answer so far (``unknown``'s and these)."""
         limit = self.config["offset.metadata.max.bytes"]
-        long = {tp: Errors.OFFSET_METADATA_TOO_LARGE for tp, (_, meta) in req.offsets.items() if len(meta) > limit}
+        long = {tp: Errors.OFFSET_METADATA_TOO_LARGE for tp, (_, _, meta) in req.offsets.items() if len(meta) > limit}
         if not long:
             return req, unknown
         self.narrate(f"group {req.group_id!r}: the metadata of {m.tps_str(long)} is longer than "
@@ -280,7 +281,7 @@ class GroupOffsetHandlers:
         if hidden:
             self.narrate(f"{self.broker.cluster.principal_of(msg.src)} may not DESCRIBE topic(s) {hidden}: their "
                          f"offsets are answered TOPIC_AUTHORIZATION_FAILED")
-            refused = {tp: (-1, "", Errors.TOPIC_AUTHORIZATION_FAILED) for tp in req.partitions if tp[0] in hidden}
+            refused = {tp: (-1, -1, "", Errors.TOPIC_AUTHORIZATION_FAILED) for tp in req.partitions if tp[0] in hidden}
             req = dataclasses.replace(req, partitions=tuple(tp for tp in req.partitions if tp not in refused))
         stable = req.require_stable and "offset-fetch-unstable" not in self.broker.mutations
         resp = self._fetch_offsets(msg, req, stable)
@@ -299,7 +300,7 @@ class GroupOffsetHandlers:
             # (validateOffsetFetch's GroupIdNotFoundException: failAllPartitions)
             if req.partitions is None:
                 return m.OffsetFetchResponse(Errors.NONE, {})
-            return m.OffsetFetchResponse(Errors.NONE, {tp: (-1, "", Errors.NONE) for tp in req.partitions})
+            return m.OffsetFetchResponse(Errors.NONE, {tp: NO_OFFSET for tp in req.partitions})
         latest = {**group.offsets, **group.pending_offset_commits} if stable else group.offsets
         if req.partitions is None:
             shown = {t for t, _ in latest if self.broker._allowed(msg, "TOPIC", t, "DESCRIBE")}
@@ -310,16 +311,17 @@ class GroupOffsetHandlers:
         unstable = []
         for tp in tps:
             if stable and group.has_pending_transactional_offsets(tp):
-                out[tp] = (-1, "", Errors.UNSTABLE_OFFSET_COMMIT)
+                out[tp] = (-1, -1, "", Errors.UNSTABLE_OFFSET_COMMIT)
                 unstable.append(tp)
                 continue
             e = latest.get(tp)
-            out[tp] = (e.offset, e.metadata, Errors.NONE) if e is not None else (-1, "", Errors.NONE)
+            # (OffsetMetadataManager.fetchOffsets: setCommittedLeaderEpoch(offsetAndMetadata.leaderEpoch.orElse(-1)))
+            out[tp] = (e.offset, e.leader_epoch, e.metadata, Errors.NONE) if e is not None else NO_OFFSET
         if self.broker.cluster.auditors and req.require_stable and req.partitions is not None:
             pending = [tp for tp in req.partitions if group.has_pending_transactional_offsets(tp)]
             if pending:
                 self.broker.cluster.audit("offset-fetch", broker=self.broker.broker_id, group=req.group_id,
-                                          answered=tuple(tp for tp in pending if out[tp][2] == Errors.NONE))
+                                          answered=tuple(tp for tp in pending if out[tp][3] == Errors.NONE))
         if unstable:
             self.narrate(f"group {group.group_id!r}: the offsets of {m.tps_str(unstable)} were written by a transaction "
                          f"that has no marker yet -> UNSTABLE_OFFSET_COMMIT (retriable: ask again once the "

@@ -173,8 +173,8 @@ def offset_commit_batch(group: str, offsets: dict, now: int, producer_id: int = 
     partition's producer state opens a transaction for it and the marker closes it.
     The group coordinator writes it as a coordinator (no sequence number), as Kafka does.
     """
-    records = tuple(Record(offset_commit_key(group, tp), offset_commit_value(off, meta, now), (), now)
-                    for tp, (off, meta) in sorted(offsets.items()))
+    records = tuple(Record(offset_commit_key(group, tp), offset_commit_value(off, meta, now, epoch), (), now)
+                    for tp, (off, epoch, meta) in sorted(offsets.items()))
     txn = producer_id >= 0
     return RecordBatch(records, producer_id, producer_epoch if txn else -1, NO_SEQUENCE, is_transactional=txn)
 

@@ -320,7 +320,8 @@ def _check_depth(text: str) -> None:
 # Element types of the container fields of the requests a client may send (scalar
 # fields are checked against their annotations).  A spec is "int", "str", "bool",
 # "tp" (a (topic, partition) tuple), "scalar", a message class name, "RecordBatch",
-# ("opt", spec), ("tuple", spec) any length, ("pair", a, b), ("dict", key, value).
+# ("opt", spec), ("tuple", spec) any length, ("pair", a, b), ("row", a, b, ...) a tuple of that length (a pair is
+# a row of two), ("dict", key, value).
 TP = "tp"
 CONTAINERS: dict[tuple[str, str], Any] = {
     ("MetadataRequest", "topics"): ("opt", ("tuple", "str")),
@@ -330,12 +331,12 @@ CONTAINERS: dict[tuple[str, str], Any] = {
     ("ListOffsetsRequest", "partitions"): ("dict", TP, "int"),
     ("JoinGroupRequest", "protocols"): ("tuple", ("pair", "str", ("tuple", "str"))),
     ("SyncGroupRequest", "assignments"): ("tuple", ("pair", "str", ("tuple", TP))),
-    ("OffsetCommitRequest", "offsets"): ("dict", TP, ("pair", "int", "str")),
+    ("OffsetCommitRequest", "offsets"): ("dict", TP, ("row", "int", "int", "str")),
     ("OffsetFetchRequest", "partitions"): ("opt", ("tuple", TP)),
     ("AddPartitionsToTxnRequest", "partitions"): ("tuple", TP),
     ("AddPartitionsToTxnRequest", "transactions"): ("tuple", "AddPartitionsToTxnTransaction"),
     ("AddPartitionsToTxnTransaction", "partitions"): ("tuple", TP),
-    ("TxnOffsetCommitRequest", "offsets"): ("dict", TP, ("pair", "int", "str")),
+    ("TxnOffsetCommitRequest", "offsets"): ("dict", TP, ("row", "int", "int", "str")),
     ("DescribeProducersRequest", "partitions"): ("tuple", TP),
     ("DescribeTransactionsRequest", "transactional_ids"): ("tuple", "str"),
     ("ListTransactionsRequest", "state_filters"): ("tuple", "str"),
@@ -439,11 +440,11 @@ def check(v: Any, spec: Any, path: str) -> None:
             raise BadRequest(f"{path}: expected a tuple, got {_kind_py(v)}")
         for i, x in enumerate(v):
             check(x, spec[1], f"{path}[{i}]")
-    elif spec[0] == "pair":
-        if type(v) is not tuple or len(v) != 2:
-            raise BadRequest(f"{path}: expected a pair, got {_kind_py(v)}")
-        check(v[0], spec[1], f"{path}[0]")
-        check(v[1], spec[2], f"{path}[1]")
+    elif spec[0] in ("pair", "row"):
+        if type(v) is not tuple or len(v) != len(spec) - 1:
+            raise BadRequest(f"{path}: expected a {spec[0]} of {len(spec) - 1}, got {_kind_py(v)}")
+        for i, part in enumerate(spec[1:]):
+            check(v[i], part, f"{path}[{i}]")
     elif spec[0] == "dict":
         if type(v) is not dict:
             raise BadRequest(f"{path}: expected a dict, got {_kind_py(v)}")

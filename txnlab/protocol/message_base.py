@@ -17,6 +17,13 @@ def tp_str(tp) -> str:
     return f"{tp[0]}-{tp[1]}"
 
 
+def committed_str(offsets: dict) -> str:
+    """{tp: (offset, leader_epoch, metadata)} as the requests that commit them show it: ``t-0=5 (leader epoch 2)``,
+    the epoch left out when the committer sent none (-1)."""
+    return ", ".join(f"{tp_str(tp)}={o}" + (f" (leader epoch {e})" if e >= 0 else "")
+                     for tp, (o, e, _) in sorted(offsets.items()))
+
+
 def tps_str(tps, limit: int = 4) -> str:
     tps = sorted(tps)
     s = ", ".join(tp_str(t) for t in tps[:limit])

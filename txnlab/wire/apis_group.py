@@ -165,9 +165,16 @@ def encode_leave_group(resp, body, version, members, door, cls):
 
 
 # ------------------------------------------------------------ OffsetCommit
+def committed_offsets(body) -> dict:
+    """{tp: (offset, leader epoch, metadata)} of an OffsetCommit or TxnOffsetCommit body: CommittedLeaderEpoch is in
+    OffsetCommit v6+ and TxnOffsetCommit v2+ (-1 before, and when the client knows none)."""
+    return {(t.name, p.partition_index): (p.committed_offset, get(p, "committed_leader_epoch", -1),
+                                          p.committed_metadata or "")
+            for t in body.topics for p in t.partitions}
+
+
 def decode_offset_commit(body, version, door):
-    offsets = {(t.name, p.partition_index): (p.committed_offset, p.committed_metadata or "")
-               for t in body.topics for p in t.partitions}
+    offsets = committed_offsets(body)
     gen = get(body, "generation_id_or_member_epoch", get(body, "generation_id", -1))
     return m.OffsetCommitRequest(body.group_id, gen, body.member_id, get(body, "group_instance_id"), offsets), None
 
@@ -196,11 +203,11 @@ def encode_offset_fetch(resp, body, version, tps, door, cls):
     wanted = list(tps) if tps is not None else sorted(resp.offsets)
     by_topic: dict = {}
     for tp in wanted:
-        off, meta, err = resp.offsets.get(tp, (-1, "", 0))
+        off, epoch, meta, err = resp.offsets.get(tp, (-1, -1, "", 0))
         if resp.error and version < 2:
             err = resp.error
-        by_topic.setdefault(tp[0], []).append(
-            build(Part, partition_index=tp[1], committed_offset=off, committed_leader_epoch=-1,
+        by_topic.setdefault(tp[0], []).append(      # (build leaves out a field the version lacks: the epoch is v5+)
+            build(Part, partition_index=tp[1], committed_offset=off, committed_leader_epoch=epoch,
                   metadata=meta or "", error_code=err))
     return build(cls, error_code=resp.error,
                  topics=tuple(build(Topic, name=t, partitions=tuple(ps)) for t, ps in by_topic.items()))

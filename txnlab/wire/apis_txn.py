@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from ..protocol import messages as m
 from ..protocol.errors import Errors
+from .apis_group import committed_offsets
 from .codec import build, get, nested
 
 
@@ -41,8 +42,7 @@ def encode_end_txn(resp, body, version, state, door, cls):
 
 
 def decode_txn_offset_commit(body, version, door):
-    offsets = {(t.name, p.partition_index): (p.committed_offset, p.committed_metadata or "")
-               for t in body.topics for p in t.partitions}
+    offsets = committed_offsets(body)
     return m.TxnOffsetCommitRequest(body.transactional_id, body.group_id, body.producer_id, body.producer_epoch,
                                     get(body, "generation_id", -1), get(body, "member_id", ""),
                                     get(body, "group_instance_id"), offsets, version), None

@@ -6,7 +6,7 @@ Partitions are keyed by ``(topic, partition)`` tuples.  ``describe()`` gives
 the short text the trace shows.  One module per family of APIs; this package
 is the one name to import them by (``from txnlab.protocol import messages as m``).
 """
-from ..message_base import CONSUMER_REPLICA_ID, READ_COMMITTED, READ_UNCOMMITTED, TP, tp_str, tps_str  # noqa: F401
+from ..message_base import CONSUMER_REPLICA_ID, READ_COMMITTED, READ_UNCOMMITTED, TP, committed_str, tp_str, tps_str  # noqa: F401
 from .data import (  # noqa: F401
     PartitionMetadata, MetadataRequest, MetadataResponse, ProduceRequest, PartitionProduceResponse,
     ProduceResponse, FetchPartition, FetchRequest, FetchPartitionData, FetchResponse, ListOffsetsRequest,

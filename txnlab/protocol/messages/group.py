@@ -4,7 +4,7 @@ from __future__ import annotations
 from dataclasses import field
 from typing import Optional
 
-from ..message_base import tp_str, _err, tps_str, message
+from ..message_base import committed_str, tp_str, _err, tps_str, message
 
 
 # The consumer protocol's subscription, as JoinGroup carries it per protocol: the subscribed topics (a tuple of
@@ -120,10 +120,12 @@ class OffsetCommitRequest:
     generation_id: int
     member_id: str
     group_instance_id: Optional[str]
-    offsets: dict                       # tp -> (offset, metadata)
+    # tp -> (committed_offset, committed_leader_epoch, committed_metadata), as OffsetCommitRequestPartition orders
+    # them; the leader epoch (v6+) is the one of the record before the offset, -1 when the committer knows none
+    offsets: dict
 
     def describe(self) -> str:
-        return f"group {self.group_id!r} " + ", ".join(f"{tp_str(tp)}={o}" for tp, (o, _) in sorted(self.offsets.items()))
+        return f"group {self.group_id!r} " + committed_str(self.offsets)
 
 
 @message
@@ -149,9 +151,12 @@ class OffsetFetchRequest:
 @message
 class OffsetFetchResponse:
     error: int
-    offsets: dict = field(default_factory=dict)   # tp -> (offset, metadata, error)
+    # tp -> (committed_offset, committed_leader_epoch, metadata, error_code) (OffsetFetchResponsePartition's order;
+    # the leader epoch v5+, -1 when none was committed with the offset)
+    offsets: dict = field(default_factory=dict)
 
     def describe(self) -> str:
         if self.error:
             return _err(self.error)
-        return ", ".join(f"{tp_str(tp)}={o if e == 0 else _err(e)}" for tp, (o, _, e) in sorted(self.offsets.items())) or "no offsets"
+        return ", ".join(f"{tp_str(tp)}=" + (_err(e) if e else f"{o}" + (f" (leader epoch {le})" if le >= 0 else ""))
+                         for tp, (o, le, _, e) in sorted(self.offsets.items())) or "no offsets"

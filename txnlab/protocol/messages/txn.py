@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from typing import Optional
 
-from ..message_base import tp_str, _err, tps_str, message
+from ..message_base import committed_str, tp_str, _err, tps_str, message
 
 
 # ------------------------------------------------------------ transactions
@@ -156,7 +156,7 @@ class TxnOffsetCommitRequest:
     generation_id: int
     member_id: str
     group_instance_id: Optional[str]
-    offsets: dict                       # tp -> (offset, metadata)
+    offsets: dict                       # tp -> (offset, leader epoch (v2+, -1: none), metadata), as in OffsetCommit
     # the TxnOffsetCommit version the client sent, which says what the group coordinator's KIP-890 check may do
     # (Kafka's AddPartitionsToTxnManager.txnOffsetCommitRequestVersionToTransactionSupportedOperation): v5+ adds
     # the group's offsets partition to the transaction (transaction.version 2), v4 only verifies it and understands
@@ -166,7 +166,7 @@ class TxnOffsetCommitRequest:
 
     def describe(self) -> str:
         return (f"{self.transactional_id!r} group {self.group_id!r} pid {self.producer_id} epoch {self.producer_epoch} "
-                + ", ".join(f"{tp_str(tp)}={o}" for tp, (o, _) in sorted(self.offsets.items())))
+                + committed_str(self.offsets))
 
 
 @message
