@@ -136,7 +136,6 @@ class Broker(BrokerLifecycle, ProduceHandling, FetchHandling, AdminHandling, Nod
         self.replica_last_fetch: dict[int, int] = {}
         self._next_session_id = 0
         self._init_lifecycle()
-        self.metadata_loaded = False           # has this incarnation had the controller's whole image yet?
         self.group_coordinator = GroupCoordinator(self)
         self.txn_coordinator = TransactionCoordinator(self)
         self.txn_verifier = AddPartitionsToTxnManager(self)    # its questions to transaction coordinators (KIP-890)
@@ -279,8 +278,8 @@ class Broker(BrokerLifecycle, ProduceHandling, FetchHandling, AdminHandling, Nod
                          f"and is not applied")
             return m.LeaderAndIsrResponse(Errors.NONE)
         if req.full:
-            self.metadata_loaded = True
-        elif not self.metadata_loaded:
+            self.life.metadata_loaded = True
+        elif not self.life.metadata_loaded:
             # KRaft: a (re)started broker publishes metadata only once it has caught up with the metadata log, and
             # its first image is the whole state (MetadataLoader); a change meant for its previous incarnation,
             # applied to an empty cache, would make it lead partitions (and load coordinators) while it knows

@@ -31,7 +31,7 @@ class LifecycleState:
     attributes loses CPython's compact attribute storage, and every broker attribute read got slower (+2.3 % of the
     instructions of a 1-record transaction)."""
     __slots__ = ("state", "ready_to_unfence", "metadata_offset", "in_flight", "next_immediate", "failed_attempts",
-                 "communication", "shutdown_answered", "on_down")
+                 "communication", "shutdown_answered", "on_down", "metadata_loaded")
 
     def __init__(self) -> None:
         self.state = "NOT_RUNNING"
@@ -43,6 +43,7 @@ class LifecycleState:
         self.communication = None                  # the timer of the next communication
         self.shutdown_answered = False             # gotControlledShutdownResponse
         self.on_down = None                        # what to call once a shutdown has taken the process down
+        self.metadata_loaded = False               # has this incarnation had the controller's whole image yet?
 
 
 class BrokerLifecycle:

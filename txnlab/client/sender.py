@@ -47,7 +47,6 @@ class Sender(TransactionalRequests, BatchExpiry, LibrdkafkaProduceErrors):
         self._end_txn_sent = False
         self._end_commit = False
         self._bump_after_end = False
-        self._failed_in_txn = False
         self.features: Optional[dict] = None     # learned from ApiVersions
         self._transaction_version: Optional[int] = None     # (TransactionalRequests.transaction_version)
         self._features_requested = False
