@@ -11,7 +11,7 @@ from ..errors import KafkaError, KafkaException
 from ..protocol.errors import Errors
 from . import argcheck
 from .config import dialect_of
-from .dialect import AUTO_COMMIT_REPORTED, COMMIT_ASYNC_ATTEMPTS, JAVA, JAVA_SYNC_AUTO_COMMIT_ATTEMPTS, description
+from .dialect import AUTO_COMMIT_REPORTED, COMMIT_ASYNC_ATTEMPTS, JAVA, description
 from .message import OFFSET_INVALID, Message, TopicPartition
 from .offset_commit import java_retry_backoff
 
@@ -222,7 +222,6 @@ class ConsumerCommits:
         box: dict = {}
         self._committing = True
         dialect = dialect_of(self._config)
-        timer = not sync and dialect == JAVA     # Java's autoCommitOffsetsAsync: commitOffsetsAsync, one attempt
 
         def done(err, errors):
             self._committing = False
@@ -230,17 +229,20 @@ class ConsumerCommits:
             self._after_commit(offsets, err, errors, report=AUTO_COMMIT_REPORTED[dialect])
             if err is not None and not AUTO_COMMIT_REPORTED[dialect]:
                 self._auto_commit_failed(offsets, err, sync)
-        if timer:
+        if dialect == JAVA:
+            # the timer's autoCommitOffsetsAsync: commitOffsetsAsync, one attempt (Java's own waited-for auto-commits
+            # are onJoinPrepare's, _join_prepare_commit, and close()'s, _close_commit_java)
             self._coordinator.commit(offsets, done, COMMIT_ASYNC_ATTEMPTS[dialect], True)
         else:
-            self._coordinator.commit(offsets, done, JAVA_SYNC_AUTO_COMMIT_ATTEMPTS)
+            self._coordinator.commit(offsets, done)     # (librdkafka's sends: offset_commit.OffsetCommit)
         if sync:
             self._wait(lambda: "err" in box, self._config["request.timeout.ms"])
 
     def _join_prepare_commit(self) -> None:
-        """Java, before an eager rebalance gives the assignment up (ConsumerCoordinator.onJoinPrepare with
-        enable.auto.commit): an asynchronous auto-commit of everything consumed (autoCommitOffsetsAsync: one
-        attempt, its callback logs as the timer's does), waited for before on_revoke runs.  A retriable failure is
+        """Java, before every rejoin (ConsumerCoordinator.onJoinPrepare with enable.auto.commit): an asynchronous
+        auto-commit of everything consumed (autoCommitOffsetsAsync: one attempt, its callback logs as the timer's
+        does), waited for before the JoinGroup -- and, eager, before on_revoke runs (a cooperative member keeps its
+        partitions and commits nothing when onJoinComplete revokes some).  A retriable failure is
         retried after retry.backoff.ms (DEBUG), until max.poll.interval.ms (the rebalance timeout) has passed; any
         other failure is logged at ERROR and the member rejoins without its commit.  (Java returns from poll()
         between the attempts; the lab waits inside it.)"""

@@ -86,6 +86,11 @@ class ConsumerRebalance:
                 return
             if not coord.cooperative or coord.lost:   # KIP-429: a cooperative member keeps its partitions
                 self._revoke()
+            elif self._java and self._config["enable.auto.commit"] and coord.generation_id >= 0 and self._assignment:
+                # Java's onJoinPrepare commits everything consumed before every rejoin, cooperative too
+                # (maybeAutoCommitOffsetsAsync, waited for and retried until the rebalance timeout); a cooperative
+                # member then keeps its partitions through the JoinGroup
+                self._join_prepare_commit()
             coord.start_join()
 
     def _cooperative_assignment(self, assignment) -> None:
@@ -104,7 +109,9 @@ class ConsumerRebalance:
             self._assign_called = False
             if self._on_revoke is not None:
                 self._on_revoke(self, revoked)
-            if self._config["enable.auto.commit"]:
+            if self._config["enable.auto.commit"] and not self._java:
+                # librdkafka commits the partitions it gives up; Java commits nothing here (onJoinComplete revokes
+                # them; what it consumed was committed by onJoinPrepare, before the JoinGroup)
                 self._commit_stored(sync=True, offsets={tp: o for tp, o in {**before, **self._stored_offsets()}.items()
                                                         if tp in {(x.topic, x.partition) for x in revoked}})
             if not self._assign_called:

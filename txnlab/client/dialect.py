@@ -349,12 +349,6 @@ def seen_as(dialect: str, error) -> int:
 #   rd_kafka_cgrp_op_handle_OffsetCommit hands the op's error to the offset_commit_cb as it is (a local timeout as
 #   LOCAL_TIMEOUT says).
 COMMIT_ASYNC_ATTEMPTS = {LIBRDKAFKA: 1, JAVA: 1}       # librdkafka's entry is unused: offset_commit.OffsetCommit
-# The lab's own number, not Java's: the synchronous auto-commit the Java dialect makes in a cooperative revoke
-# sends at most this many OffsetCommits, retry.backoff.ms apart, and is waited for at most request.timeout.ms.
-# (Kafka 4.1.1 makes none there: ConsumerCoordinator.onJoinPrepare's autoCommitOffsetsAsync commits before every
-# rejoin, eager or cooperative; not modelled yet.  close() runs commitOffsetsSync with close's own timer:
-# ConsumerCommits._close_commit_java.)
-JAVA_SYNC_AUTO_COMMIT_ATTEMPTS = 5
 
 # Whether the consumer's own commits of enable.auto.commit (the auto.commit.interval.ms timer, the commit before a
 # rebalance gives partitions up, the one at close) reach the application's ``on_commit``.
