@@ -171,3 +171,17 @@ def open_transaction(seed: int = 3):
     p.begin_transaction()
     p.produce("t", value=b"v")
     return c, p
+
+
+def read_offsets(consumer, n: int, polls: int = 40) -> list:
+    """Poll ``consumer`` until it has read ``n`` messages and then finds nothing new (at most ``polls`` polls of
+    0.5 s): [(offset, value as text)] for records, ("error", its name) for an error event."""
+    got = []
+    for _ in range(polls):
+        msg = consumer.poll(0.5)
+        if msg is None:
+            if len(got) >= n:
+                break
+            continue
+        got.append(("error", msg.error().name()) if msg.error() else (msg.offset(), msg.value().decode()))
+    return got

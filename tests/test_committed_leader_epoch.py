@@ -18,6 +18,8 @@ from txnlab.coordinator.offset_records import OffsetCommitKey, read_key, read_of
 from txnlab.protocol.hashing import partition_for
 from txnlab.protocol.names import OFFSETS_TOPIC
 
+from helpers import read_offsets
+
 DIALECTS = ["librdkafka", "java"]
 
 
@@ -33,18 +35,6 @@ def consumer(c, dialect: str, offset=None, **conf):
                   "enable.auto.commit": False, "auto.offset.reset": "earliest", **conf})
     k.assign([TopicPartition("t", 0) if offset is None else TopicPartition("t", 0, offset)])
     return k
-
-
-def read(k, n: int, polls: int = 40) -> list:
-    got = []
-    for _ in range(polls):
-        m = k.poll(0.5)
-        if m is None:
-            if len(got) >= n:
-                break
-            continue
-        got.append(("error", m.error().name()) if m.error() else (m.offset(), m.value().decode()))
-    return got
 
 
 def delivered(c, api: str, mark: int, responses: bool) -> list:
@@ -113,7 +103,7 @@ def test_the_offsets_record_keeps_the_leader_epoch_and_a_new_coordinator_loads_i
     c.create_topic("t", partitions=1, replication_factor=3)
     put(c, ["v0", "v1"])
     k = consumer(c, "librdkafka", offset=0)
-    read(k, 2)
+    read_offsets(k, 2)
     k.commit(asynchronous=False)
     coord = c.group_coordinator("g")
     log = c.broker(coord).logs[(OFFSETS_TOPIC, partition_for("g", c.broker_config["offsets.topic.num.partitions"]))]
@@ -160,7 +150,7 @@ def committed_then_truncated(dialect: str):
     c.advance(15_000)                     # the ISR shrinks to the leader; its other partitions get new leaders
     put(c, ["b2", "b3", "b4"], acks=1)
     k = consumer(c, dialect, offset=0, **{"isolation.level": "read_uncommitted"})
-    assert read(k, 5) == [(0, "a0"), (1, "a1"), (2, "b2"), (3, "b3"), (4, "b4")]
+    assert read_offsets(k, 5) == [(0, "a0"), (1, "a1"), (2, "b2"), (3, "b3"), (4, "b4")]
     k.commit(asynchronous=False)
     k.close()
     c.crash(f"broker-{leader}")
@@ -179,7 +169,7 @@ def test_resuming_from_a_committed_offset_that_was_truncated(dialect, first):
     c = committed_then_truncated(dialect)
     mark = len(c.trace.events)
     k = consumer(c, dialect, **{"isolation.level": "read_uncommitted"})      # no offset: the committed one
-    got = read(k, 7 - first[0])
+    got = read_offsets(k, 7 - first[0])
     assert got[0] == first and got[-1] == (6, "c6")
     assert answers(c, "OffsetFetch", mark)[-1].offsets == {("t", 0): (5, 0, "", 0)}
     narrated = [e.narration for e in c.trace.events[mark:] if e.narration]
@@ -198,13 +188,13 @@ def test_a_committed_offset_without_a_leader_epoch_is_not_checked(dialect):
     c.create_topic("t", partitions=1, replication_factor=3)
     put(c, ["v0", "v1", "v2"])
     k = consumer(c, dialect, offset=0)
-    read(k, 3)
+    read_offsets(k, 3)
     k.commit(offsets=[TopicPartition("t", 0, 2)], asynchronous=False)     # no leader epoch
     k.close()
     new_leader_epoch(c)
     mark = len(c.trace.events)
     k2 = consumer(c, dialect)
-    assert read(k2, 1) == [(2, "v2")]
+    assert read_offsets(k2, 1) == [(2, "v2")]
     assert sent(c, "OffsetForLeaderEpoch", mark) == []
 
 
@@ -215,15 +205,15 @@ def test_librdkafka_checks_a_restored_position_when_the_leader_epoch_goes_up():
     c.create_topic("t", partitions=1, replication_factor=3)
     put(c, ["v0", "v1", "v2"])
     k = consumer(c, "librdkafka", offset=0)
-    read(k, 3)
+    read_offsets(k, 3)
     k.commit(asynchronous=False)
     k.close()
     k2 = consumer(c, "librdkafka")
-    assert read(k2, 0, polls=4) == []                        # resumed at 3, nothing to read
+    assert read_offsets(k2, 0, polls=4) == []                        # resumed at 3, nothing to read
     mark = len(c.trace.events)
     epoch = new_leader_epoch(c)
     put(c, ["v3"])
-    assert read(k2, 1) == [(3, "v3")]
+    assert read_offsets(k2, 1) == [(3, "v3")]
     assert [r.partitions for r in sent(c, "OffsetForLeaderEpoch", mark)] == [{("t", 0): (epoch, 0)}]
 
 

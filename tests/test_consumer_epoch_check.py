@@ -10,6 +10,8 @@ import pytest
 
 from txnlab import Cluster, Consumer, KafkaError, Producer, TopicPartition
 
+from helpers import read_offsets
+
 DIALECTS = ["librdkafka", "java"]
 
 
@@ -27,18 +29,6 @@ def consumer(c, dialect: str, **conf):
     return k
 
 
-def read(k, n: int, polls: int = 40) -> list:
-    got = []
-    for _ in range(polls):
-        m = k.poll(0.5)
-        if m is None:
-            if len(got) >= n:
-                break
-            continue
-        got.append(("error", m.error().name()) if m.error() else (m.offset(), m.value().decode()))
-    return got
-
-
 def checks(c, mark: int) -> list:
     return [e for e in c.trace.events[mark:] if e.kind == "deliver" and e.api == "OffsetForLeaderEpoch"]
 
@@ -49,13 +39,13 @@ def test_after_a_leader_change_the_consumer_checks_its_position_and_reads_on(dia
     c.create_topic("t", partitions=1, replication_factor=3)
     put(c, ["v0", "v1", "v2"])
     k = consumer(c, dialect)
-    assert read(k, 3) == [(0, "v0"), (1, "v1"), (2, "v2")]
+    assert read_offsets(k, 3) == [(0, "v0"), (1, "v1"), (2, "v2")]
     mark = len(c.trace.events)
     first = c.leader("t")
     c.move_leader("t", 0, next(b for b in c.partition_state("t")["isr"] if b != first))
     epoch = c.partition_state("t")["leader_epoch"]
     put(c, ["v3", "v4"])
-    assert read(k, 2) == [(3, "v3"), (4, "v4")]
+    assert read_offsets(k, 2) == [(3, "v3"), (4, "v4")]
     asked = checks(c, mark)
     assert [(e.node, e.is_response) for e in asked] == [(f"broker-{c.leader('t')}", False),
                                                          (asked[0].src, True)]
@@ -72,7 +62,7 @@ def test_a_position_with_no_epoch_is_not_checked(dialect):
     k = consumer(c, dialect)                 # assigned at offset 0: nothing fetched yet
     first = c.leader("t")
     c.move_leader("t", 0, next(b for b in c.partition_state("t")["isr"] if b != first))
-    assert read(k, 2) == [(0, "v0"), (1, "v1")]
+    assert read_offsets(k, 2) == [(0, "v0"), (1, "v1")]
     assert checks(c, mark) == []
 
 
@@ -90,7 +80,7 @@ def truncated_under(dialect: str, **conf):
     c.advance(2_000)                                          # the ISR shrinks to the leader
     put(c, ["b2", "b3", "b4"], acks=1)
     k = consumer(c, dialect, **{"isolation.level": "read_uncommitted", **conf})
-    got = read(k, 5)
+    got = read_offsets(k, 5)
     mark = len(c.trace.events)
     c.crash(f"broker-{leader}")
     c.restart(f"broker-{follower}")
@@ -104,7 +94,7 @@ def test_a_truncated_position_goes_on_from_where_the_new_leaders_log_ends(dialec
     c, k, got, mark = truncated_under(dialect)
     assert got == [(0, "a0"), (1, "a1"), (2, "b2"), (3, "b3"), (4, "b4")]
     put(c, ["c2", "c3"], acks=1)                              # the new leader writes offsets 2 and 3 again
-    assert read(k, 2) == [(2, "c2"), (3, "c3")]
+    assert read_offsets(k, 2) == [(2, "c2"), (3, "c3")]
     assert any("ends at 2, below its position 5: the log was truncated; it goes on from 2" in e.narration
                for e in c.trace.events[mark:])
 
@@ -112,7 +102,7 @@ def test_a_truncated_position_goes_on_from_where_the_new_leaders_log_ends(dialec
 @pytest.mark.parametrize("dialect", DIALECTS)
 def test_with_auto_offset_reset_error_a_truncation_is_reported(dialect):
     c, k, _, _ = truncated_under(dialect, **{"auto.offset.reset": "error"})
-    got = read(k, 1)
+    got = read_offsets(k, 1)
     assert got and got[0] == ("error", KafkaError(KafkaError._LOG_TRUNCATION).name())
 
 
@@ -128,13 +118,13 @@ def test_a_seek_with_a_leader_epoch_is_checked_before_the_fetch(dialect, offset,
     c.create_topic("t", partitions=1, replication_factor=3)
     put(c, ["v0", "v1", "v2", "v3"])
     k = consumer(c, dialect)
-    assert read(k, 4)[-1] == (3, "v3")
+    assert read_offsets(k, 4)[-1] == (3, "v3")
     mark = len(c.trace.events)
     k.seek(TopicPartition("t", 0, offset, leader_epoch=0))
-    assert read(k, 4 - offset)[0] == (offset, f"v{offset}")
+    assert read_offsets(k, 4 - offset)[0] == (offset, f"v{offset}")
     assert bool(checks(c, mark)) is checked
     if checked:
         assert any(f"was seeked to offset {offset}" in e.narration for e in c.trace.events[mark:])
     mark = len(c.trace.events)
     k.seek(TopicPartition("t", 0, 1))                             # no epoch: not checked
-    assert read(k, 3)[0] == (1, "v1") and checks(c, mark) == []
+    assert read_offsets(k, 3)[0] == (1, "v1") and checks(c, mark) == []
