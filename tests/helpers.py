@@ -185,3 +185,12 @@ def read_offsets(consumer, n: int, polls: int = 40) -> list:
             continue
         got.append(("error", msg.error().name()) if msg.error() else (msg.offset(), msg.value().decode()))
     return got
+
+
+def produce_values(cluster, values, topic: str = "t", partition: int = 0, **conf) -> None:
+    """Produce ``values`` (text) to ``topic``-``partition`` with a plain producer (``conf`` added) and flush."""
+    from txnlab import Producer
+    p = Producer({"bootstrap.servers": cluster.bootstrap, **conf})
+    for v in values:
+        p.produce(topic, value=v.encode(), partition=partition)
+    p.flush(10)

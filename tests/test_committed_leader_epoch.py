@@ -18,16 +18,9 @@ from txnlab.coordinator.offset_records import OffsetCommitKey, read_key, read_of
 from txnlab.protocol.hashing import partition_for
 from txnlab.protocol.names import OFFSETS_TOPIC
 
-from helpers import read_offsets
+from helpers import produce_values, read_offsets
 
 DIALECTS = ["librdkafka", "java"]
-
-
-def put(c, values, **conf) -> None:
-    p = Producer({"bootstrap.servers": c.bootstrap, **conf})
-    for v in values:
-        p.produce("t", value=v.encode(), partition=0)
-    p.flush(10)
 
 
 def consumer(c, dialect: str, offset=None, **conf):
@@ -63,9 +56,9 @@ def new_leader_epoch(c) -> int:
 def test_a_commit_of_the_consumed_position_carries_the_leader_epoch_of_its_record(dialect):
     c = Cluster(brokers=3, seed=2)
     c.create_topic("t", partitions=1, replication_factor=3)
-    put(c, ["v0"])
+    produce_values(c, ["v0"])
     epoch = new_leader_epoch(c)
-    put(c, ["v1", "v2"])
+    produce_values(c, ["v1", "v2"])
     assert epoch == 1
     k = consumer(c, dialect, offset=0)
     msgs = [k.poll(5.0) for _ in range(3)]
@@ -87,7 +80,7 @@ def test_a_commit_of_the_consumed_position_carries_the_leader_epoch_of_its_recor
 def test_commit_of_a_message_or_of_offsets_carries_their_leader_epoch(dialect):
     c = Cluster(brokers=3, seed=2)
     c.create_topic("t", partitions=1, replication_factor=3)
-    put(c, ["v0"])
+    produce_values(c, ["v0"])
     k = consumer(c, dialect, offset=0)
     m0 = k.poll(5.0)
     k.commit(message=m0, asynchronous=False)              # confluent-kafka's Consumer_commit: the message's epoch
@@ -101,7 +94,7 @@ def test_commit_of_a_message_or_of_offsets_carries_their_leader_epoch(dialect):
 def test_the_offsets_record_keeps_the_leader_epoch_and_a_new_coordinator_loads_it():
     c = Cluster(brokers=3, seed=2)
     c.create_topic("t", partitions=1, replication_factor=3)
-    put(c, ["v0", "v1"])
+    produce_values(c, ["v0", "v1"])
     k = consumer(c, "librdkafka", offset=0)
     read_offsets(k, 2)
     k.commit(asynchronous=False)
@@ -121,7 +114,7 @@ def test_send_offsets_to_transaction_carries_the_leader_epoch():
     c = Cluster(brokers=3, seed=2)
     c.create_topic("t", partitions=1, replication_factor=3)
     c.create_topic("out", partitions=1, replication_factor=3)
-    put(c, ["v0"])
+    produce_values(c, ["v0"])
     k = consumer(c, "librdkafka", offset=0)
     m0 = k.poll(5.0)
     p = Producer({"bootstrap.servers": c.bootstrap, "transactional.id": "tx"})
@@ -143,12 +136,12 @@ def committed_then_truncated(dialect: str):
     c = Cluster(brokers=3, seed=2, config={"replica.lag.time.max.ms": 500})
     c.create_topic("t", partitions=1, replication_factor=2,
                    config={"unclean.leader.election.enable": True, "min.insync.replicas": 1})
-    put(c, ["a0", "a1"], acks=-1)
+    produce_values(c, ["a0", "a1"], acks=-1)
     leader = c.leader("t")
     follower = next(b for b in c.partition_state("t")["replicas"] if b != leader)
     c.crash(f"broker-{follower}")
     c.advance(15_000)                     # the ISR shrinks to the leader; its other partitions get new leaders
-    put(c, ["b2", "b3", "b4"], acks=1)
+    produce_values(c, ["b2", "b3", "b4"], acks=1)
     k = consumer(c, dialect, offset=0, **{"isolation.level": "read_uncommitted"})
     assert read_offsets(k, 5) == [(0, "a0"), (1, "a1"), (2, "b2"), (3, "b3"), (4, "b4")]
     k.commit(asynchronous=False)
@@ -157,7 +150,7 @@ def committed_then_truncated(dialect: str):
     c.restart(f"broker-{follower}")
     c.advance(15_000)                                         # elected without being in the ISR
     assert c.leader("t") == follower and c.partition_state("t")["leo"] == 2
-    put(c, ["c2", "c3", "c4", "c5", "c6"], acks=1)
+    produce_values(c, ["c2", "c3", "c4", "c5", "c6"], acks=1)
     return c
 
 
@@ -186,7 +179,7 @@ def test_resuming_from_a_committed_offset_that_was_truncated(dialect, first):
 def test_a_committed_offset_without_a_leader_epoch_is_not_checked(dialect):
     c = Cluster(brokers=3, seed=2)
     c.create_topic("t", partitions=1, replication_factor=3)
-    put(c, ["v0", "v1", "v2"])
+    produce_values(c, ["v0", "v1", "v2"])
     k = consumer(c, dialect, offset=0)
     read_offsets(k, 3)
     k.commit(offsets=[TopicPartition("t", 0, 2)], asynchronous=False)     # no leader epoch
@@ -203,7 +196,7 @@ def test_librdkafka_checks_a_restored_position_when_the_leader_epoch_goes_up():
     epoch increases after the fetcher started."""
     c = Cluster(brokers=3, seed=2)
     c.create_topic("t", partitions=1, replication_factor=3)
-    put(c, ["v0", "v1", "v2"])
+    produce_values(c, ["v0", "v1", "v2"])
     k = consumer(c, "librdkafka", offset=0)
     read_offsets(k, 3)
     k.commit(asynchronous=False)
@@ -212,7 +205,7 @@ def test_librdkafka_checks_a_restored_position_when_the_leader_epoch_goes_up():
     assert read_offsets(k2, 0, polls=4) == []                        # resumed at 3, nothing to read
     mark = len(c.trace.events)
     epoch = new_leader_epoch(c)
-    put(c, ["v3"])
+    produce_values(c, ["v3"])
     assert read_offsets(k2, 1) == [(3, "v3")]
     assert [r.partitions for r in sent(c, "OffsetForLeaderEpoch", mark)] == [{("t", 0): (epoch, 0)}]
 

@@ -8,18 +8,11 @@ from __future__ import annotations
 
 import pytest
 
-from txnlab import Cluster, Consumer, KafkaError, Producer, TopicPartition
+from txnlab import Cluster, Consumer, KafkaError, TopicPartition
 
-from helpers import read_offsets
+from helpers import produce_values, read_offsets
 
 DIALECTS = ["librdkafka", "java"]
-
-
-def put(c, values, **conf) -> None:
-    p = Producer({"bootstrap.servers": c.bootstrap, **conf})
-    for v in values:
-        p.produce("t", value=v.encode(), partition=0)
-    p.flush(10)
 
 
 def consumer(c, dialect: str, **conf):
@@ -37,14 +30,14 @@ def checks(c, mark: int) -> list:
 def test_after_a_leader_change_the_consumer_checks_its_position_and_reads_on(dialect):
     c = Cluster(brokers=3, seed=2)
     c.create_topic("t", partitions=1, replication_factor=3)
-    put(c, ["v0", "v1", "v2"])
+    produce_values(c, ["v0", "v1", "v2"])
     k = consumer(c, dialect)
     assert read_offsets(k, 3) == [(0, "v0"), (1, "v1"), (2, "v2")]
     mark = len(c.trace.events)
     first = c.leader("t")
     c.move_leader("t", 0, next(b for b in c.partition_state("t")["isr"] if b != first))
     epoch = c.partition_state("t")["leader_epoch"]
-    put(c, ["v3", "v4"])
+    produce_values(c, ["v3", "v4"])
     assert read_offsets(k, 2) == [(3, "v3"), (4, "v4")]
     asked = checks(c, mark)
     assert [(e.node, e.is_response) for e in asked] == [(f"broker-{c.leader('t')}", False),
@@ -57,7 +50,7 @@ def test_after_a_leader_change_the_consumer_checks_its_position_and_reads_on(dia
 def test_a_position_with_no_epoch_is_not_checked(dialect):
     c = Cluster(brokers=3, seed=2)
     c.create_topic("t", partitions=1, replication_factor=3)
-    put(c, ["v0", "v1"])
+    produce_values(c, ["v0", "v1"])
     mark = len(c.trace.events)
     k = consumer(c, dialect)                 # assigned at offset 0: nothing fetched yet
     first = c.leader("t")
@@ -73,12 +66,12 @@ def truncated_under(dialect: str, **conf):
     c = Cluster(brokers=2, seed=2, config={"replica.lag.time.max.ms": 500})
     c.create_topic("t", partitions=1, replication_factor=2,
                    config={"unclean.leader.election.enable": True, "min.insync.replicas": 1})
-    put(c, ["a0", "a1"], acks=-1)
+    produce_values(c, ["a0", "a1"], acks=-1)
     leader = c.leader("t")
     follower = 1 - leader
     c.crash(f"broker-{follower}")
     c.advance(2_000)                                          # the ISR shrinks to the leader
-    put(c, ["b2", "b3", "b4"], acks=1)
+    produce_values(c, ["b2", "b3", "b4"], acks=1)
     k = consumer(c, dialect, **{"isolation.level": "read_uncommitted", **conf})
     got = read_offsets(k, 5)
     mark = len(c.trace.events)
@@ -93,7 +86,7 @@ def truncated_under(dialect: str, **conf):
 def test_a_truncated_position_goes_on_from_where_the_new_leaders_log_ends(dialect):
     c, k, got, mark = truncated_under(dialect)
     assert got == [(0, "a0"), (1, "a1"), (2, "b2"), (3, "b3"), (4, "b4")]
-    put(c, ["c2", "c3"], acks=1)                              # the new leader writes offsets 2 and 3 again
+    produce_values(c, ["c2", "c3"], acks=1)                              # the new leader writes offsets 2 and 3 again
     assert read_offsets(k, 2) == [(2, "c2"), (3, "c3")]
     assert any("ends at 2, below its position 5: the log was truncated; it goes on from 2" in e.narration
                for e in c.trace.events[mark:])
@@ -116,7 +109,7 @@ def test_a_seek_with_a_leader_epoch_is_checked_before_the_fetch(dialect, offset,
     checked."""
     c = Cluster(brokers=3, seed=2)
     c.create_topic("t", partitions=1, replication_factor=3)
-    put(c, ["v0", "v1", "v2", "v3"])
+    produce_values(c, ["v0", "v1", "v2", "v3"])
     k = consumer(c, dialect)
     assert read_offsets(k, 4)[-1] == (3, "v3")
     mark = len(c.trace.events)
