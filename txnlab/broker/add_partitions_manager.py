@@ -62,13 +62,13 @@ class AddPartitionsToTxnManager:
             # addTxnData: one question per transactional id in a batch
             old, old_callback = queued
             if old.producer_epoch > producer_epoch:
-                b.narrate(f"{tid!r}: a verification of epoch {old.producer_epoch} waits already; this one (epoch "
+                b.narrate(f"{tid!r}: a question about epoch {old.producer_epoch} waits already for {node}; this one (epoch "
                           f"{producer_epoch}) is fenced -> INVALID_PRODUCER_EPOCH")
                 callback({tp: Errors.INVALID_PRODUCER_EPOCH for tp in tps})
                 return
             error = Errors.INVALID_PRODUCER_EPOCH if old.producer_epoch < producer_epoch else Errors.NETWORK_EXCEPTION
             del batch[tid]
-            b.narrate(f"{tid!r}: a newer verification replaces the one waiting for {node}; that one is answered "
+            b.narrate(f"{tid!r}: a newer question replaces the one waiting for {node}; that one is answered "
                       f"{error.name}")
             old_callback({tp: error for tp in old.partitions})
         batch[tid] = (m.AddPartitionsToTxnTransaction(tid, producer_id, producer_epoch, tuple(tps), not add), callback)
