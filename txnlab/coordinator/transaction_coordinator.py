@@ -232,17 +232,10 @@ class TransactionCoordinator:
         on its own, the response sent once every one has its result (KafkaApis.handleAddPartitionsToTxnRequest's
         addResultAndMaybeSendResponse)."""
         results: dict = {}
-        if len(transactions) == 1 and transactions[0].verify_only:
-            # (the common batch: one verification, answered at once)
-            t = transactions[0]
-            results[t.transactional_id] = self._add_or_verify(t.transactional_id, t.producer_id, t.producer_epoch,
-                                                              tuple(t.partitions), True, None)
-            return m.AddPartitionsToTxnResponse({}, results)
-        answering = [True]      # while the handler runs, results are returned, not sent
 
         def result(tid, errors):
             results[tid] = errors
-            if len(results) == len(transactions) and not answering[0]:
+            if len(results) == len(transactions):      # (at once, in the handler, when nothing had to be written)
                 self.broker.respond(msg, m.AddPartitionsToTxnResponse({}, results))
         for t in transactions:
             # (a verification is answered at once: no callback to make for it)
@@ -250,9 +243,8 @@ class TransactionCoordinator:
                                          t.verify_only, None if t.verify_only else
                                          lambda errors, tid=t.transactional_id: result(tid, errors))
             if errors is not None:
-                results[t.transactional_id] = errors
-        answering[0] = False
-        return m.AddPartitionsToTxnResponse({}, results) if len(results) == len(transactions) else None
+                result(t.transactional_id, errors)
+        return None
 
     def _add_or_verify(self, tid: str, pid: int, epoch: int, tps: tuple, verify_only: bool,
                        done: Optional[Callable[[dict], None]]):
