@@ -5,7 +5,9 @@ from txnlab import Cluster, Consumer, Producer
 from txnlab.protocol import messages as m
 from txnlab.protocol.errors import Errors
 
-from helpers import RawClient
+from txnlab.protocol.record_batch import Record, RecordBatch
+
+from helpers import RawClient, values_in_log
 
 ONE_TXN_PARTITION = {"transaction.state.log.num.partitions": 1}     # every transactional id has one coordinator
 
@@ -102,13 +104,13 @@ def test_a_newer_question_for_the_same_transaction_replaces_the_waiting_one():
         return lambda errors: got.setdefault(name, errors)
     tp = (("out", 0),)
     v = b.txn_verifier
-    v.add_or_verify(coordinator, "a", 7, 0, tp, False, answer("a"))          # goes out at once
-    v.add_or_verify(coordinator, "b", 8, 3, tp, False, answer("b epoch 3"))  # waits
-    v.add_or_verify(coordinator, "b", 8, 3, tp, False, answer("b epoch 3, again"))
+    v.add_or_verify(coordinator, "a", 7, 0, tp, False, True, answer("a"))          # goes out at once
+    v.add_or_verify(coordinator, "b", 8, 3, tp, False, True, answer("b epoch 3"))  # waits
+    v.add_or_verify(coordinator, "b", 8, 3, tp, False, True, answer("b epoch 3, again"))
     assert got == {"b epoch 3": {("out", 0): Errors.NETWORK_EXCEPTION}}      # a retry: the client asks again
-    v.add_or_verify(coordinator, "b", 8, 4, tp, False, answer("b epoch 4"))
+    v.add_or_verify(coordinator, "b", 8, 4, tp, False, True, answer("b epoch 4"))
     assert got["b epoch 3, again"] == {("out", 0): Errors.INVALID_PRODUCER_EPOCH}   # fenced by the newer epoch
-    v.add_or_verify(coordinator, "b", 8, 2, tp, False, answer("b epoch 2"))
+    v.add_or_verify(coordinator, "b", 8, 2, tp, False, True, answer("b epoch 2"))
     assert got["b epoch 2"] == {("out", 0): Errors.INVALID_PRODUCER_EPOCH}   # older than the one waiting
     c.run_until_idle()
     assert [batch for _, batch in _questions(c, src=b.name)] == [
@@ -123,14 +125,14 @@ def test_a_failed_request_answers_every_question_in_it_and_the_next_goes_out():
     b, coordinator = _broker_and_coordinator(c)
     got: dict = {}
     v = b.txn_verifier
-    v.add_or_verify(coordinator, "a", 7, 0, (("out", 0),), False, lambda e: got.setdefault("a", e))
+    v.add_or_verify(coordinator, "a", 7, 0, (("out", 0),), False, True, lambda e: got.setdefault("a", e))
     c.crash(coordinator)          # before the question arrives: the connection is refused
     c.run_until(lambda: "a" in got, timeout_ms=40_000)
     assert got["a"] == {("out", 0): Errors.NETWORK_EXCEPTION}
     assert not v.in_flight
     c.run_until(lambda: v.coordinator("a") not in (-1, coordinator), timeout_ms=60_000)     # a new coordinator
     c.advance(1_000)        # (which loads the transaction log first)
-    v.add_or_verify(v.coordinator("a"), "a", 7, 0, (("out", 0),), False, lambda e: got.setdefault("again", e))
+    v.add_or_verify(v.coordinator("a"), "a", 7, 0, (("out", 0),), False, True, lambda e: got.setdefault("again", e))
     c.run_until(lambda: "again" in got, timeout_ms=40_000)
     assert got["again"] == {("out", 0): Errors.INVALID_PRODUCER_ID_MAPPING}  # asked and answered
 
@@ -139,7 +141,7 @@ def test_no_live_coordinator_is_answered_at_once():
     c = _cluster()
     b, _ = _broker_and_coordinator(c)
     got = []
-    b.txn_verifier.add_or_verify(-1, "a", 7, 0, (("out", 0),), False, got.append)
+    b.txn_verifier.add_or_verify(-1, "a", 7, 0, (("out", 0),), False, True, got.append)
     assert got == [{("out", 0): Errors.COORDINATOR_NOT_AVAILABLE}]
 
 
@@ -174,3 +176,46 @@ def test_the_isr_is_checked_at_the_append_after_the_answer():
     assert answer.time > 20_000 and "'tx' ok" in answer.text                    # verified...
     assert any("ISR [" in d and "NOT_ENOUGH_REPLICAS, nothing appended" in d for d in answer.details)  # ...refused
     assert c.broker(leader).partitions[("out", 1)].log.log_end_offset == 0
+
+
+def _late_produces(c, order):
+    """Three transactional ids whose transactions are complete each send a late transactional Produce to t-0, at the
+    same instant on three connections (a broker reads one request of a connection at a time), with the Produce
+    versions ``order``: the first question goes out at once, the second opens the next batch and the third rides in
+    it.  Returns each Produce's error, by version and transactional id."""
+    producers = {}
+    for tid in ("tx-0", "tx-1", "tx-2"):
+        p = Producer({"bootstrap.servers": c.bootstrap, "transactional.id": tid})
+        p.init_transactions()
+        p.begin_transaction()
+        p.produce("t", value=tid.encode())
+        p.commit_transaction()
+        producers[tid] = p.transaction_manager
+    c.advance(1_000)                                    # (every marker written: the transactions are complete)
+    got: dict = {}
+    for i, ((tid, tm), version) in enumerate(zip(producers.items(), order)):
+        late = RecordBatch((Record(None, b"late", (), c.now),), tm.producer_id, tm.producer_epoch, 1, True)
+        RawClient(c, f"raw-{i}").send_request(
+            f"broker-{c.leader('t')}", m.ProduceRequest(tid, -1, 30_000, {("t", 0): late}, version),
+            lambda resp, err, key=(version, tid): got.setdefault(key, resp.responses[("t", 0)].error))
+    c.run_until(lambda: len(got) == 3, timeout_ms=10_000)
+    assert len(_questions(c, src=f"broker-{c.leader('t')}")[-2:][-1][1]) == 2     # the last two rode together
+    return got
+
+
+def test_whether_an_old_client_is_told_transaction_abortable_is_decided_by_who_opened_the_batch():
+    """Kafka 4.1.1 AddPartitionsToTxnHandler.onComplete maps the coordinator's TRANSACTION_ABORTABLE to
+    INVALID_TXN_STATE by the TransactionSupportedOperation of the node's batch, which is the one of the request whose
+    question created it (addTxnData's computeIfAbsent), not by each asker's: a Produce v10 in a batch a v11 opened is
+    told TRANSACTION_ABORTABLE, and a v11 in one a v10 opened INVALID_TXN_STATE."""
+    c = Cluster(brokers=3, seed=0, config=ONE_TXN_PARTITION)
+    c.create_topic("t", partitions=1, replication_factor=3)
+    assert _late_produces(c, (11, 11, 10)) == {(11, "tx-0"): Errors.TRANSACTION_ABORTABLE,
+                                               (11, "tx-1"): Errors.TRANSACTION_ABORTABLE,
+                                               (10, "tx-2"): Errors.TRANSACTION_ABORTABLE}
+    c = Cluster(brokers=3, seed=0, config=ONE_TXN_PARTITION)
+    c.create_topic("t", partitions=1, replication_factor=3)
+    assert _late_produces(c, (11, 10, 11)) == {(11, "tx-0"): Errors.TRANSACTION_ABORTABLE,
+                                               (10, "tx-1"): Errors.INVALID_TXN_STATE,
+                                               (11, "tx-2"): Errors.INVALID_TXN_STATE}
+    assert "late".encode() not in values_in_log(c, "t")

@@ -14,8 +14,7 @@ from helpers import RawClient, values_in_log
 
 
 @pytest.mark.parametrize("coordinator, tv2, produce", [
-    (E.PRODUCER_FENCED, False, E.INVALID_PRODUCER_EPOCH),         # AddPartitionsToTxnManager
-    (E.PRODUCER_FENCED, True, E.INVALID_PRODUCER_EPOCH),
+    (E.INVALID_PRODUCER_EPOCH, False, E.INVALID_PRODUCER_EPOCH),   # (PRODUCER_FENCED, as AddPartitionsToTxnManager says it)
     (E.NOT_COORDINATOR, True, E.NOT_ENOUGH_REPLICAS),             # retriable: NotEnoughReplicasException
     (E.COORDINATOR_LOAD_IN_PROGRESS, False, E.NOT_ENOUGH_REPLICAS),
     (E.COORDINATOR_NOT_AVAILABLE, False, E.NOT_ENOUGH_REPLICAS),
@@ -23,7 +22,7 @@ from helpers import RawClient, values_in_log
     (E.CONCURRENT_TRANSACTIONS, False, E.NOT_ENOUGH_REPLICAS),    # verify-only (Produce v11 and older)
     (E.CONCURRENT_TRANSACTIONS, True, E.CONCURRENT_TRANSACTIONS),  # 4.1: kept for Produce v12+ (after retries)
     (E.INVALID_TXN_STATE, False, E.INVALID_TXN_STATE),            # "Partition was not added to the transaction"
-    (E.TRANSACTION_ABORTABLE, False, E.TRANSACTION_ABORTABLE),    # Produce v11+ (GENERIC_ERROR_SUPPORTED)
+    (E.TRANSACTION_ABORTABLE, False, E.TRANSACTION_ABORTABLE),    # passed on (the manager decides who is told it)
     (E.INVALID_PRODUCER_ID_MAPPING, True, E.INVALID_PRODUCER_ID_MAPPING),
 ])
 def test_coordinator_errors_become_these_produce_errors(coordinator, tv2, produce):

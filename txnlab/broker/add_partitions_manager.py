@@ -11,10 +11,15 @@ has a higher epoch), and one with a lower epoch is answered INVALID_PRODUCER_EPO
 The asker gets the coordinator's errors per partition (a partition not named was verified), NETWORK_EXCEPTION for
 every partition when the connection failed or the request timed out, COORDINATOR_NOT_AVAILABLE when no live broker
 leads the transaction's ``__transaction_state`` partition, and the request's own error for every partition
-(CLUSTER_AUTHORIZATION_FAILED becomes INVALID_TXN_STATE: "the client should not be exposed to it").  The rest of
-AddPartitionsToTxnHandler's mapping (PRODUCER_FENCED to INVALID_PRODUCER_EPOCH, TRANSACTION_ABORTABLE to
-INVALID_TXN_STATE for an old request) and what a Produce or a TxnOffsetCommit answers for each error is the asker's
-(``produce.verification_error``, ``group_offsets.verification_error``), which narrates what the coordinator said.
+(CLUSTER_AUTHORIZATION_FAILED becomes INVALID_TXN_STATE: "the client should not be exposed to it").  Of a
+coordinator's per-partition errors, PRODUCER_FENCED becomes INVALID_PRODUCER_EPOCH, and TRANSACTION_ABORTABLE becomes
+INVALID_TXN_STATE when the batch was opened by an asker whose request predates that error (DEFAULT_ERROR: a Produce
+v10 or older, a TxnOffsetCommit v3 or older).  Kafka decides that by the batch, not by each asker
+(AddPartitionsToTxnHandler.onComplete reads TransactionDataAndCallbacks.transactionSupportedOperation, set by
+whichever addTxnData created the node's entry), so an old client whose question rode in a batch a newer one opened is
+told TRANSACTION_ABORTABLE, and a new one in an old one's batch INVALID_TXN_STATE.  What a Produce or a
+TxnOffsetCommit answers for each error is the asker's (``produce.verification_error``,
+``group_offsets.verification_error``).
 """
 from __future__ import annotations
 
@@ -30,13 +35,16 @@ BROKER_REQUEST_TIMEOUT_MS = 30_000     # the broker's request.timeout.ms (Kafka'
 
 
 class AddPartitionsToTxnManager:
-    __slots__ = ("broker", "pending", "in_flight")
+    __slots__ = ("broker", "pending", "in_flight", "generic_errors")
 
     def __init__(self, broker) -> None:
         self.broker = broker
         # coordinator's node name -> {transactional id: (AddPartitionsToTxnTransaction, callback)}, in the order asked
         self.pending: dict = {}
         self.in_flight: set = set()      # the coordinators a request is out to (inflightNodes)
+        # coordinator's node name -> whether the asker that opened its waiting batch is told TRANSACTION_ABORTABLE
+        # (TransactionDataAndCallbacks.transactionSupportedOperation is not DEFAULT_ERROR)
+        self.generic_errors: dict = {}
 
     def coordinator(self, tid: str) -> int:
         """The live broker that leads ``tid``'s __transaction_state partition, -1 if none (getTransactionCoordinator)."""
@@ -46,9 +54,11 @@ class AddPartitionsToTxnManager:
         return leader if leader >= 0 and b.metadata.alive_broker_epoch(leader) is not None else -1
 
     def add_or_verify(self, coordinator: int, tid: str, producer_id: int, producer_epoch: int, tps: tuple, add: bool,
-                      callback: Callable[[dict], None]) -> None:
+                      generic_errors: bool, callback: Callable[[dict], None]) -> None:
         """Ask ``coordinator`` (``coordinator(tid)``) to verify (``add`` false) or add ``tps``; ``callback({tp:
-        error})`` with the partitions not verified, now or once the answer is in (addOrVerifyTransaction)."""
+        error})`` with the partitions not verified, now or once the answer is in (addOrVerifyTransaction).
+        ``generic_errors``: the asker's request is new enough to be told TRANSACTION_ABORTABLE (not DEFAULT_ERROR);
+        it counts if this question opens the coordinator's batch."""
         b = self.broker
         if coordinator < 0:
             callback({tp: Errors.COORDINATOR_NOT_AVAILABLE for tp in tps})
@@ -57,6 +67,7 @@ class AddPartitionsToTxnManager:
         batch = self.pending.get(node)
         if batch is None:
             batch = self.pending[node] = {}
+            self.generic_errors[node] = generic_errors      # (computeIfAbsent: the batch's, from its first asker)
         queued = batch.get(tid)
         if queued is not None:
             # addTxnData: one question per transactional id in a batch
@@ -78,11 +89,24 @@ class AddPartitionsToTxnManager:
         else:
             self._send(node)
 
+    def _mapped(self, error, generic: bool, tid: str, tp) -> Errors:
+        """A coordinator's refusal of ``tp`` as the asker is told it (AddPartitionsToTxnHandler.onComplete)."""
+        error = Errors(error)
+        if error == Errors.PRODUCER_FENCED:
+            return Errors.INVALID_PRODUCER_EPOCH        # "Producers expect to handle INVALID_PRODUCER_EPOCH"
+        if error == Errors.TRANSACTION_ABORTABLE and not generic:
+            self.broker.narrate(f"{tid!r} {tp[0]}-{tp[1]}: the coordinator answered TRANSACTION_ABORTABLE; the "
+                                f"question rode in a batch opened by a request too old for that error, so it is told "
+                                f"INVALID_TXN_STATE")
+            return Errors.INVALID_TXN_STATE
+        return error
+
     def _send(self, node: str) -> None:
         """Send what waits for ``node`` unless a request to it is out (generateRequests)."""
         if node in self.in_flight:
             return
         batch = self.pending.pop(node, None)
+        generic = self.generic_errors.pop(node, True)
         if not batch:
             return
         self.in_flight.add(node)
@@ -102,7 +126,7 @@ class AddPartitionsToTxnManager:
                 results = resp.results or {}
                 for tid, (t, callback) in batch.items():
                     errors = results.get(tid, {})
-                    callback({tp: e for tp, e in errors.items() if e != _NONE})
+                    callback({tp: self._mapped(e, generic, tid, tp) for tp, e in errors.items() if e != _NONE})
             self._send(node)        # what was asked meanwhile
         # AddPartitionsToTxnRequest(transactions=...), by position (a keyword costs the dataclass's __init__ more)
         req = m.AddPartitionsToTxnRequest("", -1, -1, (), tuple([t for t, _ in batch.values()]))

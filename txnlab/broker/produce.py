@@ -21,18 +21,12 @@ _COMMIT, _ABORT = ControlRecordType.COMMIT, ControlRecordType.ABORT     # (enum 
 _A_MARKER = {_COMMIT: "a COMMIT", _ABORT: "an ABORT"}     # for the narration
 
 
-def verification_error(error: Errors, supports_epoch_bump: bool, generic_error_supported: bool = True) -> Errors:
-    """What a Produce answers when the coordinator refused to verify (or add) its partition: Kafka 4.1
-    AddPartitionsToTxnManager (PRODUCER_FENCED -> INVALID_PRODUCER_EPOCH) then ReplicaManager
-    .appendRecordsWithTransactionVerification's postVerificationCallback (retriable coordinator errors ->
-    NOT_ENOUGH_REPLICAS, which old clients retry without a metadata refresh; CONCURRENT_TRANSACTIONS kept for a
-    Produce v12+ that adds the partition); TRANSACTION_ABORTABLE only for a Produce v11+ (GENERIC_ERROR_SUPPORTED),
-    INVALID_TXN_STATE for an older one (DEFAULT_ERROR: "for backward compatibility with clients"); any other error is
-    passed on."""
-    if error == Errors.PRODUCER_FENCED:
-        return Errors.INVALID_PRODUCER_EPOCH
-    if error == Errors.TRANSACTION_ABORTABLE and not generic_error_supported:
-        return Errors.INVALID_TXN_STATE
+def verification_error(error: Errors, supports_epoch_bump: bool) -> Errors:
+    """What a Produce answers when its partition was not verified (or added), as the leader's
+    AddPartitionsToTxnManager told it (which already mapped PRODUCER_FENCED and, by its batch, TRANSACTION_ABORTABLE):
+    Kafka 4.1 ReplicaManager.appendRecordsWithTransactionVerification's postVerificationCallback (retriable
+    coordinator errors -> NOT_ENOUGH_REPLICAS, which old clients retry without a metadata refresh;
+    CONCURRENT_TRANSACTIONS kept for a Produce v12+ that adds the partition); any other error is passed on."""
     if error in _VERIFICATION_RETRIABLE or (error == Errors.CONCURRENT_TRANSACTIONS and not supports_epoch_bump):
         return Errors.NOT_ENOUGH_REPLICAS
     return error
@@ -197,8 +191,8 @@ class ProduceHandling:
                 e = errors.get(p.tp, _NONE)
                 if e != _NONE:
                     e = Errors(e)       # (only a refusal is converted: for its name)
-                    mapped = verification_error(e, implicit_add, st.req.version < 0 or st.req.version >= 11)
-                    self.narrate(f"{p.name}: the coordinator answered {e.name}; the write is refused -> {mapped.name}")
+                    mapped = verification_error(e, implicit_add)
+                    self.narrate(f"{p.name}: not verified ({e.name}); the write is refused -> {mapped.name}")
                     st.results[p.tp] = m.PartitionProduceResponse(mapped, error_message=f"verification: {e.name}")
                 else:
                     # leadership and min.insync.replicas again: Kafka checks them at the append, after the answer
@@ -207,7 +201,10 @@ class ProduceHandling:
                     if q is not None:
                         self._append_produce(st, q, batch, guards.get(p.tp))
             st.maybe_respond()
-        verifier.add_or_verify(coordinator, tid, pid, epoch, tuple(guards), implicit_add, answered)
+        # (produceRequestVersionToTransactionSupportedOperation: a Produce v11+ is told TRANSACTION_ABORTABLE; the lab's
+        # own clients send no version, -1: the newest)
+        verifier.add_or_verify(coordinator, tid, pid, epoch, tuple(guards), implicit_add,
+                               st.req.version < 0 or st.req.version >= 11, answered)
 
     # ------------------------------------------------------ transaction markers
     def handle_WriteTxnMarkers(self, msg):

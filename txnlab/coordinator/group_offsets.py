@@ -43,19 +43,14 @@ def supported_operation(api_version: int, cluster_transaction_version: int) -> s
     return ADD_PARTITION if api_version > 4 else GENERIC_ERROR_SUPPORTED if api_version > 3 else DEFAULT_ERROR
 
 
-def verification_error(error: Errors, operation: str) -> Errors:
+def verification_error(error: Errors) -> Errors:
     """What a TxnOffsetCommit is answered when the transaction coordinator refused to verify (or add) the group's
-    offsets partition, or could not be asked (NETWORK_EXCEPTION): Kafka 4.1.1 AddPartitionsToTxnManager
-    (AddPartitionsToTxnHandler.onComplete: PRODUCER_FENCED -> INVALID_PRODUCER_EPOCH, TRANSACTION_ABORTABLE ->
-    INVALID_TXN_STATE for DEFAULT_ERROR), then, the error failing CoordinatorRuntime.scheduleTransactionalWriteOperation
+    offsets partition, or could not be asked (NETWORK_EXCEPTION), as the broker's AddPartitionsToTxnManager told it
+    (which already mapped PRODUCER_FENCED and, by its batch, TRANSACTION_ABORTABLE), then, the error failing CoordinatorRuntime.scheduleTransactionalWriteOperation
     (CoordinatorPartitionWriter.maybeStartTransactionVerification completes its future exceptionally),
     GroupCoordinatorService.commitTransactionalOffsets' handleOperationException.  Unlike a Produce (ReplicaManager's
     postVerificationCallback) nothing becomes NOT_ENOUGH_REPLICAS, and CONCURRENT_TRANSACTIONS is not retried here:
     the client gets it and retries."""
-    if error == Errors.PRODUCER_FENCED:
-        error = Errors.INVALID_PRODUCER_EPOCH
-    elif error == Errors.TRANSACTION_ABORTABLE and operation == DEFAULT_ERROR:
-        error = Errors.INVALID_TXN_STATE
     return OPERATION_ERRORS.get(error, error)
 
 
@@ -223,14 +218,13 @@ class GroupOffsetHandlers:
             if e == Errors.NONE:
                 out = self._txn_offset_commit(msg, req, unknown, guard)
             else:
-                mapped = verification_error(e, op)
-                self.narrate(f"{p.name}: the transaction coordinator answered {e.name}; the offsets are refused "
-                             f"-> {mapped.name}")
+                mapped = verification_error(e)
+                self.narrate(f"{p.name}: not verified ({e.name}); the offsets are refused -> {mapped.name}")
                 out = m.TxnOffsetCommitResponse(_every(req, mapped, unknown))
             if out is not None:
                 self.broker.respond(msg, out)       # (at once when there is no coordinator to ask)
         verifier.add_or_verify(coord, req.transactional_id, req.producer_id, req.producer_epoch, (p.tp,),
-                               implicit_add, answered)
+                               implicit_add, op != DEFAULT_ERROR, answered)
         return None
 
     def _txn_offset_commit(self, msg, req, unknown: dict, guard):
