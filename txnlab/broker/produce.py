@@ -83,9 +83,8 @@ class ProduceHandling:
             p = self._produce_partition(st, tp, batch)
             if p is not None:
                 appendable.append((p, batch))
-                verify = verify or (checked and batch.is_transactional and
-                                    not p.log.has_ongoing_transaction(batch.producer_id, batch.producer_epoch))
-        if verify:
+                verify = verify or (checked and batch.is_transactional)
+        if verify:      # (it finds which partitions are new to the transaction, if any)
             self._verify_then_append(st, appendable, client_tv >= 2)
         else:
             for p, batch in appendable:
@@ -153,9 +152,10 @@ class ProduceHandling:
                 refused = True
         if refused:
             appendable = [(p, batch) for p, batch in appendable if p.tp not in st.results]
-        if not guards:      # (a retry that finds every partition in the transaction now)
+        if not guards:      # every partition is in the transaction already (or now, at a retry)
             for p, batch in appendable:
-                q = self._produce_partition(st, p.tp, batch)    # (leadership and min ISR at the append, as above)
+                # (at a retry, leadership and min ISR again, at the append, as below; checked a moment ago otherwise)
+                q = p if started is None else self._produce_partition(st, p.tp, batch)
                 if q is not None:
                     self._append_produce(st, q, batch, None)
             return
