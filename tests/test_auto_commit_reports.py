@@ -132,3 +132,29 @@ def test_an_auto_commit_refused_for_good(dialect):
     else:
         assert warned == [] and reports
         assert {e.name() for e in reports} == {"UNKNOWN_MEMBER_ID"}
+
+
+def test_java_close_logs_its_synchronous_auto_commit_by_the_time_it_returns():
+    """The Java client logs as it goes (slf4j, in the thread that logs): what close() logged -- its synchronous
+    auto-commit (ConsumerCoordinator.close -> maybeAutoCommitOffsetsSync) -- has reached the logger when close()
+    returns, though nothing polls after it."""
+    c = Cluster(brokers=1, seed=1)
+    c.create_topic("t", partitions=1, replication_factor=1)
+    p = Producer({"bootstrap.servers": c.bootstrap})
+    for v in (b"r0", b"r1"):
+        p.produce("t", value=v, partition=0)
+    assert p.flush(10) == 0
+    logger, cap = captured_logger("txnlab.test.auto_commit.close.java")
+    k = Consumer({"bootstrap.servers": c.bootstrap, "group.id": "g", "sim.client.dialect": "java",
+                  "enable.auto.commit": True, "auto.offset.reset": "earliest", "logger": logger, "log_level": 7})
+    k.assign([TopicPartition("t", 0)])
+    got = []
+    while len(got) < 2:
+        msg = k.poll(1)
+        if msg is not None and msg.error() is None:
+            got.append(msg.value())
+    before = len(cap.lines)
+    k.close()
+    logger.removeHandler(cap)
+    assert (logging.DEBUG, "ConsumerCoordinator [consumer-1] Sending synchronous auto-commit of offsets "
+                           "{t-0=OffsetAndMetadata{offset=2, leaderEpoch=0, metadata=''}}") in cap.lines[before:]

@@ -112,6 +112,15 @@ class ClientEvents:
             raise KafkaException(fatal)
         return served
 
+    def serve_logs(self) -> None:
+        """Hand the queued log lines to ``logger`` now, the other events staying queued: the Java client has no
+        reply queue for its log lines (slf4j logs in the thread that logs), so what ``close()`` logged is out when
+        it returns -- nothing would poll for it afterwards."""
+        lines = [ev for ev in self._queue if ev[0] == "log"]
+        self._queue = [ev for ev in self._queue if ev[0] != "log"]
+        for _, level, fac, text in lines:
+            self._logger.log(_PY_LEVEL.get(level, logging.INFO), "%s [%s] %s", fac, self.name, text)
+
     def serve_through(self, stop_at_fatal: bool = False) -> tuple:
         """As ``serve``, but a fatal error is returned, not raised: (events served, the fatal error or None).
         ``flush()`` serves every event and its delivery reports, then raises it."""

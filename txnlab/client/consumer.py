@@ -539,6 +539,8 @@ class Consumer(ConsumerRebalance, ConsumerLookups, ConsumerCommits):
         self._assignment = {}
         self._fetcher.clear_buffer()
         self._closed = True
+        if self._java:
+            self._events.serve_logs()       # (Java logs as it goes: close()'s lines are out when it returns)
 
     def __enter__(self) -> "Consumer":
         return self
