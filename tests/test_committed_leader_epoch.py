@@ -251,3 +251,19 @@ def test_through_the_wire_door_a_real_consumer_commits_and_reads_back_its_leader
         t.commit_transaction(30)
         assert stored() == (3, 1)
         k.close()
+
+
+def test_librdkafka_checks_a_restored_position_when_metadata_brings_the_first_leader_epoch():
+    """librdkafka resumes at the committed offset (FETCH_ACTIVE) before it knows t-0's leader epoch (its Metadata
+    answer is late): the metadata that names one is an epoch going up from -1 (rd_kafka_toppar_leader_update), so
+    it checks the position before it fetches, and finds the truncation as Java does."""
+    c = committed_then_truncated("librdkafka")
+    c.delay_next("Metadata", 3_000, response=True)       # the new consumer's first metadata comes late
+    mark = len(c.trace.events)
+    k = consumer(c, "librdkafka", **{"isolation.level": "read_uncommitted"})
+    got = read_offsets(k, 5)
+    assert got[0] == (2, "c2") and got[-1] == (6, "c6")
+    narrated = [e.narration for e in c.trace.events[mark:] if e.narration]
+    assert any("knows no leader epoch of t-0 yet" in n for n in narrated)
+    assert [r.partitions for r in sent(c, "OffsetForLeaderEpoch", mark)] == \
+        [{("t", 0): (c.partition_state("t")["leader_epoch"], 0)}]

@@ -40,15 +40,23 @@ class EpochCheck:
         .seekUnvalidated: AWAIT_VALIDATION when the position has an epoch and the leader's is known);
         librdkafka fetches from it at once (rd_kafka_assignment_apply_offsets -> rd_kafka_toppar_fetch_start:
         FETCH_ACTIVE at that position and epoch) and checks it only if the partition's leader epoch goes up
-        after that (rd_kafka_toppar_leader_update), as a position it fetched from."""
+        after that (rd_kafka_toppar_leader_update), as a position it fetched from -- which it does at the first
+        metadata that names an epoch when it knew none yet (rktp_leader_epoch -1: any epoch is higher, and
+        rd_kafka_offset_validate, in FETCH_ACTIVE, asks before the next Fetch)."""
         name = f"{self.c.name} resumes {tp[0]}-{tp[1]} at its committed offset {st.position}"
         st.position_epoch = epoch if epoch >= 0 else None
         if epoch < 0:
             self.narrate(name)
         elif dialect_of(self.cfg) == LIBRDKAFKA:
-            st.fetched_epoch = self.node.leader_epoch_for(tp)      # (rktp_leader_epoch; -1 unknown: NEVER_FETCHED)
-            self.narrate(f"{name} (leader epoch {epoch}): it fetches from there and checks the position only if "
-                         f"the leader epoch goes up")
+            known = self.node.leader_epoch_for(tp)                 # (rktp_leader_epoch; -1: none known yet)
+            if known >= 0:
+                st.fetched_epoch = known
+                self.narrate(f"{name} (leader epoch {epoch}): it fetches from there and checks the position only if "
+                             f"the leader epoch goes up")
+            else:
+                st.fetched_epoch = CHECK_NOW
+                self.narrate(f"{name} (leader epoch {epoch}); it knows no leader epoch of {tp[0]}-{tp[1]} yet: the "
+                             f"metadata that brings one is an epoch going up, and it checks the position then")
         else:
             st.fetched_epoch = CHECK_NOW
             self.narrate(f"{name} (leader epoch {epoch}): it checks that position before fetching from it")
