@@ -14,7 +14,7 @@ import logging
 import pytest
 
 from txnlab import Cluster, Consumer, Producer, TopicPartition
-from helpers import captured_logger
+from helpers import captured_logger, produce_values, read_offsets
 
 
 def _auto_committing_consumer_whose_first_commit_times_out(dialect):
@@ -140,19 +140,12 @@ def test_java_close_logs_its_synchronous_auto_commit_by_the_time_it_returns():
     returns, though nothing polls after it."""
     c = Cluster(brokers=1, seed=1)
     c.create_topic("t", partitions=1, replication_factor=1)
-    p = Producer({"bootstrap.servers": c.bootstrap})
-    for v in (b"r0", b"r1"):
-        p.produce("t", value=v, partition=0)
-    assert p.flush(10) == 0
+    produce_values(c, ["r0", "r1"])
     logger, cap = captured_logger("txnlab.test.auto_commit.close.java")
     k = Consumer({"bootstrap.servers": c.bootstrap, "group.id": "g", "sim.client.dialect": "java",
                   "enable.auto.commit": True, "auto.offset.reset": "earliest", "logger": logger, "log_level": 7})
     k.assign([TopicPartition("t", 0)])
-    got = []
-    while len(got) < 2:
-        msg = k.poll(1)
-        if msg is not None and msg.error() is None:
-            got.append(msg.value())
+    assert read_offsets(k, 2) == [(0, "r0"), (1, "r1")]
     before = len(cap.lines)
     k.close()
     logger.removeHandler(cap)
