@@ -7,7 +7,8 @@ OffsetCommit, OffsetFetch and TxnOffsetCommit for the groups whose
 the initial rebalance delay of an empty group, generations, the leader's
 assignment), session timeouts, and the member/generation checks of KIP-447.
 The offset requests are in ``group_offsets``; storage and loading in
-``group_metadata_manager``.
+``group_metadata_manager``; the write path to ``__consumer_offsets`` (Kafka 4.1.1's
+CoordinatorRuntime: batches, group.coordinator.append.linger.ms, deferred answers) in ``group_batch``.
 """
 from __future__ import annotations
 
