@@ -249,6 +249,10 @@ def test_through_the_wire_door_a_real_consumer_commits_and_reads_back_its_leader
         t.send_offsets_to_transaction([ck.TopicPartition("t", 0, 3, leader_epoch=1)],
                                       k.consumer_group_metadata(), 30)
         t.commit_transaction(30)
+        # EndTxn is answered once PrepareCommit is durable; the COMMIT marker reaches __consumer_offsets after it
+        deadline = time.monotonic() + 30
+        while stored() != (3, 1) and time.monotonic() < deadline:
+            time.sleep(0.01)
         assert stored() == (3, 1)
         k.close()
 

@@ -132,6 +132,10 @@ BROKER = defs(
     key("group.initial.rebalance.delay.ms", int, 3_000, at_least(0)),
     key("group.min.session.timeout.ms", int, 6_000, at_least(0)),
     key("group.max.session.timeout.ms", int, 1_800_000, at_least(0)),
+    # Kafka 4.1.1 GroupCoordinatorConfig (CoordinatorRuntime's appendLingerMs)
+    key("group.coordinator.append.linger.ms", int, 5, at_least(0),
+        doc="how long the group coordinator lets writes to __consumer_offsets accumulate in one batch before "
+            "appending it (0: each write's batch at once); transactional writes are not accumulated"),
     key("broker.heartbeat.interval.ms", int, 2_000, at_least(1)),
     key("broker.session.timeout.ms", int, 9_000, at_least(1)),
     key("controlled.shutdown.enable", bool, True),

@@ -225,6 +225,10 @@ class ProduceHandling:
                 if len(p.isr) < p.min_insync_replicas:
                     res[tp] = Errors.NOT_ENOUGH_REPLICAS
                     continue
+                if p.topic == OFFSETS_TOPIC:    # the group coordinator's batch goes first (completeTransaction)
+                    before = getattr(self.group_coordinator, "before_marker", None)
+                    if before is not None:
+                        before(p.partition)
                 try:
                     off = p.log.append_control_as_leader(kind, entry.producer_id, entry.producer_epoch,
                                                          entry.coordinator_epoch, p.leader_epoch, now,

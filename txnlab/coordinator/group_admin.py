@@ -65,6 +65,9 @@ def delete_group(gc, group_id: str) -> Errors:
     p = gc.broker.partitions.get(tp)
     if p is None or not p.is_leader:
         return Errors.NOT_COORDINATOR
+    # (4.1.1 runs DeleteGroups as a write operation whose tombstones join the batch; the lab appends them directly,
+    # after the batch not yet appended, so the log keeps the order in which the coordinator's memory changed)
+    mgr.runtime.flush(tp[1], "first: DeleteGroups appends its tombstones after it")
     now = gc.kernel.now
     records = [Record(rec.offset_commit_key(group_id, otp), None, (), now) for otp in sorted(g.offsets)]
     records.append(Record(rec.group_metadata_key(group_id), None, (), now))

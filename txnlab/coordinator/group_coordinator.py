@@ -7,7 +7,8 @@ OffsetCommit, OffsetFetch and TxnOffsetCommit for the groups whose
 the initial rebalance delay of an empty group, generations, the leader's
 assignment), session timeouts, and the member/generation checks of KIP-447.
 The offset requests are in ``group_offsets``; storage and loading in
-``group_metadata_manager``.
+``group_metadata_manager``; the write path to ``__consumer_offsets`` (Kafka 4.1.1's
+CoordinatorRuntime: batches, group.coordinator.append.linger.ms, deferred answers) in ``group_batch``.
 """
 from __future__ import annotations
 
@@ -29,8 +30,6 @@ class GroupCoordinator(GroupOffsetHandlers):
         self.kernel = broker.kernel
         self.config = broker.config
         self.manager = GroupMetadataManager(broker)
-        # offsets partition -> the RequireStable OffsetFetches waiting for its HW (group_offsets.WaitingFetch)
-        self.waiting_fetches: dict[int, list] = {}
 
     def narrate(self, text: str) -> None:
         self.broker.narrate(text)
@@ -65,9 +64,8 @@ class GroupCoordinator(GroupOffsetHandlers):
         if mgr.owned.pop(partition_index, None) is None:
             return
         mgr.loading.discard(partition_index)
-        mgr.fail_deferred(partition_index)
+        mgr.runtime.unload(partition_index)
         gone = mgr.unload(partition_index)
-        self._fail_waiting_fetches(partition_index)
         self.narrate(f"broker {self.broker.broker_id} no longer leads {OFFSETS_TOPIC}-{partition_index}: it stops "
                      f"coordinating {len(gone)} group(s) (their waiting members get NOT_COORDINATOR)")
         now = self.kernel.now
@@ -80,10 +78,16 @@ class GroupCoordinator(GroupOffsetHandlers):
             group.transition_to(S.DEAD, now)
 
     def on_high_watermark(self, partition) -> None:
-        """The writes the HW passed are applied and answered first (offsets become visible), then the
-        RequireStable fetches waiting for the partition's writes are answered."""
-        self.manager.on_high_watermark(partition)
-        self._answer_waiting_fetches(partition)
+        """The operations the HW passed are applied and answered, in log order (offsets become visible; the
+        RequireStable fetches waiting for the writes before them are answered)."""
+        self.manager.runtime.on_high_watermark(partition)
+
+    def before_marker(self, partition_index: int) -> None:
+        """A transaction marker is about to be written to this offsets partition: Kafka 4.1.1's
+        CoordinatorRuntime.completeTransaction appends the current batch first ("in order to respect the
+        order")."""
+        if partition_index in self.manager.owned:
+            self.manager.runtime.flush(partition_index, "first: a transaction marker is written after it")
 
     def complete_txn(self, partition_index: int, producer_id: int, committed: bool, marker_offset: int) -> None:
         """Called after a COMMIT/ABORT marker of ``producer_id`` was written to this offsets partition."""

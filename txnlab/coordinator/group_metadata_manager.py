@@ -2,8 +2,10 @@
 
 Owns the cache of groups this broker coordinates, which ``__consumer_offsets``
 partitions it owns and which are still loading, writing group metadata and
-offset commits to the log (acks=1, then answered and visible once the partition's
-high watermark passes them, as Kafka 4.1.1's CoordinatorRuntime), loading a
+offset commits to the log (through ``group_batch``, Kafka 4.1.1's CoordinatorRuntime: applied
+in memory at once, accumulated into a batch for group.coordinator.append.linger.ms,
+appended with acks=1, answered and visible once the partition's high watermark passes
+them, undone if the batch's append fails), loading a
 partition by replaying its log when this broker becomes its leader, and the
 pending transactional offsets of KAFKA-EOS §5: kept per producer id until the
 transaction's COMMIT marker makes them visible or its ABORT marker drops them.
@@ -19,52 +21,7 @@ from ..protocol.hashing import partition_for
 from . import offset_records as rec
 from .group_metadata import GroupMetadata, GroupState, MemberMetadata, OffsetAndMetadata
 from ..protocol.names import OFFSETS_TOPIC
-
-
-
-# Kafka 4.1.1 CoordinatorOperationExceptionHelper.handleOperationException: how an error failing a write of the group
-# coordinator is answered (anything else is answered as it is).  OffsetCommit ("commit-offset") and TxnOffsetCommit
-# ("txn-commit-offset") take it in GroupCoordinatorService.commitOffsets / commitTransactionalOffsets; JoinGroup's and
-# SyncGroup's group metadata writes answer through GroupMetadataManager.appendGroupMetadataErrorToResponseError,
-# the same table.  NETWORK_EXCEPTION is a TxnOffsetCommit's lost or timed-out verification, "which older clients may
-# not expect": COORDINATOR_LOAD_IN_PROGRESS retries without a coordinator look-up.  (Kafka's Scala
-# GroupMetadataManager answered a too-large offsets write INVALID_COMMIT_OFFSET_SIZE and a timed-out one
-# REQUEST_TIMED_OUT; 4.1.1 answers UNKNOWN_SERVER_ERROR and COORDINATOR_NOT_AVAILABLE.)
-OPERATION_ERRORS = {Errors.NETWORK_EXCEPTION: Errors.COORDINATOR_LOAD_IN_PROGRESS,
-                    Errors.UNKNOWN_TOPIC_OR_PARTITION: Errors.COORDINATOR_NOT_AVAILABLE,
-                    Errors.NOT_ENOUGH_REPLICAS: Errors.COORDINATOR_NOT_AVAILABLE,
-                    Errors.REQUEST_TIMED_OUT: Errors.COORDINATOR_NOT_AVAILABLE,
-                    Errors.NOT_LEADER_OR_FOLLOWER: Errors.NOT_COORDINATOR,
-                    Errors.KAFKA_STORAGE_ERROR: Errors.NOT_COORDINATOR,
-                    Errors.MESSAGE_TOO_LARGE: Errors.UNKNOWN_SERVER_ERROR,
-                    Errors.RECORD_LIST_TOO_LARGE: Errors.UNKNOWN_SERVER_ERROR,
-                    Errors.INVALID_FETCH_SIZE: Errors.UNKNOWN_SERVER_ERROR}
-
-
-def map_write_error(error: Errors) -> Errors:
-    """How a failed ``__consumer_offsets`` write (offsets or group metadata) is answered: ``OPERATION_ERRORS``.
-    (The write is appended with acks=1, so the local append never refuses it under min.insync.replicas; the
-    high watermark does not move then (Partition.maybeIncrementLeaderHW), and the write is answered
-    REQUEST_TIMED_OUT at offsets.commit.timeout.ms: COORDINATOR_NOT_AVAILABLE.)"""
-    return OPERATION_ERRORS.get(error, error)
-
-
-class DeferredWrite:
-    """A group coordinator write appended locally, waiting for its offsets partition's high watermark to pass
-    ``offset`` (Kafka 4.1.1: the write event's deferred event in CoordinatorRuntime's deferredEventQueue, timed by
-    its OperationTimeout).  ``replicated()`` applies the write and returns the error to answer; it runs when the
-    HW passes, even after ``answer(error)`` was called at the timeout: the records stay in the log."""
-
-    __slots__ = ("tp", "offset", "replicated", "answer", "timer", "answered", "what")
-
-    def __init__(self, tp: tuple, offset: int, replicated, answer, what: str) -> None:
-        self.tp = tp
-        self.offset = offset
-        self.replicated = replicated
-        self.answer = answer
-        self.what = what
-        self.timer = None
-        self.answered = False
+from .group_batch import CoordinatorRuntime, GroupWrite
 
 
 class GroupMetadataManager:
@@ -78,8 +35,8 @@ class GroupMetadataManager:
         self.loading: set[int] = set()
         # producer id -> groups with pending transactional offsets (Kafka's openGroupsForProducer)
         self.open_groups_for_producer: dict[int, set[str]] = {}
-        # offsets partition -> its writes appended but not yet passed by the HW, in log order (DeferredWrite)
-        self.deferred: dict[int, list[DeferredWrite]] = {}
+        # the batches being filled and the writes waiting for the HW, per offsets partition (CoordinatorRuntime)
+        self.runtime = CoordinatorRuntime(broker)
 
     def narrate(self, text: str) -> None:
         self.broker.narrate(text)
@@ -116,14 +73,13 @@ class GroupMetadataManager:
                         for m in group.members.values())
         value = rec.GroupMetadataValue(group.protocol_type or "", group.generation_id, group.protocol_name,
                                        group.leader_id, now, members)
-        batch = rec.group_metadata_batch(group.group_id, value, now)
         tp = self.tp_for(group.group_id)
         self.narrate(f"group {group.group_id!r}: writing GroupMetadata (generation {group.generation_id}, "
                      f"{len(members)} member(s)) to {tp[0]}-{tp[1]}")
-
-        # (the group's new state is already in memory and stays there whatever the write's answer: 4.1.1 replays
-        # the record into the timeline at append, and a timed-out write is not reverted)
-        self._write(tp, batch, group.group_id, "GroupMetadata", lambda info: Errors.NONE, callback, lambda: None)
+        # (the group's new state is already in memory and stays there whatever the write's answer: the classic
+        # group's membership is not kept in 4.1.1's snapshotted timeline; the caller handles a failed answer)
+        self.runtime.write(tp[1], GroupWrite(f"GroupMetadata write of group {group.group_id!r}",
+                                             (rec.group_metadata_record(group.group_id, value, now),), callback))
 
     def store_offsets(self, group: GroupMetadata, offsets: dict, callback: Callable[[dict], None],
                       producer_id: int = -1, producer_epoch: int = -1, verification_guard=None) -> None:
@@ -131,144 +87,71 @@ class GroupMetadataManager:
         stay pending for their producer id until the marker.  callback({tp: error})."""
         now = self.kernel.now
         txn = producer_id >= 0
-        tp_log = self.tp_for(group.group_id)
+        gid = group.group_id
+        tp_log = self.tp_for(gid)
         entries = {tp: OffsetAndMetadata(off, epoch, meta, now) for tp, (off, epoch, meta) in offsets.items()}
-        if txn:
-            pending = group.pending_transactional_offset_commits.setdefault(producer_id, {})
-            pending.update(entries)
-            self.open_groups_for_producer.setdefault(producer_id, set()).add(group.group_id)
-        else:
-            group.pending_offset_commits.update(entries)
-        batch = rec.offset_commit_batch(group.group_id, offsets, now, producer_id, producer_epoch)
         what = f"transactional offsets of producer {producer_id} epoch {producer_epoch}" if txn else "offsets"
-        self.narrate(f"group {group.group_id!r}: writing {what} "
-                     + committed_str(offsets)
-                     + f" to {tp_log[0]}-{tp_log[1]}")
+        self.narrate(f"group {gid!r}: writing {what} " + committed_str(offsets) + f" to {tp_log[0]}-{tp_log[1]}")
+        before: dict = {}
 
-        def in_the_log(info) -> None:
+        def pending() -> dict:
+            return group.pending_transactional_offset_commits.setdefault(producer_id, {}) if txn \
+                else group.pending_offset_commits
+
+        def apply() -> None:
+            # OffsetMetadataManager.replay: uncommitted until the HW passes the record (read by RequireStable
+            # fetches only); a transaction's stay pending for its producer until the marker
+            target = pending()
+            for tp, entry in entries.items():
+                before[tp] = target.get(tp)
+                target[tp] = entry
+            if txn:
+                self.open_groups_for_producer.setdefault(producer_id, set()).add(gid)
+
+        def revert() -> None:
+            # CoordinatorRuntime.failCurrentBatch -> revertLastWrittenOffset: back to what was there before
+            target = pending()
+            for tp, entry in entries.items():
+                if target.get(tp) is entry:
+                    if before.get(tp) is None:
+                        del target[tp]
+                    else:
+                        target[tp] = before[tp]
+            if txn and not target:
+                group.pending_transactional_offset_commits.pop(producer_id, None)
+                self._forget_producer_group(producer_id, gid)
+
+        def appended(first: int) -> None:
             # 4.1.1 replays the records into the coordinator's state as it appends them: a transaction's COMMIT
             # marker written after them commits them, replicated or not (OffsetMetadataManager.
             # replayEndTransactionMarker)
             for i, (tp, entry) in enumerate(sorted(entries.items())):
-                entry.record_offset = info.first_offset + i
+                entry.record_offset = first + i
 
-        def replicated(info) -> Errors:
-            if self.groups.get(group.group_id) is not group or group.is_state(GroupState.DEAD):
-                self._fail_pending(group, entries, producer_id)
+        def replicated(first: int) -> Errors:
+            if self.groups.get(gid) is not group or group.is_state(GroupState.DEAD):
+                revert()
                 return Errors.NOT_COORDINATOR   # the group was unloaded meanwhile
             if txn:
-                pending = group.pending_transactional_offset_commits.get(producer_id, {})
-                if any(pending.get(tp) is entry for tp, entry in entries.items()):
-                    self.narrate(f"group {group.group_id!r}: transactional offsets of producer {producer_id} are "
-                                 f"in the log (offset {info.first_offset}) but stay PENDING until the "
+                now_pending = group.pending_transactional_offset_commits.get(producer_id, {})
+                if any(now_pending.get(tp) is entry for tp, entry in entries.items()):
+                    self.narrate(f"group {gid!r}: transactional offsets of producer {producer_id} are "
+                                 f"in the log (offset {first}) but stay PENDING until the "
                                  f"transaction's COMMIT marker reaches {tp_log[0]}-{tp_log[1]}")
             else:
                 for tp, entry in entries.items():
                     if group.pending_offset_commits.get(tp) is entry:
                         del group.pending_offset_commits[tp]
                     group.offsets[tp] = entry
-                self.narrate(f"group {group.group_id!r}: offsets replicated and now visible: "
+                self.narrate(f"group {gid!r}: offsets replicated and now visible: "
                              + ", ".join(f"{t}-{p}={e.offset}" for (t, p), e in sorted(entries.items())))
             return Errors.NONE
 
-        # CoordinatorRuntime.failCurrentBatch reverts the state (revertLastWrittenOffset) only when the append
-        # itself failed; a write that times out waiting for the HW keeps its pending offsets
-        self._write(tp_log, batch, group.group_id, "transactional offsets" if txn else "offsets", replicated,
-                    lambda error: callback({tp: error for tp in offsets}),
-                    lambda: self._fail_pending(group, entries, producer_id), verification_guard, in_the_log)
-
-    def _write(self, tp, batch, group_id: str, kind: str, replicated: Callable, answer: Callable[[Errors], None],
-               revert: Callable[[], None], verification_guard=None, on_append: Optional[Callable] = None) -> None:
-        """Kafka 4.1.1's CoordinatorPartitionWriter.append (acks=1: the local append refuses only what the log
-        refuses, not a partition under min.insync.replicas), then CoordinatorRuntime's wait for the HW: ``answer``
-        with ``replicated(info)``'s error once the HW passes the write, or COORDINATOR_NOT_AVAILABLE at
-        offsets.commit.timeout.ms (OperationTimeout's REQUEST_TIMED_OUT), the write staying in the log and in
-        memory; ``revert()`` and the mapped error when the local append fails.  ``on_append(info)``: once it is
-        in the local log."""
-        what = f"group {group_id!r}: the {kind} write"
-
-        def appended(error, info):
-            error = Errors(error)
-            if error != Errors.NONE:
-                revert()
-                mapped = map_write_error(error)
-                self.narrate(f"{what} failed with {error.name} -> {mapped.name}")
-                answer(mapped)
-                return
-            if on_append is not None:
-                on_append(info)
-            d = DeferredWrite(tp, info.last_offset + 1, lambda: replicated(info), answer, what)
-            b = self.broker
-            p = b.partitions.get(tp)
-            short = p is not None and len(p.isr) < p.min_insync_replicas
-            self.narrate(f"group {group_id!r}: appended locally (acks=1); answered once replicated (HW passes "
-                         f"{info.last_offset})"
-                         + (f"; the ISR {list(p.isr)} is below min.insync.replicas={p.min_insync_replicas}: the HW "
-                            f"cannot move until it grows back" if short else ""))
-            self.deferred.setdefault(tp[1], []).append(d)
-            d.timer = self.kernel.schedule_timeout(max(self.commit_timeout_ms, 1), b.name,
-                                                   ("coordinator write timeout %s-%d", tp[0], tp[1]),
-                                                   self._write_timed_out, d, b.incarnation)
-            if p is not None and p.log.high_watermark >= d.offset:     # (a single replica: the HW moved at append)
-                self.on_high_watermark(p)
-        self.broker.append_internal(tp, [batch], appended, verification_guard=verification_guard, acks=1)
-
-    def _write_timed_out(self, d: DeferredWrite) -> None:
-        if d.answered:
-            return
-        d.answered = True
-        mapped = map_write_error(Errors.REQUEST_TIMED_OUT)
-        p = self.broker.partitions.get(d.tp)
-        hw = f"HW {p.log.high_watermark}, " if p is not None else ""
-        self.narrate(f"{d.what} is not replicated within offsets.commit.timeout.ms={self.commit_timeout_ms} "
-                     f"({hw}not past offset {d.offset - 1}): answered REQUEST_TIMED_OUT -> {mapped.name}; its "
-                     f"records stay in the log and in the coordinator's memory, applied once the HW passes them")
-        d.answer(mapped)
-
-    def on_high_watermark(self, p) -> None:
-        """The HW of an offsets partition moved: apply (and answer, unless timed out) the writes it passed
-        (CoordinatorRuntime: updateLastCommittedOffset, then deferredEventQueue.completeUpTo)."""
-        waiting = self.deferred.get(p.tp[1])
-        if not waiting:
-            return
-        hw = p.log.high_watermark
-        while waiting and waiting[0].offset <= hw:
-            d = waiting.pop(0)
-            error = d.replicated()
-            if not d.answered:
-                d.answered = True
-                self.kernel.cancel(d.timer)
-                if error != Errors.NONE:
-                    self.narrate(f"{d.what} failed with {error.name}")
-                d.answer(error)
-            elif error == Errors.NONE:
-                self.narrate(f"{d.what}, answered COORDINATOR_NOT_AVAILABLE at its timeout, is replicated now "
-                             f"(HW {hw}): applied all the same")
-
-    def fail_deferred(self, partition_index: int) -> None:
-        """The offsets partition moved away: CoordinatorRuntime fails its deferred events (NOT_COORDINATOR);
-        the groups are unloaded next."""
-        for d in self.deferred.pop(partition_index, []):
-            self.kernel.cancel(d.timer)
-            if not d.answered:
-                d.answered = True
-                mapped = map_write_error(Errors.NOT_LEADER_OR_FOLLOWER)
-                self.narrate(f"{d.what} fails with NOT_LEADER_OR_FOLLOWER (leadership moved) -> {mapped.name}")
-                d.answer(mapped)
-
-    def _fail_pending(self, group: GroupMetadata, entries: dict, producer_id: int) -> None:
-        if producer_id >= 0:
-            pending = group.pending_transactional_offset_commits.get(producer_id, {})
-            for tp, entry in entries.items():
-                if pending.get(tp) is entry and entry.record_offset is None:
-                    del pending[tp]
-            if not pending:
-                group.pending_transactional_offset_commits.pop(producer_id, None)
-                self._forget_producer_group(producer_id, group.group_id)
-        else:
-            for tp, entry in entries.items():
-                if group.pending_offset_commits.get(tp) is entry:
-                    del group.pending_offset_commits[tp]
+        op = GroupWrite(f"{'TxnOffsetCommit' if txn else 'OffsetCommit'} write of group {gid!r}",
+                        rec.offset_commit_records(gid, offsets, now),
+                        lambda error: callback({tp: error for tp in offsets}),
+                        replicated, apply, revert, appended)
+        self.runtime.write(tp_log[1], op, producer_id, producer_epoch, verification_guard)
 
     def _forget_producer_group(self, producer_id: int, group_id: str) -> None:
         groups = self.open_groups_for_producer.get(producer_id)

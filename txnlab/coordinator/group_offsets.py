@@ -19,8 +19,7 @@ from typing import Optional
 from ..protocol import messages as m
 from ..protocol.errors import Errors, ProtocolError
 from .group_metadata import GroupMetadata, GroupState
-from .group_metadata_manager import OPERATION_ERRORS
-from ..protocol.names import OFFSETS_TOPIC
+from .group_batch import OPERATION_ERRORS, GroupWrite
 
 S = GroupState
 NO_OFFSET = (-1, -1, "", Errors.NONE)       # OffsetFetch's answer for a partition with no committed offset
@@ -54,17 +53,14 @@ def verification_error(error: Errors) -> Errors:
     return OPERATION_ERRORS.get(error, error)
 
 
-class WaitingFetch:
-    """An OffsetFetch with RequireStable waiting for its offsets partition's HW to reach ``offset`` (Kafka 4.1.1:
-    a deferred event of CoordinatorRuntime's deferredEventQueue), with the ``response`` read when it ran."""
-
-    __slots__ = ("offset", "request", "response", "timer")
-
-    def __init__(self, offset: int, request, response) -> None:
-        self.offset = offset
-        self.request = request
-        self.response = response
-        self.timer = None
+def fetch_error(error: Errors) -> Errors:
+    """GroupCoordinatorService.handleOffsetFetchException: a RequireStable OffsetFetch that timed out (or whose
+    writes failed with UNKNOWN_TOPIC_OR_PARTITION or NOT_ENOUGH_REPLICAS) is answered NOT_COORDINATOR -- consumers
+    before 3.9 retry neither REQUEST_TIMED_OUT nor COORDINATOR_NOT_AVAILABLE, and NOT_COORDINATOR also looks the
+    coordinator up again; anything else as handleOperationException maps it."""
+    if error in (Errors.UNKNOWN_TOPIC_OR_PARTITION, Errors.NOT_ENOUGH_REPLICAS, Errors.REQUEST_TIMED_OUT):
+        return Errors.NOT_COORDINATOR
+    return OPERATION_ERRORS.get(error, error)
 
 
 def _every(req, error, unknown: dict) -> dict:
@@ -325,52 +321,18 @@ class GroupOffsetHandlers:
     def _answer_once_written(self, msg, group_id: str, resp):
         """GroupCoordinatorService.fetchOffsets / fetchAllOffsets with RequireStable run as a write operation
         ("fetch-offsets") with no records: CoordinatorRuntime answers it once every write made before it to the
-        group's ``__consumer_offsets`` partition is replicated (its deferred event waits on the last written offset;
-        the high watermark completes it).  So a plain commit still being replicated is waited for, not answered
-        UNSTABLE_OFFSET_COMMIT.  Returns ``resp`` when nothing is pending, else None (answered later)."""
-        tp = self.manager.tp_for(group_id)
-        p = self.broker.partitions.get(tp)
-        if p is None or p.log.high_watermark >= p.log.log_end_offset:
+        group's ``__consumer_offsets`` partition is replicated (waitForPendingWrites: it joins the batch not yet
+        appended, or waits for the last written offset; the high watermark completes it).  So a plain commit
+        still lingering or being replicated is waited for, not answered UNSTABLE_OFFSET_COMMIT.  Returns ``resp``
+        when nothing is pending, else None (answered later)."""
+        op = GroupWrite(f"OffsetFetch with RequireStable of group {group_id!r}", (),
+                        lambda error: self.broker.respond(msg, resp if error == Errors.NONE
+                                                          else m.OffsetFetchResponse(error)),
+                        map_error=fetch_error)
+        runtime, partition = self.manager.runtime, self.manager.partition_for(group_id)
+        if not runtime.has_pending_writes(partition):
             return resp
-        written = p.log.log_end_offset
         self.narrate(f"group {group_id!r}: OffsetFetch with RequireStable is a write operation of the group "
-                     f"coordinator: read now, answered once {tp[0]}-{tp[1]} is replicated up to offset {written} "
-                     f"(HW {p.log.high_watermark}): writes still being replicated are waited for")
-        waiting = self.waiting_fetches.setdefault(tp[1], [])
-        entry = WaitingFetch(written, msg, resp)
-        entry.timer = self.broker.set_timer(self.config["offsets.commit.timeout.ms"],
-                                            f"fetch-offsets timeout ({group_id!r})",
-                                            lambda: self._fetch_timed_out(tp[1], entry))
-        waiting.append(entry)
+                     f"coordinator: read now, answered once the writes before it are replicated")
+        runtime.wait_for_pending_writes(partition, op)
         return None
-
-    def _answer_waiting_fetches(self, partition) -> None:
-        """The HW of an offsets partition moved: answer the RequireStable fetches it completes."""
-        waiting = self.waiting_fetches.get(partition.tp[1])
-        if not waiting:
-            return
-        hw = partition.log.high_watermark
-        done = [e for e in waiting if e.offset <= hw]
-        for e in done:
-            waiting.remove(e)
-            self.broker.cancel_timer(e.timer)
-            self.broker.respond(e.request, e.response)
-
-    def _fetch_timed_out(self, partition_index: int, entry: "WaitingFetch") -> None:
-        waiting = self.waiting_fetches.get(partition_index, [])
-        if entry not in waiting:
-            return
-        waiting.remove(entry)
-        # CoordinatorRuntime.OperationTimeout, then GroupCoordinatorService.handleOffsetFetchException
-        self.narrate(f"{OFFSETS_TOPIC}-{partition_index} was not replicated up to offset {entry.offset} within "
-                     f"offsets.commit.timeout.ms={self.config['offsets.commit.timeout.ms']}: the RequireStable "
-                     f"OffsetFetch times out (REQUEST_TIMED_OUT) -> NOT_COORDINATOR (consumers before 3.9 retry "
-                     f"neither REQUEST_TIMED_OUT nor COORDINATOR_NOT_AVAILABLE; NOT_COORDINATOR also looks the "
-                     f"coordinator up again)")
-        self.broker.respond(entry.request, m.OffsetFetchResponse(Errors.NOT_COORDINATOR))
-
-    def _fail_waiting_fetches(self, partition_index: int) -> None:
-        """The offsets partition moved away: CoordinatorRuntime fails its deferred events with NOT_COORDINATOR."""
-        for e in self.waiting_fetches.pop(partition_index, []):
-            self.broker.cancel_timer(e.timer)
-            self.broker.respond(e.request, m.OffsetFetchResponse(Errors.NOT_COORDINATOR))

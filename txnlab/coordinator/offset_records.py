@@ -20,7 +20,7 @@ import json
 import struct
 from typing import NamedTuple, Optional, Union
 
-from ..protocol.record_batch import NO_SEQUENCE, Record, RecordBatch
+from ..protocol.record_batch import Record
 
 _VERSION = struct.Struct(">h")
 
@@ -165,20 +165,14 @@ def decode_json(data: Optional[bytes]) -> Optional[dict]:
 
 
 # ------------------------------------------------------------------ batches
-def offset_commit_batch(group: str, offsets: dict, now: int, producer_id: int = -1,
-                        producer_epoch: int = -1) -> RecordBatch:
-    """One batch holding a record per partition; transactional when a producer id is given.
-
-    A transactional offset commit is a batch of that producer id and epoch, so the
-    partition's producer state opens a transaction for it and the marker closes it.
-    The group coordinator writes it as a coordinator (no sequence number), as Kafka does.
-    """
-    records = tuple(Record(offset_commit_key(group, tp), offset_commit_value(off, meta, now, epoch), (), now)
-                    for tp, (off, epoch, meta) in sorted(offsets.items()))
-    txn = producer_id >= 0
-    return RecordBatch(records, producer_id, producer_epoch if txn else -1, NO_SEQUENCE, is_transactional=txn)
+def offset_commit_records(group: str, offsets: dict, now: int) -> tuple:
+    """A record per partition, in partition order.  The group coordinator's batch (``group_batch``) holds them: a
+    transactional one is a batch of the producer's id and epoch, so the partition's producer state opens a
+    transaction for it and the marker closes it; written as a coordinator (no sequence number), as Kafka does."""
+    return tuple(Record(offset_commit_key(group, tp), offset_commit_value(off, meta, now, epoch), (), now)
+                 for tp, (off, epoch, meta) in sorted(offsets.items()))
 
 
-def group_metadata_batch(group: str, value: Optional[GroupMetadataValue], now: int) -> RecordBatch:
+def group_metadata_record(group: str, value: Optional[GroupMetadataValue], now: int) -> Record:
     v = None if value is None else group_metadata_value(value)
-    return RecordBatch((Record(group_metadata_key(group), v, (), now),))
+    return Record(group_metadata_key(group), v, (), now)
