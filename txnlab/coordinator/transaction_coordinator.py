@@ -197,7 +197,9 @@ class TransactionCoordinator:
         else:
             return R(Errors.PRODUCER_FENCED)
         transit = md.prepare_transition(S.Empty, self.now, self.transaction_version, **kw)
-        self.narrate(f"{tid!r}: producer id {transit.producer_id}, epoch {md.producer_epoch} -> {transit.producer_epoch}"
+        epochs = (f"epoch {md.producer_epoch} -> {transit.producer_epoch}" if md.producer_epoch >= 0 else
+                  f"epoch {transit.producer_epoch} (its first: it had no epoch yet)")
+        self.narrate(f"{tid!r}: producer id {transit.producer_id}, {epochs}"
                      + (" (an older instance with this transactional.id is now fenced)"
                         if 0 <= md.producer_epoch != transit.producer_epoch else ""))
 
