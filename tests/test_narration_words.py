@@ -43,3 +43,25 @@ def test_a_partition_with_no_acknowledged_sequence_says_so():
     said = _narrations(c, "no batches in flight remain for t-0")
     assert said and "no batches in flight remain for t-0, no sequence acknowledged yet, next 1" in said[0]
     assert not _narrations(c, "acked sequence -1")
+
+
+def test_the_coordinator_view_says_no_epoch_yet_for_a_new_transactional_id():
+    """Between a new transactional.id's first InitProducerId and the durable write of its epoch 0, the coordinator
+    holds producer id 1000 and no epoch (-1): the state machine's label, its hover and the table say so in words."""
+    from widgets import Stepper
+    from widgets.outcome import readable
+    s = Stepper("commit-visible-atomically", skip_background=True)
+    assert s.step_until("is new: producer id")
+    ids = next(t for t in s.coordinators.figure.data if t.name == "transactional ids")
+    assert ids.text == ("tx-orders (no epoch)",)
+    assert "producer id 1000 no epoch yet" in ids.hovertext[0] and "-1" not in ids.hovertext[0]
+    table = next(w.value for w in vars(s.coordinators).values() if "<th>epoch</th>" in str(getattr(w, "value", "")))
+    assert "<td>none yet</td>" in table and "<td>-1</td>" not in table
+    assert s.step_until("got the InitProducerId response")
+    ids = next(t for t in s.coordinators.figure.data if t.name == "transactional ids")
+    assert ids.text == ("tx-orders e0",)
+    s.close()
+    assert readable({"state": "Empty", "producer_id": 1000, "producer_epoch": -1}) == \
+        "Empty, producer id 1000, no epoch yet"
+    assert readable({"state": "Ongoing", "producer_id": 1000, "producer_epoch": 2}) == \
+        "Ongoing, producer id 1000, epoch 2"
