@@ -3,8 +3,8 @@
 Owns ``presenter(stepper)``: the stepper's own controls (Reset, Back, Step, the granularity), its narration in
 large type and its main picture -- the partition logs for a Kafka lab, the message diagram otherwise, switchable
 -- with the key moments as chapters, all in one box that fits 1280×720 (a strip of three partitions scrolls in its
-stage, under the controls and the narration).  The widgets are the
-stepper's own, so the normal view and the presenter's stay in step; nothing here steps or reads the engine.
+stage, under the controls and the narration).  The widgets are the stepper's own, so the normal view and the
+presenter's stay in step; nothing here steps or reads the engine.
 """
 from __future__ import annotations
 
