@@ -85,7 +85,14 @@ def test_presenter_modes_strip_shows_every_cells_words_in_chromium(story):
             page.evaluate("f => Plotly.newPlot('g', f.data, f.layout)", fig)
             texts = page.evaluate("() => [...document.querySelectorAll('.bartext')]"
                                   ".map(t => [t.textContent, t.style.display !== 'none'])")
+            legend = page.evaluate("() => { const r = document.querySelector('.legend').getBoundingClientRect();"
+                                   " return [r.left, r.right, r.top, r.bottom]; }")
+            names = page.evaluate("() => [...document.querySelectorAll('.legend .legendtext')].map(t => t.textContent)")
         finally:
             browser.close()
     hidden = [w for w, shown in texts if not shown]
     assert texts and hidden == [], f"{story}: words hidden on cells too thin for them: {hidden}"
+    width, height = fig["layout"]["width"], fig["layout"]["height"]
+    assert "LSO (last stable offset)" in " ".join(names)
+    assert 0 <= legend[0] < legend[1] <= width and 0 <= legend[2] < legend[3] <= height, \
+        f"{story}: the legend beside the strip is on the picture: {legend} in {width}x{height}"

@@ -54,7 +54,9 @@ def presenter(stepper) -> W.VBox:
             fig.layout.width = WIDTH
             if strip is None or fig is not strip.figure:     # the strip sets its own, from these margins
                 fig.layout.height = PICTURE_HEIGHT
-            fig.layout.legend.update(orientation="v", x=1.01, xanchor="left", y=1.0, yanchor="top")
+            # (against the plot: the strip's own legend stands against the figure's foot, xref/yref "container")
+            fig.layout.legend.update(orientation="v", xref="paper", yref="paper", x=1.01, xanchor="left", y=1.0,
+                                     yanchor="top")
             fig.layout.margin.update(r=250, b=50, t=40)
     with messages.figure.batch_update():
         # the message diagram needs its width for the lanes (its legend goes below it, as in the stepper) and
