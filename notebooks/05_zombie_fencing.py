@@ -114,9 +114,11 @@ show(narration([e for e in since(cluster, mark) if e.api in ("InitProducerId", "
 
 # %% [markdown]
 # The coordinator found `payments-svc` **Ongoing**. It bumped the epoch once to fence the old
-# instance (0 → 1), aborted the open transaction with that epoch (`PrepareEpochFence` → `PrepareAbort`
-# → ABORT markers → `CompleteAbort`) and answered `CONCURRENT_TRANSACTIONS`. The new instance retried
-# and got a second bump (1 → 2). So a new instance ends at **old epoch + 2**.
+# instance (0 → 1) and aborted the open transaction with that epoch (`PrepareEpochFence` → `PrepareAbort`
+# → ABORT markers → `CompleteAbort`). The new instance's `InitProducerId` waited for the `PrepareAbort` to be
+# durable (the abort decided) and was then answered `CONCURRENT_TRANSACTIONS`; its retry, once the abort was
+# complete (a retry before that is answered `CONCURRENT_TRANSACTIONS` again), got a second bump (1 → 2). So a
+# new instance ends at **old epoch + 2**.
 
 # %%
 reports = []

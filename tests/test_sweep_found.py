@@ -466,3 +466,28 @@ def test_the_report_names_the_late_request_that_ended_the_wrong_transaction(caps
     at = next(i for i, line in enumerate(lines) if line.startswith("late requests: 1 request(s)"))
     assert late in lines[at + 1]
     assert "(KAFKA-17754)" in lines[at + 2]
+
+
+def test_a_late_txn_offset_commit_puts_old_offsets_in_the_next_transaction(capsys):
+    """Seed 189 (copier, transaction.version 0, librdkafka; in test_sim_sweep's range since the fencing
+    InitProducerId is answered once the abort is decided, as Kafka's handleInitProducerId does): copier-1's first
+    TxnOffsetCommit (in-1=4) is held 6 s; the client times it out, retries it and commits, and goes on.  The held
+    request reaches the group coordinator while a later transaction of the same producer and epoch is committing,
+    which then commits offset 4 after outputs of inputs up to 7 (offsets-outputs-mismatch).  Kafka's classic
+    protocol lets it in (the epoch is the same); transaction.version 2 bumps the epoch per transaction and refuses
+    it: the same faults there violate nothing."""
+    from txnlab.sweep.__main__ import main
+
+    schedule = [{"kind": "delay", "api": "TxnOffsetCommit", "ms": 6000, "at": 783},
+                {"kind": "zombie", "node": "feeder", "ms": 500, "at": 1044},
+                {"kind": "kill", "node": "copier-0", "at": 1359}]
+    assert main(["--workload", "copier", "--faults", "all", "--seed", "189", "--no-minimize",
+                 "--schedule", json.dumps(schedule)]) == 1
+    out = capsys.readouterr().out
+    assert "violations: offsets-outputs-mismatch (1 seed(s))" in out
+    assert "under transaction.version 2, with a client that speaks it (the Java dialect): no violation" in out
+    lines = out.splitlines()
+    at = next(i for i, line in enumerate(lines) if line.startswith("late requests: 1 request(s)"))
+    assert "got TxnOffsetCommit from copier-1.1 ('copier-1' group 'copier-group' pid 2001 epoch 0 in-1=4) -- sent " \
+           "at 866 ms" in lines[at + 1]
+    assert "a TxnOffsetCommit puts its offsets in it" in lines[at + 2]

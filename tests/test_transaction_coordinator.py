@@ -290,3 +290,46 @@ def test_tv2_abort_with_nothing_added_starts_the_transaction_at_the_abort():
     end = t.end(r.producer_id, r.producer_epoch, False)
     assert (end.error, end.producer_epoch) == (Errors.NONE, r.producer_epoch + 1)
     assert at <= t.state["transaction_start_ms"] <= t.c.kernel.now         # when the EndTxn arrived
+
+
+def test_a_fencing_init_producer_id_is_answered_once_the_abort_is_decided():
+    """Kafka's handleInitProducerId: a new instance's InitProducerId that fences an open transaction waits for the
+    PrepareAbort write, then is answered CONCURRENT_TRANSACTIONS (sendRetriableErrorCallback); its retry, once the
+    abort is complete, bumps the epoch again.  The narration of the decision says so, not the EndTxn's words."""
+    from txnlab import gallery
+    c, _ = gallery.load("zombie-fenced").play()
+    events = c.trace.events
+    decided = next(i for i, e in enumerate(events) if "decided (PrepareAbort is durable)" in e.narration)
+    answered = next(i for i, e in enumerate(events)
+                    if "new-instance got the InitProducerId response" in e.narration and "CONCURRENT_TRANSACTIONS" in
+                    e.narration)
+    assert decided < answered, "the new instance is answered after the abort is decided, not before"
+    words = events[decided].narration
+    assert "the new instance is answered CONCURRENT_TRANSACTIONS now (it retries InitProducerId, which bumps the " \
+           "epoch again once the abort is complete)" in words
+    assert "the client is answered" not in words
+    retry = next(e for e in events[answered:] if "got InitProducerId from new-instance" in e.narration)
+    assert "epoch 1 -> 2" in retry.narration
+
+
+def test_a_fence_whose_write_fails_answers_the_new_instance_the_writes_error():
+    t = Txn(cfg={"replica.lag.time.max.ms": 2_000})
+    r = t.init()
+    t.add(r.producer_id, r.producer_epoch)
+    for b in [b for b in t.c.brokers if b != t.coord]:
+        t.c.crash(b)
+    t.c.advance(15_000)                                              # __transaction_state ISR shrinks below 2
+    mark = len(t.c.trace.events)
+    assert t.init().error == Errors.COORDINATOR_NOT_AVAILABLE       # not CONCURRENT_TRANSACTIONS: nothing decided
+    said = " ".join(e.narration for e in t.c.trace.events[mark:])
+    assert "PrepareAbort failed with NOT_ENOUGH_REPLICAS -> COORDINATOR_NOT_AVAILABLE" in said
+    assert "decided (PrepareAbort is durable)" not in said
+
+
+def test_a_timed_out_transactions_abort_answers_nobody():
+    from txnlab import gallery
+    c, _ = gallery.load("transaction-timeout-abort").play()
+    decided = [e.narration for e in c.trace.events if "decided (PrepareAbort is durable)" in e.narration]
+    assert decided and all("no client waits for an answer (the coordinator aborts on its own)" in d
+                           for d in decided)
+    assert not any("the client is answered" in d for d in decided)

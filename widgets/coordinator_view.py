@@ -223,13 +223,15 @@ class CoordinatorView:
             x, y = STATE_XY[state]
             xs.append(x + BOX_W / 2 - 0.12)
             ys.append(y + BOX_H / 2 + 0.13 + 0.2 * (k - 1))
-            texts.append(f"{tid} e{d['producer_epoch']}")
+            epoch = d["producer_epoch"]         # -1 until its first InitProducerId is written: no epoch yet
+            texts.append(f"{tid} e{epoch}" if epoch >= 0 else f"{tid} (no epoch)")
             colors.append(color)
             parts = ", ".join(f"{t}-{p}" for t, p in d["partitions"]) or "none"
             lt = d.get("last_transition")
             hovers.append(f"<b>{tid}</b> at coordinator broker {d.get('coordinator')}<br>state {state}"
                           f"{' → writing ' + d['pending_state'] if d.get('pending_state') else ''}<br>producer id "
-                          f"{d['producer_id']} epoch {d['producer_epoch']}<br>partitions {parts}<br>"
+                          f"{d['producer_id']} {f'epoch {epoch}' if epoch >= 0 else 'no epoch yet'}<br>partitions "
+                          f"{parts}<br>"
                           f"transaction.timeout.ms {d['transaction_timeout_ms']}"
                           + (f"<br>last transition {lt[0]} → {lt[1]} at {lt[2]}ms" if lt else ""))
             if lt and lt[0] != lt[1]:
@@ -263,7 +265,7 @@ class CoordinatorView:
                 continue
             lt = d.get("last_transition")
             out.append([tid, f"broker {d.get('coordinator')}", d["state"], d.get("pending_state") or "",
-                        d["producer_id"], d["producer_epoch"],
+                        d["producer_id"], d["producer_epoch"] if d["producer_epoch"] >= 0 else "none yet",
                         ", ".join(f"{t}-{p}" for t, p in d["partitions"]) or "-", d["transaction_timeout_ms"],
                         f"{lt[0]} → {lt[1]} @ {lt[2]}ms" if lt else ""])
         if not out:

@@ -36,6 +36,11 @@ STATUS_WORDS = {"committed": "transactional, committed", "aborted": "transaction
                 "plain": "not transactional"}
 ROW_STEP, PARTITION_GAP = 1.0, 2.0
 BOTTOM_PX = 145       # under the plot: the offset axis (numbers, title) and four rows of legend entries
+BAR = 0.8             # a cell's height, in rows
+# the least height of a cell that shows its words: plotly hides a bar's words (uniformtext "hide") unless their line
+# (16 px for FONT = 14 px type in Chromium) and 3 px of padding above and below fit inside the bar; 2 px to spare
+WORDS_BAR_PX = 24
+ROW_PX = WORDS_BAR_PX / BAR     # so the plot gives each row (a unit of the y axis) this many pixels at least
 
 
 def nice_width(span: float, cells: int) -> int:
@@ -312,7 +317,7 @@ class LogStrip:
         parts = sorted({(t, p) for t, p, *_ in rows}, key=lambda tp: [r[:2] for r in rows].index(tp))
         traces = []
         for i, (t, p) in enumerate(parts):
-            traces.append(go.Bar(name=f"{t}-{p}", orientation="h", x=[], y=[], base=[], width=0.8,
+            traces.append(go.Bar(name=f"{t}-{p}", orientation="h", x=[], y=[], base=[], width=BAR,
                                  hovertemplate="%{hovertext}<extra></extra>", showlegend=False, text=[],
                                  textposition="inside", insidetextanchor="middle", textangle=0,
                                  textfont=dict(size=FONT), cliponaxis=False,
@@ -466,11 +471,15 @@ class LogStrip:
         ticks = [y for *_, y, _l, _a in rows]
         labels = [f"{t}-{p} · broker {b}{' ★' if leader else ''}{'' if alive else ' ✕ down'}"
                   for t, p, b, y, leader, alive in rows]
-        height = int(80 + BOTTOM_PX + 32 * len(rows) + 52 * len({(t, p) for t, p, *_ in rows}))
+        span = [(ticks[-1] if ticks else 0) + 1.0 + SECOND_CONSUMER_DROP, -1.15]
+        # the plot's height follows the rows, its margins (the title above; the axis and, when it stands there, the
+        # legend below) added as they are set: the normal view's and presenter mode's strips by one rule
+        margin = fig.layout.margin
+        height = math.ceil((margin.t or 0) + (margin.b or 0) + ROW_PX * (span[0] - span[1]))
         with fig.batch_update():
             fig.layout.yaxis.tickvals = ticks
             fig.layout.yaxis.ticktext = labels
-            fig.layout.yaxis.range = [(ticks[-1] if ticks else 0) + 1.0 + SECOND_CONSUMER_DROP, -1.15]
+            fig.layout.yaxis.range = span
             fig.layout.yaxis.autorange = False
             fig.layout.height = self.height or max(220, height)
         self._labels = labels

@@ -110,7 +110,9 @@ def readable(v, _nested: bool = False) -> str:
         if not v:
             return "nothing"
         if {"state", "producer_id", "producer_epoch"} <= set(v):
-            return f"{v['state']}, producer id {v['producer_id']}, epoch {v['producer_epoch']}"
+            epoch = v["producer_epoch"]
+            return f"{v['state']}, producer id {v['producer_id']}, " + (f"epoch {epoch}" if epoch >= 0 else
+                                                                         "no epoch yet")
         text = "; ".join(f"{_words(k)}: {readable(x, True)}" for k, x in v.items())
         return f"({text})" if _nested and len(v) > 1 else text
     if isinstance(v, (list, tuple, set, frozenset)):

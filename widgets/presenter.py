@@ -2,8 +2,9 @@
 
 Owns ``presenter(stepper)``: the stepper's own controls (Reset, Back, Step, the granularity), its narration in
 large type and its main picture -- the partition logs for a Kafka lab, the message diagram otherwise, switchable
--- with the key moments as chapters, all in one box that fits 1280×720 without scrolling.  The widgets are the
-stepper's own, so the normal view and the presenter's stay in step; nothing here steps or reads the engine.
+-- with the key moments as chapters, all in one box that fits 1280×720 (a strip of three partitions scrolls in its
+stage, under the controls and the narration).  The widgets are the stepper's own, so the normal view and the
+presenter's stay in step; nothing here steps or reads the engine.
 """
 from __future__ import annotations
 
@@ -12,6 +13,8 @@ import ipywidgets as W
 from .figure_send import ShownBox
 
 WIDTH, PICTURE_HEIGHT = 1060, 400      # what is left of 1280×720 beside JupyterLab's bars, under the narration
+# the partition logs take the height their rows need for their cells' words (two partitions of three replicas fit
+# the stage); a taller strip (three partitions) scrolls inside the stage, under the controls and the narration
 CSS = """<style>
 .txl-present .txl-narr{font-size:19px;line-height:1.28;min-height:0;max-height:112px;overflow:auto;margin:2px 0}
 .txl-present .txl-narr .txl-head{font-size:17px}
@@ -31,9 +34,9 @@ def presenter(stepper) -> W.VBox:
     the other when it is picked."""
     from .log_strip import LogStrip
     from .spacetime import SpaceTime
-    views, figures = [], []
+    views, figures, strip = [], [], None
     if stepper._kafka:
-        strip = LogStrip(topics=stepper._topics, max_cells=stepper._max_cells, width=WIDTH, height=PICTURE_HEIGHT)
+        strip = LogStrip(topics=stepper._topics, max_cells=stepper._max_cells, width=WIDTH)
         strip.on_row_click(stepper.select_node)
         views.append(strip)
         figures.append(("partition logs", strip.figure))
@@ -49,8 +52,11 @@ def presenter(stepper) -> W.VBox:
     for _, fig in figures:
         with fig.batch_update():      # the legend beside the picture: the height goes to the picture itself
             fig.layout.width = WIDTH
-            fig.layout.height = PICTURE_HEIGHT
-            fig.layout.legend.update(orientation="v", x=1.01, xanchor="left", y=1.0, yanchor="top")
+            if strip is None or fig is not strip.figure:     # the strip sets its own, from these margins
+                fig.layout.height = PICTURE_HEIGHT
+            # (against the plot: the strip's own legend stands against the figure's foot, xref/yref "container")
+            fig.layout.legend.update(orientation="v", xref="paper", yref="paper", x=1.01, xanchor="left", y=1.0,
+                                     yanchor="top")
             fig.layout.margin.update(r=250, b=50, t=40)
     with messages.figure.batch_update():
         # the message diagram needs its width for the lanes (its legend goes below it, as in the stepper) and
@@ -62,7 +68,7 @@ def presenter(stepper) -> W.VBox:
         view.update(stepper.cluster)
     stepper.presenter_picture = figures[0][1]
     stage = W.Box([figures[0][1]], layout=W.Layout(width=f"{WIDTH + 10}px", max_height=f"{PICTURE_HEIGHT + 10}px",
-                                                    overflow="hidden"))
+                                                    overflow="hidden auto"))
     pick = W.ToggleButtons(options=[t for t, _ in figures], value=figures[0][0], description="show",
                            style={"button_width": "auto"})
 

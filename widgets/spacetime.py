@@ -20,7 +20,7 @@ from typing import Callable, Optional
 
 import plotly.graph_objects as go
 
-from .cluster_view import roles
+from .cluster_view import is_kafka, roles
 from .figure_send import send
 from .figure_widget import FigureWidget
 from .legible import CHAR_EM, LINE_EM, MARGIN, first_free, text_box, text_extent, y_labels_width
@@ -30,6 +30,9 @@ STYLE = {  # trace name -> (colour, dash, width): the lab's one arrow vocabulary
     "requests": (ARROWS["request"], "solid", 1.8),
     "responses": (ARROWS["response"], "solid", 1.8),
     "background": ("#ced4da", "solid", 1.0),
+    # replication: a follower's Fetch and the leader's answer, fainter and thinner than the messages of the
+    # protocol the step is about; their words yield to those when the picture is crowded (``place_labels``)
+    "follower Fetch": ("#a5b8cc", "solid", 1.2),
     "dropped": (ARROWS["lost"], "dot", 1.8),
     "in flight": (ARROWS["in flight"], "dash", 2.2),
     "this step": (ARROWS["this step"], "solid", 3.5),
@@ -126,7 +129,7 @@ class SpaceTime:
                 x=[], y=[], mode="lines+markers", name=name, hovertemplate="%{hovertext}<extra></extra>",
                 line=dict(color=color, dash=dash, width=width),
                 marker=dict(symbol="arrow", angleref="previous", size=[], color=color),
-                showlegend=name != "background"))
+                showlegend=name not in ("background", "follower Fetch")))   # (replication: a Kafka lab's, below)
         self._n = self._arrows0 + len(STYLE)
         traces += [
             go.Scatter(x=[], y=[], mode="markers", name="in flight: click to drop / delay",
@@ -144,7 +147,7 @@ class SpaceTime:
                        marker=dict(symbol="star-diamond", size=BREAK_MARKER, color="#c92a2a"),
                        hovertemplate="%{hovertext}<extra></extra>"),
             go.Scatter(x=[], y=[], mode="text", name="arrow labels", text=[], showlegend=False,
-                       textposition="top center", textfont=dict(size=LABEL_SIZE, color="#212529"),
+                       textposition="top center", textfont=dict(size=LABEL_SIZE, color=LABEL_INK),
                        hoverinfo="skip", cliponaxis=False),
             go.Scatter(x=[], y=[], mode="text", name="idle gaps", text=[], showlegend=False,
                        textfont=dict(size=GAP_SIZE, color="#868e96"), hoverinfo="skip", cliponaxis=False)]
@@ -235,6 +238,7 @@ class SpaceTime:
         top = axis(lo) - 1.6
         bottom = max([y_end, y_cur + 1.2] + flights[1]) + 1.0
         ticks = self._ticks(recent, axis, cur)
+        faint = [LABEL_FAINT if y else LABEL_INK for y in labels[2]]       # a follower Fetch's words: grey
         labels = self._place(labels, n, bottom - (top - LANE_Y), breaks, axis.gaps, top - LANE_Y, ticks[1])
         self.last_labels = {mid: w for mid, w in zip(self.last_labels, labels[2]) if w}    # the words drawn
         when = f"step {self.position_of(cur)} (t = {k.now} ms)"
@@ -246,11 +250,12 @@ class SpaceTime:
                    self._n + 2: {"x": list(range(n)), "y": [top] * n, "text": lane_text, "hovertext": lane_hover,
                                  "marker.color": lane_colors},
                    self._n + 3: {"x": breaks[0], "y": breaks[1], "text": breaks[2], "hovertext": breaks[3]},
-                   self._n + 4: {"x": labels[0], "y": labels[1], "text": labels[2]},
+                   self._n + 4: {"x": labels[0], "y": labels[1], "text": labels[2], "textfont.color": faint},
                    self._n + 5: {"x": gaps[0], "y": gaps[1], "text": gaps[2]}}
         for i, name in enumerate(STYLE):
             xs, ys, hs, sizes = groups[name]
             updates[self._arrows0 + i] = {"x": xs, "y": ys, "hovertext": hs, "marker.size": sizes}
+        updates[self._arrows0 + list(STYLE).index("follower Fetch")]["showlegend"] = is_kafka(cluster)
         layout = {"xaxis.tickvals": list(range(n)), "xaxis.ticktext": [t.replace("-", "-<br>", 1) for t in lane_text],
                   "xaxis.range": [-0.6, n - 0.4], "yaxis.range": [bottom, top - LANE_Y],
                   "yaxis.tickvals": ticks[0], "yaxis.ticktext": ticks[1]}
@@ -289,7 +294,7 @@ class SpaceTime:
                   for y, ms in gaps]                          # the idle gaps' words, left of the first lane
         # above the plot the lanes' names, and under them the lanes' squares (LANE_Y under the plot's top edge)
         taken.append((-1e9, 1e9, -1e9, (top + LANE_Y) * px_y + LANE_SQUARE / 2))
-        return place_labels(labels[0], labels[1], px_x, px_y, taken)
+        return place_labels(labels[0], labels[1], px_x, px_y, taken, yielding=labels[2])
 
     @staticmethod
     def _axis(recent: list, lo: int, cur: int) -> TimeAxis:
@@ -332,7 +337,7 @@ class SpaceTime:
         groups = {name: ([], [], [], []) for name in STYLE}
         flights: tuple = ([], [], [], [])
         lost: tuple = ([], [], [])
-        labels: tuple = ([], [])
+        labels: tuple = ([], [], [])
         words: dict = {}
         at = self.position_of
         arrows = {}
@@ -351,6 +356,7 @@ class SpaceTime:
             if how == "delivered":
                 y1 = axis(step)
                 group = "this step" if step == cur else ("background" if m.background else
+                                                         "follower Fetch" if _replication(m) else
                                                          "responses" if m.is_response else "requests")
                 text += f"<br>delivered at step {at(step)} (t = {m.deliver_at} ms)"
             elif how == "in flight":           # one row each, so that messages sent together are told apart
@@ -380,6 +386,7 @@ class SpaceTime:
                 words[m.id] = arrow_label(m, how)
                 labels[0].append((x0, y0, x1, y1, AT_DOT if how in ("in flight", "held") else ALONG))
                 labels[1].append(words[m.id])
+                labels[2].append(group == "follower Fetch")
         self.last_arrows = arrows
         self.last_labels = words            # message id -> the words on its arrow (update: those drawn)
         return groups, flights, lost, labels
@@ -419,6 +426,7 @@ class SpaceTime:
 # steps in the stepper's 420 px leave 15 of ~880 label pairs covering each other where 40 left 877)
 PX_PER_STEP, MIN_STEPS = 26, 8
 LABEL_SIZE = 14                                  # the arrow labels' type (px)
+LABEL_INK, LABEL_FAINT = "#212529", "#868e96"    # their colour; a follower Fetch's (replication), fainter
 BREAK_MARKER = 13                                # the ⚡ mark of a broken connection (px)
 GAP_X, GAP_SIZE = -0.45, 14                      # where an idle gap's words stand (left of the first lane), their type
 TICK_SIZE, AXIS_TITLE_SIZE = 14, 14              # the time axis's labels and title
@@ -429,18 +437,27 @@ ALONG = (0.5, 0.35, 0.65, 0.22, 0.78, 0.12, 0.88)  # where along its arrow a lab
 AT_DOT = (1.0,) + ALONG                            # a message in flight: by its dot, where it is now
 
 
-def place_labels(segments: list, texts: list, px_x: float, px_y: float, taken: Optional[list] = None) -> tuple:
+def _replication(m) -> bool:
+    """A follower's Fetch from its leader, or the leader's answer: both ends are brokers."""
+    return m.api == "Fetch" and m.src.startswith("broker-") and m.dst.startswith("broker-")
+
+
+def place_labels(segments: list, texts: list, px_x: float, px_y: float, taken: Optional[list] = None,
+                 yielding: Optional[list] = None) -> tuple:
     """(x, y, text) of arrow labels that do not meet each other (``legible.first_free``): each label (drawn above its
     point, centred) goes half way along its arrow, or at the first place further along or back where it meets no
     label placed before it or any box of ``taken``; failing that, a line below or above such a place, beside it
     with one end on it, or two or three lines below or above it.  A label with no free place near its arrow is left
     out (its words are ''): in a burst the oldest arrows give way to the newest.  The newest arrows (last in ``segments``) choose first: they are
-    the ones the step is about.  ``px_x``/``px_y``: pixels per unit of each axis; boxes are (left, right, top,
-    bottom) in pixels."""
+    the ones the step is about; the labels flagged in ``yielding`` (replication) choose after all the others.
+    ``px_x``/``px_y``: pixels per unit of each axis; boxes are (left, right, top, bottom) in pixels."""
     placed: list = list(taken or ())
     xs, ys, words = [0.0] * len(texts), [0.0] * len(texts), list(texts)
     line = LABEL_LINE_PX / px_y
-    for i in reversed(range(len(texts))):
+    yielding = yielding or [False] * len(texts)
+    order = [i for i in reversed(range(len(texts))) if not yielding[i]] + \
+        [i for i in reversed(range(len(texts))) if yielding[i]]
+    for i in order:
         (x0, y0, x1, y1, along), text = segments[i], texts[i]
         w, h = text_extent(text, LABEL_SIZE)          # drawn "top center": centred above its point
         half = w / 2 / px_x

@@ -132,7 +132,7 @@ class BatchExpiry:
             name = f"{tp[0]}-{tp[1]}"
             if s.next_sequence - s.last_acked_sequence == 1:
                 self.narrate(f"{self.p.name}: the unresolved sequence of {name} is resolved: a later batch was "
-                             f"acknowledged (last acked sequence {s.last_acked_sequence}); no epoch bump")
+                             f"acknowledged ({s.acked_words()}); no epoch bump")
                 continue
             if not txn.is_transactional:
                 self.narrate(f"{self.p.name}: No inflight batches remaining for {name}, last ack'd sequence for "
@@ -141,9 +141,8 @@ class BatchExpiry:
                 txn.epoch_bump_required = True
                 continue
             self._bump_after_end = True
-            self.narrate(f"{self.p.name}: no batches in flight remain for {name}, last acked sequence "
-                         f"{s.last_acked_sequence}, next {s.next_sequence}: {UNACKED_TEXT} The abort will bump the "
-                         f"epoch")
+            self.narrate(f"{self.p.name}: no batches in flight remain for {name}, {s.acked_words()}, next "
+                         f"{s.next_sequence}: {UNACKED_TEXT} The abort will bump the epoch")
             if txn.state in (S.IN_TRANSACTION, S.COMMITTING_TRANSACTION, S.ABORTABLE_ERROR):
                 txn.transition(S.ABORTABLE_ERROR, KafkaError(KafkaError._MSG_TIMED_OUT, UNACKED_TEXT,
                                                              retriable=False, txn_requires_abort=True))

@@ -410,7 +410,7 @@ class Sender(TransactionalRequests, BatchExpiry, LibrdkafkaProduceErrors):
                     self._fail_batch(b, error, reason)
                     return
                 self.narrate(f"{p.name}: {name} batch seq {b.base_sequence} got OUT_OF_ORDER_SEQUENCE_NUMBER although "
-                             f"it follows the last acked sequence {s.last_acked_sequence}; requesting an epoch bump")
+                             f"it follows on ({s.acked_words()}); requesting an epoch bump")
                 txn.epoch_bump_required = True
         if self._can_retry(b, error):
             self._requeue(b)        # (a stale epoch's, or one waiting for a bump, is renumbered when the bump happens)

@@ -62,6 +62,12 @@ class PartitionSequences:
         self.in_flight: list = []          # ProducerBatch sorted by base_sequence
         self.last_acked_offset = -1
 
+    def acked_words(self) -> str:
+        """The last acknowledged sequence, in words (-1, Kafka's NO_LAST_ACKED_SEQUENCE_NUMBER: none yet)."""
+        if self.last_acked_sequence < 0:
+            return "no sequence acknowledged yet"
+        return f"last acked sequence {self.last_acked_sequence}"
+
 
 class TransactionManager:
     def __init__(self, transactional_id: Optional[str], transaction_timeout_ms: int) -> None:

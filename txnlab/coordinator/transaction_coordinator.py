@@ -27,6 +27,21 @@ from ..protocol.names import OFFSETS_TOPIC
 _NONE = Errors.NONE
 _CONCURRENT_TRANSACTIONS = Errors.CONCURRENT_TRANSACTIONS    # (a module constant: reading a member through its
                                                              # class costs CPython 3.11 ~600 instructions)
+# who waits for the answer when a transaction's end is decided: the EndTxn's client, the new instance whose
+# InitProducerId fenced the open transaction, or nobody (the coordinator aborts a timed-out transaction itself)
+CLIENT, FENCED_BY_NEW_INSTANCE, NOBODY = "the client", "the new instance", "nobody"
+
+
+def _answered(md, waiting: str) -> str:
+    """What the narration of the decision says about its answer."""
+    if waiting == FENCED_BY_NEW_INSTANCE:       # Kafka's handleInitProducerId: sendRetriableErrorCallback
+        then = ("gives it a new producer id (this one's epochs are used up)" if md.is_epoch_exhausted
+                else "bumps the epoch again")
+        return (f"the new instance is answered CONCURRENT_TRANSACTIONS now (it retries InitProducerId, which {then} "
+                f"once the abort is complete)")
+    if waiting == NOBODY:
+        return "no client waits for an answer (the coordinator aborts on its own)"
+    return "the client is answered now"
 
 
 class TransactionCoordinator:
@@ -145,11 +160,16 @@ class TransactionCoordinator:
                              f"epoch {md.producer_epoch} and nothing is aborted")
                 return R(_NONE, md.producer_id, md.producer_epoch)
             self.narrate(f"{tid!r} has an open transaction: fence the old producer (epoch {md.producer_epoch} -> "
-                         f"{md.producer_epoch + (0 if md.has_failed_epoch_fence else 1)}) and abort it; "
-                         f"the new instance must retry -> CONCURRENT_TRANSACTIONS")
+                         f"{md.producer_epoch + (0 if md.has_failed_epoch_fence else 1)}) and abort it; the new "
+                         f"instance is answered after the PrepareAbort write (CONCURRENT_TRANSACTIONS if it succeeds: "
+                         f"it must retry)")
             md.prepare_fence_producer_epoch(self.transaction_version)
-            self._end_transaction(tid, md.producer_id, md.producer_epoch, False, from_client=False, respond=None)
-            return R(Errors.CONCURRENT_TRANSACTIONS)
+
+            def answer(error, *_):      # Kafka's sendRetriableErrorCallback: the abort's write decides the answer
+                self.broker.respond(msg, R(_CONCURRENT_TRANSACTIONS if error == _NONE else error))
+            self._end_transaction(tid, md.producer_id, md.producer_epoch, False, from_client=False, respond=answer,
+                                  waiting=FENCED_BY_NEW_INSTANCE)
+            return None
         # Empty / CompleteCommit / CompleteAbort
         kw = dict(topic_partitions=frozenset(), txn_start_timestamp=-1, txn_timeout_ms=req.transaction_timeout_ms)
         if md.is_epoch_exhausted and (not supplied or req.producer_epoch == md.producer_epoch):
@@ -177,7 +197,9 @@ class TransactionCoordinator:
         else:
             return R(Errors.PRODUCER_FENCED)
         transit = md.prepare_transition(S.Empty, self.now, self.transaction_version, **kw)
-        self.narrate(f"{tid!r}: producer id {transit.producer_id}, epoch {md.producer_epoch} -> {transit.producer_epoch}"
+        epochs = (f"epoch {md.producer_epoch} -> {transit.producer_epoch}" if md.producer_epoch >= 0 else
+                  f"epoch {transit.producer_epoch} (its first: it had no epoch yet)")
+        self.narrate(f"{tid!r}: producer id {transit.producer_id}, {epochs}"
                      + (" (an older instance with this transactional.id is now fenced)"
                         if 0 <= md.producer_epoch != transit.producer_epoch else ""))
 
@@ -314,7 +336,10 @@ class TransactionCoordinator:
         return None
 
     def _end_transaction(self, tid: str, pid: int, epoch: int, commit: bool, from_client: bool,
-                         respond: Optional[Callable], client_tv: Optional[int] = None) -> Any:
+                         respond: Optional[Callable], client_tv: Optional[int] = None,
+                         waiting: str = CLIENT) -> Any:
+        """End ``tid``'s transaction; ``waiting`` says who waits for the answer (narration): the EndTxn's client,
+        the new instance whose InitProducerId fenced the transaction, or nobody (a timed-out transaction)."""
         reply = respond or (lambda *a: None)
         client_tv = self.transaction_version if client_tv is None else client_tv
         if client_tv >= 2 and from_client:
@@ -357,15 +382,15 @@ class TransactionCoordinator:
                 # (hasFailedEpochFence stays false: "we allow re-bumping the epoch on retry")
                 transit = md.prepare_transition(target, self.now, 2, producer_epoch=md.producer_epoch + 1,
                                                 last_producer_epoch=md.producer_epoch, client_transaction_version=0)
-                return self._write_prepare(md, cache, transit, reply, False)
+                return self._write_prepare(md, cache, transit, reply, False, waiting=waiting)
         # a classic client on a transaction.version 2 cluster: its markers are written the classic way
         # (client_transaction_version 1 marks "explicitly classic"; 0 means "as the cluster finalized")
         kw = {"client_transaction_version": 1} if from_client and client_tv < 2 <= self.transaction_version else {}
         transit = md.prepare_transition(target, self.now, self.transaction_version, **kw)
-        self._write_prepare(md, cache, transit, reply, fencing)
+        self._write_prepare(md, cache, transit, reply, fencing, waiting=waiting)
 
     def _write_prepare(self, md, cache, transit, reply, fencing: bool, tv2_response: bool = False,
-                       complete_kw: Optional[dict] = None) -> None:
+                       complete_kw: Optional[dict] = None, waiting: str = CLIENT) -> None:
         tid = md.transactional_id
         self.broker.kernel.narrate_f(("%r: %s is written first; once it is durable the outcome is decided", tid,
                                       STATE_NAMES[transit.txn_state]))
@@ -382,8 +407,8 @@ class TransactionCoordinator:
             md.has_failed_epoch_fence = False
             complete = md.prepare_transition(target, self.now, self.transaction_version,
                                              topic_partitions=frozenset())
-            self.broker.kernel.narrate_f(("%r: decided (%s is durable); the client is answered now, markers follow",
-                                          tid, STATE_NAMES[transit.txn_state]))
+            self.broker.kernel.narrate_f(("%r: decided (%s is durable); %s, markers follow", tid,
+                                          STATE_NAMES[transit.txn_state], _answered(md, waiting)))
             if tv2_response:
                 reply(_NONE, md.producer_id, md.producer_epoch)
             else:
@@ -483,7 +508,7 @@ class TransactionCoordinator:
                 except IllegalTransition:
                     continue
                 self._end_transaction(md.transactional_id, md.producer_id, md.producer_epoch, False,
-                                      from_client=False, respond=None)
+                                      from_client=False, respond=None, waiting=NOBODY)
         self.broker.set_timer(self.broker.config["transaction.abort.timed.out.transaction.cleanup.interval.ms"],
                               "abort timed-out transactions", self._abort_timed_out, background=True)
 

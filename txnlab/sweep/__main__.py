@@ -194,8 +194,9 @@ def _late_transaction_requests(run: SeedResult, shown: int = 3) -> None:
         print(f"  step {e.step}, {e.time} ms: {e.text} -- sent at {sent} ms")
     if run.config.transaction_version < 2:
         print("  under transaction.version < 2 the producer's next transaction keeps its epoch, so a late request of an "
-              "earlier one acts on it: an EndTxn ends it (KAFKA-17754), WriteTxnMarkers close it, a Produce joins it; "
-              "transaction.version 2 bumps the epoch per transaction and refuses them")
+              "earlier one acts on it: an EndTxn ends it (KAFKA-17754), WriteTxnMarkers close it, a Produce joins it, a "
+              "TxnOffsetCommit puts its offsets in it; transaction.version 2 bumps the epoch per transaction and "
+              "refuses them")
 
 
 def _deposed_group_coordinator(run: SeedResult) -> None:

@@ -158,5 +158,7 @@ class OffsetFetchResponse:
     def describe(self) -> str:
         if self.error:
             return _err(self.error)
-        return ", ".join(f"{tp_str(tp)}=" + (_err(e) if e else f"{o}" + (f" (leader epoch {le})" if le >= 0 else ""))
-                         for tp, (o, le, _, e) in sorted(self.offsets.items())) or "no offsets"
+        # the committed offset as sent (-1: none committed, said in words beside it, as chapter 01 reads -1)
+        return ", ".join(f"{tp_str(tp)}=" + (_err(e) if e else f"{o}" + (
+            " (no committed offset)" if o < 0 else f" (leader epoch {le})" if le >= 0 else ""))
+            for tp, (o, le, _, e) in sorted(self.offsets.items())) or "no offsets"

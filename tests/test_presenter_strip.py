@@ -1,0 +1,98 @@
+"""Presenter mode's partition logs show the words written on their cells: the strip's height follows its rows (each
+cell tall enough for its 14 px words, plus the margins for the title, the offset axis and, in the normal view, the
+legend), in presenter mode as in the stepper, for the chapters' two-partition stories and chapter 02's three
+partitions.  Read from the layout, and in Chromium: plotly hides a bar's words that do not fit (uniformtext
+"hide"), so the page shows which words a person sees."""
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import plotly.graph_objects as go
+import plotly.io as pio
+import pytest
+
+from widgets import Stepper
+from widgets.pictures import FONT
+
+CHROMIUM = "/usr/bin/chromium"
+PLOTLY_JS = Path(go.__file__).resolve().parent.parent / "package_data" / "plotly.min.js"
+# Chromium sets a line of 14 px type 16 px high, and plotly keeps 3 px free above and below a bar's words
+NEEDED_PX = 16 + 2 * 3
+STORIES = {"lso-stuck-by-open-transaction": 2, "commit-marker-lost-retried": 3}   # chapters 03 and 02
+
+
+def _cell_px(fig) -> float:
+    """The drawn height of one cell, in pixels, from the figure's layout."""
+    lay = fig.layout
+    lo, hi = lay.yaxis.range
+    plot = lay.height - lay.margin.t - lay.margin.b
+    bar = next(t for t in fig.data if t.type == "bar")
+    return plot / abs(lo - hi) * bar.width
+
+
+def _presenter_strip(story: str):
+    s = Stepper(story)
+    box = s.present()
+    moment = s.key_moments[len(s.key_moments) // 2][0]
+    s.goto(moment)
+    return s, s.presenter_views[0], box
+
+
+@pytest.mark.parametrize("story", sorted(STORIES))
+def test_presenter_modes_cells_are_tall_enough_for_their_words(story):
+    s, strip, _ = _presenter_strip(story)
+    parts = {(t, p) for t, p, *_ in strip._rows}
+    assert len(parts) == STORIES[story]
+    assert FONT == 14
+    assert _cell_px(strip.figure) >= NEEDED_PX, (story, strip.figure.layout.height)
+    assert _cell_px(s.log_strip.figure) >= NEEDED_PX, (story, s.log_strip.figure.layout.height)
+    s.close()
+
+
+def test_presenter_modes_stage_shows_the_whole_strip_scrolling_when_it_is_taller():
+    s, strip, box = _presenter_strip("commit-marker-lost-retried")
+    stage = next(w for w in box.children if getattr(w, "children", None) and strip.figure in w.children)
+    height = strip.figure.layout.height
+    assert height > int(stage.layout.max_height.rstrip("px"))        # three partitions: taller than the stage
+    assert stage.layout.overflow in ("hidden auto", "auto"), "the stage scrolls to the strip's last rows"
+    s.close()
+    s, strip, box = _presenter_strip("lso-stuck-by-open-transaction")
+    stage = next(w for w in box.children if getattr(w, "children", None) and strip.figure in w.children)
+    assert strip.figure.layout.height + 10 <= int(stage.layout.max_height.rstrip("px")), \
+        "two partitions of three replicas fit the stage without scrolling"
+    s.close()
+
+
+@pytest.mark.parametrize("story", sorted(STORIES))
+def test_presenter_modes_strip_shows_every_cells_words_in_chromium(story):
+    if not os.path.exists(CHROMIUM):
+        pytest.skip(f"{CHROMIUM} is missing: run `make browser-deps`")
+    sync_api = pytest.importorskip("playwright.sync_api", reason="the playwright python package is not installed")
+    s, strip, _ = _presenter_strip(story)
+    fig = json.loads(pio.to_json(go.Figure(strip.figure)))
+    words = [w for t in fig["data"] if t["type"] == "bar" for w in (t.get("text") or []) if w]
+    s.close()
+    assert words, "the moment has cells with words"
+    page_html = f"<html><head><meta charset='utf-8'><script>{PLOTLY_JS.read_text()}</script></head>" \
+                "<body style='margin:0'><div id='g'></div></body></html>"
+    with sync_api.sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=CHROMIUM, args=["--headless", "--no-sandbox", "--disable-gpu"])
+        try:
+            page = browser.new_page(viewport={"width": 1280, "height": 900})
+            page.set_content(page_html)
+            page.evaluate("f => Plotly.newPlot('g', f.data, f.layout)", fig)
+            texts = page.evaluate("() => [...document.querySelectorAll('.bartext')]"
+                                  ".map(t => [t.textContent, t.style.display !== 'none'])")
+            legend = page.evaluate("() => { const r = document.querySelector('.legend').getBoundingClientRect();"
+                                   " return [r.left, r.right, r.top, r.bottom]; }")
+            names = page.evaluate("() => [...document.querySelectorAll('.legend .legendtext')].map(t => t.textContent)")
+        finally:
+            browser.close()
+    hidden = [w for w, shown in texts if not shown]
+    assert texts and hidden == [], f"{story}: words hidden on cells too thin for them: {hidden}"
+    width, height = fig["layout"]["width"], fig["layout"]["height"]
+    assert "LSO (last stable offset)" in " ".join(names)
+    assert 0 <= legend[0] < legend[1] <= width and 0 <= legend[2] < legend[3] <= height, \
+        f"{story}: the legend beside the strip is on the picture: {legend} in {width}x{height}"
