@@ -491,3 +491,19 @@ def test_a_late_txn_offset_commit_puts_old_offsets_in_the_next_transaction(capsy
     assert "got TxnOffsetCommit from copier-1.1 ('copier-1' group 'copier-group' pid 2001 epoch 0 in-1=4) -- sent " \
            "at 866 ms" in lines[at + 1]
     assert "a TxnOffsetCommit puts its offsets in it" in lines[at + 2]
+
+
+def test_a_classic_anomaly_is_told_from_a_defect():
+    """txnlab.sweep.classic: seed 189's violation (above) is one of the classic protocol's own anomalies -- a late
+    request, and none under transaction.version 2 --, which test_sim_sweep lets through; a violation a mutation
+    causes (the broker appends a retried batch again) is not, nor is anything under transaction.version 2."""
+    from txnlab.sweep.classic import is_classic_anomaly
+    from txnlab.sweep.runner import RunConfig, run_seed
+
+    found = run_seed(189, RunConfig(workload="copier", faults="all", records=20))
+    assert found.violations == ["offsets-outputs-mismatch"] and is_classic_anomaly(found)
+    broken = next(r for r in (run_seed(s, RunConfig(workload="copier", faults="network", records=20,
+                                                      mutation="no-dedup")) for s in range(40)) if not r.ok)
+    assert not is_classic_anomaly(broken)
+    assert not is_classic_anomaly(run_seed(189, RunConfig(workload="copier", faults="all", records=20,
+                                                          transaction_version=2, dialect="java")))

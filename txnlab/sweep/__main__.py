@@ -19,11 +19,11 @@ import os
 import re
 import sys
 import time
-from dataclasses import replace
 from typing import Iterator, Optional
 
 from ..cluster import MUTATIONS
 from .nemesis import FAULT_SETS, schedule_from_json
+from .classic import LATE_MS, late_transaction_requests, under_transaction_version_2
 from .runner import RunConfig, SeedResult, minimize_failure, replay, replay_command, run_seed
 from .workloads import WORKLOADS
 
@@ -167,25 +167,13 @@ def _report(res: SeedResult, counts: dict, schedule: Optional[list], args) -> No
     print("counterexample: " + res.counterexample().to_json())
 
 
-# requests of a transaction's life: arriving late, one of them may act on a later transaction of the same producer
-_TRANSACTION_APIS = ("Produce", "AddPartitionsToTxn", "AddOffsetsToTxn", "TxnOffsetCommit", "EndTxn",
-                     "WriteTxnMarkers")
-LATE_MS = 1_000         # held on the way at least this long (a delay, or a connection's retransmissions)
-
-
 def _late_transaction_requests(run: SeedResult, shown: int = 3) -> None:
     """Say which requests of a transaction's life reached their broker late in the failing run (held by a delay
     fault, or retransmitted on a connection a partition had cut and delivered after the heal): under
     transaction.version < 2 a producer's next transaction has the same epoch, so a late EndTxn or WriteTxnMarkers can
     end the wrong one (KAFKA-17754; seeds 418325, 422587, 422771) and a late Produce join it (430447), which
-    transaction.version 2's epoch bump per transaction refuses.  The latest ``shown`` of them, from the replayed run's trace and messages."""
-    messages = run.cluster.kernel.network.messages
-    late = []
-    for e in run.cluster.trace.events:
-        if e.kind == "deliver" and not e.is_response and e.api in _TRANSACTION_APIS:
-            m = messages.get(e.msg_id)
-            if m is not None and e.time - m.sent_at >= LATE_MS:
-                late.append((e, m.sent_at))
+    transaction.version 2's epoch bump per transaction refuses (``classic``).  The latest ``shown`` of them."""
+    late = late_transaction_requests(run)
     if not late:
         return
     print(f"late requests: {len(late)} request(s) of a transaction's life reached their broker {LATE_MS} ms or more "
@@ -230,8 +218,7 @@ def _compare_with_transaction_version_2(res: SeedResult) -> None:
     cfg = res.config
     if cfg.transaction_version >= 2 or cfg.mutation:
         return
-    tv2 = replace(cfg, transaction_version=2, dialect="java")
-    run = run_seed(res.seed, tv2, schedule=res.schedule)
+    tv2, run = under_transaction_version_2(res.seed, cfg, res.schedule)
     outcome = "no violation" if run.ok else "violations: " + ", ".join(sorted(run.violations))
     print(f"the same seed and faults under transaction.version 2, with a client that speaks it (the Java "
           f"dialect): {outcome}" + (". KIP-890 changes every transaction's requests (an epoch bump per "
