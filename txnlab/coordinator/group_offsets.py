@@ -45,7 +45,8 @@ def supported_operation(api_version: int, cluster_transaction_version: int) -> s
 def verification_error(error: Errors) -> Errors:
     """What a TxnOffsetCommit is answered when the transaction coordinator refused to verify (or add) the group's
     offsets partition, or could not be asked (NETWORK_EXCEPTION), as the broker's AddPartitionsToTxnManager told it
-    (which already mapped PRODUCER_FENCED and, by its batch, TRANSACTION_ABORTABLE), then, the error failing CoordinatorRuntime.scheduleTransactionalWriteOperation
+    (which already mapped PRODUCER_FENCED and, by its batch, TRANSACTION_ABORTABLE), then, the error failing
+    CoordinatorRuntime.scheduleTransactionalWriteOperation
     (CoordinatorPartitionWriter.maybeStartTransactionVerification completes its future exceptionally),
     GroupCoordinatorService.commitTransactionalOffsets' handleOperationException.  Unlike a Produce (ReplicaManager's
     postVerificationCallback) nothing becomes NOT_ENOUGH_REPLICAS, and CONCURRENT_TRANSACTIONS is not retried here:
