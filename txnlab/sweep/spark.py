@@ -41,6 +41,8 @@ def session(master: str = "local[*]", app: str = "txnlab sweep", status: Optiona
 
     builder = SparkSession.builder.master(master).appName(app)
     if master.startswith("local"):
+        from ..spark.session import quick_jvm, quiet
+        builder = quiet(builder, quick_jvm())
         builder = builder.config("spark.ui.enabled", "false").config("spark.driver.host", "127.0.0.1")
     builder = builder.config("spark.ui.showConsoleProgress", "false")     # the sweep prints its own progress
     spark = builder.getOrCreate()
