@@ -16,7 +16,6 @@ from .add_partitions_manager import BROKER_REQUEST_TIMEOUT_MS
 # NONE is read on every request: a member read through its enum class costs CPython 3.11 a call of the class's
 # attribute hook
 _NONE = Errors.NONE
-_UNKNOWN_SERVER_ERROR = Errors.UNKNOWN_SERVER_ERROR
 _COMMIT, _ABORT = ControlRecordType.COMMIT, ControlRecordType.ABORT     # (enum members read once, as constants)
 _A_MARKER = {_COMMIT: "a COMMIT", _ABORT: "an ABORT"}     # for the narration
 
@@ -226,9 +225,7 @@ class ProduceHandling:
                     res[tp] = Errors.NOT_ENOUGH_REPLICAS
                     continue
                 if p.topic == OFFSETS_TOPIC:    # the group coordinator's batch goes first (completeTransaction)
-                    before = getattr(self.group_coordinator, "before_marker", None)
-                    if before is not None:
-                        before(p.partition)
+                    self.group_coordinator.before_marker(p.partition)
                 try:
                     off = p.log.append_control_as_leader(kind, entry.producer_id, entry.producer_epoch,
                                                          entry.coordinator_epoch, p.leader_epoch, now,
@@ -252,9 +249,7 @@ class ProduceHandling:
             def acked(error, entry=entry, p=p, off=off):
                 results[entry.producer_id][p.tp] = error
                 if error == _NONE and p.topic == OFFSETS_TOPIC:
-                    complete = getattr(self.group_coordinator, "complete_txn", None)
-                    if complete is not None:
-                        complete(p.partition, entry.producer_id, entry.transaction_result, off)
+                    self.group_coordinator.complete_txn(p.partition, entry.producer_id, entry.transaction_result, off)
                 left["n"] -= 1
                 if left["n"] == 0:
                     self.respond(msg, m.WriteTxnMarkersResponse(results))

@@ -29,7 +29,6 @@ class GroupMetadataManager:
         self.broker = broker
         self.kernel = broker.kernel
         self.num_partitions = broker.config["offsets.topic.num.partitions"]
-        self.commit_timeout_ms = broker.config["offsets.commit.timeout.ms"]
         self.groups: dict[str, GroupMetadata] = {}
         self.owned: dict[int, int] = {}           # partition index -> leader epoch when elected
         self.loading: set[int] = set()

@@ -167,8 +167,7 @@ class TransactionCoordinator:
 
             def answer(error, *_):      # Kafka's sendRetriableErrorCallback: the abort's write decides the answer
                 self.broker.respond(msg, R(_CONCURRENT_TRANSACTIONS if error == _NONE else error))
-            self._end_transaction(tid, md.producer_id, md.producer_epoch, False, from_client=False, respond=answer,
-                                  waiting=FENCED_BY_NEW_INSTANCE)
+            self._end_transaction(tid, md.producer_id, md.producer_epoch, False, from_client=False, respond=answer)
             return None
         # Empty / CompleteCommit / CompleteAbort
         kw = dict(topic_partitions=frozenset(), txn_start_timestamp=-1, txn_timeout_ms=req.transaction_timeout_ms)
@@ -336,10 +335,11 @@ class TransactionCoordinator:
         return None
 
     def _end_transaction(self, tid: str, pid: int, epoch: int, commit: bool, from_client: bool,
-                         respond: Optional[Callable], client_tv: Optional[int] = None,
-                         waiting: str = CLIENT) -> Any:
-        """End ``tid``'s transaction; ``waiting`` says who waits for the answer (narration): the EndTxn's client,
-        the new instance whose InitProducerId fenced the transaction, or nobody (a timed-out transaction)."""
+                         respond: Optional[Callable], client_tv: Optional[int] = None) -> Any:
+        """End ``tid``'s transaction: for an EndTxn's client, for the new instance whose InitProducerId fenced it
+        (not from a client, with ``respond``), or for nobody (a timed-out transaction: no ``respond``)."""
+        # who waits for the answer (the decision's narration says)
+        waiting = CLIENT if from_client else FENCED_BY_NEW_INSTANCE if respond is not None else NOBODY
         reply = respond or (lambda *a: None)
         client_tv = self.transaction_version if client_tv is None else client_tv
         if client_tv >= 2 and from_client:
@@ -508,7 +508,7 @@ class TransactionCoordinator:
                 except IllegalTransition:
                     continue
                 self._end_transaction(md.transactional_id, md.producer_id, md.producer_epoch, False,
-                                      from_client=False, respond=None, waiting=NOBODY)
+                                      from_client=False, respond=None)
         self.broker.set_timer(self.broker.config["transaction.abort.timed.out.transaction.cleanup.interval.ms"],
                               "abort timed-out transactions", self._abort_timed_out, background=True)
 
