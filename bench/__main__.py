@@ -66,6 +66,11 @@ BENCHMARKS = [
     Benchmark("sweep_spark_seeds_per_s_1core", sweep_spark.one_core_seeds_per_s, sweep_spark.SEEDS, "seeds/s"),
     Benchmark("sweep_spark_seeds_per_s_all_cores", sweep_spark.all_cores_seeds_per_s, sweep_spark.SEEDS,
               "seeds/s"),
+    # the explorer's parts as Spark tasks, local mode, one core and every core (no target: information)
+    Benchmark("explore_spark_runs_per_s_1core", sweep_spark.explorer_one_core_runs_per_s, sweep_spark.EXPLORE_RUNS,
+              "runs/s"),
+    Benchmark("explore_spark_runs_per_s_all_cores", sweep_spark.explorer_all_cores_runs_per_s,
+              sweep_spark.EXPLORE_RUNS, "runs/s"),
     # kernel-side ms from one Step to every view redrawn (target: 50 ms or less); no reference
     Benchmark("step_update_ms_median", views.step_update_ms_median, 200, "ms"),
     Benchmark("moment_step_ms_median", views.moment_step_ms_median, 40, "ms"),
@@ -87,6 +92,7 @@ EXTRA = ["instr_per_txn1", "instr_per_copier_seed", "rss_idle_10h_mb_trace_off",
 # Derived numbers: key -> (numerator key, denominator key).
 RATIOS = {
     "sweep_spark_scaling": ("sweep_spark_seeds_per_s_all_cores", "sweep_spark_seeds_per_s_1core"),
+    "explore_spark_scaling": ("explore_spark_runs_per_s_all_cores", "explore_spark_runs_per_s_1core"),
     "txn_vs_idempotent_ratio": ("txn1000_records_per_s", "idempotent_records_per_s"),
     "mock_txn_vs_idempotent_ratio": ("mock_txn1000_records_per_s",
                                      "mock_idempotent_records_per_s"),
@@ -108,6 +114,8 @@ ROWS = [
     ("sim: copier 1000 rec, faults, seeds/s", "sim_seeds_per_s", None),
     ("sweep on Spark local[*], seeds/s", "sweep_spark_seeds_per_s_all_cores", None),
     ("sweep on Spark: all cores / one core", "sweep_spark_scaling", None),
+    ("explorer on Spark local[*], runs/s", "explore_spark_runs_per_s_all_cores", None),
+    ("explorer on Spark: all cores / one core", "explore_spark_scaling", None),
     ("Spark EOS, rows/s (running query)", "spark_rows_per_s", None),
     ("Spark EOS, rows/s (incl. query start)", "spark_run_rows_per_s", None),
     ("Spark EOS / ALOS wall time, 100k rows", "spark_eos_alos_ratio", None),

@@ -137,7 +137,7 @@ def test_the_readme_table_is_the_one_the_saved_figures_give():
 def test_the_report_explores_mutations_then_the_real_engine_in_every_scenario():
     from txnlab.sweep.explore_report import measure, table
 
-    got = list(measure(Explorer, 5, 2, mutations=["ignore-lso"], brokers=BROKERS))
+    got = list(measure(5, 2, mutations=["ignore-lso"], brokers=BROKERS))
     assert [(k, r["mutation"], r["scenario"]) for k, r in got] == \
         [("mutation", "ignore-lso", "copier")] + [("real", "", s) for s in SCENARIOS]
     rows = [r for k, r in got if k == "mutation"]

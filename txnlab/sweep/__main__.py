@@ -23,6 +23,7 @@ from typing import Iterator, Optional
 
 from ..cluster import MUTATIONS
 from .nemesis import FAULT_SETS, schedule_from_json
+from .progress import Progress
 from .classic import LATE_MS, late_transaction_requests, under_transaction_version_2
 from .runner import RunConfig, SeedResult, minimize_failure, replay, replay_command, run_seed
 from .workloads import WORKLOADS
@@ -70,12 +71,6 @@ def _results(seeds: list, cfg: RunConfig, schedule: Optional[list], jobs: int) -
         yield from pool.imap(_run_one, work, chunksize=4)
 
 
-def progress_line(done: int, total: int, bad: int, elapsed: float, width: int = 30) -> str:
-    filled = int(width * done / total) if total else width
-    rate = done / elapsed if elapsed > 0 else 0.0
-    return f"[{'#' * filled}{'.' * (width - filled)}] {done}/{total} seeds, {bad} violation(s), {rate:.1f} seeds/s"
-
-
 def main(argv: Optional[list] = None) -> int:
     args = _parser().parse_args(argv)
     cfg = RunConfig(args.workload, args.faults, args.transaction_version, args.mutation, args.records,
@@ -89,7 +84,7 @@ def main(argv: Optional[list] = None) -> int:
     failing: list[SeedResult] = []
     counts: dict = {}
     done = 0
-    tty = sys.stderr.isatty()
+    bar = Progress(len(seeds))
     if args.spark:
         from .spark import run_on_spark
         results = run_on_spark(seeds, cfg, schedule, master=args.spark,
@@ -105,15 +100,10 @@ def main(argv: Optional[list] = None) -> int:
             failing.append(res)
             for name in res.violations:
                 counts[name] = counts.get(name, 0) + 1
-        line = progress_line(done, len(seeds), len(failing), time.perf_counter() - start)
-        if tty:
-            print("\r" + line, end="", file=sys.stderr, flush=True)
-        elif done == len(seeds) or done % max(1, len(seeds) // 20) == 0:
-            print(line, file=sys.stderr, flush=True)
+        bar.update(done, len(failing))
         if failing and not args.keep_going and args.seed is None:
             break
-    if tty:
-        print(file=sys.stderr)
+    bar.close()
     elapsed = time.perf_counter() - start
     if args.table:
         from .spark import write_table

@@ -2,50 +2,47 @@
 explored in every scenario.
 
     python -m txnlab.sweep.explore --mutation all --brokers 3 [--max-runs N] [--real-runs N]
-        [--json bench/explorer_mutations.json] [--readme README.md] [--from-json FILE]
+        [--jobs N | --spark MASTER] [--json bench/explorer_mutations.json] [--readme README.md] [--from-json FILE]
 
 For each mutation (``cluster.MUTATIONS``) the explorer searches the mutation's scenario (``SCENARIO_OF``)
 until its first counterexample (at most ``--max-runs`` runs) and reports the runs it took, what broke and the
 choice list; then it explores the real engine (no mutation) in each scenario for at most ``--real-runs``
 runs, which must find nothing.  ``--readme`` replaces the table between the README's
 ``<!-- explorer-mutations -->`` markers, so the table is generated, never typed.  Deterministic: the
-figures depend only on the engine, the scenarios and the seed.
+figures depend only on the engine, the scenarios and the seed, never on ``--jobs`` or ``--spark`` (each
+exploration is one task: ``explore_parallel``).
 """
 from __future__ import annotations
 
 import json
 import re
 import time
-from typing import Iterator
+from typing import Iterator, Optional
 
 from ..cluster import MUTATIONS
+from .explore_parallel import run_explorations
 from .explore_scenarios import SCENARIO_OF, SCENARIOS
+from .progress import Progress
 
 BEGIN, END = "<!-- explorer-mutations -->", "<!-- /explorer-mutations -->"
 
 
-def explore_mutation(explorer, mutation, max_runs: int, **kw) -> dict:
-    """One mutation in its scenario: the runs to its first counterexample and what broke (found False: none
-    within ``max_runs``).  ``explorer``: the ``Explorer`` class (``explore.py`` imports this module)."""
-    ex = explorer(mutation, **kw)
-    ok = ex.explore(max_runs)
-    ce = ex.counterexample
-    row = {"mutation": mutation or "", "scenario": ex.scenario.name, "brokers": ex.brokers, "runs": ex.runs,
-           "max_runs": max_runs, "found": not ok, "complete": ok and ex.runs < max_runs,
-           "histogram": dict(ex.histogram)}
-    if ce is not None:
-        row.update(outcome=ce.outcome, broken=list(ce.broken), choices=list(ce.choices),
-                   faults=[f.describe() for f in ce.faults], counterexample=ex.found().to_json())
-    return row
+def specs(max_runs: int, real_runs: int, mutations=MUTATIONS, **kw) -> list:
+    """(kind, spec) for each mutation in its scenario ("mutation"), then for the real engine in each scenario the
+    brokers can run ("real"): the explorations of the report (``explore_parallel.explore_row``'s specs)."""
+    todo = [("mutation", dict(kw, mutation=m, max_runs=max_runs)) for m in mutations]
+    todo += [("real", dict(kw, mutation=None, scenario=name, max_runs=real_runs))
+             for name, sc in SCENARIOS.items() if kw.get("brokers", 1) in sc.brokers]
+    return todo
 
 
-def measure(explorer, max_runs: int, real_runs: int, mutations=MUTATIONS, **kw) -> Iterator:
-    """("mutation", row) for each mutation, then ("real", row) for each scenario the brokers can run."""
-    for m in mutations:
-        yield "mutation", explore_mutation(explorer, m, max_runs, **kw)
-    for name, sc in SCENARIOS.items():
-        if kw.get("brokers", 1) in sc.brokers:
-            yield "real", explore_mutation(explorer, None, real_runs, scenario=name, **kw)
+def measure(max_runs: int, real_runs: int, mutations=MUTATIONS, jobs: int = 1, master: Optional[str] = None,
+            spark=None, progress=None, **kw) -> Iterator:
+    """(kind, row) for each exploration of ``specs``, in that order, wherever they run (``run_explorations``)."""
+    todo = specs(max_runs, real_runs, mutations, **kw)
+    rows = run_explorations([spec for _, spec in todo], jobs, master, spark, progress)
+    for (kind, _), row in zip(todo, rows):
+        yield kind, row
 
 
 def table(rows: list, real: list) -> str:
@@ -81,7 +78,7 @@ def write_readme(path: str, block_text: str) -> None:
     open(path, "w", encoding="utf-8").write(text)
 
 
-def report(args, explorer) -> int:
+def report(args) -> int:
     """``--mutation all``: 0 when every mutation is found and the real engine shows nothing.  With
     ``--from-json``: the table from saved figures, no runs."""
     if args.from_json:
@@ -98,13 +95,17 @@ def report(args, explorer) -> int:
         print(f"--mutation all explores each mutation in its own scenario; --scenario {args.scenario} is ignored")
     rows, real = [], []
     t0 = time.perf_counter()
-    for kind, r in measure(explorer, args.max_runs, args.real_runs, **kw):
+    bar = Progress(len(specs(args.max_runs, args.real_runs, **kw)), unit="explorations",
+                   bad_unit="counterexample(s)")
+    for kind, r in measure(args.max_runs, args.real_runs, jobs=args.jobs, master=args.spark,
+                           progress=bar.update, **kw):
         (rows if kind == "mutation" else real).append(r)
         what = ", ".join(r.get("broken", ())) if r["found"] else "none"
         who = r["mutation"] or "(real engine)"
-        print(f"{who:32} {r['scenario']:14} runs {r['runs']:>6}  counterexample: {what}", flush=True)
+        bar.say(f"{who:32} {r['scenario']:14} runs {r['runs']:>6}  counterexample: {what}")
         if r["found"] and r["mutation"]:
-            print(f"{'':32} choices {','.join(map(str, r['choices']))}; faults: {'; '.join(r['faults']) or 'none'}")
+            bar.say(f"{'':32} choices {','.join(map(str, r['choices']))}; faults: {'; '.join(r['faults']) or 'none'}")
+    bar.close()
     print(f"{len(rows)} mutations, {sum(r['found'] for r in rows)} found; real engine: "
           f"{sum(r['found'] for r in real)} counterexamples in {len(real)} scenarios "
           f"({time.perf_counter() - t0:.0f}s)")
@@ -114,6 +115,9 @@ def report(args, explorer) -> int:
             json.dump({"brokers": args.brokers, "max_runs": args.max_runs, "real_runs": args.real_runs,
                        "faults": args.faults, "reorderings": args.reorderings, "seed": args.seed,
                        "scenario_of": SCENARIO_OF, "mutations": rows, "real": real}, f, indent=1)
+    if args.table:
+        from .explore_parallel import write_table
+        write_table(rows + real, args.table)
     if args.readme:
         write_readme(args.readme, note(args.brokers, args.max_runs, args.real_runs, args.faults, args.reorderings)
                      + "\n\n" + table(rows, real))

@@ -8,7 +8,7 @@ import weakref
 from typing import Any, Optional
 
 from .counterexample import SWEEP, Counterexample
-from .explore import Explorer, ExploreRun
+from .explore_search import Explorer, ExploreRun
 from .invariants import watermark_violations
 from .runner import RunConfig, build_cluster, drive
 from .workloads import WORKLOADS

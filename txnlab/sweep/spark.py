@@ -5,8 +5,8 @@
     python -m txnlab.sweep --seeds 1000 --spark local[2] --table results.parquet
 
 From a notebook: ``results = run_on_spark(range(1000), RunConfig(), spark=spark)`` with the notebook's
-SparkSession, then ``to_dataframe(spark, results)`` for analysis.  ``explore_on_spark`` runs explorations
-(``python -m txnlab.sweep.explore``: one per mutation, seed or transaction.version) as tasks, one each.
+SparkSession, then ``to_dataframe(spark, results)`` for analysis.  The explorer's work goes to Spark too
+(``python -m txnlab.sweep.explore --spark``: ``explore_parallel.explore_on_spark``).
 
 A seed is a pure function of (seed, config, schedule): each Spark task runs some seeds with ``run_seed`` exactly
 as ``--jobs`` does, and the driver gets the ``SeedResult`` values back and hands them on in seed order.  So
@@ -90,35 +90,6 @@ def run_on_spark(seeds: Iterable[int], cfg: RunConfig, schedule: Optional[list] 
             return
 
 
-def explore_one(mutation: Optional[str] = None, seed: int = 0, max_faults: int = 2, transaction_version: int = 0,
-                max_reorderings: int = 1, max_runs: int = 20_000, brokers: int = 1,
-                scenario: Optional[str] = None) -> dict:
-    """One exploration (``python -m txnlab.sweep.explore``) as a plain value: what it ran and found."""
-    from .explore import Explorer
-
-    ex = Explorer(mutation, max_faults, seed, transaction_version, max_reorderings, brokers, scenario)
-    ok = ex.explore(max_runs)
-    ce = ex.counterexample
-    return {"mutation": mutation or "", "seed": seed, "max_faults": max_faults,
-            "transaction_version": transaction_version, "max_reorderings": max_reorderings, "runs": ex.runs,
-            "brokers": brokers, "scenario": ex.scenario.name, "broken": list(ce.broken) if ce is not None else [],
-            "states": len(ex.visited), "histogram": dict(ex.histogram), "violation": not ok,
-            "outcome": ce.outcome if ce is not None else "", "choices": list(ce.choices) if ce is not None else [],
-            "counterexample": ex.found().to_json() if not ok else ""}
-
-
-def explore_on_spark(explorations: Iterable[dict], spark=None, master: str = "local[*]") -> list:
-    """Several explorations (each a dict of ``explore_one``'s arguments: one per mutation, seed or
-    transaction.version) as Spark tasks, one task each; their results in the order given.  An exploration
-    itself is a depth-first search that prunes the states it has seen, so it stays one task."""
-    todo = [dict(e) for e in explorations]
-    if spark is None:
-        spark = session(master)
-    rdd = spark.sparkContext.parallelize(list(enumerate(todo)), max(1, len(todo)))
-    done = rdd.map(lambda item: (item[0], explore_one(**item[1]))).collect()
-    return [r for _, r in sorted(done, key=lambda x: x[0])]
-
-
 def row(res: SeedResult) -> dict:
     """One seed as a table row."""
     c = res.config
@@ -140,11 +111,21 @@ def to_dataframe(spark, results: Iterable[SeedResult]):
 
 def write_table(results: Iterable[SeedResult], path: str) -> None:
     """Write the results as parquet (``*.parquet``) or CSV (anything else), one row per seed."""
-    df = to_pandas(results)
+    write_frame(to_pandas(results), path)
+
+
+def write_rows(rows: Iterable[dict], columns: Iterable[str], path: str) -> None:
+    """Plain rows (dicts) as a table with ``columns``: parquet (``*.parquet``) or CSV (anything else)."""
+    import pandas as pd
+    write_frame(pd.DataFrame(list(rows), columns=list(columns)), path)
+
+
+def write_frame(df, path: str) -> None:
+    """A pandas DataFrame as parquet (``*.parquet``) or CSV (anything else)."""
     if path.endswith(".parquet"):
         df.to_parquet(path, index=False)
     else:
         df.to_csv(path, index=False)
 
 
-__all__ = ["run_on_spark", "explore_on_spark", "explore_one", "session", "row", "to_pandas", "to_dataframe", "write_table", "COLUMNS"]
+__all__ = ["run_on_spark", "session", "row", "to_pandas", "to_dataframe", "write_table", "write_rows", "write_frame", "COLUMNS"]

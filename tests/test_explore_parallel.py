@@ -1,0 +1,87 @@
+"""The explorer's work side by side (``txnlab.sweep.explore_parallel``): ``--mutation all``'s explorations, one per
+worker, and one exploration split into parts with ``--split K``.  What is found and every figure depend on the
+explorations and on K, never on where they ran (``tests/test_sweep_spark.py`` runs the same on Spark)."""
+import re
+
+from txnlab.sweep.explore import main, replay
+from txnlab.sweep.explore_parallel import explore_row, explore_split, split
+
+
+def _out(capsys) -> list:
+    """stdout of the last command, without its line of wall-clock seconds."""
+    return [line for line in capsys.readouterr().out.splitlines() if not re.search(r"\(\d+s\)$", line)]
+
+
+def test_the_mutation_table_is_the_same_from_worker_processes(capsys):
+    args = ["--mutation", "all", "--brokers", "3", "--max-runs", "5", "--real-runs", "2"]
+    main(args)
+    alone = _out(capsys)
+    main(args + ["--jobs", "2"])
+    assert _out(capsys) == alone
+    assert "| `ignore-lso` | copier | 1 | read-above-lso |" in alone
+    assert "| copier | 2 | none |" in alone
+
+
+def test_a_split_exploration_reports_the_same_from_one_process_or_two(capsys):
+    args = ["--mutation", "no-fencing", "--brokers", "3", "--split", "4"]
+    assert main(args) == 1
+    alone = _out(capsys)
+    assert main(args + ["--jobs", "2"]) == 1
+    two = _out(capsys)
+    assert alone[1] == "parts: 4 (--split 4), side by side: 1 process(es)"
+    assert two[1] == "parts: 4 (--split 4), side by side: 2 process(es)"
+    assert two[2:] == alone[2:]
+
+
+def test_the_parts_find_the_counterexample_the_one_search_finds_and_it_replays():
+    spec = {"mutation": "no-fencing", "brokers": 3, "max_runs": 400}
+    one = explore_row(spec)
+    parts = explore_split(spec, 4, jobs=2)
+    assert one["found"] and parts["found"]
+    assert parts["choices"] == one["choices"] == [1, 1, 0, 0, 0, 0, 0, 0, 2]
+    assert parts["parts"] == 4 and parts["runs"] > one["runs"]       # each part runs to its own first counterexample
+    res = replay(parts["choices"], mutation="no-fencing", brokers=3)
+    assert res.outcome == "violation" and "G1a" in res.broken
+
+
+def test_the_parts_add_up_to_the_whole_of_their_runs_outcomes_and_states():
+    spec = {"brokers": 3, "max_runs": 60}
+    head, specs = split(spec, 3)
+    assert len(specs) == 3 and head["runs"] == 1
+    # dealt out in search order, one prefix to each part in turn; each part starts from the states seen so far
+    assert [s["indexes"][:2] for s in specs] == [[0, 3], [1, 4], [2, 5]]
+    assert all(s["visited"] == head["visited"] and s["max_runs"] == -(-59 // 3) for s in specs)
+    rows = [explore_row(s) for s in specs]
+    merged = explore_split(spec, 3)
+    assert merged["runs"] == 1 + sum(r["runs"] for r in rows)
+    assert sum(merged["histogram"].values()) == merged["runs"]
+    states = set(head["visited"]).union(*(r["new_states"] for r in rows))
+    assert merged["states"] == len(states) > len(head["visited"])
+    assert not merged["found"] and not merged["complete"]           # 60 runs do not finish the scenario
+
+
+def test_an_exploration_that_ends_before_its_parts_are_dealt_is_the_one_search():
+    spec = {"mutation": "ignore-lso", "brokers": 3, "max_runs": 50}
+    one = explore_row(spec)
+    assert one["found"] and one["runs"] == 1          # the very first run reads above the LSO
+    merged = explore_split(spec, 8)
+    assert merged["parts"] == 0
+    assert {k: merged[k] for k in one} == one
+
+
+def test_explorations_and_parts_are_written_as_a_table(tmp_path, capsys):
+    import pandas as pd
+
+    from txnlab import MUTATIONS
+    from txnlab.sweep.explore_scenarios import SCENARIOS
+    path = str(tmp_path / "explore.parquet")
+    main(["--mutation", "all", "--brokers", "3", "--max-runs", "5", "--real-runs", "2", "--table", path])
+    df = pd.read_parquet(path)
+    assert list(df["mutation"]) == list(MUTATIONS) + [""] * len(SCENARIOS)
+    assert df[df["mutation"] == "ignore-lso"].iloc[0][["runs", "found", "broken"]].tolist() == [1, True, "read-above-lso"]
+    path = str(tmp_path / "parts.csv")
+    assert main(["--brokers", "3", "--max-runs", "40", "--split", "4", "--table", path]) == 0
+    printed = int(re.search(r"^runs: (\d+),", capsys.readouterr().out, re.M).group(1))
+    df = pd.read_csv(path)
+    assert list(df["part"]) == [0, 1, 2, 3] and set(df["found"]) == {False}
+    assert 1 + df["runs"].sum() == printed          # the first phase's run, then the parts'
