@@ -15,22 +15,40 @@ import time
 
 SEEDS = 48
 RECORDS = 200
+EXPLORE_RUNS = 480
+EXPLORE_PARTS = 16
+
+
+def _per_s(master: str, warm_up, timed) -> float:
+    """Start a session on ``master``, run ``warm_up(spark, slots)``, then time ``timed(spark)``, which returns how
+    many things it did: things per second."""
+    from txnlab.sweep.spark import session
+
+    spark = session(master, status=lambda text: None)
+    try:
+        warm_up(spark, spark.sparkContext.defaultParallelism)
+        start = time.perf_counter()
+        done = timed(spark)
+        return done / (time.perf_counter() - start)
+    finally:
+        spark.stop()
 
 
 def _seeds_per_s(master: str, n: int) -> float:
     from txnlab.sweep.runner import RunConfig
-    from txnlab.sweep.spark import run_on_spark, session
+    from txnlab.sweep.spark import run_on_spark
 
-    spark = session(master, status=lambda text: None)
-    try:
-        cfg = RunConfig(workload="copier", faults="all", records=RECORDS)
-        slots = spark.sparkContext.defaultParallelism
-        list(run_on_spark(range(10_000, 10_000 + 2 * slots), cfg, spark=spark))       # warm-up
-        start = time.perf_counter()
-        list(run_on_spark(range(n), cfg, spark=spark))
-        return n / (time.perf_counter() - start)
-    finally:
-        spark.stop()
+    cfg = RunConfig(workload="copier", faults="all", records=RECORDS)
+    return _per_s(master, lambda spark, slots: list(run_on_spark(range(10_000, 10_000 + 2 * slots), cfg, spark=spark)),
+                  lambda spark: len(list(run_on_spark(range(n), cfg, spark=spark))))
+
+
+def _explorer_runs_per_s(master: str, n: int) -> float:
+    from txnlab.sweep.explore_parallel import explore_split
+
+    return _per_s(master, lambda spark, slots: explore_split({"brokers": 3, "max_runs": 4 * slots}, 2 * slots,
+                                                             spark=spark),
+                  lambda spark: explore_split({"brokers": 3, "max_runs": n}, EXPLORE_PARTS, spark=spark)["runs"])
 
 
 def one_core_seeds_per_s(n: int = SEEDS) -> float:
@@ -39,25 +57,6 @@ def one_core_seeds_per_s(n: int = SEEDS) -> float:
 
 def all_cores_seeds_per_s(n: int = SEEDS) -> float:
     return _seeds_per_s(f"local[{os.cpu_count() or 1}]", n)
-
-
-EXPLORE_RUNS = 480
-EXPLORE_PARTS = 16
-
-
-def _explorer_runs_per_s(master: str, n: int) -> float:
-    from txnlab.sweep.explore_parallel import explore_split
-    from txnlab.sweep.spark import session
-
-    spark = session(master, status=lambda text: None)
-    try:
-        slots = spark.sparkContext.defaultParallelism
-        explore_split({"brokers": 3, "max_runs": 4 * slots}, 2 * slots, spark=spark)         # warm-up
-        start = time.perf_counter()
-        row = explore_split({"brokers": 3, "max_runs": n}, EXPLORE_PARTS, spark=spark)
-        return row["runs"] / (time.perf_counter() - start)
-    finally:
-        spark.stop()
 
 
 def explorer_one_core_runs_per_s(n: int = EXPLORE_RUNS) -> float:

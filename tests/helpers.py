@@ -194,3 +194,17 @@ def produce_values(cluster, values, topic: str = "t", partition: int = 0, **conf
     for v in values:
         p.produce(topic, value=v.encode(), partition=partition)
     p.flush(10)
+
+
+def explorer_outputs(capsys, args: list, *ways: list) -> list:
+    """``python -m txnlab.sweep.explore`` with ``args``, once plainly and once with each of ``ways`` added (``--jobs
+    2``, ``--spark local[2]``): each run's exit status and stdout lines, without the line of wall-clock seconds."""
+    import re
+
+    from txnlab.sweep.explore import main
+    out = []
+    for extra in ([], *ways):
+        status = main(list(args) + list(extra))
+        lines = [line for line in capsys.readouterr().out.splitlines() if not re.search(r"\(\d+s\)$", line)]
+        out.append((status, lines))
+    return out

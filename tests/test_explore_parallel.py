@@ -3,34 +3,29 @@ worker, and one exploration split into parts with ``--split K``.  What is found 
 explorations and on K, never on where they ran (``tests/test_sweep_spark.py`` runs the same on Spark)."""
 import re
 
+from helpers import explorer_outputs
 from txnlab.sweep.explore import main, replay
 from txnlab.sweep.explore_parallel import explore_row, explore_split, split
 
 
-def _out(capsys) -> list:
-    """stdout of the last command, without its line of wall-clock seconds."""
-    return [line for line in capsys.readouterr().out.splitlines() if not re.search(r"\(\d+s\)$", line)]
+MUTATION_TABLE = ["--mutation", "all", "--brokers", "3", "--max-runs", "5", "--real-runs", "2"]
 
 
 def test_the_mutation_table_is_the_same_from_worker_processes(capsys):
-    args = ["--mutation", "all", "--brokers", "3", "--max-runs", "5", "--real-runs", "2"]
-    main(args)
-    alone = _out(capsys)
-    main(args + ["--jobs", "2"])
-    assert _out(capsys) == alone
+    (_, alone), (_, two) = explorer_outputs(capsys, MUTATION_TABLE, ["--jobs", "2"])
+    assert two == alone
     assert "| `ignore-lso` | copier | 1 | read-above-lso |" in alone
     assert "| copier | 2 | none |" in alone
 
 
 def test_a_split_exploration_reports_the_same_from_one_process_or_two(capsys):
-    args = ["--mutation", "no-fencing", "--brokers", "3", "--split", "4"]
-    assert main(args) == 1
-    alone = _out(capsys)
-    assert main(args + ["--jobs", "2"]) == 1
-    two = _out(capsys)
+    (s1, alone), (s2, two) = explorer_outputs(capsys, ["--mutation", "no-fencing", "--brokers", "3", "--split", "4"],
+                                              ["--jobs", "2"])
+    assert s1 == s2 == 1
     assert alone[1] == "parts: 4 (--split 4), side by side: 1 process(es)"
     assert two[1] == "parts: 4 (--split 4), side by side: 2 process(es)"
     assert two[2:] == alone[2:]
+    assert "counterexample: seed 0, choices 1,1,0,0,0,0,0,0,2" in alone
 
 
 def test_the_parts_find_the_counterexample_the_one_search_finds_and_it_replays():

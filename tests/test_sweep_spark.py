@@ -1,7 +1,5 @@
 """Sweep seeds as Spark tasks give what ``--jobs`` gives: the same results per seed, the same report, the same
 first failing seed and the same minimized counterexample; the results as a table (parquet or CSV)."""
-import re
-
 import pandas as pd
 import pytest
 
@@ -69,30 +67,15 @@ def test_explorations_as_spark_tasks_find_what_they_find_in_this_process(spark):
     assert [(r["mutation"], r["found"]) for r in on_spark] == [("no-fencing", True), ("", False)]
 
 
-def _out(capsys) -> list:
-    """stdout of the last command, without its line of wall-clock seconds."""
-    return [line for line in capsys.readouterr().out.splitlines() if not re.search(r"\(\d+s\)$", line)]
-
-
-def test_the_explorers_mutation_table_is_the_same_from_spark_tasks(spark, capsys):
-    from txnlab.sweep.explore import main as explore_main
-    args = ["--mutation", "all", "--brokers", "3", "--max-runs", "5", "--real-runs", "2"]
-    explore_main(args)
-    local = _out(capsys)
-    explore_main(args + ["--spark", "local[2]"])
-    assert _out(capsys) == local
-    assert "| `ignore-lso` | copier | 1 | read-above-lso |" in local
-
-
-def test_an_exploration_split_into_parts_reports_the_same_on_spark(spark, capsys):
-    from txnlab.sweep.explore import main as explore_main
-    args = ["--mutation", "no-fencing", "--brokers", "3", "--split", "4"]
-    assert explore_main(args) == 1
-    local = _out(capsys)
-    assert explore_main(args + ["--spark", "local[2]"]) == 1
-    remote = _out(capsys)
-    assert remote[2:] == local[2:] and remote[1].startswith("parts: 4 (--split 4), side by side: Spark local[2]")
-    assert "counterexample: seed 0, choices 1,1,0,0,0,0,0,0,2" in local
+def test_the_explorers_mutation_table_and_split_exploration_are_the_same_from_spark_tasks(spark, capsys):
+    from helpers import explorer_outputs
+    table = ["--mutation", "all", "--brokers", "3", "--max-runs", "5", "--real-runs", "2"]
+    (_, local), (_, remote) = explorer_outputs(capsys, table, ["--spark", "local[2]"])
+    assert remote == local and "| `ignore-lso` | copier | 1 | read-above-lso |" in local
+    split = ["--mutation", "no-fencing", "--brokers", "3", "--split", "4"]
+    (s1, local), (s2, remote) = explorer_outputs(capsys, split, ["--spark", "local[2]"])
+    assert s1 == s2 == 1 and remote[2:] == local[2:]
+    assert remote[1].startswith("parts: 4 (--split 4), side by side: Spark local[2]")
 
 
 def test_a_local_sweep_starts_its_jvm_with_the_labs_quick_options():
