@@ -80,3 +80,13 @@ def test_explorations_and_parts_are_written_as_a_table(tmp_path, capsys):
     df = pd.read_csv(path)
     assert list(df["part"]) == [0, 1, 2, 3] and set(df["found"]) == {False}
     assert 1 + df["runs"].sum() == printed          # the first phase's run, then the parts'
+
+
+def test_split_is_refused_where_it_has_no_meaning(capsys):
+    import pytest
+    for args in (["--mutation", "all", "--split", "4"], ["--split", "0"]):
+        with pytest.raises(SystemExit) as e:
+            main(args)
+        assert e.value.code == 2
+    err = capsys.readouterr().err
+    assert "--split: --mutation all runs each exploration whole" in err and "--split: at least 1 part, got 0" in err

@@ -63,6 +63,8 @@ def main(argv: Optional[list] = None) -> int:
     if args.split < 1:
         ap.error(f"--split: at least 1 part, got {args.split}")
     if args.mutation == "all":
+        if args.split > 1:
+            ap.error("--split: --mutation all runs each exploration whole, as one task of its own")
         from .explore_report import report
         return report(args)
     try:
