@@ -35,16 +35,23 @@ class GroupAdminHandling:
         return m.DescribeGroupsResponse(tuple(out))
 
     def handle_DeleteGroups(self, msg):
-        out = []
-        for gid in msg.payload.groups_names:
+        """Answered once the coordinator's tombstones are replicated (``group_admin.delete_groups``)."""
+        gids = list(msg.payload.groups_names)
+        errors: list = [None] * len(gids)
+        for i, gid in enumerate(gids):
             if not self._allowed(msg, "GROUP", gid, "DELETE"):
                 self.narrate(f"{self.cluster.principal_of(msg.src)} may not DELETE group {gid!r} "
                              f"-> GROUP_AUTHORIZATION_FAILED")
-                err = Errors.GROUP_AUTHORIZATION_FAILED
-            else:
-                err = group_admin.delete_group(self.group_coordinator, gid)
-            out.append(m.DeletableGroupResult(gid, err))
-        return m.DeleteGroupsResponse(tuple(out))
+                errors[i] = Errors.GROUP_AUTHORIZATION_FAILED
+        todo = [i for i, e in enumerate(errors) if e is None]
+
+        def answer(found: list) -> None:
+            for i, err in zip(todo, found):
+                errors[i] = err
+            self.respond(msg, m.DeleteGroupsResponse(tuple(m.DeletableGroupResult(g, e) for g, e in zip(gids, errors))))
+
+        group_admin.delete_groups(self.group_coordinator, [gids[i] for i in todo], answer)
+        return None
 
     def handle_DescribeCluster(self, msg):
         live = tuple(self.metadata.live_brokers)

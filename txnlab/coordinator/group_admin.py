@@ -3,16 +3,19 @@
 
 Owns what an operator may learn about, and do to, the groups this broker coordinates: list them (by
 state), describe one (members, assignment only once the group is Stable, as ``GroupMetadata.summary``),
-and delete an Empty one (tombstones for its offsets and its GroupMetadata, appended to the leader with
-``requiredAcks=0`` as ``GroupMetadataManager.cleanupGroupMetadata`` does).
+and delete Empty ones (tombstones for their offsets and their GroupMetadata, one write operation per
+``__consumer_offsets`` partition through the coordinator's batch, answered once replicated).
 """
 from __future__ import annotations
+
+from typing import Callable
 
 from ..protocol import messages as m
 from ..protocol.errors import Errors
 from ..protocol.names import OFFSETS_TOPIC
-from ..protocol.record_batch import Record, RecordBatch
+from ..protocol.record_batch import Record
 from . import offset_records as rec
+from .group_batch import GroupWrite
 from .group_metadata import GroupState as S
 
 
@@ -48,34 +51,87 @@ def describe_group(gc, group_id: str) -> m.DescribedGroup:
                             (g.protocol_name or "") if stable else "", members)
 
 
-def delete_group(gc, group_id: str) -> Errors:
-    """Delete an Empty group: NON_EMPTY_GROUP while it has members, GROUP_ID_NOT_FOUND if there is none."""
-    err = gc._check_coordinator(group_id)
-    if err is not None:
-        return err
+def delete_groups(gc, group_ids: list, answer: Callable[[list], None]) -> None:
+    """DeleteGroups, as Kafka 4.1.1's ``GroupCoordinatorService.deleteGroups``: the groups are sorted by their
+    ``__consumer_offsets`` partition, and each partition's are deleted by one write operation ("delete-groups")
+    whose tombstones join the coordinator's batch like any write (``group_batch``).  ``answer(errors)``, the
+    errors in the order of ``group_ids``, once every partition's write is replicated (or failed: then its groups
+    are back in memory and get the write's error)."""
+    errors: list = [None] * len(group_ids)
+    by_partition: dict = {}
+    for pos, gid in enumerate(group_ids):
+        err = gc._check_coordinator(gid)
+        if err is not None:
+            errors[pos] = err
+        else:
+            by_partition.setdefault(gc.manager.partition_for(gid), []).append(pos)
+    waiting = set(by_partition)
+
+    def finished(partition=None) -> None:
+        waiting.discard(partition)
+        if not waiting:
+            waiting.add("answered")
+            answer(errors)
+
+    for partition, positions in sorted(by_partition.items()):
+        _delete_in_partition(gc, partition, [(pos, group_ids[pos]) for pos in positions], errors,
+                             lambda partition=partition: finished(partition))
+    if not by_partition:
+        finished()
+
+
+def _delete_in_partition(gc, partition: int, groups: list, errors: list, finished: Callable[[], None]) -> None:
+    """GroupCoordinatorShard.deleteGroups: each group validated (GROUP_ID_NOT_FOUND, NON_EMPTY_GROUP), then
+    tombstones for its committed offsets, for the partitions only a pending transactional offset commit holds
+    (OffsetMetadataManager.deleteAllOffsets), and for its GroupMetadata; one write for them all."""
     mgr = gc.manager
-    g = mgr.get_group(group_id)
-    if g is None or g.is_state(S.DEAD):
-        gc.narrate(f"group {group_id!r} does not exist -> GROUP_ID_NOT_FOUND")
-        return Errors.GROUP_ID_NOT_FOUND
-    if not g.is_state(S.EMPTY):
-        gc.narrate(f"group {group_id!r} still has {len(g.members)} member(s) ({g.state}) -> NON_EMPTY_GROUP")
-        return Errors.NON_EMPTY_GROUP
-    tp = mgr.tp_for(group_id)
-    p = gc.broker.partitions.get(tp)
-    if p is None or not p.is_leader:
-        return Errors.NOT_COORDINATOR
-    # (4.1.1 runs DeleteGroups as a write operation whose tombstones join the batch; the lab appends them directly,
-    # after the batch not yet appended, so the log keeps the order in which the coordinator's memory changed)
-    mgr.runtime.flush(tp[1], "first: DeleteGroups appends its tombstones after it")
     now = gc.kernel.now
-    records = [Record(rec.offset_commit_key(group_id, otp), None, (), now) for otp in sorted(g.offsets)]
-    records.append(Record(rec.group_metadata_key(group_id), None, (), now))
-    gc.broker.append_to_leader(p, [RecordBatch(tuple(records))], now, origin_client=False)
-    g.transition_to(S.DEAD, now)
-    del mgr.groups[group_id]
-    for pid in list(g.pending_transactional_offset_commits):
-        mgr._forget_producer_group(pid, group_id)
-    gc.narrate(f"group {group_id!r} deleted: tombstones for its {len(records) - 1} committed offset(s) and its "
-               f"GroupMetadata appended to {tp[0]}-{tp[1]}")
-    return Errors.NONE
+    records: list = []
+    deleted: dict = {}          # group id -> (group, its state before)
+    ok: list = []
+    for pos, gid in groups:
+        g = mgr.get_group(gid)
+        if g is None or g.is_state(S.DEAD):
+            gc.narrate(f"group {gid!r} does not exist -> GROUP_ID_NOT_FOUND")
+            errors[pos] = Errors.GROUP_ID_NOT_FOUND
+            continue
+        if not g.is_state(S.EMPTY):
+            gc.narrate(f"group {gid!r} still has {len(g.members)} member(s) ({g.state}) -> NON_EMPTY_GROUP")
+            errors[pos] = Errors.NON_EMPTY_GROUP
+            continue
+        pending = {tp for commits in g.pending_transactional_offset_commits.values() for tp in commits}
+        records += [Record(rec.offset_commit_key(gid, otp), None, (), now)
+                    for otp in sorted(g.offsets) + sorted(pending - set(g.offsets))]
+        records.append(Record(rec.group_metadata_key(gid), None, (), now))
+        deleted.setdefault(gid, (g, g.state, g.state_timestamp))
+        errors[pos] = Errors.NONE
+        ok.append(pos)
+    if not deleted:
+        finished()
+        return
+
+    def apply() -> None:                # replayed into memory as the tombstones join the batch
+        for gid, (g, _state, _ts) in deleted.items():
+            g.transition_to(S.DEAD, now)
+            del mgr.groups[gid]
+            for pid in g.pending_transactional_offset_commits:
+                mgr._forget_producer_group(pid, gid)
+
+    def revert() -> None:               # the batch failed: the groups are as they were
+        for gid, (g, state, ts) in deleted.items():
+            g.state, g.state_timestamp = state, ts
+            mgr.groups[gid] = g
+            for pid in g.pending_transactional_offset_commits:
+                mgr.open_groups_for_producer.setdefault(pid, set()).add(gid)
+
+    def answered(error: Errors) -> None:
+        if error != Errors.NONE:
+            for pos in ok:
+                errors[pos] = error
+        finished()
+
+    names = ", ".join(repr(gid) for gid in deleted)
+    gc.narrate(f"deleting group(s) {names}: {len(records)} tombstone(s) (committed offsets, pending transactional "
+               f"ones, GroupMetadata) for {OFFSETS_TOPIC}-{partition}")
+    mgr.runtime.write(partition, GroupWrite(f"DeleteGroups tombstones of group(s) {names}", tuple(records),
+                                            answered, apply=apply, revert=revert))
