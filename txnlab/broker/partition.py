@@ -107,9 +107,9 @@ class Partition:
                 if f is None or f.leo < leo:
                     node = k.nodes.get(self._replica_names.get(r) or broker_name(r))
                     if node is not None and node.alive:
-                        k.hold(self._hold_key)
+                        k._holds.add(self._hold_key)        # (Kernel.hold, inlined: once per replicated write)
                         return
-        k.release(self._hold_key)
+        k._holds.discard(self._hold_key)                    # (Kernel.release, inlined)
 
     def make_follower(self, state) -> None:
         was_leader = self.is_leader
@@ -177,9 +177,23 @@ class Partition:
         old = log.high_watermark
         log.update_high_watermark(new_hw)
         b = self.broker
-        b.kernel.narrate_f(("%s HW %d -> %d", self.name, old, log.high_watermark))
-        if self.delayed:        # (complete_delayed's own first test, without its call when nothing waits)
-            self.complete_delayed(now)
+        k = b.kernel
+        cur = k.current         # k.narrate_f(("%s HW %d -> %d", name, old, HW)), inlined (once per replicated write)
+        if cur is not None and k.trace.enabled:
+            details = cur._details
+            line = ("%s HW %d -> %d", self.name, old, log.high_watermark)
+            if details is None:
+                cur._details = line
+            elif details.__class__ is list:
+                details.append(line)
+            else:
+                cur._details = [details, line]
+        if self.delayed:        # (complete_delayed's own first test, without its call when nothing is done)
+            hw = log.high_watermark
+            for d in self.delayed:
+                if d.required_offset <= hw:
+                    self.complete_delayed(now)
+                    break
         # what a moved HW completes: parked fetches, then a coordinator's writes waiting on its own log's HW
         b._complete_parked_for(self.tp)
         if self._internal:
@@ -218,10 +232,13 @@ class Partition:
         if not done:
             return
         self.delayed = waiting
-        cancel = self.broker.kernel.cancel
         for d in done:
-            cancel(d.timer)
-            d.callback(_NONE)
+            timer = d.timer     # Kernel.cancel, inlined: a timeout lane's timer is background
+            if timer is not None and not timer.cancelled:
+                timer.cancelled = True
+                timer.fn = timer.arg = None
+            callback = d.callback   # (read, then called: see Node.on_message)
+            callback(_NONE)
 
     def fail_delayed(self, error: Errors, why: str) -> None:
         pending, self.delayed = self.delayed, []
@@ -247,7 +264,16 @@ class Partition:
         if self.pending_isr is None and replica not in self.isr:     # (else maybe_expand_isr has nothing to do)
             self.maybe_expand_isr(replica, now)
         self.maybe_increment_hw(now)
-        self.check_replication_hold()
+        k = self.broker.kernel      # check_replication_hold(), inlined (once per follower fetch)
+        if self.is_leader:
+            leo = self.log.log_end_offset
+            for r, f in self._isr_followers:
+                if f is None or f.leo < leo:
+                    node = k.nodes.get(self._replica_names.get(r) or broker_name(r))
+                    if node is not None and node.alive:
+                        k._holds.add(self._hold_key)
+                        return
+        k._holds.discard(self._hold_key)
 
     def stale_broker_epoch(self, replica: int, broker_epoch: int) -> None:
         """Narrate the refusal of a fetch of ``replica`` sent with an older broker epoch than its registration known
