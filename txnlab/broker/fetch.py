@@ -9,11 +9,9 @@ A mixin of ``Broker``.
 # (a mixin: what it reads of ``self`` is the broker's)
 from __future__ import annotations
 
-from collections import deque
 from typing import Optional
 
 from .._mypyc import new as _new    # object.__new__ (compiled by mypyc: the class call)
-from ..kernel.kernel import Event
 from ..protocol import messages as m
 from ..protocol.errors import Errors, ProtocolError
 
@@ -202,32 +200,9 @@ class FetchHandling:
             resp, has_data = self._read_fetch(req, parts, True, None, wait > 0)
         if has_data or wait <= 0:
             return resp
-        # most long-polls are answered by news before they expire: a timeout lane, no closure per fetch.
-        # Kernel.schedule_timeout(wait, name, ("Fetch long-poll expiry (#%d)", msg.id), self._expire_parked, msg,
-        # incarnation), inlined (once per follower fetch): the same fields, the same seq, the same lane
-        k = self.kernel
-        seq = k._seq = k._seq + 1
-        if wait.__class__ is not int:
-            wait = int(wait)
-        lane = k._lanes.get(wait)
-        if lane is None:
-            lane = k._lanes[wait] = deque()
-        timer: Event = _new(Event)
-        timer.time = k.now + wait
-        timer.seq = seq
-        timer.kind = "timer"
-        timer.node = self.name
-        timer._name = ("Fetch long-poll expiry (#%d)", msg.id)
-        timer.fn = self._expire_parked
-        timer.msg = None
-        timer.background = True
-        timer.cancelled = False
-        timer.incarnation = self.incarnation
-        timer.arg = msg
-        timer.lane = lane
-        if not lane:        # its head: in the heap
-            k._push(timer)
-        lane.append(timer)
+        # most long-polls are answered by news before they expire: a timeout lane, no closure per fetch
+        timer = self.kernel.schedule_timeout(wait, self.name, ("Fetch long-poll expiry (#%d)", msg.id),
+                                             self._expire_parked, msg, self.incarnation)
         pf: ParkedFetch = _new(ParkedFetch)     # ParkedFetch(msg, timer, tps, parts, sess), without the class call
         pf.msg = msg
         pf.timer = timer

@@ -177,17 +177,7 @@ class Partition:
         old = log.high_watermark
         log.update_high_watermark(new_hw)
         b = self.broker
-        k = b.kernel
-        cur = k.current         # k.narrate_f(("%s HW %d -> %d", name, old, HW)), inlined (once per replicated write)
-        if cur is not None and k.trace.enabled:
-            details = cur._details
-            line = ("%s HW %d -> %d", self.name, old, log.high_watermark)
-            if details is None:
-                cur._details = line
-            elif details.__class__ is list:
-                details.append(line)
-            else:
-                cur._details = [details, line]
+        b.kernel.narrate_f(("%s HW %d -> %d", self.name, old, log.high_watermark))
         if self.delayed:        # (complete_delayed's own first test, without its call when nothing is done)
             hw = log.high_watermark
             for d in self.delayed:
@@ -264,16 +254,7 @@ class Partition:
         if self.pending_isr is None and replica not in self.isr:     # (else maybe_expand_isr has nothing to do)
             self.maybe_expand_isr(replica, now)
         self.maybe_increment_hw(now)
-        k = self.broker.kernel      # check_replication_hold(), inlined (once per follower fetch)
-        if self.is_leader:
-            leo = self.log.log_end_offset
-            for r, f in self._isr_followers:
-                if f is None or f.leo < leo:
-                    node = k.nodes.get(self._replica_names.get(r) or broker_name(r))
-                    if node is not None and node.alive:
-                        k._holds.add(self._hold_key)
-                        return
-        k._holds.discard(self._hold_key)
+        self.check_replication_hold()
 
     def stale_broker_epoch(self, replica: int, broker_epoch: int) -> None:
         """Narrate the refusal of a fetch of ``replica`` sent with an older broker epoch than its registration known

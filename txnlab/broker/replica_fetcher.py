@@ -199,17 +199,8 @@ class ReplicaFetcher:
             if d.records:
                 # (the log's append records where each new leader epoch of its batches starts, as Kafka's does)
                 log.append_as_follower(d.records, now)
-                k = b.kernel    # k.narrate_f(...), inlined (once per replicated write)
-                cur = k.current
-                if cur is not None and k.trace.enabled:
-                    details = cur._details
-                    line = ("%s: follower %d appended up to offset %d", p.name, b.broker_id, log.log_end_offset - 1)
-                    if details is None:
-                        cur._details = line
-                    elif details.__class__ is list:
-                        details.append(line)
-                    else:
-                        cur._details = [details, line]
+                b.kernel.narrate_f(("%s: follower %d appended up to offset %d", p.name, b.broker_id,
+                                    log.log_end_offset - 1))
             hw = d.high_watermark if d.high_watermark < log.log_end_offset else log.log_end_offset  # (min(), no call)
             if hw > log.high_watermark:
                 psm = log._psm
