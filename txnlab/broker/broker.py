@@ -14,7 +14,7 @@ from ..log.unified_log import UnifiedLog
 from ..protocol import messages as m
 from ..protocol.errors import Errors, ProtocolError
 from ..protocol.hashing import partition_for
-from ..kernel.node import Node
+from ..kernel.node import Node, own_copies
 from .add_partitions_manager import AddPartitionsToTxnManager
 from .admin import AdminHandling
 from .authorizer import CLUSTER_RESOURCE, check_request, metadata_topics
@@ -589,3 +589,6 @@ class Broker(BrokerLifecycle, ProduceHandling, FetchHandling, AdminHandling, Nod
                 out[tp] = (Errors.NONE, p.log.describe_producers())
         return m.DescribeProducersResponse(out)
 
+
+# its own copies of the Node methods every message runs (see own_copies: a client node runs the originals)
+own_copies(Broker, "send_request", "on_message", "respond", "set_timer")

@@ -57,7 +57,9 @@ def _records_answer(tp, log, f, fp, session_id: int):
     d.last_stable_offset = log.last_stable_offset
     d.log_start_offset = log.log_start_offset
     d.aborted_transactions = None
-    d.records = log.read_to_end(fp.fetch_offset, fp.partition_max_bytes)     # (a tuple)
+    last = log._last_append     # log.read_to_end(offset, max bytes) -- a tuple --, its common case inlined
+    d.records = last if log._online and len(last) == 1 and last[0].base_offset == fp.fetch_offset \
+        else log.read_to_end(fp.fetch_offset, fp.partition_max_bytes)
     d.diverging_epoch = None
     if not d.records:
         return None
@@ -332,10 +334,13 @@ class FetchHandling:
                 else:
                     resp, has_data = self._read_fetch(req, pf.parts, False, None, True)
                 if has_data:
-                    self.kernel.cancel(pf.timer)
-                    msg = pf.msg            # self.respond(msg, resp), inlined (once per replicated write)
-                    self.kernel.network.send(self.name, msg.src, msg.api, resp, True, msg.correlation_id,
-                                             reply_to=msg)
+                    timer = pf.timer        # Kernel.cancel, inlined: a timeout lane's timer is background
+                    if timer is not None and not timer.cancelled:
+                        timer.cancelled = True
+                        timer.fn = timer.arg = None
+                    msg = pf.msg            # self.respond(msg, resp), inlined (once per replicated write; by position)
+                    self.kernel.network.send(self.name, msg.src, msg.api, resp, True, msg.correlation_id, False, "",
+                                             msg)
                     continue
                 if pf.session is not None:
                     pf.parts = parts           # keep what was looked at for the next wake-up

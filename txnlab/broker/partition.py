@@ -107,9 +107,9 @@ class Partition:
                 if f is None or f.leo < leo:
                     node = k.nodes.get(self._replica_names.get(r) or broker_name(r))
                     if node is not None and node.alive:
-                        k.hold(self._hold_key)
+                        k._holds.add(self._hold_key)        # (Kernel.hold, inlined: once per replicated write)
                         return
-        k.release(self._hold_key)
+        k._holds.discard(self._hold_key)                    # (Kernel.release, inlined)
 
     def make_follower(self, state) -> None:
         was_leader = self.is_leader
@@ -178,8 +178,12 @@ class Partition:
         log.update_high_watermark(new_hw)
         b = self.broker
         b.kernel.narrate_f(("%s HW %d -> %d", self.name, old, log.high_watermark))
-        if self.delayed:        # (complete_delayed's own first test, without its call when nothing waits)
-            self.complete_delayed(now)
+        if self.delayed:        # (complete_delayed's own first test, without its call when nothing is done)
+            hw = log.high_watermark
+            for d in self.delayed:
+                if d.required_offset <= hw:
+                    self.complete_delayed(now)
+                    break
         # what a moved HW completes: parked fetches, then a coordinator's writes waiting on its own log's HW
         b._complete_parked_for(self.tp)
         if self._internal:
@@ -218,10 +222,13 @@ class Partition:
         if not done:
             return
         self.delayed = waiting
-        cancel = self.broker.kernel.cancel
         for d in done:
-            cancel(d.timer)
-            d.callback(_NONE)
+            timer = d.timer     # Kernel.cancel, inlined: a timeout lane's timer is background
+            if timer is not None and not timer.cancelled:
+                timer.cancelled = True
+                timer.fn = timer.arg = None
+            callback = d.callback   # (read, then called: see Node.on_message)
+            callback(_NONE)
 
     def fail_delayed(self, error: Errors, why: str) -> None:
         pending, self.delayed = self.delayed, []

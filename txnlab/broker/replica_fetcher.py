@@ -203,7 +203,14 @@ class ReplicaFetcher:
                                     log.log_end_offset - 1))
             hw = d.high_watermark if d.high_watermark < log.log_end_offset else log.log_end_offset  # (min(), no call)
             if hw > log.high_watermark:
-                log.update_high_watermark(hw)
+                psm = log._psm
+                if log._online and hw >= log.log_start_offset and not psm.unreplicated_txns and not psm.ongoing_txns:
+                    # log.update_high_watermark(hw), inlined for a log with no transaction open or unreplicated (a
+                    # coordinator's log): its LSO is its HW
+                    log.high_watermark = log.last_stable_offset = hw
+                    log.first_unstable_offset = None
+                else:
+                    log.update_high_watermark(hw)
         if trouble:
             self._backoff()
         else:

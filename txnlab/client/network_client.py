@@ -105,7 +105,7 @@ class ClientNode(Node):
         self.tx[dst] = self.tx.get(dst, 0) + 1
         if timeout_ms is None:
             timeout_ms = self.timeouts[request.API]
-        return super().send_request(dst, request, callback, timeout_ms, background)
+        return Node.send_request(self, dst, request, callback, timeout_ms, background)     # (super(): no object)
 
     def _event(self, code: int, text: str) -> None:
         events = getattr(self.owner, "_events", None)
@@ -202,7 +202,7 @@ class ClientNode(Node):
         if msg.is_response and msg.src in self._reconnect_backoff:
             del self._reconnect_backoff[msg.src]       # it answers again: the backoff starts over
             self._reconnect_at.pop(msg.src, None)
-        super().on_message(msg)
+        Node.on_message(self, msg)      # (super(), without making its object: once per message of a client)
 
     def leader_for(self, tp) -> Optional[str]:
         parts = self.topics.get(tp[0])

@@ -124,10 +124,18 @@ class TransactionMetadata:
     # --------------------------------------------------------------- transit
     def _transit(self, txn_state: TransactionState, now: int, changes: dict) -> TxnTransitMetadata:
         """This metadata in state ``txn_state`` updated at ``now``, with the fields in ``changes`` replaced."""
-        t = TxnTransitMetadata(self.producer_id, self.previous_producer_id, self.next_producer_id,
-                               self.producer_epoch, self.last_producer_epoch, self.txn_timeout_ms, txn_state,
-                               frozenset(self.topic_partitions), self.txn_start_timestamp, now,
-                               self.client_transaction_version)
+        t: TxnTransitMetadata = object.__new__(TxnTransitMetadata)     # TxnTransitMetadata(...): every field, no class call
+        t.producer_id = self.producer_id
+        t.previous_producer_id = self.previous_producer_id
+        t.next_producer_id = self.next_producer_id
+        t.producer_epoch = self.producer_epoch
+        t.last_producer_epoch = self.last_producer_epoch
+        t.txn_timeout_ms = self.txn_timeout_ms
+        t.txn_state = txn_state
+        t.topic_partitions = frozenset(self.topic_partitions)
+        t.txn_start_timestamp = self.txn_start_timestamp
+        t.txn_last_update_timestamp = now
+        t.client_transaction_version = self.client_transaction_version
         for name, value in changes.items():     # before anyone sees it
             setattr(t, name, value)
         return t

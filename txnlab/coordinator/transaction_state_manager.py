@@ -81,7 +81,7 @@ class TransactionStateManager:
         part = self.partition_for(tid)
         dead = transit.txn_state is S.Dead
         value = None if dead else tlog.value_bytes(transit)
-        rec = Record(tlog.key_bytes(tid), value, (), k.now)
+        rec = tuple.__new__(Record, (tlog.key_bytes(tid), value, (), k.now))     # Record(...), as its __new__ builds it
         # narrate_f: the line is formatted only if someone reads the step (a state's str() is its name)
         k.narrate_f(("coordinator writes %r -> %s (pid %s epoch %s) to " + TOPIC + "-%s%s", tid,
                      STATE_NAMES[transit.txn_state],

@@ -90,6 +90,7 @@ def _delivery_of(m: Message) -> Event:
 _TAKEN_BACK = Event(kind="deliver", background=True)
 _TAKEN_BACK.cancelled = True
 
+_NO_DEADLINE = 1 << 62   # later than any time a run reaches (ms): _run_until's bound for a message without a deadline
 QUIET_MS = 3_600_000     # an hour with only background events: longer than every timeout a run can have pending
 
 
@@ -357,14 +358,14 @@ class Kernel:
         ev.node = node
         ev._text = text
         ev._message = None
-        ev.api = api
-        ev.src = src
-        ev.dst = dst
-        ev.msg_id = msg_id
-        ev.is_response = is_response
-        ev.background = background
+        ev.api, ev.src, ev.dst = api, src, dst
+        ev.msg_id, ev.is_response, ev.background = msg_id, is_response, background
         ev._details = ev._sent = ev._attrs = None
-        return self._recorded(ev)
+        self.trace.append(ev)       # _recorded(ev), inlined (every timer that fires, every client call)
+        if self.observers:
+            for obs in self.observers:
+                obs(ev)
+        return ev
 
     def record_delivery(self, message) -> TraceEvent:
         """The trace entry of a delivered message (its narration is written from the message when read)."""
@@ -529,18 +530,18 @@ class Kernel:
         queued = self._queued
         nodes = self.nodes
         deliver = self.network.deliver
+        heappop, due_by = heapq.heappop, _NO_DEADLINE if deadline is None else deadline   # (an int comparison a step)
         while not predicate():
-            # step(None, deadline), inlined for nine steps in ten -- a message queued itself (see network.Message),
-            # due by the deadline, for a node not paused -- and called for the others: the call cost ~1 % of a
-            # transaction's instructions.  (As step(): keep the two alike.)
+            # step(None, deadline), inlined for nine steps in ten -- a message queued itself (see network.Message), due
+            # by the deadline, for a node not paused -- and called for the others (as step(): keep the two alike)
             m = queued[q[0]] if q else None
-            if m.__class__ is Message and (deadline is None or m.deliver_at <= deadline) and \
-                    (node := nodes.get(m.dst)) is not None and node.paused_until <= m.deliver_at:
-                del queued[heapq.heappop(q)]
+            if m.__class__ is Message and (t := m.deliver_at) <= due_by and \
+                    (node := nodes.get(m.dst)) is not None and node.paused_until <= t:
+                del queued[heappop(q)]
                 if not m.background:
                     self._foreground -= 1
-                if m.deliver_at > self.now:
-                    self.now = m.deliver_at
+                if t > self.now:
+                    self.now = t
                 self.step_count += 1
                 tev = deliver(m, node)
                 self.current = None

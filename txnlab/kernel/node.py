@@ -7,6 +7,7 @@ outstanding requests are forgotten, timers of the old incarnation never fire).
 """
 from __future__ import annotations
 
+import types
 from heapq import heappush
 from typing import Any, Callable, ClassVar, Optional, Union
 
@@ -20,6 +21,22 @@ try:
     from mypy_extensions import mypyc_attr
 except ImportError:         # the lab does not need it (see txnlab/_mypyc.py)
     from .._mypyc import mypyc_attr  # type: ignore[assignment]
+
+
+def own_copies(cls: type, *names: str) -> None:
+    """Give ``cls`` its own copy of each of the methods ``names`` it inherits from ``Node`` (same code, same
+    globals): CPython 3.11 specializes an attribute read or a call for the one type it sees at that place of a
+    function's code, so Node's code run by brokers and by clients alike (send_request, on_message: once per
+    message) missed its caches at every change of type; a broker's copy sees only brokers.  (Nothing to do in
+    the compiled build, whose methods have no code object.)"""
+    for name in names:
+        f = Node.__dict__[name]
+        code = getattr(f, "__code__", None)
+        if code is not None and getattr(cls, name) is f:
+            g = types.FunctionType(code.replace(), f.__globals__, f.__name__, f.__defaults__, f.__closure__)
+            g.__kwdefaults__, g.__qualname__, g.__doc__ = f.__kwdefaults__, f.__qualname__, f.__doc__
+            setattr(cls, name, g)
+
 
 ResponseCallback = Callable[[Any, Optional[Union[Errors, LocalTimeout]]], None]
 
@@ -164,7 +181,8 @@ class Node:
             if ev is not None and not ev.cancelled:
                 ev.cancelled = True
                 ev.fn = ev.arg = None
-            p.callback(msg.payload, None)
+            callback = p.callback   # (read, then called: a call through a slot's method look-up is not specialized)
+            callback(msg.payload, None)
         else:
             response = self.handle_request(msg)
             if response is not None:        # respond(), inlined (once per request)
