@@ -3,7 +3,7 @@ GroupCoordinatorShard.deleteGroups): one write operation per ``__consumer_offset
 (the group's committed offsets, the partitions only a pending transactional offset commit holds, its
 GroupMetadata) join the coordinator's batch like any write; the group is gone from memory at once, the request
 answered once the batch is replicated, and a failed batch brings the group back."""
-from test_group_coordinator_linger import T0, T1, alter_offsets_topic, lab, narrations, offsets_log, send
+from test_group_coordinator_linger import T0, T1, alter_offsets_topic, batches_from, lab, narrations, offsets_log, send
 from txnlab import Consumer, Producer, TopicPartition
 from txnlab.coordinator import offset_records as rec
 from txnlab.protocol import messages as m
@@ -13,20 +13,12 @@ from txnlab.protocol.errors import Errors as E
 def records_from(c, leo: int) -> list:
     """The data records of __consumer_offsets-0 from ``leo`` on, batch by batch: ("offset", group, topic,
     partition, committed offset or None for a tombstone) or ("group", group, None for a tombstone)."""
-    out = []
-    for b in offsets_log(c).batches:
-        if b.base_offset < leo or b.is_control:
-            continue
-        rows = []
-        for r in b.records:
-            k = rec.read_key(r.key)
-            if isinstance(k, rec.OffsetCommitKey):
-                v = rec.read_offset_value(r.value)
-                rows.append(("offset", k.group, k.topic, k.partition, None if v is None else v.offset))
-            else:
-                rows.append(("group", k.group, None if r.value is None else "metadata"))
-        out.append(rows)
-    return out
+    def row(k, r):
+        if isinstance(k, rec.OffsetCommitKey):
+            v = rec.read_offset_value(r.value)
+            return ("offset", k.group, k.topic, k.partition, None if v is None else v.offset)
+        return ("group", k.group, None if r.value is None else "metadata")
+    return [rows for _base, _txn, rows in batches_from(c, leo, row)]
 
 
 def results(resp) -> dict:

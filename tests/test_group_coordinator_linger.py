@@ -56,19 +56,17 @@ def commit(offsets: dict):
     return m.OffsetCommitRequest("g", -1, "", None, {tp: (o, -1, "") for tp, o in offsets.items()})
 
 
+def batches_from(c, leo: int, row) -> list:
+    """The data batches of __consumer_offsets-0 from offset ``leo`` on, each as (base offset, transactional,
+    [row(key, record) for each record])."""
+    return [(b.base_offset, b.is_transactional, [row(rec.read_key(r.key), r) for r in b.records])
+            for b in offsets_log(c).batches if b.base_offset >= leo and not b.is_control]
+
+
 def new_batches(c, leo: int) -> list:
     """The record batches of __consumer_offsets-0 from offset ``leo`` on, as (base offset, transactional,
     [(topic, partition, committed offset), ...])."""
-    out = []
-    for b in offsets_log(c).batches:
-        if b.base_offset < leo or b.is_control:
-            continue
-        rows = []
-        for r in b.records:
-            k = rec.read_key(r.key)
-            rows.append((k.topic, k.partition, rec.read_offset_value(r.value).offset))
-        out.append((b.base_offset, b.is_transactional, rows))
-    return out
+    return batches_from(c, leo, lambda k, r: (k.topic, k.partition, rec.read_offset_value(r.value).offset))
 
 
 def narrations(c) -> str:
