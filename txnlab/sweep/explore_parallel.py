@@ -119,9 +119,10 @@ def split(spec: dict, parts: int) -> tuple:
     if not ok or not ex.stack or ex.runs >= max_runs:
         return head, []
     order = ex.stack[::-1]                   # the search pops the stack's last prefix first
-    budget = -(-(max_runs - ex.runs) // parts)
-    return head, [dict(spec, prefixes=order[i::parts], indexes=list(range(i, len(order), parts)),
-                       visited=head["visited"], max_runs=budget) for i in range(min(parts, len(order)))]
+    n = min(parts, len(order))
+    budget = -(-(max_runs - ex.runs) // n)
+    return head, [dict(spec, prefixes=order[i::n], indexes=list(range(i, len(order), n)),
+                       visited=head["visited"], max_runs=budget) for i in range(n)]
 
 
 def merge(head: dict, rows: list) -> dict:
