@@ -67,10 +67,9 @@ def delete_groups(gc, group_ids: list, answer: Callable[[list], None]) -> None:
             by_partition.setdefault(gc.manager.partition_for(gid), []).append(pos)
     waiting = set(by_partition)
 
-    def finished(partition=None) -> None:
+    def finished(partition=None) -> None:      # (each partition's write finishes once; the last one answers)
         waiting.discard(partition)
         if not waiting:
-            waiting.add("answered")
             answer(errors)
 
     for partition, positions in sorted(by_partition.items()):

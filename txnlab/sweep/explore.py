@@ -17,7 +17,9 @@ import sys
 from typing import Optional
 
 from ..cluster import MUTATIONS
+from .explore_parallel import explore_row, explore_split, explorer_for, write_table
 from .explore_scenarios import SCENARIOS
+from .progress import Progress
 from .explore_search import (BAD, INPUT, SCENARIO_OF, ExploreRun, Explorer, Option, Prune, RunResult,  # noqa: F401
                              replay)
 
@@ -67,9 +69,11 @@ def main(argv: Optional[list] = None) -> int:
             ap.error("--split: --mutation all runs each exploration whole, as one task of its own")
         from .explore_report import report
         return report(args)
+    spec = {"mutation": args.mutation, "seed": args.seed, "max_faults": args.faults, "max_runs": args.max_runs,
+            "transaction_version": args.transaction_version, "max_reorderings": args.reorderings,
+            "brokers": args.brokers, "scenario": args.scenario}
     try:
-        ex = Explorer(args.mutation, args.faults, args.seed, args.transaction_version, args.reorderings,
-                      args.brokers, args.scenario)
+        ex = explorer_for(spec)
     except ValueError as e:
         ap.error(str(e))
     if args.replay is not None:
@@ -79,11 +83,6 @@ def main(argv: Optional[list] = None) -> int:
         print(f"outcome: {res.outcome} {res.detail}")
         return 1 if res.outcome in BAD else 0
     print(f"scenario {ex.scenario.name}: {ex.scenario.describe()}")
-    spec = {"mutation": args.mutation, "seed": args.seed, "max_faults": args.faults, "max_runs": args.max_runs,
-            "transaction_version": args.transaction_version, "max_reorderings": args.reorderings,
-            "brokers": args.brokers, "scenario": args.scenario}
-    from .explore_parallel import explore_row, explore_split
-    from .progress import Progress
     if args.split > 1:
         bar = Progress(args.split, unit="parts", bad_unit="counterexample(s)")
         row = explore_split(spec, args.split, args.jobs, args.spark, progress=bar.update)
@@ -95,7 +94,6 @@ def main(argv: Optional[list] = None) -> int:
             print("one exploration runs as one search; --split K spreads it over --jobs or --spark")
         row = explore_row(spec)
     if args.table:
-        from .explore_parallel import write_table
         write_table(row.get("part_rows") or [row], args.table)
         print(f"table: written to {args.table}", file=sys.stderr)
     return _print_exploration(row, args)
