@@ -35,11 +35,14 @@ def test_the_report_first_failing_seed_and_minimized_counterexample_do_not_depen
             "--seeds", "3"]
     assert sweep_main(args) == 1
     local = capsys.readouterr().out.splitlines()
+    assert sweep_main(args + ["--jobs", "2"]) == 1
+    jobs = capsys.readouterr().out.splitlines()
     assert sweep_main(args + ["--spark", "local[2]"]) == 1
     remote = capsys.readouterr().out.splitlines()
     assert any(line.startswith("first failing seed: ") for line in local)
     assert any(line.startswith("counterexample: ") for line in local)
-    assert local[:-1] == remote[:-1]            # everything but the line with the wall-clock time
+    # everything but the line with the wall-clock time: one process, two (--jobs) and Spark's executors agree
+    assert local[:-1] == jobs[:-1] == remote[:-1]
 
 
 @pytest.mark.parametrize("suffix", ["csv", "parquet"])
