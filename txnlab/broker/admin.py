@@ -270,6 +270,7 @@ class AdminHandling(GroupAdminHandling):
         for topic in {tp[0] for tp in req.partitions}:
             if not any(t == topic for t, _ in self.metadata.partitions):
                 self.metadata.topics.pop(topic, None)
+                self.metadata.topic_ids.pop(topic, None)
         if dropped:
             self.narrate(f"broker {self.broker_id} stopped and deleted {len(dropped)} replica(s): "
                          f"{m.tps_str(dropped)}")

@@ -78,6 +78,7 @@ class MetadataCache:
     def __init__(self) -> None:
         self.partitions: dict[tuple, m.PartitionState] = {}
         self.topics: dict[str, int] = {}
+        self.topic_ids: dict[str, str] = {}         # topic -> its id, as the controller's records gave it
         self.live_brokers: tuple = ()
         self.broker_epochs: dict[int, int] = {}     # live broker id -> the broker epoch of its registration
         self.shutting_down: tuple = ()              # live brokers in controlled shutdown (isBrokerShuttingDown)
@@ -88,6 +89,7 @@ class MetadataCache:
             self.partitions[(s.topic, s.partition)] = s
             n = self.topics.get(s.topic, 0)
             self.topics[s.topic] = max(n, s.partition + 1)
+            self.topic_ids[s.topic] = s.topic_id
         if live_brokers is not None:
             self.live_brokers = tuple(live_brokers)
             self.broker_epochs = dict(zip(self.live_brokers, broker_epochs))
@@ -405,7 +407,9 @@ class Broker(BrokerLifecycle, ProduceHandling, FetchHandling, AdminHandling, Nod
             topics[t] = (Errors.NONE, parts)
         for t in refused:           # after the others, as Kafka lists them
             topics[t] = (Errors.TOPIC_AUTHORIZATION_FAILED, [])
-        return m.MetadataResponse(self.metadata.live_brokers, -1, topics, self.cluster.cluster_id)
+        ids = self.metadata.topic_ids
+        return m.MetadataResponse(self.metadata.live_brokers, -1, topics, self.cluster.cluster_id,
+                                  {t: ids[t] for t, (e, _) in topics.items() if e == Errors.NONE and t in ids})
 
     def _create_topic(self, name: str, partitions: int, rf: int, config: tuple = ()) -> None:
         self.narrate(f"broker {self.broker_id} asks the controller to create topic {name}")

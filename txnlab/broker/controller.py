@@ -254,7 +254,8 @@ class Controller(TopicChanges, Node):
     # --------------------------------------------------------- election
     def _with(self, s: m.PartitionState, **kw) -> m.PartitionState:
         d = dict(topic=s.topic, partition=s.partition, leader=s.leader, leader_epoch=s.leader_epoch,
-                 isr=s.isr, replicas=s.replicas, partition_epoch=s.partition_epoch + 1, config=s.config)
+                 isr=s.isr, replicas=s.replicas, partition_epoch=s.partition_epoch + 1, config=s.config,
+                 topic_id=s.topic_id)
         d.update(kw)
         ns = m.PartitionState(**d)
         self.states[(s.topic, s.partition)] = ns
@@ -426,11 +427,12 @@ class Controller(TopicChanges, Node):
         start = self._next_replica_start
         self._next_replica_start += 1
         new = []
+        topic_id = m.topic_id_for(self.cluster.seed, name, self.topic_creations.get(name, 1))   # (a TopicRecord's)
         for i in range(first, first + count):
             replicas = tuple(brokers[(start + i + j) % len(brokers)] for j in range(rf))
             alive = [r for r in replicas if r in live]
             leader = alive[0] if alive else -1
-            s = m.PartitionState(name, i, leader, 0, tuple(alive) or replicas[:1], replicas, 0, items)
+            s = m.PartitionState(name, i, leader, 0, tuple(alive) or replicas[:1], replicas, 0, items, topic_id)
             self.states[(name, i)] = s
             self.metadata_offset += 1              # a PartitionRecord
             new.append(s)

@@ -16,8 +16,8 @@ from ..kernel import NothingCanArrive, attach
 from ..kernel.node import Node
 from ..protocol import messages as m
 from ..protocol.errors import Errors
-from .config import principal
-from .dialect import PERMANENT_TOPIC_ERRORS, RequestTimeouts, request_timeouts
+from .config import dialect_of, principal
+from .dialect import JAVA, LIBRDKAFKA, PERMANENT_TOPIC_ERRORS, RequestTimeouts, request_timeouts
 
 
 _NODE_NAMES: dict = {}      # broker id -> its node's name (asked for at every leader lookup)
@@ -49,6 +49,7 @@ def attach_client(cfg: dict, kind: str, owner, node_class=None) -> tuple:
     name = att.client_node_name(kind, cfg.get("client.id"))     # client.id is a label, not an identity
     node = att.attach(name, owner, node_class or ClientNode, principal(cfg))
     node.timeouts = request_timeouts(cfg)
+    node.dialect = dialect_of(cfg)
     if kind == "consumer":
         node.allow_auto_create_topics = bool(cfg.get("allow.auto.create.topics", False))
     return att, name, node
@@ -82,7 +83,9 @@ class ClientNode(Node):
         self.bootstrap = list(bootstrap)
         self.live_brokers: list[str] = list(bootstrap)
         self.topics: dict[str, list] = {}            # topic -> [PartitionMetadata]
+        self.topic_ids: dict[str, str] = {}          # topic -> its id (KIP-516), as the last metadata gave it
         self.topic_errors: dict[str, Errors] = {}
+        self.dialect = LIBRDKAFKA                    # whose client this is (attach_client sets it from the config)
         # librdkafka's allow.auto.create.topics: true for a producer, false for a consumer unless set
         self.allow_auto_create_topics = True
         self._metadata_in_flight = False
@@ -237,9 +240,10 @@ class ClientNode(Node):
             self._metadata_in_flight = False
             if err is None:
                 self.live_brokers = [broker_node(b) for b in resp.brokers] or self.live_brokers
+                ids = resp.topic_ids or {}
                 for t, (e, parts) in resp.topics.items():
                     if e == Errors.NONE and parts:
-                        self.topics[t] = parts
+                        self.topics[t] = self._newer_of(t, parts, ids.get(t, ""))
                         self.topic_errors.pop(t, None)
                     else:
                         self.topic_errors[t] = Errors(e)
@@ -255,6 +259,37 @@ class ClientNode(Node):
                 w()
 
         self.send_request(self.any_broker(), m.MetadataRequest(want, self.allow_auto_create_topics), done)
+
+    def _newer_of(self, topic: str, parts: list, topic_id: str) -> list:
+        """The partitions of ``topic`` a metadata answer gives, except those whose leader epoch is older than the one
+        this client knows: a broker that has not yet learned of a leader change (cut off from the controller,
+        catching up) answers with the old leader, and the client keeps the newer one it has.  librdkafka
+        (rd_kafka_toppar_leader_update) ignores "outdated metadata" whatever the topic's id; Kafka's Java client
+        (Metadata.updateLatestMetadata) takes every epoch of a topic whose id changed (deleted and created again).
+        An epoch of -1 (unknown) is always taken."""
+        old, old_id = self.topics.get(topic), self.topic_ids.get(topic)
+        if topic_id:
+            self.topic_ids[topic] = topic_id
+        if not old:
+            return parts
+        if self.dialect == JAVA and topic_id and old_id and topic_id != old_id:
+            self.kernel.narrate(f"{self.name}: {topic} has a new topic id: its partitions' leader epochs start again "
+                                f"(Java's Metadata: the last seen epochs reset)")
+            return parts
+        out = []
+        for p in parts:
+            o = old[p.partition] if p.partition < len(old) else None
+            if o is not None and p.leader_epoch != -1 and p.leader_epoch < o.leader_epoch:
+                self.kernel.narrate(
+                    f"{self.name}: {topic}-{p.partition}: ignoring outdated metadata (leader {p.leader}, leader epoch "
+                    f"{p.leader_epoch}) which is older than its cached leader epoch {o.leader_epoch} (leader "
+                    f"{o.leader})" if self.dialect == LIBRDKAFKA else
+                    f"{self.name}: got metadata for an older epoch {p.leader_epoch} (current is {o.leader_epoch}) for "
+                    f"partition {topic}-{p.partition}, not updating")
+                out.append(o)
+            else:
+                out.append(p)
+        return out
 
     def find_coordinator(self, key: str, key_type: int, then: Callable[[Optional[str], Optional[Errors]], None],
                          retry_ms: int = 100) -> None:

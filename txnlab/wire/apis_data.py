@@ -19,16 +19,14 @@ NO_OPS = -2147483648          # topic/cluster authorized operations not asked fo
 
 
 def topic_id(door, name: str) -> uuid.UUID:
-    """A topic's id (KIP-516): Kafka's controller draws a random UUID at each creation; here it follows from the
-    cluster's seed, the topic's name and how many times the controller created that name, so that a run and its
-    replay (txnlab.wire.replay) hand out the same ids and a topic deleted and created again gets a new one."""
-    return _topic_uuid(door.cluster.seed, name, door.cluster.controller.topic_creations.get(name, 1))
+    """A topic's id (KIP-516, ``m.topic_id_for``: the same in a run and its replay, txnlab.wire.replay) as the
+    controller gave it at the topic's latest creation."""
+    return _uuid(m.topic_id_for(door.cluster.seed, name, door.cluster.controller.topic_creations.get(name, 1)))
 
 
 @lru_cache(maxsize=4096)
-def _topic_uuid(seed: int, name: str, creation: int) -> uuid.UUID:
-    again = f":{creation}" if creation > 1 else ""          # the first creation keeps the ids handed out before
-    return uuid.uuid5(uuid.NAMESPACE_URL, f"txnlab:seed-{seed}:{name}{again}")
+def _uuid(text: str) -> uuid.UUID:
+    return uuid.UUID(text)
 
 
 # ------------------------------------------------------------ ApiVersions
@@ -82,8 +80,9 @@ def encode_metadata(resp, body, version, unknown_ids, door, cls):
         ps = tuple(build(Part, error_code=p.error, partition_index=p.partition, leader_id=p.leader,
                          leader_epoch=p.leader_epoch, replica_nodes=tuple(p.replicas), isr_nodes=tuple(p.isr),
                          offline_replicas=()) for p in parts)
+        tid = (resp.topic_ids or {}).get(name)          # the id the answering broker knows
         topics.append(build(Topic, error_code=err, name=name,
-                            topic_id=topic_id(door, name) if not err else ZERO_UUID,
+                            topic_id=ZERO_UUID if err else _uuid(tid) if tid else topic_id(door, name),
                             is_internal=name.startswith("__"), partitions=ps,
                             topic_authorized_operations=NO_OPS))
     for tid in unknown_ids or ():   # as Kafka: an id no broker knows is answered, not dropped

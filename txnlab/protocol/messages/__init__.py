@@ -27,7 +27,7 @@ from .txn import (  # noqa: F401
 from .control import (  # noqa: F401
     BrokerHeartbeatRequest, BrokerHeartbeatResponse, BrokerRegistrationRequest, BrokerRegistrationResponse,
     PartitionState, LeaderAndIsrRequest, LeaderAndIsrResponse, BrokerState, AlterPartitionRequest, AlterPartitionResponse,
-    StopReplicaRequest, StopReplicaResponse,
+    StopReplicaRequest, StopReplicaResponse, topic_id_for,
     AllocateProducerIdsRequest, AllocateProducerIdsResponse)
 from .admin import (  # noqa: F401
     CreatableTopic, CreateTopicsRequest, CreatableTopicResult, CreateTopicsResponse, DeleteTopicsRequest,

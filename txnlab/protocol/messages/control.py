@@ -2,9 +2,20 @@
 (CreateTopics, which brokers also send to the controller, is in ``admin``)."""
 from __future__ import annotations
 
+import uuid
+from functools import lru_cache
 from typing import Optional
 
 from ..message_base import _err, tps_str, message
+
+
+@lru_cache(maxsize=4096)
+def topic_id_for(seed: int, name: str, creation: int) -> str:
+    """A topic's id (KIP-516).  Kafka's controller draws a random UUID at each creation; here it follows from the
+    cluster's seed, the topic's name and how many times the controller created that name, so that a run and its
+    replay hand out the same ids and a topic deleted and created again gets a new one."""
+    again = f":{creation}" if creation > 1 else ""          # the first creation keeps the ids handed out before
+    return str(uuid.uuid5(uuid.NAMESPACE_URL, f"txnlab:seed-{seed}:{name}{again}"))
 
 
 # ----------------------------------------------------- controller <-> broker
@@ -75,6 +86,7 @@ class PartitionState:
     replicas: tuple
     partition_epoch: int
     config: tuple = ()                 # topic config items
+    topic_id: str = ""                 # the topic's id (KIP-516), topic_id_for(); "" before the controller gives one
 
 
 @message

@@ -35,6 +35,7 @@ class MetadataResponse:
     controller_id: int
     topics: dict                        # topic -> (error, [PartitionMetadata])
     cluster_id: str = ""                # Metadata v2+
+    topic_ids: Optional[dict] = None    # Metadata v10+: topic -> its id (KIP-516), for the topics answered without error
 
     def describe(self) -> str:
         return f"{len(self.topics)} topic(s), brokers {list(self.brokers)}"
