@@ -77,9 +77,9 @@ s.widget
 # The tabs show the partition logs (one row per replica; ★ marks the leader), the coordinator's state
 # machine and its log, the message flow on a time axis, and the raw trace; `s.present()` shows the
 # controls, narration and log on one projector-sized screen. The filter can follow one API, one process
-# or one transactional.id. The stepper's pictures are about 1000 px wide: on a screen 1280 px wide, hide
-# JupyterLab's file browser (Ctrl+B, or *View → Appearance → Show Left Sidebar*), or their right edge, where
-# the HW and LEO lines stand, is cut off.
+# or one transactional.id. The stepper's pictures are 840 px wide: on a screen 1280 px wide they fit the
+# notebook column even with JupyterLab's file browser open; hiding it (Ctrl+B, or *View → Appearance → Show
+# Left Sidebar*) gives them more room.
 #
 # **Your move:** answer the two questions below, then go to the moment they ask about: click the key moment
 # **1. The four records are in the logs, but the transaction is open** (the records are in the leaders' logs,
@@ -303,5 +303,5 @@ for name in gallery.names():
 # * **01 · The idempotent producer**: why a retry never writes a record twice (about 45 minutes).
 # * Then **02 · Transactions and markers** takes a transaction apart request by request, over three partitions
 #   of two topics, and loses one of its markers on the way.
-# * `notebooks/INDEX.md` lists every gallery scenario by concept, `notebooks/GLOSSARY.md` every Kafka term
-#   the lab uses.
+# * `INDEX.md`, in the folder of this notebook, lists every gallery scenario by concept; `GLOSSARY.md` explains
+#   every Kafka term the lab uses.

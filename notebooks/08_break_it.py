@@ -308,13 +308,13 @@ ex_dedup
 # | mutation | what is turned off | fault set | what the checker reports |
 # |---|---|---|---|
 # | `no-dedup` | the broker's duplicate and sequence checks | network | duplicate |
-# | `no-fencing` | the epoch bump of `init_transactions()` | clients | G1a, inconsistent-offsets |
+# | `no-fencing` | the epoch bump of `init_transactions()` | clients | inconsistent-offsets, lost-write, zombie-commit |
 # | `ignore-lso` | the LSO bound and the aborted list of read_committed fetches | none | G1a |
-# | `no-marker-retry` | the coordinator's retry of a failed marker | brokers | G1a (the missing ABORT marker lets the next transaction commit the old records), hanging-transaction |
+# | `no-marker-retry` | the coordinator's retry of a failed marker | brokers | G1a (the missing ABORT marker lets the next transaction commit the old records), lost-write |
 # | `offsets-outside-txn` | `send_offsets_to_transaction` (a plain commit instead) | none | lost-write, offsets-outputs-mismatch |
 # | `no-coordinator-reload` | completing Prepare* transactions after a coordinator failover | brokers | hanging-transaction, stuck |
 # | `unclean-election` | the rule that only ISR members become leader | brokers | lost-write, inconsistent-offsets |
-# | `naive-client-classic` | KIP-360/KIP-890 (TV0, no verification, a naive client) | network | G1a, hanging-transaction |
+# | `naive-client-classic` | KIP-360/KIP-890 (TV0, no verification, a naive client) | network | G1a |
 # | `lso-ignores-hw` | the HW bound of read_committed fetches (the LSO alone limits them) | all | read-above-hw (a step check: no consumer reads at or above the HW) |
 # | `no-txn-generation-check` | KIP-447's generation check of TxnOffsetCommit (workload `group-rebalance`) | all | kip447-fencing (a step check) |
 # | `aborted-index-from-fetch-offset` | aborted spans that begin before the fetch offset (workload `mixed`) | all | G1a |
