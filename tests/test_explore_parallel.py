@@ -46,13 +46,29 @@ def test_the_parts_add_up_to_the_whole_of_their_runs_outcomes_and_states():
     # dealt out in search order, one prefix to each part in turn; each part starts from the states seen so far
     assert [s["indexes"][:2] for s in specs] == [[0, 3], [1, 4], [2, 5]]
     assert all(s["visited"] == head["visited"] and s["max_runs"] == -(-59 // 3) for s in specs)
-    rows = [explore_row(s) for s in specs]
-    merged = explore_split(spec, 3)
-    assert merged["runs"] == 1 + sum(r["runs"] for r in rows)
+    # one round: the parts as dealt, the 59 runs left shared out 20, 20, 19
+    rows = [explore_row(dict(s, max_runs=n)) for s, n in zip(specs, (20, 20, 19))]
+    merged = explore_split(spec, 3, round_runs=10**6)
+    assert merged["runs"] == 1 + sum(r["runs"] for r in rows) == 60
     assert sum(merged["histogram"].values()) == merged["runs"]
     states = set(head["visited"]).union(*(r["new_states"] for r in rows))
     assert merged["states"] == len(states) > len(head["visited"])
     assert not merged["found"] and not merged["complete"]           # 60 runs do not finish the scenario
+
+
+def test_the_parts_share_the_states_they_saw_between_rounds():
+    """The whole of the copier scenario: one search, four parts in one round, four parts in rounds of five runs.
+    Each visits every state; rounds prune what the other parts saw before, so they make fewer runs than one round,
+    and more than one search (a part does not see the others' states of the same round)."""
+    spec = {"max_runs": 100_000}
+    one = explore_row(spec)
+    whole = explore_split(spec, 4, jobs=2, round_runs=10**6)
+    rounds = explore_split(spec, 4, jobs=2, round_runs=5)
+    assert one["complete"] and whole["complete"] and rounds["complete"]
+    assert one["states"] == whole["states"] == rounds["states"]
+    assert one["runs"] < rounds["runs"] < whole["runs"]
+    assert sum(rounds["histogram"].values()) == rounds["runs"]
+    assert sum(p["max_runs"] for p in rounds["part_rows"]) >= rounds["runs"] - 1     # each round's budget, added up
 
 
 def test_an_exploration_that_ends_before_its_parts_are_dealt_is_the_one_search():

@@ -1,11 +1,12 @@
 """``python -m txnlab.sweep.explore``: the explorer's command line.
 
     python -m txnlab.sweep.explore [--scenario NAME] [--mutation NAME|all] [--faults 2] [--max-runs N]
-        [--replay 0,2,1] [--split K] [--jobs N | --spark MASTER]
+        [--replay 0,2,1] [--split K [--round-runs N]] [--jobs N | --spark MASTER]
 
 Exhaustive exploration of a small scenario: every interleaving, every placement of up to two faults
 (``explore_search``: the search, the scenarios' choice points and the state hash that prunes it).  One
-exploration runs as one depth-first search, or in K parts with ``--split K``; ``--mutation all`` explores every
+exploration runs as one depth-first search, or in K parts with ``--split K`` (in rounds of ``--round-runs`` runs
+a part, after which the parts share the states they saw); ``--mutation all`` explores every
 mutation in its scenario and the real engine in every scenario (``explore_report``).  Parts and explorations run
 here, in ``--jobs`` processes or as Spark tasks (``explore_parallel``), with the same results.  A counterexample
 is the seed and the choice list: ``--replay`` runs it again into the identical trace (the stepper can open it).
@@ -17,7 +18,7 @@ import sys
 from typing import Optional
 
 from ..cluster import MUTATIONS
-from .explore_parallel import explore_row, explore_split, explorer_for, write_table
+from .explore_parallel import ROUND_RUNS, explore_row, explore_split, explorer_for, write_table
 from .explore_scenarios import SCENARIOS
 from .progress import Progress
 from .explore_search import (BAD, INPUT, SCENARIO_OF, ExploreRun, Explorer, Option, Prune, RunResult,  # noqa: F401
@@ -55,7 +56,10 @@ def main(argv: Optional[list] = None) -> int:
     ap.add_argument("--from-json", help="with --mutation all: the table from figures saved by --json (no runs)")
     ap.add_argument("--split", type=int, default=1, metavar="K",
                     help="explore in K parts: the search runs here until K prefixes wait, then each one's subtree "
-                         "is a part (with --jobs or --spark, side by side; the figures depend on K only)")
+                         "is a part (with --jobs or --spark, side by side; the figures depend on K and the rounds)")
+    ap.add_argument("--round-runs", type=int, default=ROUND_RUNS, metavar="N",
+                    help=f"with --split: the runs of each part in a round, after which the parts share the states "
+                         f"they saw (default {ROUND_RUNS})")
     ap.add_argument("--jobs", type=int, default=1, help="worker processes for the parts or explorations")
     ap.add_argument("--spark", metavar="MASTER",
                     help="run the parts or explorations as Spark tasks: local[*], local[N] or spark://host:port")
@@ -64,6 +68,8 @@ def main(argv: Optional[list] = None) -> int:
     args = ap.parse_args(argv)
     if args.split < 1:
         ap.error(f"--split: at least 1 part, got {args.split}")
+    if args.round_runs < 1:
+        ap.error(f"--round-runs: at least 1 run a round, got {args.round_runs}")
     if args.mutation == "all":
         if args.split > 1:
             ap.error("--split: --mutation all runs each exploration whole, as one task of its own")
@@ -85,7 +91,7 @@ def main(argv: Optional[list] = None) -> int:
     print(f"scenario {ex.scenario.name}: {ex.scenario.describe()}")
     if args.split > 1:
         bar = Progress(args.split, unit="parts", bad_unit="counterexample(s)")
-        row = explore_split(spec, args.split, args.jobs, args.spark, progress=bar.update)
+        row = explore_split(spec, args.split, args.jobs, args.spark, progress=bar.update, round_runs=args.round_runs)
         bar.close()
         print(f"parts: {row['parts']} (--split {args.split}), side by side: "
               f"{'Spark ' + args.spark if args.spark else f'{args.jobs} process(es)'}")

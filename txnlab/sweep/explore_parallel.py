@@ -7,13 +7,15 @@ Two kinds of work go out, each a plain dict (a *spec*: ``Explorer``'s arguments 
   each scenario), or any list of specs (seeds, transaction versions, brokers);
 - the parts of one exploration (``--split K``): the depth-first search runs here until at least K prefixes of
   choice lists wait on its stack; they are dealt out to K parts, and each part explores its prefixes' subtrees,
-  starting from the states seen so far and pruning the states it meets again.  The parts' runs, outcomes and
-  states add up; the counterexample is the one in the subtree the search order meets first (each part stops at
-  its first).  Parts do not see each other's states, so together they make at least the runs one search would;
-  the budget ``max_runs`` left after the first phase is shared out evenly among the parts.
+  starting from the states seen so far and pruning the states it meets again.  The parts run in rounds of
+  ``round_runs`` runs each (``--round-runs``): after a round every part's new states join the ones seen, and the
+  next round starts each part where it stopped, from all of them -- a part prunes what another part saw in an
+  earlier round, but not what it sees in the same round.  The parts' runs, outcomes and states add up; the
+  exploration stops after the round in which a part found a counterexample, and it is the one in the subtree the
+  search order meets first.  The budget ``max_runs`` left after the first phase is shared out among the parts.
 
 Every part and every exploration is a pure function of its spec, so what is found, and every figure, depends on
-the specs (and ``--split``), never on whether they ran here, in processes or on Spark executors
+the specs (``--split`` and the rounds' size), never on whether they ran here, in processes or on Spark executors
 (``tests/test_sweep_spark.py``, ``tests/test_explore_parallel.py``).
 """
 from __future__ import annotations
@@ -25,6 +27,7 @@ from .explore_search import Explorer
 
 SPEC_KEYS = ("mutation", "seed", "max_faults", "transaction_version", "max_reorderings", "brokers", "scenario")
 DEFAULT_MAX_RUNS = 20_000
+ROUND_RUNS = 25        # the runs of each part in a round of a split exploration, before the parts share their states
 
 
 def explorer_for(spec: dict) -> Explorer:
@@ -43,8 +46,14 @@ def explore_row(spec: dict) -> dict:
     prefixes = [list(p) for p in spec["prefixes"]]                 # in search order: the first is explored first
     row = _row(ex, spec, ex.explore(max_runs, stack=prefixes[::-1]), max_runs)
     row["new_states"] = sorted(ex.visited - before)
-    if row["found"]:                   # which prefix's subtree it is in: its place in the whole search's order
-        row["first"] = next(i for i, p in zip(spec["indexes"], prefixes) if row["choices"][:len(p)] == p)
+    roots = list(zip(spec["indexes"], prefixes))
+
+    def root(choices: list) -> int:     # which dealt prefix's subtree: its place in the whole search's order
+        return next(i for i, p in roots if choices[:len(p)] == p)
+    if row["found"]:
+        row["first"] = root(row["choices"])
+    else:                               # what is left, in search order, for the next round
+        row["left"] = [(root(p), p) for p in ex.stack[::-1]]
     return row
 
 
@@ -125,6 +134,17 @@ def split(spec: dict, parts: int) -> tuple:
                        visited=head["visited"], max_runs=budget) for i in range(n)]
 
 
+def _add(total: Optional[dict], row: dict) -> dict:
+    """A part's figures over its rounds: runs, outcomes and new states add up; the last round says the rest."""
+    if total is None:
+        return dict(row, histogram=dict(row["histogram"]))
+    histogram = dict(total["histogram"])
+    for name, n in row["histogram"].items():
+        histogram[name] = histogram.get(name, 0) + n
+    return dict(row, runs=total["runs"] + row["runs"], max_runs=total["max_runs"] + row["max_runs"],
+                histogram=histogram, new_states=total["new_states"] + row["new_states"])
+
+
 def merge(head: dict, rows: list) -> dict:
     """One exploration's figures from its first phase and its parts' rows: runs, outcomes and states add up; the
     counterexample is the one in the subtree the search order meets first."""
@@ -144,18 +164,50 @@ def merge(head: dict, rows: list) -> dict:
     out["histogram"] = histogram
     out["states"] = len(states)
     out["parts"] = len(rows)
-    out["part_rows"] = [dict({k: v for k, v in r.items() if k != "new_states"}, part=i) for i, r in enumerate(rows)]
+    out["part_rows"] = [dict({k: v for k, v in r.items() if k not in ("new_states", "left")}, part=i)
+                        for i, r in enumerate(rows)]
     out["complete"] = not out["found"] and (head["complete"] or bool(rows) and all(r["complete"] for r in rows))
     return out
 
 
 def explore_split(spec: dict, parts: int, jobs: int = 1, master: Optional[str] = None, spark=None,
-                  progress: Optional[Callable[[int, int], None]] = None) -> dict:
-    """One exploration in ``parts`` parts (``split``), the parts run by ``run_explorations``; its merged row."""
+                  progress: Optional[Callable[[int, int], None]] = None, round_runs: int = ROUND_RUNS) -> dict:
+    """One exploration in ``parts`` parts (``split``), the parts run by ``run_explorations`` in rounds of
+    ``round_runs`` runs each, sharing the states they saw between rounds; its merged row.  ``progress(done,
+    found)``: ``done`` parts finished (nothing left to explore, or a counterexample)."""
+    if round_runs < 1:
+        raise ValueError(f"round_runs: at least 1 run a round, got {round_runs}")
     head, specs = split(spec, parts)
     if progress is not None:
         progress(0, int(head["found"]))
-    return merge(head, list(run_explorations(specs, jobs, master, spark, progress)))
+    seen = set(head["visited"])
+    left = spec.get("max_runs", DEFAULT_MAX_RUNS) - head["runs"]
+    totals: list = [None] * len(specs)
+    active = list(range(len(specs)))
+    finished = found = 0
+    while active and left > 0:
+        share, extra = divmod(left, len(active))
+        todo = [(i, min(round_runs, share + (k < extra))) for k, i in enumerate(active)]
+        todo = [(i, n) for i, n in todo if n > 0]
+        rows = list(run_explorations([dict(specs[i], visited=sorted(seen), max_runs=n) for i, n in todo],
+                                     jobs, master, spark))
+        active = []
+        for (i, _), row in zip(todo, rows):
+            totals[i] = _add(totals[i], row)
+            seen.update(row["new_states"])
+            left -= row["runs"]
+            if row["found"] or not row.get("left"):
+                finished += 1
+                found += row["found"]
+            else:
+                active.append(i)
+                specs[i] = dict(specs[i], prefixes=[p for _, p in row["left"]],
+                                indexes=[r for r, _ in row["left"]])
+        if progress is not None:
+            progress(finished, found)
+        if found:
+            break
+    return merge(head, [t for t in totals if t is not None])
 
 
 TABLE_COLUMNS = ("mutation", "scenario", "brokers", "seed", "transaction_version", "part", "runs", "max_runs",
