@@ -90,7 +90,7 @@ def main(argv: Optional[list] = None) -> int:
         return 1 if res.outcome in BAD else 0
     print(f"scenario {ex.scenario.name}: {ex.scenario.describe()}")
     if args.split > 1:
-        bar = Progress(args.split, unit="parts", bad_unit="counterexample(s)")
+        bar = Progress(args.max_runs, unit="runs", bad_unit="counterexample(s)")     # (at most: the budget)
         row = explore_split(spec, args.split, args.jobs, args.spark, progress=bar.update, round_runs=args.round_runs)
         bar.close()
         print(f"parts: {row['parts']} (--split {args.split}), side by side: "

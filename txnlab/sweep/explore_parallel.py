@@ -173,18 +173,18 @@ def merge(head: dict, rows: list) -> dict:
 def explore_split(spec: dict, parts: int, jobs: int = 1, master: Optional[str] = None, spark=None,
                   progress: Optional[Callable[[int, int], None]] = None, round_runs: int = ROUND_RUNS) -> dict:
     """One exploration in ``parts`` parts (``split``), the parts run by ``run_explorations`` in rounds of
-    ``round_runs`` runs each, sharing the states they saw between rounds; its merged row.  ``progress(done,
-    found)``: ``done`` parts finished (nothing left to explore, or a counterexample)."""
+    ``round_runs`` runs each, sharing the states they saw between rounds; its merged row.  ``progress(runs,
+    found)`` after the first phase and after each round: the runs made so far, the counterexamples found."""
     if round_runs < 1:
         raise ValueError(f"round_runs: at least 1 run a round, got {round_runs}")
     head, specs = split(spec, parts)
     if progress is not None:
-        progress(0, int(head["found"]))
+        progress(head["runs"], int(head["found"]))
     seen = set(head["visited"])
     left = spec.get("max_runs", DEFAULT_MAX_RUNS) - head["runs"]
     totals: list = [None] * len(specs)
     active = list(range(len(specs)))
-    finished = found = 0
+    found = 0
     while active and left > 0:
         share, extra = divmod(left, len(active))
         todo = [(i, min(round_runs, share + (k < extra))) for k, i in enumerate(active)]
@@ -196,15 +196,13 @@ def explore_split(spec: dict, parts: int, jobs: int = 1, master: Optional[str] =
             totals[i] = _add(totals[i], row)
             seen.update(row["new_states"])
             left -= row["runs"]
-            if row["found"] or not row.get("left"):
-                finished += 1
-                found += row["found"]
-            else:
+            found += row["found"]
+            if row.get("left"):
                 active.append(i)
                 specs[i] = dict(specs[i], prefixes=[p for _, p in row["left"]],
                                 indexes=[r for r, _ in row["left"]])
         if progress is not None:
-            progress(finished, found)
+            progress(spec.get("max_runs", DEFAULT_MAX_RUNS) - left, found)
         if found:
             break
     return merge(head, [t for t in totals if t is not None])

@@ -24,14 +24,19 @@ class Progress:
         self.tty = self.stream.isatty()
         self.start = time.perf_counter()
         self.line = ""
+        self.printed = -1       # the twentieth of the work last printed (not on a terminal)
+        self.shown = ""         # the line last printed (not on a terminal)
 
     def update(self, done: int, bad: int) -> None:
         line = self.line = progress_line(done, self.total, bad, time.perf_counter() - self.start, unit=self.unit,
                                          bad_unit=self.bad_unit)
         if self.tty:
             print("\r" + line, end="", file=self.stream, flush=True)
-        elif done == self.total or done % max(1, self.total // 20) == 0:
-            print(line, file=self.stream, flush=True)
+        else:                   # a line each time the work passes a twentieth (it may move by more than one)
+            twentieth = 20 * done // self.total if self.total else 20
+            if twentieth > self.printed or done == self.total:
+                self.printed, self.shown = twentieth, line
+                print(line, file=self.stream, flush=True)
 
     def say(self, text: str) -> None:
         """Print ``text`` on stdout; on a terminal the bar is cleared first and drawn again below it."""
@@ -42,5 +47,9 @@ class Progress:
             print(self.line, end="", file=self.stream, flush=True)
 
     def close(self) -> None:
+        """End the bar: on a terminal its line; otherwise the last state, if it was not printed (work that ended
+        before its total, as an exploration that explored everything within its budget)."""
         if self.tty:
             print(file=self.stream)
+        elif self.line and self.line != self.shown:
+            print(self.line, file=self.stream, flush=True)
