@@ -144,3 +144,11 @@ def test_presenter_modes_strip_shows_every_cells_words_in_chromium(story):
     assert 0 <= legend[0] < legend[1] <= width and 0 <= legend[2] < legend[3] <= height, \
         f"{story}: the legend beside the strip is on the picture: {legend} in {width}x{height}"
 
+
+def test_presenter_mode_brings_the_narrations_style_when_it_is_the_first_of_its_stepper_on_the_page():
+    """``present()`` alone in a cell (the stepper never shown): the narration still has its colours, its bold key
+    moment and its padding, which the stepper's own style sheet sets."""
+    from widgets.stepper_ui import CSS as STEPPER_CSS
+    s, _strip, box = _presenter_strip("lso-stuck-by-open-transaction")
+    assert STEPPER_CSS in box.children[0].value
+    s.close()

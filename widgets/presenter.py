@@ -43,10 +43,11 @@ CSS = """<style>
 </style>"""
 
 
-def presenter(stepper) -> W.VBox:
-    """The presenter's box for ``stepper`` (``Stepper.present()`` builds it).  Its pictures are views of their own
-    (a ``LogStrip``, a ``SpaceTime``) sized for the screen; the stepper redraws the one on the stage at each step,
-    the other when it is picked."""
+def presenter(stepper, stepper_css: str = "") -> W.VBox:
+    """The presenter's box for ``stepper`` (``Stepper.present()`` builds it, with the stepper's own style sheet
+    ``stepper_css``: the narration's colours and type, when ``present()`` is the first of the stepper on the
+    page).  Its pictures are views of their own (a ``LogStrip``, a ``SpaceTime``) sized for the screen; the
+    stepper redraws the one on the stage at each step, the other when it is picked."""
     from .log_strip import LogStrip
     from .spacetime import SpaceTime
     views, figures, strip = [], [], None
@@ -101,7 +102,7 @@ def presenter(stepper) -> W.VBox:
         b.layout.height = "40px"
     controls = W.HBox([stepper._btn_reset, stepper._btn_back, stepper._btn_step, stepper._zoom, pick],
                       layout=W.Layout(align_items="center", flex_flow="row wrap"))
-    box = ShownBox([W.HTML(CSS + "<span class='txl-present'></span>"), controls, stepper._narr,
+    box = ShownBox([W.HTML(stepper_css + CSS + "<span class='txl-present'></span>"), controls, stepper._narr,
                     stage, stepper._chapters], before_shown=stepper._sync_figures,
                    layout=W.Layout(width="100%", max_width=f"{WIDTH + 20}px"))
     box.add_class("txl-present")
