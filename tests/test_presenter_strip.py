@@ -1,8 +1,10 @@
 """Presenter mode's partition logs show the words written on their cells: the strip's height follows its rows (each
 cell tall enough for its 14 px words, plus the margins for the title, the offset axis and, in the normal view, the
 legend), in presenter mode as in the stepper, for the chapters' two-partition stories and chapter 02's three
-partitions.  Read from the layout, and in Chromium: plotly hides a bar's words that do not fit (uniformtext
-"hide"), so the page shows which words a person sees."""
+partitions.  In presenter mode the strip fits its stage on a 1280×720 screen: two and three partitions of three
+replicas whole, without scrolling, their rows given fewer pixels but never fewer than their words need; four
+partitions take the least and scroll.  Read from the layout, and in Chromium: plotly hides a bar's words that do
+not fit (uniformtext "hide"), so the page shows which words a person sees."""
 from __future__ import annotations
 
 import json
@@ -13,8 +15,11 @@ import plotly.graph_objects as go
 import plotly.io as pio
 import pytest
 
-from widgets import Stepper
+from txnlab import Cluster
+from widgets import LogStrip, Stepper
 from widgets.pictures import FONT
+from widgets.presenter import PICTURE_HEIGHT, STRIP_MARGIN, WIDTH
+from widgets.strip_rows import TIGHT_BAR, WORDS_BAR_PX, WORDS_MIN_PX
 
 CHROMIUM = "/usr/bin/chromium"
 PLOTLY_JS = Path(go.__file__).resolve().parent.parent / "package_data" / "plotly.min.js"
@@ -51,18 +56,60 @@ def test_presenter_modes_cells_are_tall_enough_for_their_words(story):
     s.close()
 
 
-def test_presenter_modes_stage_shows_the_whole_strip_scrolling_when_it_is_taller():
-    s, strip, box = _presenter_strip("commit-marker-lost-retried")
-    stage = next(w for w in box.children if getattr(w, "children", None) and strip.figure in w.children)
+def _stage(box, strip):
+    return next(w for w in box.children if getattr(w, "children", None) and strip.figure in w.children)
+
+
+def _px(size: str) -> int:
+    return int(size.rstrip("px"))
+
+
+def _type_sizes(fig) -> list:
+    """Every type size the figure sets for its words: its own, its axes' tick words, the legend's, the cells' words
+    (and the least plotly may shrink them to), every trace's words."""
+    lay = fig.layout
+    sizes = [lay.font.size, lay.xaxis.tickfont.size, lay.yaxis.tickfont.size, lay.legend.font.size,
+             lay.uniformtext.minsize]
+    sizes += [t.textfont.size for t in fig.data if getattr(t, "textfont", None) is not None]
+    return [s for s in sizes if s is not None]
+
+
+@pytest.mark.parametrize("story", sorted(STORIES))
+def test_presenter_modes_stage_shows_two_and_three_partitions_whole_without_scrolling(story):
+    s, strip, box = _presenter_strip(story)
+    stage = _stage(box, strip)
     height = strip.figure.layout.height
-    assert height > int(stage.layout.max_height.rstrip("px"))        # three partitions: taller than the stage
-    assert stage.layout.overflow in ("hidden auto", "auto"), "the stage scrolls to the strip's last rows"
+    assert height <= PICTURE_HEIGHT <= _px(stage.layout.max_height), \
+        f"{STORIES[story]} partitions of three replicas fit the stage ({height} px in {stage.layout.max_height})"
+    assert _cell_px(strip.figure) >= WORDS_MIN_PX > NEEDED_PX, "each cell still shows its 14 px words"
+    assert min(_type_sizes(strip.figure)) >= FONT == 14, _type_sizes(strip.figure)
+    assert strip.figure.data[0].width <= TIGHT_BAR, "the replicas' rows stay apart"
     s.close()
-    s, strip, box = _presenter_strip("lso-stuck-by-open-transaction")
-    stage = next(w for w in box.children if getattr(w, "children", None) and strip.figure in w.children)
-    assert strip.figure.layout.height + 10 <= int(stage.layout.max_height.rstrip("px")), \
-        "two partitions of three replicas fit the stage without scrolling"
-    s.close()
+
+
+def _strip_of(partitions: int, max_height=None) -> LogStrip:
+    c = Cluster(brokers=3, seed=1)
+    c.create_topic("orders", partitions=partitions, replication_factor=3)
+    strip = LogStrip(width=WIDTH, title="", max_height=max_height)
+    if max_height is not None:
+        strip.figure.layout.margin.update(STRIP_MARGIN)     # as presenter mode sets them
+    strip.update(c)
+    return strip
+
+
+@pytest.mark.parametrize("partitions", [1, 2, 3, 4, 5])
+def test_presenter_modes_rows_get_the_room_there_is_down_to_what_their_words_need(partitions):
+    """One rule from rows to heights: up to three partitions of three replicas fit the stage; more take the least
+    a cell's words need (and the stage scrolls); the normal view gives every row its room whatever their number."""
+    strip = _strip_of(partitions, PICTURE_HEIGHT)
+    height, cell = strip.figure.layout.height, _cell_px(strip.figure)
+    assert cell >= WORDS_MIN_PX, (partitions, cell)
+    if partitions <= 3:
+        assert height <= PICTURE_HEIGHT, (partitions, height)
+    else:
+        assert height > PICTURE_HEIGHT and cell == pytest.approx(WORDS_MIN_PX, abs=0.1), (partitions, height, cell)
+    normal = _strip_of(partitions)
+    assert _cell_px(normal.figure) == pytest.approx(WORDS_BAR_PX, abs=0.1), "the normal view's rows as they were"
 
 
 @pytest.mark.parametrize("story", sorted(STORIES))
@@ -96,3 +143,12 @@ def test_presenter_modes_strip_shows_every_cells_words_in_chromium(story):
     assert "LSO (last stable offset)" in " ".join(names)
     assert 0 <= legend[0] < legend[1] <= width and 0 <= legend[2] < legend[3] <= height, \
         f"{story}: the legend beside the strip is on the picture: {legend} in {width}x{height}"
+
+
+def test_presenter_mode_brings_the_narrations_style_when_it_is_the_first_of_its_stepper_on_the_page():
+    """``present()`` alone in a cell (the stepper never shown): the narration still has its colours, its bold key
+    moment and its padding, which the stepper's own style sheet sets."""
+    from widgets.stepper_ui import CSS as STEPPER_CSS
+    s, _strip, box = _presenter_strip("lso-stuck-by-open-transaction")
+    assert STEPPER_CSS in box.children[0].value
+    s.close()

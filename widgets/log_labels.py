@@ -8,6 +8,7 @@ from .legible import text_extent
 from .pictures import SMALL
 
 CONSUMER_ROW, SECOND_CONSUMER_DROP = 0.62, 0.8      # consumers stand below a partition's last row (y offsets)
+HW_ROW = 0.55                                        # the HW / LSO labels above its first row (rows of ROW_PX)
 
 
 def part_facing_names(cons: dict, lo: int, hi: int, px: float, room_right: float) -> None:
@@ -29,14 +30,15 @@ def part_facing_names(cons: dict, lo: int, hi: int, px: float, room_right: float
     cons["read_uncommitted"] = ru[:4] + (ru_sides,)
 
 
-def hw_labels(rows, labels) -> tuple:
-    """'HW n' and 'LSO n' above each partition, at the leader's values."""
+def hw_labels(rows, labels, above: float = HW_ROW) -> tuple:
+    """'HW n' and 'LSO n' above each partition (``above`` rows over its first row's middle), at the leader's
+    values."""
     first_row = {}
     for topic, p, broker, y, *_ in rows:
         first_row.setdefault((topic, p), y)
     xs, ys, texts, colors = [], [], [], []
     for topic, p, hw, lso in labels:
-        y0 = first_row[(topic, p)] - 0.55
+        y0 = first_row[(topic, p)] - above
         if hw == lso:
             xs.append(hw), ys.append(y0), texts.append(f"HW = LSO = {hw}"), colors.append("#1c7ed6")
             continue
@@ -47,7 +49,8 @@ def hw_labels(rows, labels) -> tuple:
     return xs, ys, texts, colors
 
 
-def consumer_marks(cluster, rows) -> dict:
+def consumer_marks(cluster, rows, below: float = CONSUMER_ROW) -> dict:
+    """The consumers' triangles, ``below`` rows under their partition's last row's middle, with their names."""
     first_row = {}
     for topic, p, broker, y, *_ in rows:
         first_row[(topic, p)] = y               # the partition's last row: consumers stand below it
@@ -59,7 +62,7 @@ def consumer_marks(cluster, rows) -> dict:
                 continue
             xs, ys, texts, hs = out[iso]
             xs.append(pos)
-            ys.append(y0 + CONSUMER_ROW)
+            ys.append(y0 + below)
             texts.append(name)
             hs.append(f"{name} ({iso}): position {pos} on {topic}-{p}<br>the next offset it will fetch")
     # a read_uncommitted consumer at the same position as a read_committed one stands a little lower: two

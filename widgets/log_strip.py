@@ -18,10 +18,11 @@ import numpy as np
 import plotly.graph_objects as go
 
 from .cluster_view import replica_log, user_topics
-from .log_labels import SECOND_CONSUMER_DROP, consumer_marks, hw_labels, part_facing_names
+from .log_labels import CONSUMER_ROW, HW_ROW, SECOND_CONSUMER_DROP, consumer_marks, hw_labels, part_facing_names
 from .figure_send import send
 from .figure_widget import FigureWidget
 from .legible import text_extent
+from .strip_rows import BAR, ROW_PX, beside_words, fit_rows
 from .pictures import (CELL_BORDER, CONSUMERS, FONT, LINES, SMALL, STATUS, STATUS_ORDER, WIDTH, cell_text,
                        consumer_legend_entries, legend_entries, title as titled)
 
@@ -36,11 +37,6 @@ STATUS_WORDS = {"committed": "transactional, committed", "aborted": "transaction
                 "plain": "not transactional"}
 ROW_STEP, PARTITION_GAP = 1.0, 2.0
 BOTTOM_PX = 145       # under the plot: the offset axis (numbers, title) and four rows of legend entries
-BAR = 0.8             # a cell's height, in rows
-# the least height of a cell that shows its words: plotly hides a bar's words (uniformtext "hide") unless their line
-# (16 px for FONT = 14 px type in Chromium) and 3 px of padding above and below fit inside the bar; 2 px to spare
-WORDS_BAR_PX = 24
-ROW_PX = WORDS_BAR_PX / BAR     # so the plot gives each row (a unit of the y axis) this many pixels at least
 
 
 def nice_width(span: float, cells: int) -> int:
@@ -88,10 +84,13 @@ class LogStrip:
     """A plotly FigureWidget of the partition logs; ``update(cluster)`` redraws what changed."""
 
     def __init__(self, cluster=None, topics: Optional[list] = None, max_cells: int = 200,
-                 title: str = "Partition logs", width: Optional[int] = WIDTH, height: Optional[int] = None) -> None:
+                 title: str = "Partition logs", width: Optional[int] = WIDTH, height: Optional[int] = None,
+                 max_height: Optional[int] = None) -> None:
         self.topics = topics
         self.width = width
-        self.height = height                        # None: grows with the rows
+        self.height = height                        # None: grows with the rows (widgets/strip_rows.py) ...
+        self.max_height = max_height                # ... up to this (presenter mode's stage), rows fewer pixels
+        self._px, self._bar = ROW_PX, BAR           # a row's pixels, a cell's height in rows (the rows' rule)
         self.max_cells = max_cells
         self.title = title
         self.view: Optional[tuple] = None           # (lo, hi) offsets when zoomed in
@@ -105,7 +104,6 @@ class LogStrip:
         self._sent: dict = {}
         self._zooming = False
         self._row_cb = None
-        self._rows: list = []
         self.updates = 0
         if cluster is not None:
             self.update(cluster)
@@ -317,7 +315,7 @@ class LogStrip:
         parts = sorted({(t, p) for t, p, *_ in rows}, key=lambda tp: [r[:2] for r in rows].index(tp))
         traces = []
         for i, (t, p) in enumerate(parts):
-            traces.append(go.Bar(name=f"{t}-{p}", orientation="h", x=[], y=[], base=[], width=BAR,
+            traces.append(go.Bar(name=f"{t}-{p}", orientation="h", x=[], y=[], base=[], width=self._bar,
                                  hovertemplate="%{hovertext}<extra></extra>", showlegend=False, text=[],
                                  textposition="inside", insidetextanchor="middle", textangle=0,
                                  textfont=dict(size=FONT), cliponaxis=False,
@@ -366,8 +364,8 @@ class LogStrip:
         shape = tuple((t, p, b) for t, p, b, *_ in rows)
         if shape != self._shape:
             self._shape = shape
-            self._build(rows)
             self._layout_rows(rows)
+            self._build(rows)
         lo, hi = self._view_range(cluster, rows)
         if self.view is None:                       # follow the growing logs with stable buckets
             hi = max(hi, 1)
@@ -409,8 +407,8 @@ class LogStrip:
                 hs += [text, text, ""]
             if leader:
                 labels.append((topic, p, values["HW"], values["LSO"]))
-        cons = consumer_marks(cluster, rows)
-        cons["labels"] = hw_labels(rows, labels)
+        cons = consumer_marks(cluster, rows, beside_words(CONSUMER_ROW, self._px))
+        cons["labels"] = hw_labels(rows, labels, beside_words(HW_ROW, self._px))
         self._sides(cons, lo, hi)
         self._x_ticks(lo, hi)
         return self._send(per_part, marks, lines, cons, lo, hi, force)
@@ -472,10 +470,11 @@ class LogStrip:
         labels = [f"{t}-{p} · broker {b}{' ★' if leader else ''}{'' if alive else ' ✕ down'}"
                   for t, p, b, y, leader, alive in rows]
         span = [(ticks[-1] if ticks else 0) + 1.0 + SECOND_CONSUMER_DROP, -1.15]
-        # the plot's height follows the rows, its margins (the title above; the axis and, when it stands there, the
-        # legend below) added as they are set: the normal view's and presenter mode's strips by one rule
+        # the plot's height follows the rows (widgets/strip_rows.py), its margins (the title above; the axis and,
+        # when it stands there, the legend below) added as they are set: the normal view's and presenter mode's
+        # strips by one rule, presenter mode's within its stage; the cells' height (set on the traces built next)
         margin = fig.layout.margin
-        height = math.ceil((margin.t or 0) + (margin.b or 0) + ROW_PX * (span[0] - span[1]))
+        height, self._px, self._bar = fit_rows(span[0] - span[1], (margin.t or 0) + (margin.b or 0), self.max_height)
         with fig.batch_update():
             fig.layout.yaxis.tickvals = ticks
             fig.layout.yaxis.ticktext = labels

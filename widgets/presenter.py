@@ -2,8 +2,12 @@
 
 Owns ``presenter(stepper)``: the stepper's own controls (Reset, Back, Step, the granularity), its narration in
 large type and its main picture -- the partition logs for a Kafka lab, the message diagram otherwise, switchable
--- with the key moments as chapters, all in one box that fits 1280×720 (a strip of three partitions scrolls in its
-stage, under the controls and the narration).  The widgets are the stepper's own, so the normal view and the
+-- in one box 1280×720 wide, with the key moments as chapters under it.  The stage under the controls (one row)
+and the narration takes what is left of the screen's height (``PICTURE_HEIGHT``), so the chapters stand below
+the screen's foot (the presenter scrolls to them, or steps by moment); the partition logs fit the stage, their rows
+given fewer pixels as there are more of them, down to the least their cells' 14 px words need
+(widgets/strip_rows.py): two and three partitions of three replicas fit without scrolling; four partitions and
+more take the least and scroll inside the stage.  The widgets are the stepper's own, so the normal view and the
 presenter's stay in step; nothing here steps or reads the engine.
 """
 from __future__ import annotations
@@ -12,31 +16,45 @@ import ipywidgets as W
 
 from .figure_send import ShownBox
 
-WIDTH, PICTURE_HEIGHT = 1060, 400      # what is left of 1280×720 beside JupyterLab's bars, under the narration
-# the partition logs take the height their rows need for their cells' words (two partitions of three replicas fit
-# the stage); a taller strip (three partitions) scrolls inside the stage, under the controls and the narration
+WIDTH = 1060           # what is left of 1280 px beside JupyterLab's bars and the cell's prompt
+# 1280×720 in JupyterLab (file browser closed): the notebook's area is 599 px high, under the menu, the tabs and the
+# notebook's toolbar and above the status bar (measured in Chromium).  From its top the box holds the controls (one
+# row of 40 px buttons), the narration (four whole lines of 19 px type, 24 px each, and no padding under them, where
+# a fifth line would show its top; more lines scroll) and the stage for the picture, each with its margins (measured:
+# the controls 4 + 44, the narration's widget 2 + 112 + 2 (its 102 px box and margins); a 425 px picture ends 10 px
+# above the notebook's foot)
+NOTEBOOK_PX, CONTROLS_PX, NARRATION_PX, STAGE_PAD = 599, 48, 116, 10
+PICTURE_HEIGHT = NOTEBOOK_PX - CONTROLS_PX - NARRATION_PX - STAGE_PAD     # 425
+# the strip's margins above and below its plot: its words above the first row need 3 px of it, the offset axis 44
+STRIP_MARGIN = dict(t=10, b=44)
 CSS = """<style>
-.txl-present .txl-narr{font-size:19px;line-height:1.28;min-height:0;max-height:112px;overflow:auto;margin:2px 0}
+.txl-present .txl-narr{font-size:19px;line-height:24px;min-height:0;max-height:96px;overflow:auto;margin:2px 0 8px;
+                      padding-bottom:0}
 .txl-present .txl-narr .txl-head{font-size:17px}
 .txl-present .txl-narr ul{font-size:18px}
 .txl-present .txl-status{font-size:16px}
 .txl-present .widget-button, .txl-present .widget-toggle-button{font-size:18px;height:40px}
 .txl-present .widget-toggle-button{width:auto !important;padding:0 12px}
-.txl-present .widget-toggle-buttons .widget-label{font-size:16px}
+.txl-present .widget-toggle-buttons{display:flex;flex-wrap:nowrap;align-items:center}
+.txl-present .widget-toggle-buttons > div{display:flex;flex-wrap:nowrap}
+.txl-present .widget-toggle-buttons .widget-label{font-size:16px;width:auto;min-width:0;padding-right:6px}
 .txl-present .txl-key{font-size:19px}
 .txl-present .txl-ticks{display:none}
 </style>"""
 
 
-def presenter(stepper) -> W.VBox:
-    """The presenter's box for ``stepper`` (``Stepper.present()`` builds it).  Its pictures are views of their own
-    (a ``LogStrip``, a ``SpaceTime``) sized for the screen; the stepper redraws the one on the stage at each step,
-    the other when it is picked."""
+def presenter(stepper, stepper_css: str = "") -> W.VBox:
+    """The presenter's box for ``stepper`` (``Stepper.present()`` builds it, with the stepper's own style sheet
+    ``stepper_css``: the narration's colours and type, when ``present()`` is the first of the stepper on the
+    page).  Its pictures are views of their own (a ``LogStrip``, a ``SpaceTime``) sized for the screen; the
+    stepper redraws the one on the stage at each step, the other when it is picked."""
     from .log_strip import LogStrip
     from .spacetime import SpaceTime
     views, figures, strip = [], [], None
     if stepper._kafka:
-        strip = LogStrip(topics=stepper._topics, max_cells=stepper._max_cells, width=WIDTH)
+        # no title (the toggle above names the picture): the rows get its room, and all of the stage's height
+        strip = LogStrip(topics=stepper._topics, max_cells=stepper._max_cells, width=WIDTH, title="",
+                         max_height=PICTURE_HEIGHT)
         strip.on_row_click(stepper.select_node)
         views.append(strip)
         figures.append(("partition logs", strip.figure))
@@ -58,6 +76,8 @@ def presenter(stepper) -> W.VBox:
             fig.layout.legend.update(orientation="v", xref="paper", yref="paper", x=1.01, xanchor="left", y=1.0,
                                      yanchor="top")
             fig.layout.margin.update(r=250, b=50, t=40)
+    if strip is not None:
+        strip.figure.layout.margin.update(STRIP_MARGIN)
     with messages.figure.batch_update():
         # the message diagram needs its width for the lanes (its legend goes below it, as in the stepper) and
         # the room above the plot for the lanes' names (the toggle above names the picture: no title)
@@ -67,8 +87,8 @@ def presenter(stepper) -> W.VBox:
     for view in views:
         view.update(stepper.cluster)
     stepper.presenter_picture = figures[0][1]
-    stage = W.Box([figures[0][1]], layout=W.Layout(width=f"{WIDTH + 10}px", max_height=f"{PICTURE_HEIGHT + 10}px",
-                                                    overflow="hidden auto"))
+    stage = W.Box([figures[0][1]], layout=W.Layout(width=f"{WIDTH + 10}px", overflow="hidden auto",
+                                                    max_height=f"{PICTURE_HEIGHT + STAGE_PAD}px"))
     pick = W.ToggleButtons(options=[t for t, _ in figures], value=figures[0][0], description="show",
                            style={"button_width": "auto"})
 
@@ -82,8 +102,8 @@ def presenter(stepper) -> W.VBox:
         b.layout.height = "40px"
     controls = W.HBox([stepper._btn_reset, stepper._btn_back, stepper._btn_step, stepper._zoom, pick],
                       layout=W.Layout(align_items="center", flex_flow="row wrap"))
-    box = ShownBox([W.HTML(CSS + "<span class='txl-present'></span>"), controls, stepper._narr, stage,
-                    stepper._chapters], before_shown=stepper._sync_figures,
+    box = ShownBox([W.HTML(stepper_css + CSS + "<span class='txl-present'></span>"), controls, stepper._narr,
+                    stage, stepper._chapters], before_shown=stepper._sync_figures,
                    layout=W.Layout(width="100%", max_width=f"{WIDTH + 20}px"))
     box.add_class("txl-present")
     return box

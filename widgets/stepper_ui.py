@@ -566,7 +566,7 @@ class StepperUI(OnScreen):
         stepper's own widgets: Step here steps the stepper).  Returns the box, displayed when it is the cell's
         last expression."""
         from .presenter import presenter
-        self.presenter = presenter(self)
+        self.presenter = presenter(self, CSS)         # the narration's own style: the stepper may not be shown
         self.refresh()
         return self.presenter
 
