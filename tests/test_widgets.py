@@ -387,3 +387,21 @@ def test_moving_a_partition_leader_mid_transaction_is_a_branch_and_the_commit_st
     assert replay.cluster.trace.text() == c.trace.text()         # same seed, same fault, same step: same run
     s.close()
     replay.close()
+
+
+def test_a_cell_shows_as_much_of_its_value_as_its_width_holds():
+    """Two offsets in view: a cell is ~300 px, and a 20-character value shows whole; forty offsets: a cell is ~15 px
+    and the value is cut to the 8 characters every cell keeps, with "…"."""
+    from widgets import LogStrip
+    c = Cluster(brokers=1, seed=1)
+    c.create_topic("t", partitions=1, replication_factor=1)
+    p = Producer({"bootstrap.servers": c.bootstrap})
+    for i in range(40):
+        p.produce("t", value=b"order-%02d-line-item-7" % i, partition=0)
+    assert p.flush() == 0
+    c.run_until_idle()
+    strip = LogStrip(c)
+    strip.zoom(0, 2)
+    assert list(strip.trace_named("t-0").text) == ["order-00-line-item-7", "order-01-line-item-7"]
+    strip.zoom(0, 40)
+    assert set(len(t) for t in strip.trace_named("t-0").text) == {8} and strip.trace_named("t-0").text[0] == "order-0…"

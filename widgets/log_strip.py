@@ -225,6 +225,8 @@ class LogStrip:
         span = hi - lo
         if span <= self.max_cells:                       # one cell per offset
             wide = span <= WIDE_CELLS
+            # a value's words: as many characters as its cell holds, 8 at least (a longer one ends in "…")
+            chars = max(8, int(self._offset_px(lo, hi) / text_extent("x", FONT)[0]) - 1)
             for i in range(i0, i1):
                 b, st = d.batches[i], d.status[i]
                 code = self._code(b, st)
@@ -239,7 +241,7 @@ class LogStrip:
                         texts.append(STATUS_ORDER[code])
                     else:
                         r = b.records[off - b.base_offset]
-                        texts.append(cell_text(r.value if r.value is not None else r.key))
+                        texts.append(cell_text(r.value if r.value is not None else r.key, chars))
                 if not wide:        # (a wide cell says COMMIT / ABORT in words; a glyph there sat on the word)
                     self._marker(b, st, marks, topic, p)
         elif i1 - i0 <= self.max_cells:                  # one cell per batch
@@ -433,6 +435,12 @@ class LogStrip:
                 self.figure.layout.xaxis.dtick = dtick
                 self.figure.layout.xaxis.tick0 = 0
 
+    def _offset_px(self, lo: int, hi: int) -> float:
+        """The pixels one offset takes across the plot, ``lo``..``hi`` in view."""
+        lay = self.figure._layout
+        margin = lay.get("margin", {})
+        return ((lay.get("width") or WIDTH) - margin.get("l", 0) - margin.get("r", 0)) / max(1, hi - lo)
+
     def _sides(self, cons: dict, lo: int, hi: int) -> None:
         """Which side of its point each label stands on (plotly's textposition, one per label): words that would run
         past the plot's end (into the legend or off the picture) or its start (into the rows' names) turn to the
@@ -441,8 +449,7 @@ class LogStrip:
         lay = self.figure._layout        # the layout's plain dict: reading it through plotly's objects costs more
         margin = lay.get("margin", {})
         room_right = margin.get("r", 0) if lay.get("legend", {}).get("orientation") == "h" else 0
-        px = (lay.get("width") or WIDTH) - margin.get("l", 0) - margin.get("r", 0)
-        px /= max(1, hi - lo)
+        px = self._offset_px(lo, hi)
         xs, _, texts, _ = cons["labels"]
         sides = []
         for x, text in zip(xs, texts):
