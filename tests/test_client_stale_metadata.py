@@ -14,13 +14,19 @@ from txnlab.admin import AdminClient
 TP = ("t", 0)
 
 
-def _stale_broker_and_a_client(dialect: str):
+def _cluster_and_producer(dialect: str) -> tuple:
+    """Three brokers, topic t (one partition, three replicas) and a producer of ``dialect`` that wrote to it."""
     c = Cluster(brokers=3, seed=2)
     c.create_topic("t", partitions=1, replication_factor=3)
     p = Producer({"bootstrap.servers": c.bootstrap, "enable.idempotence": True, "linger.ms": 0,
                   "sim.client.dialect": dialect})
     p.produce("t", value=b"a")
     assert p.flush(10) == 0
+    return c, p
+
+
+def _stale_broker_and_a_client(dialect: str):
+    c, p = _cluster_and_producer(dialect)
     old = c.leader("t")
     c.partition(["controller"], [f"broker-{old}"])
     c.advance(12_000)
@@ -79,12 +85,7 @@ def test_the_java_client_takes_a_recreated_topics_epochs_librdkafka_does_not():
     only records the new id) and keeps what it had."""
     seen = {}
     for dialect in ("java", "librdkafka"):
-        c = Cluster(brokers=3, seed=2)
-        c.create_topic("t", partitions=1, replication_factor=3)
-        p = Producer({"bootstrap.servers": c.bootstrap, "enable.idempotence": True, "linger.ms": 0,
-                      "sim.client.dialect": dialect})
-        p.produce("t", value=b"a")
-        assert p.flush(10) == 0
+        c, p = _cluster_and_producer(dialect)
         # two leader changes (epoch 2), as a preferred-leader election back and forth would make
         for _ in range(2):
             leader = c.leader("t")
