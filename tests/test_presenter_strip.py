@@ -152,3 +152,23 @@ def test_presenter_mode_brings_the_narrations_style_when_it_is_the_first_of_its_
     s, _strip, box = _presenter_strip("lso-stuck-by-open-transaction")
     assert STEPPER_CSS in box.children[0].value
     s.close()
+
+
+def test_presenter_modes_key_moments_stand_in_the_stage_corner_under_the_partition_logs():
+    """With the partition logs on the stage, the key moments stand in its lower right corner (the box then fits
+    1280x720: each key moment is one click away) and the stage keeps its whole height; with the message diagram,
+    which takes the stage's width, they stand below it.  A click on one goes to it."""
+    from widgets.presenter import PICTURE_HEIGHT, STAGE_PAD
+    s, _strip, box = _presenter_strip("abort-hidden-from-read-committed")
+    stage, chapters = box.children[3], box.children[4]
+    assert "txl-on-logs" in box._dom_classes and "txl-chapters" in chapters._dom_classes
+    assert stage.layout.min_height == f"{PICTURE_HEIGHT + STAGE_PAD}px"
+    pick = box.children[1].children[-1]
+    pick.value = "messages"
+    assert "txl-on-logs" not in box._dom_classes and stage.layout.min_height is None
+    pick.value = "partition logs"
+    assert "txl-on-logs" in box._dom_classes
+    first = chapters.children[1]
+    first.click()
+    assert s.position == s.key_moments[0][2]
+    s.close()

@@ -40,7 +40,19 @@ CSS = """<style>
 .txl-present .widget-toggle-buttons .widget-label{font-size:16px;width:auto;min-width:0;padding-right:6px}
 .txl-present .txl-key{font-size:19px}
 .txl-present .txl-ticks{display:none}
+.txl-present{position:relative}
+.txl-present.txl-on-logs .txl-chapters{position:absolute;right:0;bottom:6px;width:240px;flex-flow:column nowrap;
+                                       z-index:2;background:#fff}
+.txl-present.txl-on-logs .txl-chapters .widget-button{font-size:15px;height:27px;line-height:27px;
+                                       width:100% !important;margin:1px 0;text-align:left;white-space:nowrap;
+                                       overflow:hidden;text-overflow:ellipsis}
+.txl-present.txl-on-logs .txl-chapters .widget-html, .txl-present.txl-on-logs .txl-chapters .txl-status{
+                                       font-size:15px;line-height:18px;margin:0}
 </style>"""
+# With the partition logs on the stage, the key moments stand in the stage's lower right corner, under the strip's
+# legend (at most five key moments, 29 px each, as in every gallery story); captions longer than the column end in
+# "…" (the narration says the whole one at the moment).  Under the message diagram, which takes the stage's width,
+# they stand below the stage.
 
 
 def presenter(stepper, stepper_css: str = "") -> W.VBox:
@@ -97,7 +109,14 @@ def presenter(stepper, stepper_css: str = "") -> W.VBox:
         stepper.presenter_picture = fig
         stepper._show_current()       # a step redraws only the picture on the stage: this one may have waited
         stage.children = [fig]
+        on_logs(strip is not None and fig is strip.figure)
     pick.observe(show, "value")
+
+    def on_logs(yes: bool) -> None:
+        """The key moments in the stage's corner (the stage then keeps its whole height, under the legend: a strip
+        of two partitions is shorter), or below it."""
+        (box.add_class if yes else box.remove_class)("txl-on-logs")
+        stage.layout.min_height = f"{PICTURE_HEIGHT + STAGE_PAD}px" if yes else None
     for b in (stepper._btn_reset, stepper._btn_back, stepper._btn_step):
         b.layout.height = "40px"
     controls = W.HBox([stepper._btn_reset, stepper._btn_back, stepper._btn_step, stepper._zoom, pick],
@@ -106,4 +125,5 @@ def presenter(stepper, stepper_css: str = "") -> W.VBox:
                     stage, stepper._chapters], before_shown=stepper._sync_figures,
                    layout=W.Layout(width="100%", max_width=f"{WIDTH + 20}px"))
     box.add_class("txl-present")
+    on_logs(strip is not None)
     return box

@@ -256,7 +256,10 @@ class SpaceTime:
             xs, ys, hs, sizes = groups[name]
             updates[self._arrows0 + i] = {"x": xs, "y": ys, "hovertext": hs, "marker.size": sizes}
         updates[self._arrows0 + list(STYLE).index("follower Fetch")]["showlegend"] = is_kafka(cluster)
-        layout = {"xaxis.tickvals": list(range(n)), "xaxis.ticktext": [t.replace("-", "-<br>", 1) for t in lane_text],
+        lay = self.figure._layout       # (its plain dict) a lane's width: a name breaks after its "-" only if it must
+        lane_px = ((lay.get("width") or WIDTH) - lay.get("margin", {}).get("l", 0) - lay.get("margin", {}).get("r", 0)) / n
+        names = [t if text_extent(t, FONT)[0] + 2 * MARGIN <= lane_px else t.replace("-", "-<br>", 1) for t in lane_text]
+        layout = {"xaxis.tickvals": list(range(n)), "xaxis.ticktext": names,
                   "xaxis.range": [-0.6, n - 0.4], "yaxis.range": [bottom, top - LANE_Y],
                   "yaxis.tickvals": ticks[0], "yaxis.ticktext": ticks[1]}
         self.axis = axis

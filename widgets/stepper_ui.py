@@ -126,6 +126,7 @@ class StepperUI(OnScreen):
         self._zoom.observe(self._on_zoom, "value")
         self._ticks = MomentTicks(self._on_tick)          # the key moments, clickable, under the slider's track
         self._chapters = W.HBox(layout=W.Layout(flex_flow="row wrap"))
+        self._chapters.add_class("txl-chapters")
         self._chapter_key: tuple = ()
         self._keys = KeyCatcher(self._on_key)
         self._narr = W.HTML()
