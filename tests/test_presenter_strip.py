@@ -163,6 +163,9 @@ def test_presenter_modes_key_moments_stand_in_the_stage_corner_under_the_partiti
     stage, chapters = box.children[3], box.children[4]
     assert "txl-on-logs" in box._dom_classes and "txl-chapters" in chapters._dom_classes
     assert stage.layout.min_height == f"{PICTURE_HEIGHT + STAGE_PAD}px"
+    # no plotly toolbar over the legend in presenter mode; the normal view keeps it
+    assert all(v.figure._config.get("displayModeBar") is False for v in s.presenter_views)
+    assert s.log_strip.figure._config.get("displayModeBar") is not False
     pick = box.children[1].children[-1]
     pick.value = "messages"
     assert "txl-on-logs" not in box._dom_classes and stage.layout.min_height is None

@@ -80,6 +80,9 @@ def presenter(stepper, stepper_css: str = "") -> W.VBox:
     figures.append(("messages", messages.figure))
     figures = [(t, f) for t, f in figures if f is not None]
     for _, fig in figures:
+        # no plotly toolbar: under the mouse it stood over the legend's first entries (a class reads the picture;
+        # the normal view keeps it, for zooming and saving)
+        fig._config = dict(fig._config or {}, displayModeBar=False)
         with fig.batch_update():      # the legend beside the picture: the height goes to the picture itself
             fig.layout.width = WIDTH
             if strip is None or fig is not strip.figure:     # the strip sets its own, from these margins
