@@ -23,7 +23,7 @@ from .figure_send import send
 from .figure_widget import FigureWidget
 from .legible import text_extent
 from .strip_rows import BAR, ROW_PX, beside_words, fit_rows
-from .pictures import (CELL_BORDER, CONSUMERS, FONT, LINES, SMALL, STATUS, STATUS_ORDER, WIDTH, cell_text,
+from .pictures import (CELL_BORDER, CONSUMERS, FONT, LINES, SMALL, STATUS, STATUS_ORDER, WIDTH, cell_text, plot_width,
                        consumer_legend_entries, legend_entries, title as titled)
 
 # one colour per kind of record, as every log picture of the lab draws it (widgets/pictures.py)
@@ -437,9 +437,7 @@ class LogStrip:
 
     def _offset_px(self, lo: int, hi: int) -> float:
         """The pixels one offset takes across the plot, ``lo``..``hi`` in view."""
-        lay = self.figure._layout
-        margin = lay.get("margin", {})
-        return ((lay.get("width") or WIDTH) - margin.get("l", 0) - margin.get("r", 0)) / max(1, hi - lo)
+        return plot_width(self.figure._layout) / max(1, hi - lo)
 
     def _sides(self, cons: dict, lo: int, hi: int) -> None:
         """Which side of its point each label stands on (plotly's textposition, one per label): words that would run

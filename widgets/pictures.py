@@ -80,6 +80,13 @@ def idle_words(ms: int) -> str:
     return f"… {ms / 1000:g} s …" if ms >= 1000 else f"… {ms} ms …"
 
 
+def plot_width(layout: dict) -> float:
+    """The pixels across a figure's plot: its width less its left and right margins (``layout``: the figure's
+    plain layout dict, ``figure._layout``, cheaper to read than plotly's objects)."""
+    margin = layout.get("margin", {})
+    return (layout.get("width") or WIDTH) - margin.get("l", 0) - margin.get("r", 0)
+
+
 def cell_text(value, width: int = 8) -> str:
     """A record's value (or key) as it fits in a cell."""
     if value is None:

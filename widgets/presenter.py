@@ -2,9 +2,10 @@
 
 Owns ``presenter(stepper)``: the stepper's own controls (Reset, Back, Step, the granularity), its narration in
 large type and its main picture -- the partition logs for a Kafka lab, the message diagram otherwise, switchable
--- in one box 1280×720 wide, with the key moments as chapters under it.  The stage under the controls (one row)
-and the narration takes what is left of the screen's height (``PICTURE_HEIGHT``), so the chapters stand below
-the screen's foot (the presenter scrolls to them, or steps by moment); the partition logs fit the stage, their rows
+-- and the key moments as chapters, in one box that fits 1280×720.  The stage under the controls (one row) and
+the narration takes what is left of the screen's height (``PICTURE_HEIGHT``); with the partition logs on it the
+chapters stand in its lower right corner, under the legend, and with the message diagram (which takes the stage's
+width) below it, under the screen's foot.  The partition logs fit the stage, their rows
 given fewer pixels as there are more of them, down to the least their cells' 14 px words need
 (widgets/strip_rows.py): two and three partitions of three replicas fit without scrolling; four partitions and
 more take the least and scroll inside the stage.  The widgets are the stepper's own, so the normal view and the

@@ -24,7 +24,7 @@ from .cluster_view import is_kafka, roles
 from .figure_send import send
 from .figure_widget import FigureWidget
 from .legible import CHAR_EM, LINE_EM, MARGIN, first_free, text_box, text_extent, y_labels_width
-from .pictures import ARROWS, FONT, SMALL, WIDTH, arrow_label, idle_words, title as titled
+from .pictures import ARROWS, FONT, SMALL, WIDTH, arrow_label, idle_words, plot_width, title as titled
 
 STYLE = {  # trace name -> (colour, dash, width): the lab's one arrow vocabulary (widgets/pictures.py)
     "requests": (ARROWS["request"], "solid", 1.8),
@@ -256,8 +256,7 @@ class SpaceTime:
             xs, ys, hs, sizes = groups[name]
             updates[self._arrows0 + i] = {"x": xs, "y": ys, "hovertext": hs, "marker.size": sizes}
         updates[self._arrows0 + list(STYLE).index("follower Fetch")]["showlegend"] = is_kafka(cluster)
-        lay = self.figure._layout       # (its plain dict) a lane's width: a name breaks after its "-" only if it must
-        lane_px = ((lay.get("width") or WIDTH) - lay.get("margin", {}).get("l", 0) - lay.get("margin", {}).get("r", 0)) / n
+        lane_px = plot_width(self.figure._layout) / n       # a name breaks after its "-" only if the lane is narrow
         names = [t if text_extent(t, FONT)[0] + 2 * MARGIN <= lane_px else t.replace("-", "-<br>", 1) for t in lane_text]
         layout = {"xaxis.tickvals": list(range(n)), "xaxis.ticktext": names,
                   "xaxis.range": [-0.6, n - 0.4], "yaxis.range": [bottom, top - LANE_Y],

@@ -187,11 +187,11 @@ def explore_split(spec: dict, parts: int, jobs: int = 1, master: Optional[str] =
     found = 0
     while active and left > 0:
         share, extra = divmod(left, len(active))
-        todo = [(i, min(round_runs, share + (k < extra))) for k, i in enumerate(active)]
-        todo = [(i, n) for i, n in todo if n > 0]
+        shares = [(i, min(round_runs, share + (k < extra))) for k, i in enumerate(active)]
+        todo = [(i, n) for i, n in shares if n > 0]
         rows = list(run_explorations([dict(specs[i], visited=sorted(seen), max_runs=n) for i, n in todo],
                                      jobs, master, spark))
-        active = []
+        active = [i for i, n in shares if n == 0]       # no run for them this round: still to go on
         for (i, _), row in zip(todo, rows):
             totals[i] = _add(totals[i], row)
             seen.update(row["new_states"])
@@ -201,11 +201,15 @@ def explore_split(spec: dict, parts: int, jobs: int = 1, master: Optional[str] =
                 active.append(i)
                 specs[i] = dict(specs[i], prefixes=[p for _, p in row["left"]],
                                 indexes=[r for r, _ in row["left"]])
+        active.sort()                                   # in the parts' order: the shares go out the same way
         if progress is not None:
             progress(spec.get("max_runs", DEFAULT_MAX_RUNS) - left, found)
         if found:
             break
-    return merge(head, [t for t in totals if t is not None])
+    out = merge(head, [t for t in totals if t is not None])
+    if active and not out["found"]:
+        out["complete"] = False             # the budget ran out with parts still to go on (some never ran)
+    return out
 
 
 TABLE_COLUMNS = ("mutation", "scenario", "brokers", "seed", "transaction_version", "part", "runs", "max_runs",
