@@ -25,7 +25,7 @@ from .admin_types import (AbortTransactionSpec, AlterConfigOpType, BrokerMetadat
 from .client_events import ClientEvents
 from .config import admin_config, dialect_of
 from .dialect import admin_timeout
-from .network_client import attach_client, broker_node
+from .network_client import attach_client, constructed_in_turn, broker_node
 
 def _check_list(value, what: str) -> None:
     if not isinstance(value, list):
@@ -35,6 +35,7 @@ def _check_list(value, what: str) -> None:
 class AdminClient(GroupAdmin, TransactionAdmin, AdminRequests):
     """``AdminClient({"bootstrap.servers": cluster.bootstrap})``."""
 
+    @constructed_in_turn
     def __init__(self, config: dict) -> None:
         cfg = admin_config(config)
         self._config = cfg

@@ -25,7 +25,7 @@ from .consumer_lookup import ConsumerLookups
 from .consumer_rebalance import ConsumerRebalance, _tp_list
 from .epoch_check import CHECK_NOW
 from .fetcher import Fetcher, PartitionState
-from .network_client import attach_client, block
+from .network_client import attach_client, constructed_in_turn, block
 from .message import OFFSET_BEGINNING, OFFSET_END, OFFSET_INVALID, OFFSET_STORED, Message, TopicPartition
 
 
@@ -52,6 +52,7 @@ _UNSET = object()      # subscribe()'s "no callback given" (an explicit None is 
 class Consumer(ConsumerRebalance, ConsumerLookups, ConsumerCommits):
     """A Kafka consumer (group member with ``subscribe``, or manual with ``assign``)."""
 
+    @constructed_in_turn
     def __init__(self, config: dict, **kwargs) -> None:
         conf = dict(config or {})
         conf.update(kwargs)

@@ -103,6 +103,7 @@ def guard(cluster) -> threading.RLock:
             if fn is not None and not getattr(fn, "__txnlab_locked__", False):
                 setattr(obj, name, _locked(lock, fn))
     cluster._door_lock = lock
+    cluster.attachment.serialize(lock)      # the notebook's own clients' calls, too (txnlab.kernel.attach)
     return lock
 
 

@@ -14,9 +14,17 @@ Owns: the registry of addresses (``register``, ``lookup``; schemes such as
 remote side with its private kernel), client names (``producer-1``, ...; never a server's, whatever
 ``client.id`` says), the
 principal each client node authenticated as, and the client objects attached.
+
+A door (``txnlab.wire``, ``txnlab.frontdoor``) steps the kernel from a thread of its own, holding its lock.
+Once one serves a network (``Attachment.serialize``), every public call of that network's clients, and their
+construction (``constructed_in_turn``), holds the same lock: a call from the notebook never runs half-way
+through while the door steps (a request queued while the door delivers, two events given one sequence number).
+Without a door nothing is wrapped, and a call costs what it did.
 """
 from __future__ import annotations
 
+import functools
+import inspect
 import weakref
 from typing import Any, Callable, Optional
 
@@ -46,6 +54,14 @@ class Attachment:
         self.clients: dict = {}         # node name -> the client object that owns it
         self.principals: dict = {}      # node name -> the principal it authenticated as (SASL)
         self._counts: dict = {}
+        self.lock = None                # a door's lock, once a door serves this network (serialize)
+
+    def serialize(self, lock) -> None:
+        """A door now steps this network's kernel from its own thread, holding ``lock``: from now on each public
+        call of the clients attached here, now and later, holds it too (``take_turns``)."""
+        self.lock = lock
+        for owner in list(self.clients.values()):
+            take_turns(owner, lock)
 
     def __repr__(self) -> str:
         return f"<Attachment {self.address} brokers={list(self.brokers)}>"
@@ -84,6 +100,8 @@ class Attachment:
                 name = self.next_client_name(name)
         node = node_class(self.kernel, name, list(self.brokers), owner)
         self.clients[name] = owner
+        if self.lock is not None:
+            take_turns(owner, self.lock)
         if principal:
             self.principals[name] = principal
         return node
@@ -93,6 +111,41 @@ class Attachment:
 
     def release(self, node) -> None:
         """A client that is done: in a lab's own kernel its node stays for the pictures (nothing to do)."""
+
+
+def take_turns(owner: Any, lock) -> None:
+    """Each public method of ``owner`` (a client), on this instance only, holds ``lock`` while it runs (a
+    re-entrant lock: a call within a call, or the kernel's own locked entry points, take it again)."""
+    for cls in type(owner).__mro__:
+        for name, fn in vars(cls).items():
+            if name.startswith("_") or not inspect.isfunction(fn) or name in vars(owner):
+                continue
+            setattr(owner, name, _holding(lock, getattr(owner, name)))
+
+
+def _holding(lock, method: Callable) -> Callable:
+    @functools.wraps(method)
+    def call(*args, **kwargs):
+        with lock:
+            return method(*args, **kwargs)
+    return call
+
+
+def constructed_in_turn(init: Callable) -> Callable:
+    """A client's ``__init__(config, **kwargs)`` (or ``__init__(bootstrap, ...)``), holding the lock of the network
+    its ``bootstrap.servers`` names while a door serves it (a local lab's address only: a ``txnlab://`` one has a
+    kernel of its own)."""
+    @functools.wraps(init)
+    def __init__(self, *args, **kwargs):
+        config = args[0] if args else None
+        address = config if isinstance(config, str) else \
+            kwargs.get("bootstrap.servers", config.get("bootstrap.servers") if isinstance(config, dict) else None)
+        att = _ADDRESSES.get(_key(address)) if isinstance(address, str) and "@" in address else None
+        if att is None or att.lock is None:
+            return init(self, *args, **kwargs)
+        with att.lock:
+            return init(self, *args, **kwargs)
+    return __init__
 
 
 def register(address: str, attachment: Attachment) -> None:

@@ -14,7 +14,7 @@ import threading
 from typing import Iterator, Optional
 
 from ..client.fetcher import CompletedFetch
-from ..client.network_client import ClientNode, attachment_for
+from ..client.network_client import ClientNode, attachment_for, constructed_in_turn
 from ..errors import KafkaError, KafkaException
 from ..protocol import messages as m
 from ..protocol.errors import Errors
@@ -47,6 +47,7 @@ def isolation_of(level: str) -> int:
 class Link:
     """One client node on a (served or in-kernel) cluster with blocking protocol calls."""
 
+    @constructed_in_turn
     def __init__(self, bootstrap: str, label: str = "spark") -> None:
         self._attachment = attachment_for(bootstrap)       # through the kernel's registry, like any client
         self.kernel = self._attachment.kernel

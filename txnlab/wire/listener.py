@@ -136,6 +136,7 @@ class WireDoor(WallClock):
         self.lock = guard(cluster)
         self.requests = 0
         self.refused = 0
+        self.error: Optional[BaseException] = None     # what stopped the I/O thread, if anything did but close()
         self.connections: dict[int, WireConnection] = {}
         self.nodes: dict[tuple, WireNode] = {}
         self._numbers = 0
@@ -171,7 +172,8 @@ class WireDoor(WallClock):
 
     def __repr__(self) -> str:
         return (f"<WireDoor bootstrap.servers={self.bootstrap_servers} mode={self.mode} "
-                f"connections={len(self.connections)} requests={self.requests}>")
+                f"connections={len(self.connections)} requests={self.requests}"
+                f"{'' if self.error is None else f' stopped by {type(self.error).__name__}: {self.error}'}>")
 
     def __str__(self) -> str:
         return f"bootstrap.servers={self.bootstrap_servers}"
@@ -273,6 +275,10 @@ class WireDoor(WallClock):
                             self._closed_by_edge(c, f"idle for more than {self.idle_timeout_s:g} s "
                                              f"(connections.max.idle.ms)")
                 self._write_all()
+        except Exception as e:     # the door stops (its clients see their connections close) and says why
+            self.error = e
+            self.kernel.record("note", "wire-door", f"the wire door stopped: {type(e).__name__}: {e}")
+            raise
         finally:
             for c in list(self.connections.values()):
                 self._close_now(c, "the door closed")
