@@ -21,7 +21,9 @@ WIDTH = 1060           # what is left of 1280 px beside JupyterLab's bars and th
 # 1280×720 in JupyterLab (file browser closed): the notebook's area is 599 px high, under the menu, the tabs and the
 # notebook's toolbar and above the status bar (measured in Chromium).  From its top the box holds the controls (one
 # row of 40 px buttons), the narration (four whole lines of 19 px type, 24 px each, and no padding under them, where
-# a fifth line would show its top; more lines scroll) and the stage for the picture, each with its margins (measured:
+# a fifth line would show its top; more lines scroll, and while some are below a purple shade darkens the box's foot:
+# a shade fixed to the box, covered once the end of the text, which carries a cover of the box's colour, scrolls
+# into view) and the stage for the picture, each with its margins (measured:
 # the controls 4 + 44, the narration's widget 2 + 112 + 2 (its 102 px box and margins); a 425 px picture ends 10 px
 # above the notebook's foot)
 NOTEBOOK_PX, CONTROLS_PX, NARRATION_PX, STAGE_PAD = 599, 48, 116, 10
@@ -30,7 +32,9 @@ PICTURE_HEIGHT = NOTEBOOK_PX - CONTROLS_PX - NARRATION_PX - STAGE_PAD     # 425
 STRIP_MARGIN = dict(t=10, b=44)
 CSS = """<style>
 .txl-present .txl-narr{font-size:19px;line-height:24px;min-height:0;max-height:96px;overflow:auto;margin:2px 0 8px;
-                      padding-bottom:0}
+                      padding-bottom:0;background:
+  linear-gradient(rgba(248,240,252,0), #f8f0fc 60%) center bottom / 100% 26px no-repeat local,
+  linear-gradient(rgba(134,46,156,0), rgba(134,46,156,.55)) center bottom / 100% 16px no-repeat scroll, #f8f0fc}
 .txl-present .txl-narr .txl-head{font-size:17px}
 .txl-present .txl-narr ul{font-size:18px}
 .txl-present .txl-status{font-size:16px}
