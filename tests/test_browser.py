@@ -295,7 +295,14 @@ def test_tour_steps_to_a_key_moment_by_moments_and_presenter_mode_fits_1280x720(
             page.screenshot(path=str(ARTIFACTS / "presenter_1280x720.png"))
             boxes = {name: present.locator(sel).first.bounding_box() for name, sel in (
                 ("step", "button.jupyter-button:has-text('Step')"), ("narration", ".txl-narr"),
-                ("picture", ".js-plotly-plot"))}
+                ("picture", ".js-plotly-plot"), ("key moments", ".txl-chapters"))}
+            # the message diagram instead: its key moments stand in one row below it, on the screen too
+            present.locator("button.widget-toggle-button:has-text('messages')").first.click()
+            page.wait_for_function("() => !document.querySelector('.txl-present.txl-on-logs')", timeout=60_000)
+            page.wait_for_timeout(800)
+            page.screenshot(path=str(ARTIFACTS / "presenter_messages_1280x720.png"))
+            boxes.update({f"{name} (message diagram)": present.locator(sel).first.bounding_box() for name, sel in (
+                ("picture", ".js-plotly-plot:visible"), ("key moments", ".txl-chapters"))})
         finally:
             browser.close()
     assert "not" in verdicts[0].lower() or "wrong" in verdicts[0].lower(), verdicts[0]

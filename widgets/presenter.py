@@ -5,7 +5,7 @@ large type and its main picture -- the partition logs for a Kafka lab, the messa
 -- and the key moments as chapters, in one box that fits 1280×720.  The stage under the controls (one row) and
 the narration takes what is left of the screen's height (``PICTURE_HEIGHT``); with the partition logs on it the
 chapters stand in its lower right corner, under the legend, and with the message diagram (which takes the stage's
-width) below it, under the screen's foot.  The partition logs fit the stage, their rows
+width) in one row below it.  The partition logs fit the stage, their rows
 given fewer pixels as there are more of them, down to the least their cells' 14 px words need
 (widgets/strip_rows.py): two and three partitions of three replicas fit without scrolling; four partitions and
 more take the least and scroll inside the stage.  The widgets are the stepper's own, so the normal view and the
@@ -53,11 +53,18 @@ CSS = """<style>
                                        overflow:hidden;text-overflow:ellipsis}
 .txl-present.txl-on-logs .txl-chapters .widget-html, .txl-present.txl-on-logs .txl-chapters .txl-status{
                                        font-size:15px;line-height:18px;margin:0}
+.txl-present:not(.txl-on-logs) .txl-chapters{flex-wrap:nowrap !important;align-items:center}
+.txl-present:not(.txl-on-logs) .txl-chapters .widget-button{font-size:15px;height:29px;line-height:29px;
+                                       flex:1 1 0;min-width:0;max-width:none;margin:0 2px;white-space:nowrap;
+                                       overflow:hidden;text-overflow:ellipsis;text-align:left}
+.txl-present:not(.txl-on-logs) .txl-chapters .widget-html{font-size:15px;margin:0;flex:none}
 </style>"""
 # With the partition logs on the stage, the key moments stand in the stage's lower right corner, under the strip's
 # legend (at most five key moments, 29 px each, as in every gallery story); captions longer than the column end in
 # "…" (the narration says the whole one at the moment).  Under the message diagram, which takes the stage's width,
-# they stand below the stage.
+# they stand in one row below it (each moment's number and the start of its caption), and the diagram is
+# CHAPTER_ROW_PX shorter, so the box still fits the screen.
+CHAPTER_ROW_PX = 35
 
 
 def presenter(stepper, stepper_css: str = "") -> W.VBox:
@@ -91,7 +98,7 @@ def presenter(stepper, stepper_css: str = "") -> W.VBox:
         with fig.batch_update():      # the legend beside the picture: the height goes to the picture itself
             fig.layout.width = WIDTH
             if strip is None or fig is not strip.figure:     # the strip sets its own, from these margins
-                fig.layout.height = PICTURE_HEIGHT
+                fig.layout.height = PICTURE_HEIGHT - CHAPTER_ROW_PX      # the key moments' row below it
             # (against the plot: the strip's own legend stands against the figure's foot, xref/yref "container")
             fig.layout.legend.update(orientation="v", xref="paper", yref="paper", x=1.01, xanchor="left", y=1.0,
                                      yanchor="top")
