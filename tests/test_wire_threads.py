@@ -50,6 +50,10 @@ def test_clients_wait_for_the_doors_lock_only_while_a_door_serves():
         _finishes_only_after_release(door.lock, lambda: made.append(
             txnlab.Consumer({"bootstrap.servers": c.bootstrap, "group.id": "g"})))
         assert made[0].list_topics(timeout=5).topics["t"].partitions[0].leader == 0
+        # an operator's calls on the lab, too: a note in the trace, a broker's controlled shutdown
+        _finishes_only_after_release(door.lock, lambda: c.note("operator", "a note from the notebook"))
+        assert all(getattr(getattr(c, name), "__txnlab_locked__", False)
+                   for name in ("shutdown", "move_leader", "heal_between", "add_acl", "crash", "restart"))
         assert before.flush(10) == 0
     finally:
         door.close()

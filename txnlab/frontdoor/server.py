@@ -62,8 +62,8 @@ LINGER_S = 300.0                     # a session with no open connection keeps i
 KERNEL_ENTRY_POINTS = ("step", "run_until", "run_until_idle", "advance", "begin_step", "schedule", "cancel")
 CLUSTER_ENTRY_POINTS = ("step", "run_until", "run_until_idle", "advance", "create_topic", "crash", "restart",
                         "drop_next", "delay_next", "duplicate_next", "drop_message", "delay_message",
-                        "duplicate_message", "partition", "heal", "pause", "partition_state",
-                        "transaction_state")
+                        "duplicate_message", "partition", "heal", "heal_between", "pause", "partition_state",
+                        "transaction_state", "shutdown", "move_leader", "note", "add_acl")
 
 
 class RemoteNode(Node):
