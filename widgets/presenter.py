@@ -23,7 +23,7 @@ WIDTH = 1060           # what is left of 1280 px beside JupyterLab's bars and th
 # row of 40 px buttons), the narration (four whole lines of 19 px type, 24 px each, and no padding under them, where
 # a fifth line would show its top; more lines scroll, and while some are below a purple shade darkens the box's foot:
 # a shade fixed to the box, covered once the end of the text, which carries a cover of the box's colour, scrolls
-# into view) and the stage for the picture, each with its margins (measured:
+# into view; the line saying how many plumbing events a step folded is left out: a class steps by moment) and the stage for the picture, each with its margins (measured:
 # the controls 4 + 44, the narration's widget 2 + 112 + 2 (its 102 px box and margins); a 425 px picture ends 10 px
 # above the notebook's foot)
 NOTEBOOK_PX, CONTROLS_PX, NARRATION_PX, STAGE_PAD = 599, 48, 116, 10
@@ -36,6 +36,7 @@ CSS = """<style>
   linear-gradient(rgba(248,240,252,0), #f8f0fc 60%) center bottom / 100% 26px no-repeat local,
   linear-gradient(rgba(134,46,156,0), rgba(134,46,156,.55)) center bottom / 100% 16px no-repeat scroll, #f8f0fc}
 .txl-present .txl-narr .txl-head{font-size:17px}
+.txl-present .txl-narr .txl-folded{display:none}
 .txl-present .txl-narr ul{font-size:18px}
 .txl-present .txl-status{font-size:16px}
 .txl-present .widget-button, .txl-present .widget-toggle-button{font-size:18px;height:40px}
