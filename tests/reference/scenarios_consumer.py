@@ -26,19 +26,35 @@ def _assigned(b, t: str, isolation: str, offset=None, **extra):
     return c
 
 
-def _drain(b, cs, rounds: int = 12) -> dict:
+def _fetched(b, c) -> bool:
+    """Whether ``c`` has had a Fetch answer for its partitions: its cached high watermark (librdkafka's, updated
+    from each Fetch answer; -1001 until the first) is known.  A new consumer takes half a second or more to
+    connect, look its offsets up and fetch (through the lab's listener too), longer on a loaded machine."""
+    try:
+        return all(c.get_watermark_offsets(tp, cached=True)[1] >= 0 for tp in c.assignment())
+    except b.KafkaException:
+        return True
+
+
+def _drain(b, cs, rounds: int = 12, first_fetch_polls: int = 400) -> dict:
     """What poll() returns to each consumer of ``cs`` ({tag: consumer}, polled in turn) until it has found nothing
     in ``rounds`` rounds in a row (a second or so with fetch.wait.max.ms=100), or after its EOF event:
-    {tag: [(offset, value), ("eof", offset), or ("error", signature)]}."""
+    {tag: [(offset, value), ("eof", offset), or ("error", signature)]}.  Rounds before a consumer's first Fetch
+    answer are not quiet ones (at most ``first_fetch_polls`` of them: 20 s)."""
     out = {tag: [] for tag in cs}
     quiet = dict.fromkeys(cs, 0)
+    waited = dict.fromkeys(cs, 0)
     while any(n < rounds for n in quiet.values()):
         for tag, c in cs.items():
             if quiet[tag] >= rounds:
                 continue
             m = c.poll(0.05)
             if m is None:
-                quiet[tag] += 1
+                if waited[tag] < first_fetch_polls and not _fetched(b, c):
+                    waited[tag] += 1
+                else:
+                    waited[tag] = first_fetch_polls      # fetched: from now on idle rounds count
+                    quiet[tag] += 1
                 continue
             quiet[tag] = 0
             if m.error():
