@@ -3,15 +3,29 @@ commits and one that aborts, read back by a read_committed consumer of the same 
 from __future__ import annotations
 
 import asyncio
+import time
 
 import pytest
 
 from wire_helpers import lab
 
-# The consumers below stop after 3 s (wall clock) without a record; the group's initial rebalance delay (Kafka's
-# default 3 s, which the lab's simulated time now spends at the wall clock's pace) would race that timer, so these
-# labs set it to 0 as Kafka's own development config (config/server.properties) does.
+# The group's initial rebalance delay (Kafka's default 3 s, which the lab's simulated time spends at the wall
+# clock's pace) only slows these reads: these labs set it to 0 as Kafka's own development config
+# (config/server.properties) does.
 NO_JOIN_DELAY = {"group.initial.rebalance.delay.ms": 0}
+PATIENCE_S, IDLE_POLLS = 60.0, 4      # a consumer reads until its record came, then 4 empty polls of 0.5 s
+
+
+def _until_idle(poll) -> list:
+    """(offset, value) of what ``poll()`` (one poll of 0.5 s: {partition: [record]}) returns: until a record came
+    and then IDLE_POLLS polls came back empty (so nothing extra hides behind), or patience runs out.  A consumer
+    joining its group and fetching can take seconds on a loaded machine: a fixed 3 s read once came back empty."""
+    got, idle, deadline = [], 0, time.monotonic() + PATIENCE_S
+    while idle < IDLE_POLLS and time.monotonic() < deadline:
+        records = [r for rs in poll().values() for r in rs]
+        got += [(r.offset, r.value) for r in records]
+        idle = idle + 1 if got and not records else 0
+    return got
 
 
 def test_kafka_python_commits_and_aborts_and_reads_committed():
@@ -29,8 +43,8 @@ def test_kafka_python_commits_and_aborts_and_reads_committed():
         p.close()
         cons = kafka.KafkaConsumer("t", bootstrap_servers=door.bootstrap_servers, group_id="kp-reader",
                                    auto_offset_reset="earliest", isolation_level="read_committed",
-                                   consumer_timeout_ms=3000, client_id="kp-reader-1")
-        got = [(m.offset, m.value) for m in cons]
+                                   client_id="kp-reader-1")
+        got = _until_idle(lambda: cons.poll(timeout_ms=500))
         cons.close()
         assert got == [(0, b"kept")]
         assert [b.control_type.name for b in c.log("t").batches if b.is_control] == ["COMMIT", "ABORT"]
@@ -52,11 +66,12 @@ def test_aiokafka_commits_and_aborts_and_reads_committed():
         cons = aiokafka.AIOKafkaConsumer("t", bootstrap_servers=door.bootstrap_servers, group_id="aio-reader",
                                          auto_offset_reset="earliest", isolation_level="read_committed")
         await cons.start()
-        got = []
+        got, idle, deadline = [], 0, time.monotonic() + PATIENCE_S
         try:
-            batches = await cons.getmany(timeout_ms=3000)
-            for records in batches.values():
+            while idle < IDLE_POLLS and time.monotonic() < deadline:       # as _until_idle, awaiting each poll
+                records = [r for rs in (await cons.getmany(timeout_ms=500)).values() for r in rs]
                 got += [(r.offset, r.value) for r in records]
+                idle = idle + 1 if got and not records else 0
         finally:
             await cons.stop()
         return got
