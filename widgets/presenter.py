@@ -23,9 +23,9 @@ WIDTH = 1060           # what is left of 1280 px beside JupyterLab's bars and th
 # row of 40 px buttons), the narration (four whole lines of 19 px type, 24 px each, and no padding under them, where
 # a fifth line would show its top; more lines scroll, and while some are below a purple shade darkens the box's foot:
 # a shade fixed to the box, covered once the end of the text, which carries a cover of the box's colour, scrolls
-# into view; the line saying how many plumbing events a step folded is left out: a class steps by moment) and the stage for the picture, each with its margins (measured:
-# the controls 4 + 44, the narration's widget 2 + 112 + 2 (its 102 px box and margins); a 425 px picture ends 10 px
-# above the notebook's foot)
+# into view; the line saying how many plumbing events a step folded is left out: a class steps by moment) and the
+# stage for the picture, each with its margins (measured: the controls 4 + 44, the narration's widget 2 + 112 + 2
+# (its 102 px box and margins); a 425 px picture ends 10 px above the notebook's foot)
 NOTEBOOK_PX, CONTROLS_PX, NARRATION_PX, STAGE_PAD = 599, 48, 116, 10
 PICTURE_HEIGHT = NOTEBOOK_PX - CONTROLS_PX - NARRATION_PX - STAGE_PAD     # 425
 # the strip's margins above and below its plot: its words above the first row need 3 px of it, the offset axis 44

@@ -25,7 +25,7 @@ from .admin_types import (AbortTransactionSpec, AlterConfigOpType, BrokerMetadat
 from .client_events import ClientEvents
 from .config import admin_config, dialect_of
 from .dialect import admin_timeout
-from .network_client import attach_client, constructed_in_turn, broker_node
+from .network_client import attach_client, broker_node, constructed_in_turn
 
 def _check_list(value, what: str) -> None:
     if not isinstance(value, list):

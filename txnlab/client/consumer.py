@@ -25,7 +25,7 @@ from .consumer_lookup import ConsumerLookups
 from .consumer_rebalance import ConsumerRebalance, _tp_list
 from .epoch_check import CHECK_NOW
 from .fetcher import Fetcher, PartitionState
-from .network_client import attach_client, constructed_in_turn, block
+from .network_client import attach_client, block, constructed_in_turn
 from .message import OFFSET_BEGINNING, OFFSET_END, OFFSET_INVALID, OFFSET_STORED, Message, TopicPartition
 
 

@@ -20,7 +20,7 @@ from .client_events import ClientEvents
 from .config import dialect_of, notices, producer_config
 from .dialect import LIBRDKAFKA, Action, metadata_topic_action, topic_error_text
 from .message import Message
-from .network_client import attach_client, constructed_in_turn, block
+from .network_client import attach_client, block, constructed_in_turn
 from .record_accumulator import RECORD_OVERHEAD, RecordAccumulator
 from .sender import Sender
 from .transaction_manager import S, State, TransactionManager
