@@ -16,16 +16,22 @@ NO_JOIN_DELAY = {"group.initial.rebalance.delay.ms": 0}
 PATIENCE_S, IDLE_POLLS = 60.0, 4      # a consumer reads until its record came, then 4 empty polls of 0.5 s
 
 
-def _until_idle(poll) -> list:
-    """(offset, value) of what ``poll()`` (one poll of 0.5 s: {partition: [record]}) returns: until a record came
-    and then IDLE_POLLS polls came back empty (so nothing extra hides behind), or patience runs out.  A consumer
-    joining its group and fetching can take seconds on a loaded machine: a fixed 3 s read once came back empty."""
-    got, idle, deadline = [], 0, time.monotonic() + PATIENCE_S
-    while idle < IDLE_POLLS and time.monotonic() < deadline:
-        records = [r for rs in poll().values() for r in rs]
-        got += [(r.offset, r.value) for r in records]
-        idle = idle + 1 if got and not records else 0
-    return got
+class _Reading:
+    """(offset, value) of what a consumer's polls return ({partition: [record]} each, a poll of 0.5 s): until a
+    record came and then IDLE_POLLS polls came back empty (so nothing extra hides behind), or patience runs out.
+    A consumer joining its group and fetching can take seconds on a loaded machine: a fixed 3 s read once came
+    back empty."""
+
+    def __init__(self) -> None:
+        self.got, self.idle, self.deadline = [], 0, time.monotonic() + PATIENCE_S
+
+    def more(self) -> bool:
+        return self.idle < IDLE_POLLS and time.monotonic() < self.deadline
+
+    def add(self, batches: dict) -> None:
+        records = [r for rs in batches.values() for r in rs]
+        self.got += [(r.offset, r.value) for r in records]
+        self.idle = self.idle + 1 if self.got and not records else 0
 
 
 def test_kafka_python_commits_and_aborts_and_reads_committed():
@@ -44,7 +50,10 @@ def test_kafka_python_commits_and_aborts_and_reads_committed():
         cons = kafka.KafkaConsumer("t", bootstrap_servers=door.bootstrap_servers, group_id="kp-reader",
                                    auto_offset_reset="earliest", isolation_level="read_committed",
                                    client_id="kp-reader-1")
-        got = _until_idle(lambda: cons.poll(timeout_ms=500))
+        reading = _Reading()
+        while reading.more():
+            reading.add(cons.poll(timeout_ms=500))
+        got = reading.got
         cons.close()
         assert got == [(0, b"kept")]
         assert [b.control_type.name for b in c.log("t").batches if b.is_control] == ["COMMIT", "ABORT"]
@@ -66,15 +75,13 @@ def test_aiokafka_commits_and_aborts_and_reads_committed():
         cons = aiokafka.AIOKafkaConsumer("t", bootstrap_servers=door.bootstrap_servers, group_id="aio-reader",
                                          auto_offset_reset="earliest", isolation_level="read_committed")
         await cons.start()
-        got, idle, deadline = [], 0, time.monotonic() + PATIENCE_S
+        reading = _Reading()
         try:
-            while idle < IDLE_POLLS and time.monotonic() < deadline:       # as _until_idle, awaiting each poll
-                records = [r for rs in (await cons.getmany(timeout_ms=500)).values() for r in rs]
-                got += [(r.offset, r.value) for r in records]
-                idle = idle + 1 if got and not records else 0
+            while reading.more():
+                reading.add(await cons.getmany(timeout_ms=500))
         finally:
             await cons.stop()
-        return got
+        return reading.got
 
     with lab(config=NO_JOIN_DELAY) as (c, door):
         assert asyncio.run(run(door)) == [(0, b"kept")]

@@ -504,8 +504,8 @@ class StepperUI(OnScreen):
             if p.words:
                 out += f"<div class='txl-change'>{html.escape('; '.join(p.words))}</div>"
             if stop.folded:
-                out += f"<div class='txl-head txl-folded'>+{stop.folded} plumbing event{'s' if stop.folded != 1 else ''} " \
-                       f"folded into this step (Step by event to see them)</div>"
+                out += f"<div class='txl-head txl-folded'>+{stop.folded} plumbing " \
+                       f"event{'s' if stop.folded != 1 else ''} folded into this step (Step by event to see them)</div>"
         return out
 
     def _sync_moments(self, length: int) -> None:

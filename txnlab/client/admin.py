@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import Optional
 
+from ..kernel.attach import constructed_in_turn
 from ..protocol import messages as m
 from ..protocol.errors import Errors
 from .admin_future import PORT, AdminFuture, AdminRequests, cluster_metadata, kafka_error  # noqa: F401
@@ -25,7 +26,7 @@ from .admin_types import (AbortTransactionSpec, AlterConfigOpType, BrokerMetadat
 from .client_events import ClientEvents
 from .config import admin_config, dialect_of
 from .dialect import admin_timeout
-from .network_client import attach_client, broker_node, constructed_in_turn
+from .network_client import attach_client, broker_node
 
 def _check_list(value, what: str) -> None:
     if not isinstance(value, list):

@@ -14,6 +14,7 @@ from __future__ import annotations
 from typing import Callable, Optional
 
 from ..errors import KafkaError, KafkaException
+from ..kernel.attach import constructed_in_turn
 from ..protocol.errors import Errors
 from . import argcheck
 from .client_events import ClientEvents
@@ -25,7 +26,7 @@ from .consumer_lookup import ConsumerLookups
 from .consumer_rebalance import ConsumerRebalance, _tp_list
 from .epoch_check import CHECK_NOW
 from .fetcher import Fetcher, PartitionState
-from .network_client import attach_client, block, constructed_in_turn
+from .network_client import attach_client, block
 from .message import OFFSET_BEGINNING, OFFSET_END, OFFSET_INVALID, OFFSET_STORED, Message, TopicPartition
 
 

@@ -13,7 +13,6 @@ from typing import Callable, Optional
 
 from ..errors import ConfigException, KafkaError, KafkaException
 from ..kernel import NothingCanArrive, attach
-from ..kernel.attach import constructed_in_turn  # noqa: F401  (the clients' __init__)
 from ..kernel.node import Node
 from ..protocol import messages as m
 from ..protocol.errors import Errors

@@ -13,6 +13,7 @@ from types import MappingProxyType
 from typing import Callable, Optional
 
 from ..errors import KafkaError, KafkaException, KafkaStateError
+from ..kernel.attach import constructed_in_turn
 from ..protocol.errors import Errors
 from ..protocol.hashing import murmur2_partition
 from . import argcheck
@@ -20,7 +21,7 @@ from .client_events import ClientEvents
 from .config import dialect_of, notices, producer_config
 from .dialect import LIBRDKAFKA, Action, metadata_topic_action, topic_error_text
 from .message import Message
-from .network_client import attach_client, block, constructed_in_turn
+from .network_client import attach_client, block
 from .record_accumulator import RECORD_OVERHEAD, RecordAccumulator
 from .sender import Sender
 from .transaction_manager import S, State, TransactionManager

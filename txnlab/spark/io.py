@@ -14,8 +14,9 @@ import threading
 from typing import Iterator, Optional
 
 from ..client.fetcher import CompletedFetch
-from ..client.network_client import ClientNode, attachment_for, constructed_in_turn
+from ..client.network_client import ClientNode, attachment_for
 from ..errors import KafkaError, KafkaException
+from ..kernel.attach import constructed_in_turn
 from ..protocol import messages as m
 from ..protocol.errors import Errors
 
